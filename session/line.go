@@ -1,0 +1,155 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode"
+)
+
+// Kind classifies one line of a session file the way pi's loader sees it
+// (spec §2): blank and malformed lines and falsy JSON values are skipped,
+// any other JSON value is kept, and objects are headers or entries.
+type Kind uint8
+
+const (
+	Blank     Kind = iota // empty or JS-whitespace only: skipped by pi
+	Malformed             // JSON.parse fails: skipped by pi
+	Falsy                 // null, false, 0, "": skipped by pi
+	Scalar                // a kept non-object value (number, string, array, true): a pseudo-entry
+	Header                // an object with "type":"session"
+	Entry                 // any other object
+)
+
+var kindNames = [...]string{"blank", "malformed", "falsy", "scalar", "header", "entry"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// Kept reports whether pi keeps a line of this kind as a value of the file.
+func (k Kind) Kept() bool { return k >= Scalar }
+
+// Line is one line of a session file with its envelope decoded. Raw is the
+// line exactly as in the file, without the terminating '\n' (a '\r' before it
+// stays: it is JSON whitespace to pi).
+type Line struct {
+	Raw  []byte
+	Kind Kind
+	// Type is the object's "type" when it is a string.
+	Type string
+	// ID is the object's "id" when it is a string (HasID). A header's ID is
+	// the session id.
+	ID    string
+	HasID bool
+	// ParentID is the entry's "parentId" when it is a string (HasParent);
+	// null or absent leaves HasParent false.
+	ParentID  string
+	HasParent bool
+	// Version is the header's numeric "version", 0 when absent or not a number.
+	Version float64
+}
+
+// ParseLine classifies raw (one line without its '\n') and decodes the
+// envelope fields of an object. It never fails: what pi would skip is
+// reported through Kind. Keys are matched exactly (JSON.parse semantics, last
+// duplicate wins), which rules out encoding/json's case-insensitive struct
+// decoding.
+func ParseLine(raw []byte) Line {
+	l := Line{Raw: raw}
+	if len(trimJS(raw)) == 0 {
+		l.Kind = Blank
+		return l
+	}
+	// JSON.parse sees the untrimmed line and allows only JSON white space
+	// around the value, exactly like json.Valid (a BOM or NBSP fails both).
+	if !json.Valid(raw) {
+		l.Kind = Malformed
+		return l
+	}
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	switch t[0] {
+	case '{':
+	case 'n', 'f':
+		l.Kind = Falsy // null, false
+		return l
+	case '"':
+		if len(t) == 2 {
+			l.Kind = Falsy
+		} else {
+			l.Kind = Scalar
+		}
+		return l
+	case '[', 't':
+		l.Kind = Scalar
+		return l
+	default: // a number
+		if isZero(t) {
+			l.Kind = Falsy
+		} else {
+			l.Kind = Scalar
+		}
+		return l
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(t, &obj); err != nil {
+		l.Kind = Malformed // unreachable after json.Valid, kept as a guard
+		return l
+	}
+	l.Kind = Entry
+	if s, ok := jsonString(obj["type"]); ok {
+		l.Type = s
+		if s == "session" {
+			l.Kind = Header
+		}
+	}
+	l.ID, l.HasID = jsonString(obj["id"])
+	l.ParentID, l.HasParent = jsonString(obj["parentId"])
+	if l.Kind == Header {
+		var v float64
+		if raw, ok := obj["version"]; ok && json.Unmarshal(raw, &v) == nil {
+			l.Version = v
+		}
+	}
+	return l
+}
+
+// jsonString decodes raw when it is a JSON string.
+func jsonString(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// isZero reports whether the JSON number t equals zero (0, -0, 0.0, 0e5):
+// JavaScript treats those as falsy.
+func isZero(t []byte) bool {
+	for _, c := range t {
+		switch {
+		case c == 'e' || c == 'E':
+			return true // mantissa was all zeros
+		case c >= '1' && c <= '9':
+			return false
+		}
+	}
+	return true
+}
+
+// trimJS trims what String.prototype.trim removes: JS white space and line
+// terminators (including U+FEFF and U+00A0, which JSON.parse rejects).
+// Invalid UTF-8 decodes to U+FFFD in pi, which is not white space, and the
+// Func variants stop at it too.
+func trimJS(b []byte) []byte {
+	isSpace := func(r rune) bool {
+		return r == '\uFEFF' || (r != '\u0085' && unicode.IsSpace(r))
+	}
+	b = bytes.TrimLeftFunc(b, isSpace)
+	return bytes.TrimRightFunc(b, isSpace)
+}
