@@ -1,0 +1,274 @@
+// Package config holds pisyncd's settings: every one a PISYNC_* environment
+// variable read through envconfig, with defaults that work on a fresh
+// machine. Nothing else in pisyncd reads the environment.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/kelseyhightower/envconfig"
+)
+
+// Prefix of every variable.
+const Prefix = "PISYNC"
+
+// Config is the daemon's configuration. Field tags are the documentation
+// `pisyncd --help` prints.
+type Config struct {
+	SessionsDir string `envconfig:"SESSIONS_DIR" desc:"pi's sessions folder to watch and write (default: $PI_CODING_AGENT_DIR/sessions, else ~/.pi/agent/sessions)"`
+	StateDir    string `envconfig:"STATE_DIR" desc:"pisyncd's own state: embedded JetStream store, node id, lock, control socket (default: $XDG_STATE_HOME/pisyncd, else ~/.local/state/pisyncd; ~/Library/Application Support/pisyncd on macOS)"`
+	NodeID      string `envconfig:"NODE_ID" desc:"this node's id, [A-Za-z0-9_-]{1,64} (default: generated once and kept in STATE_DIR/node-id)"`
+
+	LogLevel  string `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
+	LogFormat string `envconfig:"LOG_FORMAT" default:"text" desc:"text or json"`
+
+	HTTPAddr string `envconfig:"HTTP_ADDR" desc:"loopback address for /metrics and /healthz, e.g. 127.0.0.1:9466 (default: off)"`
+	Listen   string `envconfig:"LISTEN" desc:"loopback address of an optional NATS listener for local subscribers, e.g. 127.0.0.1:4222; credentials are generated into STATE_DIR (default: off)"`
+
+	RescanInterval  time.Duration `envconfig:"RESCAN_INTERVAL" default:"10s" desc:"how often the whole sessions tree is rescanned (the correctness path; file events are only a hint)"`
+	MaxLine         ByteSize      `envconfig:"MAX_LINE" default:"64MiB" desc:"longest line published; longer lines are counted as malformed and skipped"`
+	MaxStore        ByteSize      `envconfig:"MAX_STORE" default:"16GiB" desc:"JetStream file store limit"`
+	MaxMemory       ByteSize      `envconfig:"MAX_MEMORY" default:"256MiB" desc:"JetStream memory store limit"`
+	Workers         int           `envconfig:"WORKERS" default:"8" desc:"files read and published in parallel"`
+	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"10s" desc:"bound on a graceful stop; a second signal exits at once"`
+}
+
+// Load reads the environment and fills in defaults. It does not create
+// anything on disk; see EnsureNodeID.
+func Load() (*Config, error) {
+	var c Config
+	if err := envconfig.Process(Prefix, &c); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := c.fillDefaults(os.Getenv, os.UserHomeDir); err != nil {
+		return nil, err
+	}
+	return &c, c.Validate()
+}
+
+func (c *Config) fillDefaults(getenv func(string) string, home func() (string, error)) error {
+	needHome := func() (string, error) {
+		h, err := home()
+		if err != nil || h == "" {
+			return "", fmt.Errorf("config: no home directory (%v): set %s_SESSIONS_DIR and %s_STATE_DIR", err, Prefix, Prefix)
+		}
+		return h, nil
+	}
+	if c.SessionsDir == "" {
+		agent := getenv("PI_CODING_AGENT_DIR")
+		if agent == "" || agent == "~" || strings.HasPrefix(agent, "~/") {
+			h, err := needHome()
+			if err != nil {
+				return err
+			}
+			switch {
+			case agent == "":
+				agent = filepath.Join(h, ".pi", "agent")
+			case agent == "~":
+				agent = h
+			default:
+				agent = filepath.Join(h, agent[2:])
+			}
+		}
+		c.SessionsDir = filepath.Join(agent, "sessions")
+	}
+	if c.StateDir == "" {
+		if x := getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
+			c.StateDir = filepath.Join(x, "pisyncd")
+		} else {
+			h, err := needHome()
+			if err != nil {
+				return err
+			}
+			if runtime.GOOS == "darwin" {
+				c.StateDir = filepath.Join(h, "Library", "Application Support", "pisyncd")
+			} else {
+				c.StateDir = filepath.Join(h, ".local", "state", "pisyncd")
+			}
+		}
+	}
+	var err error
+	if c.SessionsDir, err = filepath.Abs(c.SessionsDir); err != nil {
+		return fmt.Errorf("config: sessions dir: %w", err)
+	}
+	if c.StateDir, err = filepath.Abs(c.StateDir); err != nil {
+		return fmt.Errorf("config: state dir: %w", err)
+	}
+	return nil
+}
+
+// Validate checks values that envconfig cannot.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.NodeID != "" && !validNodeID(c.NodeID) {
+		errs = append(errs, fmt.Errorf("%s_NODE_ID %q: want 1 to 64 characters of [A-Za-z0-9_-]", Prefix, c.NodeID))
+	}
+	if _, err := c.SlogLevel(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("%s_LOG_FORMAT %q: want text or json", Prefix, c.LogFormat))
+	}
+	for name, addr := range map[string]string{"HTTP_ADDR": c.HTTPAddr, "LISTEN": c.Listen} {
+		if addr != "" {
+			if err := CheckLoopback(addr); err != nil {
+				errs = append(errs, fmt.Errorf("%s_%s: %w", Prefix, name, err))
+			}
+		}
+	}
+	if c.RescanInterval < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("%s_RESCAN_INTERVAL %v: want at least 100ms", Prefix, c.RescanInterval))
+	}
+	if c.MaxLine < 1<<10 || c.MaxLine > 200<<20 {
+		errs = append(errs, fmt.Errorf("%s_MAX_LINE %v: want 1KiB to 200MiB (a line is one atomic batch of 256KiB chunks)", Prefix, c.MaxLine))
+	}
+	if c.MaxStore < 64<<20 {
+		errs = append(errs, fmt.Errorf("%s_MAX_STORE %v: want at least 64MiB", Prefix, c.MaxStore))
+	}
+	if c.MaxMemory < 16<<20 {
+		errs = append(errs, fmt.Errorf("%s_MAX_MEMORY %v: want at least 16MiB", Prefix, c.MaxMemory))
+	}
+	if c.Workers < 1 || c.Workers > 256 {
+		errs = append(errs, fmt.Errorf("%s_WORKERS %d: want 1 to 256", Prefix, c.Workers))
+	}
+	if c.ShutdownTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("%s_SHUTDOWN_TIMEOUT %v: want a positive duration", Prefix, c.ShutdownTimeout))
+	}
+	if rel, err := filepath.Rel(c.SessionsDir, c.StateDir); err == nil && !strings.HasPrefix(rel, "..") {
+		errs = append(errs, fmt.Errorf("%s_STATE_DIR %s lies inside the sessions dir %s", Prefix, c.StateDir, c.SessionsDir))
+	}
+	return errors.Join(errs...)
+}
+
+// CheckLoopback accepts host:port addresses on the loopback interface only:
+// pisyncd never listens on the network unless told to, and then only
+// locally.
+func CheckLoopback(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("address %q: %w", addr, err)
+	}
+	if port == "" {
+		return fmt.Errorf("address %q: no port", addr)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("address %q is not a loopback address (127.0.0.0/8, ::1 or localhost)", addr)
+	}
+	return nil
+}
+
+func validNodeID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// SlogLevel parses LogLevel.
+func (c *Config) SlogLevel() (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return 0, fmt.Errorf("%s_LOG_LEVEL %q: want debug, info, warn or error", Prefix, c.LogLevel)
+	}
+	return l, nil
+}
+
+// Logger builds the daemon's logger from LogLevel and LogFormat.
+func (c *Config) Logger(w io.Writer) *slog.Logger {
+	lvl, _ := c.SlogLevel()
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// EnsureNodeID settles the node id: the configured one, else the one stored
+// in StateDir/node-id, else a new UUID written there (0600) once.
+func (c *Config) EnsureNodeID() error {
+	if c.NodeID != "" {
+		return nil
+	}
+	path := filepath.Join(c.StateDir, "node-id")
+	b, err := os.ReadFile(path)
+	if err == nil {
+		id := strings.TrimSpace(string(b))
+		if !validNodeID(id) {
+			return fmt.Errorf("config: %s holds an invalid node id %q", path, id)
+		}
+		c.NodeID = id
+		return nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("config: node id: %w", err)
+	}
+	if err := os.MkdirAll(c.StateDir, 0o700); err != nil {
+		return fmt.Errorf("config: state dir: %w", err)
+	}
+	id := uuid.NewString()
+	if err := writeFileAtomic(path, []byte(id+"\n")); err != nil {
+		return fmt.Errorf("config: node id: %w", err)
+	}
+	c.NodeID = id
+	return nil
+}
+
+// writeFileAtomic writes a private file with the temp-fsync-rename dance, so
+// a crash never leaves a half-written node id behind.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// Usage writes the table of variables for --help.
+func Usage(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if err := envconfig.Usagef(Prefix, &Config{}, tw, usageFormat); err != nil {
+		return err
+	}
+	return tw.Flush()
+}
+
+const usageFormat = `VARIABLE	DEFAULT	DESCRIPTION
+{{range .}}{{usage_key .}}	{{usage_default .}}	{{usage_description .}}
+{{end}}`

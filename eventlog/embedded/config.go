@@ -1,0 +1,86 @@
+package embedded
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+)
+
+// Defaults for the JetStream limits. A zero limit in server.Options means
+// "75% of RAM / free disk" (nats-server issue #6756), so zero in Config is
+// replaced by these and never reaches the server.
+const (
+	DefaultMaxMemory int64 = 64 << 20 // only memory-backed streams count; ours are file-backed
+	DefaultMaxStore  int64 = 10 << 30
+)
+
+// Config describes one embedded server.
+type Config struct {
+	// StateDir is the daemon's state dir. The JetStream store lives in
+	// StateDir/jetstream; the lock and the listener credentials beside it.
+	StateDir string
+
+	// NodeID names this machine: server name "pisyncd-<node>", JetStream
+	// domain "pi-<node>". Letters, digits, '-' and '_' only, because it
+	// becomes a subject token.
+	NodeID string
+
+	// MaxMemory and MaxStore are the JetStream limits in bytes; zero means
+	// DefaultMaxMemory / DefaultMaxStore.
+	MaxMemory int64
+	MaxStore  int64
+
+	// Listen is an optional loopback "host:port" for local tools (port 0
+	// picks a free port). Empty means no listener at all. Non-loopback hosts
+	// are refused.
+	Listen string
+
+	// Logger receives the server's log. Nil discards it.
+	Logger *slog.Logger
+
+	// Trace logs every protocol message at debug level. Very noisy.
+	Trace bool
+
+	// HubURLs and HubCredsFile will make this server a leaf node of the hub
+	// cluster (ARCHITECTURE.md decision 2). Not implemented yet: Start
+	// refuses a config that sets them rather than silently ignoring them.
+	HubURLs      []string
+	HubCredsFile string
+}
+
+// nodeIDPattern keeps NodeID a single, wildcard-free subject token and a
+// valid JetStream domain.
+var nodeIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// withDefaults validates cfg and returns a copy with defaults applied.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.StateDir == "" {
+		return cfg, errors.New("config: StateDir is empty")
+	}
+	if !nodeIDPattern.MatchString(cfg.NodeID) {
+		return cfg, fmt.Errorf("config: NodeID %q must be non-empty and hold only letters, digits, '-' and '_'", cfg.NodeID)
+	}
+	if cfg.MaxMemory < 0 || cfg.MaxStore < 0 {
+		return cfg, fmt.Errorf("config: negative JetStream limit (memory %d, store %d)", cfg.MaxMemory, cfg.MaxStore)
+	}
+	if cfg.MaxMemory == 0 {
+		cfg.MaxMemory = DefaultMaxMemory
+	}
+	if cfg.MaxStore == 0 {
+		cfg.MaxStore = DefaultMaxStore
+	}
+	if len(cfg.HubURLs) > 0 || cfg.HubCredsFile != "" {
+		return cfg, errors.New("config: hub leaf-node connection is not implemented yet")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg, nil
+}
+
+// ServerName is the nats server name for a node.
+func ServerName(nodeID string) string { return "pisyncd-" + nodeID }
+
+// Domain is the JetStream domain of a node's embedded server.
+func Domain(nodeID string) string { return "pi-" + nodeID }

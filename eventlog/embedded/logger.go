@@ -1,0 +1,61 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// natsLogger adapts slog to server.Logger. Its Fatalf does not exit: the
+// server calls Fatalf for errors it cannot start with (e.g. "Can't start
+// JetStream") and then carries on half-started, so the error is recorded
+// and the owner decides what to do.
+type natsLogger struct {
+	log *slog.Logger
+
+	once   sync.Once
+	err    error
+	failed chan struct{} // closed on the first Fatalf
+}
+
+var _ server.Logger = (*natsLogger)(nil)
+
+func newNATSLogger(l *slog.Logger) *natsLogger {
+	return &natsLogger{log: l, failed: make(chan struct{})}
+}
+
+func (l *natsLogger) emit(level slog.Level, format string, v []any) string {
+	msg := fmt.Sprintf(format, v...)
+	l.log.Log(context.Background(), level, msg)
+	return msg
+}
+
+func (l *natsLogger) Noticef(format string, v ...any) { l.emit(slog.LevelInfo, format, v) }
+func (l *natsLogger) Warnf(format string, v ...any)   { l.emit(slog.LevelWarn, format, v) }
+func (l *natsLogger) Errorf(format string, v ...any)  { l.emit(slog.LevelError, format, v) }
+func (l *natsLogger) Debugf(format string, v ...any)  { l.emit(slog.LevelDebug, format, v) }
+
+// Tracef is only called when the server was given the trace flag
+// (Config.Trace); slog has no trace level, so it logs at debug.
+func (l *natsLogger) Tracef(format string, v ...any) { l.emit(slog.LevelDebug, format, v) }
+
+func (l *natsLogger) Fatalf(format string, v ...any) {
+	msg := l.emit(slog.LevelError, format, v)
+	l.once.Do(func() {
+		l.err = fmt.Errorf("nats-server: fatal: %s", msg)
+		close(l.failed)
+	})
+}
+
+// fatal returns the first fatal error, or nil.
+func (l *natsLogger) fatal() error {
+	select {
+	case <-l.failed:
+		return l.err
+	default:
+		return nil
+	}
+}

@@ -1,0 +1,251 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func TestStartClose(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Start(context.Background(), testConfig(t, dir))
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	if got, want := s.NATS().Name(), "pisyncd-test"; got != want {
+		t.Errorf("server name = %q, want %q", got, want)
+	}
+	if s.ClientURL() != "" || s.CredentialsFile() != "" {
+		t.Errorf("no listener configured, got url %q creds %q", s.ClientURL(), s.CredentialsFile())
+	}
+	if s.NATS().Addr() != nil {
+		t.Errorf("server listens on %v without Listen", s.NATS().Addr())
+	}
+	st, err := os.Stat(filepath.Join(dir, "jetstream"))
+	if err != nil {
+		t.Fatalf("store dir: %v", err)
+	}
+	if m := st.Mode().Perm(); m != 0o700 {
+		t.Errorf("store dir mode = %v, want 0700", m)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "lock")); strings.TrimSpace(string(b)) != strconv.Itoa(os.Getpid()) {
+		t.Errorf("lock file holds %q, want our pid %d", b, os.Getpid())
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := s.Connect(); err == nil {
+		t.Fatal("Connect after Close succeeded")
+	}
+}
+
+func TestJetStreamSyncAlways(t *testing.T) {
+	s := startServer(t, testConfig(t, t.TempDir()))
+	js, err := jetstream.New(connect(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	info, err := js.AccountInfo(ctx)
+	if err != nil {
+		t.Fatalf("AccountInfo: %v", err)
+	}
+	if info.Domain != "pi-test" {
+		t.Errorf("JetStream domain = %q, want pi-test", info.Domain)
+	}
+	if got := s.NATS().JetStreamConfig(); got == nil || !got.SyncAlways || got.MaxStore != 256<<20 || got.MaxMemory != 16<<20 {
+		t.Errorf("JetStream config = %+v, want SyncAlways and the configured limits", got)
+	}
+
+	st := createStream(t, js, "EVT")
+	payload := []byte(`{"type":"message","id":"a1"}`)
+	ack, err := js.Publish(ctx, "EVT.x", payload)
+	if err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	if ack.Domain != "pi-test" || ack.Sequence != 1 {
+		t.Errorf("ack = %+v, want domain pi-test seq 1", ack)
+	}
+	msg, err := st.GetMsg(ctx, ack.Sequence)
+	if err != nil {
+		t.Fatalf("GetMsg: %v", err)
+	}
+	if !bytes.Equal(msg.Data, payload) || msg.Subject != "EVT.x" {
+		t.Errorf("read back %q on %q", msg.Data, msg.Subject)
+	}
+}
+
+func TestSecondStartFailsWhileLocked(t *testing.T) {
+	dir := t.TempDir()
+	first, err := Start(context.Background(), testConfig(t, dir))
+	if err != nil {
+		t.Fatalf("first Start: %v", err)
+	}
+
+	begin := time.Now()
+	second, err := Start(context.Background(), testConfig(t, dir))
+	if err == nil {
+		second.Close()
+		first.Close()
+		t.Fatal("second Start on a locked state dir succeeded")
+	}
+	if d := time.Since(begin); d > time.Second {
+		t.Errorf("second Start took %s to fail, want at once", d)
+	}
+	var inUse *InUseError
+	if !errors.As(err, &inUse) || inUse.PID != os.Getpid() {
+		t.Errorf("error = %v, want InUseError with our pid", err)
+	}
+	want := "state dir " + dir + " is in use by another pisyncd (pid " + strconv.Itoa(os.Getpid()) + ")"
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("error = %q, want it to contain %q", err, want)
+	}
+
+	if err := first.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	third, err := Start(context.Background(), testConfig(t, dir))
+	if err != nil {
+		t.Fatalf("Start after Close: %v", err)
+	}
+	if err := third.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+func TestRestartKeepsData(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+
+	s, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := s.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	createStream(t, js, "KEEP")
+	for i := range 3 {
+		if _, err := js.Publish(testCtx(t), "KEEP.s", []byte(strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nc.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = startServer(t, cfg)
+	js, _ = jetstream.New(connect(t, s))
+	st, err := js.Stream(testCtx(t), "KEEP")
+	if err != nil {
+		t.Fatalf("stream after restart: %v", err)
+	}
+	if n := st.CachedInfo().State.Msgs; n != 3 {
+		t.Fatalf("messages after restart = %d, want 3", n)
+	}
+	msg, err := st.GetLastMsgForSubject(testCtx(t), "KEEP.s")
+	if err != nil || string(msg.Data) != "2" {
+		t.Fatalf("last message = %v, %v; want \"2\"", msg, err)
+	}
+}
+
+func TestConfigRejected(t *testing.T) {
+	dir := t.TempDir()
+	for name, mutate := range map[string]func(*Config){
+		"no state dir":   func(c *Config) { c.StateDir = "" },
+		"no node":        func(c *Config) { c.NodeID = "" },
+		"dotted node":    func(c *Config) { c.NodeID = "a.b" },
+		"wildcard node":  func(c *Config) { c.NodeID = "a*" },
+		"negative limit": func(c *Config) { c.MaxStore = -1 },
+		"hub":            func(c *Config) { c.HubURLs = []string{"nats://hub:7422"} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig(t, dir)
+			mutate(&cfg)
+			if s, err := Start(context.Background(), cfg); err == nil {
+				s.Close()
+				t.Fatal("Start succeeded")
+			}
+		})
+	}
+}
+
+func TestDefaultLimitsAreExplicit(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.MaxMemory, cfg.MaxStore = 0, 0
+	s := startServer(t, cfg)
+	got := s.NATS().JetStreamConfig()
+	if got.MaxMemory != DefaultMaxMemory || got.MaxStore != DefaultMaxStore {
+		t.Errorf("limits = %d/%d, want the defaults %d/%d", got.MaxMemory, got.MaxStore, DefaultMaxMemory, DefaultMaxStore)
+	}
+}
+
+func TestStartCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dir := t.TempDir()
+	if s, err := Start(ctx, testConfig(t, dir)); err == nil {
+		s.Close()
+		t.Fatal("Start with a cancelled context succeeded")
+	}
+	// The failed start must not keep the lock.
+	startServer(t, testConfig(t, dir))
+}
+
+func TestNoGoroutineLeak(t *testing.T) {
+	before := runtime.NumGoroutine()
+	s, err := Start(context.Background(), testConfig(t, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := s.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	createStream(t, js, "LEAK")
+	if _, err := js.Publish(testCtx(t), "LEAK.a", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var now int
+	waitFor(t, 5*time.Second, "goroutines to return to the baseline", func() bool {
+		now = runtime.NumGoroutine()
+		return now <= before
+	})
+}
+
+func TestFatalAfterStartIsReported(t *testing.T) {
+	s := startServer(t, testConfig(t, t.TempDir()))
+	if s.Err() != nil {
+		t.Fatalf("Err before any fatal: %v", s.Err())
+	}
+	// The server's own Fatalf path, as taken for e.g. a failed listener.
+	s.NATS().Fatalf("simulated: %s", "disk gone")
+	select {
+	case <-s.Failed():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Failed not closed after Fatalf")
+	}
+	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "simulated: disk gone") {
+		t.Errorf("Err = %v, want the fatal message", err)
+	}
+}

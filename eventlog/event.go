@@ -1,0 +1,120 @@
+package eventlog
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Header names. Values are plain ASCII; ids are carried verbatim (pi ids are
+// ASCII; anything else is percent-free JSON text and NATS headers are opaque
+// bytes apart from CR/LF, which a JSON string cannot hold raw).
+const (
+	HdrID     = "Pi-Id"     // entry id ("" for id-less objects); the session id for a header line
+	HdrParent = "Pi-Parent" // parentId when it is a string
+	HdrType   = "Pi-Type"   // entry type; "session" for a header line
+	HdrSha    = "Pi-Sha"    // hex sha-256 of the whole line (all chunks joined)
+	HdrChunk  = "Pi-Chunk"  // "i/n" (1-based) when the line is split
+	HdrFile   = "Pi-File"   // the file's path relative to the sessions root
+	HdrOff    = "Pi-Off"    // byte offset just past the line's '\n' in that file
+	HdrOp     = "Pi-Op"     // set on control events, e.g. "delete" (tombstone)
+)
+
+// MaxChunk is the largest payload of one message. Lines above it are split
+// into chunks published as one atomic batch; max_payload stays at 1 MiB so
+// every server on a leaf path accepts the messages.
+const MaxChunk = 256 << 10
+
+// Line is one complete line of a session file, ready to publish.
+type Line struct {
+	Raw      []byte // the line without its '\n'
+	Sha      [32]byte
+	ID       string
+	ParentID string
+	Type     string
+	File     string // path relative to the sessions root
+	Off      int64  // offset just past the line's '\n'
+}
+
+// NewLine fills in the line's sha-256.
+func NewLine(raw []byte, id, parent, typ, file string, off int64) Line {
+	return Line{Raw: raw, Sha: sha256.Sum256(raw), ID: id, ParentID: parent, Type: typ, File: file, Off: off}
+}
+
+// Chunks reports how many messages the line takes.
+func (l *Line) Chunks() int {
+	if len(l.Raw) <= MaxChunk {
+		return 1
+	}
+	return (len(l.Raw) + MaxChunk - 1) / MaxChunk
+}
+
+// messages builds the line's messages for subj. msgID makes each message's
+// Nats-Msg-Id, so a quick retry after a lost ack is deduplicated by the
+// server; it must be unique within the stream.
+func (l *Line) messages(subj, msgID string) []*nats.Msg {
+	n := l.Chunks()
+	msgs := make([]*nats.Msg, 0, n)
+	sha := hex.EncodeToString(l.Sha[:])
+	for i := 0; i < n; i++ {
+		lo, hi := i*MaxChunk, min((i+1)*MaxChunk, len(l.Raw))
+		m := nats.NewMsg(subj)
+		m.Data = l.Raw[lo:hi]
+		h := m.Header
+		h.Set(HdrID, l.ID)
+		if l.ParentID != "" {
+			h.Set(HdrParent, l.ParentID)
+		}
+		if l.Type != "" {
+			h.Set(HdrType, l.Type)
+		}
+		h.Set(HdrSha, sha)
+		if l.File != "" {
+			h.Set(HdrFile, l.File)
+		}
+		if l.Off > 0 {
+			h.Set(HdrOff, strconv.FormatInt(l.Off, 10))
+		}
+		id := msgID
+		if n > 1 {
+			h.Set(HdrChunk, strconv.Itoa(i+1)+"/"+strconv.Itoa(n))
+			id += "/" + strconv.Itoa(i+1)
+		}
+		h.Set(nats.MsgIdHdr, id)
+		msgs = append(msgs, m)
+	}
+	return msgs
+}
+
+// ParseSha decodes a Pi-Sha header value.
+func ParseSha(s string) ([32]byte, error) {
+	var sha [32]byte
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(sha) {
+		return sha, fmt.Errorf("eventlog: bad %s %q", HdrSha, s)
+	}
+	copy(sha[:], b)
+	return sha, nil
+}
+
+// ParseChunk decodes a Pi-Chunk header value; "" means a whole line (1/1).
+func ParseChunk(s string) (i, n int, err error) {
+	if s == "" {
+		return 1, 1, nil
+	}
+	a, b, ok := strings.Cut(s, "/")
+	if ok {
+		i, err = strconv.Atoi(a)
+		if err == nil {
+			n, err = strconv.Atoi(b)
+		}
+	}
+	if !ok || err != nil || i < 1 || n < 1 || i > n {
+		return 0, 0, fmt.Errorf("eventlog: bad %s %q", HdrChunk, s)
+	}
+	return i, n, nil
+}

@@ -1,0 +1,100 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Local is this node's own event log: PI_LOCAL, the subjects pi.evt.<node>.*.
+type Local struct {
+	Node   string
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	pub    *Publisher
+}
+
+// OpenLocal makes sure PI_LOCAL exists and returns the node's log on it.
+func OpenLocal(ctx context.Context, nc *nats.Conn, node string) (*Local, error) {
+	if !ValidNodeID(node) {
+		return nil, fmt.Errorf("eventlog: invalid node id %q", node)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: %w", err)
+	}
+	s, err := EnsureStream(ctx, js, LocalStreamConfig())
+	if err != nil {
+		return nil, err
+	}
+	return &Local{Node: node, js: js, stream: s, pub: NewPublisher(nc, js, 30*time.Second)}, nil
+}
+
+// JetStream returns the JetStream context the log uses.
+func (l *Local) JetStream() jetstream.JetStream { return l.js }
+
+// Stream returns PI_LOCAL.
+func (l *Local) Stream() jetstream.Stream { return l.stream }
+
+// Subject is the session's subject on this node.
+func (l *Local) Subject(sid string) string { return LocalSubject(l.Node, sid) }
+
+// Last returns the session's last subject sequence and the metadata of its
+// last stored line (nil when the subject is empty).
+func (l *Local) Last(ctx context.Context, sid string) (uint64, *Event, error) {
+	subj := l.Subject(sid)
+	seq, m, err := LastSeq(ctx, l.stream, subj)
+	if err != nil || m == nil {
+		return seq, nil, err
+	}
+	ev, err := newEvent(LocalStream, subj, seq, m.Header)
+	return seq, ev, err
+}
+
+// First returns the metadata of the session's first stored line, nil when
+// the subject is empty.
+func (l *Local) First(ctx context.Context, sid string) (*Event, error) {
+	subj := l.Subject(sid)
+	m, err := l.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(subj))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: first message of %s: %w", subj, err)
+	}
+	return newEvent(LocalStream, subj, m.Sequence, m.Header)
+}
+
+// Scan calls fn for every stored line of the session up to sequence upTo
+// (0: up to the last), headers only unless withData.
+func (l *Local) Scan(ctx context.Context, sid string, upTo uint64, withData bool, fn func(*Event) error) error {
+	return ReadSubject(ctx, l.js, l.stream, l.Subject(sid), upTo, !withData, fn)
+}
+
+// Publish appends lines to the session's subject after sequence last.
+func (l *Local) Publish(ctx context.Context, sid string, last uint64, lines []Line) (uint64, int, error) {
+	return l.pub.Publish(ctx, l.Subject(sid), last, lines)
+}
+
+// Info is the stream's state for status reports.
+type Info struct {
+	Messages uint64 `json:"messages"`
+	Bytes    uint64 `json:"bytes"`
+	FirstSeq uint64 `json:"firstSeq"`
+	LastSeq  uint64 `json:"lastSeq"`
+	Subjects uint64 `json:"subjects"`
+}
+
+// Info reads PI_LOCAL's current state.
+func (l *Local) Info(ctx context.Context) (Info, error) {
+	si, err := l.stream.Info(ctx)
+	if err != nil {
+		return Info{}, fmt.Errorf("eventlog: stream info: %w", err)
+	}
+	st := si.State
+	return Info{Messages: st.Msgs, Bytes: st.Bytes, FirstSeq: st.FirstSeq, LastSeq: st.LastSeq, Subjects: uint64(st.NumSubjects)}, nil
+}

@@ -1,0 +1,171 @@
+package eventlog
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Event is one stored line (its chunks joined) with its metadata.
+type Event struct {
+	Stream   string
+	Subject  string
+	Seq      uint64 // stream sequence of the line's last message
+	Node     string
+	SID      string
+	ID       string
+	ParentID string
+	Type     string
+	File     string
+	Off      int64
+	Op       string
+	Sha      [32]byte
+	Raw      []byte // nil when read headers-only
+}
+
+// Assembler joins the chunks of split lines back into events. Feed it a
+// subject's messages in stream order.
+type Assembler struct {
+	headersOnly bool
+	cur         *Event
+	next, total int
+	buf         bytes.Buffer
+}
+
+// NewAssembler returns an assembler; headersOnly skips payloads and the
+// hash check.
+func NewAssembler(headersOnly bool) *Assembler { return &Assembler{headersOnly: headersOnly} }
+
+// Add takes one message. It returns the completed event, or nil while a
+// split line is still incomplete.
+func (a *Assembler) Add(stream, subj string, seq uint64, h nats.Header, data []byte) (*Event, error) {
+	i, n, err := ParseChunk(h.Get(HdrChunk))
+	if err != nil {
+		return nil, err
+	}
+	if a.cur != nil && (i != a.next || n != a.total || h.Get(HdrSha) != fmt.Sprintf("%x", a.cur.Sha)) {
+		// A chunk run broke off: only a mirror or source can show a
+		// batch's prefix, and the rest follows later. Start over here.
+		a.cur = nil
+	}
+	if i == 1 {
+		ev, err := newEvent(stream, subj, seq, h)
+		if err != nil {
+			return nil, err
+		}
+		a.cur, a.next, a.total = ev, 1, n
+		a.buf.Reset()
+	}
+	if a.cur == nil {
+		return nil, fmt.Errorf("eventlog: %s seq %d: chunk %d/%d without its start", subj, seq, i, n)
+	}
+	if !a.headersOnly {
+		a.buf.Write(data)
+	}
+	if i < n {
+		a.next++
+		return nil, nil
+	}
+	ev := a.cur
+	a.cur = nil
+	ev.Seq = seq
+	if !a.headersOnly {
+		ev.Raw = bytes.Clone(a.buf.Bytes())
+		if sha256.Sum256(ev.Raw) != ev.Sha {
+			return nil, fmt.Errorf("eventlog: %s seq %d: line does not match its %s", subj, seq, HdrSha)
+		}
+	}
+	return ev, nil
+}
+
+func newEvent(stream, subj string, seq uint64, h nats.Header) (*Event, error) {
+	node, sid, err := ParseSubject(subj)
+	if err != nil {
+		return nil, err
+	}
+	ev := &Event{
+		Stream: stream, Subject: subj, Seq: seq, Node: node, SID: sid,
+		ID: h.Get(HdrID), ParentID: h.Get(HdrParent), Type: h.Get(HdrType),
+		File: h.Get(HdrFile), Op: h.Get(HdrOp),
+	}
+	if off := h.Get(HdrOff); off != "" {
+		ev.Off, _ = strconv.ParseInt(off, 10, 64)
+	}
+	if ev.Op == "" {
+		if ev.Sha, err = ParseSha(h.Get(HdrSha)); err != nil {
+			return nil, fmt.Errorf("%w (subject %s seq %d)", err, subj, seq)
+		}
+	}
+	return ev, nil
+}
+
+// LastSeq returns the stream sequence of the last message on subj, 0 when
+// the subject is empty.
+func LastSeq(ctx context.Context, s jetstream.Stream, subj string) (uint64, *jetstream.RawStreamMsg, error) {
+	m, err := s.GetLastMsgForSubject(ctx, subj)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil, nil
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("eventlog: last message of %s: %w", subj, err)
+	}
+	return m.Sequence, m, nil
+}
+
+// ReadSubject calls fn for every event on subj with a sequence up to upTo
+// (0: the subject's last sequence when the read starts), in stream order.
+func ReadSubject(ctx context.Context, js jetstream.JetStream, s jetstream.Stream, subj string, upTo uint64, headersOnly bool, fn func(*Event) error) error {
+	if upTo == 0 {
+		last, _, err := LastSeq(ctx, s, subj)
+		if err != nil || last == 0 {
+			return err
+		}
+		upTo = last
+	}
+	stream := s.CachedInfo().Config.Name
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subj},
+		HeadersOnly:    headersOnly,
+	})
+	if err != nil {
+		return fmt.Errorf("eventlog: read %s: %w", subj, err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(512))
+	if err != nil {
+		return fmt.Errorf("eventlog: read %s: %w", subj, err)
+	}
+	defer it.Stop()
+	asm := NewAssembler(headersOnly)
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return fmt.Errorf("eventlog: read %s: %w", subj, err)
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			return fmt.Errorf("eventlog: read %s: %w", subj, err)
+		}
+		data := msg.Data()
+		if headersOnly {
+			data = nil
+		}
+		ev, err := asm.Add(stream, msg.Subject(), meta.Sequence.Stream, msg.Headers(), data)
+		if err != nil {
+			return err
+		}
+		if ev != nil {
+			if err := fn(ev); err != nil {
+				return err
+			}
+		}
+		if meta.Sequence.Stream >= upTo {
+			return nil
+		}
+	}
+}

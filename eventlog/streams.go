@@ -1,0 +1,64 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Stream names.
+const (
+	LocalStream = "PI_LOCAL" // this node's own events
+	HubStream   = "PI_HUB"   // every node's events, on the hub
+	AllStream   = "PI_ALL"   // a workstation's mirror of PI_HUB
+)
+
+// MaxMsgSize bounds every message (headers included) of the event streams.
+// It matches the 1 MiB max_payload that a stock hub has.
+const MaxMsgSize = 1 << 20
+
+// DuplicateWindow is the Nats-Msg-Id window. It protects quick retries after
+// a lost ack; restarts rely on reading the stream, not on this window, so it
+// stays short to bound the server's memory.
+const DuplicateWindow = 2 * time.Minute
+
+// LocalStreamConfig is PI_LOCAL: every event written on this node, kept
+// forever, readable by direct get, open to atomic batches.
+func LocalStreamConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:               LocalStream,
+		Description:        "pisyncd: lines appended to pi session files on this node",
+		Subjects:           []string{LocalPrefix + ".>"},
+		Storage:            jetstream.FileStorage,
+		Retention:          jetstream.LimitsPolicy,
+		Discard:            jetstream.DiscardNew,
+		MaxMsgs:            -1,
+		MaxBytes:           -1,
+		MaxMsgsPerSubject:  -1,
+		MaxMsgSize:         MaxMsgSize,
+		Duplicates:         DuplicateWindow,
+		AllowDirect:        true,
+		AllowAtomicPublish: true,
+		DenyDelete:         true,
+		DenyPurge:          true,
+	}
+}
+
+// EnsureStream creates the stream or brings an existing one to cfg.
+func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	s, err := js.CreateOrUpdateStream(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: stream %s: %w", cfg.Name, err)
+	}
+	return s, nil
+}
+
+// IsWrongLastSequence reports whether err says the expected last subject
+// sequence did not match: someone else (or an earlier run) wrote first.
+func IsWrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}

@@ -1,0 +1,92 @@
+package eventlog
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strings"
+)
+
+// Subject prefixes. A node is the only writer of its own subjects, so
+// ordering per subject is total.
+const (
+	LocalPrefix = "pi.evt" // PI_LOCAL: pi.evt.<node>.<sid>
+	UpPrefix    = "pi.up"  // PI_HUB and PI_ALL: pi.up.<node>.<sid>
+)
+
+// encodedMark starts an encoded session id. It is outside pi's id alphabet
+// [A-Za-z0-9._-], so a plain id never starts with it and decoding is
+// unambiguous.
+const encodedMark = "~"
+
+// EncodeSID turns a session id into one NATS subject token, reversibly. Ids
+// made of [A-Za-z0-9_-] (every UUID pi mints) stay readable; anything else,
+// including a '.' (the token separator), wildcards, white space or an empty
+// id, becomes "~" + unpadded base64url of the id.
+func EncodeSID(sid string) string {
+	if plainToken(sid) {
+		return sid
+	}
+	return encodedMark + base64.RawURLEncoding.EncodeToString([]byte(sid))
+}
+
+// DecodeSID reverses EncodeSID.
+func DecodeSID(tok string) (string, error) {
+	if !strings.HasPrefix(tok, encodedMark) {
+		if !plainToken(tok) {
+			return "", fmt.Errorf("eventlog: invalid session token %q", tok)
+		}
+		return tok, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(tok[len(encodedMark):])
+	if err != nil {
+		return "", fmt.Errorf("eventlog: invalid session token %q: %w", tok, err)
+	}
+	return string(b), nil
+}
+
+func plainToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidNodeID reports whether id can be a node id: one subject token made of
+// [A-Za-z0-9_-], at most 64 characters (it is also part of the JetStream
+// domain and the server name).
+func ValidNodeID(id string) bool { return plainToken(id) && len(id) <= 64 }
+
+// LocalSubject is the PI_LOCAL subject of a session written on node.
+func LocalSubject(node, sid string) string {
+	return LocalPrefix + "." + node + "." + EncodeSID(sid)
+}
+
+// UpSubject is the PI_HUB/PI_ALL subject of a session written on node.
+func UpSubject(node, sid string) string {
+	return UpPrefix + "." + node + "." + EncodeSID(sid)
+}
+
+// ParseSubject splits a pi.evt or pi.up subject into its node and session id.
+func ParseSubject(subj string) (node, sid string, err error) {
+	var rest string
+	switch {
+	case strings.HasPrefix(subj, LocalPrefix+"."):
+		rest = subj[len(LocalPrefix)+1:]
+	case strings.HasPrefix(subj, UpPrefix+"."):
+		rest = subj[len(UpPrefix)+1:]
+	default:
+		return "", "", fmt.Errorf("eventlog: not an event subject: %q", subj)
+	}
+	node, tok, ok := strings.Cut(rest, ".")
+	if !ok || node == "" || strings.Contains(tok, ".") {
+		return "", "", fmt.Errorf("eventlog: malformed event subject: %q", subj)
+	}
+	sid, err = DecodeSID(tok)
+	return node, sid, err
+}

@@ -1,0 +1,162 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+)
+
+// node is one tailer over a real embedded server, as the daemon runs it.
+type node struct {
+	t      testing.TB
+	root   string
+	state  string
+	srv    *embedded.Server
+	log    *eventlog.Local
+	tailer *Tailer
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startNode(t testing.TB, root, state string) *node {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := embedded.Start(ctx, embedded.Config{StateDir: state, NodeID: "test-node"})
+	if err != nil {
+		t.Fatalf("embedded: %v", err)
+	}
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	lg, err := eventlog.OpenLocal(ctx, nc, "test-node")
+	if err != nil {
+		t.Fatalf("open log: %v", err)
+	}
+	n := &node{t: t, root: root, state: state, srv: srv, log: lg, done: make(chan error, 1)}
+	n.tailer = New(lg, Options{Root: root, Workers: 4, RescanInterval: 200 * time.Millisecond, MaxLine: 16 << 20})
+	rctx, cancel := context.WithCancel(ctx)
+	n.cancel = cancel
+	go func() { n.done <- n.tailer.Run(rctx) }()
+	t.Cleanup(n.stop)
+	return n
+}
+
+func (n *node) stop() {
+	if n.cancel == nil {
+		return
+	}
+	n.cancel()
+	if err := <-n.done; err != nil {
+		n.t.Errorf("tailer: %v", err)
+	}
+	n.cancel = nil
+	n.srv.Close()
+}
+
+// lines returns the session's stored lines in stream order.
+func (n *node) lines(sid string) []string {
+	n.t.Helper()
+	var out []string
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := n.log.Scan(ctx, sid, 0, true, func(ev *eventlog.Event) error {
+		out = append(out, string(ev.Raw))
+		return nil
+	})
+	if err != nil {
+		n.t.Fatalf("scan %s: %v", sid, err)
+	}
+	return out
+}
+
+// waitLines waits until the session holds exactly want, in order.
+func (n *node) waitLines(sid string, want []string) {
+	n.t.Helper()
+	waitFor(n.t, 30*time.Second, func() (bool, string) {
+		got := n.lines(sid)
+		if equalStrings(got, want) {
+			return true, ""
+		}
+		return false, fmt.Sprintf("session %s holds %d lines, want %d\n got: %q\nwant: %q", sid, len(got), len(want), clip(got), clip(want))
+	})
+}
+
+func clip(s []string) []string {
+	out := make([]string, len(s))
+	for i, l := range s {
+		if len(l) > 80 {
+			l = l[:80] + fmt.Sprintf("...(%d bytes)", len(l))
+		}
+		out[i] = l
+	}
+	return out
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// waitFor polls cond until it holds or the deadline passes. It is the only
+// way these tests wait: never a bare sleep.
+func waitFor(t testing.TB, d time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var why string
+	for time.Now().Before(deadline) {
+		var ok bool
+		if ok, why = cond(); ok {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("condition not met within %v: %s", d, why)
+}
+
+func writeFile(t testing.TB, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func appendFile(t testing.TB, path, data string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func header(sid string) string {
+	return fmt.Sprintf(`{"type":"session","version":3,"id":%q,"timestamp":"2026-11-29T23:08:16.463Z","cwd":"/home/u/p"}`, sid)
+}
+
+func entry(id, parent, text string) string {
+	p := "null"
+	if parent != "" {
+		p = fmt.Sprintf("%q", parent)
+	}
+	return fmt.Sprintf(`{"type":"message","id":%q,"parentId":%s,"timestamp":"2026-11-29T23:08:17.000Z","message":{"role":"user","content":%q,"timestamp":1}}`, id, p, text)
+}

@@ -1,0 +1,36 @@
+package watch
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Collectors returns the tailer's Prometheus metrics. The counters read the
+// same atomics that Stats reports, so the two can never disagree.
+func (t *Tailer) Collectors() []prometheus.Collector {
+	counter := func(name, help string, f func() int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "pisyncd", Name: name, Help: help},
+			func() float64 { return float64(f()) })
+	}
+	gauge := func(name, help string, f func() int64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "pisyncd", Name: name, Help: help},
+			func() float64 { return float64(f()) })
+	}
+	return []prometheus.Collector{
+		counter("lines_published_total", "Session lines published to PI_LOCAL.", t.published.Load),
+		counter("lines_malformed_total", "Lines skipped as malformed, non-object or over the size limit.", t.malformed.Load),
+		counter("entry_collisions_total", "Entry ids held by two different lines of one session.", t.collisions.Load),
+		counter("publish_errors_total", "Failed publish attempts (retried).", t.publishErrors.Load),
+		counter("files_deleted_total", "Session files that disappeared.", t.deleted.Load),
+		counter("rescans_total", "Full rescans of the sessions tree.", t.rescans.Load),
+		gauge("files_tracked", "Files under the sessions dir being followed.", t.filesTracked.Load),
+		gauge("files_ignored", "Files that are not pi sessions.", t.filesIgnored.Load),
+		gauge("sessions_tracked", "Sessions with at least one followed file.", func() int64 { return t.Stats().Sessions }),
+		t.publishSeconds,
+	}
+}
+
+func newPublishHistogram() prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "pisyncd", Name: "publish_seconds",
+		Help:    "Time to store one group of lines durably in PI_LOCAL.",
+		Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, 1},
+	})
+}

@@ -1,0 +1,259 @@
+package watch
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAppendsPartialLinesAndDeferredBurst(t *testing.T) {
+	root := t.TempDir()
+	n := startNode(t, root, t.TempDir())
+	path := filepath.Join(root, "--home-u-p--", "2026-11-29T23-08-16-463Z_s1.jsonl")
+
+	// pi's deferred first write: header and several entries at once.
+	want := []string{header("s1"), entry("a1", "", "hi"), entry("a2", "a1", "there")}
+	writeFile(t, path, strings.Join(want, "\n")+"\n")
+	n.waitLines("s1", want)
+
+	// A line written in two pieces is published once, when complete.
+	l3 := entry("a3", "a2", "split line")
+	appendFile(t, path, l3[:20])
+	appendFile(t, path, l3[20:]+"\n")
+	want = append(want, l3)
+	n.waitLines("s1", want)
+
+	// CRLF: the '\r' is part of the line, byte for byte.
+	l4 := entry("a4", "a3", "crlf") + "\r"
+	appendFile(t, path, l4+"\n")
+	want = append(want, l4)
+	n.waitLines("s1", want)
+}
+
+func TestPartialLineIsNotPublishedUntilComplete(t *testing.T) {
+	root := t.TempDir()
+	n := startNode(t, root, t.TempDir())
+	path := filepath.Join(root, "--p--", "s2.jsonl")
+	writeFile(t, path, header("s2")+"\n"+entry("b1", "", "x")[:30])
+	n.waitLines("s2", []string{header("s2")})
+	// Let several rescans pass over the partial line: it must stay unpublished.
+	r0 := n.tailer.Stats().Rescans
+	waitFor(t, 10*time.Second, func() (bool, string) { return n.tailer.Stats().Rescans >= r0+3, "rescans" })
+	if got := n.lines("s2"); len(got) != 1 {
+		t.Fatalf("partial line published: %q", got)
+	}
+	appendFile(t, path, entry("b1", "", "x")[30:]+"\n")
+	n.waitLines("s2", []string{header("s2"), entry("b1", "", "x")})
+}
+
+func TestMalformedLinesAreCountedNotPublished(t *testing.T) {
+	root := t.TempDir()
+	n := startNode(t, root, t.TempDir())
+	path := filepath.Join(root, "--p--", "s3.jsonl")
+	writeFile(t, path, strings.Join([]string{
+		"garbage before header", "", header("s3"), `{"truncated":`, "42", `"text"`, "null", "   ",
+		entry("c1", "", "ok"), `{"a":1}{"b":2}`, "\x00\xff\xfe binary", entry("c2", "c1", "ok2"),
+	}, "\n")+"\n")
+	n.waitLines("s3", []string{header("s3"), entry("c1", "", "ok"), entry("c2", "c1", "ok2")})
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		m := n.tailer.Stats().Malformed
+		return m == 6, fmt.Sprintf("malformed = %d, want 6", m)
+	})
+}
+
+func TestNotSessionFilesAreIgnored(t *testing.T) {
+	root := t.TempDir()
+	n := startNode(t, root, t.TempDir())
+	writeFile(t, filepath.Join(root, "--p--", "entry-first.jsonl"), entry("x", "", "no header")+"\n"+header("nope")+"\n")
+	writeFile(t, filepath.Join(root, "--p--", "bom.jsonl"), "\uFEFF"+header("bom")+"\n"+entry("y", "", "z")+"\n")
+	writeFile(t, filepath.Join(root, "--p--", "binary.jsonl"), "\x7fELF\x02\x01\x01\x00\x00\n\x00\x00\x00{\n[1,2]\n")
+	writeFile(t, filepath.Join(root, "--p--", "notes.txt"), header("txt")+"\n")
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		st := n.tailer.Stats()
+		return st.FilesIgnored == 3, fmt.Sprintf("ignored = %d, want 3", st.FilesIgnored)
+	})
+	for _, sid := range []string{"nope", "bom", "txt"} {
+		if got := n.lines(sid); len(got) != 0 {
+			t.Errorf("session %s published from a non-session file: %q", sid, got)
+		}
+	}
+	if st := n.tailer.Stats(); st.LinesPublished != 0 {
+		t.Errorf("published %d lines from non-session files", st.LinesPublished)
+	}
+}
+
+func TestRewriteInPlaceAndTruncation(t *testing.T) {
+	root := t.TempDir()
+	n := startNode(t, root, t.TempDir())
+	path := filepath.Join(root, "--p--", "s4.jsonl")
+	v2 := `{"type":"session","version":2,"id":"s4","timestamp":"2026-11-29T23:08:16.463Z","cwd":"/p"}`
+	hook := `{"type":"message","id":"d2","parentId":"d1","timestamp":"2026-11-29T23:08:18.000Z","message":{"role":"hookMessage","content":"h","timestamp":2}}`
+	writeFile(t, path, v2+"\n"+entry("d1", "", "one")+"\n"+hook+"\n")
+	n.waitLines("s4", []string{v2, entry("d1", "", "one"), hook})
+
+	// pi migrates v2 to v3 on open: truncate and rewrite in place, same inode.
+	v3 := strings.Replace(v2, `"version":2`, `"version":3`, 1)
+	custom := strings.Replace(hook, "hookMessage", "custom", 1)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprint(f, v3+"\n"+entry("d1", "", "one")+"\n"+custom+"\n")
+	f.Close()
+	// Unchanged lines are not published again; changed ones are new events.
+	n.waitLines("s4", []string{v2, entry("d1", "", "one"), hook, v3, custom})
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		c := n.tailer.Stats().Collisions
+		return c == 2, fmt.Sprintf("collisions = %d, want 2 (header and d2 rewritten)", c)
+	})
+
+	// Truncation to a prefix, then new appends.
+	if err := os.Truncate(path, int64(len(v3)+1)); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, path, entry("d3", "", "after truncation")+"\n")
+	n.waitLines("s4", []string{v2, entry("d1", "", "one"), hook, v3, custom, entry("d3", "", "after truncation")})
+}
+
+func TestSameSizeRewriteIsNoticed(t *testing.T) {
+	root := t.TempDir()
+	n := startNode(t, root, t.TempDir())
+	path := filepath.Join(root, "--p--", "s5.jsonl")
+	v2 := `{"type":"session","version":2,"id":"s5","timestamp":"2026-11-29T23:08:16.463Z","cwd":"/p"}`
+	writeFile(t, path, v2+"\n"+entry("e1", "", "one")+"\n")
+	n.waitLines("s5", []string{v2, entry("e1", "", "one")})
+	v3 := strings.Replace(v2, `"version":2`, `"version":3`, 1)
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprint(f, v3) // same length: only the header's bytes change
+	f.Close()
+	// Make sure the mtime moves even on coarse-grained file systems.
+	later := time.Now().Add(2 * time.Second)
+	os.Chtimes(path, later, later)
+	n.waitLines("s5", []string{v2, entry("e1", "", "one"), v3})
+}
+
+func TestHugeLineIsChunkedAndReassembled(t *testing.T) {
+	root := t.TempDir()
+	n := startNode(t, root, t.TempDir())
+	path := filepath.Join(root, "--p--", "s6.jsonl")
+	big := entry("f1", "", strings.Repeat("0123456789abcdé", 5<<20/16)) // 5 MiB, multi-byte chars across chunk edges
+	writeFile(t, path, header("s6")+"\n")
+	appendFile(t, path, big+"\n")
+	appendFile(t, path, entry("f2", "f1", "after")+"\n")
+	n.waitLines("s6", []string{header("s6"), big, entry("f2", "f1", "after")})
+}
+
+func TestOversizeLineIsSkipped(t *testing.T) {
+	root := t.TempDir()
+	n := startNode(t, root, t.TempDir())
+	path := filepath.Join(root, "--p--", "s7.jsonl")
+	huge := entry("g1", "", strings.Repeat("x", 17<<20)) // over the test's 16 MiB limit
+	writeFile(t, path, header("s7")+"\n"+huge+"\n"+entry("g2", "", "next")+"\n")
+	n.waitLines("s7", []string{header("s7"), entry("g2", "", "next")})
+	if m := n.tailer.Stats().Malformed; m != 1 {
+		t.Errorf("malformed = %d, want 1 (the oversize line)", m)
+	}
+}
+
+func TestDeletedWhileReadAndRecreated(t *testing.T) {
+	root := t.TempDir()
+	n := startNode(t, root, t.TempDir())
+	path := filepath.Join(root, "--p--", "s8.jsonl")
+	writeFile(t, path, header("s8")+"\n"+entry("h1", "", "one")+"\n")
+	n.waitLines("s8", []string{header("s8"), entry("h1", "", "one")})
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		st := n.tailer.Stats()
+		return st.FilesDeleted == 1 && st.FilesTracked == 0, fmt.Sprintf("%+v", st)
+	})
+	// The same session restored (say from the trash) publishes nothing again.
+	writeFile(t, path, header("s8")+"\n"+entry("h1", "", "one")+"\n"+entry("h2", "h1", "two")+"\n")
+	n.waitLines("s8", []string{header("s8"), entry("h1", "", "one"), entry("h2", "h1", "two")})
+}
+
+func TestRestartPublishesOnlyWhatIsNew(t *testing.T) {
+	root, state := t.TempDir(), t.TempDir()
+	n := startNode(t, root, state)
+	path := filepath.Join(root, "--p--", "s9.jsonl")
+	want := []string{header("s9"), entry("i1", "", "one"), entry("i2", "i1", "two")}
+	writeFile(t, path, strings.Join(want, "\n")+"\n")
+	n.waitLines("s9", want)
+	n.stop()
+
+	// While the daemon is down, pi appends and another file of the same
+	// session appears (pi's /export keeps the id).
+	appendFile(t, path, entry("i3", "i2", "three")+"\n")
+	writeFile(t, filepath.Join(root, "--p--", "export.jsonl"), strings.Join(want[:2], "\n")+"\n"+entry("x9", "i1", "exported")+"\n")
+	want = append(want, entry("i3", "i2", "three"), entry("x9", "i1", "exported"))
+
+	n2 := startNode(t, root, state)
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		got := n2.lines("s9")
+		return len(got) == len(want), fmt.Sprintf("%d lines: %q", len(got), clip(got))
+	})
+	got := n2.lines("s9")
+	if !sameSet(got, want) {
+		t.Fatalf("after restart:\n got %q\nwant %q", clip(got), clip(want))
+	}
+	if p := n2.tailer.Stats().LinesPublished; p != 2 {
+		t.Errorf("second run published %d lines, want 2", p)
+	}
+}
+
+func sameSet(a, b []string) bool {
+	m := map[string]int{}
+	for _, s := range a {
+		m[s]++
+	}
+	for _, s := range b {
+		m[s]--
+	}
+	for _, v := range m {
+		if v != 0 {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
+
+func TestThousandSessionsAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	root := t.TempDir()
+	const sessions, entries = 1000, 5
+	for i := 0; i < sessions; i++ {
+		var b bytes.Buffer
+		sid := fmt.Sprintf("k%04d", i)
+		b.WriteString(header(sid) + "\n")
+		parent := ""
+		for j := 0; j < entries; j++ {
+			id := fmt.Sprintf("%s-%d", sid, j)
+			b.WriteString(entry(id, parent, "m") + "\n")
+			parent = id
+		}
+		writeFile(t, filepath.Join(root, fmt.Sprintf("--p%d--", i%20), sid+".jsonl"), b.String())
+	}
+	n := startNode(t, root, t.TempDir())
+	waitFor(t, 120*time.Second, func() (bool, string) {
+		st := n.tailer.Stats()
+		return st.LinesPublished == sessions*(entries+1), fmt.Sprintf("published %d", st.LinesPublished)
+	})
+	info, err := n.log.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Messages != sessions*(entries+1) || info.Subjects != sessions {
+		t.Fatalf("stream holds %d messages on %d subjects", info.Messages, info.Subjects)
+	}
+}

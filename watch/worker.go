@@ -1,0 +1,110 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// worker owns a share of the files (by path hash): their state is touched
+// by this goroutine only. Its queue is a set of paths, so it is bounded by
+// the number of files however often they change.
+type worker struct {
+	t     *Tailer
+	files map[string]*file
+
+	mu    sync.Mutex
+	dirty map[string]struct{}
+	wake  chan struct{}
+
+	retry map[string]retryState
+}
+
+type retryState struct {
+	at       time.Time
+	attempts int
+}
+
+func (w *worker) mark(path string) {
+	w.mu.Lock()
+	w.dirty[path] = struct{}{}
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) take() map[string]struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d := w.dirty
+	w.dirty = make(map[string]struct{}, len(d))
+	return d
+}
+
+const (
+	retryMin = 50 * time.Millisecond
+	retryMax = 10 * time.Second
+)
+
+func (w *worker) run(ctx context.Context) {
+	w.retry = make(map[string]retryState)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wake:
+		case <-timer.C:
+		}
+		paths := w.take()
+		now := time.Now()
+		for p, r := range w.retry {
+			if !r.at.After(now) {
+				paths[p] = struct{}{}
+			}
+		}
+		for p := range paths {
+			if ctx.Err() != nil {
+				return
+			}
+			w.handle(ctx, p)
+		}
+		next := time.Hour
+		for _, r := range w.retry {
+			next = min(next, max(time.Until(r.at), time.Millisecond))
+		}
+		timer.Reset(next)
+	}
+}
+
+// handle syncs one path; a failure is retried with backoff, and the log says
+// when a failing file recovered.
+func (w *worker) handle(ctx context.Context, path string) {
+	err := w.sync(ctx, path)
+	r, failing := w.retry[path]
+	if err == nil {
+		if failing {
+			delete(w.retry, path)
+			w.t.logger.Info("session file readable and published again", "path", path, "after_attempts", r.attempts)
+		}
+		return
+	}
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return
+	}
+	r.attempts++
+	backoff := min(retryMin<<min(r.attempts-1, 16), retryMax)
+	r.at = time.Now().Add(backoff)
+	w.retry[path] = r
+	msg := err.Error()
+	w.t.lastErr.Store(&msg)
+	// Log the first failure and then every tenth, so a stuck file cannot
+	// flood the log.
+	if r.attempts == 1 || r.attempts%10 == 0 {
+		w.t.logger.Warn("session file not published; retrying", "path", path, "attempt", r.attempts, "retry_in", backoff, "err", err)
+	}
+}
