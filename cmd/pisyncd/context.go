@@ -1,0 +1,124 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/pisyncd/pisyncd/session"
+)
+
+func contextCommand(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("context", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	asJSON := fs.Bool("json", false, "print {leafId, contextEntryIds, messages, thinkingLevel, model}")
+	leaf := fs.String("leaf", "", "build the context at this entry id instead of the file's leaf")
+	var pos []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			return fmt.Errorf("%w: pisyncd context FILE [--leaf ID] [--json]", errUsage)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos, rest = append(pos, fs.Arg(0)), fs.Args()[1:]
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: pisyncd context FILE [--leaf ID] [--json]", errUsage)
+	}
+	data, err := os.ReadFile(pos[0])
+	if err != nil {
+		return fmt.Errorf("context: %w", err)
+	}
+	f, err := session.Load(data)
+	if err != nil {
+		return fmt.Errorf("context: %s: %w", pos[0], err)
+	}
+	var at *string
+	if *leaf != "" {
+		at = leaf
+	}
+	var c *session.Context
+	if at == nil {
+		c, err = f.Context()
+	} else {
+		c, err = f.ContextAt(at)
+	}
+	if err != nil {
+		return fmt.Errorf("context: %s: %w", pos[0], err)
+	}
+	if *asJSON {
+		out, err := json.Marshal(c)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", out)
+		return err
+	}
+	return printContext(stdout, c)
+}
+
+// printContext is the human form: one line per message, role and a preview.
+func printContext(w io.Writer, c *session.Context) error {
+	leaf, _ := c.LeafID.String()
+	fmt.Fprintf(w, "leaf %s, %d entries in the window, %d messages, model %s, thinking %s\n",
+		orDash(leaf), len(c.EntryIDs), len(c.Messages), orDash(string(c.Model)), orDash(string(c.ThinkingLevel)))
+	for i, m := range c.Messages {
+		var msg struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+			Summary string          `json:"summary"`
+			Command string          `json:"command"`
+		}
+		json.Unmarshal(m, &msg)
+		text := msg.Summary + msg.Command
+		if text == "" {
+			text = contentText(msg.Content)
+		}
+		fmt.Fprintf(w, "%3d %-18s %s\n", i+1, orDash(msg.Role), preview(text, 100))
+	}
+	return nil
+}
+
+func contentText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type, Text, Thinking, Name string
+	}
+	json.Unmarshal(raw, &blocks)
+	var parts []string
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			parts = append(parts, b.Text)
+		case "thinking":
+			parts = append(parts, "[thinking] "+b.Thinking)
+		case "toolCall":
+			parts = append(parts, "[tool "+b.Name+"]")
+		case "image":
+			parts = append(parts, "[image]")
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func preview(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" || s == "null" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/watch"
+)
+
+// controlSocket is the daemon's local control endpoint in the state dir: a
+// Unix socket, so `pisyncd status` works without any network listener, and
+// only the owner can connect (the state dir is 0700, the socket 0600).
+const controlSocket = "control.sock"
+
+func listenControl(stateDir string) (net.Listener, error) {
+	path := filepath.Join(stateDir, controlSocket)
+	// The state dir lock is held, so a socket file left here is stale.
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	return ln, nil
+}
+
+// Status is what `pisyncd status` reports.
+type Status struct {
+	Node        string        `json:"node"`
+	PID         int           `json:"pid"`
+	Started     time.Time     `json:"started"`
+	SessionsDir string        `json:"sessionsDir"`
+	StateDir    string        `json:"stateDir"`
+	NATSURL     string        `json:"natsUrl,omitempty"`
+	Tailer      watch.Stats   `json:"tailer"`
+	Stream      eventlog.Info `json:"stream"`
+}
+
+func (d *Daemon) status(ctx context.Context) (Status, error) {
+	info, err := d.log.Info(ctx)
+	st := Status{
+		Node: d.cfg.NodeID, PID: os.Getpid(), Started: d.started,
+		SessionsDir: d.cfg.SessionsDir, StateDir: d.cfg.StateDir, NATSURL: d.srv.ClientURL(),
+		Stream: info,
+	}
+	if d.tailer != nil {
+		st.Tailer = d.tailer.Stats()
+	}
+	return st, err
+}
+
+func (d *Daemon) controlHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		st, err := d.status(r.Context())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		writeJSON(w, st)
+	})
+	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) {
+		sid := r.URL.Query().Get("session")
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		enc := json.NewEncoder(w)
+		err := d.log.Scan(r.Context(), sid, 0, true, func(ev *eventlog.Event) error {
+			return enc.Encode(newEventJSON(ev))
+		})
+		if err != nil {
+			// Headers are gone already; an error object ends the stream.
+			enc.Encode(map[string]string{"error": err.Error()})
+		}
+	})
+	mux.HandleFunc("GET /healthz", d.healthz)
+	return mux
+}
+
+func (d *Daemon) metricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", d.healthz)
+	return mux
+}
+
+func (d *Daemon) healthz(w http.ResponseWriter, r *http.Request) {
+	if !d.nc.IsConnected() {
+		http.Error(w, "nats connection down", http.StatusServiceUnavailable)
+		return
+	}
+	if err := d.srv.Err(); err != nil {
+		http.Error(w, "embedded server failed: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+// controlClient talks to a running daemon over its control socket.
+func controlClient(stateDir string) *http.Client {
+	path := filepath.Join(stateDir, controlSocket)
+	return &http.Client{
+		Timeout: 0,
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", path)
+			},
+		},
+	}
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/watch"
+)
+
+// Daemon is one running pisyncd: the embedded server, the event log and the
+// workers that feed it.
+type Daemon struct {
+	cfg     *config.Config
+	logger  *slog.Logger
+	srv     *embedded.Server
+	nc      *nats.Conn
+	log     *eventlog.Local
+	tailer  *watch.Tailer
+	reg     *prometheus.Registry
+	started time.Time
+}
+
+// OpenStore takes the state dir, starts the embedded server and opens the
+// event log: everything a command that reads the store needs.
+func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Daemon, error) {
+	if err := cfg.EnsureNodeID(); err != nil {
+		return nil, err
+	}
+	srv, err := embedded.Start(ctx, embedded.Config{
+		StateDir:  cfg.StateDir,
+		NodeID:    cfg.NodeID,
+		MaxMemory: int64(cfg.MaxMemory),
+		MaxStore:  int64(cfg.MaxStore),
+		Listen:    cfg.Listen,
+		Logger:    natsLogger(logger),
+	})
+	if err != nil {
+		return nil, err
+	}
+	nc, err := srv.Connect(nats.Name("pisyncd"))
+	if err != nil {
+		srv.Close()
+		return nil, fmt.Errorf("connect to embedded server: %w", err)
+	}
+	lg, err := eventlog.OpenLocal(ctx, nc, cfg.NodeID)
+	if err != nil {
+		nc.Close()
+		srv.Close()
+		return nil, err
+	}
+	return &Daemon{cfg: cfg, logger: logger, srv: srv, nc: nc, log: lg, started: time.Now()}, nil
+}
+
+// Close stops the connection and the server and releases the state dir.
+func (d *Daemon) Close() error {
+	var errs []error
+	if d.nc != nil {
+		if err := d.nc.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+			errs = append(errs, fmt.Errorf("drain: %w", err))
+		}
+		d.nc.Close()
+	}
+	if d.srv != nil {
+		errs = append(errs, d.srv.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Run runs the daemon's workers until ctx ends or one of them fails.
+func (d *Daemon) Run(ctx context.Context) error {
+	d.tailer = watch.New(d.log, watch.Options{
+		Root:           d.cfg.SessionsDir,
+		MaxLine:        int(d.cfg.MaxLine),
+		Workers:        d.cfg.Workers,
+		RescanInterval: d.cfg.RescanInterval,
+		Logger:         d.logger.With("component", "tailer"),
+	})
+	d.reg = prometheus.NewRegistry()
+	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d.reg.MustRegister(d.tailer.Collectors()...)
+
+	ctl, err := listenControl(d.cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	var httpLn net.Listener
+	if d.cfg.HTTPAddr != "" {
+		if httpLn, err = net.Listen("tcp", d.cfg.HTTPAddr); err != nil {
+			ctl.Close()
+			return fmt.Errorf("http listener: %w", err)
+		}
+	}
+
+	parent := ctx
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	fail := func(err error) {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			cancel(err)
+		}
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		fail(d.tailer.Run(ctx))
+	}()
+	servers := []*http.Server{{Handler: d.controlHandler(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn)}}
+	lns := []net.Listener{ctl}
+	if httpLn != nil {
+		servers = append(servers, &http.Server{Handler: d.metricsHandler(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn)})
+		lns = append(lns, httpLn)
+		d.logger.Info("serving /metrics and /healthz", "addr", httpLn.Addr().String())
+	}
+	for i, s := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.Serve(lns[i]); !errors.Is(err, http.ErrServerClosed) {
+				fail(fmt.Errorf("http: %w", err))
+			}
+		}()
+	}
+	d.logger.Info("pisyncd running", "node", d.cfg.NodeID, "sessions_dir", d.cfg.SessionsDir, "state_dir", d.cfg.StateDir)
+
+	select {
+	case <-ctx.Done():
+	case <-d.srv.Failed():
+		cancel(fmt.Errorf("embedded server failed: %w", d.srv.Err()))
+	}
+	cause := context.Cause(ctx)
+	d.logger.Info("stopping", "cause", cause)
+	sctx, scancel := context.WithTimeout(context.Background(), d.cfg.ShutdownTimeout)
+	defer scancel()
+	for _, s := range servers {
+		s.Shutdown(sctx)
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-sctx.Done():
+		return fmt.Errorf("stop: workers did not finish within %v", d.cfg.ShutdownTimeout)
+	}
+	os.Remove(filepath.Join(d.cfg.StateDir, controlSocket))
+	if parent.Err() != nil {
+		return nil // asked to stop: not an error
+	}
+	return cause
+}
+
+func runCommand(args []string, stderr io.Writer) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%w: run takes no arguments; settings are PISYNC_* variables (see pisyncd help)", errUsage)
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	logger := cfg.Logger(stderr)
+	ctx, stop := signalContext(stderr)
+	defer stop()
+	d, err := OpenStore(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	runErr := d.Run(ctx)
+	closeErr := d.Close()
+	return errors.Join(runErr, closeErr)
+}

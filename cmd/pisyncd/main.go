@@ -1,0 +1,101 @@
+// Command pisyncd keeps pi coding-agent sessions as immutable events on NATS
+// JetStream and (later) in sync across machines. `pisyncd` alone runs the
+// daemon; the other subcommands inspect it.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/pisyncd/pisyncd/config"
+)
+
+func main() {
+	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// errUsage marks a command-line mistake (exit code 2).
+var errUsage = errors.New("usage")
+
+const usageText = `pisyncd: every line pi appends to a session file, as an immutable event on NATS JetStream.
+
+Usage:
+  pisyncd [run]                      run the daemon (embedded NATS, zero set-up)
+  pisyncd status [--json]            node, files, sessions, entries published, stream position
+  pisyncd events SESSION-ID [--json] the stored events of one session, in stream order
+  pisyncd context FILE [--leaf ID] [--json]
+                                     the LLM context pi would build from FILE (pi's rules, no daemon needed)
+  pisyncd help                       this text and every setting
+
+Settings are environment variables:
+`
+
+// Main runs one command and returns the process exit code: 0 success, 1
+// failure, 2 a usage error.
+func Main(args []string, stdout, stderr io.Writer) int {
+	cmd := "run"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	var err error
+	switch cmd {
+	case "run":
+		err = runCommand(args, stderr)
+	case "status":
+		err = statusCommand(args, stdout)
+	case "events":
+		err = eventsCommand(args, stdout)
+	case "context":
+		err = contextCommand(args, stdout)
+	case "help", "-h", "--help", "-help":
+		fmt.Fprint(stdout, usageText)
+		if err := config.Usage(stdout); err != nil {
+			fmt.Fprintln(stderr, "pisyncd:", err)
+			return 1
+		}
+		return 0
+	default:
+		err = fmt.Errorf("%w: unknown command %q (see pisyncd help)", errUsage, cmd)
+	}
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "pisyncd:", err)
+	if errors.Is(err, errUsage) {
+		return 2
+	}
+	return 1
+}
+
+// signalContext is cancelled by the first SIGINT or SIGTERM; a second one
+// exits at once.
+func signalContext(stderr io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-ch:
+			cancel(fmt.Errorf("received %v", sig))
+		case <-done:
+			return
+		}
+		select {
+		case sig := <-ch:
+			fmt.Fprintf(stderr, "pisyncd: second %v, exiting now\n", sig)
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel(context.Canceled)
+	}
+}
