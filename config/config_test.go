@@ -1,0 +1,123 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDefaults(t *testing.T) {
+	home := func() (string, error) { return "/home/ann", nil }
+	for _, tc := range []struct {
+		env             map[string]string
+		sessions, state string
+	}{
+		{nil, "/home/ann/.pi/agent/sessions", "/home/ann/.local/state/pisyncd"},
+		{map[string]string{"PI_CODING_AGENT_DIR": "~/pi"}, "/home/ann/pi/sessions", "/home/ann/.local/state/pisyncd"},
+		{map[string]string{"PI_CODING_AGENT_DIR": "/opt/pi", "XDG_STATE_HOME": "/var/st"}, "/opt/pi/sessions", "/var/st/pisyncd"},
+		{map[string]string{"XDG_STATE_HOME": "relative"}, "/home/ann/.pi/agent/sessions", "/home/ann/.local/state/pisyncd"},
+	} {
+		var c Config
+		if err := c.fillDefaults(func(k string) string { return tc.env[k] }, home); err != nil {
+			t.Fatal(err)
+		}
+		if c.SessionsDir != tc.sessions || (c.StateDir != tc.state && !strings.Contains(c.StateDir, "Library")) {
+			t.Errorf("env %v: sessions %q state %q, want %q %q", tc.env, c.SessionsDir, c.StateDir, tc.sessions, tc.state)
+		}
+	}
+	var c Config
+	err := c.fillDefaults(func(string) string { return "" }, func() (string, error) { return "", errors.New("no home") })
+	if err == nil || !strings.Contains(err.Error(), "PISYNC_SESSIONS_DIR") {
+		t.Errorf("no home: err %v, want a hint to set the dirs", err)
+	}
+}
+
+func TestLoadAndValidate(t *testing.T) {
+	t.Setenv("PISYNC_SESSIONS_DIR", "/tmp/s")
+	t.Setenv("PISYNC_STATE_DIR", "/tmp/st")
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxLine != 64<<20 || c.Workers != 8 || c.LogLevel != "info" {
+		t.Errorf("defaults: %+v", c)
+	}
+	for k, v := range map[string]string{
+		"PISYNC_NODE_ID":         "a.b",
+		"PISYNC_LOG_LEVEL":       "loud",
+		"PISYNC_LOG_FORMAT":      "xml",
+		"PISYNC_HTTP_ADDR":       "0.0.0.0:9466",
+		"PISYNC_LISTEN":          "192.168.1.2:4222",
+		"PISYNC_MAX_LINE":        "1GiB",
+		"PISYNC_WORKERS":         "0",
+		"PISYNC_STATE_DIR":       "/tmp/s/state",
+		"PISYNC_RESCAN_INTERVAL": "1ms",
+	} {
+		t.Run(k, func(t *testing.T) {
+			t.Setenv(k, v)
+			if _, err := Load(); err == nil || !strings.Contains(err.Error(), k) {
+				t.Errorf("%s=%s: err %v, want an error naming the variable", k, v, err)
+			}
+		})
+	}
+	t.Setenv("PISYNC_MAX_STORE", "lots")
+	if _, err := Load(); err == nil {
+		t.Error("bad size accepted")
+	}
+}
+
+func TestByteSize(t *testing.T) {
+	for in, want := range map[string]ByteSize{"123": 123, "64KiB": 64 << 10, "16MiB": 16 << 20, "2GiB": 2 << 30, "3M": 3 << 20, "1 GB": 1 << 30} {
+		var b ByteSize
+		if err := b.Decode(in); err != nil || b != want {
+			t.Errorf("Decode(%q) = %d, %v; want %d", in, b, err, want)
+		}
+	}
+	for _, bad := range []string{"", "x", "-1", "1.5GiB", "99999999999TiB"} {
+		var b ByteSize
+		if err := b.Decode(bad); err == nil {
+			t.Errorf("Decode(%q) accepted", bad)
+		}
+	}
+	if s := ByteSize(64 << 20).String(); s != "64MiB" {
+		t.Errorf("String = %q", s)
+	}
+}
+
+func TestNodeIDIsStableAndPrivate(t *testing.T) {
+	dir := t.TempDir()
+	c := &Config{StateDir: filepath.Join(dir, "state")}
+	if err := c.EnsureNodeID(); err != nil {
+		t.Fatal(err)
+	}
+	first := c.NodeID
+	c2 := &Config{StateDir: c.StateDir}
+	if err := c2.EnsureNodeID(); err != nil || c2.NodeID != first {
+		t.Fatalf("second load: %q %v, want %q", c2.NodeID, err, first)
+	}
+	st, err := os.Stat(filepath.Join(c.StateDir, "node-id"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("node-id mode %v %v", st.Mode(), err)
+	}
+	if dst, _ := os.Stat(c.StateDir); dst.Mode().Perm() != 0o700 {
+		t.Errorf("state dir mode %v", dst.Mode())
+	}
+	os.WriteFile(filepath.Join(c.StateDir, "node-id"), []byte("bad id!\n"), 0o600)
+	if err := (&Config{StateDir: c.StateDir}).EnsureNodeID(); err == nil {
+		t.Error("invalid stored node id accepted")
+	}
+}
+
+func TestUsageListsEveryVariable(t *testing.T) {
+	var b strings.Builder
+	if err := Usage(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"PISYNC_SESSIONS_DIR", "PISYNC_STATE_DIR", "PISYNC_NODE_ID", "PISYNC_HTTP_ADDR", "PISYNC_LISTEN", "PISYNC_MAX_LINE", "PISYNC_SHUTDOWN_TIMEOUT"} {
+		if !strings.Contains(b.String(), v) {
+			t.Errorf("usage lacks %s", v)
+		}
+	}
+}
