@@ -180,7 +180,7 @@ restart:
 	if _, err := fh.Seek(f.offset, io.SeekStart); err != nil {
 		return fmt.Errorf("seek: %w", err)
 	}
-	lr := newLineReader(fh, f.offset, w.t.maxLine)
+	lr := newLineReader(fh, f.offset, w.t.maxLine, w.buf)
 	p := pending{off: f.offset, lastStart: f.lastStart, lastSha: f.lastSha}
 	for {
 		raw, start, end, oversize, err := lr.next()

@@ -18,8 +18,20 @@ type lineReader struct {
 	long []byte
 }
 
-func newLineReader(r io.Reader, start int64, max int) *lineReader {
-	return &lineReader{br: bufio.NewReaderSize(r, 256<<10), max: max, off: start}
+// readBufSize is the line reader's buffer: lines longer than it are joined
+// from several reads.
+const readBufSize = 256 << 10
+
+// newLineReader reads r from offset start. br, when not nil, is a buffer to
+// reuse (a worker keeps one: a fresh 256 KiB buffer per append would make
+// most of the daemon's garbage).
+func newLineReader(r io.Reader, start int64, max int, br *bufio.Reader) *lineReader {
+	if br == nil {
+		br = bufio.NewReaderSize(r, readBufSize)
+	} else {
+		br.Reset(r)
+	}
+	return &lineReader{br: br, max: max, off: start}
 }
 
 // next returns the next complete line without its '\n', the offsets where it

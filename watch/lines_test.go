@@ -24,7 +24,7 @@ func splitRef(data []byte, max int) (lines [][]byte, oversize []bool, consumed i
 }
 
 func checkReader(t *testing.T, data []byte, max int) {
-	lr := newLineReader(bytes.NewReader(data), 0, max)
+	lr := newLineReader(bytes.NewReader(data), 0, max, nil)
 	want, wantOver, consumed := splitRef(data, max)
 	var pos int64
 	for i := 0; ; i++ {

@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"sync"
@@ -13,6 +14,7 @@ import (
 type worker struct {
 	t     *Tailer
 	files map[string]*file
+	buf   *bufio.Reader // reused by every read of this worker
 
 	mu    sync.Mutex
 	dirty map[string]struct{}
@@ -51,6 +53,7 @@ const (
 
 func (w *worker) run(ctx context.Context) {
 	w.retry = make(map[string]retryState)
+	w.buf = bufio.NewReaderSize(nil, readBufSize)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"time"
 )
 
 // Defaults for the JetStream limits. A zero limit in server.Options means
@@ -42,11 +43,14 @@ type Config struct {
 	// Trace logs every protocol message at debug level. Very noisy.
 	Trace bool
 
-	// HubURLs and HubCredsFile will make this server a leaf node of the hub
-	// cluster (ARCHITECTURE.md decision 2). Not implemented yet: Start
-	// refuses a config that sets them rather than silently ignoring them.
+	// HubURLs make this server a leaf node of the hub cluster
+	// (ARCHITECTURE.md decision 2): it dials out, so no listener is needed
+	// here. HubCredsFile is the node's .creds file for the hub, if any.
 	HubURLs      []string
 	HubCredsFile string
+	// LeafReconnect is the wait between leaf connection attempts (0: the
+	// server's default of one second).
+	LeafReconnect time.Duration
 }
 
 // nodeIDPattern keeps NodeID a single, wildcard-free subject token and a
@@ -70,8 +74,13 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.MaxStore == 0 {
 		cfg.MaxStore = DefaultMaxStore
 	}
-	if len(cfg.HubURLs) > 0 || cfg.HubCredsFile != "" {
-		return cfg, errors.New("config: hub leaf-node connection is not implemented yet")
+	if cfg.HubCredsFile != "" && len(cfg.HubURLs) == 0 {
+		return cfg, errors.New("config: hub credentials without hub URLs")
+	}
+	for _, u := range cfg.HubURLs {
+		if _, err := parseHubURL(u); err != nil {
+			return cfg, fmt.Errorf("config: hub URL: %w", err)
+		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -129,6 +129,9 @@ func start(ctx context.Context, cfg Config, lock *dirLock) (s *Server, err error
 			AllowedConnectionTypes: connTypes(jwt.ConnectionTypeInProcess),
 		}},
 	}
+	if err := applyLeaf(opts, cfg); err != nil {
+		return nil, err
+	}
 	var creds clientContext
 	if cfg.Listen != "" {
 		host, port, err := loopbackAddr(cfg.Listen)
@@ -157,20 +160,11 @@ func start(ctx context.Context, cfg Config, lock *dirLock) (s *Server, err error
 		}}
 	}
 
-	ns, err := server.NewServer(opts)
-	if err != nil {
-		return nil, fmt.Errorf("new server: %w", err)
-	}
-	s.ns = ns
-	debug := cfg.Logger.Enabled(ctx, slog.LevelDebug)
-	ns.SetLoggerV2(s.logger, debug, cfg.Trace, false)
-	ns.Start()
-
-	if err := s.waitReady(ctx); err != nil {
+	if err := s.launch(ctx, opts, cfg.Logger, cfg.Trace); err != nil {
 		return s, err
 	}
 	if s.credsPath != "" {
-		s.clientURL = "nats://" + ns.Addr().String()
+		s.clientURL = "nats://" + s.ns.Addr().String()
 		if creds.URL != s.clientURL {
 			creds.URL = s.clientURL
 			if err := saveCreds(s.credsPath, creds); err != nil {
@@ -179,6 +173,19 @@ func start(ctx context.Context, cfg Config, lock *dirLock) (s *Server, err error
 		}
 	}
 	return s, nil
+}
+
+// launch creates and starts the server and waits until it is ready.
+func (s *Server) launch(ctx context.Context, opts *server.Options, logger *slog.Logger, trace bool) error {
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return fmt.Errorf("new server: %w", err)
+	}
+	s.ns = ns
+	debug := logger.Enabled(ctx, slog.LevelDebug)
+	ns.SetLoggerV2(s.logger, debug, trace, false)
+	ns.Start()
+	return s.waitReady(ctx)
 }
 
 // waitReady polls in short steps rather than one ReadyForConnections call
@@ -221,14 +228,14 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	if s.closed.Load() {
 		return nil, errors.New("embedded: connect: server is closed")
 	}
-	pub, err := s.inProcessKey.PublicKey()
-	if err != nil {
-		return nil, fmt.Errorf("embedded: connect: %w", err)
+	opts = append(opts, nats.InProcessServer(s.ns))
+	if s.inProcessKey != nil {
+		pub, err := s.inProcessKey.PublicKey()
+		if err != nil {
+			return nil, fmt.Errorf("embedded: connect: %w", err)
+		}
+		opts = append(opts, nats.Nkey(pub, s.inProcessKey.Sign))
 	}
-	opts = append(opts,
-		nats.InProcessServer(s.ns),
-		nats.Nkey(pub, s.inProcessKey.Sign),
-	)
 	nc, err := nats.Connect("", opts...)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: connect: %w", err)

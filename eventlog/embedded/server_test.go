@@ -172,7 +172,9 @@ func TestConfigRejected(t *testing.T) {
 		"dotted node":    func(c *Config) { c.NodeID = "a.b" },
 		"wildcard node":  func(c *Config) { c.NodeID = "a*" },
 		"negative limit": func(c *Config) { c.MaxStore = -1 },
-		"hub":            func(c *Config) { c.HubURLs = []string{"nats://hub:7422"} },
+		"hub url scheme": func(c *Config) { c.HubURLs = []string{"http://hub:7422"} },
+		"hub no host":    func(c *Config) { c.HubURLs = []string{"nats://"} },
+		"creds, no hub":  func(c *Config) { c.HubCredsFile = "/x.creds" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := testConfig(t, dir)

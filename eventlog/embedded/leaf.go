@@ -1,0 +1,63 @@
+package embedded
+
+import (
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// LocalSubjects never cross the leaf connection: a node's own events reach
+// the hub only through the forwarder, on pi.up.<node>.> subjects, so no
+// stream in another domain can capture them by accident.
+const LocalSubjects = "pi.evt.>"
+
+func parseHubURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	switch u.Scheme {
+	case "nats", "tls", "nats-leaf", "ws", "wss":
+	default:
+		return nil, fmt.Errorf("%q: want nats://, tls:// or wss:// host:port of the hub's leaf listener", s)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("%q: no host", s)
+	}
+	return u, nil
+}
+
+// leafRemote is the solicited leaf connection to the hub.
+func leafRemote(cfg Config) (*server.RemoteLeafOpts, error) {
+	r := &server.RemoteLeafOpts{
+		Credentials: cfg.HubCredsFile,
+		DenyExports: []string{LocalSubjects},
+		DenyImports: []string{LocalSubjects},
+	}
+	for _, s := range cfg.HubURLs {
+		u, err := parseHubURL(s)
+		if err != nil {
+			return nil, err
+		}
+		r.URLs = append(r.URLs, u)
+	}
+	return r, nil
+}
+
+func applyLeaf(opts *server.Options, cfg Config) error {
+	if len(cfg.HubURLs) == 0 {
+		return nil
+	}
+	r, err := leafRemote(cfg)
+	if err != nil {
+		return err
+	}
+	opts.LeafNode.Remotes = []*server.RemoteLeafOpts{r}
+	opts.LeafNode.ReconnectInterval = cfg.LeafReconnect
+	if opts.LeafNode.ReconnectInterval == 0 {
+		opts.LeafNode.ReconnectInterval = time.Second
+	}
+	return nil
+}
