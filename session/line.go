@@ -147,9 +147,12 @@ func isZero(t []byte) bool {
 // Invalid UTF-8 decodes to U+FFFD in pi, which is not white space, and the
 // Func variants stop at it too.
 func trimJS(b []byte) []byte {
-	isSpace := func(r rune) bool {
-		return r == '\uFEFF' || (r != '\u0085' && unicode.IsSpace(r))
-	}
-	b = bytes.TrimLeftFunc(b, isSpace)
-	return bytes.TrimRightFunc(b, isSpace)
+	b = bytes.TrimLeftFunc(b, isJSSpace)
+	return bytes.TrimRightFunc(b, isJSSpace)
+}
+
+// isJSSpace is JavaScript's WhiteSpace or LineTerminator: Unicode White_Space
+// plus U+FEFF, minus U+0085.
+func isJSSpace(r rune) bool {
+	return r == '\uFEFF' || (r != '\u0085' && unicode.IsSpace(r))
 }

@@ -1,0 +1,69 @@
+package session
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+)
+
+// synthSession writes a linear session of n entries with a compaction every
+// 1000 entries.
+func synthSession(n int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"type":"session","version":3,"id":"bench","timestamp":"2025-03-01T10:00:00.000Z","cwd":"/x"}` + "\n")
+	parent := "null"
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("%08x", i+1)
+		switch {
+		case i > 0 && i%1000 == 0:
+			fmt.Fprintf(&b, `{"type":"compaction","id":"%s","parentId":%s,"timestamp":"2025-03-01T10:00:01.000Z","summary":"s","firstKeptEntryId":"%08x","tokensBefore":1000}`+"\n", id, parent, i-50)
+		case i%2 == 0:
+			fmt.Fprintf(&b, `{"type":"message","id":"%s","parentId":%s,"timestamp":"2025-03-01T10:00:01.000Z","message":{"role":"user","content":"question %d with some text","timestamp":1740823201000}}`+"\n", id, parent, i)
+		default:
+			fmt.Fprintf(&b, `{"type":"message","id":"%s","parentId":%s,"timestamp":"2025-03-01T10:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"answer %d"}],"provider":"anthropic","model":"m","usage":{"totalTokens":10,"cost":{"total":0.001}},"stopReason":"stop","timestamp":1740823202000}}`+"\n", id, parent, i)
+		}
+		parent = `"` + id + `"`
+	}
+	return b.Bytes()
+}
+
+// BenchmarkContext10k builds the context of a 10k-entry session at its
+// leaf from scratch (path walk, window, bodies).
+func BenchmarkContext10k(b *testing.B) {
+	f, err := Load(synthSession(10000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	leaf, _ := f.Tree.Leaf().String()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.ContextAt(&leaf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAppend measures the incremental update per appended entry.
+func BenchmarkAppend(b *testing.B) {
+	raw := synthSession(10000)
+	lines := bytes.Split(raw, []byte{'\n'})
+	parsed := make([]Line, len(lines))
+	for i, l := range lines {
+		parsed[i] = ParseLine(l)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	n := 0
+	for n < b.N {
+		tr := NewTree()
+		for i := range parsed {
+			if n >= b.N {
+				break
+			}
+			if err := tr.Append(parsed[i], Ref(i)); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package session
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+)
+
+// lineSource is a BodySource over kept lines, as a stream consumer would
+// hold them (Ref = sequence).
+type lineSource [][]byte
+
+func (s lineSource) Body(ref Ref) ([]byte, error) {
+	if ref < 0 || int(ref) >= len(s) {
+		return nil, fmt.Errorf("no body %d", ref)
+	}
+	return s[ref], nil
+}
+
+func contextString(c *Context, err error) string {
+	if err != nil {
+		return "error"
+	}
+	b, _ := c.MarshalJSON()
+	return string(b)
+}
+
+// TestIncrementalMatchesFull appends every corpus file line by line and
+// checks, after each line, that the incrementally kept context equals a
+// full load of the same prefix.
+func TestIncrementalMatchesFull(t *testing.T) {
+	for _, c := range loadCorpus(t) {
+		t.Run(c.name, func(t *testing.T) {
+			lines := bytes.Split(c.raw, []byte{'\n'})
+			tree := NewTree()
+			var src lineSource
+			var prefix []byte
+			step := 1
+			if len(lines) > 100 {
+				step = 97
+			}
+			for k, raw := range lines {
+				if k > 0 {
+					prefix = append(prefix, '\n')
+				}
+				prefix = append(prefix, raw...)
+				l := ParseLine(toValidUTF8(raw))
+				var appendErr error
+				if l.Kind.Kept() {
+					appendErr = tree.Append(l, Ref(len(src)))
+					src = append(src, l.Raw)
+				}
+				if appendErr != nil || tree.state != 1 {
+					continue
+				}
+				// Every line: the kept window and settings equal a
+				// recomputation from scratch (metadata only, cheap).
+				inc := *tree.state0()
+				scratch := tree.compute(tree.startNode(tree.leafID, tree.hasLeaf))
+				if fmt.Sprint(inc.win, inc.think, inc.model, inc.bad, inc.err) != fmt.Sprint(scratch.win, scratch.think, scratch.model, scratch.bad, scratch.err) {
+					t.Fatalf("line %d: incremental state %+v, from scratch %+v", k, inc, scratch)
+				}
+				if k%step != 0 && k != len(lines)-1 {
+					continue
+				}
+				got := contextString(tree.Context(src))
+				f, err := Load(prefix)
+				if err != nil {
+					t.Fatalf("line %d: full load failed (%v), incremental did not", k, err)
+				}
+				if want := contextString(f.Context()); got != want {
+					t.Fatalf("line %d:\nincremental %s\nfull        %s", k, got, want)
+				}
+			}
+		})
+	}
+}

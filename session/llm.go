@@ -1,0 +1,96 @@
+package session
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+const (
+	compactionSummaryPrefix = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+	compactionSummarySuffix = "\n</summary>"
+	branchSummaryPrefix     = "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
+	branchSummarySuffix     = "</summary>"
+)
+
+// ConvertToLLM is pi's convertToLlm (spec §7.6): what of the context
+// messages reaches the model. A message that is null makes pi throw.
+func ConvertToLLM(msgs []json.RawMessage) ([]json.RawMessage, error) {
+	out := make([]json.RawMessage, 0, len(msgs))
+	for k, m := range msgs {
+		if isAbsent(m) {
+			return nil, fmt.Errorf("session: convert message %d: null message", k)
+		}
+		if !isObject(m) {
+			continue // m.role is undefined: dropped
+		}
+		var f map[string]json.RawMessage
+		if err := json.Unmarshal(m, &f); err != nil {
+			return nil, fmt.Errorf("session: convert message %d: %w", k, err)
+		}
+		role, _ := rawString(f["role"])
+		switch role {
+		case "user", "assistant", "toolResult":
+			out = append(out, m)
+		case "bashExecution":
+			if truthy(f["excludeFromContext"]) {
+				continue
+			}
+			out = append(out, userText(bashExecutionText(f), f["timestamp"]))
+		case "custom":
+			content := f["content"]
+			if s, ok := rawString(content); ok {
+				content = textBlocks(s)
+			}
+			fs := []field{{"role", json.RawMessage(`"user"`)}}
+			fs = appendDefined(fs, "content", content)
+			fs = appendDefined(fs, "timestamp", f["timestamp"])
+			out = append(out, encodeFields(fs))
+		case "branchSummary":
+			out = append(out, userText(branchSummaryPrefix+jsTemplate(f["summary"])+branchSummarySuffix, f["timestamp"]))
+		case "compactionSummary":
+			out = append(out, userText(compactionSummaryPrefix+jsTemplate(f["summary"])+compactionSummarySuffix, f["timestamp"]))
+		}
+	}
+	return out, nil
+}
+
+func textBlocks(s string) json.RawMessage {
+	b, _ := json.Marshal([]map[string]string{{"type": "text", "text": s}})
+	return b
+}
+
+func userText(text string, ts json.RawMessage) json.RawMessage {
+	fs := []field{{"role", json.RawMessage(`"user"`)}, {"content", textBlocks(text)}}
+	return encodeFields(appendDefined(fs, "timestamp", ts))
+}
+
+// bashExecutionText is pi's bashExecutionToText.
+func bashExecutionText(f map[string]json.RawMessage) string {
+	text := "Ran `" + jsTemplate(f["command"]) + "`\n"
+	if truthy(f["output"]) {
+		text += "```\n" + jsTemplate(f["output"]) + "\n```"
+	} else {
+		text += "(no output)"
+	}
+	if truthy(f["cancelled"]) {
+		text += "\n\n(command cancelled)"
+	} else if code := f["exitCode"]; !isAbsent(code) && !(isNumberRaw(code) && jsToNumber(code) == 0) {
+		text += "\n\nCommand exited with code " + jsTemplate(code)
+	}
+	if truthy(f["truncated"]) && truthy(f["fullOutputPath"]) {
+		text += "\n\n[Output truncated. Full output: " + jsTemplate(f["fullOutputPath"]) + "]"
+	}
+	return text
+}
+
+// jsTemplate is String(x) as a template literal applies it.
+func jsTemplate(raw json.RawMessage) string {
+	raw = trimWS(raw)
+	switch {
+	case len(raw) == 0:
+		return "undefined"
+	case raw[0] == 'n':
+		return "null"
+	}
+	return jsJoinString(raw)
+}

@@ -1,0 +1,96 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// File is a whole session file as pi loads it: the Tree plus the raw kept
+// lines, which serve as the Tree's BodySource (Ref = position among the
+// kept lines, header included).
+type File struct {
+	Tree  *Tree
+	lines [][]byte
+}
+
+// Read reads a whole session file the way pi's loadEntriesFromFile does
+// (spec §2): lines split on '\n' only, of any length; invalid UTF-8 replaced
+// by U+FFFD as node's decoder does; blank, malformed and falsy lines
+// skipped; other values kept, including id-less pseudo-entries.
+//
+// A zero-byte input returns ErrEmptyFile (pi would write a fresh header into
+// it). Input whose first kept value is not a header with a string id —
+// whitespace only, an entry first, a BOM before the header — returns
+// ErrNotSession, as pi's open() throws.
+func Read(r io.Reader) (*File, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("session: read: %w", err)
+	}
+	return Load(data)
+}
+
+// Load is Read for bytes already in memory. The File keeps its own copies
+// only of lines that needed UTF-8 repair; other lines alias data.
+func Load(data []byte) (*File, error) {
+	if len(data) == 0 {
+		return nil, ErrEmptyFile
+	}
+	f := &File{Tree: NewTree()}
+	for {
+		line, rest, more := bytes.Cut(data, []byte{'\n'})
+		if err := f.add(line); err != nil {
+			return nil, fmt.Errorf("session: load: %w", err)
+		}
+		if !more {
+			break
+		}
+		data = rest
+	}
+	if f.Tree.state != 1 {
+		return nil, fmt.Errorf("session: load: %w", ErrNotSession)
+	}
+	return f, nil
+}
+
+func (f *File) add(line []byte) error {
+	l := ParseLine(toValidUTF8(line))
+	if !l.Kind.Kept() {
+		return nil
+	}
+	ref := Ref(len(f.lines))
+	f.lines = append(f.lines, l.Raw)
+	return f.Tree.Append(l, ref)
+}
+
+// Body implements BodySource over the file's kept lines.
+func (f *File) Body(ref Ref) ([]byte, error) {
+	if ref < 0 || int(ref) >= len(f.lines) {
+		return nil, fmt.Errorf("session: no line %d", ref)
+	}
+	return f.lines[ref], nil
+}
+
+// Context is the context at the file's leaf.
+func (f *File) Context() (*Context, error) { return f.Tree.Context(f) }
+
+// ContextAt is the context at entry id, or with no leaf for nil.
+func (f *File) ContextAt(id *string) (*Context, error) { return f.Tree.ContextAt(id, f) }
+
+// ContextJSON renders the corpus-shaped context JSON of f at its leaf, or
+// at entry *leaf when leaf is not nil.
+func ContextJSON(f *File, leaf *string) ([]byte, error) {
+	var c *Context
+	var err error
+	if leaf == nil {
+		c, err = f.Context()
+	} else {
+		c, err = f.ContextAt(leaf)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(c)
+}

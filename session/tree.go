@@ -1,0 +1,356 @@
+package session
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// Ref is the caller's handle on an entry's bytes: a byte offset, a stream
+// sequence, a line number. A Tree stores it and hands it back to a
+// BodySource when a context needs the entry's body.
+type Ref int64
+
+// BodySource returns the raw line (one JSON value, no '\n') of the entry
+// that was appended with ref.
+type BodySource interface {
+	Body(ref Ref) ([]byte, error)
+}
+
+var (
+	// ErrNotSession means pi would refuse the file: the first kept value is
+	// not a `type:"session"` object with a string id (spec §2).
+	ErrNotSession = errors.New("session: not a valid pi session")
+	// ErrEmptyFile means the file has no bytes at all. pi turns such a file
+	// into a new session by writing a fresh header into it (random id,
+	// current time); a reader cannot know those values, so it reports the
+	// case instead. Callers treat it as "no session yet".
+	ErrEmptyFile = errors.New("session: empty file")
+	// ErrMigration means pi's load-time migration throws on the file (a
+	// version-1 file holding a non-object value such as a number).
+	ErrMigration = errors.New("session: migration fails")
+	// ErrMissingMessage means a `message` entry on the path has no message
+	// object; pi throws a TypeError while building the context.
+	ErrMissingMessage = errors.New("session: message entry without message")
+	// ErrUnknownEntry is returned for a leaf id that no entry has.
+	ErrUnknownEntry = errors.New("session: unknown entry")
+	// ErrCycle means the parentId chain from the leaf loops; pi itself
+	// never returns from such a path. The error is a *CycleError.
+	ErrCycle = errors.New("session: parentId cycle")
+
+	errNotObject = errors.New("not a JSON object")
+)
+
+// CycleError names an entry on a parentId cycle. It matches ErrCycle.
+type CycleError struct{ ID ID }
+
+func (e *CycleError) Error() string {
+	b, _ := e.ID.MarshalJSON()
+	return fmt.Sprintf("session: parentId cycle through entry %s", b)
+}
+
+func (e *CycleError) Is(target error) bool { return target == ErrCycle }
+
+// node is the metadata of one kept non-header value. It holds no bodies.
+type node struct {
+	ref    Ref
+	id     ID
+	parent ID
+	typ    ID // the "type" field, usually a string
+	ts     float64
+	x      *extra // set for the entry types whose fields matter to the rules
+}
+
+// extra holds the small fields a few entry types contribute.
+type extra struct {
+	msgMissing bool // type message with message absent or null: pi throws
+	assistant  bool
+	provider   json.RawMessage // model_change provider / assistant message.provider
+	model      json.RawMessage // model_change modelId / assistant message.model
+	thinking   json.RawMessage // thinking_level_change thinkingLevel
+	firstKept  ID              // compaction firstKeptEntryId
+	tail       bool            // compaction retainedTail is an array
+	target     ID              // label targetId
+	label      json.RawMessage // label label
+	name       json.RawMessage // session_info name
+	fkIndex    float64         // v1 compaction firstKeptEntryIndex (NaN when not a number)
+}
+
+func (n *node) isType(t string) bool { return n.typ.kind == idString && n.typ.s == t }
+
+// Tree is pi's in-memory session: entries in file order, the id index, the
+// leaf, labels and the session name, plus the context window at the leaf,
+// kept up to date as entries are appended. It stores metadata only.
+//
+// A Tree is not safe for concurrent use.
+type Tree struct {
+	state     int // 0: before the header, 1: loaded, 2: rejected
+	rejectErr error
+	header    json.RawMessage
+	sessionID string
+	version   float64 // header.version ?? 1, as a JS number (NaN: no migration)
+
+	nodes []node
+	index map[ID]int32 // last entry per id (JS Map semantics)
+	// missing holds parent ids that did not resolve when their child came;
+	// their later arrival changes existing paths.
+	missing map[ID]struct{}
+	labels  map[ID]json.RawMessage
+	nameIdx int32 // last session_info, -1 for none
+
+	leafID  ID   // the last kept value's id
+	hasLeaf bool // false: no entries (leaf null)
+
+	// v1 migration state (spec §6): values seen so far including the
+	// header, the node per parsed position, pending forward references.
+	parsed    []int32
+	v1Prev    ID
+	v1Pending map[int]int32
+
+	cur current
+	Stats
+}
+
+// Stats are running totals over assistant messages, for a catalog.
+type Stats struct {
+	MessageCount int     // message entries
+	TotalTokens  float64 // sum of assistant usage.totalTokens
+	TotalCost    float64 // sum of assistant usage.cost.total
+}
+
+// NewTree returns an empty tree waiting for the header line.
+func NewTree() *Tree {
+	return &Tree{
+		index:   make(map[ID]int32),
+		missing: make(map[ID]struct{}),
+		labels:  make(map[ID]json.RawMessage),
+		nameIdx: -1,
+		cur:     current{leaf: -1, valid: true, think: -1, model: -1, bad: -1},
+	}
+}
+
+// SessionID is the header id.
+func (t *Tree) SessionID() string { return t.sessionID }
+
+// Header returns the header line as stored (before migration).
+func (t *Tree) Header() json.RawMessage { return t.header }
+
+// Len is the number of entries (kept non-header values).
+func (t *Tree) Len() int { return len(t.nodes) }
+
+// Migrated reports whether pi would migrate (and rewrite) this session on
+// open: header version below 3 or missing.
+func (t *Tree) Migrated() bool { return t.version < 3 }
+
+func (t *Tree) v1() bool { return t.version < 2 }
+
+// Append adds one line of the file in order. Lines pi skips (blank,
+// malformed, falsy) and further headers are accepted and ignored. It fails
+// with ErrNotSession when the first kept value is not a valid header (and
+// from then on), and with ErrMigration where pi's v1 migration throws.
+func (t *Tree) Append(l Line, ref Ref) error {
+	if !l.Kind.Kept() {
+		return nil
+	}
+	if t.state == 2 {
+		return t.rejectErr
+	}
+	if t.state == 0 {
+		if l.Kind != Header || !l.HasID {
+			t.state, t.rejectErr = 2, ErrNotSession
+			return ErrNotSession
+		}
+		return t.setHeader(l)
+	}
+	pos := len(t.parsed)
+	if l.Kind == Header {
+		// Further headers are not entries (spec §3); they still count as
+		// positions for v1 firstKeptEntryIndex.
+		if t.v1() {
+			t.parsed = append(t.parsed, -1)
+		}
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	if l.Kind == Entry {
+		if err := json.Unmarshal(l.Raw, &fields); err != nil {
+			return fmt.Errorf("session: decode entry: %w", err)
+		}
+	} else if t.v1() && trimWS(l.Raw)[0] != '[' {
+		// pi assigns entry.id on every value; strict-mode JS throws for
+		// primitives. Arrays are objects and survive.
+		t.state, t.rejectErr = 2, fmt.Errorf("%w: non-object value in a version 1 file", ErrMigration)
+		return t.rejectErr
+	}
+	n := node{ref: ref, ts: math.NaN()}
+	if fields != nil {
+		n.id = idFromRaw(fields["id"])
+		n.parent = idFromRaw(fields["parentId"])
+		n.typ = idFromRaw(fields["type"])
+		n.ts = dateValue(fields["timestamp"])
+		n.x = t.extraFor(&n, fields)
+	}
+	idx := int32(len(t.nodes))
+	if t.v1() {
+		t.parsed = append(t.parsed, idx)
+		n.parent = t.v1Prev
+		orig := n.id
+		n.id = StringID(v1ID(t.sessionID, int(idx)))
+		t.v1Prev = n.id
+		if n.isType("compaction") && n.x != nil {
+			if k := n.x.fkIndex; !math.IsNaN(k) {
+				// entries[k] of the parsed values, header at 0; a later
+				// target still has its old id when pi looks.
+				switch ki := int(k); {
+				case float64(ki) != k || ki <= 0:
+				case ki < pos:
+					if j := t.parsed[ki]; j >= 0 {
+						n.x.firstKept = t.nodes[j].id
+					}
+				case ki == pos:
+					n.x.firstKept = n.id
+				default:
+					t.v1Pending[ki] = idx
+				}
+			}
+		}
+		if c, ok := t.v1Pending[pos]; ok {
+			t.nodes[c].x.firstKept = orig
+			delete(t.v1Pending, pos)
+		}
+	}
+	t.nodes = append(t.nodes, n)
+	t.addNode(idx)
+	return nil
+}
+
+func (t *Tree) setHeader(l Line) error {
+	t.state = 1
+	t.header = l.Raw
+	t.sessionID = l.ID
+	var h map[string]json.RawMessage
+	_ = json.Unmarshal(l.Raw, &h)
+	if v, ok := h["version"]; ok && !isAbsent(v) {
+		t.version = jsToNumber(v)
+	} else {
+		t.version = 1
+	}
+	if t.v1() {
+		t.parsed = []int32{-1}
+		t.v1Prev = ID{kind: idNull}
+		t.v1Pending = make(map[int]int32)
+	}
+	return nil
+}
+
+// v1ID derives the id pi would mint at random for the k-th entry of a
+// version-1 file. Deterministic, so every replay of the file agrees.
+func v1ID(sessionID string, k int) string {
+	h := sha256.Sum256([]byte(sessionID + "\x00" + strconv.Itoa(k)))
+	return hex.EncodeToString(h[:4])
+}
+
+// extraFor extracts what the rules need from the types that have any.
+func (t *Tree) extraFor(n *node, f map[string]json.RawMessage) *extra {
+	if n.typ.kind != idString {
+		return nil
+	}
+	switch n.typ.s {
+	case "message":
+		t.MessageCount++
+		m := f["message"]
+		if isAbsent(m) {
+			return &extra{msgMissing: true}
+		}
+		if !isObject(m) {
+			return nil
+		}
+		var msg map[string]json.RawMessage
+		if json.Unmarshal(m, &msg) != nil {
+			return nil
+		}
+		if r, _ := rawString(msg["role"]); r != "assistant" {
+			return nil
+		}
+		t.Stats.addUsage(msg["usage"])
+		return &extra{assistant: true, provider: msg["provider"], model: msg["model"]}
+	case "model_change":
+		return &extra{provider: f["provider"], model: f["modelId"]}
+	case "thinking_level_change":
+		return &extra{thinking: f["thinkingLevel"]}
+	case "compaction":
+		x := &extra{firstKept: idFromRaw(f["firstKeptEntryId"]), tail: isArray(f["retainedTail"]), fkIndex: math.NaN()}
+		if raw := trimWS(f["firstKeptEntryIndex"]); len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+			x.fkIndex, _ = strconv.ParseFloat(string(raw), 64)
+		}
+		return x
+	case "label":
+		return &extra{target: idFromRaw(f["targetId"]), label: f["label"]}
+	case "session_info":
+		return &extra{name: f["name"]}
+	}
+	return nil
+}
+
+// addUsage adds an assistant message's usage to the running totals
+// (keys matched exactly, as JavaScript does; encoding/json would fold case).
+func (t *Stats) addUsage(raw json.RawMessage) {
+	if !isObject(raw) {
+		return
+	}
+	var u map[string]json.RawMessage
+	if json.Unmarshal(raw, &u) != nil {
+		return
+	}
+	if f, err := strconv.ParseFloat(string(trimWS(u["totalTokens"])), 64); err == nil {
+		t.TotalTokens += f
+	}
+	var c map[string]json.RawMessage
+	if isObject(u["cost"]) && json.Unmarshal(u["cost"], &c) == nil {
+		if f, err := strconv.ParseFloat(string(trimWS(c["total"])), 64); err == nil {
+			t.TotalCost += f
+		}
+	}
+}
+
+// addNode indexes node idx as pi's _buildIndex does and moves the leaf.
+func (t *Tree) addNode(idx int32) {
+	n := &t.nodes[idx]
+	disturbs := false
+	if n.id.mapKey() {
+		if _, dup := t.index[n.id]; dup {
+			disturbs = true // paths through the old entry now go through this one
+		}
+		if _, was := t.missing[n.id]; was {
+			disturbs = true // orphans waiting for this id are attached now
+			delete(t.missing, n.id)
+		}
+		t.index[n.id] = idx
+	}
+	parent := int32(-1)
+	if n.parent.truthy() {
+		if p, ok := t.index[n.parent]; ok && n.parent.mapKey() {
+			parent = p
+		} else if n.parent.mapKey() {
+			t.missing[n.parent] = struct{}{}
+		}
+	}
+	if n.isType("label") && n.x != nil {
+		if !n.x.target.mapKey() {
+			// an object target is a key nothing can look up again
+		} else if truthy(n.x.label) {
+			t.labels[n.x.target] = n.x.label
+		} else {
+			delete(t.labels, n.x.target)
+		}
+	}
+	if n.isType("session_info") {
+		t.nameIdx = idx
+	}
+	t.leafID, t.hasLeaf = n.id, true
+	t.advance(idx, parent, disturbs)
+}
