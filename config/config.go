@@ -36,6 +36,12 @@ type Config struct {
 	HTTPAddr string `envconfig:"HTTP_ADDR" desc:"loopback address for /metrics and /healthz, e.g. 127.0.0.1:9466 (default: off)"`
 	Listen   string `envconfig:"LISTEN" desc:"loopback address of an optional NATS listener for local subscribers, e.g. 127.0.0.1:4222; credentials are generated into STATE_DIR (default: off)"`
 
+	HubURLs   []string      `envconfig:"HUB_URLS" desc:"comma-separated leaf URLs of the hub cluster (nats://host:7422, tls://…); set to replicate sessions across machines (default: off, one machine)"`
+	HubCreds  string        `envconfig:"HUB_CREDS" desc:"this node's credentials file for the hub (.creds)"`
+	PathMap   string        `envconfig:"PATH_MAP" desc:"comma-separated FROM=TO absolute path prefixes applied to remote sessions' cwd and parentSession, e.g. /Users/ann=/home/ann"`
+	Delete    string        `envconfig:"DELETE" default:"trash" desc:"what a session deleted on another machine does here: trash (move to SESSIONS_DIR/.pisyncd-trash) or ignore"`
+	IdleAfter time.Duration `envconfig:"IDLE_AFTER" default:"1s" desc:"remote lines are appended to a file only after a local pi has not written it for this long"`
+
 	RescanInterval  time.Duration `envconfig:"RESCAN_INTERVAL" default:"10s" desc:"how often the whole sessions tree is rescanned (the correctness path; file events are only a hint)"`
 	MaxLine         ByteSize      `envconfig:"MAX_LINE" default:"64MiB" desc:"longest line published; longer lines are counted as malformed and skipped"`
 	MaxStore        ByteSize      `envconfig:"MAX_STORE" default:"16GiB" desc:"JetStream file store limit"`
@@ -126,6 +132,15 @@ func (c *Config) Validate() error {
 				errs = append(errs, fmt.Errorf("%s_%s: %w", Prefix, name, err))
 			}
 		}
+	}
+	if c.Delete != "trash" && c.Delete != "ignore" {
+		errs = append(errs, fmt.Errorf("%s_DELETE %q: want trash or ignore", Prefix, c.Delete))
+	}
+	if c.IdleAfter < 0 {
+		errs = append(errs, fmt.Errorf("%s_IDLE_AFTER %v: want a positive duration", Prefix, c.IdleAfter))
+	}
+	if c.HubCreds != "" && len(c.HubURLs) == 0 {
+		errs = append(errs, fmt.Errorf("%s_HUB_CREDS is set but %s_HUB_URLS is not", Prefix, Prefix))
 	}
 	if c.RescanInterval < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("%s_RESCAN_INTERVAL %v: want at least 100ms", Prefix, c.RescanInterval))

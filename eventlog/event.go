@@ -14,15 +14,20 @@ import (
 // ASCII; anything else is percent-free JSON text and NATS headers are opaque
 // bytes apart from CR/LF, which a JSON string cannot hold raw).
 const (
-	HdrID     = "Pi-Id"     // entry id ("" for id-less objects); the session id for a header line
-	HdrParent = "Pi-Parent" // parentId when it is a string
-	HdrType   = "Pi-Type"   // entry type; "session" for a header line
-	HdrSha    = "Pi-Sha"    // hex sha-256 of the whole line (all chunks joined)
-	HdrChunk  = "Pi-Chunk"  // "i/n" (1-based) when the line is split
-	HdrFile   = "Pi-File"   // the file's path relative to the sessions root
-	HdrOff    = "Pi-Off"    // byte offset just past the line's '\n' in that file
-	HdrOp     = "Pi-Op"     // set on control events, e.g. "delete" (tombstone)
+	HdrID     = "Pi-Id"      // entry id ("" for id-less objects); the session id for a header line
+	HdrParent = "Pi-Parent"  // parentId when it is a string
+	HdrType   = "Pi-Type"    // entry type; "session" for a header line
+	HdrSha    = "Pi-Sha"     // hex sha-256 of the whole line (all chunks joined)
+	HdrChunk  = "Pi-Chunk"   // "i/n" (1-based) when the line is split
+	HdrFile   = "Pi-File"    // the file's path relative to the sessions root
+	HdrOff    = "Pi-Off"     // byte offset just past the line's '\n' in that file
+	HdrOp     = "Pi-Op"      // set on control events, e.g. "delete" (tombstone)
+	HdrSrcSeq = "Pi-Src-Seq" // on PI_HUB: the line's sequence in its node's PI_LOCAL
 )
+
+// OpDelete marks a tombstone: the origin node's file of the session was
+// deleted. Its payload is the file's path relative to the sessions root.
+const OpDelete = "delete"
 
 // MaxChunk is the largest payload of one message. Lines above it are split
 // into chunks published as one atomic batch; max_payload stays at 1 MiB so
@@ -38,6 +43,8 @@ type Line struct {
 	Type     string
 	File     string // path relative to the sessions root
 	Off      int64  // offset just past the line's '\n'
+	Op       string // a control event (OpDelete), not a line of the file
+	SrcSeq   uint64 // on PI_HUB: the sequence in the origin's PI_LOCAL
 }
 
 // NewLine fills in the line's sha-256.
@@ -78,6 +85,12 @@ func (l *Line) messages(subj, msgID string) []*nats.Msg {
 		}
 		if l.Off > 0 {
 			h.Set(HdrOff, strconv.FormatInt(l.Off, 10))
+		}
+		if l.Op != "" {
+			h.Set(HdrOp, l.Op)
+		}
+		if l.SrcSeq > 0 {
+			h.Set(HdrSrcSeq, strconv.FormatUint(l.SrcSeq, 10))
 		}
 		id := msgID
 		if n > 1 {

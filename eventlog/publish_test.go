@@ -60,8 +60,8 @@ func TestPublishSinglesBatchesAndChunks(t *testing.T) {
 	var all []eventlog.Line
 	last := uint64(0)
 	for _, group := range [][]eventlog.Line{
-		mkLines(3, 100, "s"),                  // single publishes
-		mkLines(2500, 200, "b"),               // three atomic batches
+		mkLines(3, 100, "s"),                   // single publishes
+		mkLines(2500, 200, "b"),                // three atomic batches
 		mkLines(1, 3*eventlog.MaxChunk+5, "c"), // one chunked line, atomic
 		append(mkLines(2, 10, "m"), mkLines(1, eventlog.MaxChunk+1, "n")...),
 	} {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -25,6 +26,7 @@ type Event struct {
 	File     string
 	Off      int64
 	Op       string
+	SrcSeq   uint64 // Pi-Src-Seq, on PI_HUB and PI_ALL
 	Sha      [32]byte
 	Raw      []byte // nil when read headers-only
 }
@@ -34,6 +36,7 @@ type Event struct {
 type Assembler struct {
 	headersOnly bool
 	cur         *Event
+	startSeq    uint64 // sequence of cur's first chunk
 	next, total int
 	buf         bytes.Buffer
 }
@@ -41,6 +44,15 @@ type Assembler struct {
 // NewAssembler returns an assembler; headersOnly skips payloads and the
 // hash check.
 func NewAssembler(headersOnly bool) *Assembler { return &Assembler{headersOnly: headersOnly} }
+
+// PendingStart is the stream sequence of the first chunk of a split line
+// still missing chunks, 0 when none is.
+func (a *Assembler) PendingStart() uint64 {
+	if a.cur == nil {
+		return 0
+	}
+	return a.startSeq
+}
 
 // Add takes one message. It returns the completed event, or nil while a
 // split line is still incomplete.
@@ -59,7 +71,7 @@ func (a *Assembler) Add(stream, subj string, seq uint64, h nats.Header, data []b
 		if err != nil {
 			return nil, err
 		}
-		a.cur, a.next, a.total = ev, 1, n
+		a.cur, a.next, a.total, a.startSeq = ev, 1, n, seq
 		a.buf.Reset()
 	}
 	if a.cur == nil {
@@ -77,7 +89,7 @@ func (a *Assembler) Add(stream, subj string, seq uint64, h nats.Header, data []b
 	ev.Seq = seq
 	if !a.headersOnly {
 		ev.Raw = bytes.Clone(a.buf.Bytes())
-		if sha256.Sum256(ev.Raw) != ev.Sha {
+		if ev.Op == "" && sha256.Sum256(ev.Raw) != ev.Sha {
 			return nil, fmt.Errorf("eventlog: %s seq %d: line does not match its %s", subj, seq, HdrSha)
 		}
 	}
@@ -97,7 +109,10 @@ func newEvent(stream, subj string, seq uint64, h nats.Header) (*Event, error) {
 	if off := h.Get(HdrOff); off != "" {
 		ev.Off, _ = strconv.ParseInt(off, 10, 64)
 	}
-	if ev.Op == "" {
+	if src := h.Get(HdrSrcSeq); src != "" {
+		ev.SrcSeq, _ = strconv.ParseUint(src, 10, 64)
+	}
+	if ev.Op == "" || h.Get(HdrSha) != "" {
 		if ev.Sha, err = ParseSha(h.Get(HdrSha)); err != nil {
 			return nil, fmt.Errorf("%w (subject %s seq %d)", err, subj, seq)
 		}
@@ -128,34 +143,63 @@ func ReadSubject(ctx context.Context, js jetstream.JetStream, s jetstream.Stream
 		}
 		upTo = last
 	}
-	stream := s.CachedInfo().Config.Name
+	return ReadFiltered(ctx, js, s.CachedInfo().Config.Name, subj, upTo, headersOnly, fn)
+}
+
+// ReadFiltered calls fn for every event on the subjects matching filter
+// (which may hold wildcards) up to stream sequence upTo, in stream order;
+// split lines are joined per subject.
+func ReadFiltered(ctx context.Context, js jetstream.JetStream, stream, filter string, upTo uint64, headersOnly bool, fn func(*Event) error) error {
 	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subj},
-		HeadersOnly:    headersOnly,
+		FilterSubjects:    []string{filter},
+		HeadersOnly:       headersOnly,
+		InactiveThreshold: 30 * time.Second,
 	})
 	if err != nil {
-		return fmt.Errorf("eventlog: read %s: %w", subj, err)
+		return fmt.Errorf("eventlog: read %s: %w", filter, err)
+	}
+	// An ordered consumer outlives Stop until its inactivity threshold;
+	// reads come often (every session load, every `pisyncd events`), so
+	// delete it as soon as the read is over.
+	defer func() {
+		if info := cons.CachedInfo(); info != nil {
+			dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			js.DeleteConsumer(dctx, stream, info.Name)
+			cancel()
+		}
+	}()
+	// A filter that matches nothing would make Next wait forever.
+	if info := cons.CachedInfo(); info != nil && info.NumPending == 0 {
+		return nil
 	}
 	it, err := cons.Messages(jetstream.PullMaxMessages(512))
 	if err != nil {
-		return fmt.Errorf("eventlog: read %s: %w", subj, err)
+		return fmt.Errorf("eventlog: read %s: %w", filter, err)
 	}
 	defer it.Stop()
-	asm := NewAssembler(headersOnly)
+	asm := map[string]*Assembler{}
 	for {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
-			return fmt.Errorf("eventlog: read %s: %w", subj, err)
+			return fmt.Errorf("eventlog: read %s: %w", filter, err)
 		}
 		meta, err := msg.Metadata()
 		if err != nil {
-			return fmt.Errorf("eventlog: read %s: %w", subj, err)
+			return fmt.Errorf("eventlog: read %s: %w", filter, err)
+		}
+		if meta.Sequence.Stream > upTo {
+			return nil
 		}
 		data := msg.Data()
 		if headersOnly {
 			data = nil
 		}
-		ev, err := asm.Add(stream, msg.Subject(), meta.Sequence.Stream, msg.Headers(), data)
+		a := asm[msg.Subject()]
+		if a == nil {
+			a = NewAssembler(headersOnly)
+			asm[msg.Subject()] = a
+		}
+		ev, err := a.Add(stream, msg.Subject(), meta.Sequence.Stream, msg.Headers(), data)
 		if err != nil {
 			return err
 		}
@@ -164,7 +208,7 @@ func ReadSubject(ctx context.Context, js jetstream.JetStream, s jetstream.Stream
 				return err
 			}
 		}
-		if meta.Sequence.Stream >= upTo {
+		if meta.Sequence.Stream >= upTo || meta.NumPending == 0 {
 			return nil
 		}
 	}

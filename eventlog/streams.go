@@ -62,3 +62,35 @@ func IsWrongLastSequence(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
 }
+
+// HubStreamConfig is PI_HUB on the hub cluster: every node's events, each
+// node on its own pi.up.<node>.> subjects.
+func HubStreamConfig(replicas int) jetstream.StreamConfig {
+	if replicas < 1 {
+		replicas = 1
+	}
+	c := LocalStreamConfig()
+	c.Name = HubStream
+	c.Description = "pisyncd: every node's session lines"
+	c.Subjects = []string{UpPrefix + ".>"}
+	c.Replicas = replicas
+	return c
+}
+
+// AllStreamConfig is PI_ALL on a workstation: a native mirror of PI_HUB in
+// the hub's domain, store-and-forward across disconnections.
+func AllStreamConfig(hubDomain string) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        AllStream,
+		Description: "pisyncd: mirror of the hub's PI_HUB",
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.LimitsPolicy,
+		MaxMsgs:     -1,
+		MaxBytes:    -1,
+		MaxMsgSize:  MaxMsgSize,
+		AllowDirect: true,
+		DenyDelete:  true,
+		DenyPurge:   true,
+		Mirror:      &jetstream.StreamSource{Name: HubStream, Domain: hubDomain},
+	}
+}

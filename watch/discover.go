@@ -21,6 +21,7 @@ type discovery struct {
 	w       *fsnotify.Watcher
 	watched map[string]struct{}
 	seen    map[string]struct{} // *.jsonl paths found by the last walk
+	walked  chan struct{}       // closed after the first walk
 }
 
 func newDiscovery(t *Tailer) (*discovery, error) {
@@ -28,7 +29,7 @@ func newDiscovery(t *Tailer) (*discovery, error) {
 	if err != nil {
 		return nil, fmt.Errorf("watch: fsnotify: %w", err)
 	}
-	return &discovery{t: t, w: w, watched: make(map[string]struct{}), seen: make(map[string]struct{})}, nil
+	return &discovery{t: t, w: w, watched: make(map[string]struct{}), seen: make(map[string]struct{}), walked: make(chan struct{})}, nil
 }
 
 func (d *discovery) run(ctx context.Context) error {
@@ -36,6 +37,7 @@ func (d *discovery) run(ctx context.Context) error {
 	if err := d.walk(); err != nil {
 		return err
 	}
+	close(d.walked)
 	tick := time.NewTicker(d.t.rescan)
 	defer tick.Stop()
 	for {

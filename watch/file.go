@@ -36,6 +36,9 @@ type file struct {
 	sess   *sessionLog
 	// resumed is set once the stream's resume hint was tried for this file.
 	resumed bool
+	// gone: the file disappeared; tombstone: its deletion still has to be
+	// published.
+	gone, tombstone bool
 
 	// offset is where the next unread line starts: everything before it is
 	// handled (published, known, or not an entry).
@@ -77,8 +80,10 @@ func (w *worker) sync(ctx context.Context, path string) error {
 	fh, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if f != nil {
+			if err := w.t.fileGone(ctx, f); err != nil {
+				return err
+			}
 			delete(w.files, path)
-			w.t.fileGone(f)
 		}
 		return nil
 	}

@@ -60,14 +60,27 @@ func (n *node) stop() {
 	n.srv.Close()
 }
 
-// lines returns the session's stored lines in stream order.
+// lines returns the session's stored lines in stream order (control
+// events such as tombstones left out).
 func (n *node) lines(sid string) []string {
 	n.t.Helper()
 	var out []string
+	for _, ev := range n.events(sid) {
+		if ev.Op == "" {
+			out = append(out, string(ev.Raw))
+		}
+	}
+	return out
+}
+
+// events returns every stored event of the session.
+func (n *node) events(sid string) []*eventlog.Event {
+	n.t.Helper()
+	var out []*eventlog.Event
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	err := n.log.Scan(ctx, sid, 0, true, func(ev *eventlog.Event) error {
-		out = append(out, string(ev.Raw))
+		out = append(out, ev)
 		return nil
 	})
 	if err != nil {

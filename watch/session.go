@@ -35,7 +35,7 @@ type sessionLog struct {
 }
 
 // load reads the subject's stored lines (headers only).
-func (s *sessionLog) load(ctx context.Context, log Log) (collisions int, err error) {
+func (s *sessionLog) load(ctx context.Context, log Log, extra func(context.Context, string, func([32]byte)) error) (collisions int, err error) {
 	last, _, err := log.Last(ctx, s.sid)
 	if err != nil {
 		return 0, err
@@ -55,6 +55,11 @@ func (s *sessionLog) load(ctx context.Context, log Log) (collisions int, err err
 			return nil
 		})
 		if err != nil {
+			return 0, fmt.Errorf("watch: load session %s: %w", s.sid, err)
+		}
+	}
+	if extra != nil {
+		if err := extra(ctx, s.sid, func(sha [32]byte) { known[sha] = struct{}{} }); err != nil {
 			return 0, fmt.Errorf("watch: load session %s: %w", s.sid, err)
 		}
 	}

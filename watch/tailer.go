@@ -2,12 +2,15 @@ package watch
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +26,10 @@ type Options struct {
 	Workers        int           // files handled in parallel
 	RescanInterval time.Duration // full rescan period
 	Logger         *slog.Logger
+	// Known adds the hashes of a session's lines that are in the event log
+	// under other nodes (the replicator writes them into files here); such
+	// lines are not this node's to publish.
+	Known func(ctx context.Context, sid string, add func([32]byte)) error
 }
 
 // Tailer follows every session file under Root and publishes its lines.
@@ -35,8 +42,12 @@ type Tailer struct {
 	workers []*worker
 	seed    maphash.Seed
 
+	known func(ctx context.Context, sid string, add func([32]byte)) error
+	ready chan struct{}
+
 	mu       sync.Mutex
 	sessions map[string]*sessionRef
+	moved    map[string]struct{} // files the replicator moved away
 
 	filesTracked, filesIgnored atomic.Int64
 	published, malformed       atomic.Int64
@@ -48,7 +59,7 @@ type Tailer struct {
 
 type sessionRef struct {
 	s     *sessionLog
-	files int
+	files map[string]struct{}
 }
 
 // New returns a tailer publishing into log.
@@ -69,6 +80,7 @@ func New(log Log, o Options) *Tailer {
 		log: log, root: filepath.Clean(o.Root), maxLine: o.MaxLine, rescan: o.RescanInterval,
 		logger: o.Logger, seed: maphash.MakeSeed(), sessions: make(map[string]*sessionRef),
 		publishSeconds: newPublishHistogram(),
+		known:          o.Known, ready: make(chan struct{}), moved: make(map[string]struct{}),
 	}
 	for i := 0; i < o.Workers; i++ {
 		t.workers = append(t.workers, &worker{t: t, files: make(map[string]*file), wake: make(chan struct{}, 1), dirty: make(map[string]struct{})})
@@ -94,6 +106,11 @@ func (t *Tailer) Run(ctx context.Context) error {
 			w.run(ctx)
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t.awaitReady(ctx, d.walked)
+	}()
 	err = d.run(ctx)
 	cancel()
 	wg.Wait()
@@ -101,6 +118,29 @@ func (t *Tailer) Run(ctx context.Context) error {
 		err = nil
 	}
 	return err
+}
+
+// awaitReady closes t.ready once the first walk is done and every worker
+// has handled what it found.
+func (t *Tailer) awaitReady(ctx context.Context, walked <-chan struct{}) {
+	select {
+	case <-walked:
+	case <-ctx.Done():
+		return
+	}
+	barriers := make([]chan struct{}, len(t.workers))
+	for i, w := range t.workers {
+		barriers[i] = make(chan struct{})
+		w.barrier(barriers[i])
+	}
+	for _, b := range barriers {
+		select {
+		case <-b:
+		case <-ctx.Done():
+			return
+		}
+	}
+	close(t.ready)
 }
 
 // submit marks path as changed; its worker looks at it soon.
@@ -124,46 +164,117 @@ func (t *Tailer) track(f *file) *sessionLog {
 	defer t.mu.Unlock()
 	r := t.sessions[f.sid]
 	if r == nil {
-		r = &sessionRef{s: &sessionLog{sid: f.sid}}
+		r = &sessionRef{s: &sessionLog{sid: f.sid}, files: map[string]struct{}{}}
 		t.sessions[f.sid] = r
 	}
-	r.files++
+	r.files[f.path] = struct{}{}
 	return r.s
 }
 
 // untrack detaches a file from its session; a session without files is
-// forgotten (its state is reloaded from the stream if it comes back).
-func (t *Tailer) untrack(f *file) {
+// forgotten (its state is reloaded from the stream if it comes back). It
+// reports whether that was the session's last file.
+func (t *Tailer) untrack(f *file) (last bool) {
 	if f.status == statusIgnored {
 		t.filesIgnored.Add(-1)
 	}
 	if f.sess == nil {
-		return
+		return false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if r := t.sessions[f.sid]; r != nil {
-		if r.files--; r.files <= 0 {
+		delete(r.files, f.path)
+		if len(r.files) == 0 {
 			delete(t.sessions, f.sid)
+			return true
 		}
 	}
+	return false
 }
 
-func (t *Tailer) fileGone(f *file) {
-	t.untrack(f)
-	t.filesTracked.Add(-1)
-	if f.status == statusSession {
+// fileGone handles a followed file that disappeared. When the session has
+// no file left here, the deletion is published as a tombstone, unless the
+// replicator moved the file itself. It can be called again after a failed
+// publish.
+func (t *Tailer) fileGone(ctx context.Context, f *file) error {
+	if !f.gone {
+		f.gone = true
+		last := t.untrack(f)
+		t.filesTracked.Add(-1)
+		t.mu.Lock()
+		_, moved := t.moved[f.path]
+		delete(t.moved, f.path)
+		t.mu.Unlock()
+		if f.status != statusSession || moved {
+			return nil
+		}
 		t.deleted.Add(1)
 		t.logger.Info("session file deleted", "file", f.rel, "session", f.sid)
+		f.tombstone = last
 	}
+	if !f.tombstone {
+		return nil
+	}
+	raw, _ := json.Marshal(map[string]any{"op": eventlog.OpDelete, "file": f.rel, "time": time.Now().UTC().Format(time.RFC3339Nano)})
+	l := eventlog.Line{Raw: raw, Sha: sha256.Sum256(raw), Type: "tombstone", File: f.rel, Op: eventlog.OpDelete}
+	if err := t.publish(ctx, f.sess, []eventlog.Line{l}); err != nil {
+		return err
+	}
+	f.tombstone = false
+	return nil
 }
+
+// FilesFor lists the files that hold a session (the replicator writes
+// remote lines into them).
+func (t *Tailer) FilesFor(sid string) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := t.sessions[sid]
+	if r == nil {
+		return nil
+	}
+	out := make([]string, 0, len(r.files))
+	for p := range r.files {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Learn records a line of the session as already in the event log: the
+// replicator calls it before writing a remote line into a file here.
+func (t *Tailer) Learn(sid string, sha [32]byte) {
+	t.mu.Lock()
+	r := t.sessions[sid]
+	t.mu.Unlock()
+	if r == nil {
+		return // not loaded: a later load reads it from the log
+	}
+	r.s.mu.Lock()
+	if r.s.known != nil {
+		r.s.known[sha] = struct{}{}
+	}
+	r.s.mu.Unlock()
+}
+
+// Forget marks a file the replicator is about to move away: its
+// disappearance is not a deletion to publish.
+func (t *Tailer) Forget(path string) {
+	t.mu.Lock()
+	t.moved[path] = struct{}{}
+	t.mu.Unlock()
+}
+
+// Ready is closed once every file present at start has been read once.
+func (t *Tailer) Ready() <-chan struct{} { return t.ready }
 
 // publish stores the lines the session does not hold yet.
 func (t *Tailer) publish(ctx context.Context, s *sessionLog, lines []eventlog.Line) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.known == nil {
-		n, err := s.load(ctx, t.log)
+		n, err := s.load(ctx, t.log, t.known)
 		if err != nil {
 			return err
 		}

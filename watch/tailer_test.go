@@ -176,6 +176,12 @@ func TestDeletedWhileReadAndRecreated(t *testing.T) {
 		st := n.tailer.Stats()
 		return st.FilesDeleted == 1 && st.FilesTracked == 0, fmt.Sprintf("%+v", st)
 	})
+	// The session's last file is gone: a tombstone says so.
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		evs := n.events("s8")
+		last := evs[len(evs)-1]
+		return last.Op == "delete" && last.File == "--p--/s8.jsonl", fmt.Sprintf("last event %+v", last)
+	})
 	// The same session restored (say from the trash) publishes nothing again.
 	writeFile(t, path, header("s8")+"\n"+entry("h1", "", "one")+"\n"+entry("h2", "h1", "two")+"\n")
 	n.waitLines("s8", []string{header("s8"), entry("h1", "", "one"), entry("h2", "h1", "two")})

@@ -16,9 +16,10 @@ type worker struct {
 	files map[string]*file
 	buf   *bufio.Reader // reused by every read of this worker
 
-	mu    sync.Mutex
-	dirty map[string]struct{}
-	wake  chan struct{}
+	mu       sync.Mutex
+	dirty    map[string]struct{}
+	barriers []chan struct{} // closed once the paths marked before them are handled
+	wake     chan struct{}
 
 	retry map[string]retryState
 }
@@ -38,12 +39,22 @@ func (w *worker) mark(path string) {
 	}
 }
 
-func (w *worker) take() map[string]struct{} {
+func (w *worker) barrier(ch chan struct{}) {
+	w.mu.Lock()
+	w.barriers = append(w.barriers, ch)
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) take() (map[string]struct{}, []chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	d := w.dirty
-	w.dirty = make(map[string]struct{}, len(d))
-	return d
+	d, b := w.dirty, w.barriers
+	w.dirty, w.barriers = make(map[string]struct{}, len(d)), nil
+	return d, b
 }
 
 const (
@@ -63,7 +74,7 @@ func (w *worker) run(ctx context.Context) {
 		case <-w.wake:
 		case <-timer.C:
 		}
-		paths := w.take()
+		paths, barriers := w.take()
 		now := time.Now()
 		for p, r := range w.retry {
 			if !r.at.After(now) {
@@ -75,6 +86,9 @@ func (w *worker) run(ctx context.Context) {
 				return
 			}
 			w.handle(ctx, p)
+		}
+		for _, b := range barriers {
+			close(b)
 		}
 		next := time.Hour
 		for _, r := range w.retry {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/replicate"
 	"github.com/pisyncd/pisyncd/watch"
 )
 
@@ -49,6 +50,11 @@ type Status struct {
 	NATSURL     string        `json:"natsUrl,omitempty"`
 	Tailer      watch.Stats   `json:"tailer"`
 	Stream      eventlog.Info `json:"stream"`
+	// With a hub:
+	HubURLs        []string                 `json:"hubUrls,omitempty"`
+	Forwarder      *eventlog.ForwarderStats `json:"forwarder,omitempty"`
+	Replicator     *replicate.Stats         `json:"replicator,omitempty"`
+	ForkedSessions []string                 `json:"forkedSessions,omitempty"`
 }
 
 func (d *Daemon) status(ctx context.Context) (Status, error) {
@@ -60,6 +66,11 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 	}
 	if d.tailer != nil {
 		st.Tailer = d.tailer.Stats()
+	}
+	if d.fwd != nil {
+		fs, rs := d.fwd.Stats(), d.repl.Stats()
+		st.HubURLs, st.Forwarder, st.Replicator = d.cfg.HubURLs, &fs, &rs
+		st.ForkedSessions = d.repl.ForkedSessions()
 	}
 	return st, err
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/replicate"
 	"github.com/pisyncd/pisyncd/watch"
 )
 
@@ -32,6 +33,8 @@ type Daemon struct {
 	nc      *nats.Conn
 	log     *eventlog.Local
 	tailer  *watch.Tailer
+	fwd     *eventlog.Forwarder
+	repl    *replicate.Replicator
 	reg     *prometheus.Registry
 	started time.Time
 }
@@ -43,12 +46,14 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 		return nil, err
 	}
 	srv, err := embedded.Start(ctx, embedded.Config{
-		StateDir:  cfg.StateDir,
-		NodeID:    cfg.NodeID,
-		MaxMemory: int64(cfg.MaxMemory),
-		MaxStore:  int64(cfg.MaxStore),
-		Listen:    cfg.Listen,
-		Logger:    natsLogger(logger),
+		StateDir:     cfg.StateDir,
+		NodeID:       cfg.NodeID,
+		MaxMemory:    int64(cfg.MaxMemory),
+		MaxStore:     int64(cfg.MaxStore),
+		Listen:       cfg.Listen,
+		Logger:       natsLogger(logger),
+		HubURLs:      cfg.HubURLs,
+		HubCredsFile: cfg.HubCreds,
 	})
 	if err != nil {
 		return nil, err
@@ -65,6 +70,34 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 		return nil, err
 	}
 	return &Daemon{cfg: cfg, logger: logger, srv: srv, nc: nc, log: lg, started: time.Now()}, nil
+}
+
+// openReplication sets up the hub side: the state bucket, the PI_ALL
+// mirror, the forwarder and the replicator.
+func (d *Daemon) openReplication(ctx context.Context) error {
+	js := d.log.JetStream()
+	state, err := eventlog.OpenState(ctx, js)
+	if err != nil {
+		return err
+	}
+	all, err := eventlog.OpenAll(ctx, js, embedded.HubDomain)
+	if err != nil {
+		return err
+	}
+	pm, err := replicate.ParsePathMap(d.cfg.PathMap)
+	if err != nil {
+		return fmt.Errorf("PISYNC_PATH_MAP: %w", err)
+	}
+	d.fwd, err = eventlog.NewForwarder(d.log, d.nc, embedded.HubDomain, state, d.logger.With("component", "forwarder"))
+	if err != nil {
+		return err
+	}
+	d.repl = replicate.New(all, state, nil, replicate.Options{
+		Root: d.cfg.SessionsDir, Node: d.cfg.NodeID, PathMap: pm,
+		KeepDeleted: d.cfg.Delete == "ignore", Idle: d.cfg.IdleAfter,
+		Logger: d.logger.With("component", "replicator"),
+	})
+	return nil
 }
 
 // Close stops the connection and the server and releases the state dir.
@@ -84,13 +117,23 @@ func (d *Daemon) Close() error {
 
 // Run runs the daemon's workers until ctx ends or one of them fails.
 func (d *Daemon) Run(ctx context.Context) error {
-	d.tailer = watch.New(d.log, watch.Options{
+	topts := watch.Options{
 		Root:           d.cfg.SessionsDir,
 		MaxLine:        int(d.cfg.MaxLine),
 		Workers:        d.cfg.Workers,
 		RescanInterval: d.cfg.RescanInterval,
 		Logger:         d.logger.With("component", "tailer"),
-	})
+	}
+	if len(d.cfg.HubURLs) > 0 {
+		if err := d.openReplication(ctx); err != nil {
+			return err
+		}
+		topts.Known = d.repl.KnownLines
+	}
+	d.tailer = watch.New(d.log, topts)
+	if d.repl != nil {
+		d.repl.SetTracker(d.tailer)
+	}
 	d.reg = prometheus.NewRegistry()
 	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d.reg.MustRegister(d.tailer.Collectors()...)
@@ -121,6 +164,24 @@ func (d *Daemon) Run(ctx context.Context) error {
 		defer wg.Done()
 		fail(d.tailer.Run(ctx))
 	}()
+	if d.fwd != nil {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			fail(d.fwd.Run(ctx))
+		}()
+		go func() {
+			defer wg.Done()
+			// The replicator looks up which local file holds a session:
+			// it starts once the tailer has read every file once.
+			select {
+			case <-d.tailer.Ready():
+			case <-ctx.Done():
+				return
+			}
+			fail(d.repl.Run(ctx))
+		}()
+	}
 	servers := []*http.Server{{Handler: d.controlHandler(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn)}}
 	lns := []net.Listener{ctl}
 	if httpLn != nil {

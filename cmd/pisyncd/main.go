@@ -30,6 +30,7 @@ Usage:
   pisyncd events SESSION-ID [--json] the stored events of one session, in stream order
   pisyncd context FILE [--leaf ID] [--json]
                                      the LLM context pi would build from FILE (pi's rules, no daemon needed)
+  pisyncd hub                        run a hub node that workstations join (see pisyncd hub help)
   pisyncd help                       this text and every setting
 
 Settings are environment variables:
@@ -52,6 +53,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = eventsCommand(args, stdout)
 	case "context":
 		err = contextCommand(args, stdout)
+	case "hub":
+		err = hubCommand(args, stdout, stderr)
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usageText)
 		if err := config.Usage(stdout); err != nil {

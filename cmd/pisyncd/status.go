@@ -85,6 +85,19 @@ func statusCommand(args []string, stdout io.Writer) error {
 	row("entry id collisions", st.Tailer.Collisions)
 	row("publish errors", st.Tailer.PublishErrors)
 	row("stream", fmt.Sprintf("%s: %d messages, %d bytes, last seq %d, %d subjects", eventlog.LocalStream, st.Stream.Messages, st.Stream.Bytes, st.Stream.LastSeq, st.Stream.Subjects))
+	if st.Forwarder != nil {
+		row("hub", strings.Join(st.HubURLs, ", "))
+		row("hub reachable", st.Forwarder.Connected)
+		row("lines forwarded to the hub", st.Forwarder.Forwarded)
+		r := st.Replicator
+		row("remote sessions created here", r.FilesCreated)
+		row("remote lines written here", r.LinesWritten)
+		row("remote lines waiting", r.Waiting)
+		row("rejected (unsafe paths)", r.Rejected)
+		row("moved to trash", r.Trashed)
+		row("forked sessions", fmt.Sprintf("%d %v", r.ForkedSessions, st.ForkedSessions))
+		row("entry id collisions (remote)", r.Collisions)
+	}
 	if st.Tailer.LastError != "" {
 		row("last error", st.Tailer.LastError)
 	}

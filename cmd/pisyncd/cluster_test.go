@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+)
+
+// testHub is a hub node in the test process, restartable on the same port.
+type testHub struct {
+	t    *testing.T
+	dir  string
+	leaf string // host:port
+	srv  *embedded.Server
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func startTestHub(t *testing.T) *testHub {
+	h := &testHub{t: t, dir: t.TempDir(), leaf: freePort(t)}
+	h.start()
+	t.Cleanup(h.stop)
+	return h
+}
+
+func (h *testHub) start() {
+	h.t.Helper()
+	srv, err := StartHub(context.Background(), &config.Hub{
+		Name: "hub-1", StateDir: h.dir, LeafListen: h.leaf, Replicas: 1, MaxStore: 1 << 30,
+	}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		h.t.Fatalf("hub: %v", err)
+	}
+	h.srv = srv
+}
+
+func (h *testHub) stop() {
+	if h.srv != nil {
+		h.srv.Close()
+		h.srv = nil
+	}
+}
+
+func (h *testHub) url() string { return "nats://" + h.leaf }
+
+// station is one workstation daemon in the test process.
+type station struct {
+	t      *testing.T
+	name   string
+	cfg    *config.Config
+	d      *Daemon
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func newStation(t *testing.T, name, hubURL, pathMap string) *station {
+	home := t.TempDir()
+	cfg := &config.Config{
+		SessionsDir: filepath.Join(home, "sessions"), StateDir: filepath.Join(home, "state"), NodeID: name,
+		LogLevel: "warn", LogFormat: "text", HubURLs: []string{hubURL}, PathMap: pathMap, Delete: "trash",
+		IdleAfter: 150 * time.Millisecond, RescanInterval: 200 * time.Millisecond, MaxLine: 64 << 20,
+		MaxStore: 1 << 30, MaxMemory: 64 << 20, Workers: 4, ShutdownTimeout: 10 * time.Second,
+	}
+	s := &station{t: t, name: name, cfg: cfg}
+	s.start()
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *station) start() {
+	s.t.Helper()
+	logger := slog.New(slog.NewTextHandler(&testLogWriter{t: s.t, prefix: s.name}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	d, err := OpenStore(context.Background(), s.cfg, logger)
+	if err != nil {
+		s.t.Fatalf("%s: %v", s.name, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.d, s.cancel, s.done = d, cancel, make(chan error, 1)
+	go func() { s.done <- d.Run(ctx) }()
+}
+
+func (s *station) stop() {
+	if s.cancel == nil {
+		return
+	}
+	s.cancel()
+	if err := <-s.done; err != nil {
+		s.t.Errorf("%s: run: %v", s.name, err)
+	}
+	if err := s.d.Close(); err != nil {
+		s.t.Errorf("%s: close: %v", s.name, err)
+	}
+	s.cancel = nil
+}
+
+type testLogWriter struct {
+	t      *testing.T
+	prefix string
+	mu     sync.Mutex
+}
+
+func (w *testLogWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.t.Logf("%s: %s", w.prefix, bytes.TrimSpace(b))
+	return len(b), nil
+}
+
+// sessionFiles maps every *.jsonl under the station's sessions dir (hidden
+// folders left out) to its lines.
+func (s *station) sessionFiles() map[string][]string {
+	out := map[string][]string{}
+	filepath.WalkDir(s.cfg.SessionsDir, func(p string, de os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if de.IsDir() && strings.HasPrefix(de.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if !de.IsDir() && strings.HasSuffix(p, ".jsonl") {
+			b, _ := os.ReadFile(p)
+			rel, _ := filepath.Rel(s.cfg.SessionsDir, p)
+			out[rel] = splitLines(string(b))
+		}
+		return nil
+	})
+	return out
+}
+
+func splitLines(s string) []string {
+	s = strings.TrimSuffix(s, "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// lineSet is a file's lines without its header, as a sorted set of hashes.
+func lineSet(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		if strings.Contains(l, `"type":"session"`) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%x", sha256.Sum256([]byte(l))))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func waitUntil(t *testing.T, d time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var why string
+	for time.Now().Before(deadline) {
+		var ok bool
+		if ok, why = cond(); ok {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("not within %v: %s", d, why)
+}
+
+func appendLine(t *testing.T, path, line string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(line + "\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func hdrLine(sid, cwd string) string {
+	return fmt.Sprintf(`{"type":"session","version":3,"id":%q,"timestamp":"2026-11-30T00:00:00.000Z","cwd":%q}`, sid, cwd)
+}
+
+func msgLine(id, parent, text string) string {
+	p := "null"
+	if parent != "" {
+		p = fmt.Sprintf("%q", parent)
+	}
+	return fmt.Sprintf(`{"type":"message","id":%q,"parentId":%s,"timestamp":"2026-11-30T00:00:01.000Z","message":{"role":"user","content":%q,"timestamp":1}}`, id, p, text)
+}

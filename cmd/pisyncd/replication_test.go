@@ -1,0 +1,153 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestReplicationRoundTrip: a session begun on A appears on B as a native
+// file at the path pi would use there (cwd mapped), B continues it, and A's
+// file receives B's lines; nothing is published twice.
+func TestReplicationRoundTrip(t *testing.T) {
+	hub := startTestHub(t)
+	a := newStation(t, "ws-a", hub.url(), "")
+	b := newStation(t, "ws-b", hub.url(), "/Users/ann=/home/ann")
+
+	sid := "0199bbbb-0000-7000-8000-000000000001"
+	aPath := filepath.Join(a.cfg.SessionsDir, "--Users-ann-proj--", "2026-11-30T00-00-00-000Z_"+sid+".jsonl")
+	os.MkdirAll(filepath.Dir(aPath), 0o700)
+	appendLine(t, aPath, hdrLine(sid, "/Users/ann/proj"))
+	appendLine(t, aPath, msgLine("e1", "", "hello from A"))
+	appendLine(t, aPath, msgLine("e2", "e1", "reply on A"))
+
+	bPath := filepath.Join(b.cfg.SessionsDir, "--home-ann-proj--", "2026-11-30T00-00-00-000Z_"+sid+".jsonl")
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		b, err := os.ReadFile(bPath)
+		return err == nil && len(splitLines(string(b))) == 3, fmt.Sprintf("B's file: %v %q", err, b)
+	})
+	got, _ := os.ReadFile(bPath)
+	lines := splitLines(string(got))
+	if lines[0] != hdrLine(sid, "/home/ann/proj") {
+		t.Fatalf("B's header not mapped: %s", lines[0])
+	}
+	if lines[1] != msgLine("e1", "", "hello from A") || lines[2] != msgLine("e2", "e1", "reply on A") {
+		t.Fatalf("B's entries differ: %q", lines)
+	}
+	if st, _ := os.Stat(bPath); st.Mode().Perm() != 0o600 {
+		t.Errorf("replica mode %v, want 0600", st.Mode())
+	}
+	if st, _ := os.Stat(filepath.Dir(bPath)); st.Mode().Perm() != 0o700 {
+		t.Errorf("replica folder mode %v, want 0700", st.Mode())
+	}
+
+	// B continues the session; A receives it.
+	appendLine(t, bPath, msgLine("e3", "e2", "continued on B"))
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		b, _ := os.ReadFile(aPath)
+		l := splitLines(string(b))
+		return len(l) == 4 && l[3] == msgLine("e3", "e2", "continued on B"), fmt.Sprintf("A's file: %q", l)
+	})
+
+	// Settled: each station published only its own lines, once.
+	waitUntil(t, 10*time.Second, func() (bool, string) {
+		sa, sb := a.d.tailer.Stats(), b.d.tailer.Stats()
+		return sa.LinesPublished == 3 && sb.LinesPublished == 1, fmt.Sprintf("A published %d, B %d", sa.LinesPublished, sb.LinesPublished)
+	})
+	// Nothing else appears after a few rescans.
+	r0 := a.d.tailer.Stats().Rescans
+	waitUntil(t, 10*time.Second, func() (bool, string) { return a.d.tailer.Stats().Rescans >= r0+3, "rescans" })
+	if sa, sb := a.d.tailer.Stats(), b.d.tailer.Stats(); sa.LinesPublished != 3 || sb.LinesPublished != 1 {
+		t.Fatalf("republished: A %d, B %d", sa.LinesPublished, sb.LinesPublished)
+	}
+	fa, fb := a.sessionFiles(), b.sessionFiles()
+	if len(fa) != 1 || len(fb) != 1 {
+		t.Fatalf("files: A %v, B %v", fa, fb)
+	}
+}
+
+// TestConcurrentWritersAndHubOutage: A and B append to the same session at
+// the same time, partly while the hub is down; after it returns both files
+// hold every entry (as sibling branches), each exactly once.
+func TestConcurrentWritersAndHubOutage(t *testing.T) {
+	hub := startTestHub(t)
+	a := newStation(t, "ws-a", hub.url(), "")
+	b := newStation(t, "ws-b", hub.url(), "")
+	sid := "0199cccc-0000-7000-8000-000000000002"
+	aPath := filepath.Join(a.cfg.SessionsDir, "--work--", "2026-11-30T00-00-00-000Z_"+sid+".jsonl")
+	os.MkdirAll(filepath.Dir(aPath), 0o700)
+	appendLine(t, aPath, hdrLine(sid, "/work"))
+	appendLine(t, aPath, msgLine("root", "", "start"))
+	bPath := filepath.Join(b.cfg.SessionsDir, "--work--", "2026-11-30T00-00-00-000Z_"+sid+".jsonl")
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		_, err := os.Stat(bPath)
+		return err == nil, "B's copy"
+	})
+
+	write := func(path, who string, from, to int) {
+		for i := from; i < to; i++ {
+			appendLine(t, path, msgLine(fmt.Sprintf("%s%03d", who, i), "root", fmt.Sprintf("%s says %d", who, i)))
+		}
+	}
+	write(aPath, "a", 0, 20)
+	write(bPath, "b", 0, 20)
+	hub.stop()
+	write(aPath, "a", 20, 40) // offline: local publishing goes on
+	write(bPath, "b", 20, 40)
+	hub.start()
+	write(aPath, "a", 40, 50)
+	write(bPath, "b", 40, 50)
+
+	waitUntil(t, 60*time.Second, func() (bool, string) {
+		la, lb := lineSet(a.sessionFiles()["--work--/2026-11-30T00-00-00-000Z_"+sid+".jsonl"]), lineSet(b.sessionFiles()["--work--/2026-11-30T00-00-00-000Z_"+sid+".jsonl"])
+		return len(la) == 101 && reflect.DeepEqual(la, lb), fmt.Sprintf("A has %d entries, B %d", len(la), len(lb))
+	})
+	for _, s := range []*station{a, b} {
+		lines := s.sessionFiles()["--work--/2026-11-30T00-00-00-000Z_"+sid+".jsonl"]
+		seen := map[string]bool{}
+		for _, l := range lines {
+			if seen[l] {
+				t.Fatalf("%s: duplicate line %s", s.name, l)
+			}
+			seen[l] = true
+		}
+	}
+	waitUntil(t, 10*time.Second, func() (bool, string) {
+		st, _ := a.d.status(t.Context())
+		return st.Replicator != nil && st.Replicator.ForkedSessions == 1, fmt.Sprintf("forks %+v", st.Replicator)
+	})
+}
+
+// TestHostileRemoteHeader: a remote session whose header and id try to
+// escape the sessions dir is contained or rejected, never written outside.
+func TestHostileRemoteHeader(t *testing.T) {
+	hub := startTestHub(t)
+	a := newStation(t, "ws-a", hub.url(), "")
+	b := newStation(t, "ws-b", hub.url(), "")
+	// A's own files may be named anything; the id is what pi reads.
+	for i, c := range []struct{ sid, cwd string }{
+		{"../../../../tmp/evil", "/../../../etc"},
+		{"good-id", "/../../etc/cron.d"},
+	} {
+		p := filepath.Join(a.cfg.SessionsDir, "--x--", fmt.Sprintf("h%d.jsonl", i))
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		appendLine(t, p, hdrLine(c.sid, c.cwd))
+		appendLine(t, p, msgLine("e1", "", "x"))
+	}
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		files := b.sessionFiles()
+		return len(files) == 2, fmt.Sprintf("B files %v", files)
+	})
+	for rel := range b.sessionFiles() {
+		if strings.HasPrefix(rel, "..") || !strings.HasPrefix(rel, "--") {
+			t.Errorf("replica outside a project folder: %s", rel)
+		}
+	}
+	if _, err := os.Stat("/tmp/evil"); err == nil {
+		t.Fatal("wrote outside the root")
+	}
+}

@@ -1,0 +1,81 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kelseyhightower/envconfig"
+)
+
+// HubPrefix is the prefix of `pisyncd hub`'s variables.
+const HubPrefix = "PISYNC_HUB"
+
+// Hub configures `pisyncd hub`, a node of the hub cluster that
+// workstations join as leaf nodes. Running it is the explicit request to
+// listen on the network.
+type Hub struct {
+	Name          string   `envconfig:"NAME" desc:"server name, unique in the cluster (default: the host name)"`
+	StateDir      string   `envconfig:"STATE_DIR" desc:"the hub's JetStream store (default: $XDG_STATE_HOME/pisyncd-hub, else ~/.local/state/pisyncd-hub)"`
+	Listen        string   `envconfig:"LISTEN" default:"127.0.0.1:4222" desc:"client listener (administration); empty: none"`
+	LeafListen    string   `envconfig:"LEAF_LISTEN" default:"0.0.0.0:7422" desc:"leaf-node listener that workstations dial"`
+	ClusterName   string   `envconfig:"CLUSTER_NAME" default:"pisyncd" desc:"cluster name"`
+	ClusterListen string   `envconfig:"CLUSTER_LISTEN" desc:"cluster route listener, e.g. 0.0.0.0:6222 (default: off, a single hub)"`
+	Routes        []string `envconfig:"ROUTES" desc:"comma-separated routes to the other hub nodes, nats://host:6222"`
+	Replicas      int      `envconfig:"REPLICAS" default:"1" desc:"PI_HUB replicas: 1, or 3 on a three-node cluster"`
+	MaxStore      ByteSize `envconfig:"MAX_STORE" default:"64GiB" desc:"JetStream file store limit"`
+	LogLevel      string   `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
+	LogFormat     string   `envconfig:"LOG_FORMAT" default:"text" desc:"text or json"`
+}
+
+// LoadHub reads the hub's environment.
+func LoadHub() (*Hub, error) {
+	var h Hub
+	if err := envconfig.Process(HubPrefix, &h); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if h.Name == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("config: %s_NAME: %w", HubPrefix, err)
+		}
+		h.Name = "pisyncd-hub-" + strings.Split(host, ".")[0]
+	}
+	if h.StateDir == "" {
+		if x := os.Getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
+			h.StateDir = filepath.Join(x, "pisyncd-hub")
+		} else {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return nil, fmt.Errorf("config: no home directory: set %s_STATE_DIR", HubPrefix)
+			}
+			h.StateDir = filepath.Join(home, ".local", "state", "pisyncd-hub")
+		}
+	}
+	var errs []error
+	if h.LeafListen == "" {
+		errs = append(errs, fmt.Errorf("%s_LEAF_LISTEN is required", HubPrefix))
+	}
+	if h.Replicas != 1 && h.Replicas != 3 {
+		errs = append(errs, fmt.Errorf("%s_REPLICAS %d: want 1 or 3", HubPrefix, h.Replicas))
+	}
+	if h.Replicas > 1 && h.ClusterListen == "" {
+		errs = append(errs, fmt.Errorf("%s_REPLICAS %d needs a cluster (%s_CLUSTER_LISTEN, %s_ROUTES)", HubPrefix, h.Replicas, HubPrefix, HubPrefix))
+	}
+	c := Config{LogLevel: h.LogLevel, LogFormat: h.LogFormat}
+	if _, err := c.SlogLevel(); err != nil {
+		errs = append(errs, err)
+	}
+	return &h, errors.Join(errs...)
+}
+
+// Logging returns a Config carrying only the hub's log settings, for its
+// Logger method.
+func (h *Hub) Logging() *Config { return &Config{LogLevel: h.LogLevel, LogFormat: h.LogFormat} }
+
+// HubUsage writes the table of the hub's variables.
+func HubUsage(w interface{ Write([]byte) (int, error) }) error {
+	return envconfig.Usagef(HubPrefix, &Hub{}, w, usageFormat)
+}

@@ -1,0 +1,263 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Forwarder copies this node's PI_LOCAL into the hub's PI_HUB, exactly
+// once: subject pi.evt.<node>.<sid> becomes pi.up.<node>.<sid>, payload and
+// Pi-* headers unchanged, plus Pi-Src-Seq, the line's PI_LOCAL sequence.
+//
+// The hub is the checkpoint: the last message of each hub subject says how
+// far that session was forwarded (its Pi-Src-Seq), and every publish states
+// the hub subject sequence it expects to follow. The position kept in the
+// local state bucket is only where to start reading PI_LOCAL; a stale one
+// costs a re-check, never a duplicate.
+type Forwarder struct {
+	local  *Local
+	hub    jetstream.JetStream
+	pub    *Publisher
+	state  jetstream.KeyValue
+	logger *slog.Logger
+
+	up        map[string]upPos // hub subject → position
+	forwarded atomic.Int64
+	behind    atomic.Int64 // lines read but not yet on the hub
+	connected atomic.Bool
+}
+
+type upPos struct {
+	hubSeq uint64 // last sequence on the hub subject
+	srcSeq uint64 // its Pi-Src-Seq
+}
+
+// forwarderKey is the state bucket key of the PI_LOCAL read position.
+const forwarderKey = "forwarder.position"
+
+// NewForwarder forwards local to the hub domain over nc (the leaf node
+// carries it) and keeps its read position in state.
+func NewForwarder(local *Local, nc *nats.Conn, hubDomain string, state jetstream.KeyValue, logger *slog.Logger) (*Forwarder, error) {
+	hub, err := jetstream.NewWithDomain(nc, hubDomain)
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: forwarder: %w", err)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Forwarder{
+		local: local, hub: hub, state: state, logger: logger,
+		pub: NewPublisher(nc, hub, 10*time.Second),
+		up:  make(map[string]upPos),
+	}, nil
+}
+
+// ForwarderStats are the forwarder's counters.
+type ForwarderStats struct {
+	Forwarded int64 `json:"forwarded"`
+	Connected bool  `json:"hubReachable"`
+}
+
+// Stats returns the counters.
+func (f *Forwarder) Stats() ForwarderStats {
+	return ForwarderStats{Forwarded: f.forwarded.Load(), Connected: f.connected.Load()}
+}
+
+// Run forwards until ctx ends. Failures (the hub unreachable, a stale
+// position) are retried with backoff from the last durable position.
+func (f *Forwarder) Run(ctx context.Context) error {
+	backoff := 100 * time.Millisecond
+	failures := 0
+	for {
+		err := f.session(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		f.connected.Store(false)
+		failures++
+		if failures == 1 || failures%20 == 0 {
+			f.logger.Warn("forwarding to the hub paused; retrying", "err", err, "attempt", failures, "retry_in", backoff)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+		if err == nil {
+			backoff, failures = 100*time.Millisecond, 0
+		}
+	}
+}
+
+func (f *Forwarder) loadPosition(ctx context.Context) (uint64, error) {
+	e, err := f.state.Get(ctx, forwarderKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("forwarder position: %w", err)
+	}
+	return strconv.ParseUint(string(e.Value()), 10, 64)
+}
+
+// session reads PI_LOCAL from the saved position and forwards until an
+// error; it returns to Run, which starts a new one after a pause.
+func (f *Forwarder) session(ctx context.Context) error {
+	pos, err := f.loadPosition(ctx)
+	if err != nil {
+		return err
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{LocalPrefix + "." + f.local.Node + ".>"}}
+	if pos > 0 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = pos + 1
+	}
+	cons, err := f.local.js.OrderedConsumer(ctx, LocalStream, cfg)
+	if err != nil {
+		return fmt.Errorf("forwarder: consumer: %w", err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(1000))
+	if err != nil {
+		return fmt.Errorf("forwarder: consumer: %w", err)
+	}
+	defer it.Stop()
+
+	asm := map[string]*Assembler{}
+	saved := pos
+	for {
+		// Block for the first message, then take what is already there.
+		window, last, err := f.read(ctx, it, asm)
+		if err != nil {
+			return err
+		}
+		if err := f.forward(ctx, window); err != nil {
+			return err
+		}
+		// Everything up to last is on the hub, except split lines whose
+		// chunks have not all arrived: start again before those.
+		done := last
+		for _, a := range asm {
+			if s := a.PendingStart(); s > 0 {
+				done = min(done, s-1)
+			}
+		}
+		if done > saved {
+			if _, err := f.state.Put(ctx, forwarderKey, []byte(strconv.FormatUint(done, 10))); err != nil {
+				return fmt.Errorf("forwarder: save position: %w", err)
+			}
+			saved = done
+		}
+		f.connected.Store(true)
+	}
+}
+
+const forwardWindow = 1000
+
+// read collects complete lines: at least one (waiting for it), then what
+// arrives without waiting, up to a window.
+func (f *Forwarder) read(ctx context.Context, it jetstream.MessagesContext, asm map[string]*Assembler) (map[string][]Line, uint64, error) {
+	window := map[string][]Line{}
+	var last uint64
+	n := 0
+	for n < forwardWindow {
+		var msg jetstream.Msg
+		var err error
+		if n == 0 && last == 0 {
+			msg, err = it.Next(jetstream.NextContext(ctx))
+		} else {
+			msg, err = it.Next(jetstream.NextMaxWait(time.Millisecond))
+			if errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
+				break
+			}
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("forwarder: read: %w", err)
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			return nil, 0, fmt.Errorf("forwarder: read: %w", err)
+		}
+		last = meta.Sequence.Stream
+		subj := msg.Subject()
+		a := asm[subj]
+		if a == nil {
+			a = NewAssembler(false)
+			asm[subj] = a
+		}
+		ev, err := a.Add(LocalStream, subj, last, msg.Headers(), msg.Data())
+		if err != nil {
+			// A message that is not ours to forward (it never came
+			// from the tailer): skip it rather than stall every session.
+			f.logger.Warn("forwarder: skipping an unreadable message", "subject", subj, "seq", last, "err", err)
+			continue
+		}
+		if ev == nil {
+			continue
+		}
+		window[subj] = append(window[subj], Line{
+			Raw: ev.Raw, Sha: ev.Sha, ID: ev.ID, ParentID: ev.ParentID, Type: ev.Type,
+			File: ev.File, Off: ev.Off, Op: ev.Op, SrcSeq: ev.Seq,
+		})
+		n++
+	}
+	return window, last, nil
+}
+
+// forward publishes each session's lines to its hub subject after what the
+// hub already holds.
+func (f *Forwarder) forward(ctx context.Context, window map[string][]Line) error {
+	for subj, lines := range window {
+		_, sid, err := ParseSubject(subj)
+		if err != nil {
+			continue
+		}
+		up := UpSubject(f.local.Node, sid)
+		pos, ok := f.up[up]
+		if !ok {
+			if pos, err = f.hubPosition(ctx, up); err != nil {
+				return err
+			}
+			f.up[up] = pos
+		}
+		i := 0
+		for i < len(lines) && lines[i].SrcSeq <= pos.srcSeq {
+			i++ // already on the hub
+		}
+		if i == len(lines) {
+			continue
+		}
+		hubSeq, n, err := f.pub.Publish(ctx, up, pos.hubSeq, lines[i:])
+		if n > 0 {
+			f.up[up] = upPos{hubSeq: hubSeq, srcSeq: lines[i+n-1].SrcSeq}
+			f.forwarded.Add(int64(n))
+		}
+		if err != nil {
+			delete(f.up, up) // re-read the hub's position next time
+			return fmt.Errorf("forwarder: %s: %w", up, err)
+		}
+	}
+	return nil
+}
+
+// hubPosition reads the last message of a hub subject.
+func (f *Forwarder) hubPosition(ctx context.Context, subj string) (upPos, error) {
+	s, err := f.hub.Stream(ctx, HubStream)
+	if err != nil {
+		return upPos{}, fmt.Errorf("forwarder: hub stream: %w", err)
+	}
+	seq, m, err := LastSeq(ctx, s, subj)
+	if err != nil || m == nil {
+		return upPos{hubSeq: seq}, err
+	}
+	src, _ := strconv.ParseUint(m.Header.Get(HdrSrcSeq), 10, 64)
+	return upPos{hubSeq: seq, srcSeq: src}, nil
+}

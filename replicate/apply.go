@@ -1,0 +1,320 @@
+package replicate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+)
+
+// sess is the replicator's state of one session.
+type sess struct {
+	sid    string
+	header *eventlog.Event // the first header line seen from another node
+	file   *replica        // where its lines go here; nil until known
+	queue  []*eventlog.Event
+	// seen holds every entry id any node published for the session, and
+	// the hash of the first line that claimed it.
+	seen map[string][32]byte
+	// firstChild maps a parent id to the node of its first child: a second
+	// node continuing from the same entry forks the session.
+	firstChild map[string]string
+	deleted    bool
+}
+
+func (r *Replicator) session(sid string) *sess {
+	s := r.sessions[sid]
+	if s == nil {
+		s = &sess{sid: sid, seen: map[string][32]byte{}, firstChild: map[string]string{}}
+		r.sessions[sid] = s
+	}
+	return s
+}
+
+// apply takes one event of PI_ALL in stream order.
+func (r *Replicator) apply(ctx context.Context, ev *eventlog.Event) {
+	s := r.session(ev.SID)
+	if ev.Op == eventlog.OpDelete {
+		if ev.Node != r.opts.Node {
+			r.tombstone(ctx, s, ev)
+		}
+		return
+	}
+	if ev.ID != "" && ev.Type != "session" {
+		if prev, ok := s.seen[ev.ID]; !ok {
+			s.seen[ev.ID] = ev.Sha
+		} else if prev != ev.Sha {
+			r.collisions.Add(1)
+		}
+		if ev.ParentID != "" {
+			if n, ok := s.firstChild[ev.ParentID]; !ok {
+				s.firstChild[ev.ParentID] = ev.Node
+			} else if n != ev.Node {
+				r.mu.Lock()
+				r.forkSIDs[s.sid] = struct{}{}
+				r.mu.Unlock()
+			}
+		}
+	}
+	if ev.Node == r.opts.Node {
+		return // our own line: it came from a file here
+	}
+	if ev.Type == "session" && s.header == nil {
+		s.header = ev
+	}
+	s.queue = append(s.queue, ev)
+	r.waiting.Add(1)
+}
+
+// flush writes what every session can write now.
+func (r *Replicator) flush(ctx context.Context) error {
+	for _, s := range r.sessions {
+		if len(s.queue) == 0 {
+			continue
+		}
+		if err := r.flushSession(ctx, s); err != nil {
+			if errors.Is(err, ErrUnsafe) {
+				r.rejected.Add(int64(len(s.queue)))
+				r.waiting.Add(-int64(len(s.queue)))
+				s.queue = nil
+				r.logger.Warn("remote session rejected: it would write outside the sessions dir", "session", s.sid, "err", err)
+				continue
+			}
+			return fmt.Errorf("replicator: session %s: %w", s.sid, err)
+		}
+	}
+	for _, f := range r.files {
+		if err := f.sync(); err != nil {
+			return fmt.Errorf("replicator: sync %s: %w", f.path, err)
+		}
+	}
+	return nil
+}
+
+func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
+	if s.deleted || r.isDeleted(ctx, s.sid) {
+		s.deleted = true
+		r.waiting.Add(-int64(len(s.queue)))
+		s.queue = nil
+		return nil
+	}
+	if s.file == nil {
+		if err := r.locate(s); err != nil {
+			return err
+		}
+	}
+	if s.file == nil {
+		if s.header == nil {
+			return nil // entries wait for their session's header
+		}
+		return r.create(ctx, s)
+	}
+	busy, err := s.file.busy(r.opts.Idle, time.Now())
+	if errors.Is(err, os.ErrNotExist) {
+		// The file went away (deleted here): the next round creates a
+		// new one if the session still has a header.
+		delete(r.files, s.file.path)
+		s.file = nil
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if busy {
+		r.deferred.Add(1)
+		return nil
+	}
+	lines := r.writable(s, s.file)
+	if len(lines) == 0 {
+		return nil
+	}
+	for _, l := range lines {
+		r.tracker.Learn(s.sid, sha256.Sum256(l))
+	}
+	if err := s.file.appendLines(lines); err != nil {
+		return err
+	}
+	r.linesWritten.Add(int64(len(lines)))
+	return nil
+}
+
+// locate finds the local file of a session: one the tailer follows, or the
+// file a previous run created at the session's target path.
+func (r *Replicator) locate(s *sess) error {
+	for _, p := range r.tracker.FilesFor(s.sid) {
+		if f := r.files[p]; f != nil {
+			s.file = f
+			return nil
+		}
+		f, err := openReplica(p, s.sid)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		r.files[p], s.file = f, f
+		return nil
+	}
+	return nil
+}
+
+// writable takes from the queue, in order, the lines the file can take
+// now: lines it lacks whose parent it holds (or that no node has, an
+// orphan as in the origin file). Lines it holds already are dropped.
+func (r *Replicator) writable(s *sess, f *replica) [][]byte {
+	var out [][]byte
+	for progress := true; progress; {
+		progress = false
+		rest := s.queue[:0]
+		for _, ev := range s.queue {
+			if _, ok := f.shas[ev.Sha]; ok || ev.Type == "session" {
+				r.waiting.Add(-1) // already there, or a header: the file has one
+				progress = true
+				continue
+			}
+			_, parentHere := f.ids[ev.ParentID]
+			_, parentKnown := s.seen[ev.ParentID]
+			if ev.ParentID == "" || parentHere || !parentKnown {
+				out = append(out, ev.Raw)
+				f.shas[ev.Sha] = struct{}{}
+				if ev.ID != "" {
+					f.ids[ev.ID] = struct{}{}
+				}
+				r.waiting.Add(-1)
+				progress = true
+				continue
+			}
+			rest = append(rest, ev)
+		}
+		s.queue = rest
+	}
+	return out
+}
+
+// create writes a new file for a remote session: its mapped header and the
+// entries that can follow it.
+func (r *Replicator) create(ctx context.Context, s *sess) error {
+	hdr, cwd, err := mapHeader(s.header.Raw, r.opts.PathMap)
+	if err != nil {
+		return err
+	}
+	var meta struct {
+		Timestamp string `json:"timestamp"`
+	}
+	json.Unmarshal(s.header.Raw, &meta)
+	want, err := target(r.opts.Root, cwd, s.header.File, s.sid, meta.Timestamp)
+	if err != nil {
+		return err
+	}
+	// A file a previous run made (the tailer may not list it yet).
+	if id, ok := firstHeaderID(want); ok && id == s.sid {
+		f, err := openReplica(want, s.sid)
+		if err != nil {
+			return err
+		}
+		r.files[want], s.file = f, f
+		return r.flushSession(ctx, s)
+	}
+	f := &replica{path: want, sid: s.sid, shas: map[[32]byte]struct{}{}, ids: map[string]struct{}{}}
+	f.shas[sha256.Sum256(hdr)] = struct{}{}
+	lines := append([][]byte{hdr}, r.writable(s, f)...)
+	for _, l := range lines {
+		r.tracker.Learn(s.sid, sha256.Sum256(l))
+	}
+	path, err := createFile(r.opts.Root, want, lines)
+	if err != nil {
+		return err
+	}
+	f.path = path
+	if _, err := f.refresh(); err != nil {
+		return err
+	}
+	if st, err := os.Stat(path); err == nil {
+		f.mtime = st.ModTime()
+	}
+	r.files[path], s.file = f, f
+	r.filesCreated.Add(1)
+	r.linesWritten.Add(int64(len(lines)))
+	r.logger.Info("new session from another machine", "session", s.sid, "file", path, "node", s.header.Node)
+	return nil
+}
+
+// tombstone moves this machine's copy of a session deleted elsewhere into
+// the trash folder (never unlinks it), and remembers the deletion.
+func (r *Replicator) tombstone(ctx context.Context, s *sess, ev *eventlog.Event) {
+	if r.opts.KeepDeleted {
+		return
+	}
+	s.deleted = true
+	r.waiting.Add(-int64(len(s.queue)))
+	s.queue = nil
+	if _, err := r.state.Put(ctx, deletedKey(s.sid), []byte(ev.Node)); err != nil {
+		r.logger.Warn("cannot record a remote deletion", "session", s.sid, "err", err)
+	}
+	if s.file == nil {
+		if err := r.locate(s); err != nil || s.file == nil {
+			return
+		}
+	}
+	path := s.file.path
+	rel, _ := filepath.Rel(r.opts.Root, path)
+	dst := filepath.Join(r.opts.Root, TrashDir, time.Now().UTC().Format("20060102T150405Z")+"_"+strings.ReplaceAll(filepath.ToSlash(rel), "/", "_"))
+	if err := safeMkdir(r.opts.Root, filepath.Dir(dst)); err != nil {
+		r.logger.Warn("cannot create the trash folder", "err", err)
+		return
+	}
+	r.tracker.Forget(path)
+	if err := os.Rename(path, dst); err != nil {
+		r.logger.Warn("cannot move a deleted session to the trash", "file", path, "err", err)
+		return
+	}
+	delete(r.files, path)
+	s.file = nil
+	r.trashed.Add(1)
+	r.logger.Info("session deleted on another machine; moved to trash", "session", s.sid, "node", ev.Node, "trash", dst)
+}
+
+func (r *Replicator) isDeleted(ctx context.Context, sid string) bool {
+	_, err := r.state.Get(ctx, deletedKey(sid))
+	return err == nil
+}
+
+// KnownLines adds, for the tailer, the hashes of a session's lines that
+// other nodes published (in PI_ALL), including each remote header as the
+// replicator writes it here (path-mapped).
+func (r *Replicator) KnownLines(ctx context.Context, sid string, add func([32]byte)) error {
+	var headers []uint64
+	err := r.all.ScanSession(ctx, sid, false, func(ev *eventlog.Event) error {
+		add(ev.Sha)
+		if ev.Type == "session" && ev.Node != r.opts.Node {
+			headers = append(headers, ev.Seq)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, seq := range headers {
+		m, err := r.all.Stream().GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if hdr, _, err := mapHeader(m.Data, r.opts.PathMap); err == nil {
+			add(sha256.Sum256(hdr))
+		}
+	}
+	return nil
+}

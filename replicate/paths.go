@@ -1,0 +1,78 @@
+package replicate
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// ErrUnsafe marks a remote event that would make pisyncd write outside the
+// sessions root or under a name pi could not have made. It is reported and
+// the event is not written.
+var ErrUnsafe = errors.New("replicate: unsafe path in a remote event")
+
+// CwdFolder is pi's per-project folder name for a cwd (spec §1): one
+// leading separator dropped, every '/', '\' and ':' replaced by '-', wrapped
+// in "--". The result never contains a separator.
+func CwdFolder(cwd string) string {
+	cwd = strings.TrimRight(cwd, `/\`)
+	if cwd == "" {
+		cwd = "/"
+	}
+	if cwd[0] == '/' || cwd[0] == '\\' {
+		cwd = cwd[1:]
+	}
+	r := strings.NewReplacer("/", "-", `\`, "-", ":", "-")
+	return "--" + r.Replace(cwd) + "--"
+}
+
+// sessionIDPattern is what pi accepts as a chosen session id (spec §1).
+var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$`)
+
+// fileNamePattern is a name pisyncd is willing to create: what pi makes, or
+// what /import keeps, without separators, hidden names or control bytes.
+var fileNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,250}\.jsonl$`)
+
+// timestampName turns an ISO timestamp into pi's file-name prefix.
+func timestampName(ts string) string {
+	return strings.NewReplacer(":", "-", ".", "-").Replace(ts)
+}
+
+var isoPattern = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,3})?Z$`)
+
+// target is where a remote session lands here: root/folder/name.
+func target(root, cwd, originFile, sid, timestamp string) (string, error) {
+	if strings.ContainsRune(cwd, 0) || len(cwd) > 4096 || !isAbs(cwd) {
+		return "", fmt.Errorf("%w: cwd %q", ErrUnsafe, cwd)
+	}
+	folder := CwdFolder(cwd)
+	if len(folder) > 255 || folder == "." || folder == ".." {
+		return "", fmt.Errorf("%w: cwd %q makes folder %q", ErrUnsafe, cwd, folder)
+	}
+	name := filepath.Base(filepath.FromSlash(originFile))
+	if originFile == "" || !fileNamePattern.MatchString(name) {
+		if !sessionIDPattern.MatchString(sid) || !isoPattern.MatchString(timestamp) {
+			return "", fmt.Errorf("%w: session id %q / timestamp %q make no file name", ErrUnsafe, sid, timestamp)
+		}
+		name = timestampName(timestamp) + "_" + sid + ".jsonl"
+		if !fileNamePattern.MatchString(name) {
+			return "", fmt.Errorf("%w: file name %q", ErrUnsafe, name)
+		}
+	}
+	p := filepath.Join(root, folder, name)
+	if err := inside(root, p); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+// inside checks, lexically, that p lies strictly below root.
+func inside(root, p string) error {
+	rel, err := filepath.Rel(root, p)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return fmt.Errorf("%w: %s is outside %s", ErrUnsafe, p, root)
+	}
+	return nil
+}

@@ -1,0 +1,104 @@
+package replicate
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCwdFolder(t *testing.T) {
+	for in, want := range map[string]string{
+		"/home/alice/proj": "--home-alice-proj--", "/": "----", `C:\Users\a`: "--C--Users-a--",
+		"/a/b/": "--a-b--", "/../../etc": "--..-..-etc--",
+	} {
+		if got := CwdFolder(in); got != want {
+			t.Errorf("CwdFolder(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestPathMap(t *testing.T) {
+	m, err := ParsePathMap("/Users/ann=/home/ann, /Users/ann/src=/srv/src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]string{
+		"/Users/ann/src/x": "/srv/src/x", "/Users/ann/doc": "/home/ann/doc", "/Users/ann": "/home/ann",
+		"/Users/annie/x": "/Users/annie/x", "/other": "/other",
+	} {
+		if got := m.Map(in); got != want {
+			t.Errorf("Map(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for _, bad := range []string{"x=/y", "/x=y", "/x"} {
+		if _, err := ParsePathMap(bad); err == nil {
+			t.Errorf("ParsePathMap(%q) accepted", bad)
+		}
+	}
+}
+
+func TestTargetStaysInsideRoot(t *testing.T) {
+	root := "/r/sessions"
+	ok := []struct{ cwd, file, sid, ts, want string }{
+		{"/home/u/p", "--Users-u-p--/2026-01-01T00-00-00-000Z_abc.jsonl", "abc", "2026-01-01T00:00:00.000Z", "/r/sessions/--home-u-p--/2026-01-01T00-00-00-000Z_abc.jsonl"},
+		{"/home/u/p", "", "abc", "2026-01-01T00:00:00.000Z", "/r/sessions/--home-u-p--/2026-01-01T00-00-00-000Z_abc.jsonl"},
+		{"/../../etc", "x.jsonl", "abc", "", "/r/sessions/--..-..-etc--/x.jsonl"},
+		{"/p", "../../../etc/passwd.jsonl", "abc", "2026-01-01T00:00:00.000Z", "/r/sessions/--p--/passwd.jsonl"},
+	}
+	for _, c := range ok {
+		got, err := target(root, c.cwd, c.file, c.sid, c.ts)
+		if err != nil || got != filepath.FromSlash(c.want) {
+			t.Errorf("target(%q, %q) = %q, %v; want %q", c.cwd, c.file, got, err, c.want)
+		}
+	}
+	bad := []struct{ cwd, file, sid, ts string }{
+		{"relative/cwd", "x.jsonl", "abc", ""},
+		{"/p\x00q", "x.jsonl", "abc", ""},
+		{"/p", "", "../../etc/x", "2026-01-01T00:00:00.000Z"},
+		{"/p", ".hidden.jsonl", "a/b", "2026-01-01T00:00:00.000Z"},
+		{"/p", "", "abc", "../../x"},
+		{"/" + strings.Repeat("d", 300), "x.jsonl", "abc", ""},
+	}
+	for _, c := range bad {
+		if got, err := target(root, c.cwd, c.file, c.sid, c.ts); !errors.Is(err, ErrUnsafe) {
+			t.Errorf("target(%q, %q, %q, %q) = %q, %v; want ErrUnsafe", c.cwd, c.file, c.sid, c.ts, got, err)
+		}
+	}
+}
+
+func TestMapHeaderKeepsEverythingElse(t *testing.T) {
+	m, _ := ParsePathMap("/Users/ann=/home/ann")
+	in := `{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/Users/ann/p","parentSession":"/Users/ann/.pi/agent/sessions/--x--/a.jsonl","extra":{"cwd":"/Users/ann/keep"}}`
+	out, cwd, err := mapHeader([]byte(in), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/home/ann/p","parentSession":"/home/ann/.pi/agent/sessions/--x--/a.jsonl","extra":{"cwd":"/Users/ann/keep"}}`
+	if string(out) != want || cwd != "/home/ann/p" {
+		t.Fatalf("mapHeader:\n got %s (%s)\nwant %s", out, cwd, want)
+	}
+	same := `{"type":"session","cwd":"/elsewhere/<p>&","id":"s"}`
+	out, _, err = mapHeader([]byte(same), m)
+	if err != nil || string(out) != same {
+		t.Fatalf("unmapped header changed: %s %v", out, err)
+	}
+	if _, _, err := mapHeader([]byte(`{"type":"session","id":"s","cwd":7}`), m); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("non-string cwd: %v", err)
+	}
+}
+
+func FuzzMapHeader(f *testing.F) {
+	f.Add([]byte(`{"type":"session","cwd":"/Users/ann/p","id":"x"}`))
+	f.Add([]byte(`{"cwd" : "/Users/ann" , "parentSession":"/Users/ann/x.jsonl"}`))
+	m, _ := ParsePathMap("/Users/ann=/home/ann")
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		out, _, err := mapHeader(raw, m)
+		if err != nil {
+			return
+		}
+		if !jsonValid(out) && jsonValid(raw) {
+			t.Fatalf("valid header %q became invalid %q", raw, out)
+		}
+	})
+}

@@ -1,0 +1,263 @@
+package replicate
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pisyncd/pisyncd/session"
+)
+
+// replica is what the replicator knows of one local file: which lines it
+// holds (by sha-256) and which entry ids, up to size.
+type replica struct {
+	path  string
+	sid   string
+	shas  map[[32]byte]struct{}
+	ids   map[string]struct{}
+	size  int64     // bytes read (always at a line end)
+	mtime time.Time // the file's mtime after our last write
+	dirty bool      // written since the last fsync
+}
+
+// openReplica reads an existing file's lines.
+func openReplica(path, sid string) (*replica, error) {
+	r := &replica{path: path, sid: sid, shas: map[[32]byte]struct{}{}, ids: map[string]struct{}{}}
+	if _, err := r.refresh(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// refresh reads what was appended since the last read (or everything again
+// when the file shrank or was replaced). It reports whether the file ends
+// in the middle of a line: a writer is busy with it.
+func (r *replica) refresh() (partial bool, err error) {
+	f, err := os.Open(r.path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	if st.Size() < r.size {
+		r.size = 0
+		r.shas, r.ids = map[[32]byte]struct{}{}, map[string]struct{}{}
+	}
+	if st.Size() == r.size {
+		return false, nil
+	}
+	if _, err := f.Seek(r.size, io.SeekStart); err != nil {
+		return false, err
+	}
+	br := bufio.NewReaderSize(f, 64<<10)
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			return len(line) > 0, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		r.size += int64(len(line))
+		r.add(line[:len(line)-1])
+		line = line[:0]
+	}
+}
+
+func (r *replica) add(raw []byte) {
+	r.shas[sha256.Sum256(raw)] = struct{}{}
+	if l := session.ParseLine(raw); l.Kind == session.Entry && l.HasID {
+		r.ids[l.ID] = struct{}{}
+	}
+}
+
+// busy reports whether someone else (a local pi) wrote the file within
+// idle, or left a partial line: remote lines must wait.
+func (r *replica) busy(idle time.Duration, now time.Time) (bool, error) {
+	st, err := os.Stat(r.path)
+	if err != nil {
+		return false, err
+	}
+	mine := st.Size() == r.size && st.ModTime().Equal(r.mtime)
+	if !mine {
+		partial, err := r.refresh()
+		if err != nil {
+			return false, err
+		}
+		if partial {
+			return true, nil
+		}
+		if now.Sub(st.ModTime()) < idle {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// appendLines writes whole lines with one O_APPEND write, as pi does.
+func (r *replica) appendLines(lines [][]byte) error {
+	var b bytes.Buffer
+	for _, l := range lines {
+		b.Write(l)
+		b.WriteByte('\n')
+	}
+	f, err := os.OpenFile(r.path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b.Bytes()); err != nil {
+		f.Close()
+		return err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	for _, l := range lines {
+		r.add(l)
+	}
+	r.size, r.mtime, r.dirty = st.Size(), st.ModTime(), true
+	return nil
+}
+
+// sync makes the file's written lines durable.
+func (r *replica) sync() error {
+	if !r.dirty {
+		return nil
+	}
+	f, err := os.OpenFile(r.path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	r.dirty = false
+	return nil
+}
+
+// createFile writes a new session file under a hidden staging name, makes
+// it durable, and links it into place, never over an existing file. It
+// returns the path used: want, or want with -1, -2, … before ".jsonl" when
+// another session's file has that name already.
+func createFile(root, want string, lines [][]byte) (string, error) {
+	dir := filepath.Dir(want)
+	if err := safeMkdir(root, dir); err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	for _, l := range lines {
+		b.Write(l)
+		b.WriteByte('\n')
+	}
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := filepath.Join(dir, ".pisync-"+hex.EncodeToString(rnd[:])+".tmp")
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp)
+	if _, err := f.Write(b.Bytes()); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	base := strings.TrimSuffix(want, ".jsonl")
+	for i := 0; i < 100; i++ {
+		p := want
+		if i > 0 {
+			p = base + "-" + strconv.Itoa(i) + ".jsonl"
+		}
+		err := os.Link(tmp, p)
+		if err == nil {
+			syncDir(dir)
+			return p, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("replicate: no free file name for %s", want)
+}
+
+// safeMkdir creates dir (0700) below root and refuses a folder that is, or
+// leads through, a symbolic link out of root.
+func safeMkdir(root, dir string) error {
+	if err := inside(root, dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return err
+	}
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return err
+	}
+	if err := inside(realRoot, realDir); err != nil {
+		return fmt.Errorf("%w: %s leads outside the sessions dir", ErrUnsafe, dir)
+	}
+	return nil
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+// firstHeaderID reads the session id of an existing file's header.
+func firstHeaderID(path string) (string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 64<<10)
+	for i := 0; i < 64; i++ {
+		line, err := br.ReadBytes('\n')
+		l := session.ParseLine(bytes.TrimSuffix(line, []byte("\n")))
+		if l.Kind.Kept() {
+			return l.ID, l.Kind == session.Header && l.HasID
+		}
+		if err != nil {
+			break
+		}
+	}
+	return "", false
+}

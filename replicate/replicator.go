@@ -1,0 +1,252 @@
+package replicate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+)
+
+// Tracker is this machine's tailer as the replicator sees it.
+type Tracker interface {
+	// FilesFor lists the local files that hold a session.
+	FilesFor(sid string) []string
+	// Learn tells the tailer that a line is already in the event log, so
+	// that it does not publish the line again when it sees it in a file.
+	Learn(sid string, sha [32]byte)
+	// Forget tells the tailer that a file is moved away by the replicator:
+	// its disappearance is no deletion to publish.
+	Forget(path string)
+}
+
+// Options configure a Replicator.
+type Options struct {
+	Root    string // pi's sessions dir
+	Node    string // this node: its own events are never written back
+	PathMap PathMap
+	// KeepDeleted: a remote deletion leaves the local copy alone
+	// (PISYNC_DELETE=ignore) instead of moving it to the trash folder.
+	KeepDeleted bool
+	// Idle is how long a file must be quiet before remote lines are
+	// appended to it: pi appends without locks, so we wait for a pause.
+	Idle   time.Duration
+	Logger *slog.Logger
+}
+
+// TrashDir is the folder under the sessions root that deleted replicas are
+// moved to. Its dot name keeps pi and the tailer out of it.
+const TrashDir = ".pisyncd-trash"
+
+// Replicator writes other nodes' events into native pi files.
+type Replicator struct {
+	opts    Options
+	all     *eventlog.All
+	state   jetstream.KeyValue
+	tracker Tracker
+	logger  *slog.Logger
+
+	// Owned by the Run goroutine.
+	sessions map[string]*sess
+	files    map[string]*replica
+
+	mu       sync.Mutex
+	forkSIDs map[string]struct{}
+
+	filesCreated, linesWritten, rejected, trashed atomic.Int64
+	collisions, waiting, deferred                 atomic.Int64
+}
+
+// New returns a replicator reading all.
+func New(all *eventlog.All, state jetstream.KeyValue, tracker Tracker, o Options) *Replicator {
+	if o.Idle <= 0 {
+		o.Idle = time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Replicator{
+		opts: o, all: all, state: state, tracker: tracker, logger: o.Logger,
+		sessions: map[string]*sess{}, files: map[string]*replica{}, forkSIDs: map[string]struct{}{},
+	}
+}
+
+// SetTracker sets the tailer (which is created after the replicator, as it
+// needs the replicator's KnownLines). Call it before Run.
+func (r *Replicator) SetTracker(t Tracker) { r.tracker = t }
+
+// Stats are the replicator's counters.
+type Stats struct {
+	FilesCreated   int64 `json:"filesCreated"`
+	LinesWritten   int64 `json:"linesWritten"`
+	Waiting        int64 `json:"linesWaiting"`
+	Deferred       int64 `json:"deferredWhilePiWrites"`
+	Rejected       int64 `json:"rejectedUnsafe"`
+	Trashed        int64 `json:"filesTrashed"`
+	ForkedSessions int64 `json:"forkedSessions"`
+	Collisions     int64 `json:"entryCollisions"`
+}
+
+// Stats returns the counters.
+func (r *Replicator) Stats() Stats {
+	r.mu.Lock()
+	forks := int64(len(r.forkSIDs))
+	r.mu.Unlock()
+	return Stats{
+		FilesCreated: r.filesCreated.Load(), LinesWritten: r.linesWritten.Load(), Waiting: r.waiting.Load(),
+		Deferred: r.deferred.Load(), Rejected: r.rejected.Load(), Trashed: r.trashed.Load(),
+		ForkedSessions: forks, Collisions: r.collisions.Load(),
+	}
+}
+
+// ForkedSessions lists the sessions that two machines continued from the
+// same entry.
+func (r *Replicator) ForkedSessions() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.forkSIDs))
+	for s := range r.forkSIDs {
+		out = append(out, s)
+	}
+	return out
+}
+
+const positionKey = "replicator.position"
+
+// Run replicates until ctx ends.
+func (r *Replicator) Run(ctx context.Context) error {
+	backoff := 100 * time.Millisecond
+	for {
+		err := r.run(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		r.logger.Warn("replication paused; retrying", "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (r *Replicator) position(ctx context.Context) (uint64, error) {
+	e, err := r.state.Get(ctx, positionKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("replicator position: %w", err)
+	}
+	return strconv.ParseUint(string(e.Value()), 10, 64)
+}
+
+func (r *Replicator) run(ctx context.Context) error {
+	pos, err := r.position(ctx)
+	if err != nil {
+		return err
+	}
+	// Events held in memory are re-read from the stream: start clean.
+	r.sessions, r.files = map[string]*sess{}, map[string]*replica{}
+	r.waiting.Store(0)
+	cfg := jetstream.OrderedConsumerConfig{}
+	if pos > 0 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = pos + 1
+	}
+	cons, err := r.all.JetStream().OrderedConsumer(ctx, eventlog.AllStream, cfg)
+	if err != nil {
+		return fmt.Errorf("replicator: consumer: %w", err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(1000))
+	if err != nil {
+		return fmt.Errorf("replicator: consumer: %w", err)
+	}
+	defer it.Stop()
+	asm := map[string]*eventlog.Assembler{}
+	saved, last := pos, pos
+	for {
+		wait := 5 * time.Second
+		if r.waiting.Load() > 0 {
+			wait = r.opts.Idle / 4
+		}
+		n := 0
+		for n < 1000 {
+			w := time.Millisecond
+			if n == 0 {
+				w = wait
+			}
+			wctx, cancel := context.WithTimeout(ctx, w)
+			msg, err := it.Next(jetstream.NextContext(wctx))
+			cancel()
+			if ctx.Err() == nil && (errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)) {
+				break
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("replicator: read: %w", err)
+			}
+			meta, err := msg.Metadata()
+			if err != nil {
+				return fmt.Errorf("replicator: read: %w", err)
+			}
+			last = meta.Sequence.Stream
+			n++
+			a := asm[msg.Subject()]
+			if a == nil {
+				a = eventlog.NewAssembler(false)
+				asm[msg.Subject()] = a
+			}
+			ev, err := a.Add(eventlog.AllStream, msg.Subject(), last, msg.Headers(), msg.Data())
+			if err != nil {
+				r.logger.Warn("replicator: skipping an unreadable event", "subject", msg.Subject(), "seq", last, "err", err)
+				continue
+			}
+			if ev != nil {
+				r.apply(ctx, ev)
+			}
+		}
+		if err := r.flush(ctx); err != nil {
+			return err
+		}
+		// Everything up to last is written, except what still waits (and
+		// split lines not yet whole): the position stays before those.
+		done := last
+		for _, s := range r.sessions {
+			for _, ev := range s.queue {
+				done = min(done, ev.Seq-1)
+			}
+		}
+		for _, a := range asm {
+			if s := a.PendingStart(); s > 0 {
+				done = min(done, s-1)
+			}
+		}
+		if done > saved {
+			if _, err := r.state.Put(ctx, positionKey, []byte(strconv.FormatUint(done, 10))); err != nil {
+				return fmt.Errorf("replicator: save position: %w", err)
+			}
+			saved = done
+		}
+	}
+}
+
+// deletedKey is the state key remembering a session deleted elsewhere, so a
+// replay of its older events never brings the file back.
+func deletedKey(sid string) string {
+	h := sha256.Sum256([]byte(sid))
+	return "replicator.deleted." + hex.EncodeToString(h[:16])
+}
