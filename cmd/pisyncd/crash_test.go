@@ -28,10 +28,21 @@ type daemonProc struct {
 
 func startDaemonProc(t *testing.T, env []string) *daemonProc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "run")
+	return startDaemonProcArgs(t, env, nil, "run")
+}
+
+// startDaemonProcArgs starts `pisyncd args...`; stdout and stderr go to out
+// when it is not nil, stderr to p.stderr otherwise.
+func startDaemonProcArgs(t *testing.T, env []string, out *bytes.Buffer, args ...string) *daemonProc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), append([]string{"PISYNC_TEST_AS_MAIN=1"}, env...)...)
 	p := &daemonProc{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
 	cmd.Stderr = &lockedWriter{w: p.stderr}
+	if out != nil {
+		w := &lockedWriter{w: out}
+		cmd.Stdout, cmd.Stderr = w, w
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
