@@ -37,7 +37,9 @@ type Config struct {
 	Listen   string `envconfig:"LISTEN" desc:"loopback address of an optional NATS listener for local subscribers, e.g. 127.0.0.1:4222; credentials are generated into STATE_DIR (default: off)"`
 
 	HubURLs   []string      `envconfig:"HUB_URLS" desc:"comma-separated leaf URLs of the hub cluster (nats://host:7422, tls://…); set to replicate sessions across machines (default: off, one machine)"`
-	HubCreds  string        `envconfig:"HUB_CREDS" desc:"this node's credentials file for the hub (.creds)"`
+	HubCreds  string        `envconfig:"HUB_CREDS" desc:"this node's JWT credentials file for an operator-mode hub (.creds)"`
+	HubNkey   string        `envconfig:"HUB_NKEY" desc:"file holding this node's nkey seed from 'pisyncd hub add-node' (0600)"`
+	HubCA     string        `envconfig:"HUB_CA" desc:"CA certificate that signed the hub's TLS certificate (tls:// hub URLs; default: the system roots)"`
 	PathMap   string        `envconfig:"PATH_MAP" desc:"comma-separated FROM=TO absolute path prefixes applied to remote sessions' cwd and parentSession, e.g. /Users/ann=/home/ann"`
 	Delete    string        `envconfig:"DELETE" default:"trash" desc:"what a session deleted on another machine does here: trash (move to SESSIONS_DIR/.pisyncd-trash) or ignore"`
 	IdleAfter time.Duration `envconfig:"IDLE_AFTER" default:"1s" desc:"remote lines are appended to a file only after a local pi has not written it for this long"`
@@ -139,8 +141,11 @@ func (c *Config) Validate() error {
 	if c.IdleAfter < 0 {
 		errs = append(errs, fmt.Errorf("%s_IDLE_AFTER %v: want a positive duration", Prefix, c.IdleAfter))
 	}
-	if c.HubCreds != "" && len(c.HubURLs) == 0 {
-		errs = append(errs, fmt.Errorf("%s_HUB_CREDS is set but %s_HUB_URLS is not", Prefix, Prefix))
+	if (c.HubCreds != "" || c.HubNkey != "" || c.HubCA != "") && len(c.HubURLs) == 0 {
+		errs = append(errs, fmt.Errorf("hub credentials are set but %s_HUB_URLS is not", Prefix))
+	}
+	if c.HubCreds != "" && c.HubNkey != "" {
+		errs = append(errs, fmt.Errorf("set %s_HUB_CREDS or %s_HUB_NKEY, not both", Prefix, Prefix))
 	}
 	if c.RescanInterval < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("%s_RESCAN_INTERVAL %v: want at least 100ms", Prefix, c.RescanInterval))

@@ -26,6 +26,11 @@ type Hub struct {
 	Routes        []string `envconfig:"ROUTES" desc:"comma-separated routes to the other hub nodes, nats://host:6222"`
 	Replicas      int      `envconfig:"REPLICAS" default:"1" desc:"PI_HUB replicas: 1, or 3 on a three-node cluster"`
 	MaxStore      ByteSize `envconfig:"MAX_STORE" default:"64GiB" desc:"JetStream file store limit"`
+	NodesDir      string   `envconfig:"NODES_DIR" desc:"registered workstations ('pisyncd hub add-node'); when set, every connection must authenticate as one of them (default: STATE_DIR/nodes)"`
+	Open          bool     `envconfig:"OPEN" desc:"accept unauthenticated connections (development only; default: false)"`
+	TLSCert       string   `envconfig:"TLS_CERT" desc:"hub certificate (PEM) for the client, leaf and cluster listeners"`
+	TLSKey        string   `envconfig:"TLS_KEY" desc:"its private key (PEM)"`
+	TLSCA         string   `envconfig:"TLS_CA" desc:"CA certificate verifying the other hub nodes' route connections"`
 	LogLevel      string   `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
 	LogFormat     string   `envconfig:"LOG_FORMAT" default:"text" desc:"text or json"`
 }
@@ -54,7 +59,13 @@ func LoadHub() (*Hub, error) {
 			h.StateDir = filepath.Join(home, ".local", "state", "pisyncd-hub")
 		}
 	}
+	if h.NodesDir == "" {
+		h.NodesDir = filepath.Join(h.StateDir, "nodes")
+	}
 	var errs []error
+	if (h.TLSCert == "") != (h.TLSKey == "") {
+		errs = append(errs, fmt.Errorf("%s_TLS_CERT and %s_TLS_KEY go together", HubPrefix, HubPrefix))
+	}
 	if h.LeafListen == "" {
 		errs = append(errs, fmt.Errorf("%s_LEAF_LISTEN is required", HubPrefix))
 	}

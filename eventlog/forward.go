@@ -29,6 +29,7 @@ type Forwarder struct {
 	state  jetstream.KeyValue
 	logger *slog.Logger
 
+	hubStream jetstream.Stream
 	up        map[string]upPos // hub subject → position
 	forwarded atomic.Int64
 	behind    atomic.Int64 // lines read but not yet on the hub
@@ -250,11 +251,18 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line) error
 
 // hubPosition reads the last message of a hub subject.
 func (f *Forwarder) hubPosition(ctx context.Context, subj string) (upPos, error) {
-	s, err := f.hub.Stream(ctx, HubStream)
-	if err != nil {
-		return upPos{}, fmt.Errorf("forwarder: hub stream: %w", err)
+	// Every call to the hub is bounded: a request whose reply never comes
+	// (the link dropped mid-request) must not stall forwarding forever.
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if f.hubStream == nil {
+		s, err := f.hub.Stream(ctx, HubStream)
+		if err != nil {
+			return upPos{}, fmt.Errorf("forwarder: hub stream: %w", err)
+		}
+		f.hubStream = s
 	}
-	seq, m, err := LastSeq(ctx, s, subj)
+	seq, m, err := LastSeq(ctx, f.hubStream, subj)
 	if err != nil || m == nil {
 		return upPos{hubSeq: seq}, err
 	}

@@ -2,7 +2,9 @@ package eventlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -40,6 +42,40 @@ func OpenAll(ctx context.Context, js jetstream.JetStream, hubDomain string) (*Al
 		return nil, err
 	}
 	return &All{js: js, stream: s}, nil
+}
+
+// LookupAll opens an existing PI_ALL, or returns nil when there is none
+// yet. PI_ALL is created only once the hub answers (WaitHubAndOpenAll): a
+// mirror whose first attempts fail backs off for up to two minutes.
+func LookupAll(ctx context.Context, js jetstream.JetStream) (*All, error) {
+	s, err := js.Stream(ctx, AllStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: %s: %w", AllStream, err)
+	}
+	return &All{js: js, stream: s}, nil
+}
+
+// WaitHubAndOpenAll waits until the hub's PI_HUB answers through the leaf
+// connection, then creates (or opens) PI_ALL.
+func WaitHubAndOpenAll(ctx context.Context, js, hub jetstream.JetStream, hubDomain string) (*All, error) {
+	backoff := 100 * time.Millisecond
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := hub.Stream(cctx, HubStream)
+		cancel()
+		if err == nil {
+			return OpenAll(ctx, js, hubDomain)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
 }
 
 // Stream returns PI_ALL.

@@ -293,8 +293,12 @@ func (r *Replicator) isDeleted(ctx context.Context, sid string) bool {
 // other nodes published (in PI_ALL), including each remote header as the
 // replicator writes it here (path-mapped).
 func (r *Replicator) KnownLines(ctx context.Context, sid string, add func([32]byte)) error {
+	all := r.all.Load()
+	if all == nil {
+		return nil // no PI_ALL yet: nothing came from other nodes
+	}
 	var headers []uint64
-	err := r.all.ScanSession(ctx, sid, false, func(ev *eventlog.Event) error {
+	err := all.ScanSession(ctx, sid, false, func(ev *eventlog.Event) error {
 		add(ev.Sha)
 		if ev.Type == "session" && ev.Node != r.opts.Node {
 			headers = append(headers, ev.Seq)
@@ -305,7 +309,7 @@ func (r *Replicator) KnownLines(ctx context.Context, sid string, add func([32]by
 		return err
 	}
 	for _, seq := range headers {
-		m, err := r.all.Stream().GetMsg(ctx, seq)
+		m, err := all.Stream().GetMsg(ctx, seq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue
 		}

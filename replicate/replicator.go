@@ -51,7 +51,8 @@ const TrashDir = ".pisyncd-trash"
 // Replicator writes other nodes' events into native pi files.
 type Replicator struct {
 	opts    Options
-	all     *eventlog.All
+	all     atomic.Pointer[eventlog.All] // nil until the hub first answers
+	openAll func(context.Context) (*eventlog.All, error)
 	state   jetstream.KeyValue
 	tracker Tracker
 	logger  *slog.Logger
@@ -67,18 +68,21 @@ type Replicator struct {
 	collisions, waiting, deferred                 atomic.Int64
 }
 
-// New returns a replicator reading all.
-func New(all *eventlog.All, state jetstream.KeyValue, tracker Tracker, o Options) *Replicator {
+// New returns a replicator reading PI_ALL: all when it exists already,
+// else what openAll returns once it can (it waits for the hub).
+func New(all *eventlog.All, openAll func(context.Context) (*eventlog.All, error), state jetstream.KeyValue, tracker Tracker, o Options) *Replicator {
 	if o.Idle <= 0 {
 		o.Idle = time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Replicator{
-		opts: o, all: all, state: state, tracker: tracker, logger: o.Logger,
+	r := &Replicator{
+		opts: o, openAll: openAll, state: state, tracker: tracker, logger: o.Logger,
 		sessions: map[string]*sess{}, files: map[string]*replica{}, forkSIDs: map[string]struct{}{},
 	}
+	r.all.Store(all)
+	return r
 }
 
 // SetTracker sets the tailer (which is created after the replicator, as it
@@ -125,6 +129,16 @@ const positionKey = "replicator.position"
 
 // Run replicates until ctx ends.
 func (r *Replicator) Run(ctx context.Context) error {
+	if r.all.Load() == nil {
+		all, err := r.openAll(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("replicator: %w", err)
+		}
+		r.all.Store(all)
+	}
 	backoff := 100 * time.Millisecond
 	for {
 		err := r.run(ctx)
@@ -165,7 +179,7 @@ func (r *Replicator) run(ctx context.Context) error {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = pos + 1
 	}
-	cons, err := r.all.JetStream().OrderedConsumer(ctx, eventlog.AllStream, cfg)
+	cons, err := r.all.Load().JetStream().OrderedConsumer(ctx, eventlog.AllStream, cfg)
 	if err != nil {
 		return fmt.Errorf("replicator: consumer: %w", err)
 	}

@@ -47,7 +47,7 @@ func startTestHub(t *testing.T) *testHub {
 func (h *testHub) start() {
 	h.t.Helper()
 	srv, err := StartHub(context.Background(), &config.Hub{
-		Name: "hub-1", StateDir: h.dir, LeafListen: h.leaf, Replicas: 1, MaxStore: 1 << 30,
+		Name: "hub-1", StateDir: h.dir, LeafListen: h.leaf, Replicas: 1, MaxStore: 1 << 30, Open: true,
 	}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		h.t.Fatalf("hub: %v", err)
@@ -90,8 +90,9 @@ func newStation(t *testing.T, name, hubURL, pathMap string) *station {
 
 func (s *station) start() {
 	s.t.Helper()
-	logger := slog.New(slog.NewTextHandler(&testLogWriter{t: s.t, prefix: s.name}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	d, err := OpenStore(context.Background(), s.cfg, logger)
+	lvl, _ := s.cfg.SlogLevel()
+	logger := slog.New(slog.NewTextHandler(&testLogWriter{t: s.t, prefix: s.name}, &slog.HandlerOptions{Level: lvl}))
+	d, err := OpenDaemon(context.Background(), s.cfg, logger)
 	if err != nil {
 		s.t.Fatalf("%s: %v", s.name, err)
 	}

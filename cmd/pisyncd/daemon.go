@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -45,6 +47,17 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 	if err := cfg.EnsureNodeID(); err != nil {
 		return nil, err
 	}
+	var seed []byte
+	if cfg.HubNkey != "" {
+		b, err := os.ReadFile(cfg.HubNkey)
+		if err != nil {
+			return nil, fmt.Errorf("PISYNC_HUB_NKEY: %w", err)
+		}
+		if st, err := os.Stat(cfg.HubNkey); err == nil && st.Mode().Perm()&0o077 != 0 {
+			logger.Warn("the nkey seed file is readable by others; chmod 600 it", "file", cfg.HubNkey)
+		}
+		seed = bytes.TrimSpace(b)
+	}
 	srv, err := embedded.Start(ctx, embedded.Config{
 		StateDir:     cfg.StateDir,
 		NodeID:       cfg.NodeID,
@@ -54,11 +67,15 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 		Logger:       natsLogger(logger),
 		HubURLs:      cfg.HubURLs,
 		HubCredsFile: cfg.HubCreds,
+		HubNkeySeed:  seed,
+		HubCAFile:    cfg.HubCA,
 	})
 	if err != nil {
 		return nil, err
 	}
-	nc, err := srv.Connect(nats.Name("pisyncd"))
+	// Replies to requests that cross to the hub come back on this node's
+	// own inbox prefix, the only one the hub lets it receive.
+	nc, err := srv.Connect(nats.Name("pisyncd"), nats.CustomInboxPrefix(embedded.InboxPrefix(cfg.NodeID)))
 	if err != nil {
 		srv.Close()
 		return nil, fmt.Errorf("connect to embedded server: %w", err)
@@ -80,9 +97,16 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	all, err := eventlog.OpenAll(ctx, js, embedded.HubDomain)
+	all, err := eventlog.LookupAll(ctx, js)
 	if err != nil {
 		return err
+	}
+	hub, err := jetstream.NewWithDomain(d.nc, embedded.HubDomain)
+	if err != nil {
+		return err
+	}
+	openAll := func(ctx context.Context) (*eventlog.All, error) {
+		return eventlog.WaitHubAndOpenAll(ctx, js, hub, embedded.HubDomain)
 	}
 	pm, err := replicate.ParsePathMap(d.cfg.PathMap)
 	if err != nil {
@@ -92,7 +116,7 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.repl = replicate.New(all, state, nil, replicate.Options{
+	d.repl = replicate.New(all, openAll, state, nil, replicate.Options{
 		Root: d.cfg.SessionsDir, Node: d.cfg.NodeID, PathMap: pm,
 		KeepDeleted: d.cfg.Delete == "ignore", Idle: d.cfg.IdleAfter,
 		Logger: d.logger.With("component", "replicator"),
@@ -115,8 +139,21 @@ func (d *Daemon) Close() error {
 	return errors.Join(errs...)
 }
 
-// Run runs the daemon's workers until ctx ends or one of them fails.
-func (d *Daemon) Run(ctx context.Context) error {
+// OpenDaemon opens the store and builds the workers: the tailer and, with a
+// hub, the forwarder and the replicator. Run runs them.
+func OpenDaemon(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Daemon, error) {
+	d, err := OpenStore(ctx, cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.build(ctx); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Daemon) build(ctx context.Context) error {
 	topts := watch.Options{
 		Root:           d.cfg.SessionsDir,
 		MaxLine:        int(d.cfg.MaxLine),
@@ -137,7 +174,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.reg = prometheus.NewRegistry()
 	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d.reg.MustRegister(d.tailer.Collectors()...)
+	return nil
+}
 
+// Run runs the daemon's workers until ctx ends or one of them fails.
+func (d *Daemon) Run(ctx context.Context) error {
 	ctl, err := listenControl(d.cfg.StateDir)
 	if err != nil {
 		return err
@@ -237,7 +278,7 @@ func runCommand(args []string, stderr io.Writer) error {
 	logger := cfg.Logger(stderr)
 	ctx, stop := signalContext(stderr)
 	defer stop()
-	d, err := OpenStore(ctx, cfg, logger)
+	d, err := OpenDaemon(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}

@@ -3,9 +3,15 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -16,14 +22,46 @@ import (
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
 )
 
-// hubCommand runs one hub node until a signal.
+const hubUsage = `pisyncd hub: a node of the hub cluster that workstations join as leaf nodes.
+
+Usage:
+  pisyncd hub                          run a hub node (SIGHUP reloads the registered nodes)
+  pisyncd hub add-node NAME [--team T] [--out FILE]
+                                       register workstation NAME (its PISYNC_NODE_ID) and write its
+                                       nkey seed to FILE (default NAME.nkey, 0600) for PISYNC_HUB_NKEY
+  pisyncd hub certs DIR --hosts H1,H2  create a development CA and hub certificate in DIR
+  pisyncd hub config                   print the nats-server configuration this node runs
+                                       (a stock nats-server runs it too)
+
+Settings:
+`
+
+// hubCommand runs one hub node until a signal, or a hub subcommand.
 func hubCommand(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 1 && (args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
-		fmt.Fprintln(stdout, "pisyncd hub: a node of the hub cluster that workstations join as leaf nodes.\n\nSettings:")
-		return config.HubUsage(stdout)
-	}
 	if len(args) > 0 {
-		return fmt.Errorf("%w: pisyncd hub takes no arguments; settings are PISYNC_HUB_* variables (pisyncd hub help)", errUsage)
+		switch args[0] {
+		case "help", "--help", "-h":
+			fmt.Fprint(stdout, hubUsage)
+			return config.HubUsage(stdout)
+		case "add-node":
+			return addNodeCommand(args[1:], stdout)
+		case "certs":
+			return certsCommand(args[1:], stdout)
+		case "config":
+			cfg, err := config.LoadHub()
+			if err != nil {
+				return err
+			}
+			hc := hubConfig(cfg, nil)
+			nodes, err := embedded.LoadNodes(hc.NodesDir)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprint(stdout, embedded.RenderHubConfig(hc, nodes, nil))
+			return err
+		default:
+			return fmt.Errorf("%w: unknown hub command %q (see pisyncd hub help)", errUsage, args[0])
+		}
 	}
 	cfg, err := config.LoadHub()
 	if err != nil {
@@ -36,40 +74,83 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("hub running", "name", cfg.Name, "leaf", cfg.LeafListen, "client", cfg.Listen, "cluster", cfg.ClusterListen, "replicas", cfg.Replicas)
-	select {
-	case <-ctx.Done():
-	case <-h.Failed():
-		err = h.Err()
+	if cfg.Open {
+		logger.Warn("hub accepts unauthenticated connections (PISYNC_HUB_OPEN)")
 	}
-	return errors.Join(err, h.Close())
+	logger.Info("hub running", "name", cfg.Name, "leaf", cfg.LeafListen, "client", cfg.Listen, "cluster", cfg.ClusterListen, "replicas", cfg.Replicas, "tls", cfg.TLSCert != "", "nodes_dir", cfg.NodesDir)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return h.Close()
+		case <-h.Failed():
+			return errors.Join(h.Err(), h.Close())
+		case <-hup:
+			if err := h.Reload(); err != nil {
+				logger.Error("reload failed; keeping the previous nodes", "err", err)
+				continue
+			}
+			if err := ensureTeams(ctx, h, cfg.Replicas); err != nil {
+				logger.Error("PI_HUB for a new team", "err", err)
+			}
+			logger.Info("reloaded registered nodes", "teams", h.Teams())
+		}
+	}
 }
 
-// StartHub starts a hub node and makes sure PI_HUB exists (on a cluster,
-// once the cluster has a JetStream leader).
-func StartHub(ctx context.Context, cfg *config.Hub, logger *slog.Logger) (*embedded.Server, error) {
-	srv, err := embedded.StartHub(ctx, embedded.HubConfig{
+func hubConfig(cfg *config.Hub, logger *slog.Logger) embedded.HubConfig {
+	hc := embedded.HubConfig{
 		StateDir: cfg.StateDir, Name: cfg.Name, Listen: cfg.Listen, LeafListen: cfg.LeafListen,
 		ClusterName: cfg.ClusterName, ClusterListen: cfg.ClusterListen, Routes: cfg.Routes,
-		MaxStore: int64(cfg.MaxStore), Logger: logger,
-	})
+		MaxStore: int64(cfg.MaxStore), Logger: logger, Auth: !cfg.Open, NodesDir: cfg.NodesDir,
+	}
+	if cfg.TLSCert != "" {
+		hc.TLS = &embedded.HubTLS{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, CAFile: cfg.TLSCA}
+	}
+	return hc
+}
+
+// StartHub starts a hub node and makes sure every team's account has
+// PI_HUB (on a cluster, once it has a JetStream leader).
+func StartHub(ctx context.Context, cfg *config.Hub, logger *slog.Logger) (*embedded.Server, error) {
+	srv, err := embedded.StartHub(ctx, hubConfig(cfg, logger))
 	if err != nil {
 		return nil, err
 	}
-	nc, err := srv.Connect(nats.Name("pisyncd-hub"))
-	if err != nil {
-		srv.Close()
-		return nil, err
-	}
-	defer nc.Close()
-	// A cluster elects its JetStream leader once enough nodes are up.
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if err := ensureHubStream(sctx, nc, cfg.Replicas); err != nil {
+	if err := ensureTeams(sctx, srv, cfg.Replicas); err != nil {
 		srv.Close()
 		return nil, err
 	}
 	return srv, nil
+}
+
+func ensureTeams(ctx context.Context, srv *embedded.Server, replicas int) error {
+	teams := srv.Teams()
+	if len(teams) == 0 {
+		teams = []string{""} // no authorization: one global account
+	}
+	for _, team := range teams {
+		var nc *nats.Conn
+		var err error
+		if team == "" {
+			nc, err = srv.Connect(nats.Name("pisyncd-hub"))
+		} else {
+			nc, err = srv.ConnectTeam(team, nats.Name("pisyncd-hub"))
+		}
+		if err != nil {
+			return err
+		}
+		err = ensureHubStream(ctx, nc, replicas)
+		nc.Close()
+		if err != nil {
+			return fmt.Errorf("team %q: %w", team, err)
+		}
+	}
+	return nil
 }
 
 func ensureHubStream(ctx context.Context, nc *nats.Conn, replicas int) error {
@@ -90,4 +171,52 @@ func ensureHubStream(ctx context.Context, nc *nats.Conn, replicas int) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+func addNodeCommand(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("add-node", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	team := fs.String("team", embedded.DefaultTeam, "the node's team (NATS account)")
+	out := fs.String("out", "", "where to write the node's nkey seed")
+	if err := fs.Parse(reorder(args)); err != nil || fs.NArg() != 1 {
+		return fmt.Errorf("%w: pisyncd hub add-node NAME [--team T] [--out FILE]", errUsage)
+	}
+	name := fs.Arg(0)
+	cfg, err := config.LoadHub()
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		*out = name + ".nkey"
+	}
+	seed, err := embedded.AddNode(cfg.NodesDir, name, *team)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(*out, append(seed, '\n'), 0o600); err != nil {
+		return fmt.Errorf("write seed: %w", err)
+	}
+	abs, _ := filepath.Abs(*out)
+	fmt.Fprintf(stdout, "registered node %s (team %s) in %s\nits seed is in %s: copy it to the workstation and set\n  PISYNC_NODE_ID=%s PISYNC_HUB_NKEY=<path of the seed>\nthen send SIGHUP to running hub nodes (or restart them)\n", name, *team, cfg.NodesDir, abs, name)
+	return nil
+}
+
+func certsCommand(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("certs", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	hosts := fs.String("hosts", "", "comma-separated host names and IPs of the hub nodes")
+	if err := fs.Parse(reorder(args)); err != nil || fs.NArg() != 1 || *hosts == "" {
+		return fmt.Errorf("%w: pisyncd hub certs DIR --hosts H1,H2", errUsage)
+	}
+	var hs []string
+	for _, h := range strings.Split(*hosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hs = append(hs, h)
+		}
+	}
+	if err := embedded.GenerateDevCerts(fs.Arg(0), hs); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "development CA and hub certificate for %v written to %s (ca.pem, hub.pem, hub-key.pem)\n", hs, fs.Arg(0))
+	return nil
 }

@@ -48,6 +48,11 @@ type Config struct {
 	// here. HubCredsFile is the node's .creds file for the hub, if any.
 	HubURLs      []string
 	HubCredsFile string
+	// HubNkeySeed is this node's nkey seed registered with the hub
+	// (`pisyncd hub add-node`); HubCAFile verifies the hub's certificate
+	// (tls:// URLs; the system roots when empty).
+	HubNkeySeed []byte
+	HubCAFile   string
 	// LeafReconnect is the wait between leaf connection attempts (0: the
 	// server's default of one second).
 	LeafReconnect time.Duration

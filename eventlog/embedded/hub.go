@@ -9,10 +9,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 )
 
 // HubDomain is the JetStream domain of the hub cluster.
@@ -37,8 +39,15 @@ type HubConfig struct {
 	Routes        []string
 	MaxMemory     int64
 	MaxStore      int64
-	Logger        *slog.Logger
-	Trace         bool
+	// TLS, when set, secures the client, leaf and route listeners.
+	TLS *HubTLS
+	// Auth requires every connection to authenticate: the nodes
+	// registered in NodesDir (AddNode), each with its nkey, in its team's
+	// account, with NodePermissions. Without Auth anyone may connect.
+	Auth     bool
+	NodesDir string
+	Logger   *slog.Logger
+	Trace    bool
 }
 
 func hostPort(addr string) (string, int, error) {
@@ -76,43 +85,23 @@ func StartHub(ctx context.Context, cfg HubConfig) (*Server, error) {
 	if cfg.MaxStore == 0 {
 		cfg.MaxStore = DefaultMaxStore
 	}
-	opts := &server.Options{
-		ServerName:         cfg.Name,
-		NoSigs:             true,
-		DontListen:         cfg.Listen == "",
-		JetStream:          true,
-		StoreDir:           cfg.StateDir,
-		JetStreamDomain:    HubDomain,
-		JetStreamMaxMemory: cfg.MaxMemory,
-		JetStreamMaxStore:  cfg.MaxStore,
-		SyncAlways:         true,
-		SyncInterval:       2 * time.Minute,
-		MaxPayload:         maxPayload,
-	}
-	var err error
-	if cfg.Listen != "" {
-		if opts.Host, opts.Port, err = hostPort(cfg.Listen); err != nil {
-			return nil, fmt.Errorf("embedded: hub listen %q: %w", cfg.Listen, err)
-		}
-	}
-	if opts.LeafNode.Host, opts.LeafNode.Port, err = hostPort(cfg.LeafListen); err != nil {
-		return nil, fmt.Errorf("embedded: hub leaf listen %q: %w", cfg.LeafListen, err)
-	}
-	if cfg.ClusterListen != "" {
-		if cfg.ClusterName == "" {
-			return nil, errors.New("embedded: hub: a cluster needs a name")
-		}
-		opts.Cluster.Name = cfg.ClusterName
-		if opts.Cluster.Host, opts.Cluster.Port, err = hostPort(cfg.ClusterListen); err != nil {
-			return nil, fmt.Errorf("embedded: hub cluster listen %q: %w", cfg.ClusterListen, err)
-		}
-		for _, r := range cfg.Routes {
-			u, err := url.Parse(r)
-			if err != nil || u.Host == "" {
-				return nil, fmt.Errorf("embedded: hub route %q: want nats://host:port", r)
+	for _, a := range []string{cfg.Listen, cfg.LeafListen, cfg.ClusterListen} {
+		if a != "" {
+			if _, _, err := hostPort(a); err != nil {
+				return nil, fmt.Errorf("embedded: hub listen %q: %w", a, err)
 			}
-			opts.Routes = append(opts.Routes, u)
 		}
+	}
+	if cfg.ClusterListen != "" && cfg.ClusterName == "" {
+		return nil, errors.New("embedded: hub: a cluster needs a name")
+	}
+	for _, r := range cfg.Routes {
+		if u, err := url.Parse(r); err != nil || u.Host == "" {
+			return nil, fmt.Errorf("embedded: hub route %q: want nats://host:port", r)
+		}
+	}
+	if cfg.Auth && cfg.NodesDir == "" {
+		return nil, errors.New("embedded: hub: authorization needs a nodes dir")
 	}
 	if err := os.MkdirAll(filepath.Join(cfg.StateDir, server.JetStreamStoreDir), 0o700); err != nil {
 		return nil, fmt.Errorf("embedded: hub store dir: %w", err)
@@ -121,7 +110,12 @@ func StartHub(ctx context.Context, cfg HubConfig) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
-	s := &Server{logger: newNATSLogger(cfg.Logger), lock: lock}
+	s := &Server{logger: newNATSLogger(cfg.Logger), lock: lock, hub: &cfg, admins: map[string]nkeys.KeyPair{}}
+	opts, err := s.hubOptions()
+	if err != nil {
+		lock.release()
+		return nil, fmt.Errorf("embedded: hub: %w", err)
+	}
 	if err := s.launch(ctx, opts, cfg.Logger, cfg.Trace); err != nil {
 		if s.ns != nil {
 			s.shutdown()
@@ -133,6 +127,90 @@ func StartHub(ctx context.Context, cfg HubConfig) (*Server, error) {
 		s.clientURL = "nats://" + s.ns.Addr().String()
 	}
 	return s, nil
+}
+
+// hubOptions renders the hub's configuration file (registered nodes
+// included), writes it into the state dir and loads it.
+func (s *Server) hubOptions() (*server.Options, error) {
+	cfg := *s.hub
+	var nodes []Node
+	admins := map[string]string{}
+	if cfg.Auth {
+		var err error
+		if nodes, err = LoadNodes(cfg.NodesDir); err != nil {
+			return nil, err
+		}
+		teams := map[string]bool{DefaultTeam: true}
+		for _, n := range nodes {
+			teams[n.Team] = true
+		}
+		for t := range teams {
+			kp := s.admins[t]
+			if kp == nil {
+				var err error
+				if kp, err = nkeys.CreateUser(); err != nil {
+					return nil, err
+				}
+				s.admins[t] = kp
+			}
+			pub, _ := kp.PublicKey()
+			admins[t] = pub
+		}
+		s.inProcessKey = s.admins[DefaultTeam]
+	}
+	path := filepath.Join(cfg.StateDir, "hub.conf")
+	if err := writeFileAtomic(path, []byte(RenderHubConfig(cfg, nodes, admins))); err != nil {
+		return nil, fmt.Errorf("config file: %w", err)
+	}
+	opts, err := server.ProcessConfigFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	opts.NoSigs = true
+	opts.SyncAlways = true // what sync_interval: always sets in a file
+	// A config file has no way to say "no client listener": without
+	// one, nats-server listens on 0.0.0.0:4222.
+	opts.DontListen = cfg.Listen == ""
+	s.nodes = nodes
+	return opts, nil
+}
+
+// Reload re-reads the registered nodes (after `pisyncd hub add-node`) and
+// applies them to the running hub without dropping connections.
+func (s *Server) Reload() error {
+	if s.hub == nil {
+		return errors.New("embedded: reload: not a hub")
+	}
+	opts, err := s.hubOptions()
+	if err != nil {
+		return fmt.Errorf("embedded: reload: %w", err)
+	}
+	if err := s.ns.ReloadOptions(opts); err != nil {
+		return fmt.Errorf("embedded: reload: %w", err)
+	}
+	return nil
+}
+
+// Teams lists the accounts with registered nodes (always the default one
+// with authorization on); empty without authorization.
+func (s *Server) Teams() []string {
+	var out []string
+	for t := range s.admins {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ConnectTeam opens an in-process admin connection to a team's account.
+func (s *Server) ConnectTeam(team string, opts ...nats.Option) (*nats.Conn, error) {
+	kp := s.admins[team]
+	if kp == nil {
+		return nil, fmt.Errorf("embedded: no account for team %q", team)
+	}
+	pub, _ := kp.PublicKey()
+	opts = append(opts, nats.InProcessServer(s.ns), nats.Nkey(pub, kp.Sign))
+	return nats.Connect("", opts...)
 }
 
 // LeafURL is the URL workstations put in PISYNC_HUB_URLS ("" on a

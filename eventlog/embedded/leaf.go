@@ -1,8 +1,11 @@
 package embedded
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -33,15 +36,35 @@ func parseHubURL(s string) (*url.URL, error) {
 func leafRemote(cfg Config) (*server.RemoteLeafOpts, error) {
 	r := &server.RemoteLeafOpts{
 		Credentials: cfg.HubCredsFile,
+		Nkey:        string(cfg.HubNkeySeed),
 		DenyExports: []string{LocalSubjects},
 		DenyImports: []string{LocalSubjects},
 	}
+	secure := cfg.HubCAFile != ""
 	for _, s := range cfg.HubURLs {
 		u, err := parseHubURL(s)
 		if err != nil {
 			return nil, err
 		}
+		if u.Scheme == "tls" || u.Scheme == "wss" {
+			secure = true
+		}
 		r.URLs = append(r.URLs, u)
+	}
+	if secure {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if cfg.HubCAFile != "" {
+			pem, err := os.ReadFile(cfg.HubCAFile)
+			if err != nil {
+				return nil, fmt.Errorf("hub CA: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("hub CA %s: no certificate in it", cfg.HubCAFile)
+			}
+			tc.RootCAs = pool
+		}
+		r.TLS, r.TLSConfig = true, tc
 	}
 	return r, nil
 }

@@ -41,6 +41,12 @@ type Server struct {
 	clientURL    string
 	credsPath    string
 
+	// Hub nodes only: their configuration, the in-process admin key of
+	// each team's account, and the registered nodes.
+	hub    *HubConfig
+	admins map[string]nkeys.KeyPair
+	nodes  []Node
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error

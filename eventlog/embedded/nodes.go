@@ -1,0 +1,128 @@
+package embedded
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/nats-io/nkeys"
+)
+
+// Node is a workstation registered with the hub: its name (the node id it
+// runs with, PISYNC_NODE_ID), its team (a NATS account: teams see nothing
+// of each other) and the public half of its nkey. The seed stays with the
+// workstation.
+type Node struct {
+	Name string `json:"name"`
+	Team string `json:"team"`
+	Nkey string `json:"nkey"`
+}
+
+var teamPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`)
+
+// DefaultTeam is the account of nodes registered without a team.
+const DefaultTeam = "pisyncd"
+
+// AddNode registers a node in dir (0700) and returns its nkey seed, to be
+// handed to the workstation (PISYNC_HUB_NKEY). Registering an existing name
+// again replaces its key: the old seed stops working once the hub reloads.
+func AddNode(dir, name, team string) ([]byte, error) {
+	if !nodeIDPattern.MatchString(name) || len(name) > 64 {
+		return nil, fmt.Errorf("node name %q: want 1 to 64 characters of [A-Za-z0-9_-] (the node's PISYNC_NODE_ID)", name)
+	}
+	if team == "" {
+		team = DefaultTeam
+	}
+	if !teamPattern.MatchString(team) || team == "SYS" || team == "$G" {
+		return nil, fmt.Errorf("team %q: want a letter, then up to 63 of [A-Za-z0-9_-]", team)
+	}
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		return nil, err
+	}
+	pub, err := kp.PublicKey()
+	if err != nil {
+		return nil, err
+	}
+	seed, err := kp.Seed()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	b, _ := json.MarshalIndent(Node{Name: name, Team: team, Nkey: pub}, "", "  ")
+	if err := writeFileAtomic(filepath.Join(dir, name+".json"), append(b, '\n')); err != nil {
+		return nil, err
+	}
+	return seed, nil
+}
+
+// LoadNodes reads every registration in dir.
+func LoadNodes(dir string) ([]Node, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("nodes dir: %w", err)
+	}
+	var nodes []Node
+	seen := map[string]bool{}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("nodes dir: %w", err)
+		}
+		var n Node
+		if err := json.Unmarshal(b, &n); err != nil {
+			return nil, fmt.Errorf("node file %s: %w", e.Name(), err)
+		}
+		if !nodeIDPattern.MatchString(n.Name) || !teamPattern.MatchString(n.Team) || !nkeys.IsValidPublicUserKey(n.Nkey) {
+			return nil, fmt.Errorf("node file %s: invalid name, team or nkey", e.Name())
+		}
+		if seen[n.Name] {
+			return nil, fmt.Errorf("node %s registered twice", n.Name)
+		}
+		seen[n.Name] = true
+		nodes = append(nodes, n)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	return nodes, nil
+}
+
+// NodePermissions are what node name may do on the hub, seen from the hub:
+// publish only its own events and the JetStream API calls its forwarder and
+// PI_ALL mirror make; receive only its own replies and mirror deliveries.
+func NodePermissions(name string) (pub, sub []string) {
+	api := "$JS." + HubDomain + ".API."
+	pub = []string{
+		"pi.up." + name + ".>",
+		api + "STREAM.INFO.PI_HUB",
+		api + "DIRECT.GET.PI_HUB",
+		api + "DIRECT.GET.PI_HUB.>",
+		api + "CONSUMER.CREATE.PI_HUB", // the PI_ALL mirror's consumer
+		api + "CONSUMER.CREATE.PI_HUB.>",
+		api + "CONSUMER.DELETE.PI_HUB.>",
+		api + "CONSUMER.INFO.PI_HUB.>",
+		"$JS.FC.>",
+	}
+	sub = []string{
+		InboxPrefix(name) + ".>",
+		"$JS.M.>",  // PI_ALL mirror deliveries
+		"$JSC.R.>", // replies to the mirror's consumer requests
+	}
+	return pub, sub
+}
+
+// InboxPrefix is node name's reply-subject prefix. A node's own prefix lets
+// the hub grant it its replies without those of other nodes.
+func InboxPrefix(name string) string { return "_INBOX_" + name }
