@@ -11,7 +11,9 @@ import (
 	"github.com/pisyncd/pisyncd/session"
 )
 
-func contextCommand(args []string, stdout io.Writer) error {
+// contextFileCommand is `pisyncd context FILE`: pi's rules applied to the
+// file directly, no daemon needed.
+func contextFileCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("context", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print {leafId, contextEntryIds, messages, thinkingLevel, model}")

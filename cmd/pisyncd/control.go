@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/projection"
 	"github.com/pisyncd/pisyncd/replicate"
 	"github.com/pisyncd/pisyncd/watch"
 )
@@ -54,6 +55,7 @@ type Status struct {
 	HubURLs        []string                 `json:"hubUrls,omitempty"`
 	Forwarder      *eventlog.ForwarderStats `json:"forwarder,omitempty"`
 	Replicator     *replicate.Stats         `json:"replicator,omitempty"`
+	Projection     projection.Stats         `json:"projection"`
 	ForkedSessions []string                 `json:"forkedSessions,omitempty"`
 }
 
@@ -66,6 +68,9 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 	}
 	if d.tailer != nil {
 		st.Tailer = d.tailer.Stats()
+	}
+	if d.proj != nil {
+		st.Projection = d.proj.Stats()
 	}
 	if d.fwd != nil {
 		fs, rs := d.fwd.Stats(), d.repl.Stats()
@@ -98,6 +103,10 @@ func (d *Daemon) controlHandler() http.Handler {
 		}
 	})
 	mux.HandleFunc("GET /healthz", d.healthz)
+	ph := d.proj.Handler()
+	mux.Handle("GET /ls", ph)
+	mux.Handle("GET /context", ph)
+	mux.Handle("GET /tail", ph)
 	return mux
 }
 

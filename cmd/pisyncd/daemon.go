@@ -22,6 +22,7 @@ import (
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/projection"
 	"github.com/pisyncd/pisyncd/replicate"
 	"github.com/pisyncd/pisyncd/watch"
 )
@@ -37,6 +38,7 @@ type Daemon struct {
 	tailer  *watch.Tailer
 	fwd     *eventlog.Forwarder
 	repl    *replicate.Replicator
+	proj    *projection.Worker
 	reg     *prometheus.Registry
 	started time.Time
 }
@@ -167,6 +169,13 @@ func (d *Daemon) build(ctx context.Context) error {
 		}
 		topts.Known = d.repl.KnownLines
 	}
+	var err error
+	d.proj, err = projection.New(d.nc, projection.Options{
+		Node: d.cfg.NodeID, All: len(d.cfg.HubURLs) > 0, Logger: d.logger.With("component", "projection"),
+	})
+	if err != nil {
+		return err
+	}
 	d.tailer = watch.New(d.log, topts)
 	if d.repl != nil {
 		d.repl.SetTracker(d.tailer)
@@ -200,7 +209,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 			cancel(err)
 		}
 	}
-	wg.Add(1)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		fail(d.proj.Run(ctx))
+	}()
 	go func() {
 		defer wg.Done()
 		fail(d.tailer.Run(ctx))

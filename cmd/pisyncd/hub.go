@@ -178,7 +178,7 @@ func addNodeCommand(args []string, stdout io.Writer) error {
 	fs.SetOutput(io.Discard)
 	team := fs.String("team", embedded.DefaultTeam, "the node's team (NATS account)")
 	out := fs.String("out", "", "where to write the node's nkey seed")
-	if err := fs.Parse(reorder(args)); err != nil || fs.NArg() != 1 {
+	if err := fs.Parse(reorder(args, "team", "out")); err != nil || fs.NArg() != 1 {
 		return fmt.Errorf("%w: pisyncd hub add-node NAME [--team T] [--out FILE]", errUsage)
 	}
 	name := fs.Arg(0)
@@ -205,7 +205,7 @@ func certsCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("certs", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	hosts := fs.String("hosts", "", "comma-separated host names and IPs of the hub nodes")
-	if err := fs.Parse(reorder(args)); err != nil || fs.NArg() != 1 || *hosts == "" {
+	if err := fs.Parse(reorder(args, "hosts")); err != nil || fs.NArg() != 1 || *hosts == "" {
 		return fmt.Errorf("%w: pisyncd hub certs DIR --hosts H1,H2", errUsage)
 	}
 	var hs []string

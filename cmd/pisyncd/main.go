@@ -28,8 +28,12 @@ Usage:
   pisyncd [run]                      run the daemon (embedded NATS, zero set-up)
   pisyncd status [--json]            node, files, sessions, entries published, stream position
   pisyncd events SESSION-ID [--json] the stored events of one session, in stream order
-  pisyncd context FILE [--leaf ID] [--json]
-                                     the LLM context pi would build from FILE (pi's rules, no daemon needed)
+  pisyncd context FILE|SESSION-ID [--leaf ID] [--json]
+                                     the LLM context pi would build: from FILE (pi's rules, no daemon
+                                     needed) or from the live projection of a session
+  pisyncd ls [--json]                the catalog of every session, newest first
+  pisyncd tail [--session ID] [--type T] [--json] [--from-start]
+                                     follow new entries as they arrive
   pisyncd hub                        run a hub node that workstations join (see pisyncd hub help)
   pisyncd help                       this text and every setting
 
@@ -53,6 +57,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = eventsCommand(args, stdout)
 	case "context":
 		err = contextCommand(args, stdout)
+	case "ls":
+		err = lsCommand(args, stdout)
+	case "tail":
+		err = tailCommand(args, stdout)
 	case "hub":
 		err = hubCommand(args, stdout, stderr)
 	case "help", "-h", "--help", "-help":

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -203,14 +204,21 @@ func eventPrinter(w io.Writer, asJSON bool) func(eventJSON) error {
 }
 
 // reorder moves flags before positional arguments, so `events ID --json`
-// works as well as `events --json ID`.
-func reorder(args []string) []string {
+// works as well as `events --json ID`. valued names the flags that take a
+// value in the next argument (--leaf ID).
+func reorder(args []string, valued ...string) []string {
 	var flags, pos []string
-	for _, a := range args {
-		if strings.HasPrefix(a, "-") {
-			flags = append(flags, a)
-		} else {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") || a == "-" {
 			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if !strings.Contains(name, "=") && slices.Contains(valued, name) && i+1 < len(args) {
+			i++
+			flags = append(flags, args[i])
 		}
 	}
 	return append(flags, pos...)

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/projection"
+	"github.com/pisyncd/pisyncd/session"
+)
+
+// contextCommand is `pisyncd context FILE|SESSION-ID [--leaf ID] [--json]`:
+// an argument naming an existing file is read as that file (pi's rules, no
+// daemon: contextFileCommand); anything else is a session id, served from the
+// running daemon's projection, or built from the streams when no daemon
+// runs.
+func contextCommand(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("context", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	asJSON := fs.Bool("json", false, "print {leafId, contextEntryIds, messages, thinkingLevel, model}")
+	leaf := fs.String("leaf", "", "build the context at this entry id instead of the leaf")
+	usage := fmt.Errorf("%w: pisyncd context FILE|SESSION-ID [--leaf ID] [--json]", errUsage)
+	if err := fs.Parse(reorder(args, "leaf")); err != nil || fs.NArg() != 1 {
+		return usage
+	}
+	arg := fs.Arg(0)
+	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
+		return contextFileCommand(args, stdout)
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	raw, err := sessionContext(ctx, cfg, arg, *leaf)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		_, err = fmt.Fprintf(stdout, "%s\n", raw)
+		return err
+	}
+	var cj contextJSON
+	if err := json.Unmarshal(raw, &cj); err != nil {
+		return fmt.Errorf("context: %w", err)
+	}
+	return printContext(stdout, cj.context())
+}
+
+// contextJSON is a context as the control socket sends it.
+type contextJSON struct {
+	LeafID          json.RawMessage   `json:"leafId"`
+	LeafUndefined   bool              `json:"leafIdUndefined"`
+	ContextEntryIDs []json.RawMessage `json:"contextEntryIds"`
+	Messages        []json.RawMessage `json:"messages"`
+	ThinkingLevel   json.RawMessage   `json:"thinkingLevel"`
+	Model           json.RawMessage   `json:"model"`
+}
+
+// sessionContext returns the session's context in the corpus JSON shape.
+func sessionContext(ctx context.Context, cfg *config.Config, sid, leaf string) ([]byte, error) {
+	q := url.Values{"session": {sid}}
+	if leaf != "" {
+		q.Set("leaf", leaf)
+	}
+	resp, err := getControl(ctx, cfg, "/context?"+q.Encode())
+	if err == nil {
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return nil, fmt.Errorf("context: %w", err)
+		}
+		return bytes.TrimSpace(raw), nil
+	}
+	if !errors.Is(err, errNotRunning) {
+		return nil, fmt.Errorf("context: %w", err)
+	}
+	d, err := OpenStore(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	c, err := projection.LoadContext(ctx, d.nc, cfg.NodeID, sid, leaf, len(cfg.HubURLs) > 0)
+	if err != nil {
+		return nil, fmt.Errorf("context: %w", err)
+	}
+	return json.Marshal(c)
+}
+
+// context turns the wire form back into a session.Context for the human
+// form (which shows string ids only; --json prints the wire form as is).
+func (cj *contextJSON) context() *session.Context {
+	c := &session.Context{Messages: cj.Messages, ThinkingLevel: cj.ThinkingLevel, Model: cj.Model}
+	c.LeafID = parseID(cj.LeafID)
+	for _, raw := range cj.ContextEntryIDs {
+		c.EntryIDs = append(c.EntryIDs, parseID(raw))
+	}
+	return c
+}
+
+// parseID reads a string id; anything else becomes the zero ID, which
+// prints as null.
+func parseID(raw json.RawMessage) session.ID {
+	var s *string
+	if json.Unmarshal(raw, &s) != nil || s == nil {
+		return session.ID{}
+	}
+	return session.StringID(*s)
+}

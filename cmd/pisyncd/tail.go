@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+
+	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/projection"
+)
+
+// tailCommand follows new entries as the daemon's projection applies
+// them, one line each, until interrupted. It needs the running daemon.
+func tailCommand(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("tail", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	sid := fs.String("session", "", "only this session")
+	typ := fs.String("type", "", "only entries of this type (message, compaction, tombstone, ...)")
+	asJSON := fs.Bool("json", false, "one JSON object a line")
+	fromStart := fs.Bool("from-start", false, "first everything already stored")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return fmt.Errorf("%w: pisyncd tail [--session ID] [--type T] [--json] [--from-start]", errUsage)
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signalContext(io.Discard)
+	defer stop()
+	q := url.Values{"session": {*sid}, "type": {*typ}, "from": {"now"}}
+	if *fromStart {
+		q.Set("from", "start")
+	}
+	resp, err := getControl(ctx, cfg, "/tail?"+q.Encode())
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	out := bufio.NewWriter(stdout)
+	defer out.Flush()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var e struct {
+			projection.TailEntry
+			Error string `json:"error"`
+		}
+		if err := dec.Decode(&e); err != nil {
+			if ctx.Err() != nil || errors.Is(err, io.EOF) {
+				return nil // interrupted, or the daemon stopped
+			}
+			return fmt.Errorf("tail: %w", err)
+		}
+		if e.Error != "" {
+			return fmt.Errorf("tail: %s", e.Error)
+		}
+		if *asJSON {
+			b, _ := json.Marshal(e.TailEntry)
+			out.Write(append(b, '\n'))
+		} else {
+			printTailEntry(out, &e.TailEntry)
+		}
+		// Each entry shows as it arrives.
+		if err := out.Flush(); err != nil {
+			return err
+		}
+	}
+}
+
+func printTailEntry(w io.Writer, e *projection.TailEntry) {
+	typ, id := e.Type, e.ID
+	if e.Op != "" {
+		typ, id = e.Op, e.File
+	}
+	text := ""
+	if e.Type == "message" {
+		var m struct {
+			Message struct {
+				Role    string          `json:"role"`
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+		}
+		json.Unmarshal(e.Entry, &m)
+		text = m.Message.Role + ": " + contentText(m.Message.Content)
+	}
+	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", e.Session, orDash(typ), orDash(id), orDash(e.ParentID), preview(text, 100))
+}

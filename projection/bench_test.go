@@ -1,0 +1,136 @@
+package projection
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/internal/testenv"
+)
+
+// Reproduce: go test -run '^$' -bench . -benchtime 20x ./projection/
+
+// BenchmarkContext10k: the full context of a 10k-entry session from the
+// projection (tree in memory, bodies by batched direct get), against
+// `pi-oracle context FILE` on the same file (node start-up included, as a
+// user pays it) when node is installed.
+func BenchmarkContext10k(b *testing.B) {
+	root := b.TempDir()
+	sid := "0199dddd-0000-7000-8000-000000000001"
+	data := linear(sid, 10000, 200)
+	path := filepath.Join(root, "--bench--", "2026-11-29T23-08-16-463Z_"+sid+".jsonl")
+	writeFile(b, path, data)
+	n := startNode(b, root, b.TempDir())
+	want := fileContext(b, data)
+	n.waitContext(sid, want)
+	ctx := context.Background()
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		if _, err := n.worker.Context(ctx, sid); err != nil {
+			b.Fatal(err)
+		}
+	}
+	per := time.Since(start) / time.Duration(b.N)
+	b.StopTimer()
+	if _, err := exec.LookPath("node"); err != nil {
+		return
+	}
+	oracle := testenv.Oracle(b)
+	const runs = 3
+	ostart := time.Now()
+	for i := 0; i < runs; i++ {
+		out, err := exec.Command("node", oracle, "context", path).Output()
+		if err != nil || len(out) == 0 {
+			b.Fatalf("pi-oracle: %v", err)
+		}
+	}
+	operOp := time.Since(ostart) / runs
+	b.ReportMetric(float64(operOp.Milliseconds()), "oracle-ms")
+	b.ReportMetric(float64(operOp)/float64(per), "x-faster")
+}
+
+// BenchmarkAppendEntry: one entry appended to a 10k-entry session, applied
+// and its changed views written to KV (the index page of the tail, ctx,
+// leaf, heads, catalog).
+func BenchmarkAppendEntry(b *testing.B) {
+	root := b.TempDir()
+	sid := "0199dddd-0000-7000-8000-000000000002"
+	data := linear(sid, 10000, 200)
+	writeFile(b, filepath.Join(root, "--bench--", "2026-11-29T23-08-16-463Z_"+sid+".jsonl"), data)
+	n := startNode(b, root, b.TempDir())
+	n.waitContext(sid, fileContext(b, data))
+	n.stopWorker() // drive the worker's apply path by hand
+	w := n.worker
+	ctx := context.Background()
+	s := w.lookup(sid, false)
+	f := &follower{stream: eventlog.LocalStream, dirty: map[*sessionState]struct{}{}}
+	seq := s.cat.Src[eventlog.LocalStream]
+	parent := "e0009999"
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		id := fmt.Sprintf("n%07d", i)
+		raw := entry(id, parent, "appended")
+		seq++
+		ev := &eventlog.Event{Stream: eventlog.LocalStream, Subject: eventlog.LocalSubject(testNode, sid), Seq: seq,
+			Node: testNode, SID: sid, ID: id, ParentID: parent, Type: "message", Raw: []byte(raw)}
+		if err := w.applyEvent(ctx, f, ev); err != nil {
+			b.Fatal(err)
+		}
+		if err := w.writeViews(ctx, s); err != nil {
+			b.Fatal(err)
+		}
+		parent = id
+	}
+}
+
+// BenchmarkCatalog10k: listing 10k sessions, from the worker's memory (what
+// `pisyncd ls` asks the daemon) and cold from the bucket (a KV watch over
+// every catalog key: the worker's start, or ls without a daemon).
+func BenchmarkCatalog10k(b *testing.B) {
+	n := startNode(b, "", b.TempDir())
+	ctx := context.Background()
+	for i := 0; i < 10000; i++ {
+		sid := fmt.Sprintf("0199eeee-0000-7000-8000-%012d", i)
+		c := CatalogEntry{SessionID: sid, Cwd: "/home/u/p", Nodes: []string{testNode}, Entries: i,
+			UpdatedMs: float64(1_700_000_000_000 + i), Src: Src{eventlog.LocalStream: uint64(i + 1)}}
+		v, _ := json.Marshal(c)
+		if _, err := n.worker.kv.Put(ctx, sessionKey(sid, "cat"), v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	n.stopWorker()
+	n.startWorker()
+	b.Run("memory", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			c, err := n.worker.Catalog(ctx)
+			if err != nil || len(c) != 10000 {
+				b.Fatalf("%d entries, %v", len(c), err)
+			}
+		}
+	})
+	b.Run("memory-after-change", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			n.worker.mu.Lock()
+			n.worker.catDirty = true
+			n.worker.mu.Unlock()
+			if c, err := n.worker.Catalog(ctx); err != nil || len(c) != 10000 {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cold-kv", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			c, err := ReadCatalog(ctx, n.worker.kv)
+			if err != nil || len(c) != 10000 {
+				b.Fatalf("%d entries, %v", len(c), err)
+			}
+		}
+	})
+}
+

@@ -1,0 +1,221 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+)
+
+// flushEvery bounds how many events are applied before views are written
+// during a catch-up; when the stream is drained they are written at once.
+const flushEvery = 4096
+
+// follower is the state of one stream's consumption that survives a
+// consumer restart: sessions whose views are not written yet.
+type follower struct {
+	stream string
+	dirty  map[*sessionState]struct{}
+	saved  uint64 // position last saved
+}
+
+// follow consumes one stream until ctx ends, restarting the consumer
+// after failures with backoff.
+func (w *Worker) follow(ctx context.Context, stream string) {
+	f := &follower{stream: stream, dirty: map[*sessionState]struct{}{}}
+	backoff := 100 * time.Millisecond
+	for failures := 0; ; {
+		err := w.consume(ctx, f)
+		if ctx.Err() != nil {
+			return
+		}
+		failures++
+		if failures == 1 || failures%20 == 0 {
+			w.logger.Warn("projection paused; retrying", "stream", stream, "err", err, "attempt", failures, "retry_in", backoff)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (w *Worker) loadPos(ctx context.Context, stream string) (uint64, error) {
+	e, err := w.kv.Get(ctx, posKey(stream))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("projection: position of %s: %w", stream, err)
+	}
+	return strconv.ParseUint(string(e.Value()), 10, 64)
+}
+
+// consume reads the stream from the saved position and applies events,
+// writing views whenever the consumer has caught up (or every flushEvery
+// events) and then the position.
+func (w *Worker) consume(ctx context.Context, f *follower) error {
+	pos, err := w.loadPos(ctx, f.stream)
+	if err != nil {
+		return err
+	}
+	f.saved = pos
+	filter := eventlog.LocalPrefix + ".>"
+	if f.stream == eventlog.AllStream {
+		filter = eventlog.UpPrefix + ".>"
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}}
+	if pos > 0 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = pos + 1
+	}
+	cons, err := w.js.OrderedConsumer(ctx, f.stream, cfg)
+	if err != nil {
+		return fmt.Errorf("projection: consumer on %s: %w", f.stream, err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
+	if err != nil {
+		return fmt.Errorf("projection: consumer on %s: %w", f.stream, err)
+	}
+	defer it.Stop()
+	asm := map[string]*eventlog.Assembler{}
+	var last uint64
+	n := 0
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return fmt.Errorf("projection: read %s: %w", f.stream, err)
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			return fmt.Errorf("projection: read %s: %w", f.stream, err)
+		}
+		last = meta.Sequence.Stream
+		if err := w.handle(ctx, f, asm, msg, last); err != nil {
+			return err
+		}
+		n++
+		if meta.NumPending == 0 || n >= flushEvery {
+			if err := w.flush(ctx, f, asm, last); err != nil {
+				return err
+			}
+			n = 0
+		}
+	}
+}
+
+// handle applies one message.
+func (w *Worker) handle(ctx context.Context, f *follower, asm map[string]*eventlog.Assembler, msg jetstream.Msg, seq uint64) error {
+	subj := msg.Subject()
+	node, sid, err := eventlog.ParseSubject(subj)
+	if err != nil {
+		return nil // not an event subject: nothing to project
+	}
+	if f.stream == eventlog.AllStream && node == w.opts.Node {
+		return nil // our own lines, applied from PI_LOCAL
+	}
+	a := asm[subj]
+	if a == nil {
+		a = eventlog.NewAssembler(false)
+		asm[subj] = a
+	}
+	ev, err := a.Add(f.stream, subj, seq, msg.Headers(), msg.Data())
+	if err != nil {
+		w.logger.Warn("projection: skipping an unreadable message", "stream", f.stream, "subject", subj, "seq", seq, "err", err)
+		return nil
+	}
+	if ev == nil {
+		return nil
+	}
+	ev.SID = sid
+	return w.applyEvent(ctx, f, ev)
+}
+
+func (w *Worker) applyEvent(ctx context.Context, f *follower, ev *eventlog.Event) error {
+	s := w.lookup(ev.SID, true)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.applied(ev) {
+		w.skipped.Add(1)
+		return nil
+	}
+	if err := w.ensureTree(ctx, s); err != nil {
+		return err
+	}
+	s.apply(ev)
+	w.applied.Add(1)
+	f.dirty[s] = struct{}{}
+	w.subs.publish(ev)
+	return nil
+}
+
+// flush writes the views of the dirty sessions, then the stream position
+// up to last (before any split line still missing chunks).
+func (w *Worker) flush(ctx context.Context, f *follower, asm map[string]*eventlog.Assembler, last uint64) error {
+	for s := range f.dirty {
+		if err := w.writeViews(ctx, s); err != nil {
+			return err
+		}
+		delete(f.dirty, s)
+	}
+	w.flushes.Add(1)
+	w.mu.Lock()
+	w.catDirty = true
+	w.mu.Unlock()
+	done := last
+	for _, a := range asm {
+		if p := a.PendingStart(); p > 0 {
+			done = min(done, p-1)
+		}
+	}
+	if done > f.saved {
+		if _, err := w.kv.Put(ctx, posKey(f.stream), []byte(strconv.FormatUint(done, 10))); err != nil {
+			return fmt.Errorf("projection: save position of %s: %w", f.stream, err)
+		}
+		f.saved = done
+	}
+	w.evict()
+	return nil
+}
+
+// writeViews writes what changed of the session's values.
+func (w *Worker) writeViews(ctx context.Context, s *sessionState) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tree == nil {
+		if err := w.ensureTree(ctx, s); err != nil {
+			return err
+		}
+	}
+	oldPages := s.cat.CtxPages
+	vals, pages := s.buildViews()
+	for _, v := range vals {
+		if s.written[v.key] == v.hash {
+			continue
+		}
+		if len(v.data) > maxValue {
+			return fmt.Errorf("projection: %s: value of %d bytes over the limit", v.key, len(v.data))
+		}
+		if _, err := w.kv.Put(ctx, v.key, v.data); err != nil {
+			return fmt.Errorf("projection: write %s: %w", v.key, err)
+		}
+		w.writes.Add(1)
+		s.written[v.key] = v.hash
+	}
+	// Pages past the new end (the window shrank, e.g. after a compaction).
+	for p := pages; p < oldPages; p++ {
+		key := pageKey(s.sid, p)
+		if err := w.kv.Purge(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return fmt.Errorf("projection: drop %s: %w", key, err)
+		}
+		delete(s.written, key)
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/session"
+)
+
+// Context builds the session's full LLM context at its leaf: the tree
+// (rebuilt from the stream if it is not in memory) decides the window, and
+// the bodies of the window's messages are read from the streams by their
+// refs. It equals `pisyncd context FILE --json` on the session's file.
+func (w *Worker) Context(ctx context.Context, sid string) (*session.Context, error) {
+	return w.ContextAt(ctx, sid, "")
+}
+
+// ContextAt is Context as if pi's branch(leaf) had moved the leaf; "" is
+// the session's own leaf.
+func (w *Worker) ContextAt(ctx context.Context, sid, leaf string) (*session.Context, error) {
+	select {
+	case <-w.ready:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("projection: context: %w", errNotReady)
+	}
+	s := w.lookup(sid, false)
+	if s == nil {
+		return nil, fmt.Errorf("%w %q", ErrUnknownSession, sid)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.cat.Src) == 0 {
+		return nil, fmt.Errorf("%w %q", ErrUnknownSession, sid)
+	}
+	if err := w.ensureTree(ctx, s); err != nil {
+		return nil, err
+	}
+	return buildContext(ctx, w.nc, w.js, s.tree, w.filters(sid), leaf)
+}
+
+// buildContext renders the context twice: first with stub bodies, which
+// names the refs the window needs (exact: the window is metadata), then
+// with those bodies read in one pass over the session's subjects. A body
+// the read missed is fetched on its own by the source.
+func buildContext(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, t *session.Tree, filters map[string]string, leaf string) (*session.Context, error) {
+	render := func(src session.BodySource) (*session.Context, error) {
+		if leaf == "" {
+			return t.Context(src)
+		}
+		return t.ContextAt(&leaf, src)
+	}
+	var rec refRecorder
+	if _, err := render(&rec); err != nil {
+		return nil, fmt.Errorf("projection: context: %w", err)
+	}
+	src := newStreamBodies(ctx, nc, filters)
+	if len(rec.refs) > 0 {
+		if err := src.prefetch(js, rec.refs); err != nil {
+			return nil, err
+		}
+	}
+	c, err := render(src)
+	if err != nil {
+		return nil, fmt.Errorf("projection: context: %w", err)
+	}
+	return c, nil
+}
+
+// LoadContext builds a session's context straight from the streams,
+// without a worker or the bucket: what `pisyncd context SESSION-ID` does
+// when no daemon runs. all includes PI_ALL (other nodes' lines).
+func LoadContext(ctx context.Context, nc *nats.Conn, node, sid, leaf string, all bool) (*session.Context, error) {
+	w, err := New(nc, Options{Node: node, All: all})
+	if err != nil {
+		return nil, err
+	}
+	upTo := Src{}
+	for stream, filter := range w.filters(sid) {
+		s, err := w.js.Stream(ctx, stream)
+		if err != nil {
+			if stream == eventlog.AllStream && errors.Is(err, jetstream.ErrStreamNotFound) {
+				continue
+			}
+			return nil, fmt.Errorf("projection: context: %w", err)
+		}
+		info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+		if err != nil {
+			return nil, fmt.Errorf("projection: context: %w", err)
+		}
+		if info.State.Msgs > 0 {
+			upTo[stream] = info.State.LastSeq
+		}
+	}
+	if len(upTo) == 0 {
+		return nil, fmt.Errorf("%w %q", ErrUnknownSession, sid)
+	}
+	r, err := w.rebuild(ctx, sid, upTo)
+	if err != nil {
+		return nil, err
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("projection: context: %w", r.err)
+	}
+	return buildContext(ctx, nc, w.js, r.tree, w.filters(sid), leaf)
+}

@@ -1,0 +1,224 @@
+package projection
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/session"
+	"github.com/pisyncd/pisyncd/watch"
+)
+
+const testNode = "test-node"
+
+// node is an embedded server with a tailer over a sessions dir and a
+// projection worker, as the daemon runs them.
+type node struct {
+	t      testing.TB
+	root   string
+	srv    *embedded.Server
+	nc     *nats.Conn
+	log    *eventlog.Local
+	cancel context.CancelFunc
+	done   chan error
+	worker *Worker
+	wdone  chan error
+	wstop  context.CancelFunc
+}
+
+func startNode(t testing.TB, root, state string) *node {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := embedded.Start(ctx, embedded.Config{StateDir: state, NodeID: testNode})
+	if err != nil {
+		t.Fatalf("embedded: %v", err)
+	}
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	lg, err := eventlog.OpenLocal(ctx, nc, testNode)
+	if err != nil {
+		t.Fatalf("open log: %v", err)
+	}
+	n := &node{t: t, root: root, srv: srv, nc: nc, log: lg, done: make(chan error, 1)}
+	if root != "" {
+		tl := watch.New(lg, watch.Options{Root: root, Workers: 4, RescanInterval: 200 * time.Millisecond, MaxLine: 16 << 20})
+		rctx, cancel := context.WithCancel(ctx)
+		n.cancel = cancel
+		go func() { n.done <- tl.Run(rctx) }()
+	}
+	n.startWorker()
+	t.Cleanup(n.stop)
+	return n
+}
+
+func (n *node) startWorker() {
+	n.t.Helper()
+	w, err := New(n.nc, Options{Node: testNode})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n.worker, n.wstop, n.wdone = w, cancel, make(chan error, 1)
+	go func() { n.wdone <- w.Run(ctx) }()
+	select {
+	case <-w.Ready():
+	case err := <-n.wdone:
+		n.t.Fatalf("worker: %v", err)
+	case <-time.After(20 * time.Second):
+		n.t.Fatal("worker not ready")
+	}
+}
+
+func (n *node) stopWorker() {
+	if n.wstop == nil {
+		return
+	}
+	n.wstop()
+	if err := <-n.wdone; err != nil {
+		n.t.Errorf("worker: %v", err)
+	}
+	n.wstop = nil
+}
+
+func (n *node) stop() {
+	n.stopWorker()
+	if n.cancel != nil {
+		n.cancel()
+		if err := <-n.done; err != nil {
+			n.t.Errorf("tailer: %v", err)
+		}
+		n.cancel = nil
+	}
+	if n.srv != nil {
+		n.nc.Close()
+		n.srv.Close()
+		n.srv = nil
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes: the only way
+// these tests wait.
+func waitFor(t testing.TB, d time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var why string
+	for time.Now().Before(deadline) {
+		var ok bool
+		if ok, why = cond(); ok {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("condition not met within %v: %s", d, why)
+}
+
+// contextJSON is the projection's context of sid, or an error text.
+func (n *node) contextJSON(sid string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := n.worker.Context(ctx, sid)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
+// waitContext waits until the projection's context of sid is want.
+func (n *node) waitContext(sid, want string) {
+	n.t.Helper()
+	waitFor(n.t, 30*time.Second, func() (bool, string) {
+		got := n.contextJSON(sid)
+		return got == want, fmt.Sprintf("session %s:\n got %.400s\nwant %.400s", sid, got, want)
+	})
+}
+
+func (n *node) kvGet(key string, v any) bool {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	e, err := n.worker.kv.Get(ctx, key)
+	if err != nil {
+		return false
+	}
+	if err := json.Unmarshal(e.Value(), v); err != nil {
+		n.t.Fatalf("%s: %v", key, err)
+	}
+	return true
+}
+
+func fileContext(t testing.TB, data []byte) string {
+	t.Helper()
+	f, err := session.Load(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.Context()
+	if err != nil {
+		return "error"
+	}
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
+func writeFile(t testing.TB, path string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func appendFile(t testing.TB, path, data string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func header(sid string) string {
+	return fmt.Sprintf(`{"type":"session","version":3,"id":%q,"timestamp":"2026-11-29T23:08:16.463Z","cwd":"/home/u/p"}`, sid)
+}
+
+func entry(id, parent, text string) string {
+	p := "null"
+	if parent != "" {
+		p = fmt.Sprintf("%q", parent)
+	}
+	return fmt.Sprintf(`{"type":"message","id":%q,"parentId":%s,"timestamp":"2026-11-29T23:08:17.000Z","message":{"role":"user","content":%q,"timestamp":1}}`, id, p, text)
+}
+
+func assistant(id, parent string, tokens int) string {
+	return fmt.Sprintf(`{"type":"message","id":%q,"parentId":%q,"timestamp":"2026-11-29T23:09:17.000Z","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"provider":"anthropic","model":"claude","usage":{"totalTokens":%d,"cost":{"total":0.5}},"timestamp":2}}`, id, parent, tokens)
+}
+
+// linear is a session file of n entries on one branch.
+func linear(sid string, n int, pad int) []byte {
+	var b bytes.Buffer
+	b.WriteString(header(sid) + "\n")
+	parent := ""
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("e%07d", i)
+		b.WriteString(entry(id, parent, fmt.Sprintf("message %d %s", i, bytes.Repeat([]byte("x"), pad))) + "\n")
+		parent = id
+	}
+	return b.Bytes()
+}

@@ -1,0 +1,90 @@
+package projection
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+)
+
+// Handler serves the projection on the daemon's control socket:
+//
+//	GET /ls                                   the catalog, newest first (JSON array)
+//	GET /context?session=ID[&leaf=ID]         the full context, corpus JSON
+//	GET /tail?session=&type=&from=start|now   NDJSON, one TailEntry a line, until the client goes
+//
+// Errors are plain text with a status; an error after a stream began is a
+// final {"error": "..."} line.
+func (w *Worker) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ls", w.serveLs)
+	mux.HandleFunc("GET /context", w.serveContext)
+	mux.HandleFunc("GET /tail", w.serveTail)
+	return mux
+}
+
+func (w *Worker) serveLs(rw http.ResponseWriter, r *http.Request) {
+	c, err := w.Catalog(r.Context())
+	if err != nil {
+		http.Error(rw, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	if c == nil {
+		c = []CatalogEntry{}
+	}
+	rw.Header().Set("Content-Type", "application/json")
+	rw.Header().Set("X-Pi-Sessions", strconv.Itoa(len(c)))
+	json.NewEncoder(rw).Encode(c)
+}
+
+func (w *Worker) serveContext(rw http.ResponseWriter, r *http.Request) {
+	sid := r.URL.Query().Get("session")
+	c, err := w.ContextAt(r.Context(), sid, r.URL.Query().Get("leaf"))
+	if errors.Is(err, ErrUnknownSession) {
+		http.Error(rw, err.Error(), http.StatusNotFound)
+		return
+	}
+	if err != nil {
+		http.Error(rw, err.Error(), http.StatusUnprocessableEntity)
+		return
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		http.Error(rw, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	rw.Header().Set("Content-Type", "application/json")
+	rw.Write(append(b, '\n'))
+}
+
+func (w *Worker) serveTail(rw http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	o := TailOptions{Session: q.Get("session"), Type: q.Get("type")}
+	switch q.Get("from") {
+	case "", "now":
+	case "start":
+		o.FromStart = true
+	default:
+		http.Error(rw, "from: start or now", http.StatusBadRequest)
+		return
+	}
+	rw.Header().Set("Content-Type", "application/x-ndjson")
+	rw.WriteHeader(http.StatusOK)
+	fl, _ := rw.(http.Flusher)
+	if fl != nil {
+		fl.Flush() // the client knows it is subscribed
+	}
+	enc := json.NewEncoder(rw)
+	err := w.Tail(r.Context(), o, func(e TailEntry) error {
+		if err := enc.Encode(e); err != nil {
+			return err
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		return nil
+	})
+	if err != nil && r.Context().Err() == nil {
+		enc.Encode(map[string]string{"error": err.Error()})
+	}
+}

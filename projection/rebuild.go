@@ -1,0 +1,55 @@
+package projection
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/session"
+)
+
+// rebuilt is a tree read back from the streams.
+type rebuilt struct {
+	tree *session.Tree
+	err  error
+}
+
+// filters are the session's subject filters per stream: its own subject in
+// PI_LOCAL, every node's subject in PI_ALL (this node's are skipped there).
+func (w *Worker) filters(sid string) map[string]string {
+	f := map[string]string{eventlog.LocalStream: eventlog.LocalSubject(w.opts.Node, sid)}
+	if w.opts.All {
+		f[eventlog.AllStream] = eventlog.SessionFilter(sid)
+	}
+	return f
+}
+
+// rebuild reads the session's events up to the sequences in upTo and
+// feeds them to a new tree: PI_LOCAL first, then PI_ALL. This is the order
+// of a first start; a session two nodes appended to concurrently may have
+// been applied interleaved before, which can only move the leaf between
+// the tips of the same tree (see docs/PROJECTIONS.md, open points).
+func (w *Worker) rebuild(ctx context.Context, sid string, upTo Src) (rebuilt, error) {
+	s := newSessionState(sid)
+	s.tree = session.NewTree()
+	for _, stream := range []string{eventlog.LocalStream, eventlog.AllStream} {
+		filter, ok := w.filters(sid)[stream]
+		if !ok || upTo[stream] == 0 {
+			continue
+		}
+		err := eventlog.ReadFiltered(ctx, w.js, stream, filter, upTo[stream], false, func(ev *eventlog.Event) error {
+			if ev.Op != "" || (stream == eventlog.AllStream && ev.Node == w.opts.Node) {
+				return nil
+			}
+			s.appendLine(ev)
+			return nil
+		})
+		if err != nil {
+			return rebuilt{}, fmt.Errorf("projection: rebuild %s from %s: %w", sid, stream, err)
+		}
+	}
+	if len(upTo) > 0 {
+		w.rebuilds.Add(1)
+	}
+	return rebuilt{tree: s.tree, err: s.err}, nil
+}

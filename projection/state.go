@@ -1,0 +1,129 @@
+package projection
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/session"
+)
+
+// sessionState is what the worker holds for one session: the catalog entry
+// (always), the tree (only while loaded: see Worker.ensureTree) and what
+// was last written, so unchanged values are not written again.
+type sessionState struct {
+	mu      sync.Mutex
+	sid     string
+	cat     CatalogEntry // Src is the per-stream applied sequence
+	tree    *session.Tree
+	err     error  // the tree's load error, if pi would reject the file
+	lastUse uint64 // LRU clock of the tree
+	// written maps a key to the hash of the value last written (content
+	// without Src, so a page rewritten only for its Src is not rewritten).
+	written map[string]uint64
+}
+
+func newSessionState(sid string) *sessionState {
+	return &sessionState{
+		sid:     sid,
+		cat:     CatalogEntry{SessionID: sid, Nodes: []string{}, Src: Src{}},
+		written: map[string]uint64{},
+	}
+}
+
+// applied reports whether the event is already in the views.
+func (s *sessionState) applied(ev *eventlog.Event) bool { return ev.Seq <= s.cat.Src[ev.Stream] }
+
+// apply adds one event to the tree (loaded by the caller) and the catalog.
+func (s *sessionState) apply(ev *eventlog.Event) {
+	c := &s.cat
+	c.Src[ev.Stream] = ev.Seq
+	if !slices.Contains(c.Nodes, ev.Node) {
+		c.Nodes = append(c.Nodes, ev.Node)
+		slices.Sort(c.Nodes)
+	}
+	if ev.File != "" {
+		if c.Files == nil {
+			c.Files = map[string]string{}
+		}
+		c.Files[ev.Node], c.File = ev.File, ev.File
+	}
+	if ev.Op == eventlog.OpDelete {
+		if !slices.Contains(c.DeletedOn, ev.Node) {
+			c.DeletedOn = append(c.DeletedOn, ev.Node)
+			slices.Sort(c.DeletedOn)
+		}
+		c.Deleted = len(c.DeletedOn) == len(c.Nodes)
+		return
+	}
+	if ev.Op != "" {
+		return // a control event this version does not know
+	}
+	if i := slices.Index(c.DeletedOn, ev.Node); i >= 0 {
+		// The node writes the session again: its file is back.
+		c.DeletedOn = slices.Delete(c.DeletedOn, i, i+1)
+		c.Deleted = false
+	}
+	s.appendLine(ev)
+	if n := s.tree.Len(); n > 0 {
+		if ts := s.tree.Entry(n - 1).Timestamp; !math.IsNaN(ts) && ts > c.UpdatedMs {
+			c.UpdatedMs, c.Updated = ts, isoMs(ts)
+		}
+	}
+}
+
+// appendLine feeds the tree; a rejected session keeps its first error.
+func (s *sessionState) appendLine(ev *eventlog.Event) {
+	l := session.ParseLine(toValidUTF8(ev.Raw))
+	if err := s.tree.Append(l, makeRef(ev.Stream, ev.Seq)); err != nil && s.err == nil {
+		s.err = err
+	}
+}
+
+// refreshCatalog copies what the tree knows into the catalog entry.
+func (s *sessionState) refreshCatalog(ctxView *ContextView) {
+	c, t := &s.cat, s.tree
+	c.Entries, c.Messages = t.Len(), t.MessageCount
+	c.Tokens, c.Cost = t.TotalTokens, t.TotalCost
+	c.Name = ""
+	if name, ok, err := t.Name(); err == nil && ok {
+		c.Name = name
+	}
+	if c.Created == "" && c.Cwd == "" && t.Header() != nil {
+		var h struct {
+			Cwd       any `json:"cwd"`
+			Timestamp any `json:"timestamp"`
+		}
+		json.Unmarshal(t.Header(), &h)
+		c.Cwd, _ = h.Cwd.(string)
+		if ts, ok := h.Timestamp.(string); ok {
+			c.Created = ts
+			if tm, err := time.Parse(time.RFC3339Nano, ts); err == nil && c.UpdatedMs == 0 {
+				c.UpdatedMs, c.Updated = float64(tm.UnixMilli()), ts
+			}
+		}
+	}
+	c.Error = ""
+	if s.err != nil {
+		c.Error = s.err.Error()
+	}
+	c.LeafID, c.Model, c.Thinking = nil, nil, nil
+	if ctxView != nil {
+		c.LeafID, c.Model, c.Thinking = ctxView.LeafID, ctxView.Model, ctxView.Thinking
+	}
+}
+
+func isoMs(ms float64) string {
+	return time.UnixMilli(int64(ms)).UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+func (s *sessionState) src() Src {
+	out := make(Src, len(s.cat.Src))
+	for k, v := range s.cat.Src {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,211 @@
+package projection
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+)
+
+// TailEntry is one entry (or control event) of a session as it arrives.
+type TailEntry struct {
+	Session  string          `json:"session"`
+	Node     string          `json:"node"`
+	Stream   string          `json:"stream"`
+	Seq      uint64          `json:"seq"`
+	ID       string          `json:"entryId,omitempty"`
+	ParentID string          `json:"parentId,omitempty"`
+	Type     string          `json:"type,omitempty"`
+	Op       string          `json:"op,omitempty"` // "delete": a tombstone
+	File     string          `json:"file,omitempty"`
+	Entry    json.RawMessage `json:"entry,omitempty"`
+}
+
+// TailOptions select what Tail follows.
+type TailOptions struct {
+	Session   string // "" for every session
+	Type      string // "" for every type; "tombstone" for deletions
+	FromStart bool   // replay what the streams hold first
+}
+
+func (o *TailOptions) match(ev *eventlog.Event) bool {
+	return (o.Session == "" || o.Session == ev.SID) && (o.Type == "" || o.Type == ev.Type)
+}
+
+func newTailEntry(ev *eventlog.Event) TailEntry {
+	e := TailEntry{
+		Session: ev.SID, Node: ev.Node, Stream: ev.Stream, Seq: ev.Seq, ID: ev.ID,
+		ParentID: ev.ParentID, Type: ev.Type, Op: ev.Op, File: ev.File,
+	}
+	if raw := toValidUTF8(ev.Raw); json.Valid(raw) {
+		e.Entry = raw
+	}
+	return e
+}
+
+// ErrSlowSubscriber ends a Tail whose reader fell more than tailBuffer
+// entries behind: the worker never waits for a reader and never queues
+// without bound.
+var ErrSlowSubscriber = errors.New("projection: tail reader too slow; entries dropped")
+
+const tailBuffer = 1024
+
+type subscriber struct {
+	opts TailOptions
+	ch   chan TailEntry
+	gone chan struct{} // closed when dropped (overflow or worker stop)
+	err  error
+}
+
+// subscribers fans applied events out to Tail readers.
+type subscribers struct {
+	mu   sync.Mutex
+	set  map[*subscriber]struct{}
+	done bool
+}
+
+func (ss *subscribers) add(o TailOptions) *subscriber {
+	s := &subscriber{opts: o, ch: make(chan TailEntry, tailBuffer), gone: make(chan struct{})}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.done {
+		s.err = errors.New("projection: worker stopped")
+		close(s.gone)
+		return s
+	}
+	if ss.set == nil {
+		ss.set = map[*subscriber]struct{}{}
+	}
+	ss.set[s] = struct{}{}
+	return s
+}
+
+func (ss *subscribers) remove(s *subscriber) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if _, ok := ss.set[s]; ok {
+		delete(ss.set, s)
+		close(s.gone)
+	}
+}
+
+// publish hands an applied event to every matching reader, dropping a
+// reader whose buffer is full.
+func (ss *subscribers) publish(ev *eventlog.Event) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for s := range ss.set {
+		if !s.opts.match(ev) {
+			continue
+		}
+		select {
+		case s.ch <- newTailEntry(ev):
+		default:
+			s.err = ErrSlowSubscriber
+			delete(ss.set, s)
+			close(s.gone)
+		}
+	}
+}
+
+func (ss *subscribers) closeAll() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.done = true
+	for s := range ss.set {
+		s.err = errors.New("projection: worker stopped")
+		delete(ss.set, s)
+		close(s.gone)
+	}
+}
+
+// Tail calls fn for every entry the worker applies from now on, and with
+// FromStart first for what the streams already hold, until ctx ends (nil)
+// or fn fails. Entries come once each, in stream order per stream.
+func (w *Worker) Tail(ctx context.Context, o TailOptions, fn func(TailEntry) error) error {
+	select {
+	case <-w.ready:
+	case <-ctx.Done():
+		return nil
+	}
+	sub := w.subs.add(o)
+	defer w.subs.remove(sub)
+	// Replayed up to these sequences; live events at or below them were
+	// replayed already.
+	upTo := map[string]uint64{}
+	if o.FromStart {
+		for stream, filter := range w.tailFilters(o.Session) {
+			s, err := w.js.Stream(ctx, stream)
+			if err != nil {
+				return fmt.Errorf("projection: tail: %w", err)
+			}
+			info, err := s.Info(ctx)
+			if err != nil {
+				return fmt.Errorf("projection: tail: %w", err)
+			}
+			upTo[stream] = info.State.LastSeq
+			if info.State.LastSeq == 0 {
+				continue
+			}
+			err = eventlog.ReadFiltered(ctx, w.js, stream, filter, info.State.LastSeq, false, func(ev *eventlog.Event) error {
+				if stream == eventlog.AllStream && ev.Node == w.opts.Node {
+					return nil
+				}
+				if !o.match(ev) {
+					return nil
+				}
+				return fn(newTailEntry(ev))
+			})
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("projection: tail: %w", err)
+			}
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e := <-sub.ch:
+			if e.Seq <= upTo[e.Stream] {
+				continue
+			}
+			if err := fn(e); err != nil {
+				return err
+			}
+		case <-sub.gone:
+			// Deliver what was buffered before the drop, then report it.
+			for {
+				select {
+				case e := <-sub.ch:
+					if e.Seq > upTo[e.Stream] {
+						if err := fn(e); err != nil {
+							return err
+						}
+					}
+				default:
+					w.subs.mu.Lock()
+					err := sub.err
+					w.subs.mu.Unlock()
+					return err
+				}
+			}
+		}
+	}
+}
+
+func (w *Worker) tailFilters(sid string) map[string]string {
+	if sid != "" {
+		return w.filters(sid)
+	}
+	f := map[string]string{eventlog.LocalStream: eventlog.LocalPrefix + ".>"}
+	if w.opts.All {
+		f[eventlog.AllStream] = eventlog.UpPrefix + ".>"
+	}
+	return f
+}

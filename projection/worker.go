@@ -1,0 +1,207 @@
+package projection
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+)
+
+// Options configure a Worker.
+type Options struct {
+	// Node is this node's id: PI_ALL subjects of this node are skipped
+	// (PI_LOCAL holds them already).
+	Node string
+	// All consumes PI_ALL too (a workstation with a hub). The stream must
+	// exist before Run.
+	All bool
+	// MaxTrees bounds the session trees held in memory (default 512); the
+	// least recently used are dropped and rebuilt from the stream on need.
+	MaxTrees int
+	Logger   *slog.Logger
+}
+
+// Worker keeps the views of every session up to date.
+type Worker struct {
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	opts   Options
+	logger *slog.Logger
+	kv     jetstream.KeyValue
+	ready  chan struct{}
+
+	mu       sync.Mutex
+	sessions map[string]*sessionState
+	clock    uint64 // LRU clock
+	trees    int    // loaded trees
+	catalog  []CatalogEntry
+	catDirty bool
+
+	subs subscribers
+
+	applied, skipped, rebuilds, writes, flushes atomic.Int64
+}
+
+// Stats are the worker's counters since it started.
+type Stats struct {
+	Sessions int   `json:"sessions"`
+	Trees    int   `json:"treesLoaded"`
+	Applied  int64 `json:"eventsApplied"`
+	Skipped  int64 `json:"eventsSkipped"` // already in the views (redelivered, replayed)
+	Rebuilds int64 `json:"treeRebuilds"`  // trees rebuilt from the stream
+	Writes   int64 `json:"kvWrites"`
+	Flushes  int64 `json:"flushes"`
+}
+
+// New returns a worker over the connection nc; Run starts it.
+func New(nc *nats.Conn, opts Options) (*Worker, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("projection: %w", err)
+	}
+	if opts.MaxTrees <= 0 {
+		opts.MaxTrees = 512
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Worker{
+		nc: nc, js: js, opts: opts, logger: opts.Logger,
+		ready: make(chan struct{}), sessions: map[string]*sessionState{},
+	}, nil
+}
+
+// Ready is closed once the catalog is loaded and queries can be served.
+func (w *Worker) Ready() <-chan struct{} { return w.ready }
+
+// Stats returns the counters.
+func (w *Worker) Stats() Stats {
+	w.mu.Lock()
+	n, t := len(w.sessions), w.trees
+	w.mu.Unlock()
+	return Stats{
+		Sessions: n, Trees: t, Applied: w.applied.Load(), Skipped: w.skipped.Load(),
+		Rebuilds: w.rebuilds.Load(), Writes: w.writes.Load(), Flushes: w.flushes.Load(),
+	}
+}
+
+// Run opens the bucket, loads the catalog and follows the streams until
+// ctx ends. A stream that fails is read again from its saved position
+// after a pause; only a failure to open the bucket ends Run.
+func (w *Worker) Run(ctx context.Context) error {
+	kv, err := openBucket(ctx, w.js)
+	if err != nil {
+		return err
+	}
+	w.kv = kv
+	if err := w.loadCatalog(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	close(w.ready)
+	streams := []string{eventlog.LocalStream}
+	if w.opts.All {
+		streams = append(streams, eventlog.AllStream)
+	}
+	var wg sync.WaitGroup
+	for _, s := range streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.follow(ctx, s)
+		}()
+	}
+	wg.Wait()
+	w.subs.closeAll()
+	return nil
+}
+
+// lookup returns the session's state, creating it when create is set.
+func (w *Worker) lookup(sid string, create bool) *sessionState {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.sessions[sid]
+	if s == nil && create {
+		s = newSessionState(sid)
+		w.sessions[sid] = s
+	}
+	return s
+}
+
+// ensureTree loads the session's tree if it is not in memory: the events
+// the views were built from, read back from the streams up to the
+// sequences the catalog entry names. The caller holds s.mu.
+func (w *Worker) ensureTree(ctx context.Context, s *sessionState) error {
+	w.mu.Lock()
+	w.clock++
+	s.lastUse = w.clock
+	w.mu.Unlock()
+	if s.tree != nil {
+		return nil
+	}
+	t, err := w.rebuild(ctx, s.sid, s.cat.Src)
+	if err != nil {
+		return err
+	}
+	s.tree, s.err = t.tree, t.err
+	w.mu.Lock()
+	w.trees++
+	w.mu.Unlock()
+	return nil
+}
+
+// evict drops the least recently used trees beyond MaxTrees. Their views
+// stay in KV; the trees come back from the stream when needed.
+func (w *Worker) evict() {
+	w.mu.Lock()
+	if w.trees <= w.opts.MaxTrees {
+		w.mu.Unlock()
+		return
+	}
+	type use struct {
+		s    *sessionState
+		last uint64
+	}
+	var loaded []use
+	for _, s := range w.sessions {
+		if s.lastUse > 0 {
+			loaded = append(loaded, use{s, s.lastUse})
+		}
+	}
+	w.mu.Unlock()
+	slices.SortFunc(loaded, func(a, b use) int { return cmp.Compare(a.last, b.last) })
+	target := w.opts.MaxTrees * 9 / 10
+	for _, u := range loaded {
+		s := u.s
+		w.mu.Lock()
+		done := w.trees <= target
+		w.mu.Unlock()
+		if done {
+			return
+		}
+		if !s.mu.TryLock() {
+			continue // in use: keep it
+		}
+		if s.tree != nil {
+			s.tree = nil
+			w.mu.Lock()
+			w.trees--
+			s.lastUse = 0
+			w.mu.Unlock()
+		}
+		s.mu.Unlock()
+	}
+}
+
+var errNotReady = errors.New("projection: not ready")
