@@ -1,0 +1,538 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+)
+
+// Benchmarks of replication through a hub, in one process on loopback:
+//
+//	go test -run '^$' -bench BenchmarkReplication -benchtime 2000x ./cmd/pisyncd/    # latency
+//	go test -run '^$' -bench BenchmarkCatchUp -benchtime 1x -timeout 30m ./cmd/pisyncd/
+//
+// PISYNC_BENCH_CATCHUP sets the catch-up backlog (default 100000 lines).
+// docs/REPLICATION.md has the figures.
+
+// benchNode is a hub or workstation for benchmarks (the cluster_test.go
+// helpers take a *testing.T).
+type benchNode struct {
+	tb     testing.TB
+	cfg    *config.Config
+	srv    *embedded.Server // hub only
+	d      *Daemon
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func benchLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+}
+
+func benchHub(tb testing.TB) (*embedded.Server, string) {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	srv, err := StartHub(context.Background(), &config.Hub{
+		Name: "hub-1", StateDir: tb.TempDir(), LeafListen: addr, Replicas: 1, MaxStore: 8 << 30, Open: true,
+	}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		tb.Fatalf("hub: %v", err)
+	}
+	tb.Cleanup(func() { srv.Close() })
+	return srv, "nats://" + addr
+}
+
+func benchStation(tb testing.TB, name, hubURL string) *benchNode {
+	home := tb.TempDir()
+	n := &benchNode{tb: tb, cfg: &config.Config{
+		SessionsDir: filepath.Join(home, "sessions"), StateDir: filepath.Join(home, "state"), NodeID: name,
+		LogLevel: "error", LogFormat: "text", HubURLs: []string{hubURL}, Delete: "trash",
+		IdleAfter: 150 * time.Millisecond, RescanInterval: time.Second, MaxLine: 64 << 20,
+		MaxStore: 8 << 30, MaxMemory: 256 << 20, Workers: 8, ShutdownTimeout: 30 * time.Second,
+	}}
+	n.start()
+	tb.Cleanup(n.stop)
+	return n
+}
+
+func (n *benchNode) start() {
+	n.tb.Helper()
+	d, err := OpenStore(context.Background(), n.cfg, benchLogger())
+	if err != nil {
+		n.tb.Fatalf("%s: %v", n.cfg.NodeID, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n.d, n.cancel, n.done = d, cancel, make(chan error, 1)
+	go func() { n.done <- d.Run(ctx) }()
+}
+
+func (n *benchNode) stop() {
+	if n.cancel == nil {
+		return
+	}
+	n.cancel()
+	if err := <-n.done; err != nil {
+		n.tb.Errorf("%s: run: %v", n.cfg.NodeID, err)
+	}
+	if err := n.d.Close(); err != nil {
+		n.tb.Errorf("%s: close: %v", n.cfg.NodeID, err)
+	}
+	n.cancel = nil
+}
+
+func benchWait(tb testing.TB, d time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("not within %v: %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted)-1) * p)
+	return sorted[i]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// arrivals reports when each entry id first shows up: lines of a file
+// (followed with fsnotify, polled as a fallback) or messages on a subject.
+type arrivals struct {
+	mu   sync.Mutex
+	at   map[string]time.Time
+	wake chan struct{}
+}
+
+func newArrivals() *arrivals {
+	return &arrivals{at: map[string]time.Time{}, wake: make(chan struct{}, 1)}
+}
+
+func (a *arrivals) mark(id string, t time.Time) {
+	a.mu.Lock()
+	if _, ok := a.at[id]; !ok {
+		a.at[id] = t
+	}
+	a.mu.Unlock()
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (a *arrivals) get(id string) (time.Time, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t, ok := a.at[id]
+	return t, ok
+}
+
+// wait blocks until id arrived, or d passes.
+func (a *arrivals) wait(id string, d time.Duration) (time.Time, bool) {
+	deadline := time.After(d)
+	for {
+		if t, ok := a.get(id); ok {
+			return t, true
+		}
+		select {
+		case <-a.wake:
+		case <-time.After(time.Millisecond):
+		case <-deadline:
+			return time.Time{}, false
+		}
+	}
+}
+
+var idPattern = regexp.MustCompile(`"id":"([^"]+)"`)
+
+// followFile marks the ids of the lines appended to path until ctx ends.
+func (a *arrivals) followFile(ctx context.Context, tb testing.TB, path string) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := w.Add(filepath.Dir(path)); err != nil {
+		tb.Fatal(err)
+	}
+	go func() {
+		defer w.Close()
+		var off int64
+		var partial []byte
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-w.Events:
+			case <-w.Errors:
+			case <-tick.C:
+			}
+			now := time.Now()
+			f, err := os.Open(path)
+			if err != nil {
+				continue
+			}
+			f.Seek(off, io.SeekStart)
+			b, _ := io.ReadAll(f)
+			f.Close()
+			off += int64(len(b))
+			partial = append(partial, b...)
+			for {
+				i := strings.IndexByte(string(partial), '\n')
+				if i < 0 {
+					break
+				}
+				if m := idPattern.FindSubmatch(partial[:i]); m != nil {
+					a.mark(string(m[1]), now)
+				}
+				partial = partial[i+1:]
+			}
+		}
+	}()
+}
+
+// followSubject marks the Pi-Id of every message on subj.
+func (a *arrivals) followSubject(tb testing.TB, nc *nats.Conn, subj string) {
+	sub, err := nc.Subscribe(subj, func(m *nats.Msg) { a.mark(m.Header.Get(eventlog.HdrID), time.Now()) })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { sub.Unsubscribe() })
+}
+
+// baselinePublish measures n synchronous JetStream publishes of a payload
+// like a session line to a file stream on srv (the same server settings as
+// PI_LOCAL: sync always).
+func baselinePublish(tb testing.TB, srv *embedded.Server, payload []byte, n int) []time.Duration {
+	nc, err := srv.Connect()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "BENCH_BASELINE", Subjects: []string{"bench.baseline"}, Storage: jetstream.FileStorage}); err != nil {
+		tb.Fatal(err)
+	}
+	defer js.DeleteStream(ctx, "BENCH_BASELINE")
+	out := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		if _, err := js.Publish(ctx, "bench.baseline", payload); err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, time.Since(t0))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// BenchmarkReplicationLatency: one entry appended to a session file on A,
+// one at a time; the time until the line is in B's copy (p50, p99), with
+// the stages on the way (A's PI_LOCAL, the hub's PI_HUB, B's PI_ALL, each
+// as time since the append), against a
+// baseline of one synchronous JetStream publish on A's embedded server.
+func BenchmarkReplicationLatency(b *testing.B) {
+	hub, hubURL := benchHub(b)
+	na := benchStation(b, "ws-a", hubURL)
+	nb := benchStation(b, "ws-b", hubURL)
+
+	sid := "0199bebe-0000-7000-8000-000000000001"
+	rel := sessionRel("/work/bench", sid)
+	aPath := filepath.Join(na.cfg.SessionsDir, rel)
+	bPath := filepath.Join(nb.cfg.SessionsDir, rel)
+	if err := writeLines(aPath, []string{hdrLine(sid, "/work/bench"), msgLine("root", "", "start")}); err != nil {
+		b.Fatal(err)
+	}
+	benchWait(b, 60*time.Second, "B's copy", func() bool {
+		raw, _ := os.ReadFile(bPath)
+		return len(splitLines(string(raw))) == 2
+	})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	inB, inLocal, inHub := newArrivals(), newArrivals(), newArrivals()
+	inB.followFile(ctx, b, bPath)
+	ncA, err := na.d.srv.Connect()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ncA.Close()
+	inLocal.followSubject(b, ncA, "pi.evt.ws-a.>")
+	ncH, err := hub.Connect()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ncH.Close()
+	inHub.followSubject(b, ncH, "pi.up.ws-a.>")
+	ncA.Flush()
+	ncH.Flush()
+	// PI_ALL on B: mirrored messages are stored, not published, so follow
+	// the stream with a consumer.
+	inAll := newArrivals()
+	allCons, err := nb.d.log.JetStream().OrderedConsumer(ctx, eventlog.AllStream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cc, err := allCons.Consume(func(m jetstream.Msg) { inAll.mark(m.Headers().Get(eventlog.HdrID), time.Now()) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cc.Stop()
+
+	text := strings.Repeat("a typical prompt of a few hundred bytes ", 8)
+	base := baselinePublish(b, na.d.srv, []byte(msgLine("base", "root", text)), max(b.N, 200))
+
+	var total, toLocal, toHub, toAll []time.Duration
+	parent := "root"
+	send := func(i int) (time.Time, string) {
+		id := fmt.Sprintf("lat%07d", i)
+		t0 := time.Now()
+		if err := writeLines(aPath, []string{msgLine(id, parent, text)}); err != nil {
+			b.Fatal(err)
+		}
+		parent = id
+		return t0, id
+	}
+	for i := 0; i < 20; i++ { // warm up
+		_, id := send(-i - 1)
+		if _, ok := inB.wait(id, 30*time.Second); !ok {
+			b.Fatalf("warm-up entry %s never reached B", id)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0, id := send(i)
+		atB, ok := inB.wait(id, 30*time.Second)
+		if !ok {
+			b.Fatalf("entry %s never reached B", id)
+		}
+		total = append(total, atB.Sub(t0))
+		if t, ok := inLocal.get(id); ok {
+			toLocal = append(toLocal, t.Sub(t0))
+		}
+		if t, ok := inHub.get(id); ok {
+			toHub = append(toHub, t.Sub(t0))
+		}
+		if t, ok := inAll.get(id); ok {
+			toAll = append(toAll, t.Sub(t0))
+		}
+	}
+	b.StopTimer()
+	for _, s := range [][]time.Duration{total, toLocal, toHub, toAll} {
+		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	}
+	b.ReportMetric(ms(percentile(total, .5)), "p50-ms")
+	b.ReportMetric(ms(percentile(total, .99)), "p99-ms")
+	b.ReportMetric(ms(percentile(toLocal, .5)), "p50-pi_local-ms")
+	b.ReportMetric(ms(percentile(toHub, .5)), "p50-pi_hub-ms")
+	b.ReportMetric(ms(percentile(toAll, .5)), "p50-pi_all-ms")
+	b.ReportMetric(ms(percentile(base, .5)), "baseline-p50-ms")
+	b.ReportMetric(ms(percentile(base, .99)), "baseline-p99-ms")
+	if p := percentile(base, .5); p > 0 {
+		b.ReportMetric(float64(percentile(total, .5))/float64(p), "p50-x-baseline")
+		b.ReportMetric(float64(percentile(total, .99))/float64(percentile(base, .99)), "p99-x-baseline")
+	}
+}
+
+// BenchmarkCatchUp: B is stopped; A writes N lines across 10 sessions that B
+// already holds; once the hub has them all, B restarts. Reported: the rate
+// at which B's files fill (lines/s, from B's start until its files hold
+// every line), the rate of its PI_ALL mirror alone, A's rate from its
+// files to the hub, and as a baseline the rate of a plain nats-server mirror
+// of PI_HUB created afterwards on B's server.
+func BenchmarkCatchUp(b *testing.B) {
+	n := 100000
+	if s := os.Getenv("PISYNC_BENCH_CATCHUP"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n < 1000 {
+			b.Fatalf("PISYNC_BENCH_CATCHUP=%q: want a number ≥ 1000", s)
+		}
+	}
+	const sessions = 10
+	for iter := 0; iter < b.N; iter++ {
+		b.StopTimer()
+		hub, hubURL := benchHub(b)
+		_ = hub
+		na := benchStation(b, "ws-a", hubURL)
+		nb := benchStation(b, "ws-b", hubURL)
+		var aPaths, bPaths []string
+		for s := 0; s < sessions; s++ {
+			sid := fmt.Sprintf("0199cafe-0000-7000-8000-%012d", s)
+			rel := sessionRel(fmt.Sprintf("/work/p%d", s), sid)
+			aPaths = append(aPaths, filepath.Join(na.cfg.SessionsDir, rel))
+			bPaths = append(bPaths, filepath.Join(nb.cfg.SessionsDir, rel))
+			if err := writeLines(aPaths[s], []string{hdrLine(sid, fmt.Sprintf("/work/p%d", s)), msgLine("root", "", "start")}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		benchWait(b, 60*time.Second, "B's copies", func() bool {
+			for _, p := range bPaths {
+				if st, err := os.Stat(p); err != nil || st.Size() == 0 {
+					return false
+				}
+			}
+			return true
+		})
+		nb.stop()
+
+		text := strings.Repeat("backlog line text ", 12)
+		t0 := time.Now()
+		per := n / sessions
+		for s, p := range aPaths {
+			batch := make([]string, 0, 1000)
+			parent := "root"
+			for i := 0; i < per; i++ {
+				id := fmt.Sprintf("s%dl%07d", s, i)
+				batch = append(batch, msgLine(id, parent, text))
+				parent = id
+				if len(batch) == cap(batch) || i == per-1 {
+					if err := writeLines(p, batch); err != nil {
+						b.Fatal(err)
+					}
+					batch = batch[:0]
+				}
+			}
+		}
+		total := uint64(sessions*2 + per*sessions)
+		ncH, err := hub.Connect()
+		if err != nil {
+			b.Fatal(err)
+		}
+		jsH, _ := jetstream.New(ncH)
+		streamCount := func(js jetstream.JetStream, name string) uint64 {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			s, err := js.Stream(ctx, name)
+			if err != nil {
+				return 0
+			}
+			info, err := s.Info(ctx)
+			if err != nil {
+				return 0
+			}
+			return info.State.Msgs
+		}
+		benchWait(b, 30*time.Minute, "the hub holds A's lines", func() bool { return streamCount(jsH, eventlog.HubStream) == total })
+		aRate := float64(n) / time.Since(t0).Seconds()
+		ncH.Close()
+
+		var want []int64
+		for _, p := range aPaths {
+			st, err := os.Stat(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			want = append(want, st.Size())
+		}
+		b.StartTimer()
+		t1 := time.Now()
+		nb.start()
+		jsB := nb.d.log.JetStream()
+		var mirrored time.Duration
+		benchWait(b, 30*time.Minute, "B's files hold every line", func() bool {
+			if mirrored == 0 && streamCount(jsB, eventlog.AllStream) == total {
+				mirrored = time.Since(t1)
+			}
+			for i, p := range bPaths {
+				if st, err := os.Stat(p); err != nil || st.Size() < want[i] {
+					return false
+				}
+			}
+			return true
+		})
+		filed := time.Since(t1)
+		b.StopTimer()
+		if mirrored == 0 {
+			mirrored = filed
+		}
+		for i := range aPaths {
+			if err := sameFile(aPaths[i], bPaths[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		// Baseline: a second, plain mirror of PI_HUB on B's server (same
+		// server settings), from scratch, in the same run.
+		t2 := time.Now()
+		mctx, mcancel := context.WithTimeout(context.Background(), 30*time.Minute)
+		if _, err := jsB.CreateStream(mctx, jetstream.StreamConfig{
+			Name: "BENCH_MIRROR", Storage: jetstream.FileStorage,
+			Mirror: &jetstream.StreamSource{Name: eventlog.HubStream, Domain: embedded.HubDomain},
+		}); err != nil {
+			b.Fatal(err)
+		}
+		benchWait(b, 30*time.Minute, "the baseline mirror", func() bool { return streamCount(jsB, "BENCH_MIRROR") == total })
+		base := time.Since(t2)
+		jsB.DeleteStream(mctx, "BENCH_MIRROR")
+		mcancel()
+		b.ReportMetric(float64(total)/base.Seconds(), "baseline-mirror-msgs/s")
+		b.ReportMetric(float64(n)/filed.Seconds()/(float64(total)/base.Seconds()), "x-baseline")
+		b.ReportMetric(float64(n)/filed.Seconds(), "lines/s")
+		b.ReportMetric(float64(n)/mirrored.Seconds(), "mirror-lines/s")
+		b.ReportMetric(aRate, "a-to-hub-lines/s")
+		b.ReportMetric(float64(n), "lines")
+		nb.stop()
+		na.stop()
+	}
+}
+
+// sameFile checks that two session files hold the same lines (no mapping:
+// byte-equal, since A is the only writer).
+func sameFile(a, b string) error {
+	fa, err := os.Open(a)
+	if err != nil {
+		return err
+	}
+	defer fa.Close()
+	fb, err := os.Open(b)
+	if err != nil {
+		return err
+	}
+	defer fb.Close()
+	sa, sb := bufio.NewScanner(fa), bufio.NewScanner(fb)
+	sa.Buffer(nil, 1<<20)
+	sb.Buffer(nil, 1<<20)
+	for i := 1; ; i++ {
+		oa, ob := sa.Scan(), sb.Scan()
+		if !oa && !ob {
+			return nil
+		}
+		if oa != ob || sa.Text() != sb.Text() {
+			return fmt.Errorf("%s and %s differ at line %d", a, b, i)
+		}
+	}
+}
