@@ -133,4 +133,3 @@ func BenchmarkCatalog10k(b *testing.B) {
 		}
 	})
 }
-
