@@ -126,17 +126,17 @@ func (f *Forwarder) session(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("forwarder: consumer: %w", err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(1000))
+	p, err := NewPump(cons, 1024, 8<<20)
 	if err != nil {
-		return fmt.Errorf("forwarder: consumer: %w", err)
+		return fmt.Errorf("forwarder: %w", err)
 	}
-	defer it.Stop()
+	defer p.Stop()
 
 	asm := map[string]*Assembler{}
 	saved := pos
 	for {
 		// Block for the first message, then take what is already there.
-		window, last, err := f.read(ctx, it, asm)
+		window, last, err := f.read(ctx, p, asm)
 		if err != nil {
 			return err
 		}
@@ -163,26 +163,16 @@ func (f *Forwarder) session(ctx context.Context) error {
 
 const forwardWindow = 1000
 
-// read collects complete lines: at least one (waiting for it), then what
-// arrives without waiting, up to a window.
-func (f *Forwarder) read(ctx context.Context, it jetstream.MessagesContext, asm map[string]*Assembler) (map[string][]Line, uint64, error) {
+// read collects complete lines: it waits for the first message, then takes
+// what has already arrived, up to a window, without waiting any longer.
+func (f *Forwarder) read(ctx context.Context, p *Pump, asm map[string]*Assembler) (map[string][]Line, uint64, error) {
 	window := map[string][]Line{}
 	var last uint64
-	n := 0
-	for n < forwardWindow {
-		var msg jetstream.Msg
-		var err error
-		if n == 0 && last == 0 {
-			msg, err = it.Next(jetstream.NextContext(ctx))
-		} else {
-			msg, err = it.Next(jetstream.NextMaxWait(time.Millisecond))
-			if errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
-				break
-			}
-		}
-		if err != nil {
-			return nil, 0, fmt.Errorf("forwarder: read: %w", err)
-		}
+	msgs, err := p.Next(ctx, forwardWindow, nil)
+	if err != nil {
+		return nil, 0, fmt.Errorf("forwarder: read: %w", err)
+	}
+	for _, msg := range msgs {
 		meta, err := msg.Metadata()
 		if err != nil {
 			return nil, 0, fmt.Errorf("forwarder: read: %w", err)
@@ -208,7 +198,6 @@ func (f *Forwarder) read(ctx context.Context, it jetstream.MessagesContext, asm 
 			Raw: ev.Raw, Sha: ev.Sha, ID: ev.ID, ParentID: ev.ParentID, Type: ev.Type,
 			File: ev.File, Off: ev.Off, Op: ev.Op, SrcSeq: ev.Seq,
 		})
-		n++
 	}
 	return window, last, nil
 }

@@ -22,6 +22,7 @@ const (
 	hdrBatchSeq    = "Nats-Batch-Sequence"
 	hdrBatchCommit = "Nats-Batch-Commit"
 	hdrExpLastSubj = "Nats-Expected-Last-Subject-Sequence"
+	hdrExpLastSeq  = "Nats-Expected-Last-Sequence"
 )
 
 // MaxBatch is the server's default limit of messages in one atomic batch.
@@ -127,45 +128,56 @@ type pubAck struct {
 }
 
 func (p *Publisher) publishBatch(ctx context.Context, subj string, last uint64, lines []Line, total int) (uint64, error) {
-	id := nuid.Next()
-	seq := 0
-	var commit *nats.Msg
+	msgs := make([]*nats.Msg, 0, total)
 	for i := range lines {
-		for _, m := range lines[i].messages(subj, msgID(subj, &lines[i])) {
-			seq++
-			m.Header.Set(hdrBatchID, id)
-			m.Header.Set(hdrBatchSeq, strconv.Itoa(seq))
-			if seq == 1 {
-				m.Header.Set(hdrExpLastSubj, strconv.FormatUint(last, 10))
-			}
-			if seq == total {
-				m.Header.Set(hdrBatchCommit, "1")
-				commit = m
-				break
-			}
-			if err := p.nc.PublishMsg(m); err != nil {
-				return 0, fmt.Errorf("eventlog: batch publish %s: %w", subj, err)
-			}
-		}
+		msgs = append(msgs, lines[i].messages(subj, msgID(subj, &lines[i]))...)
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	resp, err := p.nc.RequestMsgWithContext(ctx, commit)
+	seq, err := publishAtomic(ctx, p.nc, msgs, hdrExpLastSubj, last)
 	if err != nil {
-		return 0, fmt.Errorf("eventlog: batch commit %s: %w", subj, err)
+		return 0, fmt.Errorf("eventlog: batch %s: %w", subj, err)
+	}
+	return seq, nil
+}
+
+// publishAtomic stores msgs as one ADR-50 atomic batch: all or nothing.
+// The first message carries expect: value (an expected last sequence,
+// checked against the stream as it was before the batch). Only the commit
+// is a request; the others are plain publishes on the same connection, so
+// they arrive in order before it.
+func publishAtomic(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg, expect string, value uint64) (uint64, error) {
+	id := nuid.Next()
+	for i, m := range msgs {
+		m.Header.Set(hdrBatchID, id)
+		m.Header.Set(hdrBatchSeq, strconv.Itoa(i+1))
+		if i == 0 {
+			m.Header.Set(expect, strconv.FormatUint(value, 10))
+		}
+		if i == len(msgs)-1 {
+			m.Header.Set(hdrBatchCommit, "1")
+			break
+		}
+		if err := nc.PublishMsg(m); err != nil {
+			return 0, err
+		}
+	}
+	resp, err := nc.RequestMsgWithContext(ctx, msgs[len(msgs)-1])
+	if err != nil {
+		return 0, fmt.Errorf("commit: %w", err)
 	}
 	var ack pubAck
 	if err := json.Unmarshal(resp.Data, &ack); err != nil {
-		return 0, fmt.Errorf("eventlog: batch commit %s: bad reply %q: %w", subj, resp.Data, err)
+		return 0, fmt.Errorf("commit: bad reply %q: %w", resp.Data, err)
 	}
 	if ack.Error != nil {
 		if ack.Error.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
-			return 0, fmt.Errorf("%w: %s after %d", ErrWrongLastSequence, subj, last)
+			return 0, fmt.Errorf("%w (expected %d)", ErrWrongLastSequence, value)
 		}
-		return 0, fmt.Errorf("eventlog: batch commit %s: %w", subj, ack.Error)
+		return 0, fmt.Errorf("commit: %w", ack.Error)
 	}
-	if ack.Count != total {
-		return 0, fmt.Errorf("eventlog: batch commit %s: stored %d of %d messages", subj, ack.Count, total)
+	if ack.Count != len(msgs) {
+		return 0, fmt.Errorf("commit: stored %d of %d messages", ack.Count, len(msgs))
 	}
 	return ack.Sequence, nil
 }

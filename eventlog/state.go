@@ -2,9 +2,7 @@ package eventlog
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -29,53 +27,25 @@ func OpenState(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue,
 	return kv, nil
 }
 
-// All is a workstation's PI_ALL: every node's events, mirrored from the hub.
+// All is a workstation's PI_ALL: every node's events, copied from the hub.
 type All struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream
 }
 
-// OpenAll makes sure the PI_ALL mirror of the hub's PI_HUB exists.
-func OpenAll(ctx context.Context, js jetstream.JetStream, hubDomain string) (*All, error) {
-	s, err := EnsureStream(ctx, js, AllStreamConfig(hubDomain))
+// OpenAll makes sure PI_ALL exists. A PI_ALL left by an older pisyncd as a
+// native mirror is replaced: it holds only derived data.
+func OpenAll(ctx context.Context, js jetstream.JetStream) (*All, error) {
+	if s, err := js.Stream(ctx, AllStream); err == nil && s.CachedInfo().Config.Mirror != nil {
+		if err := js.DeleteStream(ctx, AllStream); err != nil {
+			return nil, fmt.Errorf("eventlog: replace mirror %s: %w", AllStream, err)
+		}
+	}
+	s, err := EnsureStream(ctx, js, AllStreamConfig())
 	if err != nil {
 		return nil, err
 	}
 	return &All{js: js, stream: s}, nil
-}
-
-// LookupAll opens an existing PI_ALL, or returns nil when there is none
-// yet. PI_ALL is created only once the hub answers (WaitHubAndOpenAll): a
-// mirror whose first attempts fail backs off for up to two minutes.
-func LookupAll(ctx context.Context, js jetstream.JetStream) (*All, error) {
-	s, err := js.Stream(ctx, AllStream)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("eventlog: %s: %w", AllStream, err)
-	}
-	return &All{js: js, stream: s}, nil
-}
-
-// WaitHubAndOpenAll waits until the hub's PI_HUB answers through the leaf
-// connection, then creates (or opens) PI_ALL.
-func WaitHubAndOpenAll(ctx context.Context, js, hub jetstream.JetStream, hubDomain string) (*All, error) {
-	backoff := 100 * time.Millisecond
-	for {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := hub.Stream(cctx, HubStream)
-		cancel()
-		if err == nil {
-			return OpenAll(ctx, js, hubDomain)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
-	}
 }
 
 // Stream returns PI_ALL.
@@ -85,7 +55,7 @@ func (a *All) Stream() jetstream.Stream { return a.stream }
 func (a *All) JetStream() jetstream.JetStream { return a.js }
 
 // SessionFilter is the PI_ALL subject filter of one session on every node.
-func SessionFilter(sid string) string { return UpPrefix + ".*." + EncodeSID(sid) }
+func SessionFilter(sid string) string { return AllPrefix + ".*." + EncodeSID(sid) }
 
 // ScanSession calls fn for every event of the session in PI_ALL, from every
 // node, in stream order, up to the stream's last sequence when called.

@@ -77,20 +77,17 @@ func HubStreamConfig(replicas int) jetstream.StreamConfig {
 	return c
 }
 
-// AllStreamConfig is PI_ALL on a workstation: a native mirror of PI_HUB in
-// the hub's domain, store-and-forward across disconnections.
-func AllStreamConfig(hubDomain string) jetstream.StreamConfig {
-	return jetstream.StreamConfig{
-		Name:        AllStream,
-		Description: "pisyncd: mirror of the hub's PI_HUB",
-		Storage:     jetstream.FileStorage,
-		Retention:   jetstream.LimitsPolicy,
-		MaxMsgs:     -1,
-		MaxBytes:    -1,
-		MaxMsgSize:  MaxMsgSize,
-		AllowDirect: true,
-		DenyDelete:  true,
-		DenyPurge:   true,
-		Mirror:      &jetstream.StreamSource{Name: HubStream, Domain: hubDomain},
-	}
+// AllStreamConfig is PI_ALL on a workstation: a copy of the hub's PI_HUB
+// that the downloader keeps (pi.up.<node>.<sid> becomes
+// pi.all.<node>.<sid>, so that no local stream listens on the hub's
+// subjects). Not a native mirror: a mirror stores and syncs one message at a
+// time under sync always, and after failures backs off for up to two
+// minutes; the downloader writes atomic batches and retries within seconds.
+func AllStreamConfig() jetstream.StreamConfig {
+	c := LocalStreamConfig()
+	c.Name = AllStream
+	c.Description = "pisyncd: this node's copy of the hub's PI_HUB"
+	c.Subjects = []string{AllPrefix + ".>"}
+	c.Duplicates = 0 // one writer stating the expected last sequence: no ids needed
+	return c
 }

@@ -10,7 +10,8 @@ import (
 // ordering per subject is total.
 const (
 	LocalPrefix = "pi.evt" // PI_LOCAL: pi.evt.<node>.<sid>
-	UpPrefix    = "pi.up"  // PI_HUB and PI_ALL: pi.up.<node>.<sid>
+	UpPrefix    = "pi.up"  // PI_HUB: pi.up.<node>.<sid>
+	AllPrefix   = "pi.all" // PI_ALL, a workstation's copy of PI_HUB: pi.all.<node>.<sid>
 )
 
 // encodedMark starts an encoded session id. It is outside pi's id alphabet
@@ -72,7 +73,12 @@ func UpSubject(node, sid string) string {
 	return UpPrefix + "." + node + "." + EncodeSID(sid)
 }
 
-// ParseSubject splits a pi.evt or pi.up subject into its node and session id.
+// AllSubject is the PI_ALL subject of a session written on node.
+func AllSubject(node, sid string) string {
+	return AllPrefix + "." + node + "." + EncodeSID(sid)
+}
+
+// ParseSubject splits a pi.evt, pi.up or pi.all subject into its node and session id.
 func ParseSubject(subj string) (node, sid string, err error) {
 	var rest string
 	switch {
@@ -80,6 +86,8 @@ func ParseSubject(subj string) (node, sid string, err error) {
 		rest = subj[len(LocalPrefix)+1:]
 	case strings.HasPrefix(subj, UpPrefix+"."):
 		rest = subj[len(UpPrefix)+1:]
+	case strings.HasPrefix(subj, AllPrefix+"."):
+		rest = subj[len(AllPrefix)+1:]
 	default:
 		return "", "", fmt.Errorf("eventlog: not an event subject: %q", subj)
 	}

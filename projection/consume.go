@@ -69,7 +69,7 @@ func (w *Worker) consume(ctx context.Context, f *follower) error {
 	f.saved = pos
 	filter := eventlog.LocalPrefix + ".>"
 	if f.stream == eventlog.AllStream {
-		filter = eventlog.UpPrefix + ".>"
+		filter = eventlog.AllPrefix + ".>"
 	}
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}}
 	if pos > 0 {
@@ -150,6 +150,7 @@ func (w *Worker) applyEvent(ctx context.Context, f *follower, ev *eventlog.Event
 		return err
 	}
 	s.apply(ev)
+	w.cacheBody(s, ev)
 	w.applied.Add(1)
 	f.dirty[s] = struct{}{}
 	w.subs.publish(ev)

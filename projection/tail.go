@@ -205,7 +205,7 @@ func (w *Worker) tailFilters(sid string) map[string]string {
 	}
 	f := map[string]string{eventlog.LocalStream: eventlog.LocalPrefix + ".>"}
 	if w.opts.All {
-		f[eventlog.AllStream] = eventlog.UpPrefix + ".>"
+		f[eventlog.AllStream] = eventlog.AllPrefix + ".>"
 	}
 	return f
 }

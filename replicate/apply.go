@@ -293,10 +293,7 @@ func (r *Replicator) isDeleted(ctx context.Context, sid string) bool {
 // other nodes published (in PI_ALL), including each remote header as the
 // replicator writes it here (path-mapped).
 func (r *Replicator) KnownLines(ctx context.Context, sid string, add func([32]byte)) error {
-	all := r.all.Load()
-	if all == nil {
-		return nil // no PI_ALL yet: nothing came from other nodes
-	}
+	all := r.all
 	var headers []uint64
 	err := all.ScanSession(ctx, sid, false, func(ev *eventlog.Event) error {
 		add(ev.Sha)

@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pisyncd/pisyncd/eventlog"
@@ -51,8 +50,7 @@ const TrashDir = ".pisyncd-trash"
 // Replicator writes other nodes' events into native pi files.
 type Replicator struct {
 	opts    Options
-	all     atomic.Pointer[eventlog.All] // nil until the hub first answers
-	openAll func(context.Context) (*eventlog.All, error)
+	all     *eventlog.All
 	state   jetstream.KeyValue
 	tracker Tracker
 	logger  *slog.Logger
@@ -68,21 +66,18 @@ type Replicator struct {
 	collisions, waiting, deferred                 atomic.Int64
 }
 
-// New returns a replicator reading PI_ALL: all when it exists already,
-// else what openAll returns once it can (it waits for the hub).
-func New(all *eventlog.All, openAll func(context.Context) (*eventlog.All, error), state jetstream.KeyValue, tracker Tracker, o Options) *Replicator {
+// New returns a replicator reading all.
+func New(all *eventlog.All, state jetstream.KeyValue, tracker Tracker, o Options) *Replicator {
 	if o.Idle <= 0 {
 		o.Idle = time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Replicator{
-		opts: o, openAll: openAll, state: state, tracker: tracker, logger: o.Logger,
+	return &Replicator{
+		opts: o, all: all, state: state, tracker: tracker, logger: o.Logger,
 		sessions: map[string]*sess{}, files: map[string]*replica{}, forkSIDs: map[string]struct{}{},
 	}
-	r.all.Store(all)
-	return r
 }
 
 // SetTracker sets the tailer (which is created after the replicator, as it
@@ -129,16 +124,6 @@ const positionKey = "replicator.position"
 
 // Run replicates until ctx ends.
 func (r *Replicator) Run(ctx context.Context) error {
-	if r.all.Load() == nil {
-		all, err := r.openAll(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("replicator: %w", err)
-		}
-		r.all.Store(all)
-	}
 	backoff := 100 * time.Millisecond
 	for {
 		err := r.run(ctx)
@@ -179,46 +164,45 @@ func (r *Replicator) run(ctx context.Context) error {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = pos + 1
 	}
-	cons, err := r.all.Load().JetStream().OrderedConsumer(ctx, eventlog.AllStream, cfg)
+	cons, err := r.all.JetStream().OrderedConsumer(ctx, eventlog.AllStream, cfg)
 	if err != nil {
 		return fmt.Errorf("replicator: consumer: %w", err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(1000))
+	p, err := eventlog.NewPump(cons, 1024, 8<<20)
 	if err != nil {
-		return fmt.Errorf("replicator: consumer: %w", err)
+		return fmt.Errorf("replicator: %w", err)
 	}
-	defer it.Stop()
+	defer p.Stop()
 	asm := map[string]*eventlog.Assembler{}
 	saved, last := pos, pos
+	var msgs []jetstream.Msg
 	for {
+		// Wait for events; while some wait for a busy file, wake up
+		// often enough to retry it.
 		wait := 5 * time.Second
 		if r.waiting.Load() > 0 {
 			wait = r.opts.Idle / 4
 		}
-		n := 0
-		for n < 1000 {
-			w := time.Millisecond
-			if n == 0 {
-				w = wait
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		msgs, err = p.Next(wctx, 1000, msgs[:0])
+		cancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("replicator: read: %w", err)
+		}
+		if err != nil {
+			if cerr := p.Err(); cerr != nil {
+				return fmt.Errorf("replicator: read: %w", cerr)
 			}
-			wctx, cancel := context.WithTimeout(ctx, w)
-			msg, err := it.Next(jetstream.NextContext(wctx))
-			cancel()
-			if ctx.Err() == nil && (errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)) {
-				break
-			}
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return fmt.Errorf("replicator: read: %w", err)
-			}
+		}
+		for _, msg := range msgs {
 			meta, err := msg.Metadata()
 			if err != nil {
 				return fmt.Errorf("replicator: read: %w", err)
 			}
 			last = meta.Sequence.Stream
-			n++
 			a := asm[msg.Subject()]
 			if a == nil {
 				a = eventlog.NewAssembler(false)

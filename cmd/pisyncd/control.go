@@ -52,11 +52,12 @@ type Status struct {
 	Tailer      watch.Stats   `json:"tailer"`
 	Stream      eventlog.Info `json:"stream"`
 	// With a hub:
-	HubURLs        []string                 `json:"hubUrls,omitempty"`
-	Forwarder      *eventlog.ForwarderStats `json:"forwarder,omitempty"`
-	Replicator     *replicate.Stats         `json:"replicator,omitempty"`
-	Projection     projection.Stats         `json:"projection"`
-	ForkedSessions []string                 `json:"forkedSessions,omitempty"`
+	HubURLs        []string                  `json:"hubUrls,omitempty"`
+	Forwarder      *eventlog.ForwarderStats  `json:"forwarder,omitempty"`
+	Downloader     *eventlog.DownloaderStats `json:"downloader,omitempty"`
+	Replicator     *replicate.Stats          `json:"replicator,omitempty"`
+	Projection     projection.Stats          `json:"projection"`
+	ForkedSessions []string                  `json:"forkedSessions,omitempty"`
 }
 
 func (d *Daemon) status(ctx context.Context) (Status, error) {
@@ -73,8 +74,8 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 		st.Projection = d.proj.Stats()
 	}
 	if d.fwd != nil {
-		fs, rs := d.fwd.Stats(), d.repl.Stats()
-		st.HubURLs, st.Forwarder, st.Replicator = d.cfg.HubURLs, &fs, &rs
+		fs, ds, rs := d.fwd.Stats(), d.dl.Stats(), d.repl.Stats()
+		st.HubURLs, st.Forwarder, st.Downloader, st.Replicator = d.cfg.HubURLs, &fs, &ds, &rs
 		st.ForkedSessions = d.repl.ForkedSessions()
 	}
 	return st, err

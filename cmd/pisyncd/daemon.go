@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -37,6 +36,7 @@ type Daemon struct {
 	log     *eventlog.Local
 	tailer  *watch.Tailer
 	fwd     *eventlog.Forwarder
+	dl      *eventlog.Downloader
 	repl    *replicate.Replicator
 	proj    *projection.Worker
 	reg     *prometheus.Registry
@@ -91,24 +91,21 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 	return &Daemon{cfg: cfg, logger: logger, srv: srv, nc: nc, log: lg, started: time.Now()}, nil
 }
 
-// openReplication sets up the hub side: the state bucket, the PI_ALL
-// mirror, the forwarder and the replicator.
+// openReplication sets up the hub side: the state bucket, PI_ALL, the
+// forwarder (up), the downloader (down) and the replicator.
 func (d *Daemon) openReplication(ctx context.Context) error {
 	js := d.log.JetStream()
 	state, err := eventlog.OpenState(ctx, js)
 	if err != nil {
 		return err
 	}
-	all, err := eventlog.LookupAll(ctx, js)
+	all, err := eventlog.OpenAll(ctx, js)
 	if err != nil {
 		return err
 	}
-	hub, err := jetstream.NewWithDomain(d.nc, embedded.HubDomain)
+	d.dl, err = eventlog.NewDownloader(d.nc, all, embedded.HubDomain, d.logger.With("component", "downloader"))
 	if err != nil {
 		return err
-	}
-	openAll := func(ctx context.Context) (*eventlog.All, error) {
-		return eventlog.WaitHubAndOpenAll(ctx, js, hub, embedded.HubDomain)
 	}
 	pm, err := replicate.ParsePathMap(d.cfg.PathMap)
 	if err != nil {
@@ -118,7 +115,7 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.repl = replicate.New(all, openAll, state, nil, replicate.Options{
+	d.repl = replicate.New(all, state, nil, replicate.Options{
 		Root: d.cfg.SessionsDir, Node: d.cfg.NodeID, PathMap: pm,
 		KeepDeleted: d.cfg.Delete == "ignore", Idle: d.cfg.IdleAfter,
 		Logger: d.logger.With("component", "replicator"),
@@ -219,10 +216,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 		fail(d.tailer.Run(ctx))
 	}()
 	if d.fwd != nil {
-		wg.Add(2)
+		wg.Add(3)
 		go func() {
 			defer wg.Done()
 			fail(d.fwd.Run(ctx))
+		}()
+		go func() {
+			defer wg.Done()
+			fail(d.dl.Run(ctx))
 		}()
 		go func() {
 			defer wg.Done()

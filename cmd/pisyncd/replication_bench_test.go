@@ -82,7 +82,7 @@ func benchStation(tb testing.TB, name, hubURL string) *benchNode {
 
 func (n *benchNode) start() {
 	n.tb.Helper()
-	d, err := OpenStore(context.Background(), n.cfg, benchLogger())
+	d, err := OpenDaemon(context.Background(), n.cfg, benchLogger())
 	if err != nil {
 		n.tb.Fatalf("%s: %v", n.cfg.NodeID, err)
 	}

@@ -88,8 +88,9 @@ func statusCommand(args []string, stdout io.Writer) error {
 	row("stream", fmt.Sprintf("%s: %d messages, %d bytes, last seq %d, %d subjects", eventlog.LocalStream, st.Stream.Messages, st.Stream.Bytes, st.Stream.LastSeq, st.Stream.Subjects))
 	if st.Forwarder != nil {
 		row("hub", strings.Join(st.HubURLs, ", "))
-		row("hub reachable", st.Forwarder.Connected)
+		row("hub reachable", st.Forwarder.Connected || st.Downloader.Connected)
 		row("lines forwarded to the hub", st.Forwarder.Forwarded)
+		row("lines copied from the hub", st.Downloader.Copied)
 		r := st.Replicator
 		row("remote sessions created here", r.FilesCreated)
 		row("remote lines written here", r.LinesWritten)

@@ -100,8 +100,9 @@ func LoadNodes(dir string) ([]Node, error) {
 }
 
 // NodePermissions are what node name may do on the hub, seen from the hub:
-// publish only its own events and the JetStream API calls its forwarder and
-// PI_ALL mirror make; receive only its own replies and mirror deliveries.
+// publish only its own events and the JetStream API calls of its forwarder
+// (stream info, last message of a subject) and downloader (an ephemeral
+// pull consumer on PI_HUB); receive only replies on its own inbox prefix.
 func NodePermissions(name string) (pub, sub []string) {
 	api := "$JS." + HubDomain + ".API."
 	pub = []string{
@@ -109,17 +110,12 @@ func NodePermissions(name string) (pub, sub []string) {
 		api + "STREAM.INFO.PI_HUB",
 		api + "DIRECT.GET.PI_HUB",
 		api + "DIRECT.GET.PI_HUB.>",
-		api + "CONSUMER.CREATE.PI_HUB", // the PI_ALL mirror's consumer
 		api + "CONSUMER.CREATE.PI_HUB.>",
+		api + "CONSUMER.MSG.NEXT.PI_HUB.>",
 		api + "CONSUMER.DELETE.PI_HUB.>",
 		api + "CONSUMER.INFO.PI_HUB.>",
-		"$JS.FC.>",
 	}
-	sub = []string{
-		InboxPrefix(name) + ".>",
-		"$JS.M.>",  // PI_ALL mirror deliveries
-		"$JSC.R.>", // replies to the mirror's consumer requests
-	}
+	sub = []string{InboxPrefix(name) + ".>"}
 	return pub, sub
 }
 

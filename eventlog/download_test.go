@@ -1,0 +1,165 @@
+package eventlog_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+)
+
+// hubAndLeaf starts an open hub with PI_HUB and a workstation server that
+// joins it as a leaf, with PI_ALL.
+func hubAndLeaf(tb testing.TB) (hubJS jetstream.JetStream, ws *embedded.Server, all *eventlog.All) {
+	tb.Helper()
+	ctx := context.Background()
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	leaf := l.Addr().String()
+	l.Close()
+	hub, err := embedded.StartHub(ctx, embedded.HubConfig{StateDir: tb.TempDir(), Name: "h", LeafListen: leaf})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { hub.Close() })
+	hnc, err := hub.Connect()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(hnc.Close)
+	hubJS, _ = jetstream.New(hnc)
+	if _, err := eventlog.EnsureStream(ctx, hubJS, eventlog.HubStreamConfig(1)); err != nil {
+		tb.Fatal(err)
+	}
+	ws, err = embedded.Start(ctx, embedded.Config{StateDir: tb.TempDir(), NodeID: "w1", HubURLs: []string{"nats://" + leaf}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ws.Close() })
+	wnc, err := ws.Connect()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(wnc.Close)
+	js, _ := jetstream.New(wnc)
+	if all, err = eventlog.OpenAll(ctx, js); err != nil {
+		tb.Fatal(err)
+	}
+	return hubJS, ws, all
+}
+
+func allCount(tb testing.TB, all *eventlog.All) uint64 {
+	info, err := all.Stream().Info(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+// TestDownloaderCopiesExactlyOnce: the hub's lines land in PI_ALL in hub
+// order, split lines whole, and restarting the downloader copies nothing
+// twice.
+func TestDownloaderCopiesExactlyOnce(t *testing.T) {
+	hubJS, ws, all := hubAndLeaf(t)
+	ctx := context.Background()
+	hnc := hubJS.Conn()
+	pub := eventlog.NewPublisher(hnc, hubJS, 10*time.Second)
+	last := uint64(0)
+	var err error
+	lines := append(mkLines(50, 100, "a"), mkLines(1, 3*eventlog.MaxChunk, "big")...)
+	if last, _, err = pub.Publish(ctx, eventlog.UpSubject("n2", "s1"), last, lines); err != nil {
+		t.Fatal(err)
+	}
+	run := func() (stop func()) {
+		nc, err := ws.Connect()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := eventlog.NewDownloader(nc, all, embedded.HubDomain, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- d.Run(rctx) }()
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+			nc.Close()
+		}
+	}
+	stop := run()
+	want := uint64(50 + 4)
+	waitCount(t, all, want)
+	stop()
+	if _, _, err := pub.Publish(ctx, eventlog.UpSubject("n2", "s1"), last, mkLines(3, 10, "b")); err != nil {
+		t.Fatal(err)
+	}
+	stop = run()
+	defer stop()
+	waitCount(t, all, want+3)
+	var n int
+	err = eventlog.ReadFiltered(ctx, all.JetStream(), eventlog.AllStream, eventlog.SessionFilter("s1"), want+3, false, func(ev *eventlog.Event) error {
+		if ev.Node != "n2" || ev.SID != "s1" {
+			t.Errorf("event of %s/%s", ev.Node, ev.SID)
+		}
+		n++
+		return nil
+	})
+	if err != nil || n != 54 {
+		t.Fatalf("read %d lines back (want 54): %v", n, err)
+	}
+}
+
+func waitCount(t testing.TB, all *eventlog.All, want uint64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if n := allCount(t, all); n == want {
+			return
+		} else if n > want {
+			t.Fatalf("PI_ALL holds %d messages, want %d: duplicates", n, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("PI_ALL holds %d messages, want %d", allCount(t, all), want)
+}
+
+// BenchmarkDownload: catch-up rate of the downloader, hub → PI_ALL, as a
+// ratio to publishing the same messages into PI_HUB in atomic batches in
+// the same run.
+func BenchmarkDownload(b *testing.B) {
+	const n = 20000
+	for i := 0; i < b.N; i++ {
+		hubJS, ws, all := hubAndLeaf(b)
+		ctx := context.Background()
+		pub := eventlog.NewPublisher(hubJS.Conn(), hubJS, 30*time.Second)
+		t0 := time.Now()
+		for s := 0; s < 10; s++ {
+			if _, _, err := pub.Publish(ctx, eventlog.UpSubject("n2", fmt.Sprint("s", s)), 0, mkLines(n/10, 200, "x")); err != nil {
+				b.Fatal(err)
+			}
+		}
+		base := time.Since(t0)
+		nc, _ := ws.Connect()
+		d, _ := eventlog.NewDownloader(nc, all, embedded.HubDomain, nil)
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		t1 := time.Now()
+		go func() { done <- d.Run(rctx) }()
+		waitCount(b, all, n)
+		took := time.Since(t1)
+		cancel()
+		<-done
+		nc.Close()
+		b.ReportMetric(float64(n)/took.Seconds(), "lines/s")
+		b.ReportMetric(float64(n)/base.Seconds(), "baseline-batch-publish-lines/s")
+		b.ReportMetric(base.Seconds()/took.Seconds(), "x-baseline")
+	}
+}

@@ -1,0 +1,96 @@
+package eventlog
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Pump turns a consumer's callbacks into a bounded queue, so a worker can
+// wait for the first message and then take whatever else has already
+// arrived without waiting any longer: a fixed "wait a little for more"
+// would add its delay to every live line.
+type Pump struct {
+	cc  jetstream.ConsumeContext
+	ch  chan jetstream.Msg
+	err chan error
+}
+
+// NewPump consumes into a queue of size messages, pulling at most maxBytes
+// at a time: together they bound the memory a fast producer can take.
+func NewPump(cons jetstream.Consumer, size, maxBytes int) (*Pump, error) {
+	p := &Pump{ch: make(chan jetstream.Msg, size), err: make(chan error, 1)}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		p.ch <- m // blocks when full: back-pressure, never an unbounded queue
+	}, jetstream.PullMaxBytes(maxBytes), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		select {
+		case p.err <- err:
+		default:
+		}
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("consume: %w", err)
+	}
+	p.cc = cc
+	return p, nil
+}
+
+// Next waits for one message, then appends up to max-1 more: those already
+// queued, and, while the consumer says more are pending (a backlog), those
+// still on their way, so that catching up writes full batches while a live
+// line never waits for company.
+func (p *Pump) Next(ctx context.Context, max int, out []jetstream.Msg) ([]jetstream.Msg, error) {
+	select {
+	case <-ctx.Done():
+		return out, context.Cause(ctx)
+	case m := <-p.ch:
+		out = append(out, m)
+	}
+	for len(out) < max {
+		select {
+		case m := <-p.ch:
+			out = append(out, m)
+			continue
+		default:
+		}
+		if !pending(out[len(out)-1]) {
+			return out, nil
+		}
+		select {
+		case m := <-p.ch:
+			out = append(out, m)
+		case <-ctx.Done():
+			return out, nil // what we have is a batch
+		}
+	}
+	return out, nil
+}
+
+// pending reports whether the consumer had more messages after m.
+func pending(m jetstream.Msg) bool {
+	meta, err := m.Metadata()
+	return err == nil && meta.NumPending > 0
+}
+
+// Err returns a consume error reported since the last call, if any.
+func (p *Pump) Err() error {
+	select {
+	case err := <-p.err:
+		return err
+	default:
+		return nil
+	}
+}
+
+// Stop ends the consumer; a callback blocked on a full queue is released.
+func (p *Pump) Stop() {
+	p.cc.Stop()
+	for {
+		select {
+		case <-p.ch:
+		case <-p.cc.Closed():
+			return
+		}
+	}
+}
