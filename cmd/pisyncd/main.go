@@ -35,6 +35,8 @@ Usage:
   pisyncd tail [--session ID] [--type T] [--json] [--from-start]
                                      follow new entries as they arrive
   pisyncd hub                        run a hub node that workstations join (see pisyncd hub help)
+  pisyncd service [systemd|launchd] [--install]
+                                     print (or install) a user service file for this binary
   pisyncd help                       this text and every setting
 
 Settings are environment variables:
@@ -63,6 +65,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = tailCommand(args, stdout)
 	case "hub":
 		err = hubCommand(args, stdout, stderr)
+	case "service":
+		err = serviceCommand(args, stdout)
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usageText)
 		if err := config.Usage(stdout); err != nil {
