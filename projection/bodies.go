@@ -14,17 +14,19 @@ import (
 	"github.com/pisyncd/pisyncd/session"
 )
 
-// streamBodies is a session.BodySource over the event streams. A context
-// asks for its window's bodies in window order, which is mostly stream
-// order, so a miss fetches a batch of the session's following lines with
-// one direct-get request (next_by_subj, batch) instead of one round trip
-// per entry. What a batch brings beyond the window is dropped when served
-// or when the query ends; nothing outlives the query.
+// streamBodies is a session.BodySource over the event streams, in front of
+// which sit the bodies a caller already holds (known, never modified). A
+// context asks for its window's bodies in window order, which is mostly
+// stream order, so a miss fetches a batch of the session's following lines
+// with one direct-get request (next_by_subj, batch) instead of one round
+// trip per entry. What a batch brings beyond the window is dropped with
+// the query (see window).
 type streamBodies struct {
 	ctx     context.Context
 	nc      *nats.Conn
 	filters map[string]string // stream → subject filter of the session
-	cache   map[session.Ref][]byte
+	known   map[session.Ref][]byte
+	cache   map[session.Ref][]byte // read by this query
 	fetches int
 }
 
@@ -35,16 +37,49 @@ const (
 	bodyBytes = 8 << 20
 )
 
-func newStreamBodies(ctx context.Context, nc *nats.Conn, filters map[string]string) *streamBodies {
-	return &streamBodies{ctx: ctx, nc: nc, filters: filters, cache: make(map[session.Ref][]byte)}
+func newStreamBodies(ctx context.Context, nc *nats.Conn, filters map[string]string, known map[session.Ref][]byte) *streamBodies {
+	return &streamBodies{ctx: ctx, nc: nc, filters: filters, known: known, cache: make(map[session.Ref][]byte)}
 }
 
 var _ session.BodySource = (*streamBodies)(nil)
 
+// windowBodies are the bodies of one context's window and their size.
+type windowBodies struct {
+	bodies map[session.Ref][]byte
+	bytes  int64
+}
+
+// window returns the bodies of refs (all served by now). When the known
+// bodies are exactly the window, the same map is returned.
+func (b *streamBodies) window(refs []session.Ref) windowBodies {
+	var w windowBodies
+	if b.known != nil && len(b.cache) == 0 && len(b.known) == len(refs) {
+		w.bodies = b.known
+		for _, body := range b.known {
+			w.bytes += int64(len(body))
+		}
+		return w
+	}
+	w.bodies = make(map[session.Ref][]byte, len(refs))
+	for _, r := range refs {
+		body, ok := b.known[r]
+		if !ok {
+			body, ok = b.cache[r]
+		}
+		if ok {
+			w.bodies[r] = body
+			w.bytes += int64(len(body))
+		}
+	}
+	return w
+}
+
 // Body implements session.BodySource.
 func (b *streamBodies) Body(ref session.Ref) ([]byte, error) {
+	if body, ok := b.known[ref]; ok {
+		return body, nil
+	}
 	if body, ok := b.cache[ref]; ok {
-		delete(b.cache, ref)
 		return body, nil
 	}
 	stream, seq := refStream(ref), refSeq(ref)
@@ -59,7 +94,6 @@ func (b *streamBodies) Body(ref session.Ref) ([]byte, error) {
 			return nil, err
 		}
 		if body, ok := b.cache[ref]; ok {
-			delete(b.cache, ref)
 			return body, nil
 		}
 		// The ref's message is the last chunk of a split line: its

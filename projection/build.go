@@ -1,32 +1,20 @@
 package projection
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"hash/fnv"
 
 	"github.com/pisyncd/pisyncd/session"
 )
 
-// value is one KV value to write: its key, its bytes and the hash of its
-// content without Src.
+// value is one KV value to write: its key, the hash of its content
+// without Src, and its bytes, built only when the hash says the value
+// changed.
 type value struct {
 	key  string
-	data []byte
 	hash uint64
-}
-
-// refRecorder is the BodySource of an index build: it notes the refs a
-// context asks for, in window order, and hands back a stub body. The stub
-// is valid for every message-producing entry type, and everything else a
-// context holds (window, leaf, model, thinking level, errors) comes from
-// metadata, so the index is exact without reading a single body.
-type refRecorder struct{ refs []session.Ref }
-
-var stubBody = []byte(`{"message":{}}`)
-
-func (r *refRecorder) Body(ref session.Ref) ([]byte, error) {
-	r.refs = append(r.refs, ref)
-	return stubBody, nil
+	data func() []byte
 }
 
 // buildViews computes every value of the session from its tree and
@@ -39,33 +27,39 @@ func (s *sessionState) buildViews() ([]value, int) {
 		h := fnv.New64a()
 		b, _ := json.Marshal(content)
 		h.Write(b)
-		data, _ := json.Marshal(withSrc(src))
-		out = append(out, value{key: key, data: data, hash: h.Sum64()})
+		out = append(out, value{key: key, hash: h.Sum64(), data: func() []byte {
+			data, _ := json.Marshal(withSrc(src))
+			return data
+		}})
 	}
 
 	// Context index.
-	var rec refRecorder
+	// The index is metadata: the tree yields it without reading a body.
 	cv := ContextView{PageSize: pageSize, Model: json.RawMessage("null")}
-	var ids []json.RawMessage
-	if c, err := t.Context(&rec); err != nil {
+	var ids []session.ID
+	var refs []session.Ref
+	if ix, err := t.Index(); err != nil {
 		cv.Error = err.Error()
 		cv.LeafID = rawID(t.Leaf())
 	} else {
-		cv.LeafID, cv.Thinking = rawID(c.LeafID), c.ThinkingLevel
-		if c.Model != nil {
-			cv.Model = c.Model
+		cv.LeafID, cv.Thinking = rawID(ix.LeafID), ix.ThinkingLevel
+		if ix.Model != nil {
+			cv.Model = ix.Model
 		}
-		ids = make([]json.RawMessage, len(c.EntryIDs))
-		for i, id := range c.EntryIDs {
-			ids[i] = rawID(id)
-		}
+		ids, refs = ix.EntryIDs, ix.Refs
 	}
-	cv.Entries, cv.Refs = len(ids), len(rec.refs)
-	cv.Pages = (max(len(ids), len(rec.refs)) + pageSize - 1) / pageSize
+	cv.Entries, cv.Refs = len(ids), len(refs)
+	cv.Pages = (max(len(ids), len(refs)) + pageSize - 1) / pageSize
 	for p := 0; p < cv.Pages; p++ {
-		pg := ContextPage{Page: p, IDs: window(ids, p), Refs: refStrings(window(rec.refs, p))}
-		truncate(&pg)
-		add(pageKey(s.sid, p), pg, func(src Src) any { pg.Src = src; return pg })
+		// Pages are hashed straight from ids and refs and marshalled only
+		// when changed: an append usually changes the last page alone.
+		pids, prefs := window(ids, p), window(refs, p)
+		out = append(out, value{key: pageKey(s.sid, p), hash: pageHash(pids, prefs), data: func() []byte {
+			pg := ContextPage{Page: p, IDs: rawIDs(pids), Refs: refStrings(prefs), Src: src}
+			truncate(&pg)
+			data, _ := json.Marshal(pg)
+			return data
+		}})
 	}
 	add(sessionKey(s.sid, "ctx"), cv, func(src Src) any { v := cv; v.Src = src; return v })
 
@@ -102,6 +96,40 @@ func (s *sessionState) buildViews() ([]value, int) {
 func rawID(id session.ID) json.RawMessage {
 	b, _ := id.MarshalJSON()
 	return b
+}
+
+func rawIDs(ids []session.ID) []json.RawMessage {
+	out := make([]json.RawMessage, len(ids))
+	for i, id := range ids {
+		out[i] = rawID(id)
+	}
+	return out
+}
+
+// pageHash hashes a context page's content: each id (length-prefixed, so
+// no two lists hash alike by construction) and each ref.
+func pageHash(ids []session.ID, refs []session.Ref) uint64 {
+	h := fnv.New64a()
+	var n [8]byte
+	put := func(v uint64) {
+		binary.LittleEndian.PutUint64(n[:], v)
+		h.Write(n[:])
+	}
+	put(uint64(len(ids)))
+	for _, id := range ids {
+		s, ok := id.String()
+		if !ok {
+			b, _ := id.MarshalJSON() // not a string: JSON text, tagged apart
+			s = "\x00" + string(b)
+		}
+		put(uint64(len(s)))
+		h.Write([]byte(s))
+	}
+	put(uint64(len(refs)))
+	for _, r := range refs {
+		put(uint64(r))
+	}
+	return h.Sum64()
 }
 
 func window[T any](xs []T, page int) []T {

@@ -201,10 +201,11 @@ func (w *Worker) writeViews(ctx context.Context, s *sessionState) error {
 		if s.written[v.key] == v.hash {
 			continue
 		}
-		if len(v.data) > maxValue {
-			return fmt.Errorf("projection: %s: value of %d bytes over the limit", v.key, len(v.data))
+		data := v.data()
+		if len(data) > maxValue {
+			return fmt.Errorf("projection: %s: value of %d bytes over the limit", v.key, len(data))
 		}
-		if _, err := w.kv.Put(ctx, v.key, v.data); err != nil {
+		if _, err := w.kv.Put(ctx, v.key, data); err != nil {
 			return fmt.Errorf("projection: write %s: %w", v.key, err)
 		}
 		w.writes.Add(1)

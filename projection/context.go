@@ -40,35 +40,57 @@ func (w *Worker) ContextAt(ctx context.Context, sid, leaf string) (*session.Cont
 	if err := w.ensureTree(ctx, s); err != nil {
 		return nil, err
 	}
-	return buildContext(ctx, w.nc, w.js, s.tree, w.filters(sid), leaf)
+	var known map[session.Ref][]byte
+	if s.bodies != nil {
+		known = s.bodies.bodies
+	}
+	c, win, err := buildContext(ctx, w.nc, w.js, s.tree, w.filters(sid), leaf, known)
+	if err != nil {
+		return nil, err
+	}
+	w.keepBodies(s, win.bodies, win.bytes)
+	return c, nil
 }
 
-// buildContext renders the context twice: first with stub bodies, which
-// names the refs the window needs (exact: the window is metadata), then
-// with those bodies read in one pass over the session's subjects. A body
-// the read missed is fetched on its own by the source.
-func buildContext(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, t *session.Tree, filters map[string]string, leaf string) (*session.Context, error) {
-	render := func(src session.BodySource) (*session.Context, error) {
-		if leaf == "" {
-			return t.Context(src)
-		}
-		return t.ContextAt(&leaf, src)
+// buildContext asks the tree for the context's index, which names the
+// refs the window needs (exact: the window is metadata), then renders the
+// context with those bodies, taken from known (bodies kept from earlier
+// queries, only read) or else read in one pass over the session's
+// subjects. A body the read missed is fetched on its own by the source.
+// It also returns the window's bodies, for the caller to keep.
+func buildContext(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, t *session.Tree, filters map[string]string, leaf string, known map[session.Ref][]byte) (*session.Context, windowBodies, error) {
+	var ix *session.Index
+	var err error
+	if leaf == "" {
+		ix, err = t.Index()
+	} else {
+		ix, err = t.IndexAt(&leaf)
 	}
-	var rec refRecorder
-	if _, err := render(&rec); err != nil {
-		return nil, fmt.Errorf("projection: context: %w", err)
-	}
-	src := newStreamBodies(ctx, nc, filters)
-	if len(rec.refs) > 0 {
-		if err := src.prefetch(js, rec.refs); err != nil {
-			return nil, err
-		}
-	}
-	c, err := render(src)
 	if err != nil {
-		return nil, fmt.Errorf("projection: context: %w", err)
+		return nil, windowBodies{}, fmt.Errorf("projection: context: %w", err)
 	}
-	return c, nil
+	src := newStreamBodies(ctx, nc, filters, known)
+	var missing []session.Ref
+	for _, r := range ix.Refs {
+		if _, ok := known[r]; !ok {
+			missing = append(missing, r)
+		}
+	}
+	if len(missing) > 0 {
+		if err := src.prefetch(js, missing); err != nil {
+			return nil, windowBodies{}, err
+		}
+	}
+	var c *session.Context
+	if leaf == "" {
+		c, err = t.Context(src)
+	} else {
+		c, err = t.ContextAt(&leaf, src)
+	}
+	if err != nil {
+		return nil, windowBodies{}, fmt.Errorf("projection: context: %w", err)
+	}
+	return c, src.window(ix.Refs), nil
 }
 
 // LoadContext builds a session's context straight from the streams,
@@ -106,5 +128,6 @@ func LoadContext(ctx context.Context, nc *nats.Conn, node, sid, leaf string, all
 	if r.err != nil {
 		return nil, fmt.Errorf("projection: context: %w", r.err)
 	}
-	return buildContext(ctx, nc, w.js, r.tree, w.filters(sid), leaf)
+	c, _, err := buildContext(ctx, nc, w.js, r.tree, w.filters(sid), leaf, nil)
+	return c, err
 }

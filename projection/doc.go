@@ -9,6 +9,9 @@
 //   - Every session is one session.Tree fed in arrival order; the tree
 //     holds metadata only and its Refs name stream positions (ref.go), so
 //     bodies are read back from the stream when a full context is asked for.
+//     The bodies of a session's last context window stay in memory, within
+//     a byte budget for the whole worker, so a repeated query reads only
+//     what is new (bodycache.go).
 //   - Each value written carries the stream sequences it was built from
 //     (Src). A session remembers the last sequence applied per stream and
 //     skips anything at or below it, so redeliveries and replays change

@@ -19,8 +19,9 @@ type sessionState struct {
 	sid     string
 	cat     CatalogEntry // Src is the per-stream applied sequence
 	tree    *session.Tree
-	err     error  // the tree's load error, if pi would reject the file
-	lastUse uint64 // LRU clock of the tree
+	err     error      // the tree's load error, if pi would reject the file
+	lastUse uint64     // LRU clock of the tree
+	bodies  *bodyCache // the last context's bodies, nil for none
 	// written maps a key to the hash of the value last written (content
 	// without Src, so a page rewritten only for its Src is not rewritten).
 	written map[string]uint64

@@ -27,7 +27,10 @@ type Options struct {
 	// MaxTrees bounds the session trees held in memory (default 512); the
 	// least recently used are dropped and rebuilt from the stream on need.
 	MaxTrees int
-	Logger   *slog.Logger
+	// MaxBodyBytes bounds the message bodies kept for repeated context
+	// queries, over all sessions (default 64 MiB; see bodycache.go).
+	MaxBodyBytes int64
+	Logger       *slog.Logger
 }
 
 // Worker keeps the views of every session up to date.
@@ -45,6 +48,8 @@ type Worker struct {
 	trees    int    // loaded trees
 	catalog  []CatalogEntry
 	catDirty bool
+	// bodyBytes is the size of every session's body cache.
+	bodyBytes int64
 
 	subs subscribers
 
@@ -70,6 +75,9 @@ func New(nc *nats.Conn, opts Options) (*Worker, error) {
 	}
 	if opts.MaxTrees <= 0 {
 		opts.MaxTrees = 512
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = defaultMaxBodyBytes
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

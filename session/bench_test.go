@@ -67,3 +67,27 @@ func BenchmarkAppend(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkContextLinear10k renders a 10k-entry session without
+// compaction (every entry in the window, ≈300-byte lines), the shape of
+// projection's BenchmarkContext10k, from the file in memory.
+func BenchmarkContextLinear10k(b *testing.B) {
+	var buf bytes.Buffer
+	buf.WriteString(`{"type":"session","version":3,"id":"bench","timestamp":"2025-03-01T10:00:00.000Z","cwd":"/x"}` + "\n")
+	parent := "null"
+	for i := 0; i < 10000; i++ {
+		id := fmt.Sprintf("e%07d", i)
+		fmt.Fprintf(&buf, `{"type":"message","id":"%s","parentId":%s,"timestamp":"2026-11-29T23:08:17.000Z","message":{"role":"user","content":"message %d %s","timestamp":1}}`+"\n", id, parent, i, bytes.Repeat([]byte("x"), 200))
+		parent = `"` + id + `"`
+	}
+	f, err := Load(buf.Bytes())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.Context(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

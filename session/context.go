@@ -71,6 +71,40 @@ func (c *Context) MarshalJSON() ([]byte, error) {
 // Context builds the context at the tree's leaf. Bodies of the window
 // entries come from src; nothing else is read.
 func (t *Tree) Context(src BodySource) (*Context, error) {
+	ix, err := t.Index()
+	if err != nil {
+		return nil, err
+	}
+	return t.render(ix, src)
+}
+
+// ContextAt builds the context as if pi's branch(id) had moved the leaf
+// there; a nil id is resetLeaf() (no leaf, empty context). The tree's own
+// leaf does not move.
+func (t *Tree) ContextAt(id *string, src BodySource) (*Context, error) {
+	ix, err := t.IndexAt(id)
+	if err != nil {
+		return nil, err
+	}
+	return t.render(ix, src)
+}
+
+// Index is a context without its messages: the leaf, the window and the
+// settings, and the refs of the window entries whose bodies the messages
+// come from, in window order. Building it reads no bodies; a caller that
+// fetches bodies from far away learns from it which ones to fetch.
+type Index struct {
+	LeafID        ID
+	EntryIDs      []ID
+	Refs          []Ref
+	ThinkingLevel json.RawMessage
+	Model         json.RawMessage
+	wins          []int32 // window nodes with messages, for render
+}
+
+// Index is Context without the messages (see Index). It fails exactly when
+// Context fails for a reason other than its bodies.
+func (t *Tree) Index() (*Index, error) {
 	if t.state != 1 {
 		return nil, t.loadErr()
 	}
@@ -79,19 +113,17 @@ func (t *Tree) Context(src BodySource) (*Context, error) {
 	if !t.hasLeaf {
 		leaf = ID{kind: idNull}
 	}
-	return t.render(c, leaf, src)
+	return t.index0(c, leaf)
 }
 
-// ContextAt builds the context as if pi's branch(id) had moved the leaf
-// there; a nil id is resetLeaf() (no leaf, empty context). The tree's own
-// leaf does not move.
-func (t *Tree) ContextAt(id *string, src BodySource) (*Context, error) {
+// IndexAt is ContextAt without the messages.
+func (t *Tree) IndexAt(id *string) (*Index, error) {
 	if t.state != 1 {
 		return nil, t.loadErr()
 	}
 	if id == nil {
 		c := current{valid: true, leaf: -1, think: -1, model: -1, bad: -1}
-		return t.render(&c, ID{kind: idNull}, src)
+		return t.index0(&c, ID{kind: idNull})
 	}
 	leaf := StringID(*id)
 	start, ok := t.index[leaf]
@@ -99,7 +131,7 @@ func (t *Tree) ContextAt(id *string, src BodySource) (*Context, error) {
 		return nil, fmt.Errorf("session: context at %q: %w", *id, ErrUnknownEntry)
 	}
 	c := t.compute(start)
-	return t.render(&c, leaf, src)
+	return t.index0(&c, leaf)
 }
 
 func (t *Tree) loadErr() error {
@@ -109,30 +141,22 @@ func (t *Tree) loadErr() error {
 	return ErrNotSession
 }
 
-func (t *Tree) render(c *current, leaf ID, src BodySource) (*Context, error) {
+func (t *Tree) index0(c *current, leaf ID) (*Index, error) {
 	if err := c.check(t); err != nil {
 		return nil, err
 	}
-	out := &Context{LeafID: leaf, EntryIDs: make([]ID, len(c.win)), Messages: []json.RawMessage{}}
+	ix := &Index{LeafID: leaf, EntryIDs: make([]ID, len(c.win))}
 	for k, i := range c.win {
 		n := &t.nodes[i]
-		out.EntryIDs[k] = n.id
-		if !producesMessages(n) {
-			continue
+		ix.EntryIDs[k] = n.id
+		if producesMessages(n) {
+			ix.wins = append(ix.wins, i)
+			ix.Refs = append(ix.Refs, n.ref)
 		}
-		body, err := src.Body(n.ref)
-		if err != nil {
-			return nil, fmt.Errorf("session: body of entry %d: %w", n.ref, err)
-		}
-		msgs, err := t.entryMessages(n, body)
-		if err != nil {
-			return nil, err
-		}
-		out.Messages = append(out.Messages, msgs...)
 	}
-	out.ThinkingLevel = json.RawMessage(`"off"`)
+	ix.ThinkingLevel = json.RawMessage(`"off"`)
 	if c.think >= 0 {
-		out.ThinkingLevel = t.nodes[c.think].x.thinking
+		ix.ThinkingLevel = t.nodes[c.think].x.thinking
 	}
 	if c.model >= 0 {
 		x := t.nodes[c.model].x
@@ -143,7 +167,24 @@ func (t *Tree) render(c *current, leaf ID, src BodySource) (*Context, error) {
 		if x.model != nil {
 			fs = append(fs, field{"modelId", x.model})
 		}
-		out.Model = encodeFields(fs)
+		ix.Model = encodeFields(fs)
+	}
+	return ix, nil
+}
+
+// render adds the messages to an index of this tree.
+func (t *Tree) render(ix *Index, src BodySource) (*Context, error) {
+	out := &Context{LeafID: ix.LeafID, EntryIDs: ix.EntryIDs, ThinkingLevel: ix.ThinkingLevel, Model: ix.Model,
+		Messages: make([]json.RawMessage, 0, len(ix.wins))}
+	for _, i := range ix.wins {
+		n := &t.nodes[i]
+		body, err := src.Body(n.ref)
+		if err != nil {
+			return nil, fmt.Errorf("session: body of entry %d: %w", n.ref, err)
+		}
+		if out.Messages, err = t.entryMessages(out.Messages, n, body); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

@@ -11,8 +11,12 @@
 //   - Tree accepts lines one at a time (Append) and keeps only metadata
 //     (ids, parents, types, timestamps and a caller-chosen Ref per entry), so
 //     its memory does not grow with message bodies. Bodies are fetched through
-//     a BodySource only when a context is built. A File is a Tree whose
-//     BodySource is the file itself.
+//     a BodySource only when a context is built; Tree.Index names the ones a
+//     context needs without reading any. A File is a Tree whose BodySource
+//     is the file itself.
+//
+// Rendering scans each body once (scan.go) and passes stored messages on
+// as their raw bytes, so a context costs about one pass over its bodies.
 //
 // pi is JavaScript, and its rules lean on JavaScript semantics (truthiness,
 // Map keys, Date.parse, V8's sort); the helpers in js*.go reproduce exactly

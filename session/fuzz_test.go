@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/pisyncd/pisyncd/internal/testenv"
@@ -68,7 +69,9 @@ func FuzzRead(f *testing.F) {
 			_ = Preorder(roots)
 		}
 		_ = tr.InsertionChildren()
-		_ = tr.Heads()
+		if h, full := tr.Heads(), tr.headsFull(); !slices.Equal(h, full) {
+			t.Fatalf("heads %v, from scratch %v", h, full)
+		}
 		_ = tr.Labels()
 		_, _, _ = tr.Name()
 		_, _ = tr.MigratedHeader()

@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -59,6 +60,9 @@ func TestIncrementalMatchesFull(t *testing.T) {
 				scratch := tree.compute(tree.startNode(tree.leafID, tree.hasLeaf))
 				if fmt.Sprint(inc.win, inc.think, inc.model, inc.bad, inc.err) != fmt.Sprint(scratch.win, scratch.think, scratch.model, scratch.bad, scratch.err) {
 					t.Fatalf("line %d: incremental state %+v, from scratch %+v", k, inc, scratch)
+				}
+				if got, want := tree.Heads(), tree.headsFull(); !slices.Equal(got, want) {
+					t.Fatalf("line %d: incremental heads %v, from scratch %v", k, got, want)
 				}
 				if k%step != 0 && k != len(lines)-1 {
 					continue

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -9,78 +10,137 @@ import (
 
 var emptyArray = json.RawMessage(`[]`)
 
-// entryMessages is sessionEntryToContextMessages (spec §7.3, rule set
-// seed) for one window entry, given its raw line.
-func (t *Tree) entryMessages(n *node, body []byte) ([]json.RawMessage, error) {
-	var f map[string]json.RawMessage
-	if err := json.Unmarshal(body, &f); err != nil {
-		return nil, fmt.Errorf("session: decode entry body: %w", err)
+// bodyFields are the members of an entry body that rendering reads, as raw
+// values (nil when absent; the last duplicate wins, as in JSON.parse).
+type bodyFields struct {
+	message, content, customType, display, details json.RawMessage
+	summary, fromID, tokensBefore, retainedTail    json.RawMessage
+	// role and content of message, when it is an object.
+	msgRole, msgContent json.RawMessage
+}
+
+// scanBody validates an entry body and picks its fields in one pass,
+// descending into an object message for its role and content. The values
+// alias body: a stored message is passed on untouched, with its key
+// order, spacing and unknown fields, and is never decoded.
+func scanBody(body []byte) (bodyFields, error) {
+	var f bodyFields
+	e, err := scanMembers(body, skipWS(body, 0), 1, func(k []byte, at int) (int, error) {
+		if string(k) == "message" && body[at] == '{' {
+			var role, content json.RawMessage
+			ve, err := scanMembers(body, at, 2, func(k []byte, at int) (int, error) {
+				ve, err := skipValue(body, at, 3)
+				switch string(k) {
+				case "role":
+					role = body[at:ve:ve]
+				case "content":
+					content = body[at:ve:ve]
+				}
+				return ve, err
+			})
+			f.message, f.msgRole, f.msgContent = body[at:ve:ve], role, content
+			return ve, err
+		}
+		ve, err := skipValue(body, at, 2)
+		if err != nil {
+			return 0, err
+		}
+		v := json.RawMessage(body[at:ve:ve])
+		switch string(k) {
+		case "message":
+			f.message = v
+		case "content":
+			f.content = v
+		case "customType":
+			f.customType = v
+		case "display":
+			f.display = v
+		case "details":
+			f.details = v
+		case "summary":
+			f.summary = v
+		case "fromId":
+			f.fromID = v
+		case "tokensBefore":
+			f.tokensBefore = v
+		case "retainedTail":
+			f.retainedTail = v
+		}
+		return ve, nil
+	})
+	if err != nil {
+		return f, err
 	}
-	ts := msTimestamp(n.ts)
+	return f, end(body, e)
+}
+
+// entryMessages is sessionEntryToContextMessages (spec §7.3, rule set
+// seed) for one window entry, given its raw line. It appends the entry's
+// messages to dst.
+func (t *Tree) entryMessages(dst []json.RawMessage, n *node, body []byte) ([]json.RawMessage, error) {
+	f, err := scanBody(body)
+	if err != nil {
+		return dst, fmt.Errorf("session: decode entry body: %w", err)
+	}
 	switch n.typ.s {
 	case "message":
-		m := f["message"]
-		if isAbsent(m) {
-			return nil, ErrMissingMessage
+		if isAbsent(f.message) {
+			return dst, ErrMissingMessage
 		}
-		msg, err := t.contextMessage(m)
+		msg, err := t.contextMessage(f.message, f.msgRole, f.msgContent)
 		if err != nil {
-			return nil, err
+			return dst, err
 		}
-		return []json.RawMessage{msg}, nil
+		return append(dst, msg), nil
 	case "custom_message":
-		content := f["content"]
+		content := f.content
 		if isAbsent(content) {
 			content = emptyArray
 		}
 		fs := []field{{"role", json.RawMessage(`"custom"`)}}
-		fs = appendDefined(fs, "customType", f["customType"])
+		fs = appendDefined(fs, "customType", f.customType)
 		fs = append(fs, field{"content", content})
-		fs = appendDefined(fs, "display", f["display"])
-		fs = appendDefined(fs, "details", f["details"])
-		fs = append(fs, field{"timestamp", ts})
-		return []json.RawMessage{encodeFields(fs)}, nil
+		fs = appendDefined(fs, "display", f.display)
+		fs = appendDefined(fs, "details", f.details)
+		fs = append(fs, field{"timestamp", msTimestamp(n.ts)})
+		return append(dst, encodeFields(fs)), nil
 	case "branch_summary":
-		if !truthy(f["summary"]) {
-			return nil, nil
+		if !truthy(f.summary) {
+			return dst, nil
 		}
-		fs := []field{{"role", json.RawMessage(`"branchSummary"`)}, {"summary", f["summary"]}}
-		fs = appendDefined(fs, "fromId", f["fromId"])
-		fs = append(fs, field{"timestamp", ts})
-		return []json.RawMessage{encodeFields(fs)}, nil
+		fs := []field{{"role", json.RawMessage(`"branchSummary"`)}, {"summary", f.summary}}
+		fs = appendDefined(fs, "fromId", f.fromID)
+		fs = append(fs, field{"timestamp", msTimestamp(n.ts)})
+		return append(dst, encodeFields(fs)), nil
 	case "compaction":
 		fs := []field{{"role", json.RawMessage(`"compactionSummary"`)}}
-		fs = appendDefined(fs, "summary", f["summary"])
-		fs = appendDefined(fs, "tokensBefore", f["tokensBefore"])
-		fs = append(fs, field{"timestamp", ts})
-		out := []json.RawMessage{encodeFields(fs)}
-		if tail := f["retainedTail"]; isArray(tail) {
+		fs = appendDefined(fs, "summary", f.summary)
+		fs = appendDefined(fs, "tokensBefore", f.tokensBefore)
+		fs = append(fs, field{"timestamp", msTimestamp(n.ts)})
+		dst = append(dst, encodeFields(fs))
+		if isArray(f.retainedTail) {
 			// [seed] the retained messages follow verbatim (spec §7.7).
-			var elems []json.RawMessage
-			if err := json.Unmarshal(tail, &elems); err != nil {
-				return nil, fmt.Errorf("session: decode retainedTail: %w", err)
+			if err := eachElement(f.retainedTail, func(v []byte) { dst = append(dst, v) }); err != nil {
+				return dst, fmt.Errorf("session: decode retainedTail: %w", err)
 			}
-			out = append(out, elems...)
 		}
-		return out, nil
+		return dst, nil
 	}
-	return nil, nil
+	return dst, nil
 }
 
-// contextMessage returns a stored message as the context holds it: the v2
-// migration's hookMessage → custom rename applied in memory, and content
-// null or missing replaced by [] for user, assistant and toolResult.
-func (t *Tree) contextMessage(m json.RawMessage) (json.RawMessage, error) {
+// contextMessage returns a stored message m (with its role and content as
+// scanBody found them) as the context holds it: the v2 migration's
+// hookMessage → custom rename applied in memory, and content null or
+// missing replaced by [] for user, assistant and toolResult. Only those two
+// cases rewrite the message; otherwise it is returned as stored.
+func (t *Tree) contextMessage(m, roleRaw, content json.RawMessage) (json.RawMessage, error) {
 	if !isObject(m) {
 		return m, nil
 	}
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(m, &probe); err != nil {
-		return nil, fmt.Errorf("session: decode message: %w", err)
-	}
-	role, _ := rawString(probe["role"])
+	role, _ := quickString(roleRaw)
 	rename := t.version < 3 && role == "hookMessage"
-	fixContent := (role == "user" || role == "assistant" || role == "toolResult") && isAbsent(probe["content"])
+	fixContent := (role == "user" || role == "assistant" || role == "toolResult") && isAbsent(content)
 	if !rename && !fixContent {
 		return m, nil
 	}
@@ -98,6 +158,15 @@ func (t *Tree) contextMessage(m json.RawMessage) (json.RawMessage, error) {
 		fs = setField(fs, "content", emptyArray)
 	}
 	return encodeFields(fs), nil
+}
+
+// quickString is rawString for a value that is already trimmed, without
+// the decoder when the string has no escapes (the usual case).
+func quickString(raw []byte) (string, bool) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	return rawString(raw)
 }
 
 func appendDefined(fs []field, key string, val json.RawMessage) []field {

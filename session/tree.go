@@ -112,6 +112,9 @@ type Tree struct {
 	v1Pending map[int]int32
 
 	cur current
+	// heads is Heads(), kept by Append while headsOK.
+	heads   []int
+	headsOK bool
 	Stats
 }
 
@@ -130,6 +133,8 @@ func NewTree() *Tree {
 		labels:  make(map[ID]json.RawMessage),
 		nameIdx: -1,
 		cur:     current{leaf: -1, valid: true, think: -1, model: -1, bad: -1},
+		heads:   []int{},
+		headsOK: true,
 	}
 }
 
@@ -353,4 +358,5 @@ func (t *Tree) addNode(idx int32) {
 	}
 	t.leafID, t.hasLeaf = n.id, true
 	t.advance(idx, parent, disturbs)
+	t.updateHeads(idx, parent, disturbs)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -156,17 +157,18 @@ func Preorder(roots []*TreeNode) []int {
 // survivors lists, in the order pi's id Map iterates (first occurrence of
 // each id), the entry that holds each id.
 func (t *Tree) survivors() []int32 {
-	seen := make(map[ID]bool, len(t.index))
-	var out []int32
+	// The holder of an id is unique, so "id seen" is "holder listed".
+	listed := make([]bool, len(t.nodes))
+	out := make([]int32, 0, len(t.nodes))
 	for i := range t.nodes {
 		id := t.nodes[i].id
 		if !id.mapKey() {
 			out = append(out, int32(i))
 			continue
 		}
-		if !seen[id] {
-			seen[id] = true
-			out = append(out, t.index[id])
+		if j := t.index[id]; !listed[j] {
+			listed[j] = true
+			out = append(out, j)
 		}
 	}
 	return out
@@ -194,22 +196,57 @@ func (t *Tree) InsertionChildren() map[string][]int {
 }
 
 // Heads returns the tips of the tree: surviving entries no surviving entry
-// names as its parent. Each is a leaf a user could continue from.
+// names as its parent. Each is a leaf a user could continue from. The list
+// is kept up to date by Append (see updateHeads) and recomputed only after
+// a duplicate id or a late parent changed the tree's shape.
 func (t *Tree) Heads() []int {
+	if !t.headsOK {
+		t.heads, t.headsOK = t.headsFull(), true
+	}
+	return slices.Clone(t.heads)
+}
+
+// headsFull computes Heads from scratch.
+func (t *Tree) headsFull() []int {
 	surv := t.survivors()
-	hasChild := make(map[int32]bool)
+	hasChild := make([]bool, len(t.nodes))
 	for _, i := range surv {
 		if p := t.parentOf(i); p >= 0 && p != i {
 			hasChild[p] = true
 		}
 	}
-	var out []int
+	out := []int{}
 	for _, i := range surv {
 		if !hasChild[i] {
 			out = append(out, int(i))
 		}
 	}
 	return out
+}
+
+// updateHeads follows an appended entry idx (resolved parent or -1). A new
+// id is the last survivor and has no children yet (a child waiting for it
+// would have made the append disturb), so it becomes the last head and its
+// parent stops being one. A duplicate id or a late parent changes which
+// entries survive or whose children they are: recompute on the next call.
+func (t *Tree) updateHeads(idx, parent int32, disturbs bool) {
+	if !t.headsOK {
+		return
+	}
+	if disturbs {
+		t.heads, t.headsOK = nil, false
+		return
+	}
+	if parent >= 0 && parent != idx {
+		// Usually the previous leaf, the last head.
+		for k := len(t.heads) - 1; k >= 0; k-- {
+			if t.heads[k] == int(parent) {
+				t.heads = slices.Delete(t.heads, k, k+1)
+				break
+			}
+		}
+	}
+	t.heads = append(t.heads, int(idx))
 }
 
 // Labels returns pi's labels of existing entries (file-global, the last

@@ -1,0 +1,306 @@
+package session
+
+import (
+	"bytes"
+	"errors"
+	"unicode/utf8"
+)
+
+// A single-pass JSON scanner for the hot paths (rendering a context's
+// messages): it walks an object's members and hands out each value as the
+// raw bytes of the input, so a body is validated and split in one pass
+// without building maps or copying values. It accepts exactly what
+// encoding/json accepts (RFC 8259 grammar, nesting up to 10000) and, like a
+// decode into map[string]json.RawMessage, yields values without surrounding
+// white space and keys unescaped; a duplicate key is yielded again, so the
+// caller's last assignment wins, as in JSON.parse.
+
+// maxDepth is encoding/json's nesting limit, so that both reject the same
+// inputs.
+const maxDepth = 10000
+
+var errSyntax = errors.New("invalid JSON")
+
+// eachMember calls fn for every member of the JSON object raw, in order.
+// The key is only valid during the call; val aliases raw (capped, so an
+// append to it cannot write into raw). It fails when raw is not one
+// valid JSON object (white space around it allowed).
+func eachMember(raw []byte, fn func(key []byte, val []byte)) error {
+	i := skipWS(raw, 0)
+	e, err := scanMembers(raw, i, 1, func(key []byte, at int) (int, error) {
+		ve, err := skipValue(raw, at, 2)
+		if err == nil {
+			fn(key, raw[at:ve:ve])
+		}
+		return ve, err
+	})
+	if err != nil {
+		return err
+	}
+	return end(raw, e)
+}
+
+// scanMembers scans the object that starts at b[i] (nesting depth) and
+// returns the offset past it. For each member it calls fn with the key
+// and the offset of the value, and fn returns the offset past the value:
+// it skips the value itself, so it can also descend into it.
+func scanMembers(b []byte, i, depth int, fn func(key []byte, at int) (int, error)) (int, error) {
+	if i >= len(b) || b[i] != '{' {
+		return 0, errNotObject
+	}
+	if depth > maxDepth {
+		return 0, errSyntax
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return 0, errSyntax
+		}
+		ke, esc, err := skipString(b, i)
+		if err != nil {
+			return 0, err
+		}
+		key := b[i+1 : ke-1]
+		if esc || !utf8.Valid(key) {
+			// Decoded as encoding/json does (invalid UTF-8 becomes U+FFFD).
+			s, ok := jsonString(b[i:ke])
+			if !ok {
+				return 0, errSyntax
+			}
+			key = []byte(s)
+		}
+		i = skipWS(b, ke)
+		if i >= len(b) || b[i] != ':' {
+			return 0, errSyntax
+		}
+		i = skipWS(b, i+1)
+		if i >= len(b) {
+			return 0, errSyntax
+		}
+		ve, err := fn(key, i)
+		if err != nil {
+			return 0, err
+		}
+		i = skipWS(b, ve)
+		if i >= len(b) {
+			return 0, errSyntax
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case '}':
+			return i + 1, nil
+		default:
+			return 0, errSyntax
+		}
+	}
+}
+
+// eachElement calls fn for every element of the JSON array raw, in order.
+func eachElement(raw []byte, fn func(val []byte)) error {
+	i := skipWS(raw, 0)
+	if i == len(raw) || raw[i] != '[' {
+		return errSyntax
+	}
+	i = skipWS(raw, i+1)
+	if i < len(raw) && raw[i] == ']' {
+		return end(raw, i+1)
+	}
+	for {
+		ve, err := skipValue(raw, i, 2)
+		if err != nil {
+			return err
+		}
+		fn(raw[i:ve:ve])
+		i = skipWS(raw, ve)
+		if i == len(raw) {
+			return errSyntax
+		}
+		switch raw[i] {
+		case ',':
+			i = skipWS(raw, i+1)
+		case ']':
+			return end(raw, i+1)
+		default:
+			return errSyntax
+		}
+	}
+}
+
+// end checks that only white space follows offset i.
+func end(raw []byte, i int) error {
+	if skipWS(raw, i) != len(raw) {
+		return errSyntax
+	}
+	return nil
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\r', '\n':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipValue returns the offset just past the value that starts at b[i]
+// (no white space before it). depth is the nesting of that value.
+func skipValue(b []byte, i, depth int) (int, error) {
+	if i >= len(b) {
+		return 0, errSyntax
+	}
+	switch c := b[i]; {
+	case c == '"':
+		e, _, err := skipString(b, i)
+		return e, err
+	case c == '{' || c == '[':
+		if depth > maxDepth {
+			return 0, errSyntax
+		}
+		return skipContainer(b, i, depth)
+	case c == 't':
+		return skipWord(b, i, "true")
+	case c == 'f':
+		return skipWord(b, i, "false")
+	case c == 'n':
+		return skipWord(b, i, "null")
+	case c == '-' || c >= '0' && c <= '9':
+		return skipNumber(b, i)
+	}
+	return 0, errSyntax
+}
+
+// skipContainer skips an object or array starting at b[i].
+func skipContainer(b []byte, i, depth int) (int, error) {
+	if b[i] == '{' {
+		return scanMembers(b, i, depth, func(_ []byte, at int) (int, error) {
+			return skipValue(b, at, depth+1)
+		})
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, nil
+	}
+	for {
+		e, err := skipValue(b, i, depth+1)
+		if err != nil {
+			return 0, err
+		}
+		i = skipWS(b, e)
+		if i >= len(b) {
+			return 0, errSyntax
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case ']':
+			return i + 1, nil
+		default:
+			return 0, errSyntax
+		}
+	}
+}
+
+// plain marks the bytes a string can hold as they are: not '"', not '\\',
+// not a control character.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// skipString skips the string starting at b[i] (a '"'); esc reports a
+// backslash in it.
+func skipString(b []byte, i int) (end int, esc bool, err error) {
+	for i++; i < len(b); i++ {
+		for i < len(b) && plain[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			break
+		}
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, esc, nil
+		case c < 0x20:
+			return 0, false, errSyntax
+		}
+		// A backslash.
+		esc = true
+		i++
+		if i >= len(b) {
+			return 0, false, errSyntax
+		}
+		switch b[i] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		case 'u':
+			if i+4 >= len(b) {
+				return 0, false, errSyntax
+			}
+			for _, h := range b[i+1 : i+5] {
+				if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+					return 0, false, errSyntax
+				}
+			}
+			i += 4
+		default:
+			return 0, false, errSyntax
+		}
+	}
+	return 0, false, errSyntax
+}
+
+func skipWord(b []byte, i int, w string) (int, error) {
+	if !bytes.HasPrefix(b[i:], []byte(w)) {
+		return 0, errSyntax
+	}
+	return i + len(w), nil
+}
+
+// skipNumber skips -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?.
+func skipNumber(b []byte, i int) (int, error) {
+	digits := func(i int) int {
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		i = digits(i)
+	default:
+		return 0, errSyntax
+	}
+	if i < len(b) && b[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return 0, errSyntax
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return 0, errSyntax
+		}
+		i = j
+	}
+	return i, nil
+}
