@@ -61,11 +61,16 @@ func (d *Downloader) Run(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
 	failures := 0
 	for {
+		before := d.copied.Load()
 		err := d.session(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
 		d.connected.Store(false)
+		if d.copied.Load() > before {
+			// It worked for a while: start the backoff over.
+			backoff, failures = 100*time.Millisecond, 0
+		}
 		failures++
 		if failures == 1 || failures%20 == 0 {
 			d.logger.Warn("copying from the hub paused; retrying", "err", err, "attempt", failures, "retry_in", backoff)

@@ -78,11 +78,16 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
 	failures := 0
 	for {
+		before := f.forwarded.Load()
 		err := f.session(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
 		f.connected.Store(false)
+		if f.forwarded.Load() > before {
+			// It worked for a while: start the backoff over.
+			backoff, failures = 100*time.Millisecond, 0
+		}
 		failures++
 		if failures == 1 || failures%20 == 0 {
 			f.logger.Warn("forwarding to the hub paused; retrying", "err", err, "attempt", failures, "retry_in", backoff)
@@ -93,9 +98,6 @@ func (f *Forwarder) Run(ctx context.Context) error {
 		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, 5*time.Second)
-		if err == nil {
-			backoff, failures = 100*time.Millisecond, 0
-		}
 	}
 }
 

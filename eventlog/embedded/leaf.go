@@ -11,10 +11,13 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// LocalSubjects never cross the leaf connection: a node's own events reach
-// the hub only through the forwarder, on pi.up.<node>.> subjects, so no
-// stream in another domain can capture them by accident.
-const LocalSubjects = "pi.evt.>"
+// LocalSubjects never cross the leaf connection. Every workstation has
+// streams on the same subjects (PI_LOCAL, PI_ALL, the KV buckets); a stream
+// subscribes to its subjects, and that interest would travel through the
+// hub to every other workstation, so one node's writes would land in the
+// others' streams too (nats-server's cross-domain capture trap). A node's
+// events reach the hub only through the forwarder, on pi.up.<node>.>.
+var LocalSubjects = []string{"pi.evt.>", "pi.all.>", "$KV.>", "$O.>"}
 
 func parseHubURL(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
@@ -37,8 +40,8 @@ func leafRemote(cfg Config) (*server.RemoteLeafOpts, error) {
 	r := &server.RemoteLeafOpts{
 		Credentials: cfg.HubCredsFile,
 		Nkey:        string(cfg.HubNkeySeed),
-		DenyExports: []string{LocalSubjects},
-		DenyImports: []string{LocalSubjects},
+		DenyExports: LocalSubjects,
+		DenyImports: LocalSubjects,
 	}
 	secure := cfg.HubCAFile != ""
 	for _, s := range cfg.HubURLs {

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+)
+
+func streamMsgs(t *testing.T, js jetstream.JetStream, name string) uint64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return info.State.Msgs
+}
+
+// TestNoCrossTalk: every workstation has streams on the same subjects
+// (PI_ALL, the KV buckets). None of one node's writes to them may reach
+// another node's copy through the hub: each PI_ALL holds exactly PI_HUB,
+// and each state bucket holds only its own node's positions.
+func TestNoCrossTalk(t *testing.T) {
+	hub := startTestHub(t)
+	a := newStation(t, "ws-a", hub.url(), "")
+	b := newStation(t, "ws-b", hub.url(), "")
+	for i, s := range []*station{a, b} {
+		sid := fmt.Sprintf("0199dddd-0000-7000-8000-00000000000%d", i)
+		p := filepath.Join(s.cfg.SessionsDir, "--x--", "2026-11-30T00-00-00-000Z_"+sid+".jsonl")
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		appendLine(t, p, hdrLine(sid, "/x"))
+		for j := 0; j < 30; j++ {
+			appendLine(t, p, msgLine(fmt.Sprintf("e%d", j), "", "x"))
+		}
+	}
+	hnc, err := hub.srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hnc.Close()
+	hjs, _ := jetstream.New(hnc)
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		h := streamMsgs(t, hjs, eventlog.HubStream)
+		na, nb := streamMsgs(t, a.d.log.JetStream(), eventlog.AllStream), streamMsgs(t, b.d.log.JetStream(), eventlog.AllStream)
+		return h == 62 && na == h && nb == h, fmt.Sprintf("PI_HUB %d, A's PI_ALL %d, B's %d (want 62 each)", h, na, nb)
+	})
+	// B catches up after a pause: its downloader writes a backlog into its
+	// PI_ALL while A's is idle. Those writes must not reach A's PI_ALL.
+	b.stop()
+	p := filepath.Join(a.cfg.SessionsDir, "--x--", "2026-11-30T00-00-00-000Z_0199dddd-0000-7000-8000-000000000000.jsonl")
+	for j := 30; j < 330; j++ {
+		appendLine(t, p, msgLine(fmt.Sprintf("e%d", j), "", "x"))
+	}
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		h, na := streamMsgs(t, hjs, eventlog.HubStream), streamMsgs(t, a.d.log.JetStream(), eventlog.AllStream)
+		return h == 362 && na == 362, fmt.Sprintf("PI_HUB %d, A's PI_ALL %d (want 362)", h, na)
+	})
+	b.start()
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		nb := streamMsgs(t, b.d.log.JetStream(), eventlog.AllStream)
+		return nb == 362, fmt.Sprintf("B's PI_ALL %d (want 362)", nb)
+	})
+	// A few more rounds for anything late to show up.
+	r0 := a.d.tailer.Stats().Rescans
+	waitUntil(t, 10*time.Second, func() (bool, string) { return a.d.tailer.Stats().Rescans >= r0+3, "rescans" })
+	for _, s := range []*station{a, b} {
+		if n := streamMsgs(t, s.d.log.JetStream(), eventlog.AllStream); n != 362 {
+			t.Errorf("%s: PI_ALL holds %d messages, PI_HUB 362", s.name, n)
+		}
+		kv, err := s.d.log.JetStream().KeyValue(context.Background(), eventlog.StateBucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := kv.History(context.Background(), "forwarder.position")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(h) != 1 {
+			t.Errorf("%s: forwarder.position has %d revisions kept (history 1); another node wrote into this bucket", s.name, len(h))
+		}
+		st, err := s.d.log.JetStream().Stream(context.Background(), "KV_"+eventlog.StateBucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, _ := st.Info(context.Background())
+		if info.State.NumSubjects > 2 {
+			t.Errorf("%s: state bucket has %d keys, want at most 2 (its own positions)", s.name, info.State.NumSubjects)
+		}
+	}
+}
