@@ -1,6 +1,8 @@
 package embedded
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strconv"
@@ -73,7 +75,7 @@ func RenderHubConfig(cfg HubConfig, nodes []Node, admins map[string]string) stri
 		w("# no authorization: any client and any leaf node may connect (development only)\n")
 		return b.String()
 	}
-	teams := map[string][]Node{}
+	teams := map[string][]Node{DefaultTeam: nil}
 	for _, n := range nodes {
 		teams[n.Team] = append(teams[n.Team], n)
 	}
@@ -93,6 +95,14 @@ func RenderHubConfig(cfg HubConfig, nodes []Node, admins map[string]string) stri
 		if pub := admins[t]; pub != "" {
 			w("      # pisyncd's own in-process connection (creates PI_HUB)\n")
 			w("      { nkey: %s, allowed_connection_types: [\"IN_PROCESS\"] }\n", pub)
+		}
+		if t == DefaultTeam && len(nodes) == 0 && len(admins) == 0 {
+			// With no user at all, nats-server would not ask anyone to
+			// authenticate: this placeholder, whose password nobody
+			// knows, keeps authorization on until nodes are added.
+			var rnd [24]byte
+			rand.Read(rnd[:])
+			w("      { user: \"pisyncd-nobody\", password: %s, permissions: { publish: { deny: [\">\"] }, subscribe: { deny: [\">\"] } } }\n", q(hex.EncodeToString(rnd[:])))
 		}
 		for _, n := range teams[t] {
 			pub, sub := NodePermissions(n.Name)
