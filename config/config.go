@@ -18,6 +18,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/kelseyhightower/envconfig"
+
+	"github.com/pisyncd/pisyncd/internal/fsutil"
 )
 
 // Prefix of every variable.
@@ -246,38 +248,11 @@ func (c *Config) EnsureNodeID() error {
 		return fmt.Errorf("config: state dir: %w", err)
 	}
 	id := uuid.NewString()
-	if err := writeFileAtomic(path, []byte(id+"\n")); err != nil {
+	if err := fsutil.WriteFileAtomic(path, []byte(id+"\n")); err != nil {
 		return fmt.Errorf("config: node id: %w", err)
 	}
 	c.NodeID = id
 	return nil
-}
-
-// writeFileAtomic writes a private file with the temp-fsync-rename dance, so
-// a crash never leaves a half-written node id behind.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 // Usage writes the table of variables for --help.

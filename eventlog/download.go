@@ -58,30 +58,8 @@ func (d *Downloader) Stats() DownloaderStats {
 // Run copies until ctx ends; failures (the hub unreachable) are retried
 // with a backoff of at most five seconds.
 func (d *Downloader) Run(ctx context.Context) error {
-	backoff := 100 * time.Millisecond
-	failures := 0
-	for {
-		before := d.copied.Load()
-		err := d.session(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		d.connected.Store(false)
-		if d.copied.Load() > before {
-			// It worked for a while: start the backoff over.
-			backoff, failures = 100*time.Millisecond, 0
-		}
-		failures++
-		if failures == 1 || failures%20 == 0 {
-			d.logger.Warn("copying from the hub paused; retrying", "err", err, "attempt", failures, "retry_in", backoff)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
-	}
+	runSessions(ctx, d.logger, "copying from the hub paused; retrying", &d.copied, &d.connected, d.session)
+	return nil
 }
 
 // position reads PI_ALL's last sequence and the hub sequence it holds.

@@ -75,30 +75,8 @@ func (f *Forwarder) Stats() ForwarderStats {
 // Run forwards until ctx ends. Failures (the hub unreachable, a stale
 // position) are retried with backoff from the last durable position.
 func (f *Forwarder) Run(ctx context.Context) error {
-	backoff := 100 * time.Millisecond
-	failures := 0
-	for {
-		before := f.forwarded.Load()
-		err := f.session(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		f.connected.Store(false)
-		if f.forwarded.Load() > before {
-			// It worked for a while: start the backoff over.
-			backoff, failures = 100*time.Millisecond, 0
-		}
-		failures++
-		if failures == 1 || failures%20 == 0 {
-			f.logger.Warn("forwarding to the hub paused; retrying", "err", err, "attempt", failures, "retry_in", backoff)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
-	}
+	runSessions(ctx, f.logger, "forwarding to the hub paused; retrying", &f.forwarded, &f.connected, f.session)
+	return nil
 }
 
 func (f *Forwarder) loadPosition(ctx context.Context) (uint64, error) {

@@ -24,7 +24,7 @@ const encodedMark = "~"
 // including a '.' (the token separator), wildcards, white space or an empty
 // id, becomes "~" + unpadded base64url of the id.
 func EncodeSID(sid string) string {
-	if plainToken(sid) {
+	if PlainToken(sid) {
 		return sid
 	}
 	return encodedMark + base64.RawURLEncoding.EncodeToString([]byte(sid))
@@ -33,7 +33,7 @@ func EncodeSID(sid string) string {
 // DecodeSID reverses EncodeSID.
 func DecodeSID(tok string) (string, error) {
 	if !strings.HasPrefix(tok, encodedMark) {
-		if !plainToken(tok) {
+		if !PlainToken(tok) {
 			return "", fmt.Errorf("eventlog: invalid session token %q", tok)
 		}
 		return tok, nil
@@ -45,7 +45,9 @@ func DecodeSID(tok string) (string, error) {
 	return string(b), nil
 }
 
-func plainToken(s string) bool {
+// PlainToken reports whether s is made of [A-Za-z0-9_-] only (and is not
+// empty): safe verbatim as a subject token or a KV key token.
+func PlainToken(s string) bool {
 	if s == "" {
 		return false
 	}
@@ -61,7 +63,7 @@ func plainToken(s string) bool {
 // ValidNodeID reports whether id can be a node id: one subject token made of
 // [A-Za-z0-9_-], at most 64 characters (it is also part of the JetStream
 // domain and the server name).
-func ValidNodeID(id string) bool { return plainToken(id) && len(id) <= 64 }
+func ValidNodeID(id string) bool { return PlainToken(id) && len(id) <= 64 }
 
 // LocalSubject is the PI_LOCAL subject of a session written on node.
 func LocalSubject(node, sid string) string {

@@ -160,7 +160,7 @@ func (b *streamBodies) fetch(stream, filter string, seq uint64) (firstMsg, error
 			continue // a chunk run that starts before the batch, or control events
 		}
 		if ev.Op == "" {
-			b.cache[makeRef(stream, ev.Seq)] = toValidUTF8(ev.Raw)
+			b.cache[makeRef(stream, ev.Seq)] = session.ToValidUTF8(ev.Raw)
 		}
 	}
 }

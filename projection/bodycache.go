@@ -49,7 +49,7 @@ func (w *Worker) cacheBody(s *sessionState, ev *eventlog.Event) {
 	if s.bodies == nil || ev.Op != "" {
 		return
 	}
-	raw := toValidUTF8(ev.Raw)
+	raw := session.ToValidUTF8(ev.Raw)
 	s.bodies.bodies[makeRef(ev.Stream, ev.Seq)] = raw
 	s.bodies.bytes += int64(len(raw))
 	w.mu.Lock()

@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"strconv"
 	"strings"
+
+	"github.com/pisyncd/pisyncd/eventlog"
 )
 
 // Bucket is the KV bucket that holds the views.
@@ -29,23 +31,10 @@ const (
 // becomes "=" + unpadded base64url ("=" never starts a plain id, so the
 // mapping is reversible).
 func keyToken(sid string) string {
-	if plainID(sid) {
+	if eventlog.PlainToken(sid) {
 		return sid
 	}
 	return "=" + base64.RawURLEncoding.EncodeToString([]byte(sid))
-}
-
-func plainID(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
 }
 
 func sessionKey(sid, view string) string { return sessionPrefix + keyToken(sid) + "." + view }

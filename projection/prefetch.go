@@ -91,7 +91,7 @@ func (b *streamBodies) read(js jetstream.JetStream, stream, filter string, from,
 			asm[subj] = a
 		}
 		if ev, err := a.Add(stream, subj, seq, msg.Headers(), msg.Data()); err == nil && ev != nil && ev.Op == "" && need[ev.Seq] {
-			b.cache[makeRef(stream, ev.Seq)] = toValidUTF8(ev.Raw)
+			b.cache[makeRef(stream, ev.Seq)] = session.ToValidUTF8(ev.Raw)
 		}
 		if seq >= to || meta.NumPending == 0 {
 			return nil

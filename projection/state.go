@@ -78,7 +78,7 @@ func (s *sessionState) apply(ev *eventlog.Event) {
 
 // appendLine feeds the tree; a rejected session keeps its first error.
 func (s *sessionState) appendLine(ev *eventlog.Event) {
-	l := session.ParseLine(toValidUTF8(ev.Raw))
+	l := session.ParseLine(session.ToValidUTF8(ev.Raw))
 	if err := s.tree.Append(l, makeRef(ev.Stream, ev.Seq)); err != nil && s.err == nil {
 		s.err = err
 	}

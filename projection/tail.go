@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/session"
 )
 
 // TailEntry is one entry (or control event) of a session as it arrives.
@@ -40,7 +41,7 @@ func newTailEntry(ev *eventlog.Event) TailEntry {
 		Session: ev.SID, Node: ev.Node, Stream: ev.Stream, Seq: ev.Seq, ID: ev.ID,
 		ParentID: ev.ParentID, Type: ev.Type, Op: ev.Op, File: ev.File,
 	}
-	if raw := toValidUTF8(ev.Raw); json.Valid(raw) {
+	if raw := session.ToValidUTF8(ev.Raw); json.Valid(raw) {
 		e.Entry = raw
 	}
 	return e

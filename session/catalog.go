@@ -44,7 +44,7 @@ type Summarizer struct {
 
 // Add feeds one '\n'-terminated line (without the '\n').
 func (s *Summarizer) Add(line []byte) {
-	line = toValidUTF8(line)
+	line = ToValidUTF8(line)
 	for {
 		i := bytes.IndexByte(line, '\r')
 		if i < 0 {

@@ -45,7 +45,7 @@ func TestIncrementalMatchesFull(t *testing.T) {
 					prefix = append(prefix, '\n')
 				}
 				prefix = append(prefix, raw...)
-				l := ParseLine(toValidUTF8(raw))
+				l := ParseLine(ToValidUTF8(raw))
 				var appendErr error
 				if l.Kind.Kept() {
 					appendErr = tree.Append(l, Ref(len(src)))

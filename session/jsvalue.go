@@ -245,10 +245,10 @@ func encodeFields(fs []field) json.RawMessage {
 	return b.Bytes()
 }
 
-// toValidUTF8 replaces invalid UTF-8 the way the WHATWG decoder in node's
+// ToValidUTF8 replaces invalid UTF-8 the way the WHATWG decoder in node's
 // StringDecoder does: one U+FFFD per maximal subpart of an ill-formed
 // sequence (bytes.ToValidUTF8 would merge runs into one).
-func toValidUTF8(b []byte) []byte {
+func ToValidUTF8(b []byte) []byte {
 	if utf8.Valid(b) {
 		return b
 	}

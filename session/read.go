@@ -56,7 +56,7 @@ func Load(data []byte) (*File, error) {
 }
 
 func (f *File) add(line []byte) error {
-	l := ParseLine(toValidUTF8(line))
+	l := ParseLine(ToValidUTF8(line))
 	if !l.Kind.Kept() {
 		return nil
 	}

@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/pisyncd/pisyncd/internal/fsutil"
 )
 
 // DevCerts names the files GenerateDevCerts writes.
@@ -72,7 +74,7 @@ func GenerateDevCerts(dir string, hosts []string) error {
 		return err
 	}
 	write := func(name, typ string, der []byte) error {
-		return writeFileAtomic(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}))
+		return fsutil.WriteFileAtomic(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}))
 	}
 	caKeyDER, _ := x509.MarshalECPrivateKey(caKey)
 	keyDER, _ := x509.MarshalECPrivateKey(key)

@@ -10,7 +10,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
+
+	"github.com/pisyncd/pisyncd/internal/fsutil"
 )
 
 // credsFileName is the listener credentials file in the state dir.
@@ -78,44 +79,12 @@ func randomString(n int, enc func([]byte) string) (string, error) {
 	return enc(b), nil
 }
 
-// writeFileAtomic writes data to path with mode 0600 through a temp file,
-// fsync and rename, so a crash leaves the old file or the new, never half.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*") // created 0600
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after a successful rename
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
 func saveCreds(path string, cc clientContext) error {
 	b, err := json.MarshalIndent(cc, "", "  ")
 	if err != nil {
 		return fmt.Errorf("credentials: %w", err)
 	}
-	if err := writeFileAtomic(path, append(b, '\n')); err != nil {
+	if err := fsutil.WriteFileAtomic(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("credentials: %w", err)
 	}
 	return nil

@@ -15,6 +15,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
+
+	"github.com/pisyncd/pisyncd/internal/fsutil"
 )
 
 // HubDomain is the JetStream domain of the hub cluster.
@@ -159,7 +161,7 @@ func (s *Server) hubOptions() (*server.Options, error) {
 		s.inProcessKey = s.admins[DefaultTeam]
 	}
 	path := filepath.Join(cfg.StateDir, "hub.conf")
-	if err := writeFileAtomic(path, []byte(RenderHubConfig(cfg, nodes, admins))); err != nil {
+	if err := fsutil.WriteFileAtomic(path, []byte(RenderHubConfig(cfg, nodes, admins))); err != nil {
 		return nil, fmt.Errorf("config file: %w", err)
 	}
 	opts, err := server.ProcessConfigFile(path)

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/nats-io/nkeys"
+
+	"github.com/pisyncd/pisyncd/internal/fsutil"
 )
 
 // Node is a workstation registered with the hub: its name (the node id it
@@ -57,7 +59,7 @@ func AddNode(dir, name, team string) ([]byte, error) {
 		return nil, err
 	}
 	b, _ := json.MarshalIndent(Node{Name: name, Team: team, Nkey: pub}, "", "  ")
-	if err := writeFileAtomic(filepath.Join(dir, name+".json"), append(b, '\n')); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(dir, name+".json"), append(b, '\n')); err != nil {
 		return nil, err
 	}
 	return seed, nil
