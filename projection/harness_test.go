@@ -14,6 +14,7 @@ import (
 
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 	"github.com/pisyncd/pisyncd/session"
 	"github.com/pisyncd/pisyncd/watch"
 )
@@ -107,20 +108,10 @@ func (n *node) stop() {
 	}
 }
 
-// waitFor polls cond until it holds or the deadline passes: the only way
-// these tests wait.
+// waitFor waits for cond (testenv.WaitFor).
 func waitFor(t testing.TB, d time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	var why string
-	for time.Now().Before(deadline) {
-		var ok bool
-		if ok, why = cond(); ok {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("condition not met within %v: %s", d, why)
+	testenv.WaitFor(t, d, cond)
 }
 
 // contextJSON is the projection's context of sid, or an error text.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // node is one tailer over a real embedded server, as the daemon runs it.
@@ -124,20 +125,10 @@ func equalStrings(a, b []string) bool {
 	return true
 }
 
-// waitFor polls cond until it holds or the deadline passes. It is the only
-// way these tests wait: never a bare sleep.
+// waitFor waits for cond (testenv.WaitFor).
 func waitFor(t testing.TB, d time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	var why string
-	for time.Now().Before(deadline) {
-		var ok bool
-		if ok, why = cond(); ok {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("condition not met within %v: %s", d, why)
+	testenv.WaitFor(t, d, cond)
 }
 
 func writeFile(t testing.TB, path, data string) {

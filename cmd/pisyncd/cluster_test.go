@@ -17,6 +17,7 @@ import (
 
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // testHub is a hub node in the test process, restartable on the same port.
@@ -172,16 +173,7 @@ func lineSet(lines []string) []string {
 
 func waitUntil(t *testing.T, d time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	var why string
-	for time.Now().Before(deadline) {
-		var ok bool
-		if ok, why = cond(); ok {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("not within %v: %s", d, why)
+	testenv.WaitFor(t, d, cond)
 }
 
 func appendLine(t *testing.T, path, line string) {

@@ -78,3 +78,19 @@ func RunOracle(tb testing.TB, timeout time.Duration, args ...string) ([]byte, er
 	}
 	return out, nil
 }
+
+// WaitFor polls cond until it holds or d passes, then fails the test with
+// cond's last explanation. It is how tests wait: never a bare sleep.
+func WaitFor(tb testing.TB, d time.Duration, cond func() (bool, string)) {
+	tb.Helper()
+	deadline := time.Now().Add(d)
+	var why string
+	for time.Now().Before(deadline) {
+		var ok bool
+		if ok, why = cond(); ok {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	tb.Fatalf("condition not met within %v: %s", d, why)
+}
