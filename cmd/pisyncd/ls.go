@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"text/tabwriter"
 	"time"
 
@@ -44,25 +42,19 @@ func lsCommand(args []string, stdout io.Writer) error {
 }
 
 func fetchCatalog(ctx context.Context, cfg *config.Config) ([]projection.CatalogEntry, error) {
-	resp, err := getControl(ctx, cfg, "/ls")
-	if err == nil {
-		defer resp.Body.Close()
-		var entries []projection.CatalogEntry
-		if err := json.NewDecoder(resp.Body).Decode(&entries); err != nil {
-			return nil, fmt.Errorf("ls: %w", err)
+	var entries []projection.CatalogEntry
+	err := askDaemon(ctx, cfg, "/ls", func(body io.Reader) error {
+		if err := json.NewDecoder(body).Decode(&entries); err != nil {
+			return fmt.Errorf("ls: %w", err)
 		}
-		return entries, nil
-	}
-	if !errors.Is(err, errNotRunning) {
-		return nil, err
-	}
-	// No daemon: read what the last run left in the bucket.
-	d, err := OpenStore(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	return projection.OpenCatalog(ctx, d.log.JetStream())
+		return nil
+	}, func(d *Daemon) error {
+		// No daemon: read what the last run left in the bucket.
+		var err error
+		entries, err = projection.OpenCatalog(ctx, d.log.JetStream())
+		return err
+	})
+	return entries, err
 }
 
 func printCatalog(w io.Writer, entries []projection.CatalogEntry) error {

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/url"
 	"os"
 	"time"
@@ -73,28 +71,23 @@ func sessionContext(ctx context.Context, cfg *config.Config, sid, leaf string) (
 	if leaf != "" {
 		q.Set("leaf", leaf)
 	}
-	resp, err := getControl(ctx, cfg, "/context?"+q.Encode())
-	if err == nil {
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(resp.Body)
+	var out []byte
+	err := askDaemon(ctx, cfg, "/context?"+q.Encode(), func(body io.Reader) error {
+		raw, err := io.ReadAll(body)
+		out = bytes.TrimSpace(raw)
+		return err
+	}, func(d *Daemon) error {
+		c, err := projection.LoadContext(ctx, d.nc, cfg.NodeID, sid, leaf, len(cfg.HubURLs) > 0)
 		if err != nil {
-			return nil, fmt.Errorf("context: %w", err)
+			return err
 		}
-		return bytes.TrimSpace(raw), nil
-	}
-	if !errors.Is(err, errNotRunning) {
-		return nil, fmt.Errorf("context: %w", err)
-	}
-	d, err := OpenStore(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	c, err := projection.LoadContext(ctx, d.nc, cfg.NodeID, sid, leaf, len(cfg.HubURLs) > 0)
+		out, err = json.Marshal(c)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("context: %w", err)
 	}
-	return json.Marshal(c)
+	return out, nil
 }
 
 // context turns the wire form back into a session.Context for the human

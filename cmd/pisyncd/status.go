@@ -8,11 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net/http"
 	"net/url"
-	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -20,26 +16,6 @@ import (
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
 )
-
-// errNotRunning: the control socket does not answer.
-var errNotRunning = errors.New("pisyncd is not running")
-
-func getControl(ctx context.Context, cfg *config.Config, path string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://pisyncd"+path, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := controlClient(cfg.StateDir).Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%w (no answer on %s)", errNotRunning, filepath.Join(cfg.StateDir, controlSocket))
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return nil, fmt.Errorf("daemon: %s: %s", resp.Status, strings.TrimSpace(string(b)))
-	}
-	return resp, nil
-}
 
 func statusCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
@@ -153,10 +129,8 @@ func eventsCommand(args []string, stdout io.Writer) error {
 	defer out.Flush()
 	emit := eventPrinter(out, *asJSON)
 
-	resp, err := getControl(ctx, cfg, "/events?session="+url.QueryEscape(sid))
-	if err == nil {
-		defer resp.Body.Close()
-		dec := json.NewDecoder(resp.Body)
+	return askDaemon(ctx, cfg, "/events?session="+url.QueryEscape(sid), func(body io.Reader) error {
+		dec := json.NewDecoder(body)
 		for {
 			var e struct {
 				eventJSON
@@ -174,18 +148,10 @@ func eventsCommand(args []string, stdout io.Writer) error {
 				return err
 			}
 		}
-	}
-	if !errors.Is(err, errNotRunning) {
-		return err
-	}
-	// No daemon: open the store ourselves (this takes the state dir lock).
-	d, err := OpenStore(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.log.Scan(ctx, sid, 0, true, func(ev *eventlog.Event) error {
-		return emit(newEventJSON(ev))
+	}, func(d *Daemon) error {
+		return d.log.Scan(ctx, sid, 0, true, func(ev *eventlog.Event) error {
+			return emit(newEventJSON(ev))
+		})
 	})
 }
 
@@ -202,25 +168,4 @@ func eventPrinter(w io.Writer, asJSON bool) func(eventJSON) error {
 		_, err := fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d bytes\n", e.Seq, e.Type, e.EntryID, parent, e.Bytes)
 		return err
 	}
-}
-
-// reorder moves flags before positional arguments, so `events ID --json`
-// works as well as `events --json ID`. valued names the flags that take a
-// value in the next argument (--leaf ID).
-func reorder(args []string, valued ...string) []string {
-	var flags, pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			pos = append(pos, a)
-			continue
-		}
-		flags = append(flags, a)
-		name := strings.TrimLeft(a, "-")
-		if !strings.Contains(name, "=") && slices.Contains(valued, name) && i+1 < len(args) {
-			i++
-			flags = append(flags, args[i])
-		}
-	}
-	return append(flags, pos...)
 }
