@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/kelseyhightower/envconfig"
 
+	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/internal/fsutil"
 )
 
@@ -121,7 +122,7 @@ func (c *Config) fillDefaults(getenv func(string) string, home func() (string, e
 // Validate checks values that envconfig cannot.
 func (c *Config) Validate() error {
 	var errs []error
-	if c.NodeID != "" && !validNodeID(c.NodeID) {
+	if c.NodeID != "" && !eventlog.ValidNodeID(c.NodeID) {
 		errs = append(errs, fmt.Errorf("%s_NODE_ID %q: want 1 to 64 characters of [A-Za-z0-9_-]", Prefix, c.NodeID))
 	}
 	if _, err := c.SlogLevel(); err != nil {
@@ -194,18 +195,6 @@ func CheckLoopback(addr string) error {
 	return nil
 }
 
-func validNodeID(id string) bool {
-	if id == "" || len(id) > 64 {
-		return false
-	}
-	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return false
-		}
-	}
-	return true
-}
-
 // SlogLevel parses LogLevel.
 func (c *Config) SlogLevel() (slog.Level, error) {
 	var l slog.Level
@@ -235,7 +224,7 @@ func (c *Config) EnsureNodeID() error {
 	b, err := os.ReadFile(path)
 	if err == nil {
 		id := strings.TrimSpace(string(b))
-		if !validNodeID(id) {
+		if !eventlog.ValidNodeID(id) {
 			return fmt.Errorf("config: %s holds an invalid node id %q", path, id)
 		}
 		c.NodeID = id

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"time"
+
+	"github.com/pisyncd/pisyncd/eventlog"
 )
 
 // Defaults for the JetStream limits. A zero limit in server.Options means
@@ -58,17 +59,13 @@ type Config struct {
 	LeafReconnect time.Duration
 }
 
-// nodeIDPattern keeps NodeID a single, wildcard-free subject token and a
-// valid JetStream domain.
-var nodeIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-
 // withDefaults validates cfg and returns a copy with defaults applied.
 func (cfg Config) withDefaults() (Config, error) {
 	if cfg.StateDir == "" {
 		return cfg, errors.New("config: StateDir is empty")
 	}
-	if !nodeIDPattern.MatchString(cfg.NodeID) {
-		return cfg, fmt.Errorf("config: NodeID %q must be non-empty and hold only letters, digits, '-' and '_'", cfg.NodeID)
+	if !eventlog.ValidNodeID(cfg.NodeID) {
+		return cfg, fmt.Errorf("config: NodeID %q must be 1 to 64 letters, digits, '-' and '_'", cfg.NodeID)
 	}
 	if cfg.MaxMemory < 0 || cfg.MaxStore < 0 {
 		return cfg, fmt.Errorf("config: negative JetStream limit (memory %d, store %d)", cfg.MaxMemory, cfg.MaxStore)

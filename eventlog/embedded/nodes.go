@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nkeys"
 
+	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/internal/fsutil"
 )
 
@@ -34,7 +35,7 @@ const DefaultTeam = "pisyncd"
 // handed to the workstation (PISYNC_HUB_NKEY). Registering an existing name
 // again replaces its key: the old seed stops working once the hub reloads.
 func AddNode(dir, name, team string) ([]byte, error) {
-	if !nodeIDPattern.MatchString(name) || len(name) > 64 {
+	if !eventlog.ValidNodeID(name) {
 		return nil, fmt.Errorf("node name %q: want 1 to 64 characters of [A-Za-z0-9_-] (the node's PISYNC_NODE_ID)", name)
 	}
 	if team == "" {
@@ -88,7 +89,7 @@ func LoadNodes(dir string) ([]Node, error) {
 		if err := json.Unmarshal(b, &n); err != nil {
 			return nil, fmt.Errorf("node file %s: %w", e.Name(), err)
 		}
-		if !nodeIDPattern.MatchString(n.Name) || !teamPattern.MatchString(n.Team) || !nkeys.IsValidPublicUserKey(n.Nkey) {
+		if !eventlog.ValidNodeID(n.Name) || !teamPattern.MatchString(n.Team) || !nkeys.IsValidPublicUserKey(n.Nkey) {
 			return nil, fmt.Errorf("node file %s: invalid name, team or nkey", e.Name())
 		}
 		if seen[n.Name] {
