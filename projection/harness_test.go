@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -163,40 +161,6 @@ func fileContext(t testing.TB, data []byte) string {
 	return string(b)
 }
 
-func writeFile(t testing.TB, path string, data []byte) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func appendFile(t testing.TB, path, data string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(data); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func header(sid string) string {
-	return fmt.Sprintf(`{"type":"session","version":3,"id":%q,"timestamp":"2026-11-29T23:08:16.463Z","cwd":"/home/u/p"}`, sid)
-}
-
-func entry(id, parent, text string) string {
-	p := "null"
-	if parent != "" {
-		p = fmt.Sprintf("%q", parent)
-	}
-	return fmt.Sprintf(`{"type":"message","id":%q,"parentId":%s,"timestamp":"2026-11-29T23:08:17.000Z","message":{"role":"user","content":%q,"timestamp":1}}`, id, p, text)
-}
-
 func assistant(id, parent string, tokens int) string {
 	return fmt.Sprintf(`{"type":"message","id":%q,"parentId":%q,"timestamp":"2026-11-29T23:09:17.000Z","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"provider":"anthropic","model":"claude","usage":{"totalTokens":%d,"cost":{"total":0.5}},"timestamp":2}}`, id, parent, tokens)
 }
@@ -213,3 +177,12 @@ func linear(sid string, n int, pad int) []byte {
 	}
 	return b.Bytes()
 }
+
+// Fixtures shared with the other packages' tests (testenv).
+func writeFile(t testing.TB, path string, data []byte) { testenv.WriteFile(t, path, data) }
+
+func appendFile(t testing.TB, path, data string) { testenv.AppendFile(t, path, data) }
+
+func header(sid string) string { return testenv.Header(sid) }
+
+func entry(id, parent, text string) string { return testenv.Entry(id, parent, text) }

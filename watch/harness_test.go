@@ -3,8 +3,6 @@ package watch
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -131,36 +129,11 @@ func waitFor(t testing.TB, d time.Duration, cond func() (bool, string)) {
 	testenv.WaitFor(t, d, cond)
 }
 
-func writeFile(t testing.TB, path, data string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
+// Fixtures shared with the other packages' tests (testenv).
+func writeFile(t testing.TB, path, data string) { testenv.WriteFile(t, path, []byte(data)) }
 
-func appendFile(t testing.TB, path, data string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(data); err != nil {
-		t.Fatal(err)
-	}
-}
+func appendFile(t testing.TB, path, data string) { testenv.AppendFile(t, path, data) }
 
-func header(sid string) string {
-	return fmt.Sprintf(`{"type":"session","version":3,"id":%q,"timestamp":"2026-11-29T23:08:16.463Z","cwd":"/home/u/p"}`, sid)
-}
+func header(sid string) string { return testenv.Header(sid) }
 
-func entry(id, parent, text string) string {
-	p := "null"
-	if parent != "" {
-		p = fmt.Sprintf("%q", parent)
-	}
-	return fmt.Sprintf(`{"type":"message","id":%q,"parentId":%s,"timestamp":"2026-11-29T23:08:17.000Z","message":{"role":"user","content":%q,"timestamp":1}}`, id, p, text)
-}
+func entry(id, parent, text string) string { return testenv.Entry(id, parent, text) }
