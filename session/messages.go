@@ -144,17 +144,17 @@ func (t *Tree) contextMessage(m, roleRaw, content json.RawMessage) (json.RawMess
 	if !rename && !fixContent {
 		return m, nil
 	}
-	// Rewrite keeping member order.
+	// Rewrite keeping member order. The scan above read the same members
+	// (last duplicate wins, as here), so its verdicts hold; a renamed
+	// message is "custom" and never needs the content fix.
 	fs, err := objectFields(m)
 	if err != nil {
 		return nil, fmt.Errorf("session: decode message: %w", err)
 	}
-	role, _ = rawString(getField(fs, "role"))
-	if t.version < 3 && role == "hookMessage" {
+	if rename {
 		fs = setField(fs, "role", json.RawMessage(`"custom"`))
-		role = "custom"
 	}
-	if (role == "user" || role == "assistant" || role == "toolResult") && isAbsent(getField(fs, "content")) {
+	if fixContent {
 		fs = setField(fs, "content", emptyArray)
 	}
 	return encodeFields(fs), nil
