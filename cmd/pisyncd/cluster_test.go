@@ -76,14 +76,26 @@ type station struct {
 }
 
 func newStation(t *testing.T, name, hubURL, pathMap string) *station {
+	cfg := stationConfig(t, name, hubURL)
+	cfg.PathMap = pathMap
+	return runStation(t, cfg)
+}
+
+// stationConfig is a workstation's configuration for in-process tests:
+// its own home, fast rescans and a short idle wait.
+func stationConfig(t *testing.T, name, hubURL string) *config.Config {
 	home := t.TempDir()
-	cfg := &config.Config{
+	return &config.Config{
 		SessionsDir: filepath.Join(home, "sessions"), StateDir: filepath.Join(home, "state"), NodeID: name,
-		LogLevel: "warn", LogFormat: "text", HubURLs: []string{hubURL}, PathMap: pathMap, Delete: "trash",
+		LogLevel: "warn", LogFormat: "text", HubURLs: []string{hubURL}, Delete: "trash",
 		IdleAfter: 150 * time.Millisecond, RescanInterval: 200 * time.Millisecond, MaxLine: 64 << 20,
 		MaxStore: 1 << 30, MaxMemory: 64 << 20, Workers: 4, ShutdownTimeout: 10 * time.Second,
 	}
-	s := &station{t: t, name: name, cfg: cfg}
+}
+
+// runStation starts a daemon with cfg, stopped when the test ends.
+func runStation(t *testing.T, cfg *config.Config) *station {
+	s := &station{t: t, name: cfg.NodeID, cfg: cfg}
 	s.start()
 	t.Cleanup(s.stop)
 	return s

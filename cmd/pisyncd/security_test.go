@@ -64,18 +64,9 @@ func (h *secureHub) addNode(name, team string) string {
 }
 
 func newSecureStation(t *testing.T, h *secureHub, name, seedFile, caFile string) *station {
-	home := t.TempDir()
-	cfg := &config.Config{
-		SessionsDir: filepath.Join(home, "sessions"), StateDir: filepath.Join(home, "state"), NodeID: name,
-		LogLevel: "warn", LogFormat: "text", HubURLs: []string{"tls://localhost:" + strings.Split(h.leaf, ":")[1]},
-		HubNkey: seedFile, HubCA: caFile, Delete: "trash",
-		IdleAfter: 150 * time.Millisecond, RescanInterval: 200 * time.Millisecond, MaxLine: 64 << 20,
-		MaxStore: 1 << 30, MaxMemory: 64 << 20, Workers: 4, ShutdownTimeout: 10 * time.Second,
-	}
-	s := &station{t: t, name: name, cfg: cfg}
-	s.start()
-	t.Cleanup(s.stop)
-	return s
+	cfg := stationConfig(t, name, "tls://localhost:"+strings.Split(h.leaf, ":")[1])
+	cfg.HubNkey, cfg.HubCA = seedFile, caFile
+	return runStation(t, cfg)
 }
 
 func writeSession(t *testing.T, s *station, sid string, n int) string {
