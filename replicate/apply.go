@@ -29,6 +29,10 @@ type sess struct {
 	// node continuing from the same entry forks the session.
 	firstChild map[string]string
 	deleted    bool
+	// checked: whether the state bucket was asked if the session was
+	// deleted elsewhere. Once per run is enough: only this replicator
+	// records deletions, and tombstone sets deleted as it does.
+	checked bool
 }
 
 func (r *Replicator) session(sid string) *sess {
@@ -101,8 +105,15 @@ func (r *Replicator) flush(ctx context.Context) error {
 }
 
 func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
-	if s.deleted || r.isDeleted(ctx, s.sid) {
-		s.deleted = true
+	if !s.checked {
+		deleted, err := r.isDeleted(ctx, s.sid)
+		if err != nil {
+			return err
+		}
+		s.deleted = s.deleted || deleted
+		s.checked = true
+	}
+	if s.deleted {
 		r.waiting.Add(-int64(len(s.queue)))
 		s.queue = nil
 		return nil
@@ -284,9 +295,18 @@ func (r *Replicator) tombstone(ctx context.Context, s *sess, ev *eventlog.Event)
 	r.logger.Info("session deleted on another machine; moved to trash", "session", s.sid, "node", ev.Node, "trash", dst)
 }
 
-func (r *Replicator) isDeleted(ctx context.Context, sid string) bool {
+// isDeleted reports whether a deletion of the session elsewhere was
+// recorded. A failed read is an error, not "no": writing on would revive a
+// session the user deleted.
+func (r *Replicator) isDeleted(ctx context.Context, sid string) (bool, error) {
 	_, err := r.state.Get(ctx, deletedKey(sid))
-	return err == nil
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read deletion record: %w", err)
+	}
+	return true, nil
 }
 
 // KnownLines adds, for the tailer, the hashes of a session's lines that
