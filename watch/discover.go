@@ -72,7 +72,7 @@ func (d *discovery) event(ev fsnotify.Event) {
 		return
 	}
 	if ev.Has(fsnotify.Create) {
-		if st, err := os.Lstat(name); err == nil && st.IsDir() {
+		if st, err := os.Lstat(name); err == nil && (st.IsDir() || d.linkedFolder(name, st.Mode())) {
 			// A new --cwd-- folder: watch it, and pick up the files that
 			// were created in it before the watch was in place.
 			if err := d.walkFrom(name); err != nil {
@@ -109,7 +109,20 @@ func (d *discovery) walk() error {
 }
 
 func (d *discovery) walkFrom(dir string) error {
-	return filepath.WalkDir(dir, func(path string, de fs.DirEntry, err error) error {
+	// WalkDir reports a symlinked start folder without entering it; with
+	// a trailing separator the system resolves the link (a sessions dir
+	// that is itself a link, or a linked project folder).
+	start := dir
+	if st, err := os.Lstat(dir); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+		start = dir + string(filepath.Separator)
+	}
+	return filepath.WalkDir(start, func(path string, de fs.DirEntry, err error) error {
+		if path == start {
+			path = dir
+		}
+		if err == nil && d.linkedFolder(path, de.Type()) {
+			return d.walkFrom(path)
+		}
 		if err != nil {
 			if path == dir && errors.Is(err, fs.ErrNotExist) {
 				return nil
@@ -138,6 +151,30 @@ func (d *discovery) walkFrom(dir string) error {
 		}
 		return nil
 	})
+}
+
+// linkedFolder reports whether path is a symbolic link, directly in the
+// sessions dir, to a folder outside it. pi lists the sessions of such
+// linked project folders (spec §1, since 0.84), so pisyncd follows them;
+// links deeper down, or to folders inside the root whose files are found
+// under their own names anyway, are not followed.
+func (d *discovery) linkedFolder(path string, mode fs.FileMode) bool {
+	if mode&fs.ModeSymlink == 0 || filepath.Dir(path) != d.t.root || skipName(filepath.Base(path)) {
+		return false
+	}
+	if st, err := os.Stat(path); err != nil || !st.IsDir() {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return false
+	}
+	realRoot, err := filepath.EvalSymlinks(d.t.root)
+	if err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(realRoot, real)
+	return err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // skipName leaves out hidden entries: pisyncd's own staging files and trash

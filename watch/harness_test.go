@@ -25,6 +25,13 @@ type node struct {
 
 func startNode(t testing.TB, root, state string) *node {
 	t.Helper()
+	return startNodeRescan(t, root, state, 200*time.Millisecond)
+}
+
+// startNodeRescan starts a node whose periodic walk runs every rescan: a
+// long one leaves only the first walk and fsnotify to find changes.
+func startNodeRescan(t testing.TB, root, state string, rescan time.Duration) *node {
+	t.Helper()
 	ctx := context.Background()
 	srv, err := embedded.Start(ctx, embedded.Config{StateDir: state, NodeID: "test-node"})
 	if err != nil {
@@ -39,7 +46,7 @@ func startNode(t testing.TB, root, state string) *node {
 		t.Fatalf("open log: %v", err)
 	}
 	n := &node{t: t, root: root, state: state, srv: srv, log: lg, done: make(chan error, 1)}
-	n.tailer = New(lg, Options{Root: root, Workers: 4, RescanInterval: 200 * time.Millisecond, MaxLine: 16 << 20})
+	n.tailer = New(lg, Options{Root: root, Workers: 4, RescanInterval: rescan, MaxLine: 16 << 20})
 	rctx, cancel := context.WithCancel(ctx)
 	n.cancel = cancel
 	go func() { n.done <- n.tailer.Run(rctx) }()
