@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -278,14 +280,9 @@ func (r *Replicator) tombstone(ctx context.Context, s *sess, ev *eventlog.Event)
 		}
 	}
 	path := s.file.path
-	rel, _ := filepath.Rel(r.opts.Root, path)
-	dst := filepath.Join(r.opts.Root, TrashDir, time.Now().UTC().Format("20060102T150405Z")+"_"+strings.ReplaceAll(filepath.ToSlash(rel), "/", "_"))
-	if err := safeMkdir(r.opts.Root, filepath.Dir(dst)); err != nil {
-		r.logger.Warn("cannot create the trash folder", "err", err)
-		return
-	}
 	r.tracker.Forget(path)
-	if err := os.Rename(path, dst); err != nil {
+	dst, err := r.moveToTrash(path)
+	if err != nil {
 		r.logger.Warn("cannot move a deleted session to the trash", "file", path, "err", err)
 		return
 	}
@@ -293,6 +290,33 @@ func (r *Replicator) tombstone(ctx context.Context, s *sess, ev *eventlog.Event)
 	s.file = nil
 	r.trashed.Add(1)
 	r.logger.Info("session deleted on another machine; moved to trash", "session", s.sid, "node", ev.Node, "trash", dst)
+}
+
+// moveToTrash renames a replica into the trash folder of the sessions dir,
+// or, for a file behind a linked project folder on another disk (a rename
+// cannot cross disks, and a copy is not a move), into a trash folder inside
+// that folder: hidden, so neither pi nor the tailer lists it.
+func (r *Replicator) moveToTrash(path string) (string, error) {
+	rel, _ := filepath.Rel(r.opts.Root, path)
+	name := time.Now().UTC().Format("20060102T150405Z") + "_" + strings.ReplaceAll(filepath.ToSlash(rel), "/", "_")
+	trash := filepath.Join(r.opts.Root, TrashDir)
+	if err := safeMkdir(r.opts.Root, trash); err != nil {
+		return "", fmt.Errorf("trash folder: %w", err)
+	}
+	dst := filepath.Join(trash, name)
+	err := os.Rename(path, dst)
+	if !errors.Is(err, syscall.EXDEV) {
+		return dst, err
+	}
+	trash = filepath.Join(filepath.Dir(path), TrashDir)
+	if err := os.Mkdir(trash, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("trash folder: %w", err)
+	}
+	if st, err := os.Lstat(trash); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("trash folder %s is not a folder", trash)
+	}
+	dst = filepath.Join(trash, name)
+	return dst, os.Rename(path, dst)
 }
 
 // isDeleted reports whether a deletion of the session elsewhere was

@@ -2,6 +2,7 @@ package replicate
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -101,4 +102,42 @@ func FuzzMapHeader(f *testing.F) {
 			t.Fatalf("valid header %q became invalid %q", raw, out)
 		}
 	})
+}
+
+// TestSafeMkdirLinks: a project folder the user linked directly in the
+// sessions dir is followed; a link anywhere deeper that leads out of the
+// root is refused, and nothing is created through it.
+func TestSafeMkdirLinks(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(root, "--linked--")); err != nil {
+		t.Fatal(err)
+	}
+	if err := safeMkdir(root, filepath.Join(root, "--linked--")); err != nil {
+		t.Errorf("linked project folder refused: %v", err)
+	}
+	if err := safeMkdir(root, filepath.Join(root, "--plain--")); err != nil {
+		t.Errorf("plain project folder refused: %v", err)
+	}
+	// Deeper than a project folder: through the link, and a link inside
+	// a real folder.
+	deep := filepath.Join(root, "--linked--", "sub")
+	if err := safeMkdir(root, deep); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("safeMkdir(%s) = %v, want ErrUnsafe", deep, err)
+	}
+	if _, err := os.Lstat(filepath.Join(outside, "sub")); err == nil {
+		t.Error("a folder was created through the link before the refusal")
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "--plain--", "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := safeMkdir(root, filepath.Join(root, "--plain--", "out")); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("a link below a project folder: %v, want ErrUnsafe", err)
+	}
+	// A dangling link is not a folder.
+	if err := os.Symlink(filepath.Join(outside, "gone"), filepath.Join(root, "--dangling--")); err != nil {
+		t.Fatal(err)
+	}
+	if err := safeMkdir(root, filepath.Join(root, "--dangling--")); err == nil {
+		t.Error("a dangling link accepted")
+	}
 }

@@ -211,25 +211,61 @@ func createFile(root, want string, lines [][]byte) (string, error) {
 	return "", fmt.Errorf("replicate: no free file name for %s", want)
 }
 
-// safeMkdir creates dir (0700) below root and refuses a folder that is, or
-// leads through, a symbolic link out of root.
+// safeMkdir creates dir (0700) below root, one folder at a time, and
+// refuses to create or use anything through a symbolic link, checking
+// before it creates: the one link it follows is a project folder directly
+// in the sessions dir, which only the user can have made (pisyncd never
+// makes links), and whose sessions pi lists (spec §1).
 func safeMkdir(root, dir string) error {
 	if err := inside(root, dir); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(root, 0o700); err != nil {
 		return err
 	}
-	realRoot, err := filepath.EvalSymlinks(root)
+	rel, err := filepath.Rel(root, dir)
 	if err != nil {
 		return err
 	}
-	realDir, err := filepath.EvalSymlinks(dir)
+	p, behindLink := filepath.Clean(root), false
+	for i, name := range strings.Split(rel, string(filepath.Separator)) {
+		p = filepath.Join(p, name)
+		if behindLink {
+			return fmt.Errorf("%w: %s lies behind a link", ErrUnsafe, p)
+		}
+		err := checkFolder(p, i == 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			if err = os.Mkdir(p, 0o700); errors.Is(err, fs.ErrExist) {
+				err = checkFolder(p, i == 0) // made meanwhile: look again
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if st, err := os.Lstat(p); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+			behindLink = true
+		}
+	}
+	return nil
+}
+
+// checkFolder accepts an existing folder, or a link to one where links
+// are allowed; it returns fs.ErrNotExist for a missing one.
+func checkFolder(p string, linkAllowed bool) error {
+	st, err := os.Lstat(p)
 	if err != nil {
 		return err
 	}
-	if err := inside(realRoot, realDir); err != nil {
-		return fmt.Errorf("%w: %s leads outside the sessions dir", ErrUnsafe, dir)
+	if st.Mode()&fs.ModeSymlink != 0 {
+		if !linkAllowed {
+			return fmt.Errorf("%w: %s is a link below a project folder", ErrUnsafe, p)
+		}
+		if st, err = os.Stat(p); err != nil || !st.IsDir() {
+			return fmt.Errorf("%w: %s is a link to no folder", ErrUnsafe, p)
+		}
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("replicate: %s is not a folder", p)
 	}
 	return nil
 }

@@ -151,3 +151,68 @@ func TestHostileRemoteHeader(t *testing.T) {
 		t.Fatal("wrote outside the root")
 	}
 }
+
+// TestLinkedProjectFolder: on B the project folder is a link to another
+// disk, as pi allows (spec §1). A's session lands behind the link, B's
+// continuation written there reaches A, and when A deletes the session B's
+// copy goes to a trash folder, even from another file system (tmpfs, where
+// /dev/shm is one).
+func TestLinkedProjectFolder(t *testing.T) {
+	hub := startTestHub(t)
+	a := newStation(t, "ws-a", hub.url(), "")
+	b := newStation(t, "ws-b", hub.url(), "")
+	elsewhere, err := os.MkdirTemp("/dev/shm", "pisyncd-linked-")
+	if err != nil {
+		elsewhere = t.TempDir()
+	} else {
+		t.Cleanup(func() { os.RemoveAll(elsewhere) })
+	}
+	if err := os.MkdirAll(b.cfg.SessionsDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(b.cfg.SessionsDir, "--work-linked--")); err != nil {
+		t.Fatal(err)
+	}
+
+	sid := "0199dddd-0000-7000-8000-000000000001"
+	name := "2026-11-30T00-00-00-000Z_" + sid + ".jsonl"
+	aPath := filepath.Join(a.cfg.SessionsDir, "--work-linked--", name)
+	os.MkdirAll(filepath.Dir(aPath), 0o700)
+	appendLine(t, aPath, hdrLine(sid, "/work/linked"))
+	appendLine(t, aPath, msgLine("e1", "", "from A"))
+
+	bPath := filepath.Join(elsewhere, name)
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		raw, err := os.ReadFile(bPath)
+		return err == nil && len(splitLines(string(raw))) == 2, fmt.Sprintf("B's file behind the link: %v %q", err, raw)
+	})
+	appendLine(t, bPath, msgLine("e2", "e1", "continued on B, behind the link"))
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		raw, _ := os.ReadFile(aPath)
+		l := splitLines(string(raw))
+		return len(l) == 3 && l[2] == msgLine("e2", "e1", "continued on B, behind the link"), fmt.Sprintf("A's file: %q", l)
+	})
+	if st := b.d.tailer.Stats(); st.LinesPublished != 1 {
+		t.Errorf("B published %d lines, want 1 (its own)", st.LinesPublished)
+	}
+
+	// Deleted on A: B's copy is moved, never unlinked, and stays private.
+	want, _ := os.ReadFile(bPath)
+	if err := os.Remove(aPath); err != nil {
+		t.Fatal(err)
+	}
+	var trashed []string
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		trashed = nil
+		for _, dir := range []string{filepath.Join(b.cfg.SessionsDir, ".pisyncd-trash"), filepath.Join(elsewhere, ".pisyncd-trash")} {
+			m, _ := filepath.Glob(filepath.Join(dir, "*"+sid+"*"))
+			trashed = append(trashed, m...)
+		}
+		_, err := os.Stat(bPath)
+		return os.IsNotExist(err) && len(trashed) == 1, fmt.Sprintf("B's file: %v; in the trash: %q", err, trashed)
+	})
+	if got, _ := os.ReadFile(trashed[0]); string(got) != string(want) {
+		t.Fatalf("trashed copy differs:\n got %q\nwant %q", got, want)
+	}
+	t.Logf("moved to %s", trashed[0])
+}
