@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -30,6 +29,10 @@ Usage:
                                        register workstation NAME (its PISYNC_NODE_ID) and write its
                                        nkey seed to FILE (default NAME.nkey, 0600) for PISYNC_HUB_NKEY
   pisyncd hub certs DIR --hosts H1,H2  create a development CA and hub certificate in DIR
+  pisyncd hub dev-init DIR --hosts H1,H2 --nodes N1,N2 [--owner UID:GID]
+                                       both of the above for a development cluster, once:
+                                       certificates in DIR, nodes in DIR/nodes, seeds in
+                                       DIR/NAME.nkey; what exists is kept (docker-compose.yml)
   pisyncd hub config                   print the nats-server configuration this node runs
                                        (a stock nats-server runs it too)
 
@@ -47,6 +50,8 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 			return addNodeCommand(args[1:], stdout)
 		case "certs":
 			return certsCommand(args[1:], stdout)
+		case "dev-init":
+			return devInitCommand(args[1:], stdout)
 		case "config":
 			cfg, err := config.LoadHub()
 			if err != nil {
@@ -208,12 +213,7 @@ func certsCommand(args []string, stdout io.Writer) error {
 	if err := fs.Parse(reorder(args, "hosts")); err != nil || fs.NArg() != 1 || *hosts == "" {
 		return fmt.Errorf("%w: pisyncd hub certs DIR --hosts H1,H2", errUsage)
 	}
-	var hs []string
-	for _, h := range strings.Split(*hosts, ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			hs = append(hs, h)
-		}
-	}
+	hs := splitList(*hosts)
 	if err := embedded.GenerateDevCerts(fs.Arg(0), hs); err != nil {
 		return err
 	}

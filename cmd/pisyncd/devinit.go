@@ -1,0 +1,108 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/fsutil"
+)
+
+// devInitCommand prepares a development cluster's security in one folder,
+// once: a CA and hub certificate (hub certs) and each node registered with
+// its seed (hub add-node), keeping whatever a previous run made. It is what
+// docker-compose.yml runs before the hubs start, so a plain `docker-compose
+// up` is secured; a container image has no shell to script the two steps.
+func devInitCommand(args []string, stdout io.Writer) error {
+	fset := flag.NewFlagSet("dev-init", flag.ContinueOnError)
+	fset.SetOutput(io.Discard)
+	hosts := fset.String("hosts", "", "comma-separated host names and IPs of the hub nodes")
+	nodes := fset.String("nodes", "", "comma-separated workstation names to register")
+	owner := fset.String("owner", "", "UID:GID to own what workstations read (ca.pem, their seeds)")
+	const usage = "pisyncd hub dev-init DIR --hosts H1,H2 --nodes N1,N2 [--owner UID:GID]"
+	if err := fset.Parse(reorder(args, "hosts", "nodes", "owner")); err != nil || fset.NArg() != 1 {
+		return fmt.Errorf("%w: %s", errUsage, usage)
+	}
+	hs, ns := splitList(*hosts), splitList(*nodes)
+	if len(hs) == 0 || len(ns) == 0 {
+		return fmt.Errorf("%w: %s", errUsage, usage)
+	}
+	for _, n := range ns {
+		if !eventlog.ValidNodeID(n) {
+			return fmt.Errorf("%w: node name %q: want 1 to 64 characters of [A-Za-z0-9_-]", errUsage, n)
+		}
+	}
+	uid, gid := -1, -1
+	if *owner != "" {
+		u, g, ok := strings.Cut(*owner, ":")
+		var err1, err2 error
+		uid, err1 = strconv.Atoi(u)
+		gid, err2 = strconv.Atoi(g)
+		if !ok || err1 != nil || err2 != nil || uid < 0 || gid < 0 {
+			return fmt.Errorf("%w: --owner %q: want UID:GID", errUsage, *owner)
+		}
+	}
+	dir := fset.Arg(0)
+	certs := []string{embedded.DevCerts.CA, embedded.DevCerts.Cert, embedded.DevCerts.Key}
+	if allExist(dir, certs...) {
+		fmt.Fprintf(stdout, "kept the CA and hub certificate in %s\n", dir)
+	} else {
+		if err := embedded.GenerateDevCerts(dir, hs); err != nil {
+			return fmt.Errorf("dev-init: %w", err)
+		}
+		fmt.Fprintf(stdout, "created a development CA and hub certificate for %v in %s\n", hs, dir)
+	}
+	readable := []string{filepath.Join(dir, embedded.DevCerts.CA)}
+	nodesDir := filepath.Join(dir, "nodes")
+	for _, n := range ns {
+		seedFile := n + ".nkey"
+		readable = append(readable, filepath.Join(dir, seedFile))
+		if allExist(dir, seedFile) && allExist(nodesDir, n+".json") {
+			fmt.Fprintf(stdout, "kept node %s\n", n)
+			continue
+		}
+		seed, err := embedded.AddNode(nodesDir, n, embedded.DefaultTeam)
+		if err != nil {
+			return fmt.Errorf("dev-init: %w", err)
+		}
+		if err := fsutil.WriteFileAtomic(filepath.Join(dir, seedFile), append(seed, '\n')); err != nil {
+			return fmt.Errorf("dev-init: seed of %s: %w", n, err)
+		}
+		fmt.Fprintf(stdout, "registered node %s: seed %s, registration %s\n", n, filepath.Join(dir, seedFile), filepath.Join(nodesDir, n+".json"))
+	}
+	if uid >= 0 {
+		for _, p := range readable {
+			if err := os.Chown(p, uid, gid); err != nil {
+				return fmt.Errorf("dev-init: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func allExist(dir string, names ...string) bool {
+	for _, n := range names {
+		if _, err := os.Stat(filepath.Join(dir, n)); errors.Is(err, fs.ErrNotExist) {
+			return false
+		}
+	}
+	return true
+}
