@@ -3,23 +3,23 @@
 package docker
 
 import (
+	"crypto/tls"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
-// TestSecure: the same stack with TLS on every hub listener and each
-// workstation authenticated by its registered nkey (PISYNC_SECURE=1 in
-// scripts/demo). A session crosses both ways, and the hubs refuse nothing
-// that should pass.
+// TestSecure: the compose file as it is, a plain `docker-compose up`: the
+// pki service fills the certs volume, every hub listener runs TLS and each
+// workstation is authenticated by its registered nkey. A session crosses
+// both ways, the hubs refuse nothing that should pass, and a connection
+// without credentials is refused.
 func TestSecure(t *testing.T) {
-	s := newStackEnv(t,
-		"PISYNC_HUB_OPEN=false", "PISYNC_HUB_NODES_DIR=/certs/nodes",
-		"PISYNC_HUB_TLS_CERT=/certs/hub.pem", "PISYNC_HUB_TLS_KEY=/certs/hub-key.pem", "PISYNC_HUB_TLS_CA=/certs/ca.pem",
-		"PISYNC_HUB_SCHEME=tls", "PISYNC_HUB_CA=/certs/ca.pem",
-		"PISYNC_WS1_NKEY=/certs/ws1.nkey", "PISYNC_WS2_NKEY=/certs/ws2.nkey",
-		"PISYNC_HUB_CLIENT_LISTEN=127.0.0.1:4222",
-	)
+	// The client listener on the private network, so that a client
+	// without credentials can try it.
+	s := newStackEnv(t, "PISYNC_HUB_CLIENT_LISTEN=0.0.0.0:4222")
 	for _, h := range hubs {
 		if !strings.Contains(s.logs(h), "tls=true") {
 			t.Fatalf("%s does not run with TLS", h)
@@ -38,5 +38,21 @@ func TestSecure(t *testing.T) {
 		if lg := s.logs(h); strings.Contains(lg, "Authorization Violation") || strings.Contains(lg, "authentication error") {
 			t.Errorf("%s refused a connection:\n%s", h, lg)
 		}
+	}
+
+	// Without credentials (the certificate not even checked, so that
+	// only authentication can refuse): refused. Plain text: refused.
+	url := "tls://" + s.ip("hub1") + ":4222"
+	nc, err := nats.Connect(url, nats.Secure(&tls.Config{InsecureSkipVerify: true}), nats.Timeout(5*time.Second), nats.NoReconnect())
+	if err == nil {
+		nc.Close()
+		t.Fatalf("%s accepted a client without credentials", url)
+	}
+	if !strings.Contains(strings.ToLower(err.Error()), "authorization") {
+		t.Errorf("client without credentials: %v, want an authorization error", err)
+	}
+	if nc, err := nats.Connect("nats://"+s.ip("hub1")+":4222", nats.Timeout(5*time.Second), nats.NoReconnect()); err == nil {
+		nc.Close()
+		t.Fatal("a plain-text client was accepted")
 	}
 }

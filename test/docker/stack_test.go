@@ -98,13 +98,23 @@ type stack struct {
 
 var nonAlnum = regexp.MustCompile(`[^a-z0-9]+`)
 
-// newStack builds the image if needed, brings a fresh stack up under a
-// unique project name and tears it down (volumes included) when the test
-// ends. It returns once every hub has PI_HUB and both daemons run.
-func newStack(t *testing.T) *stack { return newStackEnv(t) }
+// openEnv turns the compose file's security off (an open hub, plain
+// connections, no nkeys), as PISYNC_SECURE=0 scripts/demo does. The fault
+// and latency tests run open so that they can read PI_HUB's replica state
+// from the hubs' client port; TestSecure runs the file's secured default.
+var openEnv = []string{
+	"PISYNC_HUB_OPEN=true", "PISYNC_HUB_TLS_CERT=", "PISYNC_HUB_TLS_KEY=", "PISYNC_HUB_TLS_CA=",
+	"PISYNC_HUB_SCHEME=nats", "PISYNC_HUB_CA=", "PISYNC_WS1_NKEY=", "PISYNC_WS2_NKEY=",
+	"PISYNC_HUB_CLIENT_LISTEN=0.0.0.0:4222",
+}
 
-// newStackEnv is newStack with extra compose variables; secure=true first
-// fills the certs volume as scripts/demo does (PISYNC_SECURE=1).
+// newStack builds the image if needed, brings a fresh open stack up under
+// a unique project name and tears it down (volumes included) when the test
+// ends. It returns once every hub has PI_HUB and both daemons run.
+func newStack(t *testing.T) *stack { return newStackEnv(t, openEnv...) }
+
+// newStackEnv brings the stack up with compose variables extra on top of
+// the file's defaults (secured: the pki service runs first).
 func newStackEnv(t *testing.T, extra ...string) *stack {
 	t.Helper()
 	requireDocker(t)
@@ -128,17 +138,11 @@ func newStackEnv(t *testing.T, extra ...string) *stack {
 		"PISYNC_DEMO_DIR="+s.demo,
 		fmt.Sprintf("PISYNC_UID=%d", os.Getuid()),
 		fmt.Sprintf("PISYNC_GID=%d", os.Getgid()),
-		"PISYNC_HUB_CLIENT_LISTEN=0.0.0.0:4222",
 		"PISYNC_IDLE_AFTER=300ms",
 		"PISYNC_RESCAN_INTERVAL=1s",
 	)
 	s.env = append(s.env, extra...)
 	t.Cleanup(s.down)
-	for _, e := range extra {
-		if e == "PISYNC_HUB_OPEN=false" {
-			s.secureInit()
-		}
-	}
 
 	start := time.Now()
 	// Hubs first: a workstation that joins before PI_HUB exists has its
@@ -156,20 +160,6 @@ func newStackEnv(t *testing.T, extra ...string) *stack {
 	t.Logf("stack %s up in %v (hub containers created %v, PI_HUB ready %v)", s.project,
 		time.Since(start).Round(time.Millisecond), upHubs.Round(time.Millisecond), hubsReady.Round(time.Millisecond))
 	return s
-}
-
-// secureInit fills the project's certs volume: a development CA and hub
-// certificate, and ws1 and ws2 registered with their nkey seeds.
-func (s *stack) secureInit() {
-	s.t.Helper()
-	vol := s.project + "_certs"
-	s.docker(time.Minute, "volume", "create", vol)
-	s.docker(time.Minute, "run", "--rm", "-v", vol+":/certs", "pisyncd:dev", "hub", "certs", "--hosts=hub1,hub2,hub3", "/certs")
-	for _, ws := range stations {
-		s.docker(time.Minute, "run", "--rm", "--user", fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()), "-v", vol+":/certs",
-			"-e", "PISYNC_HUB_STATE_DIR=/tmp/hub", "-e", "PISYNC_HUB_NODES_DIR=/certs/nodes",
-			"pisyncd:dev", "hub", "add-node", "--out=/certs/"+ws+".nkey", ws)
-	}
 }
 
 func (s *stack) down() {
