@@ -29,6 +29,10 @@ const (
 // deleted. Its payload is the file's path relative to the sessions root.
 const OpDelete = "delete"
 
+// OpRestore marks a session deleted before whose file is back on the
+// origin node (restored from a trash, say): other nodes bring it back too.
+const OpRestore = "restore"
+
 // MaxChunk is the largest payload of one message. Lines above it are split
 // into chunks published as one atomic batch; max_payload stays at 1 MiB so
 // every server on a leaf path accepts the messages.
@@ -43,7 +47,7 @@ type Line struct {
 	Type     string
 	File     string // path relative to the sessions root
 	Off      int64  // offset just past the line's '\n'
-	Op       string // a control event (OpDelete), not a line of the file
+	Op       string // a control event (OpDelete, OpRestore), not a line of the file
 	SrcSeq   uint64 // on PI_HUB: the sequence in the origin's PI_LOCAL
 }
 

@@ -94,7 +94,11 @@ func TestRestartIncrementalTombstone(t *testing.T) {
 		t.Fatalf("after one append: %+v", st)
 	}
 
-	// Tombstone.
+	// Tombstone, then the file restored: the catalog follows both.
+	data, err := os.ReadFile(paths[sidA])
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Remove(paths[sidA]); err != nil {
 		t.Fatal(err)
 	}
@@ -102,5 +106,11 @@ func TestRestartIncrementalTombstone(t *testing.T) {
 		var c CatalogEntry
 		n.kvGet(sessionKey(sidA, "cat"), &c)
 		return c.Deleted, fmt.Sprintf("%+v", c)
+	})
+	writeFile(t, paths[sidA], data)
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		var c CatalogEntry
+		n.kvGet(sessionKey(sidA, "cat"), &c)
+		return !c.Deleted && len(c.DeletedOn) == 0, fmt.Sprintf("%+v", c)
 	})
 }

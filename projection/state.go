@@ -60,13 +60,18 @@ func (s *sessionState) apply(ev *eventlog.Event) {
 		c.Deleted = len(c.DeletedOn) == len(c.Nodes)
 		return
 	}
-	if ev.Op != "" {
+	if ev.Op != "" && ev.Op != eventlog.OpRestore {
 		return // a control event this version does not know
 	}
 	if i := slices.Index(c.DeletedOn, ev.Node); i >= 0 {
-		// The node writes the session again: its file is back.
+		// The node restored the session, or writes it again: its file
+		// is back.
 		c.DeletedOn = slices.Delete(c.DeletedOn, i, i+1)
 		c.Deleted = false
+	}
+	if ev.Op == eventlog.OpRestore {
+		c.Deleted = len(c.DeletedOn) == len(c.Nodes) // the node may be new to the session
+		return
 	}
 	s.appendLine(ev)
 	if n := s.tree.Len(); n > 0 {

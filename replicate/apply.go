@@ -49,11 +49,20 @@ func (r *Replicator) session(sid string) *sess {
 // apply takes one event of PI_ALL in stream order.
 func (r *Replicator) apply(ctx context.Context, ev *eventlog.Event) {
 	s := r.session(ev.SID)
-	if ev.Op == eventlog.OpDelete {
+	switch ev.Op {
+	case "":
+	case eventlog.OpDelete:
 		if ev.Node != r.opts.Node {
 			r.tombstone(ctx, s, ev)
 		}
 		return
+	case eventlog.OpRestore:
+		if err := r.restore(ctx, s, ev); err != nil {
+			r.logger.Warn("cannot bring back a restored session", "session", s.sid, "node", ev.Node, "err", err)
+		}
+		return
+	default:
+		return // a control event this version does not know
 	}
 	if ev.ID != "" && ev.Type != "session" {
 		if prev, ok := s.seen[ev.ID]; !ok {
@@ -290,6 +299,62 @@ func (r *Replicator) tombstone(ctx context.Context, s *sess, ev *eventlog.Event)
 	s.file = nil
 	r.trashed.Add(1)
 	r.logger.Info("session deleted on another machine; moved to trash", "session", s.sid, "node", ev.Node, "trash", dst)
+}
+
+// restore brings back a session whose file reappeared on ev.Node after a
+// deletion: the deletion record goes, and a machine without a file of the
+// session gets one again with every line published before the restore,
+// this machine's own included (its file went to the trash, or was deleted
+// here). Lines after the restore follow as usual.
+func (r *Replicator) restore(ctx context.Context, s *sess, ev *eventlog.Event) error {
+	if err := r.state.Delete(ctx, deletedKey(s.sid)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("clear deletion record: %w", err)
+	}
+	s.deleted, s.checked = false, true
+	if ev.Node == r.opts.Node {
+		return nil // the file is here: the tailer published the restore
+	}
+	if s.file != nil {
+		if _, err := os.Stat(s.file.path); errors.Is(err, fs.ErrNotExist) {
+			delete(r.files, s.file.path) // deleted here, as the user did on ev.Node
+			s.file = nil
+		}
+	}
+	if s.file == nil {
+		if err := r.locate(s); err != nil {
+			return err
+		}
+	}
+	if s.file != nil {
+		return nil // never deleted here (PISYNC_DELETE=ignore, say)
+	}
+	var lines []*eventlog.Event
+	err := r.all.ScanSession(ctx, s.sid, true, func(e *eventlog.Event) error {
+		if e.Seq < ev.Seq && e.Op == "" {
+			lines = append(lines, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read the session back: %w", err)
+	}
+	for _, e := range lines {
+		if e.Type == "session" && s.header == nil {
+			s.header = e
+		}
+	}
+	r.waiting.Add(int64(len(lines)))
+	s.queue = append(lines, s.queue...)
+	r.restored.Add(1)
+	r.logger.Info("session restored on another machine; bringing it back", "session", s.sid, "node", ev.Node, "lines", len(lines))
+	return nil
+}
+
+// Deleted reports whether the session was deleted on another machine and
+// not restored since (the tailer publishes a restore when its file shows
+// up here again).
+func (r *Replicator) Deleted(ctx context.Context, sid string) (bool, error) {
+	return r.isDeleted(ctx, sid)
 }
 
 // moveToTrash renames a replica into the trash folder of the sessions dir,

@@ -63,6 +63,7 @@ type Replicator struct {
 	forkSIDs map[string]struct{}
 
 	filesCreated, linesWritten, rejected, trashed atomic.Int64
+	restored                                      atomic.Int64
 	collisions, waiting, deferred                 atomic.Int64
 }
 
@@ -92,6 +93,7 @@ type Stats struct {
 	Deferred       int64 `json:"deferredWhilePiWrites"`
 	Rejected       int64 `json:"rejectedUnsafe"`
 	Trashed        int64 `json:"filesTrashed"`
+	Restored       int64 `json:"sessionsRestored"`
 	ForkedSessions int64 `json:"forkedSessions"`
 	Collisions     int64 `json:"entryCollisions"`
 }
@@ -103,7 +105,7 @@ func (r *Replicator) Stats() Stats {
 	r.mu.Unlock()
 	return Stats{
 		FilesCreated: r.filesCreated.Load(), LinesWritten: r.linesWritten.Load(), Waiting: r.waiting.Load(),
-		Deferred: r.deferred.Load(), Rejected: r.rejected.Load(), Trashed: r.trashed.Load(),
+		Deferred: r.deferred.Load(), Rejected: r.rejected.Load(), Trashed: r.trashed.Load(), Restored: r.restored.Load(),
 		ForkedSessions: forks, Collisions: r.collisions.Load(),
 	}
 }

@@ -212,8 +212,17 @@ restart:
 				f.hdrStart, f.hdrEnd, f.hdrSha = start, end, sha
 				f.sess = w.t.track(f)
 				if !f.resumed {
+					// First sight of the file in this process: bring a
+					// deleted session back, or resume after the last line.
+					_, last, err := w.t.log.Last(ctx, f.sid)
+					if err != nil {
+						return err
+					}
+					if err := w.t.revive(ctx, f, last); err != nil {
+						return err
+					}
 					f.resumed = true
-					ok, err := w.resume(ctx, f, fh)
+					ok, err := w.resume(ctx, f, fh, last)
 					if err != nil {
 						return err
 					}
@@ -274,10 +283,9 @@ func (w *worker) flush(ctx context.Context, f *file, p *pending) error {
 // file still holds it (and the header the subject starts with) byte for
 // byte, everything before it is already handled and reading resumes after
 // it, without loading the session's known lines.
-func (w *worker) resume(ctx context.Context, f *file, fh *os.File) (bool, error) {
-	_, last, err := w.t.log.Last(ctx, f.sid)
-	if err != nil || last == nil || last.File != f.rel || last.Off <= f.hdrStart || last.Off > f.size {
-		return false, err
+func (w *worker) resume(ctx context.Context, f *file, fh *os.File, last *eventlog.Event) (bool, error) {
+	if last == nil || last.Op != "" || last.File != f.rel || last.Off <= f.hdrStart || last.Off > f.size {
+		return false, nil
 	}
 	first, err := w.t.log.First(ctx, f.sid)
 	if err != nil || first == nil || first.Sha != f.hdrSha {

@@ -30,6 +30,10 @@ type Options struct {
 	// under other nodes (the replicator writes them into files here); such
 	// lines are not this node's to publish.
 	Known func(ctx context.Context, sid string, add func([32]byte)) error
+	// Deleted reports whether a session was deleted on another machine
+	// (the replicator's record), so that its file showing up here again
+	// is published as a restore.
+	Deleted func(ctx context.Context, sid string) (bool, error)
 }
 
 // Tailer follows every session file under Root and publishes its lines.
@@ -42,8 +46,9 @@ type Tailer struct {
 	workers []*worker
 	seed    maphash.Seed
 
-	known func(ctx context.Context, sid string, add func([32]byte)) error
-	ready chan struct{}
+	known            func(ctx context.Context, sid string, add func([32]byte)) error
+	deletedElsewhere func(ctx context.Context, sid string) (bool, error)
+	ready            chan struct{}
 
 	mu       sync.Mutex
 	sessions map[string]*sessionRef
@@ -80,7 +85,7 @@ func New(log Log, o Options) *Tailer {
 		log: log, root: filepath.Clean(o.Root), maxLine: o.MaxLine, rescan: o.RescanInterval,
 		logger: o.Logger, seed: maphash.MakeSeed(), sessions: make(map[string]*sessionRef),
 		publishSeconds: newPublishHistogram(),
-		known:          o.Known, ready: make(chan struct{}), moved: make(map[string]struct{}),
+		known:          o.Known, deletedElsewhere: o.Deleted, ready: make(chan struct{}), moved: make(map[string]struct{}),
 	}
 	for i := 0; i < o.Workers; i++ {
 		t.workers = append(t.workers, &worker{t: t, files: make(map[string]*file), wake: make(chan struct{}, 1), dirty: make(map[string]struct{})})
@@ -223,6 +228,26 @@ func (t *Tailer) fileGone(ctx context.Context, f *file) error {
 	}
 	f.tombstone = false
 	return nil
+}
+
+// revive publishes a restore when a file of a deleted session shows up: the
+// session's last event here is this node's tombstone, or another machine
+// deleted it. last is the session's last stored event (nil: none).
+func (t *Tailer) revive(ctx context.Context, f *file, last *eventlog.Event) error {
+	deleted := last != nil && last.Op == eventlog.OpDelete
+	if !deleted && t.deletedElsewhere != nil {
+		var err error
+		if deleted, err = t.deletedElsewhere(ctx, f.sid); err != nil {
+			return fmt.Errorf("watch: deletion record of %s: %w", f.sid, err)
+		}
+	}
+	if !deleted {
+		return nil
+	}
+	t.logger.Info("deleted session is back", "file", f.rel, "session", f.sid)
+	raw, _ := json.Marshal(map[string]any{"op": eventlog.OpRestore, "file": f.rel, "time": time.Now().UTC().Format(time.RFC3339Nano)})
+	l := eventlog.Line{Raw: raw, Sha: sha256.Sum256(raw), Type: "restore", File: f.rel, Op: eventlog.OpRestore}
+	return t.publish(ctx, f.sess, []eventlog.Line{l})
 }
 
 // FilesFor lists the files that hold a session (the replicator writes

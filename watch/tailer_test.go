@@ -182,9 +182,59 @@ func TestDeletedWhileReadAndRecreated(t *testing.T) {
 		last := evs[len(evs)-1]
 		return last.Op == "delete" && last.File == "--p--/s8.jsonl", fmt.Sprintf("last event %+v", last)
 	})
-	// The same session restored (say from the trash) publishes nothing again.
+	// The same session restored (say from the trash) publishes no line
+	// again, but says that it is back, before its new lines.
 	writeFile(t, path, header("s8")+"\n"+entry("h1", "", "one")+"\n"+entry("h2", "h1", "two")+"\n")
 	n.waitLines("s8", []string{header("s8"), entry("h1", "", "one"), entry("h2", "h1", "two")})
+	evs := n.events("s8")
+	var ops []string
+	for _, ev := range evs {
+		ops = append(ops, ev.Op)
+	}
+	if want := []string{"", "", "delete", "restore", ""}; !equalStrings(ops, want) {
+		t.Fatalf("events %q, want %q", ops, want)
+	}
+	if ev := evs[3]; ev.File != "--p--/s8.jsonl" {
+		t.Errorf("restore names file %q", ev.File)
+	}
+}
+
+// TestRestoreWhileStopped: a session deleted, then restored while the
+// daemon was not running, is announced as restored once, at start; a
+// further restart announces nothing.
+func TestRestoreWhileStopped(t *testing.T) {
+	root, state := t.TempDir(), t.TempDir()
+	path := filepath.Join(root, "--p--", "s9.jsonl")
+	content := header("s9") + "\n" + entry("k1", "", "one") + "\n"
+	writeFile(t, path, content)
+	n := startNode(t, root, state)
+	n.waitLines("s9", []string{header("s9"), entry("k1", "", "one")})
+	os.Remove(path)
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		evs := n.events("s9")
+		return evs[len(evs)-1].Op == "delete", "tombstone"
+	})
+	n.stop()
+	writeFile(t, path, content)
+	ops := func(n *node) []string {
+		var out []string
+		for _, ev := range n.events("s9") {
+			out = append(out, ev.Op)
+		}
+		return out
+	}
+	n = startNode(t, root, state)
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		got := ops(n)
+		return equalStrings(got, []string{"", "", "delete", "restore"}), fmt.Sprintf("events %q", got)
+	})
+	<-n.tailer.Ready()
+	n.stop()
+	n = startNode(t, root, state)
+	<-n.tailer.Ready()
+	if got := ops(n); !equalStrings(got, []string{"", "", "delete", "restore"}) {
+		t.Fatalf("after a second restart: events %q", got)
+	}
 }
 
 func TestRestartPublishesOnlyWhatIsNew(t *testing.T) {

@@ -164,7 +164,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		if err := d.openReplication(ctx); err != nil {
 			return err
 		}
-		topts.Known = d.repl.KnownLines
+		topts.Known, topts.Deleted = d.repl.KnownLines, d.repl.Deleted
 	}
 	var err error
 	d.proj, err = projection.New(d.nc, projection.Options{
