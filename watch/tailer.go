@@ -221,9 +221,7 @@ func (t *Tailer) fileGone(ctx context.Context, f *file) error {
 	if !f.tombstone {
 		return nil
 	}
-	raw, _ := json.Marshal(map[string]any{"op": eventlog.OpDelete, "file": f.rel, "time": time.Now().UTC().Format(time.RFC3339Nano)})
-	l := eventlog.Line{Raw: raw, Sha: sha256.Sum256(raw), Type: "tombstone", File: f.rel, Op: eventlog.OpDelete}
-	if err := t.publish(ctx, f.sess, []eventlog.Line{l}); err != nil {
+	if err := t.publish(ctx, f.sess, []eventlog.Line{controlLine(eventlog.OpDelete, "tombstone", f.rel)}); err != nil {
 		return err
 	}
 	f.tombstone = false
@@ -245,9 +243,15 @@ func (t *Tailer) revive(ctx context.Context, f *file, last *eventlog.Event) erro
 		return nil
 	}
 	t.logger.Info("deleted session is back", "file", f.rel, "session", f.sid)
-	raw, _ := json.Marshal(map[string]any{"op": eventlog.OpRestore, "file": f.rel, "time": time.Now().UTC().Format(time.RFC3339Nano)})
-	l := eventlog.Line{Raw: raw, Sha: sha256.Sum256(raw), Type: "restore", File: f.rel, Op: eventlog.OpRestore}
-	return t.publish(ctx, f.sess, []eventlog.Line{l})
+	return t.publish(ctx, f.sess, []eventlog.Line{controlLine(eventlog.OpRestore, "restore", f.rel)})
+}
+
+// controlLine is a control event about a file: its payload names the
+// operation, the file and the time, so no two are alike (a second deletion
+// is not deduplicated against the first).
+func controlLine(op, typ, rel string) eventlog.Line {
+	raw, _ := json.Marshal(map[string]any{"op": op, "file": rel, "time": time.Now().UTC().Format(time.RFC3339Nano)})
+	return eventlog.Line{Raw: raw, Sha: sha256.Sum256(raw), Type: typ, File: rel, Op: op}
 }
 
 // FilesFor lists the files that hold a session (the replicator writes
