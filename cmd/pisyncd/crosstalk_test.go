@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pisyncd/pisyncd/eventlog"
@@ -97,6 +98,61 @@ func TestNoCrossTalk(t *testing.T) {
 		info, _ := st.Info(context.Background())
 		if info.State.NumSubjects > 2 {
 			t.Errorf("%s: state bucket has %d keys, want at most 2 (its own positions)", s.name, info.State.NumSubjects)
+		}
+	}
+
+	// Directly: what one node publishes on the workstation-local subjects
+	// never reaches another node, though a subject that may cross does,
+	// along the same connections, in order. The counts above could miss a
+	// leak that happens to go unused; this cannot.
+	ncA, err := a.d.srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ncA.Close()
+	ncB, err := b.d.srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ncB.Close()
+	local := []string{"pi.all.probe.x", "pi.evt.probe.x", "$KV.pi_state.probe", "$O.probe.x"}
+	// One channel for every subscription: a channel subscription receives
+	// in the order the connection reads, so a leak published before the
+	// marker arrives before it.
+	got := make(chan *nats.Msg, 256)
+	for _, subj := range append([]string{"pi.up.ws-b.probe"}, local...) {
+		if _, err := ncA.ChanSubscribe(subj, got); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ncA.Flush()
+	// Interest travels A → hub → B on its own time: the first marker that
+	// arrives shows the path is open.
+	waitUntil(t, 20*time.Second, func() (bool, string) {
+		ncB.Publish("pi.up.ws-b.probe", []byte("open?"))
+		ncB.Flush()
+		select {
+		case <-got:
+			return true, ""
+		case <-time.After(100 * time.Millisecond):
+			return false, "A does not receive B's pi.up.ws-b.probe"
+		}
+	})
+	for _, subj := range local {
+		ncB.Publish(subj, []byte("must stay on B"))
+	}
+	ncB.Publish("pi.up.ws-b.probe", []byte("after"))
+	ncB.Flush()
+	deadline := time.After(20 * time.Second)
+	for done := false; !done; {
+		select {
+		case m := <-got:
+			if m.Subject != "pi.up.ws-b.probe" {
+				t.Fatalf("B's message on %s reached A", m.Subject)
+			}
+			done = string(m.Data) == "after"
+		case <-deadline:
+			t.Fatal("the marker published after the probes never arrived")
 		}
 	}
 }
