@@ -1,0 +1,96 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+)
+
+// TestStockNatsServerHub: the configuration `pisyncd hub config` prints,
+// run by stock nats-server code (the server package, as `nats-server -c`
+// runs it), with PI_HUB created the way docs/HUB.md says (an administration
+// user added for the purpose, the stream's JSON read from the document
+// itself), is a hub: two registered workstations replicate a session both
+// ways over TLS.
+func TestStockNatsServerHub(t *testing.T) {
+	h := startSecureHub(t) // paths, certificates and ports; pisyncd hub itself does not run
+	seedA, seedB := h.addNode("ws-a", ""), h.addNode("ws-b", "")
+	nodes, err := embedded.LoadNodes(h.nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := embedded.RenderHubConfig(hubConfig(h.cfg, nil), nodes, nil)
+	withAdmin := strings.Replace(conf, "users: [\n", "users: [\n      { user: \"admin\", password: \"change-me\" }\n", 1)
+	if withAdmin == conf {
+		t.Fatalf("no users list in the rendered configuration:\n%s", conf)
+	}
+	file := filepath.Join(t.TempDir(), "hub.conf")
+	if err := os.WriteFile(file, []byte(withAdmin), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(file)
+	if err != nil {
+		t.Fatalf("nats-server cannot load the rendered configuration: %v", err)
+	}
+	opts.NoSigs, opts.NoLog = true, true
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("stock server not ready")
+	}
+
+	ca := filepath.Join(h.certs, "ca.pem")
+	port := strings.Split(h.client, ":")[1]
+	nc, err := nats.Connect("tls://localhost:"+port, nats.RootCAs(ca), nats.UserInfo("admin", "change-me"))
+	if err != nil {
+		t.Fatalf("admin user: %v", err)
+	}
+	defer nc.Close()
+	resp, err := nc.Request("$JS.API.STREAM.CREATE.PI_HUB", docStreamJSON(t), 10*time.Second)
+	if err != nil {
+		t.Fatalf("create PI_HUB: %v", err)
+	}
+	var r struct {
+		Error *struct {
+			Description string `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(resp.Data, &r); err != nil || r.Error != nil {
+		t.Fatalf("create PI_HUB: %s", resp.Data)
+	}
+
+	a := newSecureStation(t, h, "ws-a", seedA, ca)
+	b := newSecureStation(t, h, "ws-b", seedB, ca)
+	p := writeSession(t, a, "stock-session", 3)
+	waitFile(t, b, "stock-session", 4)
+	appendLine(t, filepath.Join(b.cfg.SessionsDir, "--sec--", filepath.Base(p)), msgLine("from-b", "stoc-2", "written on B"))
+	waitFile(t, a, "stock-session", 5)
+}
+
+// docStreamJSON reads PI_HUB's settings from docs/HUB.md, the here-document
+// the reader is told to save as pi_hub.json.
+func docStreamJSON(t *testing.T) []byte {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "HUB.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "cat > pi_hub.json <<'EOF'\n")
+	body, _, ok2 := strings.Cut(rest, "\nEOF")
+	if !ok || !ok2 || !json.Valid([]byte(body)) {
+		t.Fatalf("docs/HUB.md has no valid pi_hub.json here-document")
+	}
+	return []byte(body)
+}
