@@ -32,7 +32,6 @@ type Forwarder struct {
 	hubStream jetstream.Stream
 	up        map[string]upPos // hub subject → position
 	forwarded atomic.Int64
-	behind    atomic.Int64 // lines read but not yet on the hub
 	connected atomic.Bool
 }
 

@@ -1,18 +1,15 @@
 package watch
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pisyncd/pisyncd/internal/metrics"
+)
 
 // Collectors returns the tailer's Prometheus metrics. The counters read the
 // same atomics that Stats reports, so the two can never disagree.
 func (t *Tailer) Collectors() []prometheus.Collector {
-	counter := func(name, help string, f func() int64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "pisyncd", Name: name, Help: help},
-			func() float64 { return float64(f()) })
-	}
-	gauge := func(name, help string, f func() int64) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "pisyncd", Name: name, Help: help},
-			func() float64 { return float64(f()) })
-	}
+	counter, gauge := metrics.Counter, metrics.Gauge
 	return []prometheus.Collector{
 		counter("lines_published_total", "Session lines published to PI_LOCAL.", t.published.Load),
 		counter("lines_malformed_total", "Lines skipped as malformed, non-object or over the size limit.", t.malformed.Load),

@@ -180,6 +180,12 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.reg = prometheus.NewRegistry()
 	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d.reg.MustRegister(d.tailer.Collectors()...)
+	d.reg.MustRegister(d.proj.Collectors()...)
+	if d.repl != nil {
+		d.reg.MustRegister(d.repl.Collectors()...)
+		d.reg.MustRegister(d.fwd.Collectors()...)
+		d.reg.MustRegister(d.dl.Collectors()...)
+	}
 	return nil
 }
 

@@ -68,6 +68,51 @@ func TestReplicationRoundTrip(t *testing.T) {
 	if len(fa) != 1 || len(fb) != 1 {
 		t.Fatalf("files: A %v, B %v", fa, fb)
 	}
+
+	// /metrics reports what status reports.
+	for _, s := range []*station{a, b} {
+		st, err := s.status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, want := range map[string]int64{
+			"pisyncd_lines_published_total":       st.Tailer.LinesPublished,
+			"pisyncd_replica_lines_written_total": st.Replicator.LinesWritten,
+			"pisyncd_replica_files_created_total": st.Replicator.FilesCreated,
+			"pisyncd_hub_lines_forwarded_total":   st.Forwarder.Forwarded,
+			"pisyncd_hub_lines_downloaded_total":  st.Downloader.Copied,
+			"pisyncd_hub_forwarder_connected":     1,
+			"pisyncd_hub_downloader_connected":    1,
+		} {
+			if got := metricValue(t, s, name); got != float64(want) {
+				t.Errorf("%s: %s = %v, status says %d", s.name, name, got, want)
+			}
+		}
+	}
+	if n := metricValue(t, b, "pisyncd_replica_lines_written_total"); n != 3 {
+		t.Errorf("B wrote %v lines, want 3 (header and two entries)", n)
+	}
+}
+
+// metricValue reads one metric of a station's registry, as /metrics serves it.
+func metricValue(t *testing.T, s *station, name string) float64 {
+	t.Helper()
+	families, err := s.d.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name || len(f.GetMetric()) != 1 {
+			continue
+		}
+		m := f.GetMetric()[0]
+		if c := m.GetCounter(); c != nil {
+			return c.GetValue()
+		}
+		return m.GetGauge().GetValue()
+	}
+	t.Fatalf("%s: no metric %s", s.name, name)
+	return 0
 }
 
 // TestConcurrentWritersAndHubOutage: A and B append to the same session at
