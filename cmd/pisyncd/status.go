@@ -73,7 +73,7 @@ func statusCommand(args []string, stdout io.Writer) error {
 		row("remote lines waiting", r.Waiting)
 		row("rejected (unsafe paths)", r.Rejected)
 		row("moved to trash", r.Trashed)
-		row("restored elsewhere, back here", r.Restored)
+		row("sessions brought back (restored elsewhere)", r.Restored)
 		row("forked sessions", fmt.Sprintf("%d %v", r.ForkedSessions, st.ForkedSessions))
 		row("entry id collisions (remote)", r.Collisions)
 	}
