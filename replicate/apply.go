@@ -292,7 +292,15 @@ func (r *Replicator) tombstone(ctx context.Context, s *sess, ev *eventlog.Event)
 	r.tracker.Forget(path)
 	dst, err := r.moveToTrash(path)
 	if err != nil {
-		r.logger.Warn("cannot move a deleted session to the trash", "file", path, "err", err)
+		// The copy stays here, so this machine keeps the session, as with
+		// PISYNC_DELETE=ignore: without the record, its file is not taken
+		// for a restored one after a restart (which would undo the
+		// deletion everywhere), and lines from elsewhere still arrive.
+		r.logger.Warn("cannot move a session deleted elsewhere to the trash; keeping it", "file", path, "err", err)
+		if err := r.state.Delete(ctx, deletedKey(s.sid)); err != nil {
+			r.logger.Warn("cannot clear a deletion record", "session", s.sid, "err", err)
+		}
+		s.deleted = false
 		return
 	}
 	delete(r.files, path)

@@ -91,3 +91,56 @@ func TestRestoreBringsSessionBack(t *testing.T) {
 		t.Logf("%s: tailer %+v, replicator %+v", s.name, st.Tailer, *st.Replicator)
 	}
 }
+
+// TestTrashFailureKeepsCopy: when B cannot move its copy of a session
+// deleted on A to the trash (here the trash folder's name is taken by a
+// file), B keeps the session, as with PISYNC_DELETE=ignore, and a restart
+// of B does not take the kept file for a restored one: the deletion is
+// not undone on A, and B publishes nothing.
+func TestTrashFailureKeepsCopy(t *testing.T) {
+	hub := startTestHub(t)
+	a := newStation(t, "ws-a", hub.url(), "")
+	b := newStation(t, "ws-b", hub.url(), "")
+	if err := os.MkdirAll(b.cfg.SessionsDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b.cfg.SessionsDir, replicate.TrashDir), []byte("not a folder"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sid := "0199eeee-0000-7000-8000-000000000002"
+	rel := sessionRel("/work/kept", sid)
+	aPath := filepath.Join(a.cfg.SessionsDir, rel)
+	mustWriteLines(t, aPath, append([]string{hdrLine(sid, "/work/kept")}, chain("k", "", 3, "kept")...))
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		n := len(b.sessionFiles()[rel])
+		return n == 4, fmt.Sprintf("B has %d lines", n)
+	})
+	if err := os.Remove(aPath); err != nil {
+		t.Fatal(err)
+	}
+	// A session A writes after the deletion reaches B behind the tombstone.
+	sentinel := func(sid string) {
+		t.Helper()
+		rel := sessionRel("/work/sentinel", sid)
+		mustWriteLines(t, filepath.Join(a.cfg.SessionsDir, rel), []string{hdrLine(sid, "/work/sentinel"), msgLine("s", "", "after")})
+		waitUntil(t, 30*time.Second, func() (bool, string) { return len(b.sessionFiles()[rel]) == 2, "sentinel on B" })
+	}
+	sentinel("0199eeee-0000-7000-8000-000000000003")
+	if n := len(b.sessionFiles()[rel]); n != 4 {
+		t.Fatalf("B's copy has %d lines after the failed move, want 4", n)
+	}
+	b.stop()
+	b.start()
+	select {
+	case <-b.d.tailer.Ready(): // every file present at start read once
+	case <-time.After(30 * time.Second):
+		t.Fatal("B's tailer never finished its first pass")
+	}
+	sentinel("0199eeee-0000-7000-8000-000000000004")
+	if n, err := hub.count("pi.up.ws-b.>"); err != nil || n != 0 {
+		t.Errorf("B published %d messages (%v), want 0: its kept copy was taken for a restore", n, err)
+	}
+	if _, err := os.Stat(aPath); !os.IsNotExist(err) {
+		t.Errorf("the session came back on A: %v", err)
+	}
+}
