@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -376,7 +377,7 @@ func (r *Replicator) moveToTrash(path string) (string, error) {
 	if err := safeMkdir(r.opts.Root, trash); err != nil {
 		return "", fmt.Errorf("trash folder: %w", err)
 	}
-	dst := filepath.Join(trash, name)
+	dst := freeName(trash, name)
 	err := os.Rename(path, dst)
 	if !errors.Is(err, syscall.EXDEV) {
 		return dst, err
@@ -388,8 +389,22 @@ func (r *Replicator) moveToTrash(path string) (string, error) {
 	if st, err := os.Lstat(trash); err != nil || !st.IsDir() {
 		return "", fmt.Errorf("trash folder %s is not a folder", trash)
 	}
-	dst = filepath.Join(trash, name)
+	dst = freeName(trash, name)
 	return dst, os.Rename(path, dst)
+}
+
+// freeName is dir/name, or dir/name with -1, -2, … before ".jsonl" if that
+// is taken: a rename would replace an earlier copy of the same file trashed
+// within the same second. Only the replicator writes the trash.
+func freeName(dir, name string) string {
+	base := strings.TrimSuffix(name, ".jsonl")
+	p := filepath.Join(dir, name)
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(p); err != nil {
+			return p // free (or unreadable, and the rename will say why)
+		}
+		p = filepath.Join(dir, base+"-"+strconv.Itoa(i)+".jsonl")
+	}
 }
 
 // isDeleted reports whether a deletion of the session elsewhere was

@@ -141,3 +141,24 @@ func TestSafeMkdirLinks(t *testing.T) {
 		t.Error("a dangling link accepted")
 	}
 }
+
+// TestFreeNameKeepsEarlierCopies: a second copy of the same file trashed
+// within the same second gets a name of its own.
+func TestFreeNameKeepsEarlierCopies(t *testing.T) {
+	dir := t.TempDir()
+	name := "20261130T000000Z_--p--_s.jsonl"
+	var got []string
+	for i := 0; i < 3; i++ {
+		p := freeName(dir, name)
+		if err := os.WriteFile(p, []byte{byte(i)}, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, filepath.Base(p))
+	}
+	want := []string{name, "20261130T000000Z_--p--_s-1.jsonl", "20261130T000000Z_--p--_s-2.jsonl"}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("names %q, want %q", got, want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -35,20 +36,29 @@ func TestRestoreBringsSessionBack(t *testing.T) {
 	whole, _ := os.ReadFile(aPath)
 
 	// 1. Deleted on A, B's copy goes to the trash; A restores its file.
-	deleteAndWaitTrash := func(from, other *station, path string) string {
+	// deleteAndWaitTrash deletes path and returns the copy other moved to
+	// its trash for it (a new name: earlier copies stay).
+	deleteAndWaitTrash := func(other *station, path string) string {
 		t.Helper()
+		pattern := filepath.Join(other.cfg.SessionsDir, replicate.TrashDir, "*"+sid+"*")
+		before, _ := filepath.Glob(pattern)
 		if err := os.Remove(path); err != nil {
 			t.Fatal(err)
 		}
-		var trashed []string
+		var added string
 		waitUntil(t, 30*time.Second, func() (bool, string) {
-			trashed, _ = filepath.Glob(filepath.Join(other.cfg.SessionsDir, replicate.TrashDir, "*"+sid+"*"))
+			now, _ := filepath.Glob(pattern)
+			for _, p := range now {
+				if !slices.Contains(before, p) {
+					added = p
+				}
+			}
 			_, err := os.Stat(filepath.Join(other.cfg.SessionsDir, rel))
-			return len(trashed) > 0 && os.IsNotExist(err), fmt.Sprintf("%s: trash %v, copy %v", other.name, trashed, err)
+			return added != "" && len(now) == len(before)+1 && os.IsNotExist(err), fmt.Sprintf("%s: trash %v (before %v), copy %v", other.name, now, before, err)
 		})
-		return trashed[len(trashed)-1]
+		return added
 	}
-	deleteAndWaitTrash(a, b, aPath)
+	deleteAndWaitTrash(b, aPath)
 	mustWriteLines(t, aPath, splitLines(string(whole)))
 	waitUntil(t, 30*time.Second, func() (bool, string) {
 		la, lb := lineSet(a.sessionFiles()[rel]), lineSet(b.sessionFiles()[rel])
@@ -75,7 +85,7 @@ func TestRestoreBringsSessionBack(t *testing.T) {
 
 	// 2. Deleted on A again; this time B restores its trashed copy. A,
 	// which deleted the session itself, gets it back, its own lines too.
-	trashed := deleteAndWaitTrash(a, b, aPath)
+	trashed := deleteAndWaitTrash(b, aPath)
 	if err := os.Rename(trashed, bPath); err != nil {
 		t.Fatal(err)
 	}
