@@ -47,23 +47,24 @@ func (r *Replicator) session(sid string) *sess {
 	return s
 }
 
-// apply takes one event of PI_ALL in stream order.
-func (r *Replicator) apply(ctx context.Context, ev *eventlog.Event) {
+// apply takes one event of PI_ALL in stream order. An error ends the run;
+// the next one applies the events again from the saved position.
+func (r *Replicator) apply(ctx context.Context, ev *eventlog.Event) error {
 	s := r.session(ev.SID)
 	switch ev.Op {
 	case "":
 	case eventlog.OpDelete:
 		if ev.Node != r.opts.Node {
-			r.tombstone(ctx, s, ev)
+			return r.tombstone(ctx, s, ev)
 		}
-		return
+		return nil
 	case eventlog.OpRestore:
 		if err := r.restore(ctx, s, ev); err != nil {
-			r.logger.Warn("cannot bring back a restored session", "session", s.sid, "node", ev.Node, "err", err)
+			return fmt.Errorf("replicator: bring back session %s restored on %s: %w", s.sid, ev.Node, err)
 		}
-		return
+		return nil
 	default:
-		return // a control event this version does not know
+		return nil // a control event this version does not know
 	}
 	if ev.ID != "" && ev.Type != "session" {
 		if prev, ok := s.seen[ev.ID]; !ok {
@@ -82,13 +83,14 @@ func (r *Replicator) apply(ctx context.Context, ev *eventlog.Event) {
 		}
 	}
 	if ev.Node == r.opts.Node {
-		return // our own line: it came from a file here
+		return nil // our own line: it came from a file here
 	}
 	if ev.Type == "session" && s.header == nil {
 		s.header = ev
 	}
 	s.queue = append(s.queue, ev)
 	r.waiting.Add(1)
+	return nil
 }
 
 // flush writes what every session can write now.
@@ -274,40 +276,42 @@ func (r *Replicator) create(ctx context.Context, s *sess) error {
 
 // tombstone moves this machine's copy of a session deleted elsewhere into
 // the trash folder (never unlinks it), and remembers the deletion.
-func (r *Replicator) tombstone(ctx context.Context, s *sess, ev *eventlog.Event) {
+func (r *Replicator) tombstone(ctx context.Context, s *sess, ev *eventlog.Event) error {
 	if r.opts.KeepDeleted {
-		return
+		return nil
 	}
 	s.deleted = true
 	r.waiting.Add(-int64(len(s.queue)))
 	s.queue = nil
-	if _, err := r.state.Put(ctx, deletedKey(s.sid), []byte(ev.Node)); err != nil {
-		r.logger.Warn("cannot record a remote deletion", "session", s.sid, "err", err)
-	}
 	if s.file == nil {
-		if err := r.locate(s); err != nil || s.file == nil {
-			return
+		if err := r.locate(s); err != nil {
+			return fmt.Errorf("replicator: find session %s deleted on %s: %w", s.sid, ev.Node, err)
 		}
 	}
-	path := s.file.path
-	r.tracker.Forget(path)
-	dst, err := r.moveToTrash(path)
-	if err != nil {
-		// The copy stays here, so this machine keeps the session, as with
-		// PISYNC_DELETE=ignore: without the record, its file is not taken
-		// for a restored one after a restart (which would undo the
-		// deletion everywhere), and lines from elsewhere still arrive.
-		r.logger.Warn("cannot move a session deleted elsewhere to the trash; keeping it", "file", path, "err", err)
-		if err := r.state.Delete(ctx, deletedKey(s.sid)); err != nil {
-			r.logger.Warn("cannot clear a deletion record", "session", s.sid, "err", err)
+	if s.file != nil {
+		path := s.file.path
+		r.tracker.Forget(path)
+		dst, err := r.moveToTrash(path)
+		if err != nil {
+			// The copy stays here, so this machine keeps the session, as
+			// with PISYNC_DELETE=ignore, and no deletion is recorded: a
+			// kept file must not look like a restored one after a restart
+			// (which would undo the deletion everywhere).
+			r.logger.Warn("cannot move a session deleted elsewhere to the trash; keeping it", "file", path, "err", err)
+			s.deleted = false
+			return nil
 		}
-		s.deleted = false
-		return
+		delete(r.files, path)
+		s.file = nil
+		r.trashed.Add(1)
+		r.logger.Info("session deleted on another machine; moved to trash", "session", s.sid, "node", ev.Node, "trash", dst)
 	}
-	delete(r.files, path)
-	s.file = nil
-	r.trashed.Add(1)
-	r.logger.Info("session deleted on another machine; moved to trash", "session", s.sid, "node", ev.Node, "trash", dst)
+	// Recorded once no copy is left here; if that fails, the run ends and
+	// the tombstone is applied again.
+	if _, err := r.state.Put(ctx, deletedKey(s.sid), []byte(ev.Node)); err != nil {
+		return fmt.Errorf("replicator: record deletion of %s: %w", s.sid, err)
+	}
+	return nil
 }
 
 // restore brings back a session whose file reappeared on ev.Node after a

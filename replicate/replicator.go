@@ -216,7 +216,9 @@ func (r *Replicator) run(ctx context.Context) error {
 				continue
 			}
 			if ev != nil {
-				r.apply(ctx, ev)
+				if err := r.apply(ctx, ev); err != nil {
+					return err
+				}
 			}
 		}
 		if err := r.flush(ctx); err != nil {

@@ -86,6 +86,13 @@ func TestRestoreBringsSessionBack(t *testing.T) {
 	// 2. Deleted on A again; this time B restores its trashed copy. A,
 	// which deleted the session itself, gets it back, its own lines too.
 	trashed := deleteAndWaitTrash(b, aPath)
+	// As a user would, restore once B has seen its file go (a file moved
+	// away and back within the same moment looks untouched to the tailer:
+	// same inode, size and mtime).
+	waitUntil(t, 10*time.Second, func() (bool, string) {
+		files := b.d.tailer.FilesFor(sid)
+		return len(files) == 0, fmt.Sprintf("B's tailer still follows %v", files)
+	})
 	if err := os.Rename(trashed, bPath); err != nil {
 		t.Fatal(err)
 	}
