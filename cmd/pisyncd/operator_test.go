@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"net"
 	"os"
@@ -106,16 +105,7 @@ func TestOperatorModeHub(t *testing.T) {
 		t.Fatalf("admin: %v", err)
 	}
 	defer admin.Close()
-	resp, err := admin.Request("$JS.API.STREAM.CREATE.PI_HUB", docStreamJSON(t), 10*time.Second)
-	if err != nil {
-		t.Fatalf("create PI_HUB: %v", err)
-	}
-	var r struct {
-		Error *json.RawMessage `json:"error"`
-	}
-	if err := json.Unmarshal(resp.Data, &r); err != nil || r.Error != nil {
-		t.Fatalf("create PI_HUB: %s", resp.Data)
-	}
+	createDocHubStream(t, admin)
 
 	credsA, credsB := node("ws-a"), node("ws-b")
 	cfgA := stationConfig(t, "ws-a", "nats://"+leaf)

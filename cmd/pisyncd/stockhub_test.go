@@ -58,18 +58,7 @@ func TestStockNatsServerHub(t *testing.T) {
 		t.Fatalf("admin user: %v", err)
 	}
 	defer nc.Close()
-	resp, err := nc.Request("$JS.API.STREAM.CREATE.PI_HUB", docStreamJSON(t), 10*time.Second)
-	if err != nil {
-		t.Fatalf("create PI_HUB: %v", err)
-	}
-	var r struct {
-		Error *struct {
-			Description string `json:"description"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal(resp.Data, &r); err != nil || r.Error != nil {
-		t.Fatalf("create PI_HUB: %s", resp.Data)
-	}
+	createDocHubStream(t, nc)
 
 	a := newSecureStation(t, h, "ws-a", seedA, ca)
 	b := newSecureStation(t, h, "ws-b", seedB, ca)
@@ -77,6 +66,22 @@ func TestStockNatsServerHub(t *testing.T) {
 	waitFile(t, b, "stock-session", 4)
 	appendLine(t, filepath.Join(b.cfg.SessionsDir, "--sec--", filepath.Base(p)), msgLine("from-b", "stoc-2", "written on B"))
 	waitFile(t, a, "stock-session", 5)
+}
+
+// createDocHubStream creates PI_HUB over nc, as an administration user, with
+// the settings docs/HUB.md gives (what `nats stream add --config` sends).
+func createDocHubStream(t *testing.T, nc *nats.Conn) {
+	t.Helper()
+	resp, err := nc.Request("$JS.API.STREAM.CREATE.PI_HUB", docStreamJSON(t), 10*time.Second)
+	if err != nil {
+		t.Fatalf("create PI_HUB: %v", err)
+	}
+	var r struct {
+		Error *json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(resp.Data, &r); err != nil || r.Error != nil {
+		t.Fatalf("create PI_HUB: %s", resp.Data)
+	}
 }
 
 // docStreamJSON reads PI_HUB's settings from docs/HUB.md, the here-document
