@@ -233,41 +233,41 @@ func safeMkdir(root, dir string) error {
 		if behindLink {
 			return fmt.Errorf("%w: %s lies behind a link", ErrUnsafe, p)
 		}
-		err := checkFolder(p, i == 0)
+		link, err := checkFolder(p, i == 0)
 		if errors.Is(err, fs.ErrNotExist) {
 			if err = os.Mkdir(p, 0o700); errors.Is(err, fs.ErrExist) {
-				err = checkFolder(p, i == 0) // made meanwhile: look again
+				link, err = checkFolder(p, i == 0) // made meanwhile: look again
 			}
 		}
 		if err != nil {
 			return err
 		}
-		if st, err := os.Lstat(p); err == nil && st.Mode()&fs.ModeSymlink != 0 {
-			behindLink = true
-		}
+		behindLink = link
 	}
 	return nil
 }
 
 // checkFolder accepts an existing folder, or a link to one where links
-// are allowed; it returns fs.ErrNotExist for a missing one.
-func checkFolder(p string, linkAllowed bool) error {
+// are allowed, and reports which it is; it returns fs.ErrNotExist for a
+// missing one.
+func checkFolder(p string, linkAllowed bool) (link bool, err error) {
 	st, err := os.Lstat(p)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if st.Mode()&fs.ModeSymlink != 0 {
 		if !linkAllowed {
-			return fmt.Errorf("%w: %s is a link below a project folder", ErrUnsafe, p)
+			return true, fmt.Errorf("%w: %s is a link below a project folder", ErrUnsafe, p)
 		}
 		if st, err = os.Stat(p); err != nil || !st.IsDir() {
-			return fmt.Errorf("%w: %s is a link to no folder", ErrUnsafe, p)
+			return true, fmt.Errorf("%w: %s is a link to no folder", ErrUnsafe, p)
 		}
+		return true, nil
 	}
 	if !st.IsDir() {
-		return fmt.Errorf("replicate: %s is not a folder", p)
+		return false, fmt.Errorf("replicate: %s is not a folder", p)
 	}
-	return nil
+	return false, nil
 }
 
 func syncDir(dir string) {
