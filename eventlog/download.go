@@ -105,6 +105,7 @@ func (d *Downloader) session(ctx context.Context) error {
 	}
 	defer p.Stop()
 	d.connected.Store(true)
+	progress := newBacklog(d.logger, "copying the hub's backlog")
 	var batch []jetstream.Msg
 	for {
 		// A stall watchdog: an ordered consumer whose hub went away
@@ -134,6 +135,7 @@ func (d *Downloader) session(ctx context.Context) error {
 			}
 			rest = rest[n:]
 		}
+		progress.update(len(batch), numPending(batch[len(batch)-1]), time.Now())
 	}
 }
 

@@ -113,15 +113,21 @@ func (f *Forwarder) session(ctx context.Context) error {
 
 	asm := map[string]*Assembler{}
 	saved := pos
+	progress := newBacklog(f.logger, "forwarding lines written while the hub was away")
 	for {
 		// Block for the first message, then take what is already there.
-		window, last, err := f.read(ctx, p, asm)
+		window, last, pending, err := f.read(ctx, p, asm)
 		if err != nil {
 			return err
 		}
 		if err := f.forward(ctx, window); err != nil {
 			return err
 		}
+		n := 0
+		for _, lines := range window {
+			n += len(lines)
+		}
+		progress.update(n, pending, time.Now())
 		// Everything up to last is on the hub, except split lines whose
 		// chunks have not all arrived: start again before those.
 		done := last
@@ -144,18 +150,18 @@ const forwardWindow = 1000
 
 // read collects complete lines: it waits for the first message, then takes
 // what has already arrived, up to a window, without waiting any longer.
-func (f *Forwarder) read(ctx context.Context, p *Pump, asm map[string]*Assembler) (map[string][]Line, uint64, error) {
-	window := map[string][]Line{}
-	var last uint64
+func (f *Forwarder) read(ctx context.Context, p *Pump, asm map[string]*Assembler) (window map[string][]Line, last, pending uint64, err error) {
+	window = map[string][]Line{}
 	msgs, err := p.Next(ctx, forwardWindow, nil)
 	if err != nil {
-		return nil, 0, fmt.Errorf("forwarder: read: %w", err)
+		return nil, 0, 0, fmt.Errorf("forwarder: read: %w", err)
 	}
 	for _, msg := range msgs {
 		meta, err := msg.Metadata()
 		if err != nil {
-			return nil, 0, fmt.Errorf("forwarder: read: %w", err)
+			return nil, 0, 0, fmt.Errorf("forwarder: read: %w", err)
 		}
+		pending = meta.NumPending
 		last = meta.Sequence.Stream
 		subj := msg.Subject()
 		a := asm[subj]
@@ -178,7 +184,7 @@ func (f *Forwarder) read(ctx context.Context, p *Pump, asm map[string]*Assembler
 			File: ev.File, Off: ev.Off, Op: ev.Op, SrcSeq: ev.Seq,
 		})
 	}
-	return window, last, nil
+	return window, last, pending, nil
 }
 
 // forward publishes each session's lines to its hub subject after what the

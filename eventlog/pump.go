@@ -68,10 +68,7 @@ func (p *Pump) Next(ctx context.Context, max int, out []jetstream.Msg) ([]jetstr
 }
 
 // pending reports whether the consumer had more messages after m.
-func pending(m jetstream.Msg) bool {
-	meta, err := m.Metadata()
-	return err == nil && meta.NumPending > 0
-}
+func pending(m jetstream.Msg) bool { return numPending(m) > 0 }
 
 // Err returns a consume error reported since the last call, if any.
 func (p *Pump) Err() error {

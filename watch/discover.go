@@ -22,6 +22,8 @@ type discovery struct {
 	watched map[string]struct{}
 	seen    map[string]struct{} // *.jsonl paths found by the last walk
 	walked  chan struct{}       // closed after the first walk
+	found   int                 // session files the first walk found; read after walked
+
 }
 
 func newDiscovery(t *Tailer) (*discovery, error) {
@@ -37,6 +39,7 @@ func (d *discovery) run(ctx context.Context) error {
 	if err := d.walk(); err != nil {
 		return err
 	}
+	d.found = len(d.seen)
 	close(d.walked)
 	tick := time.NewTicker(d.t.rescan)
 	defer tick.Stop()

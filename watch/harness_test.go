@@ -32,6 +32,13 @@ func startNode(t testing.TB, root, state string) *node {
 // long one leaves only the first walk and fsnotify to find changes.
 func startNodeRescan(t testing.TB, root, state string, rescan time.Duration) *node {
 	t.Helper()
+	return startNodeWith(t, root, state, Options{RescanInterval: rescan}, nil)
+}
+
+// startNodeWith starts a node with o (Root, Workers and MaxLine filled in)
+// and lets adjust change the tailer before it runs.
+func startNodeWith(t testing.TB, root, state string, o Options, adjust func(*Tailer)) *node {
+	t.Helper()
 	ctx := context.Background()
 	srv, err := embedded.Start(ctx, embedded.Config{StateDir: state, NodeID: "test-node"})
 	if err != nil {
@@ -46,7 +53,11 @@ func startNodeRescan(t testing.TB, root, state string, rescan time.Duration) *no
 		t.Fatalf("open log: %v", err)
 	}
 	n := &node{t: t, root: root, state: state, srv: srv, log: lg, done: make(chan error, 1)}
-	n.tailer = New(lg, Options{Root: root, Workers: 4, RescanInterval: rescan, MaxLine: 16 << 20})
+	o.Root, o.Workers, o.MaxLine = root, 4, 16<<20
+	n.tailer = New(lg, o)
+	if adjust != nil {
+		adjust(n.tailer)
+	}
 	rctx, cancel := context.WithCancel(ctx)
 	n.cancel = cancel
 	go func() { n.done <- n.tailer.Run(rctx) }()

@@ -42,9 +42,11 @@ type Tailer struct {
 	root    string
 	maxLine int
 	rescan  time.Duration
-	logger  *slog.Logger
-	workers []*worker
-	seed    maphash.Seed
+	// progressEvery: how often a long first read reports its progress.
+	progressEvery time.Duration
+	logger        *slog.Logger
+	workers       []*worker
+	seed          maphash.Seed
 
 	known            func(ctx context.Context, sid string, add func([32]byte)) error
 	deletedElsewhere func(ctx context.Context, sid string) (bool, error)
@@ -82,7 +84,7 @@ func New(log Log, o Options) *Tailer {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	t := &Tailer{
-		log: log, root: filepath.Clean(o.Root), maxLine: o.MaxLine, rescan: o.RescanInterval,
+		log: log, root: filepath.Clean(o.Root), maxLine: o.MaxLine, rescan: o.RescanInterval, progressEvery: 5 * time.Second,
 		logger: o.Logger, seed: maphash.MakeSeed(), sessions: make(map[string]*sessionRef),
 		publishSeconds: newPublishHistogram(),
 		known:          o.Known, deletedElsewhere: o.Deleted, ready: make(chan struct{}), moved: make(map[string]struct{}),
@@ -114,7 +116,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t.awaitReady(ctx, d.walked)
+		t.awaitReady(ctx, d)
 	}()
 	err = d.run(ctx)
 	cancel()
@@ -126,25 +128,38 @@ func (t *Tailer) Run(ctx context.Context) error {
 }
 
 // awaitReady closes t.ready once the first walk is done and every worker
-// has handled what it found.
-func (t *Tailer) awaitReady(ctx context.Context, walked <-chan struct{}) {
+// has handled what it found. Reading thousands of existing sessions on a
+// first start takes a while: it says how far it got every progressEvery.
+func (t *Tailer) awaitReady(ctx context.Context, d *discovery) {
 	select {
-	case <-walked:
+	case <-d.walked:
 	case <-ctx.Done():
 		return
 	}
+	start := time.Now()
 	barriers := make([]chan struct{}, len(t.workers))
 	for i, w := range t.workers {
 		barriers[i] = make(chan struct{})
 		w.barrier(barriers[i])
 	}
+	tick := time.NewTicker(t.progressEvery)
+	defer tick.Stop()
 	for _, b := range barriers {
-		select {
-		case <-b:
-		case <-ctx.Done():
-			return
+		for waiting := true; waiting; {
+			select {
+			case <-b:
+				waiting = false
+			case <-tick.C:
+				t.logger.Info("reading the session files found at start", "files", d.found,
+					"opened", t.filesTracked.Load(), "lines_published", t.published.Load(),
+					"elapsed", time.Since(start).Round(time.Second))
+			case <-ctx.Done():
+				return
+			}
 		}
 	}
+	t.logger.Info("session files found at start are read", "files", d.found,
+		"lines_published", t.published.Load(), "took", time.Since(start).Round(time.Millisecond))
 	close(t.ready)
 }
 

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -312,4 +314,49 @@ func TestThousandSessionsAtOnce(t *testing.T) {
 	if info.Messages != sessions*(entries+1) || info.Subjects != sessions {
 		t.Fatalf("stream holds %d messages on %d subjects", info.Messages, info.Subjects)
 	}
+}
+
+// TestFirstReadReportsProgress: a first start over many existing sessions
+// says how far it got while it reads them, and when it is done.
+func TestFirstReadReportsProgress(t *testing.T) {
+	root := t.TempDir()
+	const sessions = 300
+	for i := 0; i < sessions; i++ {
+		sid := fmt.Sprintf("p%04d", i)
+		writeFile(t, filepath.Join(root, "--p--", sid+".jsonl"), header(sid)+"\n"+entry("e1", "", "x")+"\n")
+	}
+	logs := &logBuffer{}
+	n := startNodeWith(t, root, t.TempDir(), Options{Logger: slog.New(slog.NewTextHandler(logs, nil))},
+		func(tl *Tailer) { tl.progressEvery = time.Millisecond })
+	select {
+	case <-n.tailer.Ready():
+	case <-time.After(60 * time.Second):
+		t.Fatal("the first read never finished")
+	}
+	out := logs.String()
+	done := fmt.Sprintf(`msg="session files found at start are read" files=%d lines_published=%d`, sessions, 2*sessions)
+	if !strings.Contains(out, done) {
+		t.Fatalf("no summary %q in the log:\n%s", done, out)
+	}
+	if !strings.Contains(out, `msg="reading the session files found at start" files=300`) {
+		t.Errorf("no progress line while reading 300 sessions with a 1 ms interval:\n%s", out)
+	}
+}
+
+// logBuffer is an io.Writer safe for the tailer's goroutines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
