@@ -105,7 +105,7 @@ func (d *Downloader) session(ctx context.Context) error {
 	}
 	defer p.Stop()
 	d.connected.Store(true)
-	progress := newBacklog(d.logger, "copying the hub's backlog")
+	progress := newBacklog(d.logger, "copying a backlog from the hub")
 	var batch []jetstream.Msg
 	for {
 		// A stall watchdog: an ordered consumer whose hub went away

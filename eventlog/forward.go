@@ -113,7 +113,7 @@ func (f *Forwarder) session(ctx context.Context) error {
 
 	asm := map[string]*Assembler{}
 	saved := pos
-	progress := newBacklog(f.logger, "forwarding lines written while the hub was away")
+	progress := newBacklog(f.logger, "forwarding a backlog to the hub")
 	for {
 		// Block for the first message, then take what is already there.
 		window, last, pending, err := f.read(ctx, p, asm)
