@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -120,7 +119,7 @@ func (r *Replicator) flush(ctx context.Context) error {
 
 func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 	if !s.checked {
-		deleted, err := r.isDeleted(ctx, s.sid)
+		deleted, err := r.Deleted(ctx, s.sid)
 		if err != nil {
 			return err
 		}
@@ -147,8 +146,7 @@ func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 	if errors.Is(err, os.ErrNotExist) {
 		// The file went away (deleted here): the next round creates a
 		// new one if the session still has a header.
-		delete(r.files, s.file.path)
-		s.file = nil
+		r.dropFile(s)
 		return nil
 	}
 	if err != nil {
@@ -301,8 +299,7 @@ func (r *Replicator) tombstone(ctx context.Context, s *sess, ev *eventlog.Event)
 			s.deleted = false
 			return nil
 		}
-		delete(r.files, path)
-		s.file = nil
+		r.dropFile(s)
 		r.trashed.Add(1)
 		r.logger.Info("session deleted on another machine; moved to trash", "session", s.sid, "node", ev.Node, "trash", dst)
 	}
@@ -329,8 +326,7 @@ func (r *Replicator) restore(ctx context.Context, s *sess, ev *eventlog.Event) e
 	}
 	if s.file != nil {
 		if _, err := os.Stat(s.file.path); errors.Is(err, fs.ErrNotExist) {
-			delete(r.files, s.file.path) // deleted here, as the user did on ev.Node
-			s.file = nil
+			r.dropFile(s) // deleted here, as the user did on ev.Node
 		}
 	}
 	if s.file == nil {
@@ -363,11 +359,10 @@ func (r *Replicator) restore(ctx context.Context, s *sess, ev *eventlog.Event) e
 	return nil
 }
 
-// Deleted reports whether the session was deleted on another machine and
-// not restored since (the tailer publishes a restore when its file shows
-// up here again).
-func (r *Replicator) Deleted(ctx context.Context, sid string) (bool, error) {
-	return r.isDeleted(ctx, sid)
+// dropFile forgets the session's file here: it is gone, or in the trash.
+func (r *Replicator) dropFile(s *sess) {
+	delete(r.files, s.file.path)
+	s.file = nil
 }
 
 // moveToTrash renames a replica into the trash folder of the sessions dir,
@@ -397,24 +392,23 @@ func (r *Replicator) moveToTrash(path string) (string, error) {
 	return dst, os.Rename(path, dst)
 }
 
-// freeName is dir/name, or dir/name with -1, -2, … before ".jsonl" if that
-// is taken: a rename would replace an earlier copy of the same file trashed
-// within the same second. Only the replicator writes the trash.
+// freeName is the first free numbered(dir/name, i): a rename would replace
+// an earlier copy of the same file trashed within the same second. Only the
+// replicator writes the trash.
 func freeName(dir, name string) string {
-	base := strings.TrimSuffix(name, ".jsonl")
-	p := filepath.Join(dir, name)
-	for i := 1; ; i++ {
+	for i := 0; ; i++ {
+		p := numbered(filepath.Join(dir, name), i)
 		if _, err := os.Lstat(p); err != nil {
 			return p // free (or unreadable, and the rename will say why)
 		}
-		p = filepath.Join(dir, base+"-"+strconv.Itoa(i)+".jsonl")
 	}
 }
 
-// isDeleted reports whether a deletion of the session elsewhere was
-// recorded. A failed read is an error, not "no": writing on would revive a
-// session the user deleted.
-func (r *Replicator) isDeleted(ctx context.Context, sid string) (bool, error) {
+// Deleted reports whether a deletion of the session elsewhere was recorded
+// and no restore came since; the tailer asks it too, to announce a file of
+// such a session that shows up here as a restore. A failed read is an
+// error, not "no": writing on would revive a session the user deleted.
+func (r *Replicator) Deleted(ctx context.Context, sid string) (bool, error) {
 	_, err := r.state.Get(ctx, deletedKey(sid))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return false, nil

@@ -193,12 +193,8 @@ func createFile(root, want string, lines [][]byte) (string, error) {
 	if err := f.Close(); err != nil {
 		return "", err
 	}
-	base := strings.TrimSuffix(want, ".jsonl")
 	for i := 0; i < 100; i++ {
-		p := want
-		if i > 0 {
-			p = base + "-" + strconv.Itoa(i) + ".jsonl"
-		}
+		p := numbered(want, i)
 		err := os.Link(tmp, p)
 		if err == nil {
 			syncDir(dir)
@@ -209,6 +205,15 @@ func createFile(root, want string, lines [][]byte) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("replicate: no free file name for %s", want)
+}
+
+// numbered is path for i = 0, else path with -i before its ".jsonl": how
+// pisyncd names a file whose name is taken, as pi's /import does.
+func numbered(path string, i int) string {
+	if i == 0 {
+		return path
+	}
+	return strings.TrimSuffix(path, ".jsonl") + "-" + strconv.Itoa(i) + ".jsonl"
 }
 
 // safeMkdir creates dir (0700) below root, one folder at a time, and
