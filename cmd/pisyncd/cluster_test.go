@@ -200,14 +200,8 @@ func appendLine(t *testing.T, path, line string) {
 	}
 }
 
-func hdrLine(sid, cwd string) string {
-	return fmt.Sprintf(`{"type":"session","version":3,"id":%q,"timestamp":"2026-11-30T00:00:00.000Z","cwd":%q}`, sid, cwd)
-}
+func hdrLine(sid, cwd string) string { return testenv.HeaderAt(sid, cwd, "2026-11-30T00:00:00.000Z") }
 
 func msgLine(id, parent, text string) string {
-	p := "null"
-	if parent != "" {
-		p = fmt.Sprintf("%q", parent)
-	}
-	return fmt.Sprintf(`{"type":"message","id":%q,"parentId":%s,"timestamp":"2026-11-30T00:00:01.000Z","message":{"role":"user","content":%q,"timestamp":1}}`, id, p, text)
+	return testenv.EntryAt(id, parent, "2026-11-30T00:00:01.000Z", text)
 }

@@ -87,18 +87,10 @@ func TestOperatorModeHub(t *testing.T) {
 		ServerName: "hub-op", Host: "127.0.0.1", Port: portOf(t, client),
 		JetStream: true, JetStreamDomain: "hub", StoreDir: t.TempDir(), SyncAlways: true,
 		TrustedOperators: []*jwt.OperatorClaims{opClaims}, AccountResolver: resolver, SystemAccount: sysPub,
-		NoSigs: true, NoLog: true, MaxPayload: 1 << 20,
+		MaxPayload: 1 << 20,
 	}
 	opts.LeafNode.Host, opts.LeafNode.Port = "127.0.0.1", portOf(t, leaf)
-	ns, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("hub not ready")
-	}
+	runNatsServer(t, opts)
 
 	admin, err := nats.Connect("nats://"+client, nats.UserCredentials(creds("admin", nil)))
 	if err != nil {

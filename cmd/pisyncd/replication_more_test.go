@@ -127,6 +127,17 @@ func mustWriteLines(t *testing.T, path string, lines []string) {
 	}
 }
 
+// writeSentinel writes a new two-line session on s and returns its file,
+// relative to a sessions dir. Events reach every PI_ALL in hub order, so
+// once another station has this file it has applied everything s
+// published before it.
+func writeSentinel(t *testing.T, s *station, sid string) string {
+	t.Helper()
+	rel := sessionRel("/work/sentinel", sid)
+	mustWriteLines(t, filepath.Join(s.cfg.SessionsDir, rel), []string{hdrLine(sid, "/work/sentinel"), msgLine("s", "", "after")})
+	return rel
+}
+
 // sessionRel is the file of a session, relative to a sessions dir, as the
 // tests here name them.
 func sessionRel(cwd, sid string) string {
@@ -386,12 +397,7 @@ func TestRemoteDeletion(t *testing.T) {
 	// The tombstone is on the hub now: a session A writes after it reaches
 	// C's PI_ALL behind it, so once C has that one, C has seen the
 	// tombstone, and ignored it.
-	sentinel := func(sid string) string {
-		rel := sessionRel("/work/sentinel", sid)
-		mustWriteLines(t, filepath.Join(a.cfg.SessionsDir, rel), []string{hdrLine(sid, "/work/sentinel"), msgLine("s", "", "after the deletion")})
-		return rel
-	}
-	relS1 := sentinel("0199ffff-0000-7000-8000-000000000002")
+	relS1 := writeSentinel(t, a, "0199ffff-0000-7000-8000-000000000002")
 	waitUntil(t, 30*time.Second, func() (bool, string) {
 		return len(c.sessionFiles()[relS1]) == 2 && len(b.sessionFiles()[relS1]) == 2, "sentinel on B and C"
 	})
@@ -407,7 +413,7 @@ func TestRemoteDeletion(t *testing.T) {
 	// (a copy moved to the trash is no deletion of B's own).
 	b.stop()
 	b.start()
-	relS2 := sentinel("0199ffff-0000-7000-8000-000000000003")
+	relS2 := writeSentinel(t, a, "0199ffff-0000-7000-8000-000000000003")
 	waitUntil(t, 30*time.Second, func() (bool, string) { return len(b.sessionFiles()[relS2]) == 2, "second sentinel on B" })
 	if _, err := os.Stat(filepath.Join(b.cfg.SessionsDir, rel)); !os.IsNotExist(err) {
 		t.Errorf("the deleted session came back on B: %v", err)

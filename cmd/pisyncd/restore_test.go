@@ -138,8 +138,7 @@ func TestTrashFailureKeepsCopy(t *testing.T) {
 	// A session A writes after the deletion reaches B behind the tombstone.
 	sentinel := func(sid string) {
 		t.Helper()
-		rel := sessionRel("/work/sentinel", sid)
-		mustWriteLines(t, filepath.Join(a.cfg.SessionsDir, rel), []string{hdrLine(sid, "/work/sentinel"), msgLine("s", "", "after")})
+		rel := writeSentinel(t, a, sid)
 		waitUntil(t, 30*time.Second, func() (bool, string) { return len(b.sessionFiles()[rel]) == 2, "sentinel on B" })
 	}
 	sentinel("0199eeee-0000-7000-8000-000000000003")

@@ -40,16 +40,7 @@ func TestStockNatsServerHub(t *testing.T) {
 	if err != nil {
 		t.Fatalf("nats-server cannot load the rendered configuration: %v", err)
 	}
-	opts.NoSigs, opts.NoLog = true, true
-	ns, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("stock server not ready")
-	}
+	runNatsServer(t, opts)
 
 	ca := filepath.Join(h.certs, "ca.pem")
 	port := strings.Split(h.client, ":")[1]
@@ -66,6 +57,22 @@ func TestStockNatsServerHub(t *testing.T) {
 	waitFile(t, b, "stock-session", 4)
 	appendLine(t, filepath.Join(b.cfg.SessionsDir, "--sec--", filepath.Base(p)), msgLine("from-b", "stoc-2", "written on B"))
 	waitFile(t, a, "stock-session", 5)
+}
+
+// runNatsServer runs stock nats-server code with opts (signals and logging
+// off) until the test ends.
+func runNatsServer(t *testing.T, opts *server.Options) {
+	t.Helper()
+	opts.NoSigs, opts.NoLog = true, true
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
 }
 
 // createDocHubStream creates PI_HUB over nc, as an administration user, with

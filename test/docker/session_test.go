@@ -14,26 +14,22 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
+	"github.com/pisyncd/pisyncd/replicate"
 )
 
-// Hand-written pi lines (format v3), as pi appends them.
-func hdrLine(sid, cwd string) string {
-	return fmt.Sprintf(`{"type":"session","version":3,"id":%q,"timestamp":"2026-11-30T00:00:00.000Z","cwd":%q}`, sid, cwd)
-}
+// Hand-written pi lines (format v3), as pi appends them; entries carry the
+// time they are written.
+func hdrLine(sid, cwd string) string { return testenv.HeaderAt(sid, cwd, "2026-11-30T00:00:00.000Z") }
 
 func msgLine(id, parent, text string) string {
-	p := "null"
-	if parent != "" {
-		p = fmt.Sprintf("%q", parent)
-	}
-	return fmt.Sprintf(`{"type":"message","id":%q,"parentId":%s,"timestamp":%q,"message":{"role":"user","content":%q,"timestamp":1}}`,
-		id, p, time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), text)
+	return testenv.EntryAt(id, parent, time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), text)
 }
 
 // sessionPath is where pi keeps session sid begun in cwd, under root.
 func sessionPath(root, cwd, sid string) string {
-	folder := "--" + strings.ReplaceAll(strings.Trim(cwd, "/"), "/", "-") + "--"
-	return filepath.Join(root, folder, "2026-11-30T00-00-00-000Z_"+sid+".jsonl")
+	return filepath.Join(root, replicate.CwdFolder(cwd), "2026-11-30T00-00-00-000Z_"+sid+".jsonl")
 }
 
 func appendLines(path string, lines ...string) error {
