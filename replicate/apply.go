@@ -288,9 +288,10 @@ func (r *Replicator) tombstone(ctx context.Context, s *sess, ev *eventlog.Event)
 	}
 	if s.file != nil {
 		path := s.file.path
-		r.tracker.Forget(path)
+		undo := r.tracker.Forget(path)
 		dst, err := r.moveToTrash(path)
 		if err != nil {
+			undo()
 			// The copy stays here, so this machine keeps the session, as
 			// with PISYNC_DELETE=ignore, and no deletion is recorded: a
 			// kept file must not look like a restored one after a restart

@@ -25,8 +25,9 @@ type Tracker interface {
 	// that it does not publish the line again when it sees it in a file.
 	Learn(sid string, sha [32]byte)
 	// Forget tells the tailer that a file is moved away by the replicator:
-	// its disappearance is no deletion to publish.
-	Forget(path string)
+	// its disappearance is no deletion to publish. undo takes that back
+	// when the move failed.
+	Forget(path string) (undo func())
 }
 
 // Options configure a Replicator.

@@ -303,11 +303,18 @@ func (t *Tailer) Learn(sid string, sha [32]byte) {
 }
 
 // Forget marks a file the replicator is about to move away: its
-// disappearance is not a deletion to publish.
-func (t *Tailer) Forget(path string) {
+// disappearance is not a deletion to publish. The returned undo takes the
+// mark back when the move failed, so that a later deletion by the user is
+// published.
+func (t *Tailer) Forget(path string) (undo func()) {
 	t.mu.Lock()
 	t.moved[path] = struct{}{}
 	t.mu.Unlock()
+	return func() {
+		t.mu.Lock()
+		delete(t.moved, path)
+		t.mu.Unlock()
+	}
 }
 
 // Ready is closed once every file present at start has been read once.

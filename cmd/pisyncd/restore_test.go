@@ -109,22 +109,21 @@ func TestRestoreBringsSessionBack(t *testing.T) {
 	}
 }
 
-// TestTrashFailureKeepsCopy: when B cannot move its copy of a session
-// deleted on A to the trash (here the trash folder's name is taken by a
-// file), B keeps the session, as with PISYNC_DELETE=ignore, and a restart
-// of B does not take the kept file for a restored one: the deletion is
-// not undone on A, and B publishes nothing.
-func TestTrashFailureKeepsCopy(t *testing.T) {
-	hub := startTestHub(t)
-	a := newStation(t, "ws-a", hub.url(), "")
-	b := newStation(t, "ws-b", hub.url(), "")
+// keptCopy sets up what the two tests below start from: A's session
+// replicated to B, whose trash folder's name is taken by a file, then
+// deleted on A; B has applied the tombstone (a sentinel written after it
+// has arrived) and kept its copy. sentinel writes and waits for another.
+func keptCopy(t *testing.T) (hub *testHub, a, b *station, sid, bPath string, sentinel func(string)) {
+	hub = startTestHub(t)
+	a = newStation(t, "ws-a", hub.url(), "")
+	b = newStation(t, "ws-b", hub.url(), "")
 	if err := os.MkdirAll(b.cfg.SessionsDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(b.cfg.SessionsDir, replicate.TrashDir), []byte("not a folder"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	sid := "0199eeee-0000-7000-8000-000000000002"
+	sid = "0199eeee-0000-7000-8000-000000000002"
 	rel := sessionRel("/work/kept", sid)
 	aPath := filepath.Join(a.cfg.SessionsDir, rel)
 	mustWriteLines(t, aPath, append([]string{hdrLine(sid, "/work/kept")}, chain("k", "", 3, "kept")...))
@@ -135,8 +134,7 @@ func TestTrashFailureKeepsCopy(t *testing.T) {
 	if err := os.Remove(aPath); err != nil {
 		t.Fatal(err)
 	}
-	// A session A writes after the deletion reaches B behind the tombstone.
-	sentinel := func(sid string) {
+	sentinel = func(sid string) {
 		t.Helper()
 		rel := writeSentinel(t, a, sid)
 		waitUntil(t, 30*time.Second, func() (bool, string) { return len(b.sessionFiles()[rel]) == 2, "sentinel on B" })
@@ -145,6 +143,15 @@ func TestTrashFailureKeepsCopy(t *testing.T) {
 	if n := len(b.sessionFiles()[rel]); n != 4 {
 		t.Fatalf("B's copy has %d lines after the failed move, want 4", n)
 	}
+	return hub, a, b, sid, filepath.Join(b.cfg.SessionsDir, rel), sentinel
+}
+
+// TestTrashFailureKeepsCopy: when B cannot move its copy of a session
+// deleted on A to the trash, B keeps the session, as with
+// PISYNC_DELETE=ignore, and a restart of B does not take the kept file for
+// a restored one: the deletion is not undone on A, and B publishes nothing.
+func TestTrashFailureKeepsCopy(t *testing.T) {
+	hub, a, b, sid, _, sentinel := keptCopy(t)
 	b.stop()
 	b.start()
 	select {
@@ -156,7 +163,21 @@ func TestTrashFailureKeepsCopy(t *testing.T) {
 	if n, err := hub.count("pi.up.ws-b.>"); err != nil || n != 0 {
 		t.Errorf("B published %d messages (%v), want 0: its kept copy was taken for a restore", n, err)
 	}
-	if _, err := os.Stat(aPath); !os.IsNotExist(err) {
-		t.Errorf("the session came back on A: %v", err)
+	if files := a.sessionFiles(); len(files[sessionRel("/work/kept", sid)]) != 0 {
+		t.Errorf("the session came back on A")
 	}
+}
+
+// TestKeptCopyDeletedByUser: the kept copy is B's own now; when B's user
+// deletes it, B publishes that deletion (the failed move took back its
+// "moved by the replicator" mark).
+func TestKeptCopyDeletedByUser(t *testing.T) {
+	hub, _, _, sid, bPath, _ := keptCopy(t)
+	if err := os.Remove(bPath); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		n, err := hub.count("pi.up.ws-b." + sid)
+		return err == nil && n == 1, fmt.Sprintf("B published %d messages for the session (%v), want its tombstone", n, err)
+	})
 }
