@@ -47,6 +47,9 @@ type Config struct {
 	Delete    string        `envconfig:"DELETE" default:"trash" desc:"what a session deleted on another machine does here: trash (move to SESSIONS_DIR/.pisyncd-trash) or ignore"`
 	IdleAfter time.Duration `envconfig:"IDLE_AFTER" default:"1s" desc:"remote lines are appended to a file only after a local pi has not written it for this long"`
 
+	RemoteSessionsPerHour int      `envconfig:"REMOTE_SESSIONS_PER_HOUR" default:"2000" desc:"new sessions one other node may start here per hour (hub time); past it that node's new sessions are rejected (0: no limit)"`
+	RemoteBytesPerHour    ByteSize `envconfig:"REMOTE_BYTES_PER_HOUR" default:"2GiB" desc:"bytes of lines one other node may send here per hour (hub time); past it its lines are rejected (0: no limit)"`
+
 	RescanInterval  time.Duration `envconfig:"RESCAN_INTERVAL" default:"10s" desc:"how often the whole sessions tree is rescanned (the correctness path; file events are only a hint)"`
 	MaxLine         ByteSize      `envconfig:"MAX_LINE" default:"64MiB" desc:"longest line published; longer lines are counted as malformed and skipped"`
 	MaxStore        ByteSize      `envconfig:"MAX_STORE" default:"16GiB" desc:"JetStream file store limit"`

@@ -17,42 +17,73 @@ import (
 const HdrHubSeq = "Pi-Hub-Seq"
 
 // Downloader copies the hub's PI_HUB into this node's PI_ALL, in hub order,
-// exactly once. PI_ALL is its own checkpoint: its last message says which
-// hub sequence was copied last, and every write states the PI_ALL sequence
-// it expects to follow, so a restart, a lost reply or a second downloader
-// can never store a message twice.
+// exactly once, admitting each line first: it is the boundary where
+// other machines' events enter this one, so nothing that its Admitter
+// rejects is ever stored here. PI_ALL is its own checkpoint: its last
+// message says which hub sequence was copied last, and every write states
+// the PI_ALL sequence it expects to follow, so a restart, a lost reply or a
+// second downloader can never store a message twice.
 type Downloader struct {
 	nc     *nats.Conn
 	local  jetstream.JetStream
 	hub    jetstream.JetStream
 	all    *All
+	opts   DownloaderOptions
 	logger *slog.Logger
 
-	copied    atomic.Int64
-	connected atomic.Bool
+	copied, rejected atomic.Int64
+	connected        atomic.Bool
+}
+
+// Admitter is the admission point for other machines' events.
+type Admitter interface {
+	// Admit returns nil to admit ev, an error wrapping ErrRejected to
+	// pass it over, another error when it cannot decide now. at is when
+	// the hub stored the event.
+	Admit(ctx context.Context, ev *Event, at time.Time) error
+	// Reject counts a message the downloader passed over itself: a
+	// broken chunk run, a subject that names no session.
+	Reject(node, sid, reason, detail string)
+}
+
+// DownloaderOptions configure a Downloader.
+type DownloaderOptions struct {
+	Admit Admitter
+	// State keeps the hub position past rejected messages, which PI_ALL
+	// cannot show: without it a restart would examine them again.
+	State   jetstream.KeyValue
+	MaxLine int // longest line assembled from chunks
+	Logger  *slog.Logger
 }
 
 // NewDownloader copies from the hub domain over nc into all.
-func NewDownloader(nc *nats.Conn, all *All, hubDomain string, logger *slog.Logger) (*Downloader, error) {
+func NewDownloader(nc *nats.Conn, all *All, hubDomain string, o DownloaderOptions) (*Downloader, error) {
 	hub, err := jetstream.NewWithDomain(nc, hubDomain)
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: downloader: %w", err)
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Downloader{nc: nc, local: all.js, hub: hub, all: all, logger: logger}, nil
+	if o.Admit == nil {
+		return nil, errors.New("eventlog: downloader: no admission point")
+	}
+	if o.MaxLine <= 0 {
+		o.MaxLine = 64 << 20
+	}
+	return &Downloader{nc: nc, local: all.js, hub: hub, all: all, opts: o, logger: o.Logger}, nil
 }
 
 // DownloaderStats are the downloader's counters.
 type DownloaderStats struct {
 	Copied    int64 `json:"copied"`
+	Rejected  int64 `json:"rejected"`
 	Connected bool  `json:"hubReachable"`
 }
 
 // Stats returns the counters.
 func (d *Downloader) Stats() DownloaderStats {
-	return DownloaderStats{Copied: d.copied.Load(), Connected: d.connected.Load()}
+	return DownloaderStats{Copied: d.copied.Load(), Rejected: d.rejected.Load(), Connected: d.connected.Load()}
 }
 
 // Run copies until ctx ends; failures (the hub unreachable) are retried
@@ -62,23 +93,40 @@ func (d *Downloader) Run(ctx context.Context) error {
 	return nil
 }
 
-// position reads PI_ALL's last sequence and the hub sequence it holds.
+// skipKey is the state key of the hub sequence up to which every message
+// was examined, when the last of them were rejected.
+const skipKey = "downloader.skipped"
+
+// position reads PI_ALL's last sequence and the hub sequence copied (or
+// passed over) last.
 func (d *Downloader) position(ctx context.Context) (allSeq, hubSeq uint64, err error) {
 	info, err := d.all.stream.Info(ctx)
 	if err != nil {
 		return 0, 0, fmt.Errorf("downloader: %s: %w", AllStream, err)
 	}
 	allSeq = info.State.LastSeq
-	if allSeq == 0 {
-		return 0, 0, nil
+	if info.State.Msgs > 0 {
+		// The last message still held: an erased session's may be gone.
+		m, err := d.all.stream.GetLastMsgForSubject(ctx, AllPrefix+".>")
+		if err != nil {
+			return 0, 0, fmt.Errorf("downloader: last message of %s: %w", AllStream, err)
+		}
+		hubSeq, err = strconv.ParseUint(m.Header.Get(HdrHubSeq), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("downloader: last message of %s has no %s", AllStream, HdrHubSeq)
+		}
 	}
-	m, err := d.all.stream.GetMsg(ctx, allSeq)
-	if err != nil {
-		return 0, 0, fmt.Errorf("downloader: last message of %s: %w", AllStream, err)
-	}
-	hubSeq, err = strconv.ParseUint(m.Header.Get(HdrHubSeq), 10, 64)
-	if err != nil {
-		return 0, 0, fmt.Errorf("downloader: last message of %s has no %s", AllStream, HdrHubSeq)
+	if d.opts.State != nil {
+		e, err := d.opts.State.Get(ctx, skipKey)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return 0, 0, fmt.Errorf("downloader: position: %w", err)
+		default:
+			if skipped, err := strconv.ParseUint(string(e.Value()), 10, 64); err == nil {
+				hubSeq = max(hubSeq, skipped)
+			}
+		}
 	}
 	return allSeq, hubSeq, nil
 }
@@ -106,6 +154,7 @@ func (d *Downloader) session(ctx context.Context) error {
 	defer p.Stop()
 	d.connected.Store(true)
 	progress := newBacklog(d.logger, "copying a backlog from the hub")
+	fr := &framer{d: d, maxLine: d.opts.MaxLine}
 	var batch []jetstream.Msg
 	for {
 		// A stall watchdog: an ordered consumer whose hub went away
@@ -122,18 +171,15 @@ func (d *Downloader) session(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		// Atomic batches of at most 8 MiB: one fsync each, and a
-		// bounded staging store on the server.
-		for rest := batch; len(rest) > 0; {
-			n, size := 0, 0
-			for n < len(rest) && (n == 0 || size+len(rest[n].Data()) <= 8<<20) {
-				size += len(rest[n].Data())
-				n++
-			}
-			if allSeq, err = d.store(ctx, allSeq, rest[:n]); err != nil {
-				return err
-			}
-			rest = rest[n:]
+		lines, err := fr.take(ctx, batch)
+		if err != nil {
+			return err
+		}
+		if allSeq, err = d.storeLines(ctx, allSeq, lines); err != nil {
+			return err
+		}
+		if err := fr.saveSkip(ctx); err != nil {
+			return err
 		}
 		progress.update(len(batch), numPending(batch[len(batch)-1]), time.Now())
 	}
@@ -154,11 +200,7 @@ func (d *Downloader) store(ctx context.Context, last uint64, msgs []jetstream.Ms
 			continue
 		}
 		nm := nats.NewMsg(AllSubject(node, sid))
-		for k, v := range m.Headers() {
-			if len(k) > 3 && k[:3] == "Pi-" {
-				nm.Header[k] = v
-			}
-		}
+		copyHeaders(nm.Header, m.Headers())
 		nm.Header.Set(HdrHubSeq, strconv.FormatUint(meta.Sequence.Stream, 10))
 		nm.Data = m.Data()
 		out = append(out, nm)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/pisyncd/pisyncd/admit"
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
 )
@@ -79,7 +80,7 @@ func TestDownloaderCopiesExactlyOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := eventlog.NewDownloader(nc, all, embedded.HubDomain, nil)
+		d, err := eventlog.NewDownloader(nc, all, embedded.HubDomain, eventlog.DownloaderOptions{Admit: admit.New("w1", admit.Limits{}, all, nil)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +149,7 @@ func BenchmarkDownload(b *testing.B) {
 		}
 		base := time.Since(t0)
 		nc, _ := ws.Connect()
-		d, _ := eventlog.NewDownloader(nc, all, embedded.HubDomain, nil)
+		d, _ := eventlog.NewDownloader(nc, all, embedded.HubDomain, eventlog.DownloaderOptions{Admit: admit.New("w1", admit.Limits{}, all, nil)})
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		t1 := time.Now()

@@ -26,7 +26,8 @@ const (
 )
 
 // OpDelete marks a tombstone: the origin node's file of the session was
-// deleted. Its payload is the file's path relative to the sessions root.
+// deleted. Control events carry the file in Pi-File and a small JSON object
+// ({"op", "file", "time"}) as payload.
 const OpDelete = "delete"
 
 // OpRestore marks a session deleted before whose file is back on the
@@ -135,3 +136,8 @@ func ParseChunk(s string) (i, n int, err error) {
 	}
 	return i, n, nil
 }
+
+// OpErase asks every machine to remove a session: its files and every
+// line of it in the streams (a leaked secret). Pi-File and payload as for
+// OpDelete.
+const OpErase = "erase"

@@ -181,3 +181,7 @@ func publishAtomic(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg, expect 
 	}
 	return ack.Sequence, nil
 }
+
+// ErrRejected marks a remote event that the admission point passed over:
+// it never enters PI_ALL, and it is no reason to stop copying.
+var ErrRejected = errors.New("eventlog: rejected at admission")

@@ -91,3 +91,27 @@ func AllStreamConfig() jetstream.StreamConfig {
 	c.Duplicates = 0 // one writer stating the expected last sequence: no ids needed
 	return c
 }
+
+// HasLines reports whether PI_ALL holds a line (not only control events)
+// that node published for session sid: who may delete, restore or erase a
+// session is decided by it.
+func (a *All) HasLines(ctx context.Context, node, sid string) (bool, error) {
+	subj := AllSubject(node, sid)
+	seq := uint64(1)
+	// Control events before a first line are rare (a deletion, then a
+	// restore): a few steps are enough, and bound what a node can cost us.
+	for range 16 {
+		m, err := a.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("eventlog: read %s: %w", subj, err)
+		}
+		if m.Header.Get(HdrOp) == "" {
+			return true, nil
+		}
+		seq = m.Sequence + 1
+	}
+	return false, nil
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/pisyncd/pisyncd/admit"
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
@@ -38,6 +39,7 @@ type Daemon struct {
 	fwd     *eventlog.Forwarder
 	dl      *eventlog.Downloader
 	repl    *replicate.Replicator
+	gate    *admit.Gate
 	proj    *projection.Worker
 	reg     *prometheus.Registry
 	started time.Time
@@ -103,7 +105,12 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.dl, err = eventlog.NewDownloader(d.nc, all, embedded.HubDomain, d.logger.With("component", "downloader"))
+	d.gate = admit.New(d.cfg.NodeID, admit.Limits{
+		MaxLine: int(d.cfg.MaxLine), SessionsPerHour: d.cfg.RemoteSessionsPerHour, BytesPerHour: int64(d.cfg.RemoteBytesPerHour),
+	}, all, d.logger.With("component", "admission"))
+	d.dl, err = eventlog.NewDownloader(d.nc, all, embedded.HubDomain, eventlog.DownloaderOptions{
+		Admit: d.gate, State: state, MaxLine: int(d.cfg.MaxLine), Logger: d.logger.With("component", "downloader"),
+	})
 	if err != nil {
 		return err
 	}

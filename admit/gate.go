@@ -1,0 +1,286 @@
+package admit
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+)
+
+// Limits bound what one origin node may send.
+type Limits struct {
+	// MaxLine is the longest line admitted.
+	MaxLine int
+	// SessionsPerHour is how many new sessions one origin node may start
+	// in an hour (measured on the hub's clock, so a catch-up after an
+	// outage is not a burst); 0 means no limit.
+	SessionsPerHour int
+	// BytesPerHour is how many bytes of lines one origin may send in an
+	// hour; 0 means no limit.
+	BytesPerHour int64
+}
+
+// Lines tells whether a node has published lines of a session: the rule
+// for who may delete, restore or erase it.
+type Lines interface {
+	HasLines(ctx context.Context, node, sid string) (bool, error)
+}
+
+// quarantineAfter is how many rejected events of one origin's session put
+// the rest of that origin's events for the session in quarantine.
+const quarantineAfter = 8
+
+// maxPairs bounds the per-(origin, session) records an attacker can make
+// us keep; past it, rejections are still counted per origin.
+const maxPairs = 100_000
+
+// Gate is the admission point: Admit decides for every remote event,
+// counts what it rejects per origin node and session, logs the first
+// rejection of each pair, and quarantines a pair that keeps failing.
+// Safe for concurrent use.
+type Gate struct {
+	self   string
+	limits Limits
+	lines  Lines
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	origins map[string]*origin
+	pairs   map[pair]*pairState
+
+	admitted, rejected atomic.Int64
+}
+
+type pair struct{ node, sid string }
+
+type pairState struct {
+	hasLines    bool // admitted at least one line: authority over the session
+	started     bool // its header was admitted (counted against the quota)
+	rejected    int
+	quarantined Reason
+}
+
+type origin struct {
+	sessions, bytes bucket
+	rejected        int64
+	byReason        map[Reason]int64
+}
+
+// New returns a gate for node self; lines answers for history the gate
+// has not seen in this run.
+func New(self string, limits Limits, lines Lines, logger *slog.Logger) *Gate {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if limits.MaxLine <= 0 {
+		limits.MaxLine = 64 << 20
+	}
+	return &Gate{self: self, limits: limits, lines: lines, logger: logger,
+		origins: map[string]*origin{}, pairs: map[pair]*pairState{}}
+}
+
+// Admit returns nil when ev may enter this machine, an error wrapping
+// eventlog.ErrRejected when it is passed over, or another error when the
+// decision could not be made (PI_ALL unreadable): the caller retries.
+// at is when the hub stored the event.
+func (g *Gate) Admit(ctx context.Context, ev *eventlog.Event, at time.Time) error {
+	if r := Check(ev, g.limits.MaxLine); r != nil {
+		return g.reject(r)
+	}
+	k := pair{ev.Node, ev.SID}
+	g.mu.Lock()
+	p := g.pairs[k]
+	g.mu.Unlock()
+	if p != nil && p.quarantined != "" {
+		return g.reject(&Rejection{Node: ev.Node, SID: ev.SID, Reason: Quarantined, Detail: string(p.quarantined)})
+	}
+	if ev.Op != "" {
+		if err := g.authority(ctx, ev, p); err != nil {
+			return err
+		}
+		g.admitted.Add(1)
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ev.Node != g.self {
+		o := g.origin(ev.Node)
+		if ev.Type == "session" && (p == nil || !p.started) && g.limits.SessionsPerHour > 0 &&
+			!o.sessions.take(at, 1, float64(g.limits.SessionsPerHour)) {
+			return g.rejectLocked(&Rejection{Node: ev.Node, SID: ev.SID, Reason: SessionQuota,
+				Detail: "raise PISYNC_REMOTE_SESSIONS_PER_HOUR if this node is yours"}, true)
+		}
+		if g.limits.BytesPerHour > 0 && !o.bytes.take(at, float64(len(ev.Raw)), float64(g.limits.BytesPerHour)) {
+			return g.rejectLocked(&Rejection{Node: ev.Node, SID: ev.SID, Reason: ByteQuota,
+				Detail: "raise PISYNC_REMOTE_BYTES_PER_HOUR if this node is yours"}, false)
+		}
+	}
+	if p = g.pair(k); p != nil {
+		p.hasLines = true
+		p.started = p.started || ev.Type == "session"
+	}
+	g.admitted.Add(1)
+	return nil
+}
+
+// authority admits a delete, restore or erase only from a node that has
+// published lines of the session (this node's own always).
+func (g *Gate) authority(ctx context.Context, ev *eventlog.Event, p *pairState) error {
+	if ev.Node == g.self || (p != nil && p.hasLines) {
+		return nil
+	}
+	ok, err := g.lines.HasLines(ctx, ev.Node, ev.SID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return g.reject(&Rejection{Node: ev.Node, SID: ev.SID, Reason: NoAuthority,
+			Detail: ev.Op + " from a node that never wrote the session"})
+	}
+	g.mu.Lock()
+	if p := g.pair(pair{ev.Node, ev.SID}); p != nil {
+		p.hasLines = true
+	}
+	g.mu.Unlock()
+	return nil
+}
+
+// Reject counts an event the caller passed over itself (a broken chunk
+// run, a subject that is not a session's).
+func (g *Gate) Reject(node, sid, reason, detail string) {
+	g.reject(&Rejection{Node: node, SID: sid, Reason: Reason(reason), Detail: detail})
+}
+
+var _ eventlog.Admitter = (*Gate)(nil)
+
+func (g *Gate) reject(r *Rejection) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.rejectLocked(r, false)
+}
+
+// rejectLocked counts r; quarantine puts the pair in quarantine at once.
+func (g *Gate) rejectLocked(r *Rejection, quarantine bool) error {
+	g.rejected.Add(1)
+	o := g.origin(r.Node)
+	o.rejected++
+	o.byReason[r.Reason]++
+	p := g.pair(pair{r.Node, r.SID})
+	first := p == nil && o.rejected == 1
+	if p != nil {
+		p.rejected++
+		first = p.rejected == 1
+		if p.quarantined == "" && (quarantine || p.rejected >= quarantineAfter) {
+			p.quarantined = r.Reason
+			g.logger.Warn("quarantined a session from another node: its further events are passed over",
+				"node", r.Node, "session", r.SID, "reason", r.Reason)
+		}
+	}
+	if first {
+		g.logger.Warn("rejected an event from another node", "node", r.Node, "session", r.SID,
+			"reason", r.Reason, "detail", r.Detail)
+	}
+	return r
+}
+
+func (g *Gate) origin(node string) *origin {
+	o := g.origins[node]
+	if o == nil {
+		o = &origin{byReason: map[Reason]int64{}}
+		g.origins[node] = o
+	}
+	return o
+}
+
+// pair returns the record of k, nil once maxPairs are kept.
+func (g *Gate) pair(k pair) *pairState {
+	p := g.pairs[k]
+	if p == nil && len(g.pairs) < maxPairs {
+		p = &pairState{}
+		g.pairs[k] = p
+	}
+	return p
+}
+
+// bucket is a token bucket refilled at rate per hour up to one hour's
+// worth, on the clock of the times it is given.
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+func (b *bucket) take(at time.Time, n, perHour float64) bool {
+	if b.last.IsZero() {
+		b.tokens, b.last = perHour, at
+	}
+	if at.After(b.last) {
+		b.tokens = min(perHour, b.tokens+perHour*at.Sub(b.last).Hours())
+		b.last = at
+	}
+	if b.tokens < n {
+		return false
+	}
+	b.tokens -= n
+	return true
+}
+
+// Stats are the gate's counters.
+type Stats struct {
+	Admitted    int64                  `json:"admitted"`
+	Rejected    int64                  `json:"rejected"`
+	ByOrigin    map[string]OriginStats `json:"byOrigin,omitempty"`
+	Quarantined []QuarantinedSession   `json:"quarantined,omitempty"`
+}
+
+// OriginStats count one origin node's rejected events by reason.
+type OriginStats struct {
+	Rejected int64            `json:"rejected"`
+	ByReason map[Reason]int64 `json:"byReason"`
+}
+
+// QuarantinedSession is one origin's session whose events are passed over.
+type QuarantinedSession struct {
+	Node    string `json:"node"`
+	Session string `json:"session"`
+	Reason  Reason `json:"reason"`
+}
+
+// maxListed bounds the quarantined sessions Stats lists.
+const maxListed = 50
+
+// Stats returns the counters.
+func (g *Gate) Stats() Stats {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := Stats{Admitted: g.admitted.Load(), Rejected: g.rejected.Load()}
+	for node, o := range g.origins {
+		if o.rejected == 0 {
+			continue
+		}
+		if s.ByOrigin == nil {
+			s.ByOrigin = map[string]OriginStats{}
+		}
+		by := make(map[Reason]int64, len(o.byReason))
+		for r, n := range o.byReason {
+			by[r] = n
+		}
+		s.ByOrigin[node] = OriginStats{Rejected: o.rejected, ByReason: by}
+	}
+	for k, p := range g.pairs {
+		if p.quarantined != "" {
+			s.Quarantined = append(s.Quarantined, QuarantinedSession{Node: k.node, Session: k.sid, Reason: p.quarantined})
+		}
+	}
+	sort.Slice(s.Quarantined, func(i, j int) bool {
+		a, b := s.Quarantined[i], s.Quarantined[j]
+		return a.Node < b.Node || a.Node == b.Node && a.Session < b.Session
+	})
+	if len(s.Quarantined) > maxListed {
+		s.Quarantined = s.Quarantined[:maxListed]
+	}
+	return s
+}

@@ -1,0 +1,150 @@
+package admit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+)
+
+// history is what PI_ALL held before this run: who published lines of
+// which session.
+type history map[[2]string]bool
+
+func (h history) HasLines(_ context.Context, node, sid string) (bool, error) {
+	return h[[2]string{node, sid}], nil
+}
+
+func from(node, sid, raw string) *eventlog.Event {
+	ev := line(raw)
+	ev.Node, ev.SID = node, sid
+	return ev
+}
+
+func op(node, sid, o string) *eventlog.Event {
+	return &eventlog.Event{Node: node, SID: sid, Op: o, Type: "tombstone", File: "--p--/x.jsonl",
+		Raw: []byte(`{"op":"` + o + `","file":"--p--/x.jsonl"}`)}
+}
+
+func hdrOf(sid string) string {
+	return `{"type":"session","version":3,"id":"` + sid + `","timestamp":"2026-11-30T00:00:00.000Z","cwd":"/p"}`
+}
+
+// TestAuthority: delete, restore and erase are admitted only from a node
+// that published lines of the session, in this run or before it.
+func TestAuthority(t *testing.T) {
+	ctx := context.Background()
+	g := New("me", Limits{}, history{{"bob", "old"}: true}, nil)
+	if err := g.Admit(ctx, from("ann", "s1", hdrOf("s1")), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ev   *eventlog.Event
+		want bool
+	}{
+		{op("ann", "s1", eventlog.OpDelete), true},   // ann wrote s1 in this run
+		{op("bob", "old", eventlog.OpErase), true},   // bob wrote it before
+		{op("me", "s1", eventlog.OpRestore), true},   // our own
+		{op("eve", "s1", eventlog.OpDelete), false},  // never wrote s1
+		{op("eve", "s1", eventlog.OpRestore), false}, // likewise
+		{op("ann", "old", eventlog.OpErase), false},
+	} {
+		err := g.Admit(ctx, c.ev, time.Now())
+		if (err == nil) != c.want {
+			t.Errorf("%s of %s by %s: %v, want admitted=%v", c.ev.Op, c.ev.SID, c.ev.Node, err, c.want)
+		}
+		var r *Rejection
+		if err != nil && (!errors.As(err, &r) || r.Reason != NoAuthority) {
+			t.Errorf("%s by %s: %v, want %s", c.ev.Op, c.ev.Node, err, NoAuthority)
+		}
+	}
+	if s := g.Stats(); s.ByOrigin["eve"].ByReason[NoAuthority] != 2 || s.ByOrigin["ann"].ByReason[NoAuthority] != 1 {
+		t.Errorf("stats: %+v", s.ByOrigin)
+	}
+}
+
+// TestSessionQuota: past its hourly quota an origin's new sessions are
+// rejected with their lines (quarantined), other origins are not touched,
+// and the quota refills with hub time.
+func TestSessionQuota(t *testing.T) {
+	ctx := context.Background()
+	g := New("me", Limits{SessionsPerHour: 10}, history{}, nil)
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	admitted := 0
+	for i := range 25 {
+		sid := fmt.Sprint("e", i)
+		if g.Admit(ctx, from("eve", sid, hdrOf(sid)), t0.Add(time.Duration(i)*time.Second)) == nil {
+			admitted++
+		}
+		// A later line of the same session follows its header's fate.
+		err := g.Admit(ctx, from("eve", sid, `{"type":"message","id":"m1","message":{}}`), t0)
+		if (err == nil) != (i < 10) {
+			t.Errorf("line of session %d: %v", i, err)
+		}
+	}
+	if admitted != 10 {
+		t.Errorf("admitted %d new sessions, want 10", admitted)
+	}
+	if err := g.Admit(ctx, from("ann", "a1", hdrOf("a1")), t0); err != nil {
+		t.Errorf("another origin: %v", err)
+	}
+	// Half an hour of hub time later, five more.
+	later := t0.Add(30 * time.Minute)
+	n := 0
+	for i := range 10 {
+		sid := fmt.Sprint("f", i)
+		if g.Admit(ctx, from("eve", sid, hdrOf(sid)), later) == nil {
+			n++
+		}
+	}
+	if n != 5 {
+		t.Errorf("after 30 min: %d admitted, want 5", n)
+	}
+	s := g.Stats()
+	if len(s.Quarantined) == 0 || s.ByOrigin["eve"].ByReason[SessionQuota] != 20 {
+		t.Errorf("stats: %+v", s)
+	}
+}
+
+// TestByteQuota bounds the bytes an origin sends per hour.
+func TestByteQuota(t *testing.T) {
+	ctx := context.Background()
+	g := New("me", Limits{BytesPerHour: 1000}, history{}, nil)
+	at := time.Now()
+	sent := 0
+	for i := range 50 {
+		ev := from("eve", "s", fmt.Sprintf(`{"type":"message","id":"m%d","pad":"%060d"}`, i, 0))
+		if g.Admit(ctx, ev, at) == nil {
+			sent += len(ev.Raw)
+		}
+	}
+	if sent > 1000 || sent < 900 {
+		t.Errorf("admitted %d bytes in one moment, want just under 1000", sent)
+	}
+}
+
+// TestQuarantine: an origin's session that keeps failing is quarantined;
+// its valid lines are passed over too, other sessions of the origin not.
+func TestQuarantine(t *testing.T) {
+	ctx := context.Background()
+	g := New("me", Limits{}, history{}, nil)
+	for range quarantineAfter {
+		g.Admit(ctx, from("eve", "bad", `[1]`), time.Now())
+	}
+	if err := g.Admit(ctx, from("eve", "bad", hdrOf("bad")), time.Now()); !errors.Is(err, eventlog.ErrRejected) {
+		t.Errorf("valid line of a quarantined session: %v", err)
+	}
+	if err := g.Admit(ctx, from("eve", "good", hdrOf("good")), time.Now()); err != nil {
+		t.Errorf("another session: %v", err)
+	}
+	if err := g.Admit(ctx, from("ann", "bad", hdrOf("bad")), time.Now()); err != nil {
+		t.Errorf("another origin's lines of the same session: %v", err)
+	}
+	q := g.Stats().Quarantined
+	if len(q) != 1 || q[0].Node != "eve" || q[0].Session != "bad" {
+		t.Errorf("quarantined: %+v", q)
+	}
+}

@@ -1,0 +1,222 @@
+package eventlog
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Reasons the downloader itself gives for passing a message over; the
+// admission point gives the others.
+const (
+	rejectBrokenChunks = "broken-chunk-run"
+	rejectBadSubject   = "bad-subject"
+	rejectShaMismatch  = "headers-disagree-with-payload"
+)
+
+// framer turns the hub's messages, in stream order, into whole events,
+// asks the admission point about each, and returns the messages of the
+// admitted ones grouped per line. An honest forwarder stores a split line
+// as one atomic batch, so its chunks stand together in PI_HUB: a run broken
+// by any other message is passed over. At most one line is assembled at a
+// time, and never past maxLine, whatever a node sends.
+type framer struct {
+	d       *Downloader
+	maxLine int
+
+	run     []jetstream.Msg // the chunks of the line being assembled
+	runSize int
+	// drop is the subject of a run being passed over, and the chunk
+	// index that would continue it: its later chunks go silently.
+	drop     string
+	dropNext int
+
+	examined uint64 // hub sequence of the last message taken
+	skipped  bool   // the messages after the last admitted one were all passed over
+	saved    uint64 // what skipKey holds
+}
+
+// take frames msgs and returns the admitted lines' messages.
+func (f *framer) take(ctx context.Context, msgs []jetstream.Msg) ([][]jetstream.Msg, error) {
+	var out [][]jetstream.Msg
+	for _, m := range msgs {
+		meta, err := m.Metadata()
+		if err != nil {
+			return nil, fmt.Errorf("downloader: %w", err)
+		}
+		f.examined = meta.Sequence.Stream
+		line, err := f.add(ctx, m, meta)
+		if err != nil {
+			return nil, err
+		}
+		if line != nil {
+			out = append(out, line)
+		}
+	}
+	return out, nil
+}
+
+// add takes one message: the admitted line it completes, or nil.
+func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMetadata) ([]jetstream.Msg, error) {
+	subj, h := m.Subject(), m.Headers()
+	node, sid, err := ParseSubject(subj)
+	if err != nil {
+		f.breakRun()
+		f.reject("", "", rejectBadSubject, fmt.Sprintf("%.80q", subj))
+		return nil, nil
+	}
+	i, n, cerr := ParseChunk(h.Get(HdrChunk))
+	if f.drop != "" {
+		if cerr == nil && subj == f.drop && i == f.dropNext {
+			f.dropNext++
+			f.skipped = true
+			if i == n {
+				f.drop = ""
+			}
+			return nil, nil
+		}
+		f.drop = ""
+	}
+	if len(f.run) > 0 && (cerr != nil || subj != f.run[0].Subject() || i != len(f.run)+1) {
+		f.breakRun()
+	}
+	maxChunks := (f.maxLine + MaxChunk - 1) / MaxChunk
+	switch {
+	case cerr != nil:
+		f.reject(node, sid, rejectBrokenChunks, cerr.Error())
+		return nil, nil
+	case n > maxChunks || len(m.Data()) > MaxChunk:
+		f.reject(node, sid, rejectBrokenChunks, fmt.Sprintf("%d chunks, at most %d of %d bytes each", n, maxChunks, MaxChunk))
+		f.dropRest(subj, i, n)
+		return nil, nil
+	case i > 1 && len(f.run) == 0:
+		f.reject(node, sid, rejectBrokenChunks, fmt.Sprintf("chunk %d/%d without its start", i, n))
+		f.dropRest(subj, i, n)
+		return nil, nil
+	}
+	f.run = append(f.run, m)
+	f.runSize += len(m.Data())
+	if f.runSize > f.maxLine {
+		f.run, f.runSize = nil, 0
+		f.reject(node, sid, rejectBrokenChunks, fmt.Sprintf("line longer than %d bytes", f.maxLine))
+		f.dropRest(subj, i, n)
+		return nil, nil
+	}
+	if i < n {
+		return nil, nil
+	}
+	run := f.run
+	f.run, f.runSize = nil, 0
+	ev, err := newEvent(HubStream, subj, meta.Sequence.Stream, run[0].Headers())
+	if err != nil {
+		f.reject(node, sid, rejectShaMismatch, err.Error())
+		return nil, nil
+	}
+	if len(run) == 1 {
+		ev.Raw = run[0].Data()
+	} else {
+		var b bytes.Buffer
+		b.Grow(f.runSize)
+		for _, c := range run {
+			b.Write(c.Data())
+		}
+		ev.Raw = b.Bytes()
+	}
+	if (ev.Op == "" || h.Get(HdrSha) != "") && sha256.Sum256(ev.Raw) != ev.Sha {
+		f.reject(node, sid, rejectShaMismatch, "payload does not match "+HdrSha)
+		return nil, nil
+	}
+	err = f.d.opts.Admit.Admit(ctx, ev, meta.Timestamp)
+	if errors.Is(err, ErrRejected) {
+		f.d.rejected.Add(1)
+		f.skipped = true
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("downloader: admission: %w", err)
+	}
+	f.skipped = false
+	return run, nil
+}
+
+// breakRun passes over a split line whose run another message broke.
+func (f *framer) breakRun() {
+	if len(f.run) == 0 {
+		return
+	}
+	node, sid, _ := ParseSubject(f.run[0].Subject())
+	f.reject(node, sid, rejectBrokenChunks, fmt.Sprintf("split line broken off after %d chunks", len(f.run)))
+	f.run, f.runSize = nil, 0
+}
+
+// dropRest passes over the chunks after i of a run of n on subj.
+func (f *framer) dropRest(subj string, i, n int) {
+	if i < n {
+		f.drop, f.dropNext = subj, i+1
+	}
+}
+
+func (f *framer) reject(node, sid, reason, detail string) {
+	f.d.rejected.Add(1)
+	f.skipped = true
+	f.d.opts.Admit.Reject(node, sid, reason, detail)
+}
+
+// saveSkip records, after a round whose last messages were all passed
+// over, that they need not be examined again after a restart. A line
+// still being assembled is read again from its start instead.
+func (f *framer) saveSkip(ctx context.Context) error {
+	if !f.skipped || len(f.run) > 0 || f.examined <= f.saved || f.d.opts.State == nil {
+		return nil
+	}
+	if _, err := f.d.opts.State.Put(ctx, skipKey, []byte(strconv.FormatUint(f.examined, 10))); err != nil {
+		return fmt.Errorf("downloader: save position: %w", err)
+	}
+	f.saved = f.examined
+	return nil
+}
+
+// batchBytes bounds one atomic batch into PI_ALL (one fsync, a bounded
+// staging store on the server), except that a split line is never cut.
+const batchBytes = 8 << 20
+
+// storeLines writes the admitted lines into PI_ALL after sequence last,
+// in atomic batches that never split a line: PI_ALL holds whole lines only.
+func (d *Downloader) storeLines(ctx context.Context, last uint64, lines [][]jetstream.Msg) (uint64, error) {
+	var batch []jetstream.Msg
+	size := 0
+	var err error
+	for _, l := range lines {
+		ls := 0
+		for _, m := range l {
+			ls += len(m.Data())
+		}
+		if len(batch) > 0 && (len(batch)+len(l) > MaxBatch || size+ls > batchBytes) {
+			if last, err = d.store(ctx, last, batch); err != nil {
+				return last, err
+			}
+			batch, size = batch[:0], 0
+		}
+		batch = append(batch, l...)
+		size += ls
+	}
+	if len(batch) > 0 {
+		return d.store(ctx, last, batch)
+	}
+	return last, nil
+}
+
+// copyHeaders keeps a hub message's Pi-* headers for PI_ALL.
+func copyHeaders(dst, src nats.Header) {
+	for k, v := range src {
+		if len(k) > 3 && k[:3] == "Pi-" {
+			dst[k] = v
+		}
+	}
+}
