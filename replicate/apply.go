@@ -25,8 +25,8 @@ type sess struct {
 	file   *replica        // where its lines go here; nil until known
 	queue  []*eventlog.Event
 	// seen holds every entry id any node published for the session, and
-	// the hash of the first line that claimed it.
-	seen map[string][32]byte
+	// the first line that claimed it.
+	seen map[string]claim
 	// firstChild maps a parent id to the node of its first child: a second
 	// node continuing from the same entry forks the session.
 	firstChild map[string]string
@@ -35,12 +35,26 @@ type sess struct {
 	// deleted elsewhere. Once per run is enough: only this replicator
 	// records deletions, and tombstone sets deleted as it does.
 	checked bool
+	// quarantined says why the session's lines are no longer written
+	// here: a write that can never succeed (an unsafe path, a link in
+	// the file's place). Reported in status, never a stall for others.
+	quarantined string
+	// failures counts writes that failed in a row for a reason that may
+	// pass (a full disk): the session waits until retryAt.
+	failures int
+	retryAt  time.Time
+}
+
+// claim is the first line that claimed an entry id: its hash and origin.
+type claim struct {
+	sha  [32]byte
+	node string
 }
 
 func (r *Replicator) session(sid string) *sess {
 	s := r.sessions[sid]
 	if s == nil {
-		s = &sess{sid: sid, seen: map[string][32]byte{}, firstChild: map[string]string{}}
+		s = &sess{sid: sid, seen: map[string]claim{}, firstChild: map[string]string{}}
 		r.sessions[sid] = s
 	}
 	return s
@@ -67,9 +81,9 @@ func (r *Replicator) apply(ctx context.Context, ev *eventlog.Event) error {
 	}
 	if ev.ID != "" && ev.Type != "session" {
 		if prev, ok := s.seen[ev.ID]; !ok {
-			s.seen[ev.ID] = ev.Sha
-		} else if prev != ev.Sha {
-			r.collisions.Add(1)
+			s.seen[ev.ID] = claim{sha: ev.Sha, node: ev.Node}
+		} else if prev.sha != ev.Sha {
+			r.collision(s.sid, ev.ID, prev.node, ev.Node)
 		}
 		if ev.ParentID != "" {
 			if n, ok := s.firstChild[ev.ParentID]; !ok {
@@ -84,6 +98,10 @@ func (r *Replicator) apply(ctx context.Context, ev *eventlog.Event) error {
 	if ev.Node == r.opts.Node {
 		return nil // our own line: it came from a file here
 	}
+	if s.quarantined != "" {
+		r.rejected.Add(1)
+		return nil
+	}
 	if ev.Type == "session" && s.header == nil {
 		s.header = ev
 	}
@@ -92,29 +110,78 @@ func (r *Replicator) apply(ctx context.Context, ev *eventlog.Event) error {
 	return nil
 }
 
-// flush writes what every session can write now.
-func (r *Replicator) flush(ctx context.Context) error {
+// flush writes what every session can write now. A session whose write
+// fails waits (with a growing pause) or, when it can never succeed, is
+// quarantined; either way the others go on. It reports whether every
+// write so far is durable: only then may the read position move on.
+func (r *Replicator) flush(ctx context.Context) (durable bool) {
+	now := time.Now()
 	for _, s := range r.sessions {
-		if len(s.queue) == 0 {
+		if len(s.queue) == 0 || now.Before(s.retryAt) {
 			continue
 		}
-		if err := r.flushSession(ctx, s); err != nil {
-			if errors.Is(err, ErrUnsafe) {
-				r.rejected.Add(int64(len(s.queue)))
-				r.waiting.Add(-int64(len(s.queue)))
-				s.queue = nil
-				r.logger.Warn("remote session rejected: it would write outside the sessions dir", "session", s.sid, "err", err)
-				continue
+		err := r.flushSession(ctx, s)
+		if err == nil {
+			if s.failures > 0 {
+				r.logger.Info("writing a session from another machine works again", "session", s.sid, "failed_attempts", s.failures)
 			}
-			return fmt.Errorf("replicator: session %s: %w", s.sid, err)
+			s.failures, s.retryAt = 0, time.Time{}
+			continue
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		if permanent(err) {
+			r.quarantine(s, err)
+			continue
+		}
+		s.failures++
+		pause := min(100*time.Millisecond<<min(s.failures, 10), 30*time.Second)
+		s.retryAt = now.Add(pause)
+		if s.failures == 1 || s.failures%20 == 0 {
+			r.logger.Warn("cannot write a session from another machine; retrying", "session", s.sid,
+				"err", err, "failed_attempts", s.failures, "retry_in", pause)
 		}
 	}
+	durable = true
 	for _, f := range r.files {
 		if err := f.sync(); err != nil {
-			return fmt.Errorf("replicator: sync %s: %w", f.path, err)
+			r.logger.Warn("cannot make a session file durable; retrying", "file", f.path, "err", err)
+			durable = false
 		}
 	}
-	return nil
+	return durable
+}
+
+// permanent reports whether a write error can never pass by itself.
+func permanent(err error) bool {
+	return errors.Is(err, ErrUnsafe) || errors.Is(err, syscall.ENAMETOOLONG) || errors.Is(err, syscall.ELOOP) ||
+		errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR)
+}
+
+// quarantine stops writing a session here: its queued and later lines
+// are counted as rejected, and status lists it.
+func (r *Replicator) quarantine(s *sess, err error) {
+	r.rejected.Add(int64(len(s.queue)))
+	r.waiting.Add(-int64(len(s.queue)))
+	s.queue = nil
+	s.quarantined = err.Error()
+	r.mu.Lock()
+	if len(r.quarantined) < maxListed {
+		r.quarantined[s.sid] = s.quarantined
+	}
+	r.mu.Unlock()
+	r.logger.Warn("a session from another machine cannot be written here; quarantined", "session", s.sid, "err", err)
+}
+
+// collision records an entry id two lines claim.
+func (r *Replicator) collision(sid, id, first, second string) {
+	r.collisions.Add(1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.collisionList) < maxListed {
+		r.collisionList = append(r.collisionList, Collision{Session: sid, ID: id, Nodes: [2]string{first, second}})
+	}
 }
 
 func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
@@ -156,18 +223,40 @@ func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 		r.deferred.Add(1)
 		return nil
 	}
-	lines := r.writable(s, s.file)
-	if len(lines) == 0 {
+	taken := r.writable(s, s.file)
+	if len(taken) == 0 {
 		return nil
 	}
+	lines := raws(taken)
 	for _, l := range lines {
 		r.tracker.Learn(s.sid, sha256.Sum256(l))
 	}
 	if err := s.file.appendLines(lines); err != nil {
+		// Nothing was written (one write call, or none): the lines
+		// wait again, and the file is read afresh before the next try.
+		r.requeue(s, taken)
+		r.dropFile(s)
+		if errors.Is(err, errReplaced) {
+			return nil
+		}
 		return err
 	}
 	r.linesWritten.Add(int64(len(lines)))
 	return nil
+}
+
+// requeue puts lines taken for a write that failed back at the front.
+func (r *Replicator) requeue(s *sess, taken []*eventlog.Event) {
+	s.queue = append(taken, s.queue...)
+	r.waiting.Add(int64(len(taken)))
+}
+
+func raws(evs []*eventlog.Event) [][]byte {
+	out := make([][]byte, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.Raw
+	}
+	return out
 }
 
 // locate finds the local file of a session: one the tailer follows, or the
@@ -193,9 +282,12 @@ func (r *Replicator) locate(s *sess) error {
 
 // writable takes from the queue, in order, the lines the file can take
 // now: lines it lacks whose parent it holds (or that no node has, an
-// orphan as in the origin file). Lines it holds already are dropped.
-func (r *Replicator) writable(s *sess, f *replica) [][]byte {
-	var out [][]byte
+// orphan as in the origin file). Lines it holds already are dropped, and
+// so are lines that would break the file for pi: an entry id the file
+// holds with other bytes (a collision: both stay in the event log, and
+// status lists it) and a line that would close a parentId cycle.
+func (r *Replicator) writable(s *sess, f *replica) []*eventlog.Event {
+	var out []*eventlog.Event
 	for progress := true; progress; {
 		progress = false
 		rest := s.queue[:0]
@@ -205,13 +297,28 @@ func (r *Replicator) writable(s *sess, f *replica) [][]byte {
 				progress = true
 				continue
 			}
+			if ev.ID != "" {
+				if held, ok := f.ids[ev.ID]; ok {
+					r.refuse(s, ev, "collision", "its entry id is held by another line here", held.sha)
+					progress = true
+					continue
+				}
+				if f.closesCycle(ev.ID, ev.ParentID) {
+					r.refuse(s, ev, "cycle", "it would close a parentId cycle", [32]byte{})
+					progress = true
+					continue
+				}
+			}
 			_, parentHere := f.ids[ev.ParentID]
 			_, parentKnown := s.seen[ev.ParentID]
 			if ev.ParentID == "" || parentHere || !parentKnown {
-				out = append(out, ev.Raw)
+				out = append(out, ev)
 				f.shas[ev.Sha] = struct{}{}
 				if ev.ID != "" {
-					f.ids[ev.ID] = struct{}{}
+					f.ids[ev.ID] = entryRef{sha: ev.Sha, parent: ev.ParentID}
+				}
+				if ev.ParentID != "" {
+					f.parents[ev.ParentID] = struct{}{}
 				}
 				r.waiting.Add(-1)
 				progress = true
@@ -224,12 +331,28 @@ func (r *Replicator) writable(s *sess, f *replica) [][]byte {
 	return out
 }
 
+// refuse drops a line that would break the file, and says so once per
+// session and kind.
+func (r *Replicator) refuse(s *sess, ev *eventlog.Event, kind, why string, held [32]byte) {
+	r.waiting.Add(-1)
+	r.refused.Add(1)
+	if kind == "collision" {
+		first := r.opts.Node // a line pi wrote here...
+		if c, ok := s.seen[ev.ID]; ok && c.sha == held {
+			first = c.node // ...or one that came from that node
+		}
+		r.collision(s.sid, ev.ID, first, ev.Node)
+	}
+	r.logger.Warn("a line from another machine is not written: "+why, "session", s.sid, "entry", ev.ID,
+		"node", ev.Node, "kind", kind)
+}
+
 // create writes a new file for a remote session: its mapped header and the
 // entries that can follow it.
 func (r *Replicator) create(ctx context.Context, s *sess) error {
 	hdr, cwd, err := mapHeader(s.header.Raw, r.opts.PathMap)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %v", ErrUnsafe, err)
 	}
 	var meta struct {
 		Timestamp string `json:"timestamp"`
@@ -248,21 +371,23 @@ func (r *Replicator) create(ctx context.Context, s *sess) error {
 		r.files[want], s.file = f, f
 		return r.flushSession(ctx, s)
 	}
-	f := &replica{path: want, sid: s.sid, shas: map[[32]byte]struct{}{}, ids: map[string]struct{}{}}
+	f := newReplica(want, s.sid)
 	f.shas[sha256.Sum256(hdr)] = struct{}{}
-	lines := append([][]byte{hdr}, r.writable(s, f)...)
+	taken := r.writable(s, f)
+	lines := append([][]byte{hdr}, raws(taken)...)
 	for _, l := range lines {
 		r.tracker.Learn(s.sid, sha256.Sum256(l))
 	}
 	path, err := createFile(r.opts.Root, want, lines)
 	if err != nil {
+		r.requeue(s, taken)
 		return err
 	}
-	f.path = path
+	f = newReplica(path, s.sid)
 	if _, err := f.refresh(); err != nil {
 		return err
 	}
-	if st, err := os.Stat(path); err == nil {
+	if st, err := os.Lstat(path); err == nil {
 		f.mtime = st.ModTime()
 	}
 	r.files[path], s.file = f, f

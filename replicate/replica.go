@@ -14,48 +14,103 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pisyncd/pisyncd/session"
 )
 
 // replica is what the replicator knows of one local file: which lines it
-// holds (by sha-256) and which entry ids, up to size.
+// holds (by sha-256), which entry ids (with each one's line and parent),
+// and which ids its entries name as parents, up to size.
 type replica struct {
-	path  string
-	sid   string
-	shas  map[[32]byte]struct{}
-	ids   map[string]struct{}
-	size  int64     // bytes read (always at a line end)
-	mtime time.Time // the file's mtime after our last write
-	dirty bool      // written since the last fsync
+	path string
+	sid  string
+	shas map[[32]byte]struct{}
+	ids  map[string]entryRef
+	// parents holds every parentId an entry of the file names: only an id
+	// in it can close a cycle when its line is added.
+	parents map[string]struct{}
+	size    int64     // bytes read (always at a line end)
+	mtime   time.Time // the file's mtime after our last write
+	dev     uint64    // the file last read or written: a file put in its
+	ino     uint64    // place since is read again, never written blindly
+	dirty   bool      // written since the last fsync
+}
+
+// entryRef is one entry of a file: its line's hash and its parent.
+type entryRef struct {
+	sha    [32]byte
+	parent string
+}
+
+// errReplaced means the file at a replica's path is another file than the
+// one last read (pi rewrote it, or someone replaced it): read it again.
+var errReplaced = errors.New("replicate: file replaced since it was read")
+
+func newReplica(path, sid string) *replica {
+	r := &replica{path: path, sid: sid}
+	r.reset()
+	return r
+}
+
+func (r *replica) reset() {
+	r.size = 0
+	r.shas, r.ids, r.parents = map[[32]byte]struct{}{}, map[string]entryRef{}, map[string]struct{}{}
 }
 
 // openReplica reads an existing file's lines.
 func openReplica(path, sid string) (*replica, error) {
-	r := &replica{path: path, sid: sid, shas: map[[32]byte]struct{}{}, ids: map[string]struct{}{}}
+	r := newReplica(path, sid)
 	if _, err := r.refresh(); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
+// openFile opens a replica's path without following a link, and checks
+// that it is a regular file: a link planted in its place (to ~/.bashrc,
+// say) is never read or written through.
+func openFile(path string, flag int) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, nil, fmt.Errorf("%w: %s is a link, not a session file", ErrUnsafe, path)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("%w: %s is not a regular file", ErrUnsafe, path)
+	}
+	return f, st, nil
+}
+
+// fileID is a file's device and inode.
+func fileID(st fs.FileInfo) (dev, ino uint64) {
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		return uint64(sys.Dev), uint64(sys.Ino)
+	}
+	return 0, 0
+}
+
 // refresh reads what was appended since the last read (or everything again
 // when the file shrank or was replaced). It reports whether the file ends
 // in the middle of a line: a writer is busy with it.
 func (r *replica) refresh() (partial bool, err error) {
-	f, err := os.Open(r.path)
+	f, st, err := openFile(r.path, os.O_RDONLY)
 	if err != nil {
 		return false, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return false, err
-	}
-	if st.Size() < r.size {
-		r.size = 0
-		r.shas, r.ids = map[[32]byte]struct{}{}, map[string]struct{}{}
+	if dev, ino := fileID(st); st.Size() < r.size || dev != r.dev || ino != r.ino {
+		r.reset()
+		r.dev, r.ino = dev, ino
 	}
 	if st.Size() == r.size {
 		return false, nil
@@ -84,20 +139,58 @@ func (r *replica) refresh() (partial bool, err error) {
 }
 
 func (r *replica) add(raw []byte) {
-	r.shas[sha256.Sum256(raw)] = struct{}{}
-	if l := session.ParseLine(raw); l.Kind == session.Entry && l.HasID {
-		r.ids[l.ID] = struct{}{}
+	sha := sha256.Sum256(raw)
+	r.shas[sha] = struct{}{}
+	l := session.ParseLine(raw)
+	if l.Kind != session.Entry {
+		return
 	}
+	if l.HasID {
+		if _, ok := r.ids[l.ID]; !ok {
+			r.ids[l.ID] = entryRef{sha: sha, parent: l.ParentID}
+		}
+	}
+	if l.HasParent {
+		r.parents[l.ParentID] = struct{}{}
+	}
+}
+
+// closesCycle reports whether an entry id with parent would make a parentId
+// cycle in the file (pi follows parents without a guard, and spins). Only
+// an id the file's entries already name as a parent can close one.
+func (r *replica) closesCycle(id, parent string) bool {
+	if id == "" || parent == "" {
+		return false
+	}
+	if id == parent {
+		return true
+	}
+	if _, ok := r.parents[id]; !ok {
+		return false
+	}
+	p := parent
+	for n := 0; p != "" && n <= len(r.ids); n++ {
+		if p == id {
+			return true
+		}
+		e, ok := r.ids[p]
+		if !ok {
+			return false
+		}
+		p = e.parent
+	}
+	return p != "" // still going: the file holds a cycle already, add nothing to it
 }
 
 // busy reports whether someone else (a local pi) wrote the file within
 // idle, or left a partial line: remote lines must wait.
 func (r *replica) busy(idle time.Duration, now time.Time) (bool, error) {
-	st, err := os.Stat(r.path)
+	st, err := os.Lstat(r.path)
 	if err != nil {
 		return false, err
 	}
-	mine := st.Size() == r.size && st.ModTime().Equal(r.mtime)
+	dev, ino := fileID(st)
+	mine := st.Mode().IsRegular() && st.Size() == r.size && st.ModTime().Equal(r.mtime) && dev == r.dev && ino == r.ino
 	if !mine {
 		partial, err := r.refresh()
 		if err != nil {
@@ -120,16 +213,19 @@ func (r *replica) appendLines(lines [][]byte) error {
 		b.Write(l)
 		b.WriteByte('\n')
 	}
-	f, err := os.OpenFile(r.path, os.O_APPEND|os.O_WRONLY, 0)
+	f, st, err := openFile(r.path, os.O_APPEND|os.O_WRONLY)
 	if err != nil {
 		return err
+	}
+	if dev, ino := fileID(st); dev != r.dev || ino != r.ino || st.Size() != r.size {
+		f.Close()
+		return errReplaced
 	}
 	if _, err := f.Write(b.Bytes()); err != nil {
 		f.Close()
 		return err
 	}
-	st, err := f.Stat()
-	if err != nil {
+	if st, err = f.Stat(); err != nil {
 		f.Close()
 		return err
 	}
@@ -148,7 +244,7 @@ func (r *replica) sync() error {
 	if !r.dirty {
 		return nil
 	}
-	f, err := os.OpenFile(r.path, os.O_WRONLY, 0)
+	f, _, err := openFile(r.path, os.O_WRONLY)
 	if err != nil {
 		return err
 	}

@@ -60,12 +60,25 @@ type Replicator struct {
 	sessions map[string]*sess
 	files    map[string]*replica
 
-	mu       sync.Mutex
-	forkSIDs map[string]struct{}
+	mu            sync.Mutex
+	forkSIDs      map[string]struct{}
+	quarantined   map[string]string // session → why
+	collisionList []Collision
 
 	filesCreated, linesWritten, rejected, trashed atomic.Int64
 	restored                                      atomic.Int64
-	collisions, waiting, deferred                 atomic.Int64
+	collisions, waiting, deferred, refused        atomic.Int64
+}
+
+// maxListed bounds the collisions and quarantined sessions kept for status.
+const maxListed = 50
+
+// Collision is an entry id two lines of a session claim: the first
+// origin's line is in the file here, the second's only in the event log.
+type Collision struct {
+	Session string    `json:"session"`
+	ID      string    `json:"id"`
+	Nodes   [2]string `json:"nodes"`
 }
 
 // New returns a replicator reading all.
@@ -79,6 +92,7 @@ func New(all *eventlog.All, state jetstream.KeyValue, tracker Tracker, o Options
 	return &Replicator{
 		opts: o, all: all, state: state, tracker: tracker, logger: o.Logger,
 		sessions: map[string]*sess{}, files: map[string]*replica{}, forkSIDs: map[string]struct{}{},
+		quarantined: map[string]string{},
 	}
 }
 
@@ -97,17 +111,30 @@ type Stats struct {
 	Restored       int64 `json:"sessionsRestored"`
 	ForkedSessions int64 `json:"forkedSessions"`
 	Collisions     int64 `json:"entryCollisions"`
+	// Refused counts lines not written because they would break the
+	// file for pi (an id held by another line, a parentId cycle).
+	Refused        int64             `json:"refusedLines"`
+	Quarantined    map[string]string `json:"quarantinedSessions,omitempty"`
+	CollisionsList []Collision       `json:"collisions,omitempty"`
 }
 
 // Stats returns the counters.
 func (r *Replicator) Stats() Stats {
 	r.mu.Lock()
 	forks := int64(len(r.forkSIDs))
+	var q map[string]string
+	if len(r.quarantined) > 0 {
+		q = make(map[string]string, len(r.quarantined))
+		for k, v := range r.quarantined {
+			q[k] = v
+		}
+	}
+	cl := append([]Collision(nil), r.collisionList...)
 	r.mu.Unlock()
 	return Stats{
 		FilesCreated: r.filesCreated.Load(), LinesWritten: r.linesWritten.Load(), Waiting: r.waiting.Load(),
 		Deferred: r.deferred.Load(), Rejected: r.rejected.Load(), Trashed: r.trashed.Load(), Restored: r.restored.Load(),
-		ForkedSessions: forks, Collisions: r.collisions.Load(),
+		ForkedSessions: forks, Collisions: r.collisions.Load(), Refused: r.refused.Load(), Quarantined: q, CollisionsList: cl,
 	}
 }
 
@@ -222,8 +249,8 @@ func (r *Replicator) run(ctx context.Context) error {
 				}
 			}
 		}
-		if err := r.flush(ctx); err != nil {
-			return err
+		if !r.flush(ctx) {
+			continue // not durable yet: the position stays
 		}
 		// Everything up to last is written, except what still waits (and
 		// split lines not yet whole): the position stays before those.

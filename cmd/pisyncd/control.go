@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/pisyncd/pisyncd/admit"
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/projection"
 	"github.com/pisyncd/pisyncd/replicate"
@@ -56,6 +57,7 @@ type Status struct {
 	Forwarder      *eventlog.ForwarderStats  `json:"forwarder,omitempty"`
 	Downloader     *eventlog.DownloaderStats `json:"downloader,omitempty"`
 	Replicator     *replicate.Stats          `json:"replicator,omitempty"`
+	Admission      *admit.Stats              `json:"admission,omitempty"`
 	Projection     projection.Stats          `json:"projection"`
 	ForkedSessions []string                  `json:"forkedSessions,omitempty"`
 }
@@ -77,6 +79,8 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 		fs, ds, rs := d.fwd.Stats(), d.dl.Stats(), d.repl.Stats()
 		st.HubURLs, st.Forwarder, st.Downloader, st.Replicator = d.cfg.HubURLs, &fs, &ds, &rs
 		st.ForkedSessions = d.repl.ForkedSessions()
+		as := d.gate.Stats()
+		st.Admission = &as
 	}
 	return st, err
 }

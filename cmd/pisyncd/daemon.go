@@ -192,6 +192,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		d.reg.MustRegister(d.repl.Collectors()...)
 		d.reg.MustRegister(d.fwd.Collectors()...)
 		d.reg.MustRegister(d.dl.Collectors()...)
+		d.reg.MustRegister(d.gate.Collectors()...)
 	}
 	return nil
 }

@@ -71,7 +71,24 @@ func statusCommand(args []string, stdout io.Writer) error {
 		row("remote sessions created here", r.FilesCreated)
 		row("remote lines written here", r.LinesWritten)
 		row("remote lines waiting", r.Waiting)
-		row("rejected (unsafe paths)", r.Rejected)
+		if a := st.Admission; a != nil {
+			row("remote events admitted", a.Admitted)
+			row("remote events rejected", a.Rejected)
+			for node, o := range a.ByOrigin {
+				row("  rejected from "+node, fmt.Sprintf("%d %v", o.Rejected, o.ByReason))
+			}
+			for _, q := range a.Quarantined {
+				row("  quarantined", fmt.Sprintf("session %s from %s: %s", q.Session, q.Node, q.Reason))
+			}
+		}
+		row("remote lines not written (unsafe)", r.Rejected)
+		row("remote lines not written (would break the file)", r.Refused)
+		for sid, why := range r.Quarantined {
+			row("  quarantined here", sid+": "+why)
+		}
+		for _, c := range r.CollisionsList {
+			row("  collision", fmt.Sprintf("session %s entry %s: %s's line kept, %s's not written", c.Session, c.ID, c.Nodes[0], c.Nodes[1]))
+		}
 		row("moved to trash", r.Trashed)
 		row("sessions brought back (restored elsewhere)", r.Restored)
 		row("forked sessions", fmt.Sprintf("%d %v", r.ForkedSessions, st.ForkedSessions))

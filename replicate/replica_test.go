@@ -1,0 +1,108 @@
+package replicate
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+func writeTestFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const (
+	hdrS1 = `{"type":"session","version":3,"id":"s1","timestamp":"2026-11-30T00:00:00.000Z","cwd":"/p"}`
+	entA  = `{"type":"message","id":"a","parentId":null,"message":{}}`
+	entB  = `{"type":"message","id":"b","parentId":"a","message":{}}`
+)
+
+// TestReplicaNeverFollowsLinks: a link put in a replica's place is neither
+// read nor written through, whatever it points at.
+func TestReplicaNeverFollowsLinks(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "bashrc")
+	writeTestFile(t, outside, "export PATH=/usr/bin\n")
+	p := filepath.Join(dir, "s1.jsonl")
+	writeTestFile(t, p, hdrS1+"\n"+entA+"\n")
+	r, err := openReplica(p, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Swapped for a link after it was read.
+	os.Remove(p)
+	if err := os.Symlink(outside, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.appendLines([][]byte{[]byte(entB)}); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("append through a link: %v, want ErrUnsafe", err)
+	}
+	if _, err := openReplica(p, "s1"); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("open a link: %v, want ErrUnsafe", err)
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "export PATH=/usr/bin\n" {
+		t.Errorf("the link's target changed: %q", b)
+	}
+	// A FIFO in its place is refused without blocking.
+	os.Remove(p)
+	if err := mkfifo(p); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	if _, err := openReplica(p, "s1"); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("open a FIFO: %v, want ErrUnsafe", err)
+	}
+}
+
+// TestReplicaReplacedIsReadAgain: a file put in the replica's place (pi's
+// in-place rewrite) is not appended to blindly.
+func TestReplicaReplacedIsReadAgain(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "s1.jsonl")
+	writeTestFile(t, p, hdrS1+"\n"+entA+"\n")
+	r, err := openReplica(p, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := p + ".new"
+	writeTestFile(t, tmp, hdrS1+"\n")
+	if err := os.Rename(tmp, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.appendLines([][]byte{[]byte(entB)}); !errors.Is(err, errReplaced) {
+		t.Fatalf("append to a replaced file: %v, want errReplaced", err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != hdrS1+"\n" {
+		t.Errorf("replaced file written: %q", b)
+	}
+	if _, err := r.refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.ids["a"]; ok || r.size != int64(len(hdrS1)+1) {
+		t.Errorf("after reading again: ids %v size %d", r.ids, r.size)
+	}
+}
+
+func TestClosesCycle(t *testing.T) {
+	r := newReplica("x", "s1")
+	for _, l := range []string{entA, entB,
+		`{"type":"message","id":"o2","parentId":"o1","message":{}}`, // an orphan waiting for o1
+		`{"type":"message","id":"o3","parentId":"o2","message":{}}`} {
+		r.add([]byte(l))
+	}
+	for _, c := range []struct {
+		id, parent string
+		want       bool
+	}{
+		{"c", "b", false}, {"x", "x", true}, {"o1", "o3", true}, {"o1", "b", false}, {"o1", "", false},
+		{"o1", "o2", true}, {"a2", "a", false},
+	} {
+		if got := r.closesCycle(c.id, c.parent); got != c.want {
+			t.Errorf("closesCycle(%s, %s) = %v, want %v", c.id, c.parent, got, c.want)
+		}
+	}
+}
+
+func mkfifo(p string) error { return syscall.Mkfifo(p, 0o600) }
