@@ -150,7 +150,6 @@ func testWait(t *testing.T, cond func() bool) {
 	}
 }
 
-
 func hubLastSeq(t *testing.T, js jetstream.JetStream) uint64 {
 	s, err := js.Stream(context.Background(), eventlog.HubStream)
 	if err != nil {
