@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -47,6 +48,8 @@ type Config struct {
 	Delete    string        `envconfig:"DELETE" default:"trash" desc:"what a session deleted on another machine does here: trash (move to SESSIONS_DIR/.pisyncd-trash) or ignore"`
 	IdleAfter time.Duration `envconfig:"IDLE_AFTER" default:"1s" desc:"remote lines are appended to a file only after a local pi has not written it for this long"`
 
+	TrustedNodes []string `envconfig:"TRUSTED_NODES" default:"*" desc:"comma-separated nodes whose lines are written into any session here (your own machines); other nodes' lines are written only into sessions they began, and kept in the event log otherwise; * trusts every node of the team"`
+
 	RemoteSessionsPerHour int      `envconfig:"REMOTE_SESSIONS_PER_HOUR" default:"2000" desc:"new sessions one other node may start here per hour (hub time); past it that node's new sessions are rejected (0: no limit)"`
 	RemoteBytesPerHour    ByteSize `envconfig:"REMOTE_BYTES_PER_HOUR" default:"2GiB" desc:"bytes of lines one other node may send here per hour (hub time); past it its lines are rejected (0: no limit)"`
 
@@ -56,6 +59,15 @@ type Config struct {
 	MaxMemory       ByteSize      `envconfig:"MAX_MEMORY" default:"256MiB" desc:"JetStream memory store limit"`
 	Workers         int           `envconfig:"WORKERS" default:"8" desc:"files read and published in parallel"`
 	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"10s" desc:"bound on a graceful stop; a second signal exits at once"`
+}
+
+// Trusted returns the nodes whose lines are written into any session, nil
+// for every node (PISYNC_TRUSTED_NODES=*).
+func (c *Config) Trusted() []string {
+	if len(c.TrustedNodes) == 0 || slices.Contains(c.TrustedNodes, "*") {
+		return nil
+	}
+	return c.TrustedNodes
 }
 
 // Load reads the environment and fills in defaults. It does not create
@@ -143,6 +155,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Delete != "trash" && c.Delete != "ignore" {
 		errs = append(errs, fmt.Errorf("%s_DELETE %q: want trash or ignore", Prefix, c.Delete))
+	}
+	for _, n := range c.TrustedNodes {
+		if n != "*" && !eventlog.ValidNodeID(n) {
+			errs = append(errs, fmt.Errorf("%s_TRUSTED_NODES: %q is not a node id ([A-Za-z0-9_-]{1,64}) or *", Prefix, n))
+		}
+	}
+	if c.RemoteSessionsPerHour < 0 || c.RemoteBytesPerHour < 0 {
+		errs = append(errs, fmt.Errorf("%s_REMOTE_SESSIONS_PER_HOUR and %s_REMOTE_BYTES_PER_HOUR: want 0 (no limit) or more", Prefix, Prefix))
 	}
 	if c.IdleAfter < 0 {
 		errs = append(errs, fmt.Errorf("%s_IDLE_AFTER %v: want a positive duration", Prefix, c.IdleAfter))

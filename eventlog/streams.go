@@ -115,3 +115,27 @@ func (a *All) HasLines(ctx context.Context, node, sid string) (bool, error) {
 	}
 	return false, nil
 }
+
+// Origin returns the node that published the header line of session sid
+// (the machine the session was begun on), "" when PI_ALL holds none.
+func (a *All) Origin(ctx context.Context, sid string) (string, error) {
+	subj := AllPrefix + ".*." + EncodeSID(sid)
+	seq := uint64(1)
+	// The header is a session's first line; a few steps past other
+	// events (a second node's lines stored first) are plenty.
+	for range 64 {
+		m, err := a.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return "", nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("eventlog: read %s: %w", subj, err)
+		}
+		if m.Header.Get(HdrType) == "session" && m.Header.Get(HdrOp) == "" {
+			node, _, err := ParseSubject(m.Subject)
+			return node, err
+		}
+		seq = m.Sequence + 1
+	}
+	return "", nil
+}

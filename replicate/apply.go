@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -43,6 +44,12 @@ type sess struct {
 	// pass (a full disk): the session waits until retryAt.
 	failures int
 	retryAt  time.Time
+	// origin is the node that published the session's header, "" until
+	// known; originRead says PI_ALL was asked.
+	origin     string
+	originRead bool
+	// untrusted: nodes whose lines here were passed over (logged once).
+	untrusted map[string]bool
 }
 
 // claim is the first line that claimed an entry id: its hash and origin.
@@ -95,6 +102,9 @@ func (r *Replicator) apply(ctx context.Context, ev *eventlog.Event) error {
 			}
 		}
 	}
+	if ev.Type == "session" && s.origin == "" {
+		s.origin = ev.Node
+	}
 	if ev.Node == r.opts.Node {
 		return nil // our own line: it came from a file here
 	}
@@ -102,12 +112,43 @@ func (r *Replicator) apply(ctx context.Context, ev *eventlog.Event) error {
 		r.rejected.Add(1)
 		return nil
 	}
+	if ok, err := r.mayWrite(ctx, s, ev.Node); err != nil || !ok {
+		return err
+	}
 	if ev.Type == "session" && s.header == nil {
 		s.header = ev
 	}
 	s.queue = append(s.queue, ev)
 	r.waiting.Add(1)
 	return nil
+}
+
+// mayWrite reports whether node's lines are written into session s here:
+// a trusted node's always, another node's only into a session it began.
+func (r *Replicator) mayWrite(ctx context.Context, s *sess, node string) (bool, error) {
+	if r.opts.Trusted == nil || slices.Contains(r.opts.Trusted, node) {
+		return true, nil
+	}
+	if s.origin == "" && !s.originRead {
+		origin, err := r.all.Origin(ctx, s.sid)
+		if err != nil {
+			return false, fmt.Errorf("replicator: session %s: %w", s.sid, err)
+		}
+		s.origin, s.originRead = origin, true
+	}
+	if s.origin == node {
+		return true, nil
+	}
+	r.untrusted.Add(1)
+	if s.untrusted == nil {
+		s.untrusted = map[string]bool{}
+	}
+	if !s.untrusted[node] {
+		s.untrusted[node] = true
+		r.logger.Warn("lines of an untrusted node on a session it did not begin are not written here (PISYNC_TRUSTED_NODES)",
+			"session", s.sid, "node", node, "begun_on", s.origin)
+	}
+	return false, nil
 }
 
 // flush writes what every session can write now. A session whose write

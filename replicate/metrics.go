@@ -16,6 +16,7 @@ func (r *Replicator) Collectors() []prometheus.Collector {
 		metrics.Counter("replica_deferred_total", "Write rounds put off because a local pi was writing the file.", r.deferred.Load),
 		metrics.Counter("replica_rejected_total", "Remote lines not written because their session cannot be written safely here (quarantined).", r.rejected.Load),
 		metrics.Counter("replica_refused_lines_total", "Remote lines not written because they would break the file for pi (an id held by another line, a parentId cycle).", r.refused.Load),
+		metrics.Counter("replica_untrusted_lines_total", "Lines of untrusted nodes on sessions they did not begin, kept in the event log and not written here (PISYNC_TRUSTED_NODES).", r.untrusted.Load),
 		metrics.Counter("replica_trashed_total", "Copies moved to the trash after a deletion elsewhere.", r.trashed.Load),
 		metrics.Counter("replica_restored_total", "Sessions brought back after a restore elsewhere.", r.restored.Load),
 		metrics.Counter("replica_entry_collisions_total", "Entry ids two machines used for different lines.", r.collisions.Load),

@@ -38,6 +38,11 @@ type Options struct {
 	// KeepDeleted: a remote deletion leaves the local copy alone
 	// (PISYNC_DELETE=ignore) instead of moving it to the trash folder.
 	KeepDeleted bool
+	// Trusted lists the nodes whose lines are written into any session
+	// here; nil trusts every node of the team. Another node's lines are
+	// written only into the sessions it began (its header): it cannot
+	// steer what a session begun elsewhere resumes from.
+	Trusted []string
 	// Idle is how long a file must be quiet before remote lines are
 	// appended to it: pi appends without locks, so we wait for a pause.
 	Idle   time.Duration
@@ -68,6 +73,7 @@ type Replicator struct {
 	filesCreated, linesWritten, rejected, trashed atomic.Int64
 	restored                                      atomic.Int64
 	collisions, waiting, deferred, refused        atomic.Int64
+	untrusted                                     atomic.Int64
 }
 
 // maxListed bounds the collisions and quarantined sessions kept for status.
@@ -113,7 +119,10 @@ type Stats struct {
 	Collisions     int64 `json:"entryCollisions"`
 	// Refused counts lines not written because they would break the
 	// file for pi (an id held by another line, a parentId cycle).
-	Refused        int64             `json:"refusedLines"`
+	Refused int64 `json:"refusedLines"`
+	// Untrusted counts lines of untrusted nodes on sessions they did not
+	// begin: kept in the event log, not written here.
+	Untrusted      int64             `json:"untrustedLines"`
 	Quarantined    map[string]string `json:"quarantinedSessions,omitempty"`
 	CollisionsList []Collision       `json:"collisions,omitempty"`
 }
@@ -134,7 +143,7 @@ func (r *Replicator) Stats() Stats {
 	return Stats{
 		FilesCreated: r.filesCreated.Load(), LinesWritten: r.linesWritten.Load(), Waiting: r.waiting.Load(),
 		Deferred: r.deferred.Load(), Rejected: r.rejected.Load(), Trashed: r.trashed.Load(), Restored: r.restored.Load(),
-		ForkedSessions: forks, Collisions: r.collisions.Load(), Refused: r.refused.Load(), Quarantined: q, CollisionsList: cl,
+		ForkedSessions: forks, Collisions: r.collisions.Load(), Refused: r.refused.Load(), Untrusted: r.untrusted.Load(), Quarantined: q, CollisionsList: cl,
 	}
 }
 

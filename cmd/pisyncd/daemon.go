@@ -40,6 +40,7 @@ type Daemon struct {
 	dl      *eventlog.Downloader
 	repl    *replicate.Replicator
 	gate    *admit.Gate
+	all     *eventlog.All
 	proj    *projection.Worker
 	reg     *prometheus.Registry
 	started time.Time
@@ -105,6 +106,7 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	d.all = all
 	d.gate = admit.New(d.cfg.NodeID, admit.Limits{
 		MaxLine: int(d.cfg.MaxLine), SessionsPerHour: d.cfg.RemoteSessionsPerHour, BytesPerHour: int64(d.cfg.RemoteBytesPerHour),
 	}, all, d.logger.With("component", "admission"))
@@ -124,7 +126,7 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 	}
 	d.repl = replicate.New(all, state, nil, replicate.Options{
 		Root: d.cfg.SessionsDir, Node: d.cfg.NodeID, PathMap: pm,
-		KeepDeleted: d.cfg.Delete == "ignore", Idle: d.cfg.IdleAfter,
+		KeepDeleted: d.cfg.Delete == "ignore", Idle: d.cfg.IdleAfter, Trusted: d.cfg.Trusted(),
 		Logger: d.logger.With("component", "replicator"),
 	})
 	return nil

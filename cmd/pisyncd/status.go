@@ -83,6 +83,7 @@ func statusCommand(args []string, stdout io.Writer) error {
 		}
 		row("remote lines not written (unsafe)", r.Rejected)
 		row("remote lines not written (would break the file)", r.Refused)
+		row("remote lines not written (untrusted node)", r.Untrusted)
 		for sid, why := range r.Quarantined {
 			row("  quarantined here", sid+": "+why)
 		}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/eventlog"
+)
+
+// TestTrustedNodes: with PISYNC_TRUSTED_NODES naming only itself, B writes
+// A's lines into the session A began, but not A's lines appended to the
+// session B began: A cannot steer what B's pi resumes from. The line stays
+// in B's event log, and status counts it.
+func TestTrustedNodes(t *testing.T) {
+	hub := startTestHub(t)
+	a := newStation(t, "ws-a", hub.url(), "")
+	b := newStationWith(t, "ws-b", hub.url(), "", func(c *config.Config) { c.TrustedNodes = []string{"ws-b"} })
+
+	write := func(s *station, sid, cwd string, lines ...string) string {
+		p := filepath.Join(s.cfg.SessionsDir, "--"+strings.Trim(strings.ReplaceAll(cwd, "/", "-"), "-")+"--", "2026-11-30T00-00-00-000Z_"+sid+".jsonl")
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		for _, l := range lines {
+			appendLine(t, p, l)
+		}
+		return p
+	}
+	fileLines := func(p string) []string { b, _ := os.ReadFile(p); return splitLines(string(b)) }
+	sA, sB := "0199cccc-0000-7000-8000-00000000000a", "0199cccc-0000-7000-8000-00000000000b"
+	aOnA := write(a, sA, "/w/a", hdrLine(sA, "/w/a"), msgLine("a1", "", "begun on A"))
+	bOnB := write(b, sB, "/w/b", hdrLine(sB, "/w/b"), msgLine("b1", "", "begun on B"))
+	aOnB := filepath.Join(b.cfg.SessionsDir, "--w-a--", filepath.Base(aOnA))
+	bOnA := filepath.Join(a.cfg.SessionsDir, "--w-b--", filepath.Base(bOnB))
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		return len(fileLines(aOnB)) == 2 && len(fileLines(bOnA)) == 2, fmt.Sprintf("A's session on B %q, B's on A %q", fileLines(aOnB), fileLines(bOnA))
+	})
+	// A appends to B's session (untrusted there), then to its own.
+	appendLine(t, bOnA, msgLine("a2", "b1", "A steering B's session"))
+	appendLine(t, aOnA, msgLine("a3", "a1", "A continuing its own"))
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		st, err := b.status()
+		return err == nil && len(fileLines(aOnB)) == 3 && st.Replicator.Untrusted == 1,
+			fmt.Sprintf("A's session on B %q, untrusted %v", fileLines(aOnB), st.Replicator)
+	})
+	if l := fileLines(bOnB); len(l) != 2 {
+		t.Fatalf("B's own session got A's line: %q", l)
+	}
+	// The line is in B's event log all the same.
+	n := 0
+	if err := b.d.all.ScanSession(t.Context(), sB, false, func(ev *eventlog.Event) error {
+		if ev.ID == "a2" {
+			n++
+		}
+		return nil
+	}); err != nil || n != 1 {
+		t.Fatalf("B's PI_ALL holds a2 %d times: %v", n, err)
+	}
+}
