@@ -103,13 +103,6 @@ func waitSecFile(t *testing.T, s *station, sid string, n int, d time.Duration) t
 	return time.Since(start)
 }
 
-// honestPath has ann write a new session of n entries and returns how long
-// bob took to hold all of it (failing after d).
-func (e *hostileEnv) honestPath(t *testing.T, sid string, n int, d time.Duration) time.Duration {
-	t.Helper()
-	return e.send(t, e.ann, e.bob, sid, n, d)
-}
-
 // send has from write a new session of n entries and returns how long to
 // took to hold all of it (failing after d).
 func (e *hostileEnv) send(t *testing.T, from, to *station, sid string, n int, d time.Duration) time.Duration {
