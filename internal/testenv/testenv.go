@@ -1,8 +1,8 @@
 // Package testenv finds what tests need outside the module: the shared/
 // folder (conformance corpus, pi-oracle) and the node binary that runs the
-// oracle. Tests skip with a clear message where something is missing, except
-// under CI=true, where a missing shared/ folder is a failure: CI must run
-// every tier.
+// oracle; and it plays a rogue node against a hub (Attacker). Tests skip
+// with a clear message where something is missing, except under CI=true,
+// where a missing shared/ folder is a failure: CI must run every tier.
 package testenv
 
 import (

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestHostileReplicaLink replays attack 6: bob's replica of ann's session
+// is replaced by a symbolic link to a file outside the sessions dir (a
+// stand-in for ~/.bashrc), then ann appends a line. Proves that the
+// replicator never writes through a link: the outside file is unchanged,
+// byte for byte, and not even touched.
+func TestHostileReplicaLink(t *testing.T) {
+	e := startHostile(t, nil)
+	sid := "0199d000-0000-7000-8000-000000000003"
+	writeSession(t, e.ann, sid, 2) // entries 0199-0, 0199-1
+	waitSecFile(t, e.bob, sid, 3, 30*time.Second)
+	e.idle(t, sid)
+
+	// Larger than the session file, and old, as a real one would be.
+	outside := filepath.Join(t.TempDir(), ".bashrc")
+	content := []byte(strings.Repeat("# ~/.bashrc: executed by bash(1) for non-login shells.\nexport PATH=\"$HOME/bin:$PATH\"\n", 50))
+	if err := os.WriteFile(outside, content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(outside, old, old); err != nil {
+		t.Fatal(err)
+	}
+	st0, _ := os.Stat(outside)
+
+	// Swapped in one rename, so that no moment shows the file missing.
+	bPath := secPath(e.bob, sid)
+	tmp := filepath.Join(filepath.Dir(bPath), ".swap-link")
+	if err := os.Symlink(outside, tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, bPath); err != nil {
+		t.Fatal(err)
+	}
+
+	appendLine(t, secPath(e.ann, sid), msgLine("0199-2", "0199-1", "ann after the link"))
+	e.settle(t, "lnk")
+
+	got, err := os.ReadFile(outside)
+	if err != nil || !bytes.Equal(got, content) {
+		t.Errorf("the file outside the sessions dir changed through bob's link (%v): %d bytes, was %d; it ends with %q", err, len(got), len(content), got[max(0, len(got)-200):])
+	}
+	if st, err := os.Stat(outside); err != nil || !st.ModTime().Equal(st0.ModTime()) || st.Size() != st0.Size() {
+		t.Errorf("the file outside the sessions dir was written (%v): size %d → %d, mtime %v → %v", err, st0.Size(), st.Size(), st0.ModTime(), st.ModTime())
+	}
+}
