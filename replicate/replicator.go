@@ -165,9 +165,13 @@ const positionKey = "replicator.position"
 func (r *Replicator) Run(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
 	for {
+		start := time.Now()
 		err := r.run(ctx)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if time.Since(start) > time.Minute {
+			backoff = 100 * time.Millisecond // it worked for a while: a new failure
 		}
 		r.logger.Warn("replication paused; retrying", "err", err, "retry_in", backoff)
 		select {
