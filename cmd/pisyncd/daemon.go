@@ -71,6 +71,7 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 		HubCredsFile: cfg.HubCreds,
 		HubNkeySeed:  seed,
 		HubCAFile:    cfg.HubCA,
+		HubInsecure:  cfg.HubInsecure,
 	})
 	if err != nil {
 		return nil, err
