@@ -194,12 +194,20 @@ func addNodeCommand(args []string, stdout io.Writer) error {
 	if *out == "" {
 		*out = name + ".nkey"
 	}
+	// The seed file first, created new: a refusal (the file exists, a
+	// link was planted there) leaves the registrations as they were.
+	f, err := embedded.CreateSecretFile(*out)
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
 	seed, err := embedded.AddNode(cfg.NodesDir, name, *team)
 	if err != nil {
+		f.Close()
+		os.Remove(*out)
 		return err
 	}
-	if err := os.WriteFile(*out, append(seed, '\n'), 0o600); err != nil {
-		return fmt.Errorf("write seed: %w", err)
+	if err := embedded.WriteSeed(f, seed); err != nil {
+		return err
 	}
 	abs, _ := filepath.Abs(*out)
 	fmt.Fprintf(stdout, "registered node %s (team %s) in %s\nits seed is in %s: copy it to the workstation and set\n  PISYNC_NODE_ID=%s PISYNC_HUB_NKEY=<path of the seed>\nthen send SIGHUP to running hub nodes (or restart them)\n", name, *team, cfg.NodesDir, abs, name)

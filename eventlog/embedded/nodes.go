@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/nats-io/nkeys"
 
@@ -64,6 +66,40 @@ func AddNode(dir, name, team string) ([]byte, error) {
 		return nil, err
 	}
 	return seed, nil
+}
+
+// CreateSecretFile creates a new file for a secret (a node's seed), 0600.
+// It refuses a path that exists, a symbolic link included (O_EXCL does not
+// follow links; O_NOFOLLOW says so twice): a file planted there beforehand
+// with loose permissions, or a link pointing elsewhere, would hand the
+// secret to whoever planted it. Write through the returned file: opening
+// the path again could open what someone put there since.
+func CreateSecretFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("%s exists (or a link was planted there): refusing to write a secret into it; remove it or choose another file", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("secret file: %w", err)
+	}
+	return f, nil
+}
+
+// WriteSeed writes seed into f (from CreateSecretFile), syncs and closes it;
+// on failure it removes the file.
+func WriteSeed(f *os.File, seed []byte) error {
+	_, err := f.Write(append(seed, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write seed: %w", err)
+	}
+	return nil
 }
 
 // LoadNodes reads every registration in dir.
