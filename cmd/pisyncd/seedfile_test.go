@@ -101,7 +101,7 @@ func TestDevInitSeedFilesPlanted(t *testing.T) {
 	if b, _ := os.ReadFile(elsewhere); len(b) != 0 {
 		t.Error("the seed was written through the planted link")
 	}
-	for _, f := range []string{"ws1.nkey", "ws2.nkey"} {
+	for _, f := range []string{"ws1.nkey", "ws2.nkey", "route.secret"} {
 		if st, err := os.Lstat(filepath.Join(dir, f)); err != nil {
 			t.Error(err)
 		} else if !st.Mode().IsRegular() || st.Mode().Perm() != 0o600 {

@@ -138,26 +138,39 @@ func LoadNodes(dir string) ([]Node, error) {
 	return nodes, nil
 }
 
-// NodePermissions are what node name may do on the hub, seen from the hub:
-// publish only its own events and the JetStream API calls of its forwarder
-// (stream info, last message of a subject) and downloader (an ephemeral
-// pull consumer on PI_HUB); receive only replies on its own inbox prefix.
-func NodePermissions(name string) (pub, sub []string) {
+// Permissions are a node's rights on the hub, seen from the hub: the
+// subjects it may publish (except those in PublishDeny) and subscribe to.
+type Permissions struct {
+	Publish, PublishDeny, Subscribe []string
+}
+
+// NodePermissions are what node name may do on the hub: publish only its
+// own events and the JetStream API calls of its forwarder (stream info,
+// the last message of a subject) and of its downloader, which may create,
+// read from, look up and delete one consumer on PI_HUB, the one named
+// after it (eventlog.HubConsumerName): no other name, so no durable of its
+// choosing, and no other node's consumer; receive only replies on its own
+// inbox prefix. The legacy durable-create API is denied outright.
+func NodePermissions(name string) Permissions {
 	api := "$JS." + HubDomain + ".API."
-	pub = []string{
-		"pi.up." + name + ".>",
-		api + "STREAM.INFO.PI_HUB",
-		api + "DIRECT.GET.PI_HUB",
-		api + "DIRECT.GET.PI_HUB.>",
-		api + "CONSUMER.CREATE.PI_HUB.>",
-		api + "CONSUMER.MSG.NEXT.PI_HUB.>",
-		api + "CONSUMER.DELETE.PI_HUB.>",
-		api + "CONSUMER.INFO.PI_HUB.>",
+	cons := eventlog.HubConsumerName(name)
+	return Permissions{
+		Publish: []string{
+			"pi.up." + name + ".>",
+			api + "STREAM.INFO.PI_HUB",
+			api + "DIRECT.GET.PI_HUB",
+			api + "DIRECT.GET.PI_HUB.>",
+			api + "CONSUMER.CREATE.PI_HUB." + cons,
+			api + "CONSUMER.CREATE.PI_HUB." + cons + ".>",
+			api + "CONSUMER.MSG.NEXT.PI_HUB." + cons,
+			api + "CONSUMER.INFO.PI_HUB." + cons,
+			api + "CONSUMER.DELETE.PI_HUB." + cons,
+		},
+		PublishDeny: []string{api + "CONSUMER.DURABLE.CREATE.>"},
+		Subscribe:   []string{InboxPrefix(name) + ".>"},
 	}
-	sub = []string{InboxPrefix(name) + ".>"}
-	return pub, sub
 }
 
 // InboxPrefix is node name's reply-subject prefix. A node's own prefix lets
 // the hub grant it its replies without those of other nodes.
-func InboxPrefix(name string) string { return "_INBOX_" + name }
+func InboxPrefix(name string) string { return eventlog.NodeInboxPrefix(name) }
