@@ -167,6 +167,7 @@ func start(ctx context.Context, cfg Config, lock *dirLock) (s *Server, err error
 			Username:               creds.User,
 			Password:               string(hash),
 			AllowedConnectionTypes: connTypes(jwt.ConnectionTypeStandard),
+			Permissions:            listenerPermissions(cfg.NodeID),
 		}}
 	}
 
