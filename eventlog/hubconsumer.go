@@ -80,6 +80,8 @@ func openHubConsumer(ctx context.Context, nc *nats.Conn, hub jetstream.JetStream
 // hands over nothing more and deletes the consumer on the hub: the pending
 // pull then ends with "consumer deleted", which Consume reports to its
 // error handler, and the downloader starts over from what PI_ALL holds.
+// Only Consume, what the downloader's Pump uses, checks the order; the
+// other methods are the plain consumer's.
 type orderedPull struct {
 	jetstream.Consumer
 	hub  jetstream.JetStream
