@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/internal/fsutil"
+	"github.com/pisyncd/pisyncd/internal/redact"
 )
 
 // Prefix of every variable.
@@ -40,13 +42,14 @@ type Config struct {
 	HTTPAddr string `envconfig:"HTTP_ADDR" desc:"loopback address for /metrics and /healthz, e.g. 127.0.0.1:9466 (default: off)"`
 	Listen   string `envconfig:"LISTEN" desc:"loopback address of an optional NATS listener for local subscribers, e.g. 127.0.0.1:4222; credentials are generated into STATE_DIR (default: off)"`
 
-	HubURLs   []string      `envconfig:"HUB_URLS" desc:"comma-separated leaf URLs of the hub cluster (nats://host:7422, tls://…); set to replicate sessions across machines (default: off, one machine)"`
-	HubCreds  string        `envconfig:"HUB_CREDS" desc:"this node's JWT credentials file for an operator-mode hub (.creds)"`
-	HubNkey   string        `envconfig:"HUB_NKEY" desc:"file holding this node's nkey seed from 'pisyncd hub add-node' (0600)"`
-	HubCA     string        `envconfig:"HUB_CA" desc:"CA certificate that signed the hub's TLS certificate (tls:// hub URLs; default: the system roots)"`
-	PathMap   string        `envconfig:"PATH_MAP" desc:"comma-separated FROM=TO absolute path prefixes applied to remote sessions' cwd and parentSession, e.g. /Users/ann=/home/ann"`
-	Delete    string        `envconfig:"DELETE" default:"trash" desc:"what a session deleted on another machine does here: trash (move to SESSIONS_DIR/.pisyncd-trash) or ignore"`
-	IdleAfter time.Duration `envconfig:"IDLE_AFTER" default:"1s" desc:"remote lines are appended to a file only after a local pi has not written it for this long"`
+	HubURLs     []string      `envconfig:"HUB_URLS" desc:"comma-separated leaf URLs of the hub cluster (nats://host:7422, tls://…); set to replicate sessions across machines (default: off, one machine)"`
+	HubCreds    string        `envconfig:"HUB_CREDS" desc:"this node's JWT credentials file for an operator-mode hub (.creds)"`
+	HubNkey     string        `envconfig:"HUB_NKEY" desc:"file holding this node's nkey seed from 'pisyncd hub add-node' (0600)"`
+	HubCA       string        `envconfig:"HUB_CA" desc:"CA certificate that signed the hub's TLS certificate (tls:// hub URLs; default: the system roots)"`
+	HubInsecure bool          `envconfig:"HUB_INSECURE" desc:"allow this node's hub credentials over a plain nats:// URL to a host other than loopback (refused by default: anyone on the path could read them; logged loudly when allowed)"`
+	PathMap     string        `envconfig:"PATH_MAP" desc:"comma-separated FROM=TO absolute path prefixes applied to remote sessions' cwd and parentSession, e.g. /Users/ann=/home/ann"`
+	Delete      string        `envconfig:"DELETE" default:"trash" desc:"what a session deleted on another machine does here: trash (move to SESSIONS_DIR/.pisyncd-trash) or ignore"`
+	IdleAfter   time.Duration `envconfig:"IDLE_AFTER" default:"1s" desc:"remote lines are appended to a file only after a local pi has not written it for this long"`
 
 	TrustedNodes []string `envconfig:"TRUSTED_NODES" default:"*" desc:"comma-separated nodes whose lines are written into any session here (your own machines); other nodes' lines are written only into sessions they began, and kept in the event log otherwise; * trusts every node of the team"`
 
@@ -173,6 +176,9 @@ func (c *Config) Validate() error {
 	if c.HubCreds != "" && c.HubNkey != "" {
 		errs = append(errs, fmt.Errorf("set %s_HUB_CREDS or %s_HUB_NKEY, not both", Prefix, Prefix))
 	}
+	if err := c.checkHubTransport(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.RescanInterval < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("%s_RESCAN_INTERVAL %v: want at least 100ms", Prefix, c.RescanInterval))
 	}
@@ -195,6 +201,51 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("%s_STATE_DIR %s lies inside the sessions dir %s", Prefix, c.StateDir, c.SessionsDir))
 	}
 	return errors.Join(errs...)
+}
+
+// checkHubTransport refuses credentials (an nkey, a .creds file, or a
+// user in a hub URL) that would cross a plain-text connection to another
+// machine: a hub URL that is nats:// (or ws://) to a host that is not
+// loopback, with no PISYNC_HUB_CA (a CA makes the connection TLS whatever
+// the scheme). PISYNC_HUB_INSECURE=true allows it; the daemon then warns.
+func (c *Config) checkHubTransport() error {
+	if c.HubInsecure || c.HubCA != "" {
+		return nil
+	}
+	creds := c.HubNkey != "" || c.HubCreds != ""
+	var plain []string
+	for _, s := range c.HubURLs {
+		u, err := url.Parse(s)
+		if err != nil {
+			continue // the embedded server reports it, redacted
+		}
+		if u.User != nil {
+			creds = true
+		}
+		if plainRemote(u) {
+			plain = append(plain, redact.URL(s))
+		}
+	}
+	if !creds || len(plain) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s_HUB_URLS: %s is plain text, and this node's hub credentials would cross it readable by anyone on the way: use tls:// with %s_HUB_CA (the hub's CA), or set %s_HUB_INSECURE=true on a network you trust",
+		Prefix, strings.Join(plain, ", "), Prefix, Prefix)
+}
+
+// plainRemote reports whether u is a plain-text scheme to a host that is
+// not loopback.
+func plainRemote(u *url.URL) bool {
+	switch u.Scheme {
+	case "tls", "wss":
+		return false
+	}
+	h := u.Hostname()
+	if h == "localhost" {
+		return false
+	}
+	ip := net.ParseIP(h)
+	return ip == nil || !ip.IsLoopback()
 }
 
 // CheckLoopback accepts host:port addresses on the loopback interface only:

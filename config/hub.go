@@ -17,22 +17,28 @@ const HubPrefix = "PISYNC_HUB"
 // workstations join as leaf nodes. Running it is the explicit request to
 // listen on the network.
 type Hub struct {
-	Name          string   `envconfig:"NAME" desc:"server name, unique in the cluster (default: the host name)"`
-	StateDir      string   `envconfig:"STATE_DIR" desc:"the hub's JetStream store (default: $XDG_STATE_HOME/pisyncd-hub, else ~/.local/state/pisyncd-hub)"`
-	Listen        string   `envconfig:"LISTEN" default:"127.0.0.1:4222" desc:"client listener (administration); empty: none"`
-	LeafListen    string   `envconfig:"LEAF_LISTEN" default:"0.0.0.0:7422" desc:"leaf-node listener that workstations dial"`
-	ClusterName   string   `envconfig:"CLUSTER_NAME" default:"pisyncd" desc:"cluster name"`
-	ClusterListen string   `envconfig:"CLUSTER_LISTEN" desc:"cluster route listener, e.g. 0.0.0.0:6222 (default: off, a single hub)"`
-	Routes        []string `envconfig:"ROUTES" desc:"comma-separated routes to the other hub nodes, nats://host:6222"`
-	Replicas      int      `envconfig:"REPLICAS" default:"1" desc:"PI_HUB replicas: 1, or 3 on a three-node cluster"`
-	MaxStore      ByteSize `envconfig:"MAX_STORE" default:"64GiB" desc:"JetStream file store limit"`
-	NodesDir      string   `envconfig:"NODES_DIR" desc:"registered workstations ('pisyncd hub add-node'); when set, every connection must authenticate as one of them (default: STATE_DIR/nodes)"`
-	Open          bool     `envconfig:"OPEN" desc:"accept unauthenticated connections (development only; default: false)"`
-	TLSCert       string   `envconfig:"TLS_CERT" desc:"hub certificate (PEM) for the client, leaf and cluster listeners"`
-	TLSKey        string   `envconfig:"TLS_KEY" desc:"its private key (PEM)"`
-	TLSCA         string   `envconfig:"TLS_CA" desc:"CA certificate verifying the other hub nodes' route connections"`
-	LogLevel      string   `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
-	LogFormat     string   `envconfig:"LOG_FORMAT" default:"text" desc:"text or json"`
+	Name             string   `envconfig:"NAME" desc:"server name, unique in the cluster (default: the host name)"`
+	StateDir         string   `envconfig:"STATE_DIR" desc:"the hub's JetStream store (default: $XDG_STATE_HOME/pisyncd-hub, else ~/.local/state/pisyncd-hub)"`
+	Listen           string   `envconfig:"LISTEN" default:"127.0.0.1:4222" desc:"client listener (administration); empty: none"`
+	LeafListen       string   `envconfig:"LEAF_LISTEN" default:"0.0.0.0:7422" desc:"leaf-node listener that workstations dial"`
+	ClusterName      string   `envconfig:"CLUSTER_NAME" default:"pisyncd" desc:"cluster name"`
+	ClusterListen    string   `envconfig:"CLUSTER_LISTEN" desc:"cluster route listener, e.g. 0.0.0.0:6222 (default: off, a single hub)"`
+	Routes           []string `envconfig:"ROUTES" desc:"comma-separated routes to the other hub nodes, nats://host:6222"`
+	RouteSecret      string   `envconfig:"ROUTE_SECRET" desc:"file holding the secret every node of the cluster shares; routes authenticate with it (required with CLUSTER_LISTEN, as is TLS with TLS_CA unless OPEN; 'pisyncd hub certs' writes route.secret)"`
+	Replicas         int      `envconfig:"REPLICAS" default:"1" desc:"PI_HUB replicas: 1, or 3 on a three-node cluster"`
+	MaxStore         ByteSize `envconfig:"MAX_STORE" default:"64GiB" desc:"JetStream file store limit"`
+	MaxMemory        ByteSize `envconfig:"MAX_MEMORY" default:"64MiB" desc:"JetStream memory store limit"`
+	TeamMaxStore     ByteSize `envconfig:"TEAM_MAX_STORE" desc:"each team's share of this node's store (default: MAX_STORE divided by the number of teams)"`
+	TeamMaxMemory    ByteSize `envconfig:"TEAM_MAX_MEMORY" desc:"each team's share of this node's memory store (default: MAX_MEMORY divided by the number of teams)"`
+	TeamMaxStreams   int      `envconfig:"TEAM_MAX_STREAMS" default:"1" desc:"streams a team may have (PI_HUB)"`
+	TeamMaxConsumers int      `envconfig:"TEAM_MAX_CONSUMERS" desc:"consumers a team may have (default: its registered nodes + 8)"`
+	NodesDir         string   `envconfig:"NODES_DIR" desc:"registered workstations ('pisyncd hub add-node'); when set, every connection must authenticate as one of them (default: STATE_DIR/nodes)"`
+	Open             bool     `envconfig:"OPEN" desc:"accept unauthenticated connections (development only; default: false)"`
+	TLSCert          string   `envconfig:"TLS_CERT" desc:"hub certificate (PEM) for the client, leaf and cluster listeners"`
+	TLSKey           string   `envconfig:"TLS_KEY" desc:"its private key (PEM)"`
+	TLSCA            string   `envconfig:"TLS_CA" desc:"CA certificate verifying the other hub nodes' route connections"`
+	LogLevel         string   `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
+	LogFormat        string   `envconfig:"LOG_FORMAT" default:"text" desc:"text or json"`
 }
 
 // LoadHub reads the hub's environment.
@@ -68,6 +74,9 @@ func LoadHub() (*Hub, error) {
 	}
 	if h.LeafListen == "" {
 		errs = append(errs, fmt.Errorf("%s_LEAF_LISTEN is required", HubPrefix))
+	}
+	if h.TeamMaxStreams < 1 || h.TeamMaxConsumers < 0 {
+		errs = append(errs, fmt.Errorf("%s_TEAM_MAX_STREAMS %d, %s_TEAM_MAX_CONSUMERS %d: want at least 1 and 0 (the default) or more", HubPrefix, h.TeamMaxStreams, HubPrefix, h.TeamMaxConsumers))
 	}
 	if h.Replicas != 1 && h.Replicas != 3 {
 		errs = append(errs, fmt.Errorf("%s_REPLICAS %d: want 1 or 3", HubPrefix, h.Replicas))

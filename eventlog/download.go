@@ -142,7 +142,7 @@ func (d *Downloader) session(ctx context.Context) error {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = hubSeq + 1
 	}
-	cons, err := d.hub.OrderedConsumer(cctx, HubStream, cfg)
+	cons, err := openHubConsumer(cctx, d.nc, d.hub, cfg)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("downloader: hub consumer: %w", err)

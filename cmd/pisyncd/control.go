@@ -15,6 +15,7 @@ import (
 
 	"github.com/pisyncd/pisyncd/admit"
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/internal/redact"
 	"github.com/pisyncd/pisyncd/projection"
 	"github.com/pisyncd/pisyncd/replicate"
 	"github.com/pisyncd/pisyncd/watch"
@@ -77,7 +78,7 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 	}
 	if d.fwd != nil {
 		fs, ds, rs := d.fwd.Stats(), d.dl.Stats(), d.repl.Stats()
-		st.HubURLs, st.Forwarder, st.Downloader, st.Replicator = d.cfg.HubURLs, &fs, &ds, &rs
+		st.HubURLs, st.Forwarder, st.Downloader, st.Replicator = redact.URLs(d.cfg.HubURLs), &fs, &ds, &rs
 		st.ForkedSessions = d.repl.ForkedSessions()
 		as := d.gate.Stats()
 		st.Admission = &as

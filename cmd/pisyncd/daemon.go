@@ -74,6 +74,7 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 		HubCredsFile: cfg.HubCreds,
 		HubNkeySeed:  seed,
 		HubCAFile:    cfg.HubCA,
+		HubInsecure:  cfg.HubInsecure,
 	})
 	if err != nil {
 		return nil, err
@@ -268,6 +269,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 				fail(fmt.Errorf("http: %w", err))
 			}
 		}()
+	}
+	if u := d.srv.ClientURL(); u != "" {
+		d.logger.Info("local subscriber listener up (read-only)", "url", u, "credentials", d.srv.CredentialsFile())
 	}
 	d.logger.Info("pisyncd running", "node", d.cfg.NodeID, "sessions_dir", d.cfg.SessionsDir, "state_dir", d.cfg.StateDir)
 

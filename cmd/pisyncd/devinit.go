@@ -17,8 +17,10 @@ import (
 )
 
 // devInitCommand prepares a development cluster's security in one folder,
-// once: a CA and hub certificate (hub certs) and each node registered with
-// its seed (hub add-node), keeping whatever a previous run made. It is what
+// once: a CA, hub certificate and route secret (hub certs) and each node
+// registered with its seed (hub add-node), keeping whatever a previous run
+// made. The route secret stays readable by its owner only: the hubs read
+// it, the workstations never need it. It is what
 // docker-compose.yml runs before the hubs start, so a plain `docker-compose
 // up` is secured; a container image has no shell to script the two steps.
 func devInitCommand(args []string, stdout io.Writer) error {
@@ -59,6 +61,13 @@ func devInitCommand(args []string, stdout io.Writer) error {
 			return fmt.Errorf("dev-init: %w", err)
 		}
 		fmt.Fprintf(stdout, "created a development CA and hub certificate for %v in %s\n", hs, dir)
+	}
+	if made, err := embedded.GenerateRouteSecret(filepath.Join(dir, embedded.RouteSecretFile)); err != nil {
+		return fmt.Errorf("dev-init: %w", err)
+	} else if made {
+		fmt.Fprintf(stdout, "created the cluster's route secret %s\n", filepath.Join(dir, embedded.RouteSecretFile))
+	} else {
+		fmt.Fprintf(stdout, "kept the route secret in %s\n", dir)
 	}
 	readable := []string{filepath.Join(dir, embedded.DevCerts.CA)}
 	nodesDir := filepath.Join(dir, "nodes")

@@ -25,7 +25,7 @@ func TestHubDevInit(t *testing.T) {
 	if err := devInitCommand(args, &out); err != nil {
 		t.Fatalf("dev-init: %v\n%s", err, out.String())
 	}
-	files := []string{"ca.pem", "ca-key.pem", "hub.pem", "hub-key.pem", "ws1.nkey", "ws2.nkey", "nodes/ws1.json", "nodes/ws2.json"}
+	files := []string{"ca.pem", "ca-key.pem", "hub.pem", "hub-key.pem", "route.secret", "ws1.nkey", "ws2.nkey", "nodes/ws1.json", "nodes/ws2.json"}
 	first := map[string][]byte{}
 	for _, f := range files {
 		b, err := os.ReadFile(filepath.Join(dir, f))

@@ -19,6 +19,7 @@ import (
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/redact"
 )
 
 const hubUsage = `pisyncd hub: a node of the hub cluster that workstations join as leaf nodes.
@@ -28,11 +29,12 @@ Usage:
   pisyncd hub add-node NAME [--team T] [--out FILE]
                                        register workstation NAME (its PISYNC_NODE_ID) and write its
                                        nkey seed to FILE (default NAME.nkey, 0600) for PISYNC_HUB_NKEY
-  pisyncd hub certs DIR --hosts H1,H2  create a development CA and hub certificate in DIR
+  pisyncd hub certs DIR --hosts H1,H2  create a development CA and hub certificate in DIR, and
+                                       a route secret for a cluster (DIR/route.secret, kept if present)
   pisyncd hub dev-init DIR --hosts H1,H2 --nodes N1,N2 [--owner UID:GID]
                                        both of the above for a development cluster, once:
-                                       certificates in DIR, nodes in DIR/nodes, seeds in
-                                       DIR/NAME.nkey; what exists is kept (docker-compose.yml)
+                                       certificates and route.secret in DIR, nodes in DIR/nodes,
+                                       seeds in DIR/NAME.nkey; what exists is kept (docker-compose.yml)
   pisyncd hub config                   print the nats-server configuration this node runs
                                        (a stock nats-server runs it too)
 
@@ -57,12 +59,19 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
-			hc := hubConfig(cfg, nil)
+			hc, err := hubConfig(cfg, nil)
+			if err != nil {
+				return err
+			}
 			nodes, err := embedded.LoadNodes(hc.NodesDir)
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprint(stdout, embedded.RenderHubConfig(hc, nodes, nil))
+			conf, err := embedded.RenderHubConfig(hc, nodes, nil)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprint(stdout, conf)
 			return err
 		default:
 			return fmt.Errorf("%w: unknown hub command %q (see pisyncd hub help)", errUsage, args[0])
@@ -82,7 +91,7 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 	if cfg.Open {
 		logger.Warn("hub accepts unauthenticated connections (PISYNC_HUB_OPEN)")
 	}
-	logger.Info("hub running", "name", cfg.Name, "leaf", cfg.LeafListen, "client", cfg.Listen, "cluster", cfg.ClusterListen, "replicas", cfg.Replicas, "tls", cfg.TLSCert != "", "nodes_dir", cfg.NodesDir)
+	logger.Info("hub running", "name", cfg.Name, "leaf", cfg.LeafListen, "client", cfg.Listen, "cluster", cfg.ClusterListen, "routes", redact.URLs(cfg.Routes), "route_auth", cfg.RouteSecret != "", "replicas", cfg.Replicas, "tls", cfg.TLSCert != "", "nodes_dir", cfg.NodesDir)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -105,22 +114,38 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 	}
 }
 
-func hubConfig(cfg *config.Hub, logger *slog.Logger) embedded.HubConfig {
+func hubConfig(cfg *config.Hub, logger *slog.Logger) (embedded.HubConfig, error) {
 	hc := embedded.HubConfig{
 		StateDir: cfg.StateDir, Name: cfg.Name, Listen: cfg.Listen, LeafListen: cfg.LeafListen,
 		ClusterName: cfg.ClusterName, ClusterListen: cfg.ClusterListen, Routes: cfg.Routes,
-		MaxStore: int64(cfg.MaxStore), Logger: logger, Auth: !cfg.Open, NodesDir: cfg.NodesDir,
+		Replicas: cfg.Replicas, MaxStore: int64(cfg.MaxStore), MaxMemory: int64(cfg.MaxMemory),
+		Team: embedded.TeamLimits{
+			MaxStore: int64(cfg.TeamMaxStore), MaxMemory: int64(cfg.TeamMaxMemory),
+			MaxStreams: cfg.TeamMaxStreams, MaxConsumers: cfg.TeamMaxConsumers,
+		},
+		Logger: logger, Auth: !cfg.Open, NodesDir: cfg.NodesDir,
 	}
 	if cfg.TLSCert != "" {
 		hc.TLS = &embedded.HubTLS{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, CAFile: cfg.TLSCA}
 	}
-	return hc
+	if cfg.RouteSecret != "" {
+		secret, err := embedded.ReadRouteSecret(cfg.RouteSecret)
+		if err != nil {
+			return hc, fmt.Errorf("%s_ROUTE_SECRET: %w", config.HubPrefix, err)
+		}
+		hc.RouteSecret = secret
+	}
+	return hc, nil
 }
 
 // StartHub starts a hub node and makes sure every team's account has
 // PI_HUB (on a cluster, once it has a JetStream leader).
 func StartHub(ctx context.Context, cfg *config.Hub, logger *slog.Logger) (*embedded.Server, error) {
-	srv, err := embedded.StartHub(ctx, hubConfig(cfg, logger))
+	hc, err := hubConfig(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := embedded.StartHub(ctx, hc)
 	if err != nil {
 		return nil, err
 	}
@@ -194,12 +219,20 @@ func addNodeCommand(args []string, stdout io.Writer) error {
 	if *out == "" {
 		*out = name + ".nkey"
 	}
+	// The seed file first, created new: a refusal (the file exists, a
+	// link was planted there) leaves the registrations as they were.
+	f, err := embedded.CreateSecretFile(*out)
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
 	seed, err := embedded.AddNode(cfg.NodesDir, name, *team)
 	if err != nil {
+		f.Close()
+		os.Remove(*out)
 		return err
 	}
-	if err := os.WriteFile(*out, append(seed, '\n'), 0o600); err != nil {
-		return fmt.Errorf("write seed: %w", err)
+	if err := embedded.WriteSeed(f, seed); err != nil {
+		return err
 	}
 	abs, _ := filepath.Abs(*out)
 	fmt.Fprintf(stdout, "registered node %s (team %s) in %s\nits seed is in %s: copy it to the workstation and set\n  PISYNC_NODE_ID=%s PISYNC_HUB_NKEY=<path of the seed>\nthen send SIGHUP to running hub nodes (or restart them)\n", name, *team, cfg.NodesDir, abs, name)
@@ -218,5 +251,13 @@ func certsCommand(args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "development CA and hub certificate for %v written to %s (ca.pem, hub.pem, hub-key.pem)\n", hs, fs.Arg(0))
+	secret := filepath.Join(fs.Arg(0), embedded.RouteSecretFile)
+	made, err := embedded.GenerateRouteSecret(secret)
+	if err != nil {
+		return err
+	}
+	if made {
+		fmt.Fprintf(stdout, "route secret for a cluster written to %s (PISYNC_HUB_ROUTE_SECRET; the same file on every hub node)\n", secret)
+	}
 	return nil
 }

@@ -73,9 +73,10 @@ func TestOperatorModeHub(t *testing.T) {
 	}
 	node := func(name string) string {
 		return creds(name, func(c *jwt.UserClaims) {
-			pub, sub := embedded.NodePermissions(name)
-			c.Pub.Allow.Add(pub...)
-			c.Sub.Allow.Add(sub...)
+			p := embedded.NodePermissions(name)
+			c.Pub.Allow.Add(p.Publish...)
+			c.Pub.Deny.Add(p.PublishDeny...)
+			c.Sub.Allow.Add(p.Subscribe...)
 		})
 	}
 

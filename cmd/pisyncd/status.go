@@ -15,6 +15,7 @@ import (
 
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/internal/redact"
 )
 
 func statusCommand(args []string, stdout io.Writer) error {
@@ -39,6 +40,8 @@ func statusCommand(args []string, stdout io.Writer) error {
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
+	// The daemon redacts too; a daemon of an older version did not.
+	st.HubURLs, st.NATSURL = redact.URLs(st.HubURLs), redact.URL(st.NATSURL)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -27,7 +27,14 @@ func TestStockNatsServerHub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf := embedded.RenderHubConfig(hubConfig(h.cfg, nil), nodes, nil)
+	hc, err := hubConfig(h.cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := embedded.RenderHubConfig(hc, nodes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	withAdmin := strings.Replace(conf, "users: [\n", "users: [\n      { user: \"admin\", password: \"change-me\" }\n", 1)
 	if withAdmin == conf {
 		t.Fatalf("no users list in the rendered configuration:\n%s", conf)

@@ -54,6 +54,11 @@ type Config struct {
 	// (tls:// URLs; the system roots when empty).
 	HubNkeySeed []byte
 	HubCAFile   string
+	// HubInsecure allows credentials (HubNkeySeed, HubCredsFile, or a
+	// user in a hub URL) over a plain nats:// connection to a host other
+	// than loopback. Without it Start refuses; with it Start logs a
+	// warning (PISYNC_HUB_INSECURE).
+	HubInsecure bool
 	// LeafReconnect is the wait between leaf connection attempts (0: the
 	// server's default of one second).
 	LeafReconnect time.Duration
@@ -83,6 +88,9 @@ func (cfg Config) withDefaults() (Config, error) {
 		if _, err := parseHubURL(u); err != nil {
 			return cfg, fmt.Errorf("config: hub URL: %w", err)
 		}
+	}
+	if plain := plainCredentialURLs(cfg); len(plain) > 0 && !cfg.HubInsecure {
+		return cfg, fmt.Errorf("config: hub URL %s is plain text and would carry this node's credentials: use tls:// with the hub's CA, or set HubInsecure on a network you trust", plain[0])
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -23,5 +23,6 @@
 //	StateDir/client-context.json  listener credentials (0600), only with Listen
 //
 // The credentials file is a nats CLI context, so local tools can use it
-// directly: nats --context $STATE_DIR/client-context.json stream ls
+// directly: nats --context $STATE_DIR/client-context.json stream ls. Its
+// user reads and subscribes, and changes nothing (listenerPermissions).
 package embedded

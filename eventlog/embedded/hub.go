@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -39,8 +38,17 @@ type HubConfig struct {
 	ClusterName   string
 	ClusterListen string
 	Routes        []string
-	MaxMemory     int64
-	MaxStore      int64
+	// RouteSecret authenticates the routes: every node of the cluster
+	// has the same one (PISYNC_HUB_ROUTE_SECRET). Required with
+	// ClusterListen, as is TLS with a CA unless Auth is off.
+	RouteSecret string
+	// Replicas of PI_HUB (1, or 3 on a three-node cluster): team limits
+	// are per node, and an account's usage counts every replica.
+	Replicas  int
+	MaxMemory int64
+	MaxStore  int64
+	// Team limits each team's account (with Auth).
+	Team TeamLimits
 	// TLS, when set, secures the client, leaf and route listeners.
 	TLS *HubTLS
 	// Auth requires every connection to authenticate: the nodes
@@ -81,29 +89,16 @@ func StartHub(ctx context.Context, cfg HubConfig) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.MaxMemory == 0 {
-		cfg.MaxMemory = DefaultMaxMemory
-	}
-	if cfg.MaxStore == 0 {
-		cfg.MaxStore = DefaultMaxStore
-	}
-	for _, a := range []string{cfg.Listen, cfg.LeafListen, cfg.ClusterListen} {
-		if a != "" {
-			if _, _, err := hostPort(a); err != nil {
-				return nil, fmt.Errorf("embedded: hub listen %q: %w", a, err)
-			}
-		}
-	}
-	if cfg.ClusterListen != "" && cfg.ClusterName == "" {
-		return nil, errors.New("embedded: hub: a cluster needs a name")
-	}
-	for _, r := range cfg.Routes {
-		if u, err := url.Parse(r); err != nil || u.Host == "" {
-			return nil, fmt.Errorf("embedded: hub route %q: want nats://host:port", r)
-		}
+	cfg = cfg.withHubDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("embedded: hub: %w", err)
 	}
 	if cfg.Auth && cfg.NodesDir == "" {
 		return nil, errors.New("embedded: hub: authorization needs a nodes dir")
+	}
+	if cfg.ClusterListen != "" && (cfg.TLS == nil || cfg.TLS.CAFile == "") {
+		// Only an open hub gets here (validate refuses it otherwise).
+		cfg.Logger.Warn("INSECURE: cluster routes without TLS: they authenticate with the route secret, but anyone on the network path reads the secret and every line the hub nodes exchange (an open development hub, PISYNC_HUB_OPEN)", "cluster", cfg.ClusterListen)
 	}
 	if err := os.MkdirAll(filepath.Join(cfg.StateDir, server.JetStreamStoreDir), 0o700); err != nil {
 		return nil, fmt.Errorf("embedded: hub store dir: %w", err)
@@ -113,7 +108,12 @@ func StartHub(ctx context.Context, cfg HubConfig) (*Server, error) {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
 	s := &Server{logger: newNATSLogger(cfg.Logger), lock: lock, hub: &cfg, admins: map[string]nkeys.KeyPair{}}
-	opts, err := s.hubOptions()
+	nodes, err := s.loadNodes()
+	if err != nil {
+		lock.release()
+		return nil, fmt.Errorf("embedded: hub: %w", err)
+	}
+	opts, err := s.hubOptions(cfg, nodes)
 	if err != nil {
 		lock.release()
 		return nil, fmt.Errorf("embedded: hub: %w", err)
@@ -131,22 +131,21 @@ func StartHub(ctx context.Context, cfg HubConfig) (*Server, error) {
 	return s, nil
 }
 
-// hubOptions renders the hub's configuration file (registered nodes
-// included), writes it into the state dir and loads it.
-func (s *Server) hubOptions() (*server.Options, error) {
-	cfg := *s.hub
-	var nodes []Node
+// loadNodes reads the registered nodes (none without authorization).
+func (s *Server) loadNodes() ([]Node, error) {
+	if !s.hub.Auth {
+		return nil, nil
+	}
+	return LoadNodes(s.hub.NodesDir)
+}
+
+// hubOptions renders the hub's configuration file for cfg and nodes,
+// writes it into the state dir and loads it. Each team of nodes gets an
+// in-process admin key, made once and kept for the server's life.
+func (s *Server) hubOptions(cfg HubConfig, nodes []Node) (*server.Options, error) {
 	admins := map[string]string{}
 	if cfg.Auth {
-		var err error
-		if nodes, err = LoadNodes(cfg.NodesDir); err != nil {
-			return nil, err
-		}
-		teams := map[string]bool{DefaultTeam: true}
-		for _, n := range nodes {
-			teams[n.Team] = true
-		}
-		for t := range teams {
+		for t := range teamsOf(nodes) {
 			kp := s.admins[t]
 			if kp == nil {
 				var err error
@@ -160,8 +159,12 @@ func (s *Server) hubOptions() (*server.Options, error) {
 		}
 		s.inProcessKey = s.admins[DefaultTeam]
 	}
+	conf, err := RenderHubConfig(cfg, nodes, admins)
+	if err != nil {
+		return nil, err
+	}
 	path := filepath.Join(cfg.StateDir, "hub.conf")
-	if err := fsutil.WriteFileAtomic(path, []byte(RenderHubConfig(cfg, nodes, admins))); err != nil {
+	if err := fsutil.WriteFileAtomic(path, []byte(conf)); err != nil {
 		return nil, fmt.Errorf("config file: %w", err)
 	}
 	opts, err := server.ProcessConfigFile(path)
@@ -177,13 +180,57 @@ func (s *Server) hubOptions() (*server.Options, error) {
 	return opts, nil
 }
 
+// teamsOf is the set of teams of nodes, the default team always in it.
+func teamsOf(nodes []Node) map[string]bool {
+	teams := map[string]bool{DefaultTeam: true}
+	for _, n := range nodes {
+		teams[n.Team] = true
+	}
+	return teams
+}
+
 // Reload re-reads the registered nodes (after `pisyncd hub add-node`) and
 // applies them to the running hub without dropping connections.
+//
+// A new team shrinks every team's share of the store (TeamLimits). On a
+// single node nats-server reserves each account's share and refuses an
+// account whose share does not fit beside the others, so the existing
+// teams' shares are reduced first, in a reload of their own.
 func (s *Server) Reload() error {
 	if s.hub == nil {
 		return errors.New("embedded: reload: not a hub")
 	}
-	opts, err := s.hubOptions()
+	nodes, err := s.loadNodes()
+	if err != nil {
+		return fmt.Errorf("embedded: reload: %w", err)
+	}
+	teams := teamsOf(nodes)
+	for t := range s.admins {
+		teams[t] = true // a team stays once it has an account
+	}
+	var known []Node
+	for _, n := range nodes {
+		if s.admins[n.Team] != nil {
+			known = append(known, n)
+		}
+	}
+	if len(known) < len(nodes) {
+		shrink := *s.hub
+		if shrink.Team.MaxStore == 0 {
+			shrink.Team.MaxStore = shrink.MaxStore / int64(len(teams))
+		}
+		if shrink.Team.MaxMemory == 0 {
+			shrink.Team.MaxMemory = shrink.MaxMemory / int64(len(teams))
+		}
+		if err := s.reloadWith(shrink, known); err != nil {
+			return err
+		}
+	}
+	return s.reloadWith(*s.hub, nodes)
+}
+
+func (s *Server) reloadWith(cfg HubConfig, nodes []Node) error {
+	opts, err := s.hubOptions(cfg, nodes)
 	if err != nil {
 		return fmt.Errorf("embedded: reload: %w", err)
 	}

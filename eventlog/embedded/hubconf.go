@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,11 +19,78 @@ type HubTLS struct {
 	CAFile string
 }
 
+// TeamLimits are the JetStream limits of each team's account, per hub
+// node: one team filling its share cannot take another team's (nor make
+// the hub refuse everyone with "insufficient resources").
+type TeamLimits struct {
+	// MaxStore and MaxMemory are a team's share of each hub node's file
+	// and memory store. Zero: the node's limit divided by the number of
+	// teams, so that together the teams cannot exceed it.
+	MaxStore, MaxMemory int64
+	// MaxStreams is how many streams a team may have; zero: 1 (PI_HUB).
+	MaxStreams int
+	// MaxConsumers caps a team's consumers; zero: its registered nodes
+	// plus 8 (each node may create only its downloader's consumer; the
+	// rest is room for an administrator's tools).
+	MaxConsumers int
+}
+
+// teamLimits are the limits rendered for a team with nodes registered
+// nodes, on a hub of teams teams.
+func (cfg HubConfig) teamLimits(teams, nodes int) (store, mem int64, streams, consumers int) {
+	l := cfg.Team
+	store, mem, streams, consumers = l.MaxStore, l.MaxMemory, l.MaxStreams, l.MaxConsumers
+	if store == 0 {
+		store = cfg.MaxStore / int64(teams)
+	}
+	if mem == 0 {
+		mem = cfg.MaxMemory / int64(teams)
+	}
+	if streams == 0 {
+		streams = 1
+	}
+	if consumers == 0 {
+		consumers = nodes + 8
+	}
+	// An account's usage counts every replica of its streams, each hub
+	// node holds one replica of a three-replica stream: a share of each
+	// node is that many times the share in account terms.
+	r := int64(max(cfg.Replicas, 1))
+	return store * r, mem * r, streams, consumers
+}
+
+// routeUser is the user name routes authenticate with; the password is
+// the cluster's route secret.
+const routeUser = "pisyncd-route"
+
+// routeURL is a route with the route credentials in it.
+func routeURL(route, secret string) string {
+	u, _ := url.Parse(route) // validated in HubConfig.validate
+	u.User = url.UserPassword(routeUser, secret)
+	return u.String()
+}
+
 // RenderHubConfig writes a nats-server configuration for a hub node: the
 // same text runs a stock nats-server as a pisyncd hub (docs/HUB.md).
 // admins maps a team to the public nkey of an in-process admin user that
-// pisyncd uses to create PI_HUB; a stock server leaves it empty.
-func RenderHubConfig(cfg HubConfig, nodes []Node, admins map[string]string) string {
+// pisyncd uses to create PI_HUB; a stock server leaves it empty. Every
+// value it writes is checked first (HubConfig.validate), so that no
+// setting can bring a line of configuration of its own.
+func RenderHubConfig(cfg HubConfig, nodes []Node, admins map[string]string) (string, error) {
+	cfg = cfg.withHubDefaults()
+	if err := cfg.validate(); err != nil {
+		return "", err
+	}
+	for _, n := range nodes {
+		if err := n.validate(); err != nil {
+			return "", err
+		}
+	}
+	for t, pub := range admins {
+		if !teamPattern.MatchString(t) || !safeToken.MatchString(pub) {
+			return "", fmt.Errorf("hub config: admin of team %q: invalid", t)
+		}
+	}
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	q := strconv.Quote
@@ -61,9 +129,19 @@ func RenderHubConfig(cfg HubConfig, nodes []Node, admins map[string]string) stri
 	w("}\n")
 	if cfg.ClusterListen != "" {
 		w("cluster {\n  name: %s\n  listen: %s\n", q(cfg.ClusterName), q(cfg.ClusterListen))
+		if cfg.RouteSecret != "" {
+			// Routes authenticate with the cluster's shared secret, on
+			// top of the CA-verified certificate: a certificate from the
+			// same CA (a CA often signs much more than hub nodes) is not
+			// enough to join and read every team's lines.
+			w("  authorization {\n    user: %s\n    password: %s\n    timeout: 5\n  }\n", q(routeUser), q(cfg.RouteSecret))
+		}
 		if len(cfg.Routes) > 0 {
 			w("  routes: [\n")
 			for _, r := range cfg.Routes {
+				if cfg.RouteSecret != "" {
+					r = routeURL(r, cfg.RouteSecret)
+				}
 				w("    %s\n", q(r))
 			}
 			w("  ]\n")
@@ -73,7 +151,7 @@ func RenderHubConfig(cfg HubConfig, nodes []Node, admins map[string]string) stri
 	}
 	if !cfg.Auth {
 		w("# no authorization: any client and any leaf node may connect (development only)\n")
-		return b.String()
+		return b.String(), nil
 	}
 	teams := map[string][]Node{DefaultTeam: nil}
 	for _, n := range nodes {
@@ -89,9 +167,16 @@ func RenderHubConfig(cfg HubConfig, nodes []Node, admins map[string]string) stri
 		names = append(names, t)
 	}
 	sort.Strings(names)
+	if l := cfg.Team; l.MaxStore*int64(len(names)) > cfg.MaxStore || l.MaxMemory*int64(len(names)) > cfg.MaxMemory {
+		return "", fmt.Errorf("team limits (PISYNC_HUB_TEAM_MAX_STORE %d, _MEMORY %d) times %d teams exceed the node's store (%d) or memory (%d): teams could starve each other; lower them or leave them unset (a share each)",
+			l.MaxStore, l.MaxMemory, len(names), cfg.MaxStore, cfg.MaxMemory)
+	}
 	w("accounts {\n")
 	for _, t := range names {
-		w("  %s {\n    jetstream: enabled\n    users: [\n", q(t))
+		store, mem, streams, consumers := cfg.teamLimits(len(names), len(teams[t]))
+		w("  %s {\n", q(t))
+		w("    jetstream: { max_file: %d, max_mem: %d, max_streams: %d, max_consumers: %d }\n", store, mem, streams, consumers)
+		w("    users: [\n")
 		if pub := admins[t]; pub != "" {
 			w("      # pisyncd's own in-process connection (creates PI_HUB)\n")
 			w("      { nkey: %s, allowed_connection_types: [\"IN_PROCESS\"] }\n", pub)
@@ -105,17 +190,17 @@ func RenderHubConfig(cfg HubConfig, nodes []Node, admins map[string]string) stri
 			w("      { user: \"pisyncd-nobody\", password: %s, permissions: { publish: { deny: [\">\"] }, subscribe: { deny: [\">\"] } } }\n", q(hex.EncodeToString(rnd[:])))
 		}
 		for _, n := range teams[t] {
-			pub, sub := NodePermissions(n.Name)
+			p := NodePermissions(n.Name)
 			w("      # node %s\n", n.Name)
 			w("      { nkey: %s, permissions: {\n", n.Nkey)
-			w("          publish: { allow: [%s] }\n", quoteList(pub))
-			w("          subscribe: { allow: [%s] }\n", quoteList(sub))
+			w("          publish: { allow: [%s], deny: [%s] }\n", quoteList(p.Publish), quoteList(p.PublishDeny))
+			w("          subscribe: { allow: [%s] }\n", quoteList(p.Subscribe))
 			w("      } }\n")
 		}
 		w("    ]\n  }\n")
 	}
 	w("}\n")
-	return b.String()
+	return b.String(), nil
 }
 
 func quoteList(s []string) string {

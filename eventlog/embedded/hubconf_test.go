@@ -37,7 +37,11 @@ func TestRenderedHubConfigRefusesStrangers(t *testing.T) {
 			t.Fatal(err)
 		}
 		conf := filepath.Join(dir, "stock.conf")
-		os.WriteFile(conf, []byte(RenderHubConfig(cfg, nodes, nil)), 0o600)
+		text, err := RenderHubConfig(cfg, nodes, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(conf, []byte(text), 0o600)
 		opts, err := server.ProcessConfigFile(conf)
 		if err != nil {
 			t.Fatalf("stock server cannot load the rendered config: %v", err)

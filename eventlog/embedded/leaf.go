@@ -3,12 +3,16 @@ package embedded
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/pisyncd/pisyncd/internal/redact"
 )
 
 // LocalSubjects never cross the leaf connection. Every workstation has
@@ -19,23 +23,78 @@ import (
 // events reach the hub only through the forwarder, on pi.up.<node>.>.
 var LocalSubjects = []string{"pi.evt.>", "pi.all.>", "$KV.>", "$O.>"}
 
+// parseHubURL parses one hub URL. Its errors never quote the URL as
+// given: it may carry a password.
 func parseHubURL(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
 	if err != nil {
-		return nil, err
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL it quotes
+		}
+		return nil, fmt.Errorf("%s: %v", redact.URL(s), err)
 	}
 	switch u.Scheme {
 	case "nats", "tls", "nats-leaf", "ws", "wss":
 	default:
-		return nil, fmt.Errorf("%q: want nats://, tls:// or wss:// host:port of the hub's leaf listener", s)
+		return nil, fmt.Errorf("%s: want nats://, tls:// or wss:// host:port of the hub's leaf listener", redact.URL(s))
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("%q: no host", s)
+		return nil, fmt.Errorf("%s: no host", redact.URL(s))
 	}
 	return u, nil
 }
 
-// leafRemote is the solicited leaf connection to the hub.
+// plainHubURL reports whether a connection to u would go without TLS: a
+// plain scheme to a host other than loopback, with no CA configured (a CA
+// makes every hub URL TLS, see leafRemote). Credentials must never cross
+// such a connection: anyone on the path reads them, and a man in the
+// middle can also answer for the hub.
+func plainHubURL(u *url.URL, caFile string) bool {
+	if caFile != "" {
+		return false
+	}
+	switch u.Scheme {
+	case "tls", "wss":
+		return false
+	}
+	h := u.Hostname()
+	if h == "localhost" {
+		return false
+	}
+	ip := net.ParseIP(h)
+	return ip == nil || !ip.IsLoopback()
+}
+
+// plainCredentialURLs lists, redacted, the hub URLs over which cfg would
+// send credentials in plain text: nil when it has no credentials.
+func plainCredentialURLs(cfg Config) []string {
+	var plain []string
+	creds := cfg.HubCredsFile != "" || len(cfg.HubNkeySeed) > 0
+	for _, s := range cfg.HubURLs {
+		u, err := parseHubURL(s)
+		if err != nil {
+			continue // reported by withDefaults
+		}
+		if u.User != nil {
+			creds = true
+		}
+		if plainHubURL(u, cfg.HubCAFile) {
+			plain = append(plain, redact.URL(s))
+		}
+	}
+	if !creds {
+		return nil
+	}
+	return plain
+}
+
+// leafRemote is the solicited leaf connection to the hub. With a tls://
+// or wss:// URL, or a CA, the remote has TLS set, so the server starts the
+// TLS handshake after the hub's INFO whatever that INFO says: a man in the
+// middle that drops tls_required from it gets a handshake it cannot
+// complete, never a CONNECT with the node's credentials
+// (TestLeafInsistsOnTLS).
 func leafRemote(cfg Config) (*server.RemoteLeafOpts, error) {
 	r := &server.RemoteLeafOpts{
 		Credentials: cfg.HubCredsFile,

@@ -41,3 +41,58 @@ func loopbackAddr(listen string) (host string, port int, err error) {
 	}
 	return h, n, nil
 }
+
+// listenerPermissions make the listener's user a reader. Local subscribers
+// read the streams and the projections, live or stored; they may not
+// write, delete or reconfigure anything (the daemon's data), nor publish a
+// line into a stream, nor act as this node towards the hub.
+//
+// Allowed: subscribing (but see below); the JetStream API calls that read
+// (account, stream and consumer info, stream names and lists, message and
+// direct gets), creating, pulling from and deleting consumers to read
+// with (the nats CLI and nats.go's ordered consumers and KV watchers
+// create theirs through CONSUMER.CREATE), acks and flow control replies.
+// Denied by omission: everything else, notably STREAM.CREATE, UPDATE,
+// DELETE, PURGE and MSG.DELETE, publishing on pi.>, $KV.> or $O.>, and the
+// hub's API; named again in the deny list, with the legacy
+// CONSUMER.DURABLE.CREATE.
+//
+// CONSUMER.CREATE also updates an existing consumer of the same name, and
+// CONSUMER.DELETE and MSG.NEXT act on any consumer they name: a reader
+// that knew the names of the daemon's consumers could change, drain or
+// delete them (a forwarder told to skip lines). So the names stay secret:
+// consumer names and lists are not allowed, nor subscribing to the
+// JetStream API, its advisories or the daemon's own inbox, where the names
+// travel. The daemon's consumers have random names; a reader's own
+// consumers it names itself.
+func listenerPermissions(nodeID string) *server.Permissions {
+	var allow, deny []string
+	for _, api := range []string{"$JS.API.", "$JS." + Domain(nodeID) + ".API."} {
+		allow = append(allow,
+			api+"INFO",
+			api+"STREAM.NAMES",
+			api+"STREAM.LIST",
+			api+"STREAM.INFO.*",
+			api+"STREAM.MSG.GET.*",
+			api+"DIRECT.GET.>",
+			api+"CONSUMER.CREATE.>",
+			api+"CONSUMER.INFO.*.*",
+			api+"CONSUMER.MSG.NEXT.*.*",
+			api+"CONSUMER.DELETE.*.*",
+		)
+		deny = append(deny,
+			api+"STREAM.CREATE.>", api+"STREAM.UPDATE.>", api+"STREAM.DELETE.>", api+"STREAM.PURGE.>",
+			api+"STREAM.MSG.DELETE.>", api+"STREAM.SNAPSHOT.>", api+"STREAM.RESTORE.>",
+			api+"CONSUMER.DURABLE.CREATE.>", api+"CONSUMER.NAMES.>", api+"CONSUMER.LIST.>",
+		)
+	}
+	allow = append(allow, "$JS.ACK.>", "$JS.FC.>")
+	deny = append(deny, "pi.>", "$KV.>", "$O.>", "$JS."+HubDomain+".>")
+	return &server.Permissions{
+		Publish: &server.SubjectPermission{Allow: allow, Deny: deny},
+		Subscribe: &server.SubjectPermission{
+			Allow: []string{">"},
+			Deny:  []string{"$JS.API.>", "$JS.*.API.>", "$JS.EVENT.>", InboxPrefix(nodeID) + ".>"},
+		},
+	}
+}

@@ -41,15 +41,24 @@ func TestListenerRequiresCredentials(t *testing.T) {
 		t.Errorf("credentials url = %q, want %q", cc.URL, s.ClientURL())
 	}
 
+	// The daemon writes (in process); the listener reads.
+	ijs, _ := jetstream.New(connect(t, s))
+	createStream(t, ijs, "TCP")
+	if _, err := ijs.Publish(testCtx(t), "TCP.a", []byte("x")); err != nil {
+		t.Fatalf("publish in process: %v", err)
+	}
 	nc, err := nats.Connect(cc.URL, nats.UserInfo(cc.User, cc.Password), nats.NoReconnect())
 	if err != nil {
 		t.Fatalf("connect with credentials: %v", err)
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	createStream(t, js, "TCP")
-	if _, err := js.Publish(testCtx(t), "TCP.a", []byte("x")); err != nil {
-		t.Fatalf("publish over the listener: %v", err)
+	st, err := js.Stream(testCtx(t), "TCP")
+	if err != nil {
+		t.Fatalf("stream info over the listener: %v", err)
+	}
+	if m, err := st.GetMsg(testCtx(t), 1); err != nil || string(m.Data) != "x" {
+		t.Fatalf("read over the listener: %v %v", m, err)
 	}
 
 	if nc, err := nats.Connect(s.ClientURL(), nats.NoReconnect()); err == nil {

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/nats-io/nkeys"
 
@@ -66,6 +68,40 @@ func AddNode(dir, name, team string) ([]byte, error) {
 	return seed, nil
 }
 
+// CreateSecretFile creates a new file for a secret (a node's seed), 0600.
+// It refuses a path that exists, a symbolic link included (O_EXCL does not
+// follow links; O_NOFOLLOW says so twice): a file planted there beforehand
+// with loose permissions, or a link pointing elsewhere, would hand the
+// secret to whoever planted it. Write through the returned file: opening
+// the path again could open what someone put there since.
+func CreateSecretFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("%s exists (or a link was planted there): refusing to write a secret into it; remove it or choose another file", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("secret file: %w", err)
+	}
+	return f, nil
+}
+
+// WriteSeed writes seed into f (from CreateSecretFile), syncs and closes it;
+// on failure it removes the file.
+func WriteSeed(f *os.File, seed []byte) error {
+	_, err := f.Write(append(seed, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write seed: %w", err)
+	}
+	return nil
+}
+
 // LoadNodes reads every registration in dir.
 func LoadNodes(dir string) ([]Node, error) {
 	entries, err := os.ReadDir(dir)
@@ -102,26 +138,39 @@ func LoadNodes(dir string) ([]Node, error) {
 	return nodes, nil
 }
 
-// NodePermissions are what node name may do on the hub, seen from the hub:
-// publish only its own events and the JetStream API calls of its forwarder
-// (stream info, last message of a subject) and downloader (an ephemeral
-// pull consumer on PI_HUB); receive only replies on its own inbox prefix.
-func NodePermissions(name string) (pub, sub []string) {
+// Permissions are a node's rights on the hub, seen from the hub: the
+// subjects it may publish (except those in PublishDeny) and subscribe to.
+type Permissions struct {
+	Publish, PublishDeny, Subscribe []string
+}
+
+// NodePermissions are what node name may do on the hub: publish only its
+// own events and the JetStream API calls of its forwarder (stream info,
+// the last message of a subject) and of its downloader, which may create,
+// read from, look up and delete one consumer on PI_HUB, the one named
+// after it (eventlog.HubConsumerName): no other name, so no durable of its
+// choosing, and no other node's consumer; receive only replies on its own
+// inbox prefix. The legacy durable-create API is denied outright.
+func NodePermissions(name string) Permissions {
 	api := "$JS." + HubDomain + ".API."
-	pub = []string{
-		"pi.up." + name + ".>",
-		api + "STREAM.INFO.PI_HUB",
-		api + "DIRECT.GET.PI_HUB",
-		api + "DIRECT.GET.PI_HUB.>",
-		api + "CONSUMER.CREATE.PI_HUB.>",
-		api + "CONSUMER.MSG.NEXT.PI_HUB.>",
-		api + "CONSUMER.DELETE.PI_HUB.>",
-		api + "CONSUMER.INFO.PI_HUB.>",
+	cons := eventlog.HubConsumerName(name)
+	return Permissions{
+		Publish: []string{
+			"pi.up." + name + ".>",
+			api + "STREAM.INFO.PI_HUB",
+			api + "DIRECT.GET.PI_HUB",
+			api + "DIRECT.GET.PI_HUB.>",
+			api + "CONSUMER.CREATE.PI_HUB." + cons,
+			api + "CONSUMER.CREATE.PI_HUB." + cons + ".>",
+			api + "CONSUMER.MSG.NEXT.PI_HUB." + cons,
+			api + "CONSUMER.INFO.PI_HUB." + cons,
+			api + "CONSUMER.DELETE.PI_HUB." + cons,
+		},
+		PublishDeny: []string{api + "CONSUMER.DURABLE.CREATE.>"},
+		Subscribe:   []string{InboxPrefix(name) + ".>"},
 	}
-	sub = []string{InboxPrefix(name) + ".>"}
-	return pub, sub
 }
 
 // InboxPrefix is node name's reply-subject prefix. A node's own prefix lets
 // the hub grant it its replies without those of other nodes.
-func InboxPrefix(name string) string { return "_INBOX_" + name }
+func InboxPrefix(name string) string { return eventlog.NodeInboxPrefix(name) }

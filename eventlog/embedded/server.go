@@ -138,6 +138,10 @@ func start(ctx context.Context, cfg Config, lock *dirLock) (s *Server, err error
 	if err := applyLeaf(opts, cfg); err != nil {
 		return nil, err
 	}
+	for _, u := range plainCredentialURLs(cfg) {
+		// Only reachable with HubInsecure: withDefaults refuses otherwise.
+		cfg.Logger.Warn("INSECURE: this node's hub credentials cross a plain-text connection; anyone on the network path can read and replay them (HubInsecure / PISYNC_HUB_INSECURE)", "url", u)
+	}
 	var creds clientContext
 	if cfg.Listen != "" {
 		host, port, err := loopbackAddr(cfg.Listen)
@@ -163,6 +167,7 @@ func start(ctx context.Context, cfg Config, lock *dirLock) (s *Server, err error
 			Username:               creds.User,
 			Password:               string(hash),
 			AllowedConnectionTypes: connTypes(jwt.ConnectionTypeStandard),
+			Permissions:            listenerPermissions(cfg.NodeID),
 		}}
 	}
 

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+)
+
+// TestHubNodeConsumersAndQuotas: what an attacker holding a registered
+// node's key (ws-evil, team red) can no longer do on the hub, with nats.go:
+// create a durable or any consumer but its own downloader's (dl_ws-evil) on
+// PI_HUB, through the current or the legacy API; pull from, delete or take
+// over another node's consumer; create a stream. And filling the hub's
+// store: red's share fills up and refuses more, and team blue's nodes go
+// on replicating. (Before, it created durables at will, and one team
+// filled the store for everyone.)
+func TestHubNodeConsumersAndQuotas(t *testing.T) {
+	h := startSecureHub(t)
+	// Three teams (pisyncd, red, blue): a third of 12 MiB each.
+	h.cfg.MaxStore = 12 << 20
+	share := int64(h.cfg.MaxStore) / 3
+	seedEvil, seedA := h.addNode("ws-evil", "red"), h.addNode("ws-a", "red")
+	seedB1, seedB2 := h.addNode("ws-b1", "blue"), h.addNode("ws-b2", "blue")
+	h.run()
+	ca := filepath.Join(h.certs, "ca.pem")
+	newSecureStation(t, h, "ws-a", seedA, ca)
+
+	admin, err := h.srv.ConnectTeam("red")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	ajs, _ := jetstream.New(admin)
+	victim := eventlog.HubConsumerName("ws-a")
+	waitUntil(t, 20*time.Second, func() (bool, string) {
+		_, err := ajs.Consumer(t.Context(), eventlog.HubStream, victim)
+		return err == nil, fmt.Sprintf("ws-a's downloader consumer %s: %v", victim, err)
+	})
+
+	// The attacker runs a leaf node of its own with ws-evil's key (as
+	// its pisyncd does) and a client on it: the hub's JetStream API is
+	// reached through a leaf connection (on the client listener the hub
+	// maps $JS.hub.API to $JS.API before checking permissions).
+	seed, err := os.ReadFile(seedEvil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leafSrv, err := embedded.Start(context.Background(), embedded.Config{
+		StateDir: t.TempDir(), NodeID: "ws-evil", HubURLs: []string{"tls://localhost:" + strings.Split(h.leaf, ":")[1]},
+		HubNkeySeed: bytes.TrimSpace(seed), HubCAFile: ca,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leafSrv.Close()
+	nc, err := leafSrv.Connect(nats.CustomInboxPrefix(embedded.InboxPrefix("ws-evil")), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	waitUntil(t, 20*time.Second, func() (bool, string) {
+		lz, err := leafSrv.NATS().Leafz(nil)
+		return err == nil && len(lz.Leafs) == 1, "ws-evil's leaf connection to the hub"
+	})
+	ejs, _ := jetstream.NewWithDomain(nc, embedded.HubDomain)
+	ctx := func() context.Context {
+		c, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		t.Cleanup(cancel)
+		return c
+	}
+	refused := func(what string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Errorf("ws-evil could %s", what)
+		}
+	}
+	_, err = ejs.CreateConsumer(ctx(), eventlog.HubStream, jetstream.ConsumerConfig{Durable: "evil", AckPolicy: jetstream.AckExplicitPolicy})
+	refused("create a durable consumer", err)
+	_, err = ejs.CreateConsumer(ctx(), eventlog.HubStream, jetstream.ConsumerConfig{})
+	refused("create an ephemeral consumer with a name of the library's", err)
+	vc, err := ajs.Consumer(t.Context(), eventlog.HubStream, victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	takeover := vc.CachedInfo().Config
+	takeover.HeadersOnly = true // ws-a would copy lines without their content
+	_, err = ejs.CreateOrUpdateConsumer(ctx(), eventlog.HubStream, takeover)
+	refused("change ws-a's consumer", err)
+	_, err = nc.Request("$JS.hub.API.CONSUMER.DURABLE.CREATE.PI_HUB.evil2", []byte(`{"stream_name":"PI_HUB","config":{"durable_name":"evil2","ack_policy":"explicit"}}`), 2*time.Second)
+	refused("create a durable through the legacy API", err)
+	_, err = nc.Request("$JS.hub.API.CONSUMER.CREATE.PI_HUB", []byte(`{"stream_name":"PI_HUB","config":{"ack_policy":"none"}}`), 2*time.Second)
+	refused("create a consumer through the legacy ephemeral API", err)
+	_, err = nc.Request("$JS.hub.API.CONSUMER.MSG.NEXT.PI_HUB."+victim, []byte(`{"batch":1,"no_wait":true}`), 2*time.Second)
+	refused("pull from ws-a's consumer", err)
+	err = ejs.DeleteConsumer(ctx(), eventlog.HubStream, victim)
+	refused("delete ws-a's consumer", err)
+	_, err = ejs.CreateStream(ctx(), jetstream.StreamConfig{Name: "EVIL", Subjects: []string{"evil.>"}})
+	refused("create a stream", err)
+	// Its own downloader's consumer it may create: the refusals above are
+	// about the names, not a broken connection.
+	if _, err := ejs.CreateConsumer(ctx(), eventlog.HubStream, jetstream.ConsumerConfig{
+		Name: eventlog.HubConsumerName("ws-evil"), AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: 5 * time.Second,
+	}); err != nil {
+		t.Errorf("ws-evil's own downloader consumer: %v", err)
+	}
+	hubStream, err := ajs.Stream(t.Context(), eventlog.HubStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lister := hubStream.ConsumerNames(t.Context())
+	for name := range lister.Name() {
+		if name != victim && name != eventlog.HubConsumerName("ws-evil") {
+			t.Errorf("PI_HUB has a consumer %q", name)
+		}
+	}
+	if _, err := ajs.Stream(t.Context(), "EVIL"); err == nil {
+		t.Error("stream EVIL exists")
+	}
+	if info, err := ajs.Consumer(t.Context(), eventlog.HubStream, victim); err != nil {
+		t.Errorf("ws-a's consumer: %v", err)
+	} else if info.CachedInfo().Config.HeadersOnly {
+		t.Error("ws-a's consumer was changed")
+	}
+
+	// Fill red's share of the store: refused before it goes past it.
+	payload := bytes.Repeat([]byte("x"), 256<<10)
+	var stored int64
+	var floodErr error
+	for stored <= int64(h.cfg.MaxStore) {
+		if _, floodErr = ejs.Publish(ctx(), "pi.up.ws-evil.flood", payload); floodErr != nil {
+			break
+		}
+		stored += int64(len(payload))
+	}
+	if floodErr == nil || stored > share {
+		t.Fatalf("ws-evil stored %d bytes (red's share %d), last error %v", stored, share, floodErr)
+	}
+	t.Logf("ws-evil stored %d bytes, then: %v", stored, floodErr)
+
+	b1 := newSecureStation(t, h, "ws-b1", seedB1, ca)
+	b2 := newSecureStation(t, h, "ws-b2", seedB2, ca)
+	writeSession(t, b1, "blue-after-flood", 3)
+	waitFile(t, b2, "blue-after-flood", 4)
+}

@@ -1,0 +1,135 @@
+package embedded
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+)
+
+// TestHubConfigRejectsInjection: no setting rendered into the hub's
+// configuration can end its quoted string or comment and bring lines of
+// its own: a newline or a quote in the name (which went into a comment
+// unquoted), the cluster name, a route, a path or a listen address is
+// refused with an error naming the setting, by RenderHubConfig (what `hub
+// config` prints) and by StartHub. Credentials in a route are refused too:
+// they come from the route secret.
+func TestHubConfigRejectsInjection(t *testing.T) {
+	inject := "x\"\nleafnodes { listen: \"0.0.0.0:9999\" }\n# "
+	secret := "route-secret-0123456789abcdefghijklmnopqrstuvwxyz"
+	base := func() HubConfig {
+		return HubConfig{
+			StateDir: t.TempDir(), Name: "h1", Listen: "127.0.0.1:4222", LeafListen: "127.0.0.1:7422",
+			ClusterName: "pisyncd", ClusterListen: "127.0.0.1:6222", Routes: []string{"nats://h2:6222"},
+			RouteSecret: secret, TLS: &HubTLS{CertFile: "/c/hub.pem", KeyFile: "/c/hub-key.pem", CAFile: "/c/ca.pem"},
+			Auth: true, NodesDir: t.TempDir(),
+		}
+	}
+	if _, err := RenderHubConfig(base(), nil, nil); err != nil {
+		t.Fatalf("the base configuration is refused: %v", err)
+	}
+	for _, tc := range []struct {
+		setting string
+		edit    func(*HubConfig)
+	}{
+		{"PISYNC_HUB_NAME", func(c *HubConfig) { c.Name = "h1\nleafnodes { listen: \"0.0.0.0:9999\" }" }},
+		{"PISYNC_HUB_NAME", func(c *HubConfig) { c.Name = `h1"` }},
+		{"PISYNC_HUB_NAME", func(c *HubConfig) { c.Name = "h 1" }},
+		{"PISYNC_HUB_CLUSTER_NAME", func(c *HubConfig) { c.ClusterName = inject }},
+		{"PISYNC_HUB_ROUTES", func(c *HubConfig) { c.Routes = []string{"nats://h2:6222\"\n  authorization { user: a }"} }},
+		{"PISYNC_HUB_ROUTES", func(c *HubConfig) { c.Routes = []string{"nats://h2:6222/x?y"} }},
+		{"PISYNC_HUB_ROUTES", func(c *HubConfig) { c.Routes = []string{"nats://pisyncd-route:guess@h2:6222"} }},
+		{"PISYNC_HUB_STATE_DIR", func(c *HubConfig) { c.StateDir = "/var/lib/" + inject }},
+		{"PISYNC_HUB_TLS_CERT", func(c *HubConfig) { c.TLS.CertFile = "/c/" + inject }},
+		{"PISYNC_HUB_TLS_KEY", func(c *HubConfig) { c.TLS.KeyFile = "/c/key\\" }},
+		{"PISYNC_HUB_TLS_CA", func(c *HubConfig) { c.TLS.CAFile = "/c/ca\x00" }},
+		{"PISYNC_HUB_LISTEN", func(c *HubConfig) { c.Listen = "127.0.0.1\":4222" }},
+		{"PISYNC_HUB_LEAF_LISTEN", func(c *HubConfig) { c.LeafListen = "a\nb:7422" }},
+		{"PISYNC_HUB_CLUSTER_LISTEN", func(c *HubConfig) { c.ClusterListen = "0.0.0.0:6222\"" }},
+		{"PISYNC_HUB_ROUTE_SECRET", func(c *HubConfig) { c.RouteSecret = secret + "\"\n" }},
+	} {
+		cfg := base()
+		tc.edit(&cfg)
+		conf, err := RenderHubConfig(cfg, nil, nil)
+		if err == nil {
+			t.Errorf("%s: rendered:\n%s", tc.setting, conf)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.setting) {
+			t.Errorf("%s: error %q does not name the setting", tc.setting, err)
+		}
+		if strings.Contains(err.Error(), "guess") || strings.Contains(err.Error(), secret) {
+			t.Errorf("%s: error %q prints a secret", tc.setting, err)
+		}
+		if s, err := StartHub(context.Background(), cfg); err == nil {
+			s.Close()
+			t.Errorf("%s: StartHub started", tc.setting)
+		}
+	}
+}
+
+// TestTeamShares: each team's account gets its share of the node's store
+// and memory (the node's limit divided by the number of teams), one stream
+// and its nodes plus 8 consumers. A team added by a reload shrinks the
+// other shares first: a single nats-server reserves every account's share
+// and would refuse the new account beside the old shares.
+func TestTeamShares(t *testing.T) {
+	dir := t.TempDir()
+	cfg := HubConfig{
+		StateDir: dir, Name: "h", LeafListen: freeAddr(t), Auth: true, NodesDir: filepath.Join(dir, "nodes"),
+		MaxStore: 12 << 20, MaxMemory: 12 << 20,
+	}
+	if _, err := AddNode(cfg.NodesDir, "ws-r", "red"); err != nil {
+		t.Fatal(err)
+	}
+	s := startHub(t, cfg)
+	limits := func(team string) jetstream.AccountLimits {
+		t.Helper()
+		nc, err := s.ConnectTeam(team)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		js, _ := jetstream.New(nc)
+		info, err := js.AccountInfo(testCtx(t))
+		if err != nil {
+			t.Fatalf("team %s: %v", team, err)
+		}
+		return info.Limits
+	}
+	if l := limits("red"); l.MaxStore != 6<<20 || l.MaxMemory != 6<<20 || l.MaxStreams != 1 || l.MaxConsumers != 9 {
+		t.Fatalf("red's limits with two teams: %+v", l)
+	}
+	for _, team := range []string{"blue", "green"} {
+		if _, err := AddNode(cfg.NodesDir, "ws-"+team, team); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Reload(); err != nil {
+		t.Fatalf("reload with two new teams: %v", err)
+	}
+	for _, team := range []string{DefaultTeam, "red", "blue", "green"} {
+		if l := limits(team); l.MaxStore != 3<<20 || l.MaxMemory != 3<<20 {
+			t.Errorf("%s's limits with four teams: %+v", team, l)
+		}
+	}
+
+	// Explicit shares that do not fit the node are refused.
+	cfg.Team.MaxStore = 5 << 20 // three teams: 15 MiB on a 12 MiB node
+	if _, err := RenderHubConfig(cfg, []Node{{Name: "a", Team: "red", Nkey: mustNodeKey(t)}, {Name: "b", Team: "blue", Nkey: mustNodeKey(t)}}, nil); err == nil ||
+		!strings.Contains(err.Error(), "PISYNC_HUB_TEAM_MAX_STORE") {
+		t.Errorf("three teams of 5 MiB on 12 MiB: err %v, want a refusal naming PISYNC_HUB_TEAM_MAX_STORE", err)
+	}
+}
+
+func mustNodeKey(t *testing.T) string {
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	return pub
+}

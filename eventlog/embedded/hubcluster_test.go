@@ -1,0 +1,174 @@
+package embedded
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// clusterNode is a hub node's configuration for a cluster of two on
+// loopback, with the development CA and route secret of certs.
+func clusterNode(t *testing.T, name, certs, secret, listen string, peers ...string) HubConfig {
+	cfg := HubConfig{
+		StateDir: t.TempDir(), Name: name, Listen: freeAddr(t), LeafListen: freeAddr(t),
+		ClusterName: "pisyncd", ClusterListen: listen, RouteSecret: secret, Replicas: 1,
+		MaxStore: 256 << 20, MaxMemory: 16 << 20, Auth: true, NodesDir: filepath.Join(t.TempDir(), "nodes"),
+		TLS: &HubTLS{CertFile: filepath.Join(certs, "hub.pem"), KeyFile: filepath.Join(certs, "hub-key.pem"), CAFile: filepath.Join(certs, "ca.pem")},
+	}
+	for _, p := range peers {
+		cfg.Routes = append(cfg.Routes, "nats://"+p)
+	}
+	return cfg
+}
+
+func startHub(t *testing.T, cfg HubConfig) *Server {
+	t.Helper()
+	s, err := StartHub(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("%s: %v", cfg.Name, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// stranger is a bare nats-server that dials route at the hub's cluster
+// port: what someone who reaches the port can run.
+func stranger(t *testing.T, name, route string, tc *tls.Config) *server.Server {
+	t.Helper()
+	u, err := url.Parse(route)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := &server.Options{
+		ServerName: name, Host: "127.0.0.1", Port: server.RANDOM_PORT, NoSigs: true, NoLog: true,
+		Cluster: server.ClusterOpts{Name: "pisyncd", Host: "127.0.0.1", Port: server.RANDOM_PORT, TLSConfig: tc, TLSTimeout: 5},
+		Routes:  []*url.URL{u},
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("stranger not ready")
+	}
+	return ns
+}
+
+// TestStrangerCannotJoinCluster: the three-node example's attack, on two
+// nodes. Strangers dial a hub node's cluster port: a bare server in plain
+// text; one with a certificate from the hubs' own CA but no route secret;
+// one with the route secret but no certificate. None forms a route, while
+// a second hub node with both joins. (With the CA-verified certificate
+// alone, the second stranger joined before routes authenticated.)
+func TestStrangerCannotJoinCluster(t *testing.T) {
+	certs := t.TempDir()
+	if err := GenerateDevCerts(certs, []string{"127.0.0.1", "localhost"}); err != nil {
+		t.Fatal(err)
+	}
+	secret := "route-secret-0123456789abcdefghijklmnopqrstuvwxyz"
+	a1, a2 := freeAddr(t), freeAddr(t)
+	h1 := startHub(t, clusterNode(t, "h1", certs, secret, a1, a2))
+
+	cert, err := tls.LoadX509KeyPair(filepath.Join(certs, "hub.pem"), filepath.Join(certs, "hub-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withCert := &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}
+	strangers := []*server.Server{
+		stranger(t, "plain", "nats://"+a1, nil),
+		stranger(t, "ca-cert-no-secret", "nats://"+a1, withCert),
+		stranger(t, "secret-no-cert", "nats://"+routeUser+":"+secret+"@"+a1, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}),
+	}
+
+	h2 := startHub(t, clusterNode(t, "h2", certs, secret, a2, a1))
+	waitFor(t, 20*time.Second, "h2 to join h1", func() bool { return h1.NATS().NumRoutes() > 0 && h2.NATS().NumRoutes() > 0 })
+	// The strangers dial at start and every second after: by the time a
+	// few rounds have passed, each has been turned away several times.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, s := range strangers {
+			if n := s.NumRoutes(); n != 0 {
+				t.Fatalf("stranger %s formed %d routes", s.Name(), n)
+			}
+		}
+		rz, err := h1.NATS().Routez(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rz.Routes {
+			if r.RemoteName != "h2" {
+				t.Fatalf("h1 has a route to %q", r.RemoteName)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestClusterNeedsRouteAuth: a cluster listener without the route secret,
+// or (authorization on) without TLS and a CA, does not start; the error
+// names what is missing and how to fix it. An open development hub may run
+// routes without TLS, but only with the secret and a warning in the log.
+func TestClusterNeedsRouteAuth(t *testing.T) {
+	certs := t.TempDir()
+	if err := GenerateDevCerts(certs, []string{"127.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	secret := "route-secret-0123456789abcdefghijklmnopqrstuvwxyz"
+	for _, tc := range []struct {
+		name string
+		edit func(*HubConfig)
+		want []string
+	}{
+		{"docs example: no TLS, no secret", func(c *HubConfig) { c.TLS, c.RouteSecret = nil, "" },
+			[]string{"PISYNC_HUB_CLUSTER_LISTEN", "PISYNC_HUB_ROUTE_SECRET", "PISYNC_HUB_TLS_CA", "hub certs"}},
+		{"TLS without the secret", func(c *HubConfig) { c.RouteSecret = "" }, []string{"PISYNC_HUB_ROUTE_SECRET"}},
+		{"the secret without TLS", func(c *HubConfig) { c.TLS = nil }, []string{"PISYNC_HUB_TLS_CA"}},
+		{"a CA-less certificate", func(c *HubConfig) { c.TLS.CAFile = "" }, []string{"PISYNC_HUB_TLS_CA"}},
+		{"open, no secret", func(c *HubConfig) { c.Auth, c.TLS, c.RouteSecret = false, nil, "" }, []string{"PISYNC_HUB_ROUTE_SECRET"}},
+		{"a short secret", func(c *HubConfig) { c.RouteSecret = "short" }, []string{"PISYNC_HUB_ROUTE_SECRET"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := clusterNode(t, "h1", certs, secret, freeAddr(t))
+			tc.edit(&cfg)
+			s, err := StartHub(context.Background(), cfg)
+			if err == nil {
+				s.Close()
+				t.Fatal("started")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %s", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("error %q prints the secret", err)
+			}
+		})
+	}
+	var log logBuffer
+	cfg := clusterNode(t, "h1", certs, secret, freeAddr(t), freeAddr(t))
+	cfg.Auth, cfg.TLS, cfg.Logger = false, nil, log.logger()
+	startHub(t, cfg)
+	if !strings.Contains(log.String(), "INSECURE") {
+		t.Errorf("an open hub's plain-text routes are not in the log:\n%s", log.String())
+	}
+}
