@@ -72,7 +72,7 @@ func FuzzLineReader(f *testing.F) {
 	for _, s := range []string{"", "\n", "a\nb", "{\"type\":\"session\"}\r\n{}\n", "\xff\xfe\n\x00"} {
 		f.Add([]byte(s), uint16(8))
 	}
-	if files, _ := filepath.Glob("../../shared/conformance/*.jsonl"); len(files) > 0 {
+	if files, _ := filepath.Glob("../testdata/conformance/*.jsonl"); len(files) > 0 {
 		for _, p := range files {
 			if b, err := os.ReadFile(p); err == nil && len(b) < 1<<20 {
 				f.Add(b, uint16(4096))

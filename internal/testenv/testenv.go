@@ -1,8 +1,8 @@
-// Package testenv finds what tests need outside the module: the shared/
-// folder (conformance corpus, pi-oracle) and the node binary that runs the
-// oracle; and it plays a rogue node against a hub (Attacker). Tests skip
-// with a clear message where something is missing, except under CI=true,
-// where a missing shared/ folder is a failure: CI must run every tier.
+// Package testenv finds what tests need: the conformance corpus and the
+// real pi session code in the module's testdata/, and the node binary that
+// runs it; and it plays a rogue node against a hub (Attacker). Tests that
+// need node skip with a clear message where it is missing, except under
+// CI=true, where that is a failure: CI must run every tier.
 package testenv
 
 import (
@@ -16,50 +16,53 @@ import (
 	"time"
 )
 
-// SharedDir returns the project's shared/ folder: $PISYNC_SHARED_DIR, or the
-// first ../shared found walking up from the working directory.
-func SharedDir(tb testing.TB) string {
+// TestdataDir returns the module's top-level testdata/ folder: the
+// conformance corpus and the real pi session code (pi-oracle), kept in the
+// repository so that a fresh clone runs every test with nothing beside it.
+func TestdataDir(tb testing.TB) string {
 	tb.Helper()
-	if d := os.Getenv("PISYNC_SHARED_DIR"); d != "" {
-		return d
-	}
 	dir, err := os.Getwd()
 	if err != nil {
 		tb.Fatalf("testenv: getwd: %v", err)
 	}
 	for {
-		cand := filepath.Join(dir, "..", "shared")
-		if st, err := os.Stat(filepath.Join(cand, "conformance")); err == nil && st.IsDir() {
-			abs, _ := filepath.Abs(cand)
-			return abs
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "testdata")
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			break
+			tb.Fatalf("testenv: no go.mod above %s", dir)
 		}
 		dir = parent
 	}
-	if os.Getenv("CI") == "true" {
-		tb.Fatalf("testenv: shared/ not found beside the repository (set PISYNC_SHARED_DIR)")
-	}
-	tb.Skip("testenv: shared/ not found beside the repository (set PISYNC_SHARED_DIR); skipping")
-	return ""
 }
 
-// ConformanceDir returns shared/conformance.
+// ConformanceDir returns the conformance corpus: session files and what
+// real pi computes for them (testdata/conformance; PISYNC_CONFORMANCE_DIR
+// overrides it, to run the tests against a newer corpus).
 func ConformanceDir(tb testing.TB) string {
 	tb.Helper()
-	return filepath.Join(SharedDir(tb), "conformance")
+	if d := os.Getenv("PISYNC_CONFORMANCE_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join(TestdataDir(tb), "conformance")
 }
 
-// Oracle returns the path of the pi-oracle launcher, skipping the test when
-// node is not installed.
+// Oracle returns the path of the pi-oracle launcher (testdata/pi-oracle;
+// PISYNC_ORACLE overrides it). Without node the test skips, saying so,
+// except under CI=true, where every tier must run: there it fails.
 func Oracle(tb testing.TB) string {
 	tb.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("testenv: node is not installed, and CI must run the tests that run real pi (pi-oracle)")
+		}
 		tb.Skip("testenv: node is not installed; skipping the test that runs real pi (pi-oracle)")
 	}
-	return filepath.Join(SharedDir(tb), "tools", "pi-oracle", "pi-oracle")
+	if p := os.Getenv("PISYNC_ORACLE"); p != "" {
+		return p
+	}
+	return filepath.Join(TestdataDir(tb), "pi-oracle", "pi-oracle")
 }
 
 // RunOracle runs pi-oracle with args under a deadline and returns its
