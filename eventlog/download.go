@@ -69,10 +69,14 @@ func (d *Downloader) position(ctx context.Context) (allSeq, hubSeq uint64, err e
 		return 0, 0, fmt.Errorf("downloader: %s: %w", AllStream, err)
 	}
 	allSeq = info.State.LastSeq
-	if allSeq == 0 {
-		return 0, 0, nil
+	if info.State.Msgs == 0 {
+		return allSeq, 0, nil
 	}
-	m, err := d.all.stream.GetMsg(ctx, allSeq)
+	// The last message still held: an erased session's may be gone (the
+	// stream's last sequence stays, and is what the next write expects).
+	// Whatever the hub holds after it is then copied again; only the
+	// erased session's lines can be there, and its erase event after them.
+	m, err := d.all.stream.GetLastMsgForSubject(ctx, AllPrefix+".>")
 	if err != nil {
 		return 0, 0, fmt.Errorf("downloader: last message of %s: %w", AllStream, err)
 	}

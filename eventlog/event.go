@@ -135,3 +135,8 @@ func ParseChunk(s string) (i, n int, err error) {
 	}
 	return i, n, nil
 }
+
+// OpErase asks every machine to remove a session: its files and every
+// line of it in the streams (a leaked secret). Pi-File and payload as for
+// OpDelete.
+const OpErase = "erase"
