@@ -28,6 +28,9 @@ type Tracker interface {
 	// its disappearance is no deletion to publish. undo takes that back
 	// when the move failed.
 	Forget(path string) (undo func())
+	// Remove unlinks files of a session being erased, and returns once the
+	// tailer has let go of them (nothing of them published any more).
+	Remove(ctx context.Context, paths []string) error
 }
 
 // Options configure a Replicator.
@@ -64,8 +67,14 @@ type Replicator struct {
 	forkSIDs map[string]struct{}
 
 	filesCreated, linesWritten, rejected, trashed atomic.Int64
-	restored                                      atomic.Int64
+	restored, erasedRemote                        atomic.Int64
 	collisions, waiting, deferred                 atomic.Int64
+
+	// eraseMu is held by a write round and by Hold; holds (session →
+	// PI_ALL sequence when its erase here began) are read from the state
+	// bucket once (erase.go).
+	eraseMu sync.Mutex
+	holds   map[string]uint64
 }
 
 // New returns a replicator reading all.
@@ -95,6 +104,7 @@ type Stats struct {
 	Rejected       int64 `json:"rejectedUnsafe"`
 	Trashed        int64 `json:"filesTrashed"`
 	Restored       int64 `json:"sessionsRestored"`
+	Erased         int64 `json:"sessionsErased"` // erased here for another machine
 	ForkedSessions int64 `json:"forkedSessions"`
 	Collisions     int64 `json:"entryCollisions"`
 }
@@ -107,6 +117,7 @@ func (r *Replicator) Stats() Stats {
 	return Stats{
 		FilesCreated: r.filesCreated.Load(), LinesWritten: r.linesWritten.Load(), Waiting: r.waiting.Load(),
 		Deferred: r.deferred.Load(), Rejected: r.rejected.Load(), Trashed: r.trashed.Load(), Restored: r.restored.Load(),
+		Erased:         r.erasedRemote.Load(),
 		ForkedSessions: forks, Collisions: r.collisions.Load(),
 	}
 }
@@ -222,7 +233,7 @@ func (r *Replicator) run(ctx context.Context) error {
 				}
 			}
 		}
-		if err := r.flush(ctx); err != nil {
+		if err := r.flushHeld(ctx); err != nil {
 			return err
 		}
 		// Everything up to last is written, except what still waits (and
