@@ -3,11 +3,14 @@ package eventlog
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -34,6 +37,9 @@ func EraseLine(file string, now time.Time) Line {
 // message's block per message, about 30 ms with 8 MiB blocks on a laptop
 // disk: erasing is rare and must be thorough.
 func Erase(ctx context.Context, s jetstream.Stream, filter string, before uint64) (int, error) {
+	if info := s.CachedInfo(); info != nil && info.Config.DenyDelete {
+		return 0, fmt.Errorf("eventlog: erase %s: %w", info.Config.Name, ErrDeleteDenied)
+	}
 	n := 0
 	for seq := uint64(1); ; {
 		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(filter))
@@ -57,6 +63,10 @@ func Erase(ctx context.Context, s jetstream.Stream, filter string, before uint64
 		seq = m.Sequence + 1
 	}
 }
+
+// ErrDeleteDenied: the stream was made before erase existed and not
+// upgraded yet (UpgradeStream).
+var ErrDeleteDenied = errors.New("the stream denies deleting messages (made by an older pisyncd; upgrade it first)")
 
 // EraseBounds limit an erase to the messages below these sequences (0: no
 // limit): on a machine that applies another's erase event, what a stream
@@ -99,20 +109,84 @@ func EraseSession(ctx context.Context, js jetstream.JetStream, node, sid string,
 	return out, err
 }
 
-// PublishErase publishes the erase event of a session on this node's
-// subject, after whatever the subject still holds. file names a file of
-// the session, relative to the sessions root. It returns the event's
-// PI_LOCAL sequence.
-func (l *Local) PublishErase(ctx context.Context, sid, file string) (uint64, error) {
+// PublishErase publishes ev, an EraseLine, on this node's subject of
+// session sid, after whatever the subject still holds. It returns the
+// event's PI_LOCAL sequence.
+func (l *Local) PublishErase(ctx context.Context, sid string, ev Line) (uint64, error) {
 	last, _, err := LastSeq(ctx, l.stream, l.Subject(sid))
 	if err != nil {
 		return 0, err
 	}
-	seq, _, err := l.Publish(ctx, sid, last, []Line{EraseLine(file, time.Now())})
+	seq, _, err := l.Publish(ctx, sid, last, []Line{ev})
 	if err != nil {
 		return 0, fmt.Errorf("eventlog: publish the erase of %s: %w", sid, err)
 	}
 	return seq, nil
+}
+
+// AllPosition is where the downloader stands in PI_ALL: the stream's last
+// sequence, and the hub sequence of the message there (0 when PI_ALL is
+// empty or that message is gone).
+type AllPosition struct {
+	Seq, HubSeq uint64
+}
+
+// LastPosition reads PI_ALL's AllPosition.
+func (a *All) LastPosition(ctx context.Context) (AllPosition, error) {
+	info, err := a.stream.Info(ctx)
+	if err != nil {
+		return AllPosition{}, fmt.Errorf("eventlog: %s: %w", AllStream, err)
+	}
+	pos := AllPosition{Seq: info.State.LastSeq}
+	if pos.Seq == 0 {
+		return pos, nil
+	}
+	m, err := a.stream.GetMsg(ctx, pos.Seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return pos, nil
+	}
+	if err != nil {
+		return pos, fmt.Errorf("eventlog: last message of %s: %w", AllStream, err)
+	}
+	pos.HubSeq, _ = strconv.ParseUint(m.Header.Get(HdrHubSeq), 10, 64)
+	return pos, nil
+}
+
+// KeepPosition keeps the downloader's place after an erase here: the
+// downloader resumes after the hub sequence of PI_ALL's last message, so
+// when the erase removed that message (the erased session was the last
+// copied, as it often is), a restart would resume after an earlier one
+// and copy the erased lines from the hub again, until the erase event
+// came back and took them once more. So a copy of the session's erase
+// event (ev, published on this node's subject) takes the removed
+// message's place in PI_ALL, with its Pi-Hub-Seq and without a
+// Pi-Src-Seq, by which the replicator tells it from the event the hub
+// sends back. pos is PI_ALL's position before the erase. If the downloader
+// has stored anything since, that holds its place and nothing is written.
+func (a *All) KeepPosition(ctx context.Context, pos AllPosition, node, sid string, ev Line) error {
+	if pos.HubSeq == 0 {
+		return nil
+	}
+	if _, err := a.stream.GetMsg(ctx, pos.Seq); err == nil {
+		return nil // still there
+	} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return fmt.Errorf("eventlog: %s position: %w", AllStream, err)
+	}
+	m := nats.NewMsg(AllSubject(node, sid))
+	m.Data = ev.Raw
+	m.Header.Set(HdrType, ev.Type)
+	m.Header.Set(HdrSha, hex.EncodeToString(ev.Sha[:]))
+	m.Header.Set(HdrFile, ev.File)
+	m.Header.Set(HdrOp, ev.Op)
+	m.Header.Set(HdrHubSeq, strconv.FormatUint(pos.HubSeq, 10))
+	_, err := a.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequence(pos.Seq))
+	if IsWrongLastSequence(err) {
+		return nil // the downloader stored more: its place moved on
+	}
+	if err != nil {
+		return fmt.Errorf("eventlog: %s position: %w", AllStream, err)
+	}
+	return nil
 }
 
 // ErrNoEraseEvent: the hub holds no erase event of the session, so no

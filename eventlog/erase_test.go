@@ -151,7 +151,7 @@ func TestEraseSession(t *testing.T) {
 	}
 
 	// The erase event follows; a second erase (a replay) keeps it.
-	evSeq, err := lg.PublishErase(ctx, "s1", "p/f.jsonl")
+	evSeq, err := lg.PublishErase(ctx, "s1", eventlog.EraseLine("p/f.jsonl", time.Now()))
 	if err != nil || evSeq <= last {
 		t.Fatalf("erase event at %d (after %d): %v", evSeq, last, err)
 	}

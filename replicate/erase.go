@@ -196,6 +196,9 @@ func (r *Replicator) flushHeld(ctx context.Context) error {
 // little to do.
 func (r *Replicator) erase(ctx context.Context, s *sess, ev *eventlog.Event) error {
 	own := ev.Node == r.opts.Node
+	if own && ev.SrcSeq == 0 {
+		return nil // the copy that keeps the downloader's place (eventlog.KeepPosition)
+	}
 	live, trash, err := SessionFiles(r.opts.Root, s.sid)
 	if err != nil {
 		return err

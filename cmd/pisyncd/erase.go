@@ -112,11 +112,27 @@ func (d *Daemon) eraseSession(ctx context.Context, sid string) (*eraseResult, er
 		}
 	}
 	res.Files, res.Copies = relPaths(root, live), relPaths(root, copies)
+	all, err := openAllIfAny(ctx, js)
+	if err != nil {
+		return nil, err
+	}
+	var pos eventlog.AllPosition
+	if all != nil {
+		if pos, err = all.LastPosition(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if res.Messages, err = eventlog.EraseSession(ctx, js, d.cfg.NodeID, sid, eventlog.EraseBounds{}); err != nil {
 		return nil, err
 	}
-	if res.EventSeq, err = d.log.PublishErase(ctx, sid, file); err != nil {
+	ev := eventlog.EraseLine(file, time.Now())
+	if res.EventSeq, err = d.log.PublishErase(ctx, sid, ev); err != nil {
 		return nil, err
+	}
+	if all != nil {
+		if err := all.KeepPosition(ctx, pos, d.cfg.NodeID, sid, ev); err != nil {
+			return nil, err
+		}
 	}
 	d.erased.Add(1)
 	d.logger.Info("session erased here", "session", sid, "files", len(live), "copies", len(copies),
@@ -127,6 +143,17 @@ func (d *Daemon) eraseSession(ctx context.Context, sid string) (*eraseResult, er
 		cancel()
 	}
 	return res, nil
+}
+
+// openAllIfAny opens PI_ALL when this machine has one (a hub is, or was,
+// configured).
+func openAllIfAny(ctx context.Context, js jetstream.JetStream) (*eventlog.All, error) {
+	if _, err := js.Stream(ctx, eventlog.AllStream); errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("erase: %w", err)
+	}
+	return eventlog.OpenAll(ctx, js)
 }
 
 // eraseTarget reports whether this machine holds anything of the session

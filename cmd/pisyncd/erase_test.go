@@ -328,9 +328,15 @@ func TestEraseWithoutDaemon(t *testing.T) {
 	rel := sessionRel("/work/offline", sid)
 	mustWriteLines(t, filepath.Join(a.cfg.SessionsDir, rel), []string{hdrLine(sid, "/work/offline"), msgLine("e1", "", "key "+leaked)})
 	waitUntil(t, 30*time.Second, func() (bool, string) { return len(b.sessionFiles()[rel]) == 2, "B's copy" })
+	ownSubject := eventlog.AllSubject("ws-a", sid)
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		n := allCount(t, a, ownSubject)
+		return n == 2, fmt.Sprintf("A's PI_ALL holds %d of its own lines", n)
+	})
 	a.stop()
 
 	stationEnv(t, a.cfg)
+	ctx := context.Background()
 	var out bytes.Buffer
 	if err := eraseCommand([]string{sid, "--json"}, &out); err != nil {
 		t.Fatal(err)
@@ -349,6 +355,27 @@ func TestEraseWithoutDaemon(t *testing.T) {
 			left := leftOf(t, s, sid)
 			return left == "", s.name + " keeps " + left
 		})
+	}
+	// A's erase event is back from the hub, and nothing else was copied
+	// again: not the erased lines, which the hub still holds.
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		all, err := a.d.log.JetStream().Stream(ctx, eventlog.AllStream)
+		if err != nil {
+			return false, err.Error()
+		}
+		for seq := uint64(1); ; {
+			m, err := all.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(ownSubject))
+			if err != nil {
+				return false, "A's erase event is not back from the hub"
+			}
+			if m.Header.Get(eventlog.HdrSrcSeq) != "" {
+				return true, ""
+			}
+			seq = m.Sequence + 1
+		}
+	})
+	if st, err := a.status(); err != nil || st.Downloader.Copied != 1 {
+		t.Errorf("A's downloader copied %+v (%v) after the restart, want the erase event only", st.Downloader, err)
 	}
 	for _, s := range []*station{a, b} {
 		s.stop()
@@ -526,4 +553,24 @@ func TestHubDocStreamSettings(t *testing.T) {
 	if !reflect.DeepEqual(doc, want) {
 		t.Fatalf("docs/HUB.md's PI_HUB differs from eventlog.HubStreamConfig:\n doc %+v\ncode %+v", doc, want)
 	}
+}
+
+// allCount counts a station's PI_ALL messages on filter.
+func allCount(t *testing.T, s *station, filter string) uint64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := s.d.log.JetStream().Stream(ctx, eventlog.AllStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, c := range info.State.Subjects {
+		n += c
+	}
+	return n
 }
