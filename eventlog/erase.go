@@ -195,6 +195,7 @@ var ErrNoEraseEvent = errors.New("eventlog: no erase event of this session on th
 
 // HubErased is what EraseHub did.
 type HubErased struct {
+	Found    bool   `json:"found"` // PI_HUB held messages of the session
 	Messages int    `json:"messagesErased"`
 	Before   uint64 `json:"before"` // the erase event's sequence (0: forced, everything)
 }
@@ -205,6 +206,7 @@ type HubErased struct {
 // still learns of the erase when it comes back; lines after the last one
 // are a new session. Without an erase event it refuses with
 // ErrNoEraseEvent, unless force, which erases every line of the session.
+// A PI_HUB without a message of the session (another team's) is no error.
 func EraseHub(ctx context.Context, js jetstream.JetStream, sid string, force bool) (HubErased, error) {
 	s, err := js.Stream(ctx, HubStream)
 	if err != nil {
@@ -220,10 +222,14 @@ func EraseHub(ctx context.Context, js jetstream.JetStream, sid string, force boo
 		if err != nil {
 			return out, fmt.Errorf("eventlog: hub erase: find %s: %w", filter, err)
 		}
+		out.Found = true
 		if m.Header.Get(HdrOp) == OpErase {
 			out.Before = m.Sequence
 		}
 		seq = m.Sequence + 1
+	}
+	if !out.Found {
+		return out, nil
 	}
 	if out.Before == 0 && !force {
 		return out, ErrNoEraseEvent

@@ -207,6 +207,9 @@ func TestEraseHub(t *testing.T) {
 	if _, err := eventlog.EraseHub(ctx, js, "s1", false); !errors.Is(err, eventlog.ErrNoEraseEvent) {
 		t.Fatalf("hub erase without an erase event: %v", err)
 	}
+	if res, err := eventlog.EraseHub(ctx, js, "unknown", false); err != nil || res.Found {
+		t.Fatalf("hub erase of a session the hub does not hold: %+v, %v", res, err)
+	}
 	ev, _, err := pub.Publish(ctx, eventlog.UpSubject("n1", "s1"), a, []eventlog.Line{eventlog.EraseLine("p/f.jsonl", time.Now())})
 	if err != nil {
 		t.Fatal(err)

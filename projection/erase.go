@@ -24,8 +24,29 @@ import (
 // which its events are gone. Lines after them are a new session.
 func (w *Worker) erase(ctx context.Context, f *follower, ev *eventlog.Event) error {
 	below := Src{ev.Stream: ev.Seq}
+	if ev.Stream == eventlog.AllStream && ev.Node == w.opts.Node {
+		// This node's own erase, back from the hub (the PI_LOCAL
+		// follower dropped the session already): it takes what came
+		// into PI_ALL meanwhile, but not a session written here again
+		// since, which the hub may have been slow to tell us about.
+		if ev.SrcSeq == 0 {
+			return nil // the copy that keeps the downloader's place
+		}
+		w.mu.Lock()
+		s := w.sessions[ev.SID]
+		w.mu.Unlock()
+		if s != nil {
+			s.mu.Lock()
+			again := s.cat.Src[eventlog.LocalStream] > ev.SrcSeq
+			s.mu.Unlock()
+			if again {
+				return nil
+			}
+		}
+		below[eventlog.LocalStream] = ev.SrcSeq
+	}
 	for _, stream := range w.streams() {
-		if stream == ev.Stream {
+		if _, ok := below[stream]; ok {
 			continue
 		}
 		// What the other stream holds now was written before the erase

@@ -20,6 +20,7 @@ import (
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 	"github.com/pisyncd/pisyncd/projection"
 	"github.com/pisyncd/pisyncd/replicate"
 	"github.com/pisyncd/pisyncd/session"
@@ -573,4 +574,78 @@ func allCount(t *testing.T, s *station, filter string) uint64 {
 		n += c
 	}
 	return n
+}
+
+// TestEraseThenWriteAgain: a session erased everywhere (hub included) and
+// then written again under the same id is a new session from then on: it
+// replicates, its views hold the new lines only, and a restart does not
+// take the old erase event for a new one.
+func TestEraseThenWriteAgain(t *testing.T) {
+	hub := startTestHub(t)
+	startHubControl(t, hub)
+	a := newStation(t, "ws-a", hub.url(), "")
+	b := newStation(t, "ws-b", hub.url(), "")
+	sid := "0199ffff-0000-7000-8000-000000000041"
+	rel := sessionRel("/work/again", sid)
+	aPath, bPath := filepath.Join(a.cfg.SessionsDir, rel), filepath.Join(b.cfg.SessionsDir, rel)
+	mustWriteLines(t, aPath, []string{hdrLine(sid, "/work/again"), msgLine("e1", "", "key "+leaked)})
+	waitUntil(t, 30*time.Second, func() (bool, string) { return len(b.sessionFiles()[rel]) == 2, "B's copy" })
+	if _, err := eraseViaDaemon(context.Background(), a.cfg, sid); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		left := leftOf(t, b, sid)
+		return left == "", "B keeps " + left
+	})
+	var out bytes.Buffer
+	if err := hubEraseCommand([]string{sid}, &out); err != nil {
+		t.Fatal(err)
+	}
+
+	// pi writes the session again (a new file: new lines, nothing of the old).
+	again := []string{testenv.HeaderAt(sid, "/work/again", "2026-12-01T00:00:00.000Z"), msgLine("n1", "", "a fresh start")}
+	mustWriteLines(t, aPath, again)
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		got := b.sessionFiles()[rel]
+		return reflect.DeepEqual(got, again), fmt.Sprintf("B's file: %q", got)
+	})
+	entries := func(s *station) (int, string) {
+		cat, err := s.d.proj.Catalog(context.Background())
+		if err != nil {
+			return 0, err.Error()
+		}
+		for _, c := range cat {
+			if c.SessionID == sid {
+				return c.Entries, ""
+			}
+		}
+		return 0, "not in the catalog"
+	}
+	for _, s := range []*station{a, b} {
+		waitUntil(t, 30*time.Second, func() (bool, string) {
+			n, why := entries(s)
+			return n == 1, fmt.Sprintf("%s: %d entries %s", s.name, n, why)
+		})
+	}
+	for _, s := range []*station{a, b} {
+		s.stop()
+		s.start()
+	}
+	appendLine(t, bPath, msgLine("n2", "n1", "continued on B"))
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		got := a.sessionFiles()[rel]
+		return len(got) == 3, fmt.Sprintf("A's file: %q", got)
+	})
+	for _, s := range []*station{a, b} {
+		waitUntil(t, 30*time.Second, func() (bool, string) {
+			n, why := entries(s)
+			return n == 2, fmt.Sprintf("%s: %d entries %s", s.name, n, why)
+		})
+	}
+	for _, s := range []*station{a, b} {
+		s.stop()
+		if hits := grepTree(s.cfg.StateDir, leaked); len(hits) > 0 {
+			t.Errorf("the secret is still in %v", hits)
+		}
+	}
 }

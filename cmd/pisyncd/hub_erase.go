@@ -174,21 +174,28 @@ func hubEraseCommand(args []string, stdout io.Writer) error {
 		}
 	}
 	var errs []error
+	found := false
 	for _, r := range out {
 		name := r.Team
 		if name == "" {
 			name = "(the account)"
 		}
-		if r.Error != "" {
+		found = found || r.Found
+		switch {
+		case r.Error != "":
 			errs = append(errs, fmt.Errorf("team %s: %s", name, r.Error))
-			continue
-		}
-		if !*asJSON {
+		case *asJSON:
+		case !r.Found:
+			fmt.Fprintf(stdout, "team %s: nothing of session %s\n", name, sid)
+		default:
 			fmt.Fprintf(stdout, "team %s: erased %d message(s) of session %s before the erase event (seq %d); erase events kept\n", name, r.Messages, sid, r.Before)
 		}
 	}
 	if len(errs) > 0 {
 		return hubEraseError(sid, errors.Join(errs...))
+	}
+	if !found {
+		return fmt.Errorf("hub erase %s: no message of the session on this hub", sid)
 	}
 	return nil
 }
