@@ -106,7 +106,10 @@ func (d *Downloader) position(ctx context.Context) (allSeq, hubSeq uint64, err e
 	}
 	allSeq = info.State.LastSeq
 	if info.State.Msgs > 0 {
-		// The last message still held: an erased session's may be gone.
+		// The last message still held: an erased session's may be gone
+		// (the stream's last sequence stays, and is what the next write
+		// expects; eventlog.KeepPosition leaves a copy of the erase event
+		// in its place so that nothing erased is copied again).
 		m, err := d.all.stream.GetLastMsgForSubject(ctx, AllPrefix+".>")
 		if err != nil {
 			return 0, 0, fmt.Errorf("downloader: last message of %s: %w", AllStream, err)

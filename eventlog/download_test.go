@@ -164,3 +164,72 @@ func BenchmarkDownload(b *testing.B) {
 		b.ReportMetric(base.Seconds()/took.Seconds(), "x-baseline")
 	}
 }
+
+// TestDownloaderAfterErase: once a session is erased from PI_ALL (its
+// lines the last ones copied) and from the hub up to its erase event, a
+// restarted downloader resumes after the last message PI_ALL still holds:
+// it copies the erase event and what follows, nothing twice, and none of
+// the erased lines.
+func TestDownloaderAfterErase(t *testing.T) {
+	hubJS, ws, all := hubAndLeaf(t)
+	ctx := context.Background()
+	pub := eventlog.NewPublisher(hubJS.Conn(), hubJS, 10*time.Second)
+	if _, _, err := pub.Publish(ctx, eventlog.UpSubject("n2", "keep"), 0, mkLines(5, 10, "k")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := pub.Publish(ctx, eventlog.UpSubject("n2", "gone"), 0, mkLines(4, 10, "g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func() (stop func()) {
+		nc, err := ws.Connect()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := eventlog.NewDownloader(nc, all, embedded.HubDomain, eventlog.DownloaderOptions{Admit: admit.New("w1", admit.Limits{}, all, nil)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- d.Run(rctx) }()
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+			nc.Close()
+		}
+	}
+	stop := run()
+	waitCount(t, all, 9)
+	stop()
+	// Erased here (the last messages PI_ALL holds), then the hub gets
+	// the erase event and erases up to it; more lines follow.
+	if n, err := eventlog.Erase(ctx, all.Stream(), eventlog.SessionFilter("gone"), 0); err != nil || n != 4 {
+		t.Fatalf("erase in PI_ALL: %d, %v", n, err)
+	}
+	// The erase event is this node's own (its user erased the session
+	// here): admission takes it although PI_ALL no longer holds a line
+	// of the session.
+	if _, _, err := pub.Publish(ctx, eventlog.UpSubject("w1", "gone"), 0, []eventlog.Line{eventlog.EraseLine("p/g.jsonl", time.Now())}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eventlog.EraseHub(ctx, hubJS, "gone", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := pub.Publish(ctx, eventlog.UpSubject("n2", "keep2"), 0, mkLines(2, 10, "l")); err != nil {
+		t.Fatal(err)
+	}
+	stop = run()
+	defer stop()
+	waitCount(t, all, 5+1+2)
+	var ops []string
+	err = eventlog.ReadFiltered(ctx, all.JetStream(), eventlog.AllStream, eventlog.SessionFilter("gone"), 1<<62, false, func(ev *eventlog.Event) error {
+		ops = append(ops, ev.Op)
+		return nil
+	})
+	if err != nil || len(ops) != 1 || ops[0] != eventlog.OpErase {
+		t.Fatalf("PI_ALL holds %q of the erased session (%v), want its erase event only", ops, err)
+	}
+}

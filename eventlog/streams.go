@@ -27,6 +27,14 @@ const DuplicateWindow = 2 * time.Minute
 
 // LocalStreamConfig is PI_LOCAL: every event written on this node, kept
 // forever, readable by direct get, open to atomic batches.
+//
+// Single messages may be deleted, for one reason: `pisyncd erase` removes
+// a session that holds a leaked secret, and only a delete that overwrites
+// the message on disk (a secure delete, one message at a time) leaves no
+// copy of it in the store's files; a purge only marks messages deleted,
+// and their bytes stay in the block until nats-server compacts it, which
+// it never does to the block being written. A purge stays refused: one
+// request could wipe the whole log.
 func LocalStreamConfig() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:               LocalStream,
@@ -42,7 +50,7 @@ func LocalStreamConfig() jetstream.StreamConfig {
 		Duplicates:         DuplicateWindow,
 		AllowDirect:        true,
 		AllowAtomicPublish: true,
-		DenyDelete:         true,
+		DenyDelete:         false,
 		DenyPurge:          true,
 	}
 }

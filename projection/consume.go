@@ -101,6 +101,7 @@ func (w *Worker) consume(ctx context.Context, f *follower) error {
 		if err := w.handle(ctx, f, asm, msg, last); err != nil {
 			return err
 		}
+		w.handledSeq(f.stream).Store(last)
 		n++
 		if meta.NumPending == 0 || n >= flushEvery {
 			if err := w.flush(ctx, f, asm, last); err != nil {
@@ -118,8 +119,11 @@ func (w *Worker) handle(ctx context.Context, f *follower, asm map[string]*eventl
 	if err != nil {
 		return nil // not an event subject: nothing to project
 	}
-	if f.stream == eventlog.AllStream && node == w.opts.Node {
-		return nil // our own lines, applied from PI_LOCAL
+	if f.stream == eventlog.AllStream && node == w.opts.Node && msg.Headers().Get(eventlog.HdrOp) != eventlog.OpErase {
+		// Our own lines, applied from PI_LOCAL. Our own erase events
+		// are not skipped: lines of the session that came into PI_ALL
+		// meanwhile go with them.
+		return nil
 	}
 	a := asm[subj]
 	if a == nil {
@@ -135,12 +139,26 @@ func (w *Worker) handle(ctx context.Context, f *follower, asm map[string]*eventl
 		return nil
 	}
 	ev.SID = sid
+	if ev.Op == eventlog.OpErase {
+		return w.erase(ctx, f, ev)
+	}
 	return w.applyEvent(ctx, f, ev)
 }
 
 func (w *Worker) applyEvent(ctx context.Context, f *follower, ev *eventlog.Event) error {
+	if w.erasedEvent(ev) {
+		w.skipped.Add(1) // its session was erased after it
+		return nil
+	}
 	s := w.lookup(ev.SID, true)
 	s.mu.Lock()
+	for s.erased {
+		// Dropped by the other follower while we waited: the session
+		// starts afresh.
+		s.mu.Unlock()
+		s = w.lookup(ev.SID, true)
+		s.mu.Lock()
+	}
 	defer s.mu.Unlock()
 	if s.applied(ev) {
 		w.skipped.Add(1)
@@ -190,6 +208,9 @@ func (w *Worker) flush(ctx context.Context, f *follower, asm map[string]*eventlo
 func (w *Worker) writeViews(ctx context.Context, s *sessionState) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.erased {
+		return nil
+	}
 	if s.tree == nil {
 		if err := w.ensureTree(ctx, s); err != nil {
 			return err

@@ -25,6 +25,9 @@ type sessionState struct {
 	// written maps a key to the hash of the value last written (content
 	// without Src, so a page rewritten only for its Src is not rewritten).
 	written map[string]uint64
+	// erased: dropped on an erase event; a follower that still holds it
+	// writes nothing for it.
+	erased bool
 }
 
 func newSessionState(sid string) *sessionState {

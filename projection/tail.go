@@ -20,7 +20,7 @@ type TailEntry struct {
 	ID       string          `json:"entryId,omitempty"`
 	ParentID string          `json:"parentId,omitempty"`
 	Type     string          `json:"type,omitempty"`
-	Op       string          `json:"op,omitempty"` // "delete": a tombstone
+	Op       string          `json:"op,omitempty"` // "delete": a tombstone; "erase": the session was erased
 	File     string          `json:"file,omitempty"`
 	Entry    json.RawMessage `json:"entry,omitempty"`
 }

@@ -53,7 +53,13 @@ type Worker struct {
 
 	subs subscribers
 
-	applied, skipped, rebuilds, writes, flushes atomic.Int64
+	// erasedBelow: per erased session, the stream sequences up to which
+	// its events are gone (erase.go). Guarded by mu.
+	erasedBelow map[string]Src
+	// The last sequence each follower handled (WaitHandled).
+	handledLocal, handledAll atomic.Uint64
+
+	applied, skipped, rebuilds, writes, flushes, erased atomic.Int64
 }
 
 // Stats are the worker's counters since it started.
@@ -65,6 +71,7 @@ type Stats struct {
 	Rebuilds int64 `json:"treeRebuilds"`  // trees rebuilt from the stream
 	Writes   int64 `json:"kvWrites"`
 	Flushes  int64 `json:"flushes"`
+	Erased   int64 `json:"sessionsErased"` // dropped on an erase event
 }
 
 // New returns a worker over the connection nc; Run starts it.
@@ -99,6 +106,7 @@ func (w *Worker) Stats() Stats {
 	return Stats{
 		Sessions: n, Trees: t, Applied: w.applied.Load(), Skipped: w.skipped.Load(),
 		Rebuilds: w.rebuilds.Load(), Writes: w.writes.Load(), Flushes: w.flushes.Load(),
+		Erased: w.erased.Load(),
 	}
 }
 

@@ -78,6 +78,8 @@ func (r *Replicator) apply(ctx context.Context, ev *eventlog.Event) error {
 			return r.tombstone(ctx, s, ev)
 		}
 		return nil
+	case eventlog.OpErase:
+		return r.erase(ctx, s, ev)
 	case eventlog.OpRestore:
 		if err := r.restore(ctx, s, ev); err != nil {
 			return fmt.Errorf("replicator: bring back session %s restored on %s: %w", s.sid, ev.Node, err)

@@ -28,6 +28,9 @@ type Tracker interface {
 	// its disappearance is no deletion to publish. undo takes that back
 	// when the move failed.
 	Forget(path string) (undo func())
+	// Remove unlinks files of a session being erased, and returns once the
+	// tailer has let go of them (nothing of them published any more).
+	Remove(ctx context.Context, paths []string) error
 }
 
 // Options configure a Replicator.
@@ -71,9 +74,15 @@ type Replicator struct {
 	collisionList []Collision
 
 	filesCreated, linesWritten, rejected, trashed atomic.Int64
-	restored                                      atomic.Int64
+	restored, erasedRemote                        atomic.Int64
 	collisions, waiting, deferred, refused        atomic.Int64
 	untrusted                                     atomic.Int64
+
+	// eraseMu is held by a write round and by Hold; holds (session →
+	// PI_ALL sequence when its erase here began) are read from the state
+	// bucket once (erase.go).
+	eraseMu sync.Mutex
+	holds   map[string]uint64
 }
 
 // maxListed bounds the collisions and quarantined sessions kept for status.
@@ -115,6 +124,7 @@ type Stats struct {
 	Rejected       int64 `json:"rejectedUnsafe"`
 	Trashed        int64 `json:"filesTrashed"`
 	Restored       int64 `json:"sessionsRestored"`
+	Erased         int64 `json:"sessionsErased"` // erased here for another machine
 	ForkedSessions int64 `json:"forkedSessions"`
 	Collisions     int64 `json:"entryCollisions"`
 	// Refused counts lines not written because they would break the
@@ -143,6 +153,7 @@ func (r *Replicator) Stats() Stats {
 	return Stats{
 		FilesCreated: r.filesCreated.Load(), LinesWritten: r.linesWritten.Load(), Waiting: r.waiting.Load(),
 		Deferred: r.deferred.Load(), Rejected: r.rejected.Load(), Trashed: r.trashed.Load(), Restored: r.restored.Load(),
+		Erased:         r.erasedRemote.Load(),
 		ForkedSessions: forks, Collisions: r.collisions.Load(), Refused: r.refused.Load(), Untrusted: r.untrusted.Load(), Quarantined: q, CollisionsList: cl,
 	}
 }
@@ -262,7 +273,11 @@ func (r *Replicator) run(ctx context.Context) error {
 				}
 			}
 		}
-		if !r.flush(ctx) {
+		durable, err := r.flushHeld(ctx)
+		if err != nil {
+			return err
+		}
+		if !durable {
 			continue // not durable yet: the position stays
 		}
 		// Everything up to last is written, except what still waits (and

@@ -61,6 +61,10 @@ type Status struct {
 	Admission      *admit.Stats              `json:"admission,omitempty"`
 	Projection     projection.Stats          `json:"projection"`
 	ForkedSessions []string                  `json:"forkedSessions,omitempty"`
+	// Erased counts the sessions erased here at the user's request
+	// (pisyncd erase); those erased for other machines are the
+	// replicator's sessionsErased.
+	Erased int64 `json:"sessionsErased"`
 }
 
 func (d *Daemon) status(ctx context.Context) (Status, error) {
@@ -68,7 +72,7 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 	st := Status{
 		Node: d.cfg.NodeID, PID: os.Getpid(), Started: d.started,
 		SessionsDir: d.cfg.SessionsDir, StateDir: d.cfg.StateDir, NATSURL: d.srv.ClientURL(),
-		Stream: info,
+		Stream: info, Erased: d.erased.Load(),
 	}
 	if d.tailer != nil {
 		st.Tailer = d.tailer.Stats()
@@ -109,6 +113,7 @@ func (d *Daemon) controlHandler() http.Handler {
 		}
 	})
 	mux.HandleFunc("GET /healthz", d.healthz)
+	mux.HandleFunc("POST /erase", d.serveErase)
 	ph := d.proj.Handler()
 	mux.Handle("GET /ls", ph)
 	mux.Handle("GET /context", ph)

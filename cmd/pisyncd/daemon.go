@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -22,6 +23,7 @@ import (
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/metrics"
 	"github.com/pisyncd/pisyncd/projection"
 	"github.com/pisyncd/pisyncd/replicate"
 	"github.com/pisyncd/pisyncd/watch"
@@ -44,6 +46,9 @@ type Daemon struct {
 	proj    *projection.Worker
 	reg     *prometheus.Registry
 	started time.Time
+
+	eraseMu sync.Mutex   // one erase at a time (erase.go)
+	erased  atomic.Int64 // sessions erased here on request
 }
 
 // OpenStore takes the state dir, starts the embedded server and opens the
@@ -85,6 +90,19 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 	if err != nil {
 		srv.Close()
 		return nil, fmt.Errorf("connect to embedded server: %w", err)
+	}
+	// A store made before `pisyncd erase` denies deleting messages, which
+	// nats-server will not lift in place: it is copied into new streams
+	// once, sequences unchanged (the snapshot waits in the state dir).
+	start := time.Now()
+	upgraded, err := eventlog.UpgradeStreams(ctx, nc, cfg.StateDir)
+	if len(upgraded) > 0 {
+		logger.Info("streams upgraded to allow erasing sessions", "streams", upgraded, "took", time.Since(start).Round(time.Millisecond))
+	}
+	if err != nil {
+		nc.Close()
+		srv.Close()
+		return nil, err
 	}
 	lg, err := eventlog.OpenLocal(ctx, nc, cfg.NodeID)
 	if err != nil {
@@ -191,6 +209,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d.reg.MustRegister(d.tailer.Collectors()...)
 	d.reg.MustRegister(d.proj.Collectors()...)
+	d.reg.MustRegister(metrics.Counter("sessions_erased_total", "Sessions erased on this machine at the user's request (pisyncd erase).", d.erased.Load))
 	if d.repl != nil {
 		d.reg.MustRegister(d.repl.Collectors()...)
 		d.reg.MustRegister(d.fwd.Collectors()...)

@@ -37,6 +37,14 @@ Usage:
                                        seeds in DIR/NAME.nkey; what exists is kept (docker-compose.yml)
   pisyncd hub config                   print the nats-server configuration this node runs
                                        (a stock nats-server runs it too)
+  pisyncd hub erase SESSION-ID [--team T] [--force] [--json]
+                                       erase a session's lines from PI_HUB, up to the erase event
+                                       a workstation published (pisyncd erase there first); asks the
+                                       hub node running here, or any hub with --server URL and
+                                       --user/--password or --creds of an administration user
+  pisyncd hub upgrade                  copy a PI_HUB made by an older pisyncd into settings that
+                                       allow erasing (once, on one node of a cluster; a single
+                                       node does it when it starts)
 
 Settings:
 `
@@ -54,6 +62,10 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 			return certsCommand(args[1:], stdout)
 		case "dev-init":
 			return devInitCommand(args[1:], stdout)
+		case "erase":
+			return hubEraseCommand(args[1:], stdout)
+		case "upgrade":
+			return hubUpgradeCommand(args[1:], stdout)
 		case "config":
 			cfg, err := config.LoadHub()
 			if err != nil {
@@ -88,6 +100,10 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stopControl, err := hubControl(h, cfg, logger)
+	if err != nil {
+		return errors.Join(err, h.Close())
+	}
 	if cfg.Open {
 		logger.Warn("hub accepts unauthenticated connections (PISYNC_HUB_OPEN)")
 	}
@@ -98,15 +114,17 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 	for {
 		select {
 		case <-ctx.Done():
+			stopControl()
 			return h.Close()
 		case <-h.Failed():
+			stopControl()
 			return errors.Join(h.Err(), h.Close())
 		case <-hup:
 			if err := h.Reload(); err != nil {
 				logger.Error("reload failed; keeping the previous nodes", "err", err)
 				continue
 			}
-			if err := ensureTeams(ctx, h, cfg.Replicas); err != nil {
+			if err := ensureTeams(ctx, h, cfg, logger); err != nil {
 				logger.Error("PI_HUB for a new team", "err", err)
 			}
 			logger.Info("reloaded registered nodes", "teams", h.Teams())
@@ -141,6 +159,9 @@ func hubConfig(cfg *config.Hub, logger *slog.Logger) (embedded.HubConfig, error)
 // StartHub starts a hub node and makes sure every team's account has
 // PI_HUB (on a cluster, once it has a JetStream leader).
 func StartHub(ctx context.Context, cfg *config.Hub, logger *slog.Logger) (*embedded.Server, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	hc, err := hubConfig(cfg, logger)
 	if err != nil {
 		return nil, err
@@ -149,32 +170,48 @@ func StartHub(ctx context.Context, cfg *config.Hub, logger *slog.Logger) (*embed
 	if err != nil {
 		return nil, err
 	}
+	if cfg.ClusterListen == "" {
+		// A single node copies a PI_HUB of old into its new settings now
+		// (as long as that takes); a cluster waits for `hub upgrade`.
+		if err := upgradeTeams(ctx, srv, cfg, logger); err != nil {
+			srv.Close()
+			return nil, err
+		}
+	}
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if err := ensureTeams(sctx, srv, cfg.Replicas); err != nil {
+	if err := ensureTeams(sctx, srv, cfg, logger); err != nil {
 		srv.Close()
 		return nil, err
 	}
 	return srv, nil
 }
 
-func ensureTeams(ctx context.Context, srv *embedded.Server, replicas int) error {
-	teams := srv.Teams()
-	if len(teams) == 0 {
-		teams = []string{""} // no authorization: one global account
+// teams lists the hub's team accounts, "" for the one global account of a
+// hub without authorization.
+func teams(srv *embedded.Server) []string {
+	if t := srv.Teams(); len(t) > 0 {
+		return t
 	}
-	for _, team := range teams {
-		var nc *nats.Conn
-		var err error
-		if team == "" {
-			nc, err = srv.Connect(nats.Name("pisyncd-hub"))
-		} else {
-			nc, err = srv.ConnectTeam(team, nats.Name("pisyncd-hub"))
-		}
+	return []string{""}
+}
+
+// teamConn opens pisyncd's in-process administration connection to a
+// team's account.
+func teamConn(srv *embedded.Server, team string) (*nats.Conn, error) {
+	if team == "" {
+		return srv.Connect(nats.Name("pisyncd-hub"))
+	}
+	return srv.ConnectTeam(team, nats.Name("pisyncd-hub"))
+}
+
+func ensureTeams(ctx context.Context, srv *embedded.Server, cfg *config.Hub, logger *slog.Logger) error {
+	for _, team := range teams(srv) {
+		nc, err := teamConn(srv, team)
 		if err != nil {
 			return err
 		}
-		err = ensureHubStream(ctx, nc, replicas)
+		err = ensureHubStream(ctx, nc, cfg.Replicas, logger)
 		nc.Close()
 		if err != nil {
 			return fmt.Errorf("team %q: %w", team, err)
@@ -183,14 +220,23 @@ func ensureTeams(ctx context.Context, srv *embedded.Server, replicas int) error 
 	return nil
 }
 
-func ensureHubStream(ctx context.Context, nc *nats.Conn, replicas int) error {
+func ensureHubStream(ctx context.Context, nc *nats.Conn, replicas int, logger *slog.Logger) error {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
 	}
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := eventlog.EnsureStream(cctx, js, eventlog.HubStreamConfig(replicas))
+		want := eventlog.HubStreamConfig(replicas)
+		if s, err := js.Stream(cctx, eventlog.HubStream); err == nil && eventlog.NeedsUpgrade(s.CachedInfo().Config, want) {
+			// Made by an older pisyncd and not upgraded yet (a cluster):
+			// everything else is brought up to date, and `hub erase`
+			// waits for `pisyncd hub upgrade`.
+			have := s.CachedInfo().Config
+			want.DenyDelete, want.DenyPurge = have.DenyDelete, have.DenyPurge
+			logger.Warn("PI_HUB denies deleting messages (made by an older pisyncd): run `pisyncd hub upgrade` on one hub node before `pisyncd hub erase`")
+		}
+		_, err := eventlog.EnsureStream(cctx, js, want)
 		cancel()
 		if err == nil {
 			return nil
@@ -201,6 +247,35 @@ func ensureHubStream(ctx context.Context, nc *nats.Conn, replicas int) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// upgradeTeams copies every team's PI_HUB of old into its new settings
+// (eventlog.UpgradeStream), keeping the snapshots in the state dir.
+func upgradeTeams(ctx context.Context, srv *embedded.Server, cfg *config.Hub, logger *slog.Logger) error {
+	for _, team := range teams(srv) {
+		nc, err := teamConn(srv, team)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		done, err := eventlog.UpgradeStream(ctx, nc, eventlog.HubStreamConfig(cfg.Replicas), upgradeDir(cfg, team))
+		nc.Close()
+		if err != nil {
+			return fmt.Errorf("team %q: %w", team, err)
+		}
+		if done {
+			logger.Info("PI_HUB upgraded to allow erasing sessions", "team", team, "took", time.Since(start).Round(time.Millisecond))
+		}
+	}
+	return nil
+}
+
+// upgradeDir holds a team's PI_HUB snapshot while it is upgraded.
+func upgradeDir(cfg *config.Hub, team string) string {
+	if team == "" {
+		team = "global"
+	}
+	return filepath.Join(cfg.StateDir, "upgrade", team)
 }
 
 func addNodeCommand(args []string, stdout io.Writer) error {

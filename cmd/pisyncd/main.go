@@ -34,6 +34,9 @@ Usage:
   pisyncd ls [--json]                the catalog of every session, newest first
   pisyncd tail [--session ID] [--type T] [--json] [--from-start]
                                      follow new entries as they arrive
+  pisyncd erase SESSION-ID [--json]  remove a session from this machine for good (its files, its
+                                     copies in the trash, its lines in the store) and, with a hub,
+                                     from every machine of the team; then pisyncd hub erase
   pisyncd hub                        run a hub node that workstations join (see pisyncd hub help)
   pisyncd service [systemd|launchd] [--install]
                                      print (or install) a user service file for this binary
@@ -63,6 +66,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = lsCommand(args, stdout)
 	case "tail":
 		err = tailCommand(args, stdout)
+	case "erase":
+		err = eraseCommand(args, stdout)
 	case "hub":
 		err = hubCommand(args, stdout, stderr)
 	case "service":

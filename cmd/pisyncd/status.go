@@ -64,6 +64,7 @@ func statusCommand(args []string, stdout io.Writer) error {
 	row("malformed lines", st.Tailer.Malformed)
 	row("entry id collisions", st.Tailer.Collisions)
 	row("publish errors", st.Tailer.PublishErrors)
+	row("sessions erased here (pisyncd erase)", st.Erased)
 	row("stream", fmt.Sprintf("%s: %d messages, %d bytes, last seq %d, %d subjects", eventlog.LocalStream, st.Stream.Messages, st.Stream.Bytes, st.Stream.LastSeq, st.Stream.Subjects))
 	if st.Forwarder != nil {
 		row("hub", strings.Join(st.HubURLs, ", "))
@@ -95,6 +96,7 @@ func statusCommand(args []string, stdout io.Writer) error {
 		}
 		row("moved to trash", r.Trashed)
 		row("sessions brought back (restored elsewhere)", r.Restored)
+		row("sessions erased for other machines", r.Erased)
 		row("forked sessions", fmt.Sprintf("%d %v", r.ForkedSessions, st.ForkedSessions))
 		row("entry id collisions (remote)", r.Collisions)
 	}

@@ -1,0 +1,317 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/replicate"
+)
+
+// eraseResult is what `pisyncd erase` reports.
+type eraseResult struct {
+	Session string `json:"session"`
+	// Files and Copies were unlinked, relative to the sessions dir: the
+	// session's files, and its copies in the trash (or left by a crash).
+	Files  []string `json:"files"`
+	Copies []string `json:"copies"`
+	// Messages erased: this node's lines (PI_LOCAL), every node's (PI_ALL).
+	Messages eventlog.Erased `json:"messagesErased"`
+	// EventSeq is the erase event's PI_LOCAL sequence: the forwarder takes
+	// it to the hub, and every machine of the team erases its copy.
+	EventSeq uint64 `json:"eraseEventSeq"`
+	// ViewsDropped: the projection has dropped the session (always false
+	// without a running daemon: it does so when it starts).
+	ViewsDropped bool `json:"viewsDropped"`
+	Offline      bool `json:"offline,omitempty"`
+}
+
+// errNothingToErase: no file and no line of the session on this machine.
+var errNothingToErase = errors.New("nothing of this session on this machine")
+
+// eraseSession erases a session from this machine and announces it. The
+// order keeps anything from writing the lines back: the replicator is held
+// off the session first (it would write other machines' lines into a new
+// file), then the files go, the tailer told first (it would publish the
+// disappearance as a deletion, or, once the stream no longer holds the
+// lines, read the file again and publish them anew), then the lines are
+// erased from the streams, and last the erase event is published. With a
+// running daemon (tailer, replicator, projection set) the projection drops
+// the session when it reads the event; without, the same happens when the
+// daemon starts.
+func (d *Daemon) eraseSession(ctx context.Context, sid string) (*eraseResult, error) {
+	d.eraseMu.Lock()
+	defer d.eraseMu.Unlock()
+	res := &eraseResult{Session: sid, Offline: d.tailer == nil}
+	js := d.log.JetStream()
+	root := d.cfg.SessionsDir
+
+	file, found, err := d.eraseTarget(ctx, sid)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("erase %s: %w", sid, errNothingToErase)
+	}
+	if d.repl != nil {
+		if err := d.repl.Hold(ctx, sid); err != nil {
+			return nil, err
+		}
+	} else if len(d.cfg.HubURLs) > 0 {
+		state, err := eventlog.OpenState(ctx, js)
+		if err != nil {
+			return nil, err
+		}
+		all, err := eventlog.OpenAll(ctx, js)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := replicate.RecordHold(ctx, state, all, sid); err != nil {
+			return nil, err
+		}
+	}
+	live, copies, err := replicate.SessionFiles(root, sid)
+	if err != nil {
+		return nil, err
+	}
+	if d.tailer != nil {
+		for _, p := range d.tailer.FilesFor(sid) {
+			if !slices.Contains(live, p) {
+				live = append(live, p)
+			}
+		}
+		if err := d.tailer.Remove(ctx, live); err != nil {
+			return nil, err
+		}
+	} else {
+		for _, p := range live {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("erase %s: %w", sid, err)
+			}
+		}
+	}
+	for _, p := range copies {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("erase %s: %w", sid, err)
+		}
+	}
+	res.Files, res.Copies = relPaths(root, live), relPaths(root, copies)
+	all, err := openAllIfAny(ctx, js)
+	if err != nil {
+		return nil, err
+	}
+	var pos eventlog.AllPosition
+	if all != nil {
+		if pos, err = all.LastPosition(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if res.Messages, err = eventlog.EraseSession(ctx, js, d.cfg.NodeID, sid, eventlog.EraseBounds{}); err != nil {
+		return nil, err
+	}
+	ev := eventlog.EraseLine(file, time.Now())
+	if res.EventSeq, err = d.log.PublishErase(ctx, sid, ev); err != nil {
+		return nil, err
+	}
+	if all != nil {
+		if err := all.KeepPosition(ctx, pos, d.cfg.NodeID, sid, ev); err != nil {
+			return nil, err
+		}
+	}
+	d.erased.Add(1)
+	d.logger.Info("session erased here", "session", sid, "files", len(live), "copies", len(copies),
+		"lines_local", res.Messages.Local, "lines_all", res.Messages.All, "event_seq", res.EventSeq)
+	if d.proj != nil {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		res.ViewsDropped = d.proj.WaitHandled(wctx, eventlog.LocalStream, res.EventSeq) == nil
+		cancel()
+	}
+	return res, nil
+}
+
+// openAllIfAny opens PI_ALL when this machine has one (a hub is, or was,
+// configured).
+func openAllIfAny(ctx context.Context, js jetstream.JetStream) (*eventlog.All, error) {
+	if _, err := js.Stream(ctx, eventlog.AllStream); errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("erase: %w", err)
+	}
+	return eventlog.OpenAll(ctx, js)
+}
+
+// eraseTarget reports whether this machine holds anything of the session
+// (a file, a copy, a line), and a file of it, relative to the sessions
+// root, for the erase event to name (other machines' admission wants one):
+// a file here, else the one its lines name.
+func (d *Daemon) eraseTarget(ctx context.Context, sid string) (file string, found bool, err error) {
+	live, copies, err := replicate.SessionFiles(d.cfg.SessionsDir, sid)
+	if err != nil {
+		return "", false, err
+	}
+	found = len(live)+len(copies) > 0
+	if len(live) > 0 {
+		file = relPaths(d.cfg.SessionsDir, live)[0]
+	}
+	if _, last, err := d.log.Last(ctx, sid); err != nil {
+		return "", false, err
+	} else if last != nil && (last.Op == "" || last.Op == eventlog.OpDelete || last.Op == eventlog.OpRestore) {
+		found = true
+		if file == "" {
+			file = last.File
+		}
+	}
+	if all, err := d.log.JetStream().Stream(ctx, eventlog.AllStream); err == nil {
+		m, err := firstLine(ctx, all, eventlog.SessionFilter(sid))
+		if err != nil {
+			return "", false, fmt.Errorf("erase %s: %w", sid, err)
+		}
+		if m != nil {
+			found = true
+			if file == "" {
+				file = m.Header.Get(eventlog.HdrFile)
+			}
+		}
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return "", false, fmt.Errorf("erase %s: %w", sid, err)
+	}
+	if file == "" {
+		file = eventlog.EncodeSID(sid) + ".jsonl"
+	}
+	return file, found, nil
+}
+
+// firstLine is the first message on filter that is not an erase event
+// (those stay after an erase), nil when there is none.
+func firstLine(ctx context.Context, s jetstream.Stream, filter string) (*jetstream.RawStreamMsg, error) {
+	for seq := uint64(1); ; {
+		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(filter))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if m.Header.Get(eventlog.HdrOp) != eventlog.OpErase {
+			return m, nil
+		}
+		seq = m.Sequence + 1
+	}
+}
+
+func relPaths(root string, paths []string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			rel = p
+		}
+		out = append(out, filepath.ToSlash(rel))
+	}
+	return out
+}
+
+func (d *Daemon) serveErase(w http.ResponseWriter, r *http.Request) {
+	sid := r.URL.Query().Get("session")
+	if sid == "" {
+		http.Error(w, "erase: no session", http.StatusBadRequest)
+		return
+	}
+	// A client that gives up must not leave an erase half done.
+	res, err := d.eraseSession(context.WithoutCancel(r.Context()), sid)
+	if errors.Is(err, errNothingToErase) {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	writeJSON(w, res)
+}
+
+func eraseCommand(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("erase", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(reorder(args)); err != nil || fs.NArg() != 1 || fs.Arg(0) == "" {
+		return fmt.Errorf("%w: pisyncd erase SESSION-ID [--json]", errUsage)
+	}
+	sid := fs.Arg(0)
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signalContext(io.Discard)
+	defer stop()
+	res, err := eraseViaDaemon(ctx, cfg, sid)
+	if errors.Is(err, errNotRunning) {
+		// No daemon: the same, on the store (its lock keeps a daemon out
+		// meanwhile). The event leaves for the hub when the daemon starts.
+		var d *Daemon
+		if d, err = OpenStore(ctx, cfg, slog.New(slog.DiscardHandler)); err != nil {
+			return err
+		}
+		res, err = d.eraseSession(ctx, sid)
+		err = errors.Join(err, d.Close())
+	}
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	fmt.Fprintf(stdout, "erased session %s on this machine: %d file(s), %d copy(ies), %d line(s) of this node and %d of every node's copy\n",
+		sid, len(res.Files), len(res.Copies), res.Messages.Local, res.Messages.All)
+	for _, f := range append(res.Files, res.Copies...) {
+		fmt.Fprintf(stdout, "  unlinked %s\n", f)
+	}
+	if res.Offline {
+		fmt.Fprintln(stdout, "the daemon is not running: its views drop the session, and the erase event leaves for the hub, when it starts")
+	}
+	if len(cfg.HubURLs) > 0 {
+		fmt.Fprintf(stdout, "the erase event (seq %d) goes to the hub: every machine of the team erases its copy.\n", res.EventSeq)
+		fmt.Fprintf(stdout, "once `pisyncd status` on each shows it, erase the hub's copy: pisyncd hub erase %s\n", sid)
+	}
+	return nil
+}
+
+// eraseViaDaemon asks the running daemon to erase sid.
+func eraseViaDaemon(ctx context.Context, cfg *config.Config, sid string) (*eraseResult, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://pisyncd/erase?session="+url.QueryEscape(sid), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := controlClient(cfg.StateDir).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w (no answer on %s)", errNotRunning, filepath.Join(cfg.StateDir, controlSocket))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return nil, fmt.Errorf("daemon: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	var res eraseResult
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		return nil, fmt.Errorf("erase: %w", err)
+	}
+	return &res, nil
+}

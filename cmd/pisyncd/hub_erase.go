@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+)
+
+// A running hub node answers `pisyncd hub erase` and `pisyncd hub upgrade`
+// on a control socket in its state dir (0600, like a workstation's): it
+// holds the in-process administration user of every team's account, which
+// nothing outside the process can use.
+
+// hubEraseResult is one team's part of `pisyncd hub erase`.
+type hubEraseResult struct {
+	Team string `json:"team"`
+	eventlog.HubErased
+	Error string `json:"error,omitempty"`
+}
+
+// hubControl serves the hub's control socket until stop.
+func hubControl(h *embedded.Server, cfg *config.Hub, logger *slog.Logger) (stop func(), err error) {
+	ln, err := listenControl(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /erase", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		sid, team, force := q.Get("session"), q.Get("team"), q.Get("force") == "1"
+		if sid == "" {
+			http.Error(w, "erase: no session", http.StatusBadRequest)
+			return
+		}
+		ctx := context.WithoutCancel(r.Context())
+		var out []hubEraseResult
+		for _, t := range teams(h) {
+			if team != "" && t != team {
+				continue
+			}
+			res := hubEraseResult{Team: t}
+			nc, err := teamConn(h, t)
+			if err == nil {
+				res.HubErased, err = hubErase(ctx, nc, sid, force)
+				nc.Close()
+			}
+			if err != nil {
+				res.Error = err.Error()
+			} else {
+				logger.Info("session erased on the hub", "session", sid, "team", t, "messages", res.Messages, "before_seq", res.Before)
+			}
+			out = append(out, res)
+		}
+		if len(out) == 0 {
+			http.Error(w, fmt.Sprintf("erase: no team %q on this hub", team), http.StatusNotFound)
+			return
+		}
+		writeJSON(w, out)
+	})
+	mux.HandleFunc("POST /upgrade", func(w http.ResponseWriter, r *http.Request) {
+		if err := upgradeTeams(context.WithoutCancel(r.Context()), h, cfg, logger); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		writeJSON(w, map[string]bool{"upgraded": true})
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("control socket", "err", err)
+		}
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		<-done
+	}, nil
+}
+
+// hubErase erases a session from PI_HUB in the account nc is connected to.
+func hubErase(ctx context.Context, nc *nats.Conn, sid string, force bool) (eventlog.HubErased, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return eventlog.HubErased{}, err
+	}
+	return eventlog.EraseHub(ctx, js, sid, force)
+}
+
+const hubEraseUsage = "pisyncd hub erase SESSION-ID [--team T] [--force] [--json] [--server URL (--user U --password P | --creds FILE) [--ca FILE]]"
+
+// hubEraseCommand erases a session from the hub: from a running `pisyncd
+// hub` node on this machine (its control socket), or from any hub through
+// its client listener as an administration user (--server: a stock
+// nats-server, say).
+func hubEraseCommand(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("hub erase", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	team := fs.String("team", "", "only this team's account (default: every team)")
+	force := fs.Bool("force", false, "erase even without an erase event from a workstation")
+	asJSON := fs.Bool("json", false, "print JSON")
+	server := fs.String("server", "", "the hub's client URL, to erase as an administration user")
+	user := fs.String("user", "", "administration user (with --server)")
+	password := fs.String("password", "", "its password")
+	creds := fs.String("creds", "", "administration credentials file (with --server)")
+	ca := fs.String("ca", "", "CA of the hub's certificate (with --server and tls://)")
+	if err := fs.Parse(reorder(args, "team", "server", "user", "password", "creds", "ca")); err != nil || fs.NArg() != 1 || fs.Arg(0) == "" {
+		return fmt.Errorf("%w: %s", errUsage, hubEraseUsage)
+	}
+	sid := fs.Arg(0)
+	ctx, stop := signalContext(io.Discard)
+	defer stop()
+	var out []hubEraseResult
+	if *server != "" {
+		opts := []nats.Option{nats.Name("pisyncd hub erase")}
+		if *user != "" {
+			opts = append(opts, nats.UserInfo(*user, *password))
+		}
+		if *creds != "" {
+			opts = append(opts, nats.UserCredentials(*creds))
+		}
+		if *ca != "" {
+			opts = append(opts, nats.RootCAs(*ca))
+		}
+		nc, err := nats.Connect(*server, opts...)
+		if err != nil {
+			return fmt.Errorf("hub erase: %w", err)
+		}
+		defer nc.Close()
+		res := hubEraseResult{Team: *team}
+		if res.HubErased, err = hubErase(ctx, nc, sid, *force); err != nil {
+			return hubEraseError(sid, err)
+		}
+		out = append(out, res)
+	} else {
+		cfg, err := config.LoadHub()
+		if err != nil {
+			return err
+		}
+		q := url.Values{"session": {sid}}
+		if *team != "" {
+			q.Set("team", *team)
+		}
+		if *force {
+			q.Set("force", "1")
+		}
+		if err := postHub(ctx, cfg, "/erase?"+q.Encode(), &out); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	found := false
+	for _, r := range out {
+		name := r.Team
+		if name == "" {
+			name = "(the account)"
+		}
+		found = found || r.Found
+		switch {
+		case r.Error != "":
+			errs = append(errs, fmt.Errorf("team %s: %s", name, r.Error))
+		case *asJSON:
+		case !r.Found:
+			fmt.Fprintf(stdout, "team %s: nothing of session %s\n", name, sid)
+		default:
+			fmt.Fprintf(stdout, "team %s: erased %d message(s) of session %s before the erase event (seq %d); erase events kept\n", name, r.Messages, sid, r.Before)
+		}
+	}
+	if len(errs) > 0 {
+		return hubEraseError(sid, errors.Join(errs...))
+	}
+	if !found {
+		return fmt.Errorf("hub erase %s: no message of the session on this hub", sid)
+	}
+	return nil
+}
+
+// hubEraseError adds what to do to the errors an operator can fix (they
+// may come back through the control socket as text).
+func hubEraseError(sid string, err error) error {
+	switch {
+	case errors.Is(err, eventlog.ErrNoEraseEvent) || strings.Contains(err.Error(), eventlog.ErrNoEraseEvent.Error()):
+		return fmt.Errorf("hub erase %s: %w: run `pisyncd erase %s` on a workstation that wrote it first (or --force)", sid, err, sid)
+	case errors.Is(err, eventlog.ErrDeleteDenied) || strings.Contains(err.Error(), eventlog.ErrDeleteDenied.Error()):
+		return fmt.Errorf("hub erase %s: %w: run `pisyncd hub upgrade` on one hub node", sid, err)
+	}
+	return fmt.Errorf("hub erase %s: %w", sid, err)
+}
+
+// hubUpgradeCommand asks the running hub node to upgrade PI_HUB (needed
+// once, on one node of a cluster, for a PI_HUB made by an older pisyncd).
+func hubUpgradeCommand(args []string, stdout io.Writer) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%w: pisyncd hub upgrade", errUsage)
+	}
+	cfg, err := config.LoadHub()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signalContext(io.Discard)
+	defer stop()
+	if err := postHub(ctx, cfg, "/upgrade", nil); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, "PI_HUB upgraded in every team's account: hub erase can delete messages now")
+	return err
+}
+
+// postHub sends a request to the running hub node's control socket and
+// decodes its JSON answer into v (unless nil).
+func postHub(ctx context.Context, cfg *config.Hub, path string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://pisyncd-hub"+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := controlClient(cfg.StateDir).Do(req)
+	if err != nil {
+		return fmt.Errorf("no hub node runs here (no answer on %s; set PISYNC_HUB_STATE_DIR, or use --server)", filepath.Join(cfg.StateDir, controlSocket))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("hub: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	if v == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}

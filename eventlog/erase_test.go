@@ -1,0 +1,231 @@
+package eventlog_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+)
+
+const secret = "sk-live-ERASE-ME-0123456789"
+
+// storeWith starts an embedded server in dir and returns a connection.
+func storeWith(t *testing.T, dir string) (*embedded.Server, *nats.Conn) {
+	t.Helper()
+	srv, err := embedded.Start(context.Background(), embedded.Config{StateDir: dir, NodeID: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := srv.Connect()
+	if err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	return srv, nc
+}
+
+// secretLines are lines of a session that carry the secret, one of them
+// long enough to be split into chunks.
+func secretLines(prefix string) []eventlog.Line {
+	lines := mkLines(3, 50, prefix)
+	for _, raw := range []string{
+		`{"type":"message","id":"` + prefix + `s","text":"my key is ` + secret + `"}`,
+		`{"type":"message","id":"` + prefix + `big","text":"` + strings.Repeat("x", eventlog.MaxChunk) + secret + `"}`,
+	} {
+		lines = append(lines, eventlog.NewLine([]byte(raw), "", "", "message", "f.jsonl", 1))
+	}
+	return lines
+}
+
+// grepStore lists the files under dir that hold s.
+func grepStore(t *testing.T, dir, s string) []string {
+	t.Helper()
+	var hits []string
+	filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
+		if err != nil || de.IsDir() {
+			return nil
+		}
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(s)) {
+			hits = append(hits, p)
+		}
+		return nil
+	})
+	return hits
+}
+
+// countOn counts the messages of stream on filter.
+func countOn(t *testing.T, js jetstream.JetStream, stream, filter string) uint64 {
+	t.Helper()
+	s, err := js.Stream(context.Background(), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(context.Background(), jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, c := range info.State.Subjects {
+		n += c
+	}
+	return n
+}
+
+// TestEraseSession: a session's lines go from PI_LOCAL (this node's) and
+// PI_ALL (every node's), split lines included, other sessions stay, the
+// erase event stays, an erase bounded by a sequence keeps what follows it,
+// and the secret is in no file of the store afterwards: the deletes
+// overwrite the messages on disk.
+func TestEraseSession(t *testing.T) {
+	dir := t.TempDir()
+	srv, nc := storeWith(t, dir)
+	defer srv.Close()
+	defer nc.Close()
+	ctx := context.Background()
+	lg, err := eventlog.OpenLocal(ctx, nc, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := eventlog.OpenAll(ctx, lg.JetStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := lg.JetStream()
+	last, _, err := lg.Publish(ctx, "s1", 0, secretLines("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := lg.Publish(ctx, "s2", 0, mkLines(4, 10, "k")); err != nil {
+		t.Fatal(err)
+	}
+	// PI_ALL, as the downloader fills it: s1 from two nodes, s2 from one.
+	pub := eventlog.NewPublisher(nc, js, 0)
+	for _, c := range []struct {
+		node, sid string
+		lines     []eventlog.Line
+	}{{"n1", "s1", secretLines("a")}, {"n2", "s1", secretLines("b")}, {"n2", "s2", mkLines(2, 10, "m")}} {
+		if _, _, err := pub.Publish(ctx, eventlog.AllSubject(c.node, c.sid), 0, c.lines); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hits := grepStore(t, dir, secret); len(hits) == 0 {
+		t.Fatal("the secret is not in the store to begin with: the test shows nothing")
+	}
+
+	n, err := eventlog.EraseSession(ctx, js, "n1", "s1", eventlog.EraseBounds{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 5 lines each, the long one in 2 chunks: 6 messages per copy.
+	if n.Local != 6 || n.All != 12 {
+		t.Fatalf("erased %+v messages, want 6 in PI_LOCAL and 12 in PI_ALL", n)
+	}
+	if c := countOn(t, js, eventlog.LocalStream, eventlog.LocalSubject("n1", "s1")); c != 0 {
+		t.Errorf("PI_LOCAL holds %d messages of s1", c)
+	}
+	if c := countOn(t, js, eventlog.AllStream, eventlog.SessionFilter("s1")); c != 0 {
+		t.Errorf("PI_ALL holds %d messages of s1", c)
+	}
+	if c := countOn(t, js, eventlog.LocalStream, ">"); c != 4 {
+		t.Errorf("PI_LOCAL holds %d messages of other sessions, want 4", c)
+	}
+	if c := countOn(t, js, eventlog.AllStream, ">"); c != 2 {
+		t.Errorf("PI_ALL holds %d messages of other sessions, want 2", c)
+	}
+	if _, err := all.Stream().GetMsg(ctx, 1, jetstream.WithGetMsgSubject(eventlog.SessionFilter("s1"))); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Errorf("direct get of s1 in PI_ALL: %v, want not found", err)
+	}
+	if hits := grepStore(t, dir, secret); len(hits) > 0 {
+		t.Errorf("the secret is still in %v", hits)
+	}
+
+	// The erase event follows; a second erase (a replay) keeps it.
+	evSeq, err := lg.PublishErase(ctx, "s1", eventlog.EraseLine("p/f.jsonl", time.Now()))
+	if err != nil || evSeq <= last {
+		t.Fatalf("erase event at %d (after %d): %v", evSeq, last, err)
+	}
+	if n, err := eventlog.EraseSession(ctx, js, "n1", "s1", eventlog.EraseBounds{}); err != nil || n != (eventlog.Erased{}) {
+		t.Fatalf("second erase: %+v, %v", n, err)
+	}
+	_, ev, err := lg.Last(ctx, "s1")
+	if err != nil || ev == nil || ev.Op != eventlog.OpErase || ev.File != "p/f.jsonl" {
+		t.Fatalf("last event of s1: %+v, %v", ev, err)
+	}
+	// A new session with the same id after the event is bounded out.
+	after, _, err := lg.Publish(ctx, "s1", evSeq, mkLines(2, 10, "new"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := eventlog.EraseSession(ctx, js, "n1", "s1", eventlog.EraseBounds{Local: evSeq}); err != nil || n.Local != 0 {
+		t.Fatalf("bounded erase: %+v, %v", n, err)
+	}
+	if seq, _, err := lg.Last(ctx, "s1"); err != nil || seq != after {
+		t.Fatalf("s1 ends at %d (%v), want the new lines' %d", seq, err, after)
+	}
+
+	nc.Close()
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if hits := grepStore(t, dir, secret); len(hits) > 0 {
+		t.Errorf("after the server stopped, the secret is in %v", hits)
+	}
+}
+
+// TestEraseHub: the hub's copy goes up to the last erase event, which
+// stays with whatever follows it; without an erase event the hub refuses
+// unless forced.
+func TestEraseHub(t *testing.T) {
+	dir := t.TempDir()
+	srv, nc := storeWith(t, dir)
+	defer srv.Close()
+	defer nc.Close()
+	ctx := context.Background()
+	js, _ := jetstream.New(nc)
+	if _, err := eventlog.EnsureStream(ctx, js, eventlog.HubStreamConfig(1)); err != nil {
+		t.Fatal(err)
+	}
+	pub := eventlog.NewPublisher(nc, js, 0)
+	a, _, err := pub.Publish(ctx, eventlog.UpSubject("n1", "s1"), 0, secretLines("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := pub.Publish(ctx, eventlog.UpSubject("n2", "s1"), 0, secretLines("b")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eventlog.EraseHub(ctx, js, "s1", false); !errors.Is(err, eventlog.ErrNoEraseEvent) {
+		t.Fatalf("hub erase without an erase event: %v", err)
+	}
+	if res, err := eventlog.EraseHub(ctx, js, "unknown", false); err != nil || res.Found {
+		t.Fatalf("hub erase of a session the hub does not hold: %+v, %v", res, err)
+	}
+	ev, _, err := pub.Publish(ctx, eventlog.UpSubject("n1", "s1"), a, []eventlog.Line{eventlog.EraseLine("p/f.jsonl", time.Now())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// n2 wrote on after the event: a new session, kept.
+	if _, _, err := pub.Publish(ctx, eventlog.UpSubject("n3", "s1"), 0, mkLines(1, 10, "late")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := eventlog.EraseHub(ctx, js, "s1", false)
+	if err != nil || res.Messages != 12 || res.Before != ev {
+		t.Fatalf("hub erase: %+v, %v; want 12 messages before %d", res, err, ev)
+	}
+	if c := countOn(t, js, eventlog.HubStream, eventlog.UpPrefix+".*.s1"); c != 2 {
+		t.Errorf("PI_HUB holds %d messages of s1, want the erase event and the later line", c)
+	}
+	if hits := grepStore(t, dir, secret); len(hits) > 0 {
+		t.Errorf("the secret is still in %v", hits)
+	}
+}

@@ -1,0 +1,155 @@
+package projection
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+)
+
+// An erase event (`pisyncd erase`) drops the session from the views: its
+// state in memory (tree, bodies, catalog entry) and every value of it in
+// the bucket, purged so that no history of them is kept. The follower that
+// reads the event does it, in its own stream order; the session's lines
+// are erased from the streams by the machine's erase itself (the daemon
+// here, the replicator for another machine's erase).
+
+// erase drops ev's session. Events of the session that either stream
+// delivers later but that precede the erase (the other stream may be
+// behind) are skipped: erasedBelow keeps, per session, the sequences up to
+// which its events are gone. Lines after them are a new session.
+func (w *Worker) erase(ctx context.Context, f *follower, ev *eventlog.Event) error {
+	below := Src{ev.Stream: ev.Seq}
+	if ev.Stream == eventlog.AllStream && ev.Node == w.opts.Node {
+		// This node's own erase, back from the hub (the PI_LOCAL
+		// follower dropped the session already): it takes what came
+		// into PI_ALL meanwhile, but not a session written here again
+		// since, which the hub may have been slow to tell us about.
+		if ev.SrcSeq == 0 {
+			return nil // the copy that keeps the downloader's place
+		}
+		w.mu.Lock()
+		s := w.sessions[ev.SID]
+		w.mu.Unlock()
+		if s != nil {
+			s.mu.Lock()
+			again := s.cat.Src[eventlog.LocalStream] > ev.SrcSeq
+			s.mu.Unlock()
+			if again {
+				return nil
+			}
+		}
+		below[eventlog.LocalStream] = ev.SrcSeq
+	}
+	for _, stream := range w.streams() {
+		if _, ok := below[stream]; ok {
+			continue
+		}
+		// What the other stream holds now was written before the erase
+		// reached us: on this machine, its lines go with the erase.
+		s, err := w.js.Stream(ctx, stream)
+		if err != nil {
+			return fmt.Errorf("projection: erase %s: %w", ev.SID, err)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("projection: erase %s: %w", ev.SID, err)
+		}
+		below[stream] = info.State.LastSeq
+	}
+	w.mu.Lock()
+	s := w.sessions[ev.SID]
+	delete(w.sessions, ev.SID)
+	if w.erasedBelow == nil {
+		w.erasedBelow = map[string]Src{}
+	}
+	prev := w.erasedBelow[ev.SID]
+	for stream, seq := range prev {
+		below[stream] = max(below[stream], seq)
+	}
+	w.erasedBelow[ev.SID] = below
+	w.catDirty = true
+	w.mu.Unlock()
+	if s != nil {
+		s.mu.Lock()
+		s.erased = true
+		if s.tree != nil {
+			s.tree = nil
+			w.mu.Lock()
+			w.trees--
+			s.lastUse = 0
+			w.mu.Unlock()
+		}
+		w.dropBodies(s)
+		s.mu.Unlock()
+		delete(f.dirty, s)
+	}
+	// Purged even when nothing was in memory: the bucket may hold views
+	// from before a restart.
+	if err := w.purgeSession(ctx, ev.SID); err != nil {
+		return err
+	}
+	if s != nil {
+		w.erased.Add(1)
+	}
+	w.subs.publish(ev)
+	return nil
+}
+
+// purgeSession removes every value of the session from the bucket,
+// history included: a stream purge of its keys' subjects (a KV purge
+// would leave a marker per key).
+func (w *Worker) purgeSession(ctx context.Context, sid string) error {
+	s, err := w.js.Stream(ctx, "KV_"+Bucket)
+	if err != nil {
+		return fmt.Errorf("projection: erase %s: %w", sid, err)
+	}
+	subj := "$KV." + Bucket + "." + sessionPrefix + keyToken(sid) + ".>"
+	if err := s.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
+		return fmt.Errorf("projection: erase %s: purge its views: %w", sid, err)
+	}
+	return nil
+}
+
+// erasedEvent reports whether ev belongs to a session erased after it.
+func (w *Worker) erasedEvent(ev *eventlog.Event) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	below, ok := w.erasedBelow[ev.SID]
+	return ok && ev.Seq <= below[ev.Stream]
+}
+
+func (w *Worker) streams() []string {
+	if w.opts.All {
+		return []string{eventlog.LocalStream, eventlog.AllStream}
+	}
+	return []string{eventlog.LocalStream}
+}
+
+// handledSeq is the last sequence of stream that its follower handled.
+func (w *Worker) handledSeq(stream string) *atomic.Uint64 {
+	if stream == eventlog.AllStream {
+		return &w.handledAll
+	}
+	return &w.handledLocal
+}
+
+// WaitHandled returns once the follower of stream has handled the event at
+// seq (an erase event: the session is gone from the views then), or with
+// an error when ctx ends first.
+func (w *Worker) WaitHandled(ctx context.Context, stream string, seq uint64) error {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for w.handledSeq(stream).Load() < seq {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("projection: wait for %s seq %d: %w", stream, seq, ctx.Err())
+		case <-tick.C:
+		}
+	}
+	return nil
+}

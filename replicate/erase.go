@@ -1,0 +1,269 @@
+package replicate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+)
+
+// Erasing a session (`pisyncd erase`, for a leaked secret) removes it from
+// every machine: its files here, unlinked (not trashed: the point is that
+// the text goes), any copy in the trash folders, and every line of it in
+// the streams. The machine where the user asks publishes an erase event;
+// the others apply it here, in the replicator's read of PI_ALL.
+
+// SessionFiles finds the files under root that hold session sid, by their
+// header: files (live) where pi lists sessions, and copies (trash) in the
+// replicator's trash folders and staging files left by a crash, which pi
+// does not list but which hold the same lines. It follows the links pi
+// follows (a project folder directly in root). Reading every file's first
+// line is the truth: a copy may have any name.
+func SessionFiles(root, sid string) (live, trash []string, err error) {
+	root = filepath.Clean(root)
+	var walk func(dir string, depth int, inTrash bool) error
+	walk = func(dir string, depth int, inTrash bool) error {
+		ents, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			return nil // gone meanwhile, or not ours to read (the tailer skips it too)
+		}
+		if err != nil {
+			return fmt.Errorf("replicate: find files of %s: %w", sid, err)
+		}
+		for _, de := range ents {
+			p := filepath.Join(dir, de.Name())
+			hidden := strings.HasPrefix(de.Name(), ".")
+			isDir := de.IsDir()
+			if de.Type()&fs.ModeSymlink != 0 && depth == 0 && !hidden {
+				// A linked project folder, as pi and the tailer follow it.
+				if st, err := os.Stat(p); err == nil && st.IsDir() {
+					isDir = true
+				}
+			}
+			switch {
+			case isDir && de.Name() == TrashDir:
+				if err := walk(p, depth+1, true); err != nil {
+					return err
+				}
+			case isDir && !hidden:
+				if err := walk(p, depth+1, inTrash); err != nil {
+					return err
+				}
+			case !de.Type().IsRegular():
+			case inTrash || staging(de.Name()):
+				if id, ok := firstHeaderID(p); ok && id == sid {
+					trash = append(trash, p)
+				}
+			case !hidden && strings.HasSuffix(de.Name(), ".jsonl"):
+				if id, ok := firstHeaderID(p); ok && id == sid {
+					live = append(live, p)
+				}
+			}
+		}
+		return nil
+	}
+	err = walk(root, 0, false)
+	return live, trash, err
+}
+
+// staging reports whether name is one of createFile's staging files.
+func staging(name string) bool {
+	return strings.HasPrefix(name, ".pisync-") && strings.HasSuffix(name, ".tmp")
+}
+
+// holdKey is the state key of a session erased here whose erase event has
+// not come back from the hub yet: until it has, nothing of the session is
+// written into a file here, whatever PI_ALL still delivers (lines that
+// other machines wrote before they applied the erase, or lines copied
+// again after a restart).
+func holdKey(sid string) string {
+	h := sha256.Sum256([]byte(sid))
+	return holdPrefix + hex.EncodeToString(h[:16])
+}
+
+const holdPrefix = "replicator.erasing."
+
+// hold is a holdKey's value.
+type hold struct {
+	SID string `json:"sid"`
+	// AllSeq is PI_ALL's last sequence when the erase began: the erase
+	// event of this node that comes after it is the one that ends the hold.
+	AllSeq uint64 `json:"allSeq"`
+}
+
+// RecordHold records in state that sid is being erased here, with PI_ALL
+// (nil without one) as it is now. The replicator takes it up when it next
+// starts; a running one is told through Replicator.Hold instead.
+func RecordHold(ctx context.Context, state jetstream.KeyValue, all *eventlog.All, sid string) (uint64, error) {
+	var allSeq uint64
+	if all != nil {
+		info, err := all.Stream().Info(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("replicate: hold %s: %w", sid, err)
+		}
+		allSeq = info.State.LastSeq
+	}
+	b, _ := json.Marshal(hold{SID: sid, AllSeq: allSeq})
+	if _, err := state.Put(ctx, holdKey(sid), b); err != nil {
+		return 0, fmt.Errorf("replicate: hold %s: %w", sid, err)
+	}
+	return allSeq, nil
+}
+
+// Hold stops the replicator from writing anything of session sid into a
+// file, before the caller removes its files to erase it; the hold ends
+// when this node's erase event comes back in PI_ALL. Hold waits for a
+// write round under way, so once it returns nothing of the session is
+// written here any more.
+func (r *Replicator) Hold(ctx context.Context, sid string) error {
+	r.eraseMu.Lock()
+	defer r.eraseMu.Unlock()
+	if err := r.loadHolds(ctx); err != nil {
+		return err
+	}
+	allSeq, err := RecordHold(ctx, r.state, r.all, sid)
+	if err != nil {
+		return err
+	}
+	r.holds[sid] = allSeq
+	return nil
+}
+
+// loadHolds reads the holds recorded in the state bucket, once. The
+// caller holds eraseMu.
+func (r *Replicator) loadHolds(ctx context.Context) error {
+	if r.holds != nil {
+		return nil
+	}
+	holds := map[string]uint64{}
+	keys, err := r.state.ListKeysFiltered(ctx, holdPrefix+"*")
+	if err != nil {
+		return fmt.Errorf("replicator: read erase holds: %w", err)
+	}
+	for k := range keys.Keys() {
+		e, err := r.state.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			keys.Stop()
+			return fmt.Errorf("replicator: read erase hold: %w", err)
+		}
+		var h hold
+		if json.Unmarshal(e.Value(), &h) == nil {
+			holds[h.SID] = h.AllSeq
+		}
+	}
+	r.holds = holds
+	return nil
+}
+
+// flushHeld is flush, run under eraseMu, after dropping what waits of
+// sessions on hold: lines of a session erased here are never written.
+func (r *Replicator) flushHeld(ctx context.Context) (durable bool, err error) {
+	r.eraseMu.Lock()
+	defer r.eraseMu.Unlock()
+	if err := r.loadHolds(ctx); err != nil {
+		return false, err
+	}
+	for sid := range r.holds {
+		if s := r.sessions[sid]; s != nil && len(s.queue) > 0 {
+			r.waiting.Add(-int64(len(s.queue)))
+			s.queue = nil
+		}
+	}
+	return r.flush(ctx), nil
+}
+
+// erase applies an erase event. From another node: every file of the
+// session here goes (the tailer told first, so that no deletion is
+// published and nothing is read again), copies in the trash too, and the
+// session's lines in PI_LOCAL and PI_ALL before the event. From this node
+// (the user erased it here, which removed the files and the lines then):
+// what came into PI_ALL meanwhile goes, and the hold ends. Lines after
+// the event are a new session and stay. Applied again (a replay), it finds
+// little to do.
+func (r *Replicator) erase(ctx context.Context, s *sess, ev *eventlog.Event) error {
+	own := ev.Node == r.opts.Node
+	if own && ev.SrcSeq == 0 {
+		return nil // the copy that keeps the downloader's place (eventlog.KeepPosition)
+	}
+	live, trash, err := SessionFiles(r.opts.Root, s.sid)
+	if err != nil {
+		return err
+	}
+	if !own {
+		for _, p := range r.tracker.FilesFor(s.sid) {
+			if !slices.Contains(live, p) {
+				live = append(live, p)
+			}
+		}
+		if s.file != nil && !slices.Contains(live, s.file.path) {
+			live = append(live, s.file.path)
+		}
+		if err := r.tracker.Remove(ctx, live); err != nil {
+			return fmt.Errorf("replicator: erase %s: %w", s.sid, err)
+		}
+	}
+	for _, p := range trash {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("replicator: erase %s: %w", s.sid, err)
+		}
+	}
+	bounds := eventlog.EraseBounds{All: ev.Seq}
+	if own {
+		bounds.Local = ev.SrcSeq // the lines this node published before it
+	}
+	n, err := eventlog.EraseSession(ctx, r.all.JetStream(), r.opts.Node, s.sid, bounds)
+	if err != nil {
+		return fmt.Errorf("replicator: erase %s: %w", s.sid, err)
+	}
+	if err := r.state.Delete(ctx, deletedKey(s.sid)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("replicator: erase %s: %w", s.sid, err)
+	}
+	for _, p := range live {
+		delete(r.files, p)
+	}
+	if s.file != nil {
+		delete(r.files, s.file.path)
+	}
+	r.waiting.Add(-int64(len(s.queue)))
+	delete(r.sessions, s.sid)
+	if own {
+		return r.endHold(ctx, s.sid, ev.Seq)
+	}
+	r.erasedRemote.Add(1)
+	r.logger.Info("session erased on another machine; erased here", "session", s.sid, "node", ev.Node,
+		"files", len(live), "trash", len(trash), "lines_local", n.Local, "lines_all", n.All)
+	return nil
+}
+
+// endHold ends the hold of a session erased here once its erase event
+// (PI_ALL sequence seq) has come back.
+func (r *Replicator) endHold(ctx context.Context, sid string, seq uint64) error {
+	r.eraseMu.Lock()
+	defer r.eraseMu.Unlock()
+	if err := r.loadHolds(ctx); err != nil {
+		return err
+	}
+	after, ok := r.holds[sid]
+	if !ok || seq <= after {
+		return nil // no hold, or an erase event of an earlier erase
+	}
+	if err := r.state.Delete(ctx, holdKey(sid)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("replicator: end the erase hold of %s: %w", sid, err)
+	}
+	delete(r.holds, sid)
+	return nil
+}
