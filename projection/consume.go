@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/session"
 )
 
 // flushEvery bounds how many events are applied before views are written
@@ -167,12 +168,46 @@ func (w *Worker) applyEvent(ctx context.Context, f *follower, ev *eventlog.Event
 	if err := w.ensureTree(ctx, s); err != nil {
 		return err
 	}
+	w.noteCollision(ctx, s, ev)
 	s.apply(ev)
 	w.cacheBody(s, ev)
 	w.applied.Add(1)
 	f.dirty[s] = struct{}{}
 	w.subs.publish(ev)
 	return nil
+}
+
+// noteCollision records, in the catalog, a line whose entry id the session
+// holds already: both lines stay in the streams (pi's later-line-wins rule
+// applies in the views), and ls names both origins.
+func (w *Worker) noteCollision(ctx context.Context, s *sessionState, ev *eventlog.Event) {
+	if ev.Op != "" || ev.ID == "" || ev.Type == "session" || len(s.cat.Collisions) >= maxCollisions {
+		return
+	}
+	i, ok := s.tree.Find(ev.ID)
+	if !ok {
+		return
+	}
+	first := w.refNode(ctx, s.tree.Entry(i).Ref)
+	s.cat.Collisions = append(s.cat.Collisions, Collision{ID: ev.ID, Nodes: [2]string{first, ev.Node}})
+}
+
+// refNode is the node that published the line at ref: this node for
+// PI_LOCAL, the subject's node for PI_ALL ("" when it cannot be read).
+func (w *Worker) refNode(ctx context.Context, ref session.Ref) string {
+	if refStream(ref) == eventlog.LocalStream {
+		return w.opts.Node
+	}
+	st, err := w.js.Stream(ctx, eventlog.AllStream)
+	if err != nil {
+		return ""
+	}
+	m, err := st.GetMsg(ctx, refSeq(ref))
+	if err != nil {
+		return ""
+	}
+	node, _, _ := eventlog.ParseSubject(m.Subject)
+	return node
 }
 
 // flush writes the views of the dirty sessions, then the stream position

@@ -29,11 +29,23 @@ type CatalogEntry struct {
 	Deleted   bool              `json:"deleted,omitempty"`
 	DeletedOn []string          `json:"deletedOn,omitempty"` // nodes whose file was deleted
 	Error     string            `json:"error,omitempty"`     // why pi would not load it
-	Src       Src               `json:"src"`
+	// Collisions lists entry ids two different lines claim (at most
+	// maxCollisions), with the nodes that published them, first first.
+	Collisions []Collision `json:"collisions,omitempty"`
+	Src        Src         `json:"src"`
 	// CtxPages is how many context pages are written, so pages past a
 	// shrunken window are dropped even after a restart.
 	CtxPages int `json:"ctxPages"`
 }
+
+// Collision is an entry id claimed by two different lines.
+type Collision struct {
+	ID    string    `json:"id"`
+	Nodes [2]string `json:"nodes"`
+}
+
+// maxCollisions bounds the collisions a catalog entry lists.
+const maxCollisions = 8
 
 // LeafView is a session's leaf (key s.<tok>.leaf): the entry pi would take
 // as leaf if it opened this machine's copy now.

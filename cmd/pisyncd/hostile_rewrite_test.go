@@ -126,6 +126,33 @@ func TestHostileRewriteReusedID(t *testing.T) {
 	e.settle(t, "rw1")
 	checkTrees(t, e, sid, marker)
 	samePiContext(t, e, sid, annSnap, bobSnap, true)
+	// The collision is listed, with both origins, in status and ls.
+	for _, s := range []*station{e.ann, e.bob} {
+		st, err := s.status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, c := range st.Replicator.CollisionsList {
+			found = found || (c.Session == sid && c.ID == "0199-0" && c.Nodes == [2]string{"ann", "eve"})
+		}
+		if !found {
+			t.Errorf("%s's status lists collisions %+v, want 0199-0 of ann and eve", s.name, st.Replicator.CollisionsList)
+		}
+		cat, err := s.d.proj.Catalog(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		found = false
+		for _, c := range cat {
+			for _, col := range c.Collisions {
+				found = found || (c.SessionID == sid && col.ID == "0199-0" && col.Nodes == [2]string{"ann", "eve"})
+			}
+		}
+		if !found {
+			t.Errorf("%s's ls does not list the collision of 0199-0 by ann and eve", s.name)
+		}
+	}
 }
 
 // TestHostileRewriteCycle replays attack 4b: eve publishes X (parent Y),

@@ -71,6 +71,9 @@ func printCatalog(w io.Writer, entries []projection.CatalogEntry) error {
 		if e.Error != "" {
 			label += " (unreadable: " + e.Error + ")"
 		}
+		for _, c := range e.Collisions {
+			label += fmt.Sprintf(" (entry %s claimed by %s and %s)", c.ID, c.Nodes[0], c.Nodes[1])
+		}
 		nodes := fmt.Sprint(len(e.Nodes))
 		if len(e.Nodes) == 1 {
 			nodes = e.Nodes[0]
