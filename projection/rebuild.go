@@ -12,6 +12,9 @@ import (
 type rebuilt struct {
 	tree *session.Tree
 	err  error
+	// What the replay learned of an old session's migration.
+	migratedBy string
+	losers     []string
 }
 
 // filters are the session's subject filters per stream: its own subject in
@@ -41,7 +44,7 @@ func (w *Worker) rebuild(ctx context.Context, sid string, upTo Src) (rebuilt, er
 			if ev.Op != "" || (stream == eventlog.AllStream && ev.Node == w.opts.Node) {
 				return nil
 			}
-			s.appendLine(ev)
+			s.feed(ev)
 			return nil
 		})
 		if err != nil {
@@ -51,5 +54,5 @@ func (w *Worker) rebuild(ctx context.Context, sid string, upTo Src) (rebuilt, er
 	if len(upTo) > 0 {
 		w.rebuilds.Add(1)
 	}
-	return rebuilt{tree: s.tree, err: s.err}, nil
+	return rebuilt{tree: s.tree, err: s.err, migratedBy: s.cat.MigratedBy, losers: s.cat.MigrationLosers}, nil
 }

@@ -76,12 +76,36 @@ func (s *sessionState) apply(ev *eventlog.Event) {
 		c.Deleted = len(c.DeletedOn) == len(c.Nodes) // the node may be new to the session
 		return
 	}
-	s.appendLine(ev)
+	s.feed(ev)
 	if n := s.tree.Len(); n > 0 {
 		if ts := s.tree.Entry(n - 1).Timestamp; !math.IsNaN(ts) && ts > c.UpdatedMs {
 			c.UpdatedMs, c.Updated = ts, isoMs(ts)
 		}
 	}
+}
+
+// feed adds a line to the tree, following pi's in-place migration of an
+// old session: a version 3 header after a version 1 or 2 one (the file pi
+// rewrote when it opened it, published again by that machine) restarts
+// the tree from it, since what came before is the same conversation with
+// other ids. A later migration of the same session by another node loses,
+// as in the files: its lines are left out.
+func (s *sessionState) feed(ev *eventlog.Event) {
+	c := &s.cat
+	if slices.Contains(c.MigrationLosers, ev.Node) {
+		return
+	}
+	if ev.Type == "session" && s.tree.Header() != nil && session.ParseLine(ev.Raw).Version >= 3 {
+		switch {
+		case c.MigratedBy == "" && s.tree.Migrated():
+			c.MigratedBy = ev.Node
+			s.tree, s.err = session.NewTree(), nil
+		case c.MigratedBy != "" && c.MigratedBy != ev.Node:
+			c.MigrationLosers = append(c.MigrationLosers, ev.Node)
+			return
+		}
+	}
+	s.appendLine(ev)
 }
 
 // appendLine feeds the tree; a rejected session keeps its first error.

@@ -32,7 +32,13 @@ type CatalogEntry struct {
 	// Collisions lists entry ids two different lines claim (at most
 	// maxCollisions), with the nodes that published them, first first.
 	Collisions []Collision `json:"collisions,omitempty"`
-	Src        Src         `json:"src"`
+	// MigratedBy is the node whose pi migrated this old (version 1 or 2)
+	// session first; MigrationLosers migrated it again later, and their
+	// lines are left out of the views (the first migration wins, as in
+	// the files: see replicate/migrate.go).
+	MigratedBy      string   `json:"migratedBy,omitempty"`
+	MigrationLosers []string `json:"migrationLosers,omitempty"`
+	Src             Src      `json:"src"`
 	// CtxPages is how many context pages are written, so pages past a
 	// shrunken window are dropped even after a restart.
 	CtxPages int `json:"ctxPages"`

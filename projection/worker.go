@@ -171,6 +171,7 @@ func (w *Worker) ensureTree(ctx context.Context, s *sessionState) error {
 		return err
 	}
 	s.tree, s.err = t.tree, t.err
+	s.cat.MigratedBy, s.cat.MigrationLosers = t.migratedBy, t.losers
 	w.mu.Lock()
 	w.trees++
 	w.mu.Unlock()

@@ -50,6 +50,10 @@ type sess struct {
 	originRead bool
 	// untrusted: nodes whose lines here were passed over (logged once).
 	untrusted map[string]bool
+	// oldHeader: a version 1 or 2 header of the session was seen; a
+	// version 3 one after it is a migration (migrate.go).
+	oldHeader bool
+	migration migration
 }
 
 // claim is the first line that claimed an entry id: its hash and origin.
@@ -107,8 +111,17 @@ func (r *Replicator) apply(ctx context.Context, ev *eventlog.Event) error {
 	if ev.Type == "session" && s.origin == "" {
 		s.origin = ev.Node
 	}
+	if ev.Type == "session" {
+		if err := r.header(ctx, s, ev); err != nil {
+			return err
+		}
+	}
 	if ev.Node == r.opts.Node {
 		return nil // our own line: it came from a file here
+	}
+	if s.lostMigration(ev) {
+		r.refused.Add(1)
+		return nil
 	}
 	if s.quarantined != "" {
 		r.rejected.Add(1)

@@ -380,21 +380,28 @@ func syncDir(dir string) {
 
 // firstHeaderID reads the session id of an existing file's header.
 func firstHeaderID(path string) (string, bool) {
-	f, err := os.Open(path)
+	f, _, err := openFile(path, os.O_RDONLY)
 	if err != nil {
 		return "", false
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 64<<10)
+	l, ok := readHeader(f)
+	return l.ID, ok && l.HasID
+}
+
+// readHeader returns a file's header: its first kept line, when that is a
+// header (pi skips blank and malformed lines before it).
+func readHeader(r io.Reader) (session.Line, bool) {
+	br := bufio.NewReaderSize(r, 64<<10)
 	for i := 0; i < 64; i++ {
 		line, err := br.ReadBytes('\n')
 		l := session.ParseLine(bytes.TrimSuffix(line, []byte("\n")))
 		if l.Kind.Kept() {
-			return l.ID, l.Kind == session.Header && l.HasID
+			return l, l.Kind == session.Header
 		}
 		if err != nil {
 			break
 		}
 	}
-	return "", false
+	return session.Line{}, false
 }

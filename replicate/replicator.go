@@ -76,7 +76,7 @@ type Replicator struct {
 	filesCreated, linesWritten, rejected, trashed atomic.Int64
 	restored, erasedRemote                        atomic.Int64
 	collisions, waiting, deferred, refused        atomic.Int64
-	untrusted                                     atomic.Int64
+	untrusted, migrated                           atomic.Int64
 
 	// eraseMu is held by a write round and by Hold; holds (session →
 	// PI_ALL sequence when its erase here began) are read from the state
@@ -132,7 +132,10 @@ type Stats struct {
 	Refused int64 `json:"refusedLines"`
 	// Untrusted counts lines of untrusted nodes on sessions they did not
 	// begin: kept in the event log, not written here.
-	Untrusted      int64             `json:"untrustedLines"`
+	Untrusted int64 `json:"untrustedLines"`
+	// Migrated counts old sessions whose first migration (by pi on some
+	// machine) was decided here.
+	Migrated       int64             `json:"sessionsMigrated"`
 	Quarantined    map[string]string `json:"quarantinedSessions,omitempty"`
 	CollisionsList []Collision       `json:"collisions,omitempty"`
 }
@@ -154,7 +157,7 @@ func (r *Replicator) Stats() Stats {
 		FilesCreated: r.filesCreated.Load(), LinesWritten: r.linesWritten.Load(), Waiting: r.waiting.Load(),
 		Deferred: r.deferred.Load(), Rejected: r.rejected.Load(), Trashed: r.trashed.Load(), Restored: r.restored.Load(),
 		Erased:         r.erasedRemote.Load(),
-		ForkedSessions: forks, Collisions: r.collisions.Load(), Refused: r.refused.Load(), Untrusted: r.untrusted.Load(), Quarantined: q, CollisionsList: cl,
+		ForkedSessions: forks, Collisions: r.collisions.Load(), Refused: r.refused.Load(), Untrusted: r.untrusted.Load(), Migrated: r.migrated.Load(), Quarantined: q, CollisionsList: cl,
 	}
 }
 

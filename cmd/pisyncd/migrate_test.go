@@ -1,0 +1,149 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
+	"github.com/pisyncd/pisyncd/replicate"
+)
+
+// TestOldSessionMigrationConverges: a version 1 session (from the
+// conformance corpus) is on A and B; real pi opens it on A, which rewrites
+// the file in place with random new ids and appends. B's copy must become
+// A's migrated file, byte for byte, not the old lines plus the renumbered
+// ones; then pi continues it on B (no second migration there), and both
+// files end equal, each line once, with the same context in real pi.
+func TestOldSessionMigrationConverges(t *testing.T) {
+	testenv.Oracle(t) // skips without node
+	hub := startTestHub(t)
+	a := newStation(t, "ws-a", hub.url(), "")
+	b := newStation(t, "ws-b", hub.url(), "")
+	v1, err := os.ReadFile(filepath.Join(testenv.ConformanceDir(t), "v1-linear.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cwd = "/home/alice/legacy"
+	rel := filepath.Join(replicate.CwdFolder(cwd), "2025-03-01T10-00-00-000Z_v1-sess-0001.jsonl")
+	aFile, bFile := filepath.Join(a.cfg.SessionsDir, rel), filepath.Join(b.cfg.SessionsDir, rel)
+	os.MkdirAll(filepath.Dir(aFile), 0o700)
+	testenv.WriteFile(t, aFile, v1)
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		got, _ := os.ReadFile(bFile)
+		return string(got) == string(v1), fmt.Sprintf("B's copy: %d bytes of %d", len(got), len(v1))
+	})
+
+	// pi opens it on A: migration in place, then two more entries.
+	piWrite(t, `[{"op":"user","text":"back to the old session"},{"op":"assistant","text":"migrated and continued"}]`,
+		filepath.Dir(aFile), "--cwd", cwd, "--open", aFile)
+	aLines := readLines(aFile)
+	if len(aLines) < 4 || !strings.Contains(aLines[0], `"version":3`) || strings.Contains(string(v1), aLines[1]) {
+		t.Fatalf("pi did not migrate A's file: %q", aLines)
+	}
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		return reflect.DeepEqual(readLines(bFile), aLines), fmt.Sprintf("B's copy %q\nA's file %q", readLines(bFile), aLines)
+	})
+	samePi(t, "context", aFile, bFile)
+
+	// pi continues it on B: the file is version 3 now, nothing is
+	// migrated again, and A gets the new entries.
+	s2 := piWrite(t, `[{"op":"user","text":"and on B"},{"op":"assistant","text":"still one conversation"}]`,
+		filepath.Dir(bFile), "--cwd", cwd, "--open", bFile)
+	bLines := readLines(bFile)
+	if len(bLines) != len(aLines)+2 {
+		t.Fatalf("B's file has %d lines after pi, want %d: %q", len(bLines), len(aLines)+2, bLines)
+	}
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		return reflect.DeepEqual(readLines(aFile), bLines), fmt.Sprintf("A's file %q\nB's file %q", readLines(aFile), bLines)
+	})
+	ctx := samePi(t, "context", aFile, bFile)
+	if ctx["leafId"] != s2.LeafID {
+		t.Errorf("leaf %v, pi's writer ended on %s", ctx["leafId"], s2.LeafID)
+	}
+	// The projections follow the migration too: the context they serve
+	// is pi's, not the old lines and the renumbered ones together.
+	var want []string
+	for _, id := range ctx["contextEntryIds"].([]any) {
+		want = append(want, fmt.Sprint(id))
+	}
+	for _, s := range []*station{a, b} {
+		waitUntil(t, 30*time.Second, func() (bool, string) {
+			c, err := s.d.proj.Context(t.Context(), "v1-sess-0001")
+			if err != nil {
+				return false, err.Error()
+			}
+			var got []string
+			for _, id := range c.EntryIDs {
+				str, _ := id.String()
+				got = append(got, str)
+			}
+			return reflect.DeepEqual(got, want), fmt.Sprintf("%s's projection: %v, pi: %v", s.name, got, want)
+		})
+	}
+	// B's old copy went to the trash, not away.
+	trash, _ := filepath.Glob(filepath.Join(b.cfg.SessionsDir, replicate.TrashDir, "*"))
+	if len(trash) != 1 {
+		t.Errorf("B's trash: %v, want the old copy", trash)
+	} else if old, _ := os.ReadFile(trash[0]); string(old) != string(v1) {
+		t.Errorf("B's trashed copy is not the old file")
+	}
+	st, err := b.status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Replicator.Migrated != 1 {
+		t.Errorf("B decided %d migrations, want 1", st.Replicator.Migrated)
+	}
+}
+
+// TestOldSessionMigratedTwice: pi opens the old session on A and on B
+// while the hub is down, so both migrate their copy, each with its own
+// random ids, and continue it. Once the hub is back, the first migration
+// in hub order wins on both machines: the files end equal, each line once,
+// and real pi reads them alike. (The losing machine's own turn stays in its
+// trash copy and in the event log; docs/REPLICATION.md.)
+func TestOldSessionMigratedTwice(t *testing.T) {
+	testenv.Oracle(t)
+	hub := startTestHub(t)
+	a := newStation(t, "ws-a", hub.url(), "")
+	b := newStation(t, "ws-b", hub.url(), "")
+	v1, err := os.ReadFile(filepath.Join(testenv.ConformanceDir(t), "v1-linear.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cwd = "/home/alice/legacy"
+	rel := filepath.Join(replicate.CwdFolder(cwd), "2025-03-01T10-00-00-000Z_v1-sess-0001.jsonl")
+	aFile, bFile := filepath.Join(a.cfg.SessionsDir, rel), filepath.Join(b.cfg.SessionsDir, rel)
+	os.MkdirAll(filepath.Dir(aFile), 0o700)
+	testenv.WriteFile(t, aFile, v1)
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		got, _ := os.ReadFile(bFile)
+		return string(got) == string(v1), "B's copy"
+	})
+	hub.stop()
+	piWrite(t, `[{"op":"user","text":"on A, offline"},{"op":"assistant","text":"A's answer"}]`, filepath.Dir(aFile), "--cwd", cwd, "--open", aFile)
+	piWrite(t, `[{"op":"user","text":"on B, offline"},{"op":"assistant","text":"B's answer"}]`, filepath.Dir(bFile), "--cwd", cwd, "--open", bFile)
+	hub.start()
+	waitUntil(t, 60*time.Second, func() (bool, string) {
+		la, lb := readLines(aFile), readLines(bFile)
+		return len(la) > 0 && reflect.DeepEqual(la, lb), fmt.Sprintf("A %d lines, B %d lines", len(la), len(lb))
+	})
+	lines := readLines(aFile)
+	seen := map[string]bool{}
+	for _, l := range lines {
+		if seen[l] {
+			t.Errorf("a line twice: %s", l)
+		}
+		seen[l] = true
+	}
+	// The header, the old entries renumbered, and the winner's turn.
+	if want := len(splitLines(string(v1))) + 2; len(lines) != want {
+		t.Errorf("the converged file has %d lines, want %d: %q", len(lines), want, lines)
+	}
+	samePi(t, "context", aFile, bFile)
+}

@@ -1,0 +1,182 @@
+package replicate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/session"
+)
+
+// pi migrates a version 1 or 2 session file in place when it opens it:
+// it rewrites the whole file with a version 3 header and new random entry
+// ids. Its tailer then publishes the rewritten lines, so the other
+// machines see the same node's version 3 header after the old one. Left
+// alone, a copy would hold the old lines and the renumbered ones (pi
+// computes another context there), and a second machine's pi would
+// migrate its copy again, with other random ids. So the first migration
+// in hub order wins, on every machine alike: a copy still in the old
+// format is replaced by the winner's lines (the old file goes to the
+// trash), and the lines of any later migration of the same session, by
+// another machine's pi, are kept in the event log but never written.
+
+// migration is the recorded outcome for one session.
+type migration struct {
+	Winner string   `json:"winner"`
+	Losers []string `json:"losers,omitempty"`
+	loaded bool
+}
+
+func migrationKey(sid string) string {
+	h := sha256.Sum256([]byte(sid))
+	return "replicator.migrated." + hex.EncodeToString(h[:16])
+}
+
+// loadMigration reads the session's record once per run.
+func (r *Replicator) loadMigration(ctx context.Context, s *sess) error {
+	if s.migration.loaded {
+		return nil
+	}
+	e, err := r.state.Get(ctx, migrationKey(s.sid))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case err != nil:
+		return fmt.Errorf("replicator: read migration record of %s: %w", s.sid, err)
+	default:
+		if err := json.Unmarshal(e.Value(), &s.migration); err != nil {
+			return fmt.Errorf("replicator: migration record of %s: %w", s.sid, err)
+		}
+	}
+	s.migration.loaded = true
+	return nil
+}
+
+func (r *Replicator) saveMigration(ctx context.Context, s *sess) error {
+	b, _ := json.Marshal(s.migration)
+	if _, err := r.state.Put(ctx, migrationKey(s.sid), b); err != nil {
+		return fmt.Errorf("replicator: record migration of %s: %w", s.sid, err)
+	}
+	return nil
+}
+
+// header takes a session header event of any node, own ones included, in
+// hub order, and decides whether it is a migration and whose wins.
+func (r *Replicator) header(ctx context.Context, s *sess, ev *eventlog.Event) error {
+	if session.ParseLine(ev.Raw).Version < 3 {
+		s.oldHeader = true
+		return nil
+	}
+	if err := r.loadMigration(ctx, s); err != nil {
+		return err
+	}
+	m := &s.migration
+	switch {
+	case m.Winner == ev.Node:
+		// Applied again after a restart: finish a replacement that a
+		// crash may have cut short.
+		if ev.Node != r.opts.Node {
+			if old, err := r.localIsOld(s); err != nil || !old {
+				return err
+			}
+			return r.replaceWith(s, ev)
+		}
+		return nil
+	case m.Winner != "":
+		if !slices.Contains(m.Losers, ev.Node) {
+			m.Losers = append(m.Losers, ev.Node)
+			r.logger.Warn("a second machine migrated an old session: the first migration stays, its lines are not written here",
+				"session", s.sid, "winner", m.Winner, "node", ev.Node)
+			return r.saveMigration(ctx, s)
+		}
+		return nil
+	}
+	old := s.oldHeader
+	if !old {
+		var err error
+		if old, err = r.localIsOld(s); err != nil {
+			return err
+		}
+	}
+	if !old {
+		return nil // an ordinary version 3 header
+	}
+	m.Winner = ev.Node
+	if err := r.saveMigration(ctx, s); err != nil {
+		return err
+	}
+	r.migrated.Add(1)
+	if ev.Node == r.opts.Node {
+		return nil // pi migrated the file here: it holds the winner's lines
+	}
+	return r.replaceWith(s, ev)
+}
+
+// localIsOld reports whether this machine's file of the session is still
+// in version 1 or 2.
+func (r *Replicator) localIsOld(s *sess) (bool, error) {
+	if s.file == nil {
+		if err := r.locate(s); err != nil {
+			return false, err
+		}
+	}
+	if s.file == nil {
+		return false, nil
+	}
+	v, ok := firstHeaderVersion(s.file.path)
+	return ok && v < 3, nil
+}
+
+// replaceWith moves this machine's old-format file to the trash and makes
+// ev, the winning migration's header, the session's header: the next
+// write round creates the file anew with it and the migrated lines that
+// follow. Lines still waiting from before the migration are dropped: the
+// migrated file holds them, renumbered.
+func (r *Replicator) replaceWith(s *sess, ev *eventlog.Event) error {
+	r.waiting.Add(-int64(len(s.queue)))
+	s.queue = nil
+	if s.file == nil {
+		if err := r.locate(s); err != nil {
+			return err
+		}
+	}
+	if s.file != nil {
+		path := s.file.path
+		undo := r.tracker.Forget(path)
+		dst, err := r.moveToTrash(path)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			undo()
+			return fmt.Errorf("replicator: replace %s migrated on %s: %w", path, ev.Node, err)
+		}
+		r.dropFile(s)
+		r.logger.Info("old session migrated on another machine: replacing the copy here", "session", s.sid,
+			"node", ev.Node, "old_copy", dst)
+	}
+	s.header, s.oldHeader = ev, false
+	return nil
+}
+
+// lostMigration reports whether ev is a line of a machine whose migration
+// of the session came second: its lines carry other ids for the same
+// entries and are never written.
+func (s *sess) lostMigration(ev *eventlog.Event) bool {
+	return ev.Op == "" && slices.Contains(s.migration.Losers, ev.Node)
+}
+
+// firstHeaderVersion reads the version of a file's header line.
+func firstHeaderVersion(path string) (float64, bool) {
+	f, _, err := openFile(path, os.O_RDONLY)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	l, ok := readHeader(f)
+	return l.Version, ok
+}
