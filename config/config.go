@@ -222,7 +222,7 @@ func (c *Config) checkHubTransport() error {
 		if u.User != nil {
 			creds = true
 		}
-		if plainRemote(u) {
+		if redact.PlainRemote(u) {
 			plain = append(plain, redact.URL(s))
 		}
 	}
@@ -231,21 +231,6 @@ func (c *Config) checkHubTransport() error {
 	}
 	return fmt.Errorf("%s_HUB_URLS: %s is plain text, and this node's hub credentials would cross it readable by anyone on the way: use tls:// with %s_HUB_CA (the hub's CA), or set %s_HUB_INSECURE=true on a network you trust",
 		Prefix, strings.Join(plain, ", "), Prefix, Prefix)
-}
-
-// plainRemote reports whether u is a plain-text scheme to a host that is
-// not loopback.
-func plainRemote(u *url.URL) bool {
-	switch u.Scheme {
-	case "tls", "wss":
-		return false
-	}
-	h := u.Hostname()
-	if h == "localhost" {
-		return false
-	}
-	ip := net.ParseIP(h)
-	return ip == nil || !ip.IsLoopback()
 }
 
 // CheckLoopback accepts host:port addresses on the loopback interface only:

@@ -14,7 +14,6 @@ import (
 
 	"github.com/pisyncd/pisyncd/admit"
 	"github.com/pisyncd/pisyncd/eventlog"
-	"github.com/pisyncd/pisyncd/eventlog/embedded"
 )
 
 // rawPublish stores one message on the hub as a node could send it,
@@ -72,26 +71,7 @@ func TestDownloaderAdmits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(gate *admit.Gate) (stop func()) {
-		nc, err := ws.Connect()
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := eventlog.NewDownloader(nc, all, embedded.HubDomain, eventlog.DownloaderOptions{Admit: gate, State: state, MaxLine: 1 << 20})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- d.Run(rctx) }()
-		return func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Error(err)
-			}
-			nc.Close()
-		}
-	}
+	run := func(gate *admit.Gate) (stop func()) { return runDownloader(t, ws, all, gate, state) }
 	g1 := admit.New("w1", admit.Limits{MaxLine: 1 << 20}, all, nil)
 	stop := run(g1)
 	want := uint64(5 + 4 + 2) // the big line is four messages

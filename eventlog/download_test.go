@@ -75,26 +75,7 @@ func TestDownloaderCopiesExactlyOnce(t *testing.T) {
 	if last, _, err = pub.Publish(ctx, eventlog.UpSubject("n2", "s1"), last, lines); err != nil {
 		t.Fatal(err)
 	}
-	run := func() (stop func()) {
-		nc, err := ws.Connect()
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := eventlog.NewDownloader(nc, all, embedded.HubDomain, eventlog.DownloaderOptions{Admit: admit.New("w1", admit.Limits{}, all, nil)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- d.Run(rctx) }()
-		return func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Error(err)
-			}
-			nc.Close()
-		}
-	}
+	run := func() (stop func()) { return runDownloader(t, ws, all, nil, nil) }
 	stop := run()
 	want := uint64(50 + 4)
 	waitCount(t, all, want)
@@ -115,6 +96,34 @@ func TestDownloaderCopiesExactlyOnce(t *testing.T) {
 	})
 	if err != nil || n != 54 {
 		t.Fatalf("read %d lines back (want 54): %v", n, err)
+	}
+}
+
+// runDownloader starts a downloader over a new connection of ws into all,
+// admitting with gate (every line, when nil) and keeping its skip position
+// in state (none, when nil); stop ends it and checks it returned cleanly.
+func runDownloader(t *testing.T, ws *embedded.Server, all *eventlog.All, gate *admit.Gate, state jetstream.KeyValue) (stop func()) {
+	t.Helper()
+	nc, err := ws.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gate == nil {
+		gate = admit.New("w1", admit.Limits{}, all, nil)
+	}
+	d, err := eventlog.NewDownloader(nc, all, embedded.HubDomain, eventlog.DownloaderOptions{Admit: gate, State: state, MaxLine: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		nc.Close()
 	}
 }
 
@@ -181,26 +190,7 @@ func TestDownloaderAfterErase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func() (stop func()) {
-		nc, err := ws.Connect()
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := eventlog.NewDownloader(nc, all, embedded.HubDomain, eventlog.DownloaderOptions{Admit: admit.New("w1", admit.Limits{}, all, nil)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- d.Run(rctx) }()
-		return func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Error(err)
-			}
-			nc.Close()
-		}
-	}
+	run := func() (stop func()) { return runDownloader(t, ws, all, nil, nil) }
 	stop := run()
 	waitCount(t, all, 9)
 	stop()

@@ -13,6 +13,32 @@ import (
 	"github.com/pisyncd/pisyncd/replicate"
 )
 
+// legacyCwd is the cwd of the corpus's version 1 session.
+const legacyCwd = "/home/alice/legacy"
+
+// oldSessionOnTwo starts a hub and stations A and B, and puts the corpus's
+// version 1 session on A; it returns once B holds the same bytes.
+func oldSessionOnTwo(t *testing.T) (hub *testHub, a, b *station, v1 []byte, aFile, bFile string) {
+	t.Helper()
+	testenv.Oracle(t) // skips without node
+	hub = startTestHub(t)
+	a = newStation(t, "ws-a", hub.url(), "")
+	b = newStation(t, "ws-b", hub.url(), "")
+	v1, err := os.ReadFile(filepath.Join(testenv.ConformanceDir(t), "v1-linear.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := filepath.Join(replicate.CwdFolder(legacyCwd), "2025-03-01T10-00-00-000Z_v1-sess-0001.jsonl")
+	aFile, bFile = filepath.Join(a.cfg.SessionsDir, rel), filepath.Join(b.cfg.SessionsDir, rel)
+	os.MkdirAll(filepath.Dir(aFile), 0o700)
+	testenv.WriteFile(t, aFile, v1)
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		got, _ := os.ReadFile(bFile)
+		return string(got) == string(v1), fmt.Sprintf("B's copy: %d bytes of %d", len(got), len(v1))
+	})
+	return hub, a, b, v1, aFile, bFile
+}
+
 // TestOldSessionMigrationConverges: a version 1 session (from the
 // conformance corpus) is on A and B; real pi opens it on A, which rewrites
 // the file in place with random new ids and appends. B's copy must become
@@ -20,27 +46,11 @@ import (
 // ones; then pi continues it on B (no second migration there), and both
 // files end equal, each line once, with the same context in real pi.
 func TestOldSessionMigrationConverges(t *testing.T) {
-	testenv.Oracle(t) // skips without node
-	hub := startTestHub(t)
-	a := newStation(t, "ws-a", hub.url(), "")
-	b := newStation(t, "ws-b", hub.url(), "")
-	v1, err := os.ReadFile(filepath.Join(testenv.ConformanceDir(t), "v1-linear.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const cwd = "/home/alice/legacy"
-	rel := filepath.Join(replicate.CwdFolder(cwd), "2025-03-01T10-00-00-000Z_v1-sess-0001.jsonl")
-	aFile, bFile := filepath.Join(a.cfg.SessionsDir, rel), filepath.Join(b.cfg.SessionsDir, rel)
-	os.MkdirAll(filepath.Dir(aFile), 0o700)
-	testenv.WriteFile(t, aFile, v1)
-	waitUntil(t, 30*time.Second, func() (bool, string) {
-		got, _ := os.ReadFile(bFile)
-		return string(got) == string(v1), fmt.Sprintf("B's copy: %d bytes of %d", len(got), len(v1))
-	})
+	_, a, b, v1, aFile, bFile := oldSessionOnTwo(t)
 
 	// pi opens it on A: migration in place, then two more entries.
 	piWrite(t, `[{"op":"user","text":"back to the old session"},{"op":"assistant","text":"migrated and continued"}]`,
-		filepath.Dir(aFile), "--cwd", cwd, "--open", aFile)
+		filepath.Dir(aFile), "--cwd", legacyCwd, "--open", aFile)
 	aLines := readLines(aFile)
 	if len(aLines) < 4 || !strings.Contains(aLines[0], `"version":3`) || strings.Contains(string(v1), aLines[1]) {
 		t.Fatalf("pi did not migrate A's file: %q", aLines)
@@ -53,7 +63,7 @@ func TestOldSessionMigrationConverges(t *testing.T) {
 	// pi continues it on B: the file is version 3 now, nothing is
 	// migrated again, and A gets the new entries.
 	s2 := piWrite(t, `[{"op":"user","text":"and on B"},{"op":"assistant","text":"still one conversation"}]`,
-		filepath.Dir(bFile), "--cwd", cwd, "--open", bFile)
+		filepath.Dir(bFile), "--cwd", legacyCwd, "--open", bFile)
 	bLines := readLines(bFile)
 	if len(bLines) != len(aLines)+2 {
 		t.Fatalf("B's file has %d lines after pi, want %d: %q", len(bLines), len(aLines)+2, bLines)
@@ -108,26 +118,10 @@ func TestOldSessionMigrationConverges(t *testing.T) {
 // and real pi reads them alike. (The losing machine's own turn stays in its
 // trash copy and in the event log; docs/REPLICATION.md.)
 func TestOldSessionMigratedTwice(t *testing.T) {
-	testenv.Oracle(t)
-	hub := startTestHub(t)
-	a := newStation(t, "ws-a", hub.url(), "")
-	b := newStation(t, "ws-b", hub.url(), "")
-	v1, err := os.ReadFile(filepath.Join(testenv.ConformanceDir(t), "v1-linear.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const cwd = "/home/alice/legacy"
-	rel := filepath.Join(replicate.CwdFolder(cwd), "2025-03-01T10-00-00-000Z_v1-sess-0001.jsonl")
-	aFile, bFile := filepath.Join(a.cfg.SessionsDir, rel), filepath.Join(b.cfg.SessionsDir, rel)
-	os.MkdirAll(filepath.Dir(aFile), 0o700)
-	testenv.WriteFile(t, aFile, v1)
-	waitUntil(t, 30*time.Second, func() (bool, string) {
-		got, _ := os.ReadFile(bFile)
-		return string(got) == string(v1), "B's copy"
-	})
+	hub, _, _, v1, aFile, bFile := oldSessionOnTwo(t)
 	hub.stop()
-	piWrite(t, `[{"op":"user","text":"on A, offline"},{"op":"assistant","text":"A's answer"}]`, filepath.Dir(aFile), "--cwd", cwd, "--open", aFile)
-	piWrite(t, `[{"op":"user","text":"on B, offline"},{"op":"assistant","text":"B's answer"}]`, filepath.Dir(bFile), "--cwd", cwd, "--open", bFile)
+	piWrite(t, `[{"op":"user","text":"on A, offline"},{"op":"assistant","text":"A's answer"}]`, filepath.Dir(aFile), "--cwd", legacyCwd, "--open", aFile)
+	piWrite(t, `[{"op":"user","text":"on B, offline"},{"op":"assistant","text":"B's answer"}]`, filepath.Dir(bFile), "--cwd", legacyCwd, "--open", bFile)
 	hub.start()
 	waitUntil(t, 60*time.Second, func() (bool, string) {
 		la, lb := readLines(aFile), readLines(bFile)

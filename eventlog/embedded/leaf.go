@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"time"
@@ -51,19 +50,7 @@ func parseHubURL(s string) (*url.URL, error) {
 // such a connection: anyone on the path reads them, and a man in the
 // middle can also answer for the hub.
 func plainHubURL(u *url.URL, caFile string) bool {
-	if caFile != "" {
-		return false
-	}
-	switch u.Scheme {
-	case "tls", "wss":
-		return false
-	}
-	h := u.Hostname()
-	if h == "localhost" {
-		return false
-	}
-	ip := net.ParseIP(h)
-	return ip == nil || !ip.IsLoopback()
+	return caFile == "" && redact.PlainRemote(u)
 }
 
 // plainCredentialURLs lists, redacted, the hub URLs over which cfg would

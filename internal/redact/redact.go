@@ -1,11 +1,32 @@
-// Package redact hides the secrets a URL can carry, so that a hub URL can
-// be logged, printed by `pisyncd status` or put in an error without
-// leaking the password or token written into it (tls://user:pass@host).
-// It is the one place that knows how: every URL pisyncd prints goes
-// through URL or URLs.
+// Package redact keeps the secrets a hub URL can carry from leaking: URL
+// hides the password or token written into it (tls://user:pass@host), so
+// that it can be logged, printed by `pisyncd status` or put in an error;
+// PlainRemote tells a URL over which credentials would cross the network
+// readable. It is the one place that knows how: every URL pisyncd prints
+// goes through URL or URLs.
 package redact
 
-import "strings"
+import (
+	"net"
+	"net/url"
+	"strings"
+)
+
+// PlainRemote reports whether a connection to u goes without TLS to a host
+// that is not loopback: credentials sent over it are readable by anyone
+// on the way, and a man in the middle can answer for the hub.
+func PlainRemote(u *url.URL) bool {
+	switch u.Scheme {
+	case "tls", "wss":
+		return false
+	}
+	h := u.Hostname()
+	if h == "localhost" {
+		return false
+	}
+	ip := net.ParseIP(h)
+	return ip == nil || !ip.IsLoopback()
+}
 
 // Mask replaces the user information of a URL.
 const Mask = "REDACTED"
