@@ -206,7 +206,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		d.repl.SetTracker(d.tailer)
 	}
 	d.reg = prometheus.NewRegistry()
-	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), readBuildInfo().collector())
 	d.reg.MustRegister(d.tailer.Collectors()...)
 	d.reg.MustRegister(d.proj.Collectors()...)
 	d.reg.MustRegister(metrics.Counter("sessions_erased_total", "Sessions erased on this machine at the user's request (pisyncd erase).", d.erased.Load))
@@ -321,14 +321,20 @@ func (d *Daemon) Run(ctx context.Context) error {
 }
 
 func runCommand(args []string, stderr io.Writer) error {
+	if wantsHelp(args) {
+		return &helpRequest{usage: "pisyncd [run]   (settings are PISYNC_* variables: pisyncd help)"}
+	}
 	if len(args) > 0 {
-		return fmt.Errorf("%w: run takes no arguments; settings are PISYNC_* variables (see pisyncd help)", errUsage)
+		return &usageError{msg: fmt.Sprintf("run takes no arguments, got %q; settings are PISYNC_* variables (pisyncd help)", args)}
 	}
 	cfg, err := config.Load()
 	if err != nil {
 		return err
 	}
 	logger := cfg.Logger(stderr)
+	// The first line says which build runs, for every report that
+	// quotes the log.
+	logger.Info("pisyncd starting", readBuildInfo().LogAttrs()...)
 	ctx, stop := signalContext(stderr)
 	defer stop()
 	d, err := OpenDaemon(ctx, cfg, logger)

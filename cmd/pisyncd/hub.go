@@ -86,7 +86,7 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 			_, err = fmt.Fprint(stdout, conf)
 			return err
 		default:
-			return fmt.Errorf("%w: unknown hub command %q (see pisyncd hub help)", errUsage, args[0])
+			return &usageError{msg: fmt.Sprintf("unknown hub command %q (pisyncd hub help lists them)", args[0])}
 		}
 	}
 	cfg, err := config.LoadHub()
@@ -94,6 +94,7 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	logger := cfg.Logging().Logger(stderr)
+	logger.Info("pisyncd hub starting", readBuildInfo().LogAttrs()...)
 	ctx, stop := signalContext(stderr)
 	defer stop()
 	h, err := StartHub(ctx, cfg, logger.With("component", "nats"))
@@ -280,11 +281,10 @@ func upgradeDir(cfg *config.Hub, team string) string {
 
 func addNodeCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("add-node", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	team := fs.String("team", embedded.DefaultTeam, "the node's team (NATS account)")
-	out := fs.String("out", "", "where to write the node's nkey seed")
-	if err := fs.Parse(reorder(args, "team", "out")); err != nil || fs.NArg() != 1 {
-		return fmt.Errorf("%w: pisyncd hub add-node NAME [--team T] [--out FILE]", errUsage)
+	out := fs.String("out", "", "where to write the node's nkey seed (default NAME.nkey)")
+	if err := parseArgs(fs, reorder(args, "team", "out"), "pisyncd hub add-node NAME [--team T] [--out FILE]", 1); err != nil {
+		return err
 	}
 	name := fs.Arg(0)
 	cfg, err := config.LoadHub()
@@ -316,10 +316,13 @@ func addNodeCommand(args []string, stdout io.Writer) error {
 
 func certsCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("certs", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	hosts := fs.String("hosts", "", "comma-separated host names and IPs of the hub nodes")
-	if err := fs.Parse(reorder(args, "hosts")); err != nil || fs.NArg() != 1 || *hosts == "" {
-		return fmt.Errorf("%w: pisyncd hub certs DIR --hosts H1,H2", errUsage)
+	const usage = "pisyncd hub certs DIR --hosts H1,H2"
+	if err := parseArgs(fs, reorder(args, "hosts"), usage, 1); err != nil {
+		return err
+	}
+	if *hosts == "" {
+		return &usageError{msg: "certs: --hosts is required", usage: usage}
 	}
 	hs := splitList(*hosts)
 	if err := embedded.GenerateDevCerts(fs.Arg(0), hs); err != nil {
