@@ -57,8 +57,13 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 	if err := cfg.EnsureNodeID(); err != nil {
 		return nil, err
 	}
+	hints := &hintState{nodeID: cfg.NodeID, creds: cfg.HubNkey != "" || cfg.HubCreds != ""}
+	logger = slog.New(hintHandler{logger.Handler(), hints})
 	var seed []byte
 	if cfg.HubNkey != "" {
+		if name := nkeyFileName(cfg.HubNkey); name != "" && name != cfg.NodeID {
+			logger.Warn(fmt.Sprintf("PISYNC_HUB_NKEY is %s but PISYNC_NODE_ID is %q: a node must use the name its key was registered under (pisyncd hub add-node NAME writes NAME.nkey); the hub will answer nothing else. Set PISYNC_NODE_ID=%s", filepath.Base(cfg.HubNkey), cfg.NodeID, name))
+		}
 		b, err := os.ReadFile(cfg.HubNkey)
 		if err != nil {
 			return nil, fmt.Errorf("PISYNC_HUB_NKEY: %w", err)
@@ -84,6 +89,8 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 	if err != nil {
 		return nil, err
 	}
+	leafUp := func() bool { return srv.NATS().NumLeafNodes() > 0 }
+	hints.leafUp.Store(&leafUp)
 	// Replies to requests that cross to the hub come back on this node's
 	// own inbox prefix, the only one the hub lets it receive.
 	nc, err := srv.Connect(nats.Name("pisyncd"), nats.CustomInboxPrefix(embedded.InboxPrefix(cfg.NodeID)))

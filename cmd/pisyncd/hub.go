@@ -108,6 +108,10 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 	if cfg.Open {
 		logger.Warn("hub accepts unauthenticated connections (PISYNC_HUB_OPEN)")
 	}
+	nodes, _ := embedded.LoadNodes(cfg.NodesDir) // StartHub read them already
+	for _, h := range hubStartHints(cfg, len(nodes)) {
+		logger.Warn(h)
+	}
 	logger.Info("hub running", "name", cfg.Name, "leaf", cfg.LeafListen, "client", cfg.Listen, "cluster", cfg.ClusterListen, "routes", redact.URLs(cfg.Routes), "route_auth", cfg.RouteSecret != "", "replicas", cfg.Replicas, "tls", cfg.TLSCert != "", "nodes_dir", cfg.NodesDir)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -131,6 +135,22 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 			logger.Info("reloaded registered nodes", "teams", h.Teams())
 		}
 	}
+}
+
+// hubStartHints are the set-up mistakes a hub starts with although no
+// workstation can use it as it is: each says the cause and the fix.
+func hubStartHints(cfg *config.Hub, nodes int) []string {
+	if cfg.Open {
+		return nil
+	}
+	var hints []string
+	if nodes == 0 {
+		hints = append(hints, fmt.Sprintf("no workstation is registered in %s: the hub refuses every connection until one is. Register each with `pisyncd hub add-node NAME` (NAME is its PISYNC_NODE_ID), then send SIGHUP to this hub", cfg.NodesDir))
+	}
+	if cfg.TLSCert == "" {
+		hints = append(hints, "the hub runs without TLS: the workstations' lines would cross the network in plain text, and a workstation refuses to send its key to a hub on another machine over plain nats:// (unless PISYNC_HUB_INSECURE=true). Set PISYNC_HUB_TLS_CERT and PISYNC_HUB_TLS_KEY (`pisyncd hub certs DIR --hosts HOST` makes a development pair)")
+	}
+	return hints
 }
 
 func hubConfig(cfg *config.Hub, logger *slog.Logger) (embedded.HubConfig, error) {
