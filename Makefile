@@ -36,8 +36,8 @@ logs:
 	$(COMPOSE) logs --tail=50
 
 status:
-	$(COMPOSE) exec ws1 /pisyncd status
-	$(COMPOSE) exec ws2 /pisyncd status
+	$(COMPOSE) exec -T ws1 /pisyncd status
+	$(COMPOSE) exec -T ws2 /pisyncd status
 
 test:
 	scripts/test -count=1

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -155,5 +156,24 @@ func TestHubStartHints(t *testing.T) {
 	}
 	if h := hubStartHints(&config.Hub{Open: true}, 0); len(h) != 0 {
 		t.Errorf("open hub: %q", h)
+	}
+}
+
+// TestHubHelpNameDefault: `pisyncd hub help` states the name a hub takes
+// when PISYNC_HUB_NAME is unset, and that is the name it takes. (Before,
+// the help said "the host name".)
+func TestHubHelpNameDefault(t *testing.T) {
+	t.Setenv("PISYNC_HUB_NAME", "")
+	code, out, _ := mainIn(t, "hub", "help")
+	if code != 0 || !strings.Contains(out, "default: pisyncd-hub-<host name up to its first dot>") {
+		t.Errorf("hub help: exit %d\n%s", code, out)
+	}
+	cfg, err := config.LoadHub()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	if want := "pisyncd-hub-" + strings.Split(host, ".")[0]; cfg.Name != want {
+		t.Errorf("default name %q, want %q", cfg.Name, want)
 	}
 }
