@@ -6,6 +6,9 @@
 # home whose state the compose file keeps in a volume) are made there with
 # their modes and copied in as they are.
 FROM scratch
+# The version scripts/docker-build linked into the binary (-X main.version).
+ARG VERSION=devel
+LABEL org.opencontainers.image.version=$VERSION
 COPY . /
 ENV HOME=/home/pi TMPDIR=/tmp
 WORKDIR /home/pi

@@ -6,7 +6,7 @@
 #   make images        the same (the binary is part of the image build)
 #   make up / down     the demo: docker-compose up -d (hubs first) / down -v
 #   make demo          up, then write a session on ws1 and show it on ws2
-#   make test          go test -race ./...
+#   make test          scripts/test: go test -race ./..., then what skipped and why
 #   make test-docker   the multi-host tests (test/docker, build tag docker)
 
 COMPOSE ?= $(shell command -v docker-compose >/dev/null 2>&1 && echo docker-compose || echo docker compose)
@@ -36,11 +36,11 @@ logs:
 	$(COMPOSE) logs --tail=50
 
 status:
-	$(COMPOSE) exec ws1 /pisyncd status
-	$(COMPOSE) exec ws2 /pisyncd status
+	$(COMPOSE) exec -T ws1 /pisyncd status
+	$(COMPOSE) exec -T ws2 /pisyncd status
 
 test:
-	go test -race -count=1 ./...
+	scripts/test -count=1
 
 test-docker:
 	go test -tags docker -count=1 -timeout 20m -v ./test/docker/

@@ -17,7 +17,7 @@ const HubPrefix = "PISYNC_HUB"
 // workstations join as leaf nodes. Running it is the explicit request to
 // listen on the network.
 type Hub struct {
-	Name             string   `envconfig:"NAME" desc:"server name, unique in the cluster (default: the host name)"`
+	Name             string   `envconfig:"NAME" desc:"server name, unique in the cluster (default: pisyncd-hub-<host name up to its first dot>)"`
 	StateDir         string   `envconfig:"STATE_DIR" desc:"the hub's JetStream store (default: $XDG_STATE_HOME/pisyncd-hub, else ~/.local/state/pisyncd-hub)"`
 	Listen           string   `envconfig:"LISTEN" default:"127.0.0.1:4222" desc:"client listener (administration); empty: none"`
 	LeafListen       string   `envconfig:"LEAF_LISTEN" default:"0.0.0.0:7422" desc:"leaf-node listener that workstations dial"`

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,6 +22,27 @@ import (
 // errNotRunning: the control socket does not answer.
 var errNotRunning = errors.New("pisyncd is not running")
 
+// errNoStore: no daemon has ever run with this state dir, so there is
+// nothing to read; the inspection commands say so rather than create an
+// empty store (and a node id) on a machine that never ran the daemon.
+var errNoStore = errors.New("pisyncd has not run here yet")
+
+// daemonError is the daemon's answer to a request it could not serve. Its
+// text is the daemon's message alone: HTTP's status line means nothing to
+// the person who typed the command.
+type daemonError struct {
+	status int
+	msg    string
+}
+
+func (e *daemonError) Error() string { return e.msg }
+
+// notFound reports whether err is the daemon saying it has no such thing.
+func notFound(err error) bool {
+	var de *daemonError
+	return errors.As(err, &de) && de.status == http.StatusNotFound
+}
+
 func getControl(ctx context.Context, cfg *config.Config, path string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://pisyncd"+path, nil)
 	if err != nil {
@@ -33,14 +55,25 @@ func getControl(ctx context.Context, cfg *config.Config, path string) (*http.Res
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return nil, fmt.Errorf("daemon: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+		msg := strings.TrimSpace(string(b))
+		if msg == "" {
+			msg = resp.Status
+		}
+		return nil, &daemonError{status: resp.StatusCode, msg: msg}
 	}
 	return resp, nil
 }
 
+// storeExists reports whether a daemon ever made its store in the state dir.
+func storeExists(cfg *config.Config) bool {
+	st, err := os.Stat(filepath.Join(cfg.StateDir, "jetstream"))
+	return err == nil && st.IsDir()
+}
+
 // askDaemon asks the running daemon for path and hands the answer to
 // fromDaemon. When no daemon runs, it opens the store itself (taking the
-// state dir lock) and calls fromStore instead.
+// state dir lock) and calls fromStore instead; when there is no store
+// either, it returns errNoStore and creates nothing.
 func askDaemon(ctx context.Context, cfg *config.Config, path string, fromDaemon func(io.Reader) error, fromStore func(*Daemon) error) error {
 	resp, err := getControl(ctx, cfg, path)
 	if err == nil {
@@ -49,6 +82,9 @@ func askDaemon(ctx context.Context, cfg *config.Config, path string, fromDaemon 
 	}
 	if !errors.Is(err, errNotRunning) {
 		return err
+	}
+	if !storeExists(cfg) {
+		return fmt.Errorf("%w (no store in %s)", errNoStore, cfg.StateDir)
 	}
 	d, err := OpenStore(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {

@@ -15,22 +15,12 @@ import (
 // file directly, no daemon needed.
 func contextFileCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("context", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print {leafId, contextEntryIds, messages, thinkingLevel, model}")
 	leaf := fs.String("leaf", "", "build the context at this entry id instead of the file's leaf")
-	var pos []string
-	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
-			return fmt.Errorf("%w: pisyncd context FILE [--leaf ID] [--json]", errUsage)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos, rest = append(pos, fs.Arg(0)), fs.Args()[1:]
+	if err := parseArgs(fs, reorder(args, "leaf"), contextUsage, 1); err != nil {
+		return err
 	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: pisyncd context FILE [--leaf ID] [--json]", errUsage)
-	}
+	pos := fs.Args()
 	data, err := os.ReadFile(pos[0])
 	if err != nil {
 		return fmt.Errorf("context: %w", err)
@@ -67,7 +57,7 @@ func contextFileCommand(args []string, stdout io.Writer) error {
 func printContext(w io.Writer, c *session.Context) error {
 	leaf, _ := c.LeafID.String()
 	fmt.Fprintf(w, "leaf %s, %d entries in the window, %d messages, model %s, thinking %s\n",
-		orDash(leaf), len(c.EntryIDs), len(c.Messages), orDash(string(c.Model)), orDash(string(c.ThinkingLevel)))
+		orDash(leaf), len(c.EntryIDs), len(c.Messages), orDash(modelName(c.Model)), orDash(jsonText(c.ThinkingLevel)))
 	for i, m := range c.Messages {
 		var msg struct {
 			Role    string          `json:"role"`
@@ -83,6 +73,31 @@ func printContext(w io.Writer, c *session.Context) error {
 		fmt.Fprintf(w, "%3d %-18s %s\n", i+1, orDash(msg.Role), preview(text, 100))
 	}
 	return nil
+}
+
+// modelName is a context's model as people write it, provider/model,
+// rather than the JSON object pi stores ({"provider", "modelId"}).
+func modelName(raw json.RawMessage) string {
+	var m struct {
+		Provider string `json:"provider"`
+		ModelID  string `json:"modelId"`
+	}
+	if json.Unmarshal(raw, &m) == nil && m.ModelID != "" {
+		if m.Provider == "" {
+			return m.ModelID
+		}
+		return m.Provider + "/" + m.ModelID
+	}
+	return jsonText(raw)
+}
+
+// jsonText is a JSON string's text, or the raw JSON of anything else.
+func jsonText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
 }
 
 func contentText(raw json.RawMessage) string {

@@ -45,6 +45,7 @@ func listenControl(stateDir string) (net.Listener, error) {
 
 // Status is what `pisyncd status` reports.
 type Status struct {
+	Build       BuildInfo     `json:"build"`
 	Node        string        `json:"node"`
 	PID         int           `json:"pid"`
 	Started     time.Time     `json:"started"`
@@ -70,7 +71,7 @@ type Status struct {
 func (d *Daemon) status(ctx context.Context) (Status, error) {
 	info, err := d.log.Info(ctx)
 	st := Status{
-		Node: d.cfg.NodeID, PID: os.Getpid(), Started: d.started,
+		Build: readBuildInfo(), Node: d.cfg.NodeID, PID: os.Getpid(), Started: d.started,
 		SessionsDir: d.cfg.SessionsDir, StateDir: d.cfg.StateDir, NATSURL: d.srv.ClientURL(),
 		Stream: info, Erased: d.erased.Load(),
 	}

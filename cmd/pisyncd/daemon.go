@@ -57,8 +57,13 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 	if err := cfg.EnsureNodeID(); err != nil {
 		return nil, err
 	}
+	hints := &hintState{nodeID: cfg.NodeID, creds: cfg.HubNkey != "" || cfg.HubCreds != ""}
+	logger = slog.New(hintHandler{logger.Handler(), hints})
 	var seed []byte
 	if cfg.HubNkey != "" {
+		if name := nkeyFileName(cfg.HubNkey); name != "" && name != cfg.NodeID {
+			logger.Warn(fmt.Sprintf("PISYNC_HUB_NKEY is %s but PISYNC_NODE_ID is %q: a node must use the name its key was registered under (pisyncd hub add-node NAME writes NAME.nkey); the hub will answer nothing else. Set PISYNC_NODE_ID=%s", filepath.Base(cfg.HubNkey), cfg.NodeID, name))
+		}
 		b, err := os.ReadFile(cfg.HubNkey)
 		if err != nil {
 			return nil, fmt.Errorf("PISYNC_HUB_NKEY: %w", err)
@@ -84,6 +89,8 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 	if err != nil {
 		return nil, err
 	}
+	leafUp := func() bool { return srv.NATS().NumLeafNodes() > 0 }
+	hints.leafUp.Store(&leafUp)
 	// Replies to requests that cross to the hub come back on this node's
 	// own inbox prefix, the only one the hub lets it receive.
 	nc, err := srv.Connect(nats.Name("pisyncd"), nats.CustomInboxPrefix(embedded.InboxPrefix(cfg.NodeID)))
@@ -206,7 +213,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		d.repl.SetTracker(d.tailer)
 	}
 	d.reg = prometheus.NewRegistry()
-	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), readBuildInfo().collector())
 	d.reg.MustRegister(d.tailer.Collectors()...)
 	d.reg.MustRegister(d.proj.Collectors()...)
 	d.reg.MustRegister(metrics.Counter("sessions_erased_total", "Sessions erased on this machine at the user's request (pisyncd erase).", d.erased.Load))
@@ -321,14 +328,20 @@ func (d *Daemon) Run(ctx context.Context) error {
 }
 
 func runCommand(args []string, stderr io.Writer) error {
+	if wantsHelp(args) {
+		return &helpRequest{usage: "pisyncd [run]   (settings are PISYNC_* variables: pisyncd help)"}
+	}
 	if len(args) > 0 {
-		return fmt.Errorf("%w: run takes no arguments; settings are PISYNC_* variables (see pisyncd help)", errUsage)
+		return &usageError{msg: fmt.Sprintf("run takes no arguments, got %q; settings are PISYNC_* variables (pisyncd help)", args)}
 	}
 	cfg, err := config.Load()
 	if err != nil {
 		return err
 	}
 	logger := cfg.Logger(stderr)
+	// The first line says which build runs, for every report that
+	// quotes the log.
+	logger.Info("pisyncd starting", readBuildInfo().LogAttrs()...)
 	ctx, stop := signalContext(stderr)
 	defer stop()
 	d, err := OpenDaemon(ctx, cfg, logger)

@@ -25,17 +25,16 @@ import (
 // up` is secured; a container image has no shell to script the two steps.
 func devInitCommand(args []string, stdout io.Writer) error {
 	fset := flag.NewFlagSet("dev-init", flag.ContinueOnError)
-	fset.SetOutput(io.Discard)
 	hosts := fset.String("hosts", "", "comma-separated host names and IPs of the hub nodes")
 	nodes := fset.String("nodes", "", "comma-separated workstation names to register")
 	owner := fset.String("owner", "", "UID:GID to own what workstations read (ca.pem, their seeds)")
 	const usage = "pisyncd hub dev-init DIR --hosts H1,H2 --nodes N1,N2 [--owner UID:GID]"
-	if err := fset.Parse(reorder(args, "hosts", "nodes", "owner")); err != nil || fset.NArg() != 1 {
-		return fmt.Errorf("%w: %s", errUsage, usage)
+	if err := parseArgs(fset, reorder(args, "hosts", "nodes", "owner"), usage, 1); err != nil {
+		return err
 	}
 	hs, ns := splitList(*hosts), splitList(*nodes)
 	if len(hs) == 0 || len(ns) == 0 {
-		return fmt.Errorf("%w: %s", errUsage, usage)
+		return &usageError{msg: "dev-init: --hosts and --nodes are required", usage: usage}
 	}
 	for _, n := range ns {
 		if !eventlog.ValidNodeID(n) {

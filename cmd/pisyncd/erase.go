@@ -248,10 +248,12 @@ func (d *Daemon) serveErase(w http.ResponseWriter, r *http.Request) {
 
 func eraseCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("erase", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(reorder(args)); err != nil || fs.NArg() != 1 || fs.Arg(0) == "" {
-		return fmt.Errorf("%w: pisyncd erase SESSION-ID [--json]", errUsage)
+	if err := parseArgs(fs, reorder(args), "pisyncd erase SESSION-ID [--json]", 1); err != nil {
+		return err
+	}
+	if fs.Arg(0) == "" {
+		return &usageError{msg: "erase: empty SESSION-ID", usage: "pisyncd erase SESSION-ID [--json]"}
 	}
 	sid := fs.Arg(0)
 	cfg, err := config.Load()
@@ -307,7 +309,7 @@ func eraseViaDaemon(ctx context.Context, cfg *config.Config, sid string) (*erase
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return nil, fmt.Errorf("daemon: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+		return nil, &daemonError{status: resp.StatusCode, msg: strings.TrimSpace(string(b))}
 	}
 	var res eraseResult
 	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {

@@ -86,7 +86,7 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 			_, err = fmt.Fprint(stdout, conf)
 			return err
 		default:
-			return fmt.Errorf("%w: unknown hub command %q (see pisyncd hub help)", errUsage, args[0])
+			return &usageError{msg: fmt.Sprintf("unknown hub command %q (pisyncd hub help lists them)", args[0])}
 		}
 	}
 	cfg, err := config.LoadHub()
@@ -94,6 +94,7 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	logger := cfg.Logging().Logger(stderr)
+	logger.Info("pisyncd hub starting", readBuildInfo().LogAttrs()...)
 	ctx, stop := signalContext(stderr)
 	defer stop()
 	h, err := StartHub(ctx, cfg, logger.With("component", "nats"))
@@ -106,6 +107,10 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 	}
 	if cfg.Open {
 		logger.Warn("hub accepts unauthenticated connections (PISYNC_HUB_OPEN)")
+	}
+	nodes, _ := embedded.LoadNodes(cfg.NodesDir) // StartHub read them already
+	for _, h := range hubStartHints(cfg, len(nodes)) {
+		logger.Warn(h)
 	}
 	logger.Info("hub running", "name", cfg.Name, "leaf", cfg.LeafListen, "client", cfg.Listen, "cluster", cfg.ClusterListen, "routes", redact.URLs(cfg.Routes), "route_auth", cfg.RouteSecret != "", "replicas", cfg.Replicas, "tls", cfg.TLSCert != "", "nodes_dir", cfg.NodesDir)
 	hup := make(chan os.Signal, 1)
@@ -130,6 +135,22 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 			logger.Info("reloaded registered nodes", "teams", h.Teams())
 		}
 	}
+}
+
+// hubStartHints are the set-up mistakes a hub starts with although no
+// workstation can use it as it is: each says the cause and the fix.
+func hubStartHints(cfg *config.Hub, nodes int) []string {
+	if cfg.Open {
+		return nil
+	}
+	var hints []string
+	if nodes == 0 {
+		hints = append(hints, fmt.Sprintf("no workstation is registered in %s: the hub refuses every connection until one is. Register each with `pisyncd hub add-node NAME` (NAME is its PISYNC_NODE_ID), then send SIGHUP to this hub", cfg.NodesDir))
+	}
+	if cfg.TLSCert == "" {
+		hints = append(hints, "the hub runs without TLS: the workstations' lines would cross the network in plain text, and a workstation refuses to send its key to a hub on another machine over plain nats:// (unless PISYNC_HUB_INSECURE=true). Set PISYNC_HUB_TLS_CERT and PISYNC_HUB_TLS_KEY (`pisyncd hub certs DIR --hosts HOST` makes a development pair)")
+	}
+	return hints
 }
 
 func hubConfig(cfg *config.Hub, logger *slog.Logger) (embedded.HubConfig, error) {
@@ -280,11 +301,10 @@ func upgradeDir(cfg *config.Hub, team string) string {
 
 func addNodeCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("add-node", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	team := fs.String("team", embedded.DefaultTeam, "the node's team (NATS account)")
-	out := fs.String("out", "", "where to write the node's nkey seed")
-	if err := fs.Parse(reorder(args, "team", "out")); err != nil || fs.NArg() != 1 {
-		return fmt.Errorf("%w: pisyncd hub add-node NAME [--team T] [--out FILE]", errUsage)
+	out := fs.String("out", "", "where to write the node's nkey seed (default NAME.nkey)")
+	if err := parseArgs(fs, reorder(args, "team", "out"), "pisyncd hub add-node NAME [--team T] [--out FILE]", 1); err != nil {
+		return err
 	}
 	name := fs.Arg(0)
 	cfg, err := config.LoadHub()
@@ -316,10 +336,13 @@ func addNodeCommand(args []string, stdout io.Writer) error {
 
 func certsCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("certs", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	hosts := fs.String("hosts", "", "comma-separated host names and IPs of the hub nodes")
-	if err := fs.Parse(reorder(args, "hosts")); err != nil || fs.NArg() != 1 || *hosts == "" {
-		return fmt.Errorf("%w: pisyncd hub certs DIR --hosts H1,H2", errUsage)
+	const usage = "pisyncd hub certs DIR --hosts H1,H2"
+	if err := parseArgs(fs, reorder(args, "hosts"), usage, 1); err != nil {
+		return err
+	}
+	if *hosts == "" {
+		return &usageError{msg: "certs: --hosts is required", usage: usage}
 	}
 	hs := splitList(*hosts)
 	if err := embedded.GenerateDevCerts(fs.Arg(0), hs); err != nil {

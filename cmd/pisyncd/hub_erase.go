@@ -113,7 +113,6 @@ const hubEraseUsage = "pisyncd hub erase SESSION-ID [--team T] [--force] [--json
 // nats-server, say).
 func hubEraseCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("hub erase", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	team := fs.String("team", "", "only this team's account (default: every team)")
 	force := fs.Bool("force", false, "erase even without an erase event from a workstation")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -122,8 +121,11 @@ func hubEraseCommand(args []string, stdout io.Writer) error {
 	password := fs.String("password", "", "its password")
 	creds := fs.String("creds", "", "administration credentials file (with --server)")
 	ca := fs.String("ca", "", "CA of the hub's certificate (with --server and tls://)")
-	if err := fs.Parse(reorder(args, "team", "server", "user", "password", "creds", "ca")); err != nil || fs.NArg() != 1 || fs.Arg(0) == "" {
-		return fmt.Errorf("%w: %s", errUsage, hubEraseUsage)
+	if err := parseArgs(fs, reorder(args, "team", "server", "user", "password", "creds", "ca"), hubEraseUsage, 1); err != nil {
+		return err
+	}
+	if fs.Arg(0) == "" {
+		return &usageError{msg: "hub erase: empty SESSION-ID", usage: hubEraseUsage}
 	}
 	sid := fs.Arg(0)
 	ctx, stop := signalContext(io.Discard)
@@ -215,8 +217,11 @@ func hubEraseError(sid string, err error) error {
 // hubUpgradeCommand asks the running hub node to upgrade PI_HUB (needed
 // once, on one node of a cluster, for a PI_HUB made by an older pisyncd).
 func hubUpgradeCommand(args []string, stdout io.Writer) error {
+	if wantsHelp(args) {
+		return &helpRequest{usage: "pisyncd hub upgrade"}
+	}
 	if len(args) > 0 {
-		return fmt.Errorf("%w: pisyncd hub upgrade", errUsage)
+		return &usageError{msg: fmt.Sprintf("hub upgrade takes no arguments, got %q", args), usage: "pisyncd hub upgrade"}
 	}
 	cfg, err := config.LoadHub()
 	if err != nil {

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -17,10 +19,9 @@ import (
 // daemon's memory, else read from the pi_proj bucket.
 func lsCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("ls", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	asJSON := fs.Bool("json", false, "print the catalog as a JSON array")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return fmt.Errorf("%w: pisyncd ls [--json]", errUsage)
+	asJSON := fs.Bool("json", false, "print the catalog as one JSON array")
+	if err := parseArgs(fs, args, "pisyncd ls [--json]", 0); err != nil {
+		return err
 	}
 	cfg, err := config.Load()
 	if err != nil {
@@ -29,7 +30,11 @@ func lsCommand(args []string, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	entries, err := fetchCatalog(ctx, cfg)
-	if err != nil {
+	if errors.Is(err, errNoStore) && !*asJSON {
+		_, err = fmt.Fprintf(stdout, "no sessions: %v\n", err)
+		return err
+	}
+	if err != nil && !errors.Is(err, errNoStore) {
 		return err
 	}
 	if *asJSON {
@@ -57,28 +62,80 @@ func fetchCatalog(ctx context.Context, cfg *config.Config) ([]projection.Catalog
 	return entries, err
 }
 
+// printCatalog is the table of `pisyncd ls`: one line a session, about 110
+// columns for a session id and a short path. NODES is always how many
+// machines wrote to the session (--json names them). What does not fit a
+// column (deleted, unreadable, entry-id collisions) follows the table, one
+// line a note, with the session id.
 func printCatalog(w io.Writer, entries []projection.CatalogEntry) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "UPDATED\tSESSION\tENTRIES\tTOKENS\tCOST\tNODES\tNAME / CWD")
+	var notes []string
 	for _, e := range entries {
 		label := e.Name
 		if label == "" {
 			label = e.Cwd
 		}
-		if e.Deleted {
-			label += " (deleted)"
+		n := catalogNotes(e)
+		if len(n) > 0 {
+			label += " (*)"
+			notes = append(notes, n...)
 		}
-		if e.Error != "" {
-			label += " (unreadable: " + e.Error + ")"
-		}
-		for _, c := range e.Collisions {
-			label += fmt.Sprintf(" (entry %s claimed by %s and %s)", c.ID, c.Nodes[0], c.Nodes[1])
-		}
-		nodes := fmt.Sprint(len(e.Nodes))
-		if len(e.Nodes) == 1 {
-			nodes = e.Nodes[0]
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.4f\t%s\t%s\n", orDash(e.Updated), e.SessionID, e.Entries, e.Tokens, e.Cost, nodes, label)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t$%.2f\t%d\t%s\n", shortTime(e.Updated), e.SessionID, e.Entries, shortCount(e.Tokens), e.Cost, len(e.Nodes), shortPath(label, 40))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(w, "\n(*)")
+	}
+	for _, n := range notes {
+		if _, err := fmt.Fprintln(w, "  "+n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// catalogNotes are a session's notes for the end of the table.
+func catalogNotes(e projection.CatalogEntry) []string {
+	var notes []string
+	if e.Deleted {
+		notes = append(notes, fmt.Sprintf("%s: deleted (on %s)", e.SessionID, strings.Join(e.DeletedOn, ", ")))
+	}
+	if e.Error != "" {
+		notes = append(notes, fmt.Sprintf("%s: unreadable: %s", e.SessionID, e.Error))
+	}
+	for _, c := range e.Collisions {
+		notes = append(notes, fmt.Sprintf("%s: entry %s claimed by %s and %s", e.SessionID, c.ID, c.Nodes[0], c.Nodes[1]))
+	}
+	return notes
+}
+
+// shortTime is an entry timestamp to the minute, in local time.
+func shortTime(ts string) string {
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return orDash(ts)
+	}
+	return t.Local().Format("2006-01-02 15:04")
+}
+
+// shortCount is a token count in k or M.
+func shortCount(n float64) string {
+	switch {
+	case n >= 1e6:
+		return fmt.Sprintf("%.1fM", n/1e6)
+	case n >= 1e4:
+		return fmt.Sprintf("%.0fk", n/1e3)
+	}
+	return fmt.Sprintf("%.0f", n)
+}
+
+// shortPath keeps the end of a long name or path, where the project is.
+func shortPath(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return "…" + string(r[len(r)-n+1:])
+	}
+	return s
 }

@@ -1,6 +1,6 @@
 // Command pisyncd keeps pi coding-agent sessions as immutable events on NATS
-// JetStream and (later) in sync across machines. `pisyncd` alone runs the
-// daemon; the other subcommands inspect it.
+// JetStream and in sync across machines. `pisyncd` alone runs the daemon;
+// the other subcommands inspect it, run a hub node or install a service.
 package main
 
 import (
@@ -40,7 +40,10 @@ Usage:
   pisyncd hub                        run a hub node that workstations join (see pisyncd hub help)
   pisyncd service [systemd|launchd] [--install]
                                      print (or install) a user service file for this binary
+  pisyncd version                    this binary's version, VCS revision and Go version
   pisyncd help                       this text and every setting
+
+Every command takes -h for its own flags.
 
 Settings are environment variables:
 `
@@ -72,6 +75,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = hubCommand(args, stdout, stderr)
 	case "service":
 		err = serviceCommand(args, stdout)
+	case "version", "--version", "-version":
+		if len(args) > 0 && !wantsHelp(args) {
+			err = &usageError{msg: "version takes no arguments", usage: "pisyncd version"}
+			break
+		}
+		fmt.Fprintf(stdout, "pisyncd %s\n", readBuildInfo())
+		return 0
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usageText)
 		if err := config.Usage(stdout); err != nil {
@@ -80,9 +90,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	default:
-		err = fmt.Errorf("%w: unknown command %q (see pisyncd help)", errUsage, cmd)
+		err = &usageError{msg: fmt.Sprintf("unknown command %q (pisyncd help lists them)", cmd)}
 	}
 	if err == nil {
+		return 0
+	}
+	var help *helpRequest
+	if errors.As(err, &help) {
+		help.print(stdout)
 		return 0
 	}
 	fmt.Fprintln(stderr, "pisyncd:", err)

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/pisyncd/pisyncd/config"
@@ -23,16 +26,24 @@ import (
 // runs.
 func contextCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("context", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print {leafId, contextEntryIds, messages, thinkingLevel, model}")
 	leaf := fs.String("leaf", "", "build the context at this entry id instead of the leaf")
-	usage := fmt.Errorf("%w: pisyncd context FILE|SESSION-ID [--leaf ID] [--json]", errUsage)
-	if err := fs.Parse(reorder(args, "leaf")); err != nil || fs.NArg() != 1 {
-		return usage
+	if err := parseArgs(fs, reorder(args, "leaf"), contextUsage, 1); err != nil {
+		return err
 	}
 	arg := fs.Arg(0)
-	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
+	st, err := os.Stat(arg)
+	switch {
+	case err == nil && !st.IsDir():
 		return contextFileCommand(args, stdout)
+	case err == nil:
+		return fmt.Errorf("context: %s is a folder; want a session file or a session id", arg)
+	case looksLikePath(arg):
+		// A session id never holds a '/': this was meant as a file.
+		if errors.Is(err, iofs.ErrNotExist) {
+			return fmt.Errorf("context: %s: no such file", arg)
+		}
+		return fmt.Errorf("context: %w", err)
 	}
 	cfg, err := config.Load()
 	if err != nil {
@@ -54,6 +65,8 @@ func contextCommand(args []string, stdout io.Writer) error {
 	}
 	return printContext(stdout, cj.context())
 }
+
+const contextUsage = "pisyncd context FILE|SESSION-ID [--leaf ID] [--json]"
 
 // contextJSON is a context as the control socket sends it.
 type contextJSON struct {
@@ -84,10 +97,25 @@ func sessionContext(ctx context.Context, cfg *config.Config, sid, leaf string) (
 		out, err = json.Marshal(c)
 		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("context: %w", err)
+	var de *daemonError
+	switch {
+	case err == nil:
+		return out, nil
+	case notFound(err) || errors.Is(err, projection.ErrUnknownSession):
+		return nil, noSession("context", sid)
+	case errors.Is(err, errNoStore):
+		return nil, fmt.Errorf("context: no session %q: %w", sid, err)
+	case errors.As(err, &de):
+		// The daemon's message already names what failed.
+		return nil, fmt.Errorf("context: %s", strings.TrimPrefix(strings.TrimPrefix(de.msg, "projection: "), "context: "))
 	}
-	return out, nil
+	return nil, fmt.Errorf("context: %w", err)
+}
+
+// looksLikePath reports whether a context argument names a file: pi's
+// session ids are [A-Za-z0-9._-], never a path.
+func looksLikePath(arg string) bool {
+	return strings.ContainsRune(arg, '/') || strings.ContainsRune(arg, os.PathSeparator) || strings.HasSuffix(arg, ".jsonl")
 }
 
 // context turns the wire form back into a session.Context for the human

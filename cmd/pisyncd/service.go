@@ -8,8 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"text/template"
 )
+
+const serviceUsage = "pisyncd service [systemd|launchd] [--install]"
 
 // Service files for a workstation: a systemd user unit and a launchd agent.
 // `pisyncd service systemd|launchd` prints one for this binary; `--install`
@@ -69,11 +72,23 @@ WantedBy=default.target
 `,
 }
 
+// temporaryBuild reports whether exe is a binary `go run` (or `go test`)
+// built into a temporary go-build folder, removed when it exits.
+func temporaryBuild(exe string) bool {
+	for _, part := range strings.Split(filepath.ToSlash(exe), "/") {
+		// go-build (the cache) or go-build<digits> (a work folder).
+		if rest, ok := strings.CutPrefix(part, "go-build"); ok && strings.Trim(rest, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
+}
+
 // serviceFile renders the service file of kind for the binary exe.
 func serviceFile(kind, exe, home string) ([]byte, error) {
 	text, ok := serviceTemplates[kind]
 	if !ok {
-		return nil, fmt.Errorf("%w: pisyncd service systemd|launchd [--install]", errUsage)
+		return nil, &usageError{msg: fmt.Sprintf("service: unknown kind %q", kind), usage: serviceUsage}
 	}
 	var b bytes.Buffer
 	err := template.Must(template.New(kind).Parse(text)).Execute(&b, struct{ Exe, Home string }{exe, home})
@@ -84,12 +99,16 @@ func serviceCommand(args []string, stdout io.Writer) error {
 	install := false
 	var kind string
 	for _, a := range args {
-		switch a {
-		case "--install", "-install":
+		switch {
+		case a == "--install" || a == "-install":
 			install = true
+		case a == "-h" || a == "--help" || a == "-help":
+			return &helpRequest{usage: serviceUsage}
+		case strings.HasPrefix(a, "-"):
+			return &usageError{msg: "service: flag provided but not defined: " + a, usage: serviceUsage}
 		default:
 			if kind != "" {
-				return fmt.Errorf("%w: pisyncd service systemd|launchd [--install]", errUsage)
+				return &usageError{msg: fmt.Sprintf("service: one kind, got %q and %q", kind, a), usage: serviceUsage}
 			}
 			kind = a
 		}
@@ -107,10 +126,19 @@ func serviceCommand(args []string, stdout io.Writer) error {
 	if exe, err = filepath.EvalSymlinks(exe); err != nil {
 		return fmt.Errorf("service: %w", err)
 	}
+	if temporaryBuild(exe) {
+		return fmt.Errorf("service: this pisyncd is a temporary build (%s, from `go run`), which Go deletes: a service would point at nothing; build it first (go build -o ~/.local/bin/pisyncd ./cmd/pisyncd) and run `pisyncd service` from there", exe)
+	}
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return fmt.Errorf("service: %w", err)
 	}
+	return writeService(kind, exe, home, install, stdout)
+}
+
+// writeService prints the service file of kind for exe or, with install,
+// writes it where the service manager looks.
+func writeService(kind, exe, home string, install bool, stdout io.Writer) error {
 	data, err := serviceFile(kind, exe, home)
 	if err != nil {
 		return err

@@ -25,16 +25,48 @@ func TestServiceFiles(t *testing.T) {
 		t.Error("unknown kind accepted")
 	}
 	home := t.TempDir()
-	t.Setenv("HOME", home)
 	var out bytes.Buffer
-	if err := serviceCommand([]string{"systemd", "--install"}, &out); err != nil {
+	if err := writeService("systemd", "/opt/bin/pisyncd", home, true, &out); err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(home, ".config", "systemd", "user", "pisyncd.service")
 	if st, err := os.Stat(p); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("installed unit: %v %v", st, err)
 	}
-	if err := serviceCommand([]string{"systemd", "--install"}, &out); err == nil || !strings.Contains(err.Error(), "exists already") {
+	if err := writeService("systemd", "/opt/bin/pisyncd", home, true, &out); err == nil || !strings.Contains(err.Error(), "exists already") {
 		t.Errorf("second install: %v", err)
+	}
+}
+
+// TestServiceRefusesGoRun: under `go run` (or `go test`) the binary lives
+// in a go-build folder Go deletes; a unit pointing there would start
+// nothing, so `pisyncd service` refuses and says how to build one to keep.
+// (Before, it printed and installed such a unit without a word.)
+func TestServiceRefusesGoRun(t *testing.T) {
+	for exe, want := range map[string]bool{
+		"/tmp/go-build3319326371/b001/exe/pisyncd":                 true,
+		"/home/u/.cache/go-build/ab/go-build123/b001/pisyncd.test": true,
+		"/home/u/.local/bin/pisyncd":                               false,
+		"/usr/local/bin/pisyncd":                                   false,
+		"/home/u/src/go-builder/pisyncd":                           false,
+	} {
+		if got := temporaryBuild(exe); got != want {
+			t.Errorf("temporaryBuild(%s) = %v, want %v", exe, got, want)
+		}
+	}
+	// This test's own binary is such a build.
+	exe, _ := os.Executable()
+	exe, _ = filepath.EvalSymlinks(exe)
+	if !temporaryBuild(exe) {
+		t.Fatalf("the test binary %s is not in a go-build folder: run it with go test", exe)
+	}
+	t.Setenv("HOME", t.TempDir())
+	var out bytes.Buffer
+	err := serviceCommand([]string{"systemd", "--install"}, &out)
+	if err == nil || !strings.Contains(err.Error(), "temporary build") || !strings.Contains(err.Error(), "go build -o") {
+		t.Errorf("service under go test: %v", err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("printed a unit anyway:\n%s", out.String())
 	}
 }

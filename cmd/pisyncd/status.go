@@ -20,10 +20,9 @@ import (
 
 func statusCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return fmt.Errorf("%w: pisyncd status [--json]", errUsage)
+	if err := parseArgs(fs, args, "pisyncd status [--json]", 0); err != nil {
+		return err
 	}
 	cfg, err := config.Load()
 	if err != nil {
@@ -49,6 +48,11 @@ func statusCommand(args []string, stdout io.Writer) error {
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
+	if st.Build.Version == "" {
+		row("version", "unknown (a daemon older than `pisyncd version`)")
+	} else {
+		row("version", st.Build)
+	}
 	row("node", st.Node)
 	row("pid", st.PID)
 	row("up since", st.Started.Format(time.RFC3339))
@@ -68,7 +72,9 @@ func statusCommand(args []string, stdout io.Writer) error {
 	row("stream", fmt.Sprintf("%s: %d messages, %d bytes, last seq %d, %d subjects", eventlog.LocalStream, st.Stream.Messages, st.Stream.Bytes, st.Stream.LastSeq, st.Stream.Subjects))
 	if st.Forwarder != nil {
 		row("hub", strings.Join(st.HubURLs, ", "))
-		row("hub reachable", st.Forwarder.Connected || st.Downloader.Connected)
+		// The same two facts as --json's forwarder.hubReachable and
+		// downloader.hubReachable: either direction may be down alone.
+		row("hub reachable", fmt.Sprintf("forwarder %s, downloader %s", yesNo(st.Forwarder.Connected), yesNo(st.Downloader.Connected)))
 		row("lines forwarded to the hub", st.Forwarder.Forwarded)
 		row("lines copied from the hub", st.Downloader.Copied)
 		r := st.Replicator
@@ -106,6 +112,13 @@ func statusCommand(args []string, stdout io.Writer) error {
 	return tw.Flush()
 }
 
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
 // eventJSON is one line of `pisyncd events --json`.
 type eventJSON struct {
 	Subject  string          `json:"subject"`
@@ -137,10 +150,9 @@ func newEventJSON(ev *eventlog.Event) eventJSON {
 
 func eventsCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("events", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "one JSON object a line")
-	if err := fs.Parse(reorder(args)); err != nil || fs.NArg() != 1 {
-		return fmt.Errorf("%w: pisyncd events SESSION-ID [--json]", errUsage)
+	if err := parseArgs(fs, reorder(args), "pisyncd events SESSION-ID [--json]", 1); err != nil {
+		return err
 	}
 	sid := fs.Arg(0)
 	cfg, err := config.Load()
@@ -151,9 +163,13 @@ func eventsCommand(args []string, stdout io.Writer) error {
 	defer stop()
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
-	emit := eventPrinter(out, *asJSON)
-
-	return askDaemon(ctx, cfg, "/events?session="+url.QueryEscape(sid), func(body io.Reader) error {
+	show := eventPrinter(out, *asJSON)
+	n := 0
+	emit := func(e eventJSON) error {
+		n++
+		return show(e)
+	}
+	err = askDaemon(ctx, cfg, "/events?session="+url.QueryEscape(sid), func(body io.Reader) error {
 		dec := json.NewDecoder(body)
 		for {
 			var e struct {
@@ -177,6 +193,18 @@ func eventsCommand(args []string, stdout io.Writer) error {
 			return emit(newEventJSON(ev))
 		})
 	})
+	if errors.Is(err, errNoStore) {
+		return fmt.Errorf("events: no session %q: %w", sid, err)
+	}
+	if err == nil && n == 0 && ctx.Err() == nil {
+		return noSession("events", sid)
+	}
+	return err
+}
+
+// noSession is the answer to a session id this machine does not hold.
+func noSession(cmd, sid string) error {
+	return fmt.Errorf("%s: no session %q on this machine (pisyncd ls lists them)", cmd, sid)
 }
 
 func eventPrinter(w io.Writer, asJSON bool) func(eventJSON) error {

@@ -17,13 +17,12 @@ import (
 // them, one line each, until interrupted. It needs the running daemon.
 func tailCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("tail", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	sid := fs.String("session", "", "only this session")
 	typ := fs.String("type", "", "only entries of this type (message, compaction, tombstone, ...)")
 	asJSON := fs.Bool("json", false, "one JSON object a line")
 	fromStart := fs.Bool("from-start", false, "first everything already stored")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return fmt.Errorf("%w: pisyncd tail [--session ID] [--type T] [--json] [--from-start]", errUsage)
+	if err := parseArgs(fs, args, "pisyncd tail [--session ID] [--type T] [--json] [--from-start]", 0); err != nil {
+		return err
 	}
 	cfg, err := config.Load()
 	if err != nil {

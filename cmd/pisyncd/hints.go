@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+)
+
+// Hints for the mistakes of setting up replication whose own errors name
+// neither the cause nor the fix: the retry warnings say only "no
+// responders", "context deadline exceeded" or "stream not found", and the
+// embedded server repeats "Duplicate Remote LeafNode Connection" every
+// second. The first time such a warning is logged, one more line says
+// what is wrong and what to do (once per cause, so the log does not grow
+// with the retries).
+
+// hintState is shared by every handler derived from one daemon's logger.
+type hintState struct {
+	nodeID string
+	creds  bool // the node authenticates (an nkey or a .creds file)
+	// leafUp reports whether the leaf connection to the hub is up; set
+	// once the embedded server runs.
+	leafUp atomic.Pointer[func() bool]
+
+	mu   sync.Mutex
+	said map[string]bool
+}
+
+// hintFor names the cause and fix of a warning, or returns "".
+func (s *hintState) hintFor(msg, err string) (key, text string) {
+	switch {
+	case strings.Contains(msg, "Duplicate Remote LeafNode Connection"):
+		return "duplicate-node-id", fmt.Sprintf("hint: another machine joined the hub with this node's id %q: the two replace each other's connection every second. Give each machine its own PISYNC_NODE_ID (and, on a secured hub, its own key: pisyncd hub add-node NAME on the hub)", s.nodeID)
+	case strings.Contains(err, "stream not found") && (strings.HasPrefix(err, "forwarder: hub") || strings.HasPrefix(err, "downloader: hub")):
+		return "no-pi-hub", "hint: the hub has no PI_HUB stream in this node's account. pisyncd hub creates it at start; a stock nats-server does not: create it once per team (docs/HUB.md, \"A stock nats-server as the hub\")"
+	case s.creds && s.leafConnected() && (strings.Contains(err, "no responders") || strings.Contains(err, "deadline exceeded") || strings.Contains(err, "timeout")):
+		return "node-id-not-registered", fmt.Sprintf("hint: the hub accepted this node's key but answers none of its requests: the key is most likely registered under another name than PISYNC_NODE_ID %q. Set PISYNC_NODE_ID to the NAME of `pisyncd hub add-node NAME` that made the key (or the hub runs without JetStream domain hub)", s.nodeID)
+	}
+	return "", ""
+}
+
+// nkeyFileName is the node name in a seed file named as `pisyncd hub
+// add-node NAME` names it (NAME.nkey), or "".
+func nkeyFileName(path string) string {
+	name, ok := strings.CutSuffix(filepath.Base(path), ".nkey")
+	if !ok || !eventlog.ValidNodeID(name) {
+		return ""
+	}
+	return name
+}
+
+func (s *hintState) leafConnected() bool {
+	f := s.leafUp.Load()
+	return f != nil && (*f)()
+}
+
+// first reports whether key is new, and remembers it.
+func (s *hintState) first(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.said[key] {
+		return false
+	}
+	if s.said == nil {
+		s.said = map[string]bool{}
+	}
+	s.said[key] = true
+	return true
+}
+
+// hintHandler passes every record on and follows a warning or error of a
+// known cause with its hint.
+type hintHandler struct {
+	slog.Handler
+	s *hintState
+}
+
+func (h hintHandler) Handle(ctx context.Context, r slog.Record) error {
+	err := h.Handler.Handle(ctx, r)
+	if r.Level < slog.LevelWarn {
+		return err
+	}
+	var errText string
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "err" {
+			errText = a.Value.String()
+			return false
+		}
+		return true
+	})
+	if key, text := h.s.hintFor(r.Message, errText); key != "" && h.s.first(key) {
+		hr := slog.NewRecord(r.Time, slog.LevelWarn, text, r.PC)
+		hr.AddAttrs(slog.String("cause", key))
+		err = errors.Join(err, h.Handler.Handle(ctx, hr))
+	}
+	return err
+}
+
+func (h hintHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return hintHandler{h.Handler.WithAttrs(as), h.s}
+}
+
+func (h hintHandler) WithGroup(name string) slog.Handler {
+	return hintHandler{h.Handler.WithGroup(name), h.s}
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/eventlog"
+)
+
+// loggedStation runs a daemon whose log (warnings and up) the test reads.
+func loggedStation(t *testing.T, cfg *config.Config) (*station, *lockedBuffer) {
+	t.Helper()
+	var log lockedBuffer
+	d, err := OpenDaemon(context.Background(), cfg, slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		d.Close()
+	})
+	return &station{t: t, name: cfg.NodeID, cfg: cfg, d: d}, &log
+}
+
+// waitHint waits until the log holds the hint, and then checks it is there
+// once however often its warning repeats (at least repeats times).
+func waitHint(t *testing.T, log *lockedBuffer, hint, warning string, repeats int) {
+	t.Helper()
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		s := log.String()
+		return strings.Contains(s, hint) && strings.Count(s, warning) >= repeats, s
+	})
+	if n := strings.Count(log.String(), hint); n != 1 {
+		t.Errorf("hint %q logged %d times:\n%s", hint, n, log.String())
+	}
+}
+
+// TestHintNoHubStream: a hub without PI_HUB (a stock nats-server nobody
+// created it on) made the workstation log only "stream not found"; now one
+// line says the hub lacks PI_HUB and where the docs say how to create it.
+func TestHintNoHubStream(t *testing.T) {
+	h := startTestHub(t)
+	nc, err := h.srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	if err := js.DeleteStream(t.Context(), eventlog.HubStream); err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	s, log := loggedStation(t, stationConfig(t, "ws-nostream", h.url()))
+	writeSession(t, s, "nost-session", 1)
+	waitHint(t, log, `msg="hint: the hub has no PI_HUB stream in this node's account.`, "stream not found", 2)
+	if !strings.Contains(log.String(), `A stock nats-server as the hub`) {
+		t.Errorf("the hint does not point at the docs:\n%s", log.String())
+	}
+}
+
+// TestHintDuplicateNodeID: two machines with one node id replaced each
+// other's leaf connection every second, saying only "Duplicate Remote
+// LeafNode Connection"; now one line names the id and the fix.
+func TestHintDuplicateNodeID(t *testing.T) {
+	h := startTestHub(t)
+	_, logA := loggedStation(t, stationConfig(t, "ws-same", h.url()))
+	_, logB := loggedStation(t, stationConfig(t, "ws-same", h.url()))
+	hint := `msg="hint: another machine joined the hub with this node's id \"ws-same\"`
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		return strings.Count(logA.String()+logB.String(), "Duplicate Remote LeafNode Connection") >= 4 &&
+			strings.Contains(logA.String()+logB.String(), hint), logA.String() + logB.String()
+	})
+	for _, log := range []*lockedBuffer{logA, logB} {
+		if n := strings.Count(log.String(), hint); n > 1 {
+			t.Errorf("hint logged %d times:\n%s", n, log.String())
+		}
+	}
+}
+
+// TestHintNodeIDNotRegistered: a workstation whose PISYNC_NODE_ID is not
+// the name its key was registered under got only timeouts and "no
+// responders"; now it warns at start (the seed file's name says another
+// node) and, once the hub answers nothing, names the cause and the fix.
+func TestHintNodeIDNotRegistered(t *testing.T) {
+	h := startSecureHub(t)
+	seed := h.addNode("ann", "red")
+	h.run()
+	cfg := stationConfig(t, "bob", "tls://localhost:"+strings.Split(h.leaf, ":")[1])
+	cfg.HubNkey, cfg.HubCA = seed, filepath.Join(h.certs, "ca.pem")
+	s, log := loggedStation(t, cfg)
+	if !strings.Contains(log.String(), `PISYNC_HUB_NKEY is ann.nkey but PISYNC_NODE_ID is \"bob\"`) || !strings.Contains(log.String(), "Set PISYNC_NODE_ID=ann") {
+		t.Errorf("no warning at start:\n%s", log.String())
+	}
+	writeSession(t, s, "bobs-session", 1)
+	waitHint(t, log, `msg="hint: the hub accepted this node's key but answers none of its requests`, "paused; retrying", 1)
+	if !strings.Contains(log.String(), `PISYNC_NODE_ID \"bob\"`) {
+		t.Errorf("the hint does not name the node id:\n%s", log.String())
+	}
+}
+
+// TestHintFor: the causes are told apart by the warning and by whether the
+// node authenticates and its leaf connection is up.
+func TestHintFor(t *testing.T) {
+	up, down := func() bool { return true }, func() bool { return false }
+	for _, c := range []struct {
+		msg, err string
+		creds    bool
+		leaf     func() bool
+		want     string
+	}{
+		{"127.0.0.1:7422 - lid:8 - Leafnode Error 'Duplicate Remote LeafNode Connection'", "", false, up, "duplicate-node-id"},
+		{"forwarding to the hub paused; retrying", "forwarder: hub stream: nats: API error: code=404 err_code=10059 description=stream not found", false, up, "no-pi-hub"},
+		{"copying from the hub paused; retrying", "downloader: hub consumer: replace consumer dl_x: nats: API error: code=404 err_code=10059 description=stream not found", true, up, "no-pi-hub"},
+		{"copying from the hub paused; retrying", "downloader: hub consumer: replace consumer dl_x: nats: no responders available for request", true, up, "node-id-not-registered"},
+		{"forwarding to the hub paused; retrying", "forwarder: hub stream: context deadline exceeded", true, up, "node-id-not-registered"},
+		// Without credentials, or with the hub away, the same errors
+		// mean the hub is not there yet: no hint.
+		{"copying from the hub paused; retrying", "downloader: hub consumer: nats: no responders available for request", false, up, ""},
+		{"copying from the hub paused; retrying", "downloader: hub consumer: nats: no responders available for request", true, down, ""},
+		{"projection: stream not found", "", true, up, ""},
+	} {
+		s := &hintState{nodeID: "bob", creds: c.creds}
+		s.leafUp.Store(&c.leaf)
+		if key, _ := s.hintFor(c.msg, c.err); key != c.want {
+			t.Errorf("%q %q: %q, want %q", c.msg, c.err, key, c.want)
+		}
+	}
+}
+
+// TestHubStartHints: a secured hub with no node registered, or without
+// TLS, says so at start, with the fix; an open one and a complete one say
+// nothing.
+func TestHubStartHints(t *testing.T) {
+	secured := &config.Hub{NodesDir: "/var/lib/pisyncd-hub/nodes", TLSCert: "hub.pem", TLSKey: "hub-key.pem"}
+	if h := hubStartHints(secured, 2); len(h) != 0 {
+		t.Errorf("complete hub: %q", h)
+	}
+	h := hubStartHints(secured, 0)
+	if len(h) != 1 || !strings.Contains(h[0], "no workstation is registered in /var/lib/pisyncd-hub/nodes") || !strings.Contains(h[0], "pisyncd hub add-node NAME") {
+		t.Errorf("no nodes: %q", h)
+	}
+	h = hubStartHints(&config.Hub{NodesDir: "n"}, 1)
+	if len(h) != 1 || !strings.Contains(h[0], "without TLS") || !strings.Contains(h[0], "PISYNC_HUB_TLS_CERT") {
+		t.Errorf("no TLS: %q", h)
+	}
+	if h := hubStartHints(&config.Hub{Open: true}, 0); len(h) != 0 {
+		t.Errorf("open hub: %q", h)
+	}
+}
+
+// TestHubHelpNameDefault: `pisyncd hub help` states the name a hub takes
+// when PISYNC_HUB_NAME is unset, and that is the name it takes. (Before,
+// the help said "the host name".)
+func TestHubHelpNameDefault(t *testing.T) {
+	t.Setenv("PISYNC_HUB_NAME", "")
+	code, out, _ := mainIn(t, "hub", "help")
+	if code != 0 || !strings.Contains(out, "default: pisyncd-hub-<host name up to its first dot>") {
+		t.Errorf("hub help: exit %d\n%s", code, out)
+	}
+	cfg, err := config.LoadHub()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	if want := "pisyncd-hub-" + strings.Split(host, ".")[0]; cfg.Name != want {
+		t.Errorf("default name %q, want %q", cfg.Name, want)
+	}
+}

@@ -1,0 +1,234 @@
+// Command notify-go is an example subscriber of pisyncd, in Go: it prints a
+// line each time an assistant turn ends in a pi session (on this machine
+// and, with a hub, on every machine of the team), with what the turn cost.
+//
+// It reads the daemon's streams through the local listener, as the
+// read-only user whose credentials the daemon writes when PISYNC_LISTEN is
+// set (docs/SUBSCRIBING.md):
+//
+//	PISYNC_LISTEN=127.0.0.1:4222 pisyncd &
+//	go run ./examples/notify-go                 # from now on
+//	go run ./examples/notify-go -from-start     # everything stored first
+//
+// Output, one line a turn:
+//
+//	turn ended: session 0198…  entry 5e1f… on laptop: stop, $0.012 (anthropic/claude-sonnet-4-5)
+//
+// A turn is the assistant messages since the last user message; it ends
+// with an assistant message whose stopReason is not "toolUse". Replace the
+// Printf in notify with a desktop notification, a webhook or a bill.
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "notify-go:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("notify-go", flag.ContinueOnError)
+	credsFile := fs.String("context", defaultContext(), "the daemon's listener credentials (STATE_DIR/client-context.json)")
+	fromStart := fs.Bool("from-start", false, "read everything the streams hold first, then follow")
+	count := fs.Int("count", 0, "stop after this many turns (0: never)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	nc, err := connect(*credsFile)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	// The listener's JetStream domain is pi-<node>: this machine's node
+	// id, whose own lines PI_ALL holds too (they went round the hub).
+	acct, err := js.AccountInfo(ctx)
+	if err != nil {
+		return fmt.Errorf("account info: %w", err)
+	}
+	self := strings.TrimPrefix(acct.Domain, "pi-")
+
+	msgs := make(chan jetstream.Msg, 256)
+	policy := jetstream.DeliverNewPolicy
+	if *fromStart {
+		policy = jetstream.DeliverAllPolicy
+	}
+	// PI_LOCAL holds this machine's lines, PI_ALL (with a hub) every
+	// machine's. An ordered consumer is created by the listener's user,
+	// delivers in stream order and keeps nothing on the server.
+	for _, s := range []struct{ stream, filter string }{{"PI_LOCAL", "pi.evt.>"}, {"PI_ALL", "pi.all.>"}} {
+		cons, err := js.OrderedConsumer(ctx, s.stream, jetstream.OrderedConsumerConfig{
+			FilterSubjects: []string{s.filter}, DeliverPolicy: policy,
+		})
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			continue // no hub: no PI_ALL
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.stream, err)
+		}
+		cc, err := cons.Consume(func(m jetstream.Msg) {
+			select {
+			case msgs <- m:
+			case <-ctx.Done():
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.stream, err)
+		}
+		defer cc.Stop()
+	}
+	fmt.Fprintf(stderr, "notify-go: following the sessions of node %s\n", self)
+
+	t := newTurns(self)
+	for n := 0; *count == 0 || n < *count; {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m := <-msgs:
+			if turn, ok := t.add(m.Subject(), m.Headers(), m.Data()); ok {
+				fmt.Fprintln(stdout, turn)
+				n++
+			}
+		}
+	}
+	return nil
+}
+
+// connect reads the credentials file (a nats CLI context: url, user,
+// password) and connects as the listener's read-only user.
+func connect(path string) (*nats.Conn, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("credentials (is the daemon running with PISYNC_LISTEN set?): %w", err)
+	}
+	var c struct{ URL, User, Password string }
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("credentials %s: %w", path, err)
+	}
+	return nats.Connect(c.URL, nats.UserInfo(c.User, c.Password), nats.Name("notify-go"))
+}
+
+// defaultContext is where the daemon writes the credentials with the
+// default state dir (PISYNC_STATE_DIR overrides it, as for the daemon).
+func defaultContext() string {
+	dir := os.Getenv("PISYNC_STATE_DIR")
+	if dir == "" {
+		if x := os.Getenv("XDG_STATE_HOME"); x != "" {
+			dir = filepath.Join(x, "pisyncd")
+		} else if home, err := os.UserHomeDir(); err == nil {
+			dir = filepath.Join(home, ".local", "state", "pisyncd")
+			if runtime.GOOS == "darwin" {
+				dir = filepath.Join(home, "Library", "Application Support", "pisyncd")
+			}
+		}
+	}
+	return filepath.Join(dir, "client-context.json")
+}
+
+// turns follows every session's turns from its events.
+type turns struct {
+	self   string
+	cost   map[string]float64 // session → cost of the turn so far
+	chunks map[string][]byte  // subject → the split line being joined
+}
+
+func newTurns(self string) *turns {
+	return &turns{self: self, cost: map[string]float64{}, chunks: map[string][]byte{}}
+}
+
+// add takes one event and returns the line to print when it ends a turn.
+func (t *turns) add(subject string, h nats.Header, data []byte) (string, bool) {
+	// pi.evt.<node>.<sid> (PI_LOCAL) or pi.all.<node>.<sid> (PI_ALL).
+	parts := strings.SplitN(subject, ".", 4)
+	if len(parts) != 4 {
+		return "", false
+	}
+	node, sid := parts[2], decodeSID(parts[3])
+	if parts[1] == "all" && node == t.self {
+		return "", false // this machine's own line, already read from PI_LOCAL
+	}
+	// A line over 256 KiB comes as chunks "i/n" on consecutive
+	// sequences of its subject: join them before reading it.
+	if c := h.Get("Pi-Chunk"); c != "" {
+		t.chunks[subject] = append(t.chunks[subject], data...)
+		var i, n int
+		if _, err := fmt.Sscanf(c, "%d/%d", &i, &n); err != nil || i < n {
+			return "", false
+		}
+		data = t.chunks[subject]
+		delete(t.chunks, subject)
+	}
+	// Control events (Pi-Op: delete, restore, erase) are not lines.
+	if h.Get("Pi-Op") != "" || h.Get("Pi-Type") != "message" {
+		return "", false
+	}
+	var e struct {
+		Message struct {
+			Role       string `json:"role"`
+			StopReason string `json:"stopReason"`
+			Provider   string `json:"provider"`
+			Model      string `json:"model"`
+			Usage      struct {
+				Cost struct {
+					Total float64 `json:"total"`
+				} `json:"cost"`
+			} `json:"usage"`
+		} `json:"message"`
+	}
+	if json.Unmarshal(data, &e) != nil {
+		return "", false
+	}
+	m := e.Message
+	switch m.Role {
+	case "user":
+		t.cost[sid] = 0
+	case "assistant":
+		t.cost[sid] += m.Usage.Cost.Total
+		if m.StopReason == "toolUse" {
+			return "", false
+		}
+		cost := math.Round(t.cost[sid]*1e6) / 1e6
+		t.cost[sid] = 0
+		return fmt.Sprintf("turn ended: session %s entry %s on %s: %s, $%g (%s/%s)",
+			sid, h.Get("Pi-Id"), node, m.StopReason, cost, m.Provider, m.Model), true
+	}
+	return "", false
+}
+
+// decodeSID reverses the subject encoding of session ids: a token that
+// starts with "~" is base64url (unpadded) of an id that is not
+// [A-Za-z0-9_-]+ (pi's own UUIDs never are).
+func decodeSID(tok string) string {
+	if b64, ok := strings.CutPrefix(tok, "~"); ok {
+		if b, err := base64.RawURLEncoding.DecodeString(b64); err == nil {
+			return string(b)
+		}
+	}
+	return tok
+}
