@@ -12,7 +12,7 @@ func (t *Tailer) Collectors() []prometheus.Collector {
 	counter, gauge := metrics.Counter, metrics.Gauge
 	out := []prometheus.Collector{
 		counter("lines_published_total", "Session lines published to PI_LOCAL.", t.published.Load),
-		counter("lines_malformed_total", "Lines skipped as malformed, non-object or over the size limit.", t.malformed.Load),
+		counter("lines_malformed_total", "Lines skipped: malformed, non-object, over the size limit, or with an id, parentId and type too long to carry.", t.malformed.Load),
 		counter("entry_collisions_total", "Entry ids held by two different lines of one session.", t.collisions.Load),
 		counter("publish_errors_total", "Failed publish attempts (retried).", t.publishErrors.Load),
 		counter("files_deleted_total", "Session files that disappeared.", t.deleted.Load),

@@ -36,6 +36,10 @@ func (p *pending) skip(ln *line) {
 const (
 	flushLines = eventlog.MaxBatch
 	flushBytes = 8 << 20
+	// maxEnvelope bounds a line's id, parentId and type together: they
+	// travel in the headers of each of its messages (pi's ids are 8 hex
+	// digits, session ids UUIDs).
+	maxEnvelope = 8 << 10
 )
 
 // countingFile counts the bytes read from a session file.
@@ -156,6 +160,16 @@ func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again b
 		}
 		switch l.Kind {
 		case session.Header, session.Entry:
+			if n := len(l.ID) + len(l.ParentID) + len(l.Type); n > maxEnvelope {
+				// Every message of the line carries these in its
+				// headers: past max_payload no publish of it can ever
+				// succeed, and it would hold up the file for good.
+				p.malformed++
+				w.t.mem.release(held)
+				p.skip(&ln)
+				w.t.logger.Warn("line whose id, parentId and type are too long to carry skipped", "file", f.rel, "offset", ln.start, "bytes", n, "max", maxEnvelope)
+				continue
+			}
 			if held == 0 {
 				// A line from the read buffer: copied, within the budget.
 				if held, err = w.hold(ctx, f, p, int64(len(raw))); err != nil {

@@ -179,3 +179,21 @@ func TestLongSessionIDIsRefusedForThatFileAlone(t *testing.T) {
 		t.Fatalf("stream holds %d messages, want %d", info.Messages, want)
 	}
 }
+
+// TestEnvelopeTooLongToCarry: an entry whose id is 900 KiB long cannot be
+// published (each of its messages would carry it in a header, past the
+// server's max_payload): it is skipped and counted, and the lines around
+// it are published instead of the whole file being held up for good.
+func TestEnvelopeTooLongToCarry(t *testing.T) {
+	root := t.TempDir()
+	n := startNode(t, root, t.TempDir())
+	path := filepath.Join(root, "--p--", "envelope.jsonl")
+	before, after := entry("a", "", "before"), entry("b", "a", "after")
+	writeFile(t, path, header("env")+"\n"+before+"\n"+entry(strings.Repeat("i", 900<<10), "a", "x")+"\n"+
+		entry("c", strings.Repeat("p", 9<<10), "long parent")+"\n"+after+"\n")
+	n.waitLines("env", []string{header("env"), before, after})
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		st := n.tailer.Stats()
+		return st.Malformed == 2 && st.PublishErrors == 0, fmt.Sprintf("%+v", st)
+	})
+}
