@@ -27,7 +27,7 @@ import (
 //     fsync and a 2 ms pause, as a slow writer streams a huge tool result;
 //   - tenBy10: a file of ten 10 MB lines present when the tailer starts;
 //   - eight: eight files with a 32 MB line each, present at start, read by
-//     8 workers under the default budget (256 MiB), and eight-64MiB the
+//     8 workers under the default budget (128 MiB), and eight-64MiB the
 //     same under a 64 MiB budget;
 //   - raw: no tailer: the 60 MB line published from memory by
 //     eventlog.Local.Publish, what the embedded server costs by itself.
@@ -94,9 +94,6 @@ func BenchmarkMemory(b *testing.B) {
 	b.Run("tenBy10", func(b *testing.B) { memoryWorkload(b, bigLines(1, 10, 10_000_000), true, Options{}) })
 	b.Run("eight", func(b *testing.B) {
 		memoryWorkload(b, bigLines(8, 1, 32_000_000), true, Options{Workers: 8})
-	})
-	b.Run("eight-128MiB", func(b *testing.B) {
-		memoryWorkload(b, bigLines(8, 1, 32_000_000), true, Options{Workers: 8, MemoryBudget: 128 << 20})
 	})
 	b.Run("eight-64MiB", func(b *testing.B) {
 		memoryWorkload(b, bigLines(8, 1, 32_000_000), true, Options{Workers: 8, MemoryBudget: 64 << 20})
