@@ -150,7 +150,7 @@ func (w *worker) sync(ctx context.Context, path string) error {
 		w.t.untrack(f)
 		f.reset()
 		f.dev, f.ino = dev, ino
-	} else if st.Size() == f.size && !st.ModTime().Equal(f.mtime) && f.offset > 0 && f.status != statusIgnored {
+	} else if st.Size() == f.size && !st.ModTime().Equal(f.mtime) && f.status == statusSession {
 		// Same size, new mtime: an edit in place, or a touch. Only a
 		// read of the whole file can tell (the checks below look at the
 		// header and the last line), so it is read again from the
