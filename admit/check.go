@@ -69,12 +69,16 @@ const (
 // line must be one JSON object on one line (a single '\r' before the '\n'
 // is kept, as the tailer publishes lines of CRLF files), within maxLine,
 // with Pi-Type, Pi-Id and Pi-Parent equal to its own fields, a header's id
-// equal to the subject's session, a valid file name and a cwd without
-// control characters. A control event must be a known one naming a valid
+// equal to the subject's session, a session id short enough for subjects
+// (eventlog.CheckSID), a valid file name and a cwd without control
+// characters. A control event must be a known one naming a valid
 // file. It returns nil or a *Rejection.
 func Check(ev *eventlog.Event, maxLine int) *Rejection {
 	rej := func(r Reason, format string, a ...any) *Rejection {
 		return &Rejection{Node: ev.Node, SID: ev.SID, Reason: r, Detail: fmt.Sprintf(format, a...)}
+	}
+	if err := eventlog.CheckSID(ev.SID); err != nil {
+		return rej(BadSubject, "%v", err) // no subject or key is built from it here
 	}
 	if len(ev.Raw) > maxLine {
 		return rej(TooLong, "%d bytes, limit %d", len(ev.Raw), maxLine)

@@ -59,6 +59,10 @@ func TestCheck(t *testing.T) {
 		},
 		BadCwd:  {line(strings.Replace(hdr, "/home/ann/p", `/home/ann/p\n[hub]`, 1)), line(strings.Replace(hdr, "/home/ann/p", `/x\u0000y`, 1))},
 		TooLong: {line(`{"type":"message","id":"a1","pad":"` + strings.Repeat("p", 2000) + `"}`)},
+		BadSubject: {
+			mod(entry, func(e *eventlog.Event) { e.SID = strings.Repeat("s", eventlog.MaxSIDToken+1) }),
+			mod(hdr, func(e *eventlog.Event) { e.SID = strings.Repeat("s.", 200) }),
+		},
 		UnknownOp: {
 			mod(entry, func(e *eventlog.Event) { e.Op = "purge-everything" }),
 			{Node: "ann", SID: "s1", Op: eventlog.OpDelete, File: "", Raw: []byte(`{}`)},

@@ -60,6 +60,7 @@ type Config struct {
 	MaxLine         ByteSize      `envconfig:"MAX_LINE" default:"64MiB" desc:"longest line published; longer lines are counted as malformed and skipped"`
 	MaxStore        ByteSize      `envconfig:"MAX_STORE" default:"16GiB" desc:"JetStream file store limit"`
 	MaxMemory       ByteSize      `envconfig:"MAX_MEMORY" default:"256MiB" desc:"JetStream memory store limit"`
+	MemoryBudget    ByteSize      `envconfig:"MEMORY_BUDGET" default:"128MiB" desc:"most bytes of lines the tailer holds at once across its workers (read, not yet stored); a line longer than this is handled alone"`
 	Workers         int           `envconfig:"WORKERS" default:"8" desc:"files read and published in parallel"`
 	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"10s" desc:"bound on a graceful stop; a second signal exits at once"`
 }
@@ -187,6 +188,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxStore < 64<<20 {
 		errs = append(errs, fmt.Errorf("%s_MAX_STORE %v: want at least 64MiB", Prefix, c.MaxStore))
+	}
+	if c.MemoryBudget != 0 && c.MemoryBudget < 1<<20 { // 0: the tailer's default
+		errs = append(errs, fmt.Errorf("%s_MEMORY_BUDGET %v: want at least 1MiB", Prefix, c.MemoryBudget))
 	}
 	if c.MaxMemory < 16<<20 {
 		errs = append(errs, fmt.Errorf("%s_MAX_MEMORY %v: want at least 16MiB", Prefix, c.MaxMemory))

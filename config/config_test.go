@@ -41,7 +41,7 @@ func TestLoadAndValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.MaxLine != 64<<20 || c.Workers != 8 || c.LogLevel != "info" {
+	if c.MaxLine != 64<<20 || c.Workers != 8 || c.LogLevel != "info" || c.MemoryBudget != 128<<20 {
 		t.Errorf("defaults: %+v", c)
 	}
 	for k, v := range map[string]string{
@@ -54,6 +54,7 @@ func TestLoadAndValidate(t *testing.T) {
 		"PISYNC_WORKERS":         "0",
 		"PISYNC_STATE_DIR":       "/tmp/s/state",
 		"PISYNC_RESCAN_INTERVAL": "1ms",
+		"PISYNC_MEMORY_BUDGET":   "64KiB",
 	} {
 		t.Run(k, func(t *testing.T) {
 			t.Setenv(k, v)
@@ -115,7 +116,7 @@ func TestUsageListsEveryVariable(t *testing.T) {
 	if err := Usage(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []string{"PISYNC_SESSIONS_DIR", "PISYNC_STATE_DIR", "PISYNC_NODE_ID", "PISYNC_HTTP_ADDR", "PISYNC_LISTEN", "PISYNC_MAX_LINE", "PISYNC_SHUTDOWN_TIMEOUT"} {
+	for _, v := range []string{"PISYNC_SESSIONS_DIR", "PISYNC_STATE_DIR", "PISYNC_NODE_ID", "PISYNC_HTTP_ADDR", "PISYNC_LISTEN", "PISYNC_MAX_LINE", "PISYNC_MEMORY_BUDGET", "PISYNC_SHUTDOWN_TIMEOUT"} {
 		if !strings.Contains(b.String(), v) {
 			t.Errorf("usage lacks %s", v)
 		}

@@ -52,6 +52,9 @@ func (l *Local) Last(ctx context.Context, sid string) (uint64, *Event, error) {
 		return seq, nil, err
 	}
 	ev, err := newEvent(LocalStream, subj, seq, m.Header)
+	if ev != nil {
+		ev.Time = m.Time
+	}
 	return seq, ev, err
 }
 

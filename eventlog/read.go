@@ -28,7 +28,8 @@ type Event struct {
 	Op       string
 	SrcSeq   uint64 // Pi-Src-Seq, on PI_HUB and PI_ALL
 	Sha      [32]byte
-	Raw      []byte // nil when read headers-only
+	Raw      []byte    // nil when read headers-only
+	Time     time.Time // when the server stored it; set by Local.Last only
 }
 
 // Assembler joins the chunks of split lines back into events. Feed it a

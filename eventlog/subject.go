@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -28,6 +29,40 @@ func EncodeSID(sid string) string {
 		return sid
 	}
 	return encodedMark + base64.RawURLEncoding.EncodeToString([]byte(sid))
+}
+
+// MaxSIDToken bounds a session id's subject token (EncodeSID), and with it
+// every subject and KV key built from a session id. NATS closes a
+// connection whose protocol line is longer than max_control_line (4 KiB),
+// and a publish carries its subject, a reply inbox and sizes on that line:
+// a session id near 4,000 characters took the daemon's only connection,
+// and with it every session, down. pi's own ids are UUIDs (36
+// characters); 256 leaves room for any id chosen by hand and keeps every
+// subject and key far below the limit.
+const MaxSIDToken = 256
+
+// ErrSIDTooLong marks a session id whose subject token is longer than
+// MaxSIDToken: no subject or key is ever built from it.
+var ErrSIDTooLong = errors.New("eventlog: session id too long for a subject")
+
+// CheckSID reports whether sid may name a session in subjects and keys:
+// its token (EncodeSID; a projection key token has the same length) is at
+// most MaxSIDToken bytes. Every place that takes a session id from outside
+// (a file's header, another machine's event, a query) checks it here
+// before building a subject.
+func CheckSID(sid string) error {
+	if n := encodedLen(sid); n > MaxSIDToken {
+		return fmt.Errorf("%w: a %d-byte id makes a %d-byte token, limit %d", ErrSIDTooLong, len(sid), n, MaxSIDToken)
+	}
+	return nil
+}
+
+// encodedLen is len(EncodeSID(sid)), without building it.
+func encodedLen(sid string) int {
+	if PlainToken(sid) {
+		return len(sid)
+	}
+	return len(encodedMark) + base64.RawURLEncoding.EncodedLen(len(sid))
 }
 
 // DecodeSID reverses EncodeSID.

@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -59,6 +60,32 @@ func TestParseChunk(t *testing.T) {
 	for _, bad := range []string{"0/1", "2/1", "x", "1/", "/1", "-1/2"} {
 		if _, _, err := ParseChunk(bad); err == nil {
 			t.Errorf("ParseChunk(%q) accepted", bad)
+		}
+	}
+}
+
+func TestCheckSID(t *testing.T) {
+	for _, c := range []struct {
+		sid string
+		ok  bool
+	}{
+		{"01a229ce-f2cb-75eb-a575-3225f42fb0a0", true},
+		{strings.Repeat("a", MaxSIDToken), true},
+		{strings.Repeat("a", MaxSIDToken+1), false},
+		{strings.Repeat("a.", 95), true},  // 190 bytes: ~ + 254 characters of base64
+		{strings.Repeat("a.", 96), false}, // 192 bytes: ~ + 256
+		{strings.Repeat("z", 5000), false},
+		{"", true},
+	} {
+		err := CheckSID(c.sid)
+		if (err == nil) != c.ok {
+			t.Errorf("CheckSID(%d bytes) = %v, want ok=%v", len(c.sid), err, c.ok)
+		}
+		if n := len(EncodeSID(c.sid)); (n <= MaxSIDToken) != c.ok {
+			t.Errorf("%d bytes encode to %d: CheckSID disagrees with EncodeSID", len(c.sid), n)
+		}
+		if err != nil && !errors.Is(err, ErrSIDTooLong) {
+			t.Errorf("CheckSID: %v is not ErrSIDTooLong", err)
 		}
 	}
 }

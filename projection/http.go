@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+
+	"github.com/pisyncd/pisyncd/eventlog"
 )
 
 // Handler serves the projection on the daemon's control socket:
@@ -39,6 +41,10 @@ func (w *Worker) serveLs(rw http.ResponseWriter, r *http.Request) {
 
 func (w *Worker) serveContext(rw http.ResponseWriter, r *http.Request) {
 	sid := r.URL.Query().Get("session")
+	if err := eventlog.CheckSID(sid); err != nil {
+		http.Error(rw, err.Error(), http.StatusBadRequest) // no subject or key is built from it
+		return
+	}
 	c, err := w.ContextAt(r.Context(), sid, r.URL.Query().Get("leaf"))
 	if errors.Is(err, ErrUnknownSession) {
 		http.Error(rw, err.Error(), http.StatusNotFound)
@@ -60,6 +66,12 @@ func (w *Worker) serveContext(rw http.ResponseWriter, r *http.Request) {
 func (w *Worker) serveTail(rw http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	o := TailOptions{Session: q.Get("session"), Type: q.Get("type")}
+	if o.Session != "" {
+		if err := eventlog.CheckSID(o.Session); err != nil {
+			http.Error(rw, err.Error(), http.StatusBadRequest)
+			return
+		}
+	}
 	switch q.Get("from") {
 	case "", "now":
 	case "start":

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +25,26 @@ type discovery struct {
 	walked  chan struct{}       // closed after the first walk
 	found   int                 // session files the first walk found; read after walked
 
+	// owner is the one path each file (device and inode) is followed
+	// under: a hard link, or two links to one project folder, must not
+	// make one file two files of its session. The first path seen keeps
+	// it while it is there.
+	owner map[fileKey]string
+	keyOf map[string]fileKey
+	dups  map[string]struct{} // paths passed over in the last walk
+	// Folders the last walk could not read or watch, each logged once
+	// when it became so and once when it recovered.
+	unreadable, unwatched map[string]error
+	walkUnreadable        map[string]error
+	walkUnwatched         map[string]error
+}
+
+// fileKey identifies a file or folder: device and inode.
+type fileKey struct{ dev, ino uint64 }
+
+func keyOf(st fs.FileInfo) fileKey {
+	dev, ino := devIno(st)
+	return fileKey{dev, ino}
 }
 
 func newDiscovery(t *Tailer) (*discovery, error) {
@@ -31,7 +52,11 @@ func newDiscovery(t *Tailer) (*discovery, error) {
 	if err != nil {
 		return nil, fmt.Errorf("watch: fsnotify: %w", err)
 	}
-	return &discovery{t: t, w: w, watched: make(map[string]struct{}), seen: make(map[string]struct{}), walked: make(chan struct{})}, nil
+	return &discovery{
+		t: t, w: w, watched: make(map[string]struct{}), seen: make(map[string]struct{}), walked: make(chan struct{}),
+		owner: make(map[fileKey]string), keyOf: make(map[string]fileKey), dups: make(map[string]struct{}),
+		unreadable: make(map[string]error), unwatched: make(map[string]error),
+	}, nil
 }
 
 func (d *discovery) run(ctx context.Context) error {
@@ -75,7 +100,10 @@ func (d *discovery) event(ev fsnotify.Event) {
 		return
 	}
 	if ev.Has(fsnotify.Create) {
-		if st, err := os.Lstat(name); err == nil && (st.IsDir() || d.linkedFolder(name, st.Mode())) {
+		if st, err := os.Lstat(name); err == nil && d.linkedFolder(name, st.Mode()) {
+			d.walkLinked(name)
+			return
+		} else if err == nil && st.IsDir() {
 			// A new --cwd-- folder: watch it, and pick up the files that
 			// were created in it before the watch was in place.
 			if err := d.walkFrom(name); err != nil {
@@ -85,12 +113,44 @@ func (d *discovery) event(ev fsnotify.Event) {
 		}
 	}
 	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
-		if _, ok := d.watched[name]; ok {
-			delete(d.watched, name)
-		}
+		delete(d.watched, name)
+		d.release(name)
 	}
-	if isSessionFile(name) {
+	if isSessionFile(name) && d.claim(name) {
 		d.t.submit(name)
+	}
+}
+
+// claim reports whether path is the one path its file is followed under,
+// taking the file for path if no other path holds it. A path that cannot
+// be looked at is followed: its worker finds out what it is.
+func (d *discovery) claim(path string) bool {
+	st, err := os.Stat(path)
+	if err != nil {
+		return true
+	}
+	k := keyOf(st)
+	if o, ok := d.owner[k]; ok && o != path {
+		if ost, err := os.Stat(o); err == nil && keyOf(ost) == k {
+			d.dups[path] = struct{}{}
+			return false
+		}
+		d.release(o) // the owner is gone or another file now
+	}
+	if old, ok := d.keyOf[path]; ok && old != k {
+		d.release(path)
+	}
+	d.owner[k], d.keyOf[path] = path, k
+	return true
+}
+
+// release lets go of what path held.
+func (d *discovery) release(path string) {
+	if k, ok := d.keyOf[path]; ok {
+		if d.owner[k] == path {
+			delete(d.owner, k)
+		}
+		delete(d.keyOf, path)
 	}
 }
 
@@ -100,6 +160,8 @@ func (d *discovery) walk() error {
 	d.t.rescans.Add(1)
 	prev := d.seen
 	d.seen = make(map[string]struct{}, len(prev))
+	d.dups = make(map[string]struct{})
+	d.walkUnreadable, d.walkUnwatched = make(map[string]error), make(map[string]error)
 	if err := d.walkFrom(d.t.root); err != nil {
 		return err
 	}
@@ -108,13 +170,55 @@ func (d *discovery) walk() error {
 			d.t.submit(p)
 		}
 	}
+	// Paths not seen any more hold no file.
+	for p := range d.keyOf {
+		if _, ok := d.seen[p]; !ok {
+			d.release(p)
+		}
+	}
+	d.t.duplicatePaths.Store(int64(len(d.dups)))
+	d.report()
 	return nil
+}
+
+// report logs a folder that became unreadable (or could not be watched)
+// once, and once again when it recovered, instead of at every walk.
+func (d *discovery) report() {
+	for dir, err := range d.walkUnreadable {
+		if _, ok := d.unreadable[dir]; !ok {
+			d.t.logger.Warn("folder not readable; its sessions are not followed until it is", "dir", dir, "err", err)
+		}
+		delete(d.walkUnwatched, dir) // one message for one folder
+	}
+	for dir := range d.unreadable {
+		if _, ok := d.walkUnreadable[dir]; !ok {
+			if _, err := os.Stat(dir); err == nil {
+				d.t.logger.Info("folder readable again", "dir", dir)
+			}
+		}
+	}
+	for dir, err := range d.walkUnwatched {
+		if _, ok := d.unwatched[dir]; !ok {
+			d.t.logger.Warn("cannot watch folder; relying on rescans", "dir", dir, "err", err)
+		}
+	}
+	for dir := range d.unwatched {
+		if _, ok := d.walkUnwatched[dir]; !ok {
+			if _, ok := d.watched[dir]; ok {
+				d.t.logger.Info("folder watched again", "dir", dir)
+			}
+		}
+	}
+	// Copies: events until the next walk add to the walk's maps, and
+	// what they add must still count as new then.
+	d.unreadable, d.unwatched = maps.Clone(d.walkUnreadable), maps.Clone(d.walkUnwatched)
+	d.t.unreadableDirs.Store(int64(len(d.unreadable)))
 }
 
 func (d *discovery) walkFrom(dir string) error {
 	// WalkDir reports a symlinked start folder without entering it; with
 	// a trailing separator the system resolves the link (a sessions dir
-	// that is itself a link, or a linked project folder).
+	// that is itself a link).
 	start := dir
 	if st, err := os.Lstat(dir); err == nil && st.Mode()&fs.ModeSymlink != 0 {
 		start = dir + string(filepath.Separator)
@@ -124,14 +228,19 @@ func (d *discovery) walkFrom(dir string) error {
 			path = dir
 		}
 		if err == nil && d.linkedFolder(path, de.Type()) {
-			return d.walkFrom(path)
+			d.walkLinked(path)
+			return nil
 		}
 		if err != nil {
 			if path == dir && errors.Is(err, fs.ErrNotExist) {
 				return nil
 			}
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-				return nil // vanished while walking, or not ours to read
+			if errors.Is(err, fs.ErrPermission) {
+				d.walkUnreadable[path] = err // not ours to read: said once
+				return nil
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // vanished while walking
 			}
 			return err
 		}
@@ -139,21 +248,52 @@ func (d *discovery) walkFrom(dir string) error {
 			if path != d.t.root && skipName(de.Name()) {
 				return filepath.SkipDir
 			}
-			if _, ok := d.watched[path]; !ok {
-				if err := d.w.Add(path); err != nil {
-					d.t.logger.Warn("cannot watch folder; relying on rescans", "dir", path, "err", err)
-				} else {
-					d.watched[path] = struct{}{}
-				}
-			}
+			d.watch(path)
 			return nil
 		}
-		if isSessionFile(path) {
-			d.seen[path] = struct{}{}
-			d.t.submit(path)
-		}
+		d.found1(path)
 		return nil
 	})
+}
+
+// found1 takes a file the walk came across.
+func (d *discovery) found1(path string) {
+	if isSessionFile(path) && d.claim(path) {
+		d.seen[path] = struct{}{}
+		d.t.submit(path)
+	}
+}
+
+func (d *discovery) watch(dir string) {
+	if _, ok := d.watched[dir]; ok {
+		return
+	}
+	if err := d.w.Add(dir); err != nil {
+		d.walkUnwatched[dir] = err
+		return
+	}
+	d.watched[dir] = struct{}{}
+}
+
+// walkLinked takes the session files directly in a linked project folder,
+// as pi lists them (one level, spec §1): no folder below it and no link in
+// it is followed, so a link to an ancestor of the sessions dir, or to
+// itself, cannot make the walk go round; and a file already followed
+// under another path (two links to one folder) is passed over by claim.
+func (d *discovery) walkLinked(link string) {
+	entries, err := os.ReadDir(link)
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			d.walkUnreadable[link] = err
+		}
+		return
+	}
+	d.watch(link)
+	for _, e := range entries {
+		if !e.IsDir() {
+			d.found1(filepath.Join(link, e.Name()))
+		}
+	}
 }
 
 // linkedFolder reports whether path is a symbolic link, directly in the

@@ -1,9 +1,7 @@
 package watch
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -11,9 +9,6 @@ import (
 	"os"
 	"syscall"
 	"time"
-
-	"github.com/pisyncd/pisyncd/eventlog"
-	"github.com/pisyncd/pisyncd/session"
 )
 
 type fileStatus uint8
@@ -21,7 +16,7 @@ type fileStatus uint8
 const (
 	statusPending fileStatus = iota // no header seen yet
 	statusSession                   // a pi session: lines are published
-	statusIgnored                   // not a pi session: left alone
+	statusIgnored                   // left alone (reason in file.ignored)
 )
 
 // file is the tailer's view of one session file. It is owned by one worker.
@@ -31,9 +26,10 @@ type file struct {
 	size      int64
 	mtime     time.Time
 
-	status fileStatus
-	sid    string
-	sess   *sessionLog
+	status  fileStatus
+	ignored ignoreReason // why, when statusIgnored
+	sid     string
+	sess    *sessionLog
 	// resumed is set once the stream's resume hint was tried for this file.
 	resumed bool
 	// gone: the file disappeared; tombstone: its deletion still has to be
@@ -43,23 +39,34 @@ type file struct {
 	// offset is where the next unread line starts: everything before it is
 	// handled (published, known, or not an entry).
 	offset int64
-	// The header line and the last line before offset, to notice rewrites.
+	// part is how far the last read got into the line at offset.
+	part partial
+
+	// To notice rewrites cheaply: the header line (its hash, for the
+	// resume hint, and the hash of its first checkWindow bytes) and the
+	// hash of the last tailLen bytes before offset (the end of the last
+	// line read, its '\n' included).
 	hdrStart, hdrEnd int64
-	hdrSha           [32]byte
-	lastStart        int64 // -1: not checkable (an oversize line)
-	lastSha          [32]byte
+	hdrSha, hdrHead  [32]byte
+	tailLen          int64
+	tailSum          [32]byte
+
+	// recheckAt: a change of mtime without a change of size (an edit in
+	// place) makes the whole file be read again, at most once per rescan
+	// interval.
+	recheckAt time.Time
 }
 
 func (f *file) reset() {
-	*f = file{path: f.path, rel: f.rel, lastStart: -1}
+	*f = file{path: f.path, rel: f.rel, recheckAt: f.recheckAt}
 }
 
 // statSame reports whether st matches what f last saw, with every byte up
-// to the size consumed: nothing to do.
+// to the size read: nothing to do.
 func (f *file) statSame(st fs.FileInfo) bool {
 	dev, ino := devIno(st)
 	return f.ino == ino && f.dev == dev && f.size == st.Size() && f.mtime.Equal(st.ModTime()) &&
-		(f.status == statusIgnored || f.offset == f.size)
+		(f.status == statusIgnored || f.offset+f.part.n == f.size)
 }
 
 func devIno(st fs.FileInfo) (dev, ino uint64) {
@@ -69,15 +76,42 @@ func devIno(st fs.FileInfo) (dev, ino uint64) {
 	return 0, 0
 }
 
+// openRegular opens path for reading without ever blocking: a FIFO (or a
+// file swapped for one after the caller's stat) would block a plain open
+// until a writer comes, and with it the worker. It returns the open file
+// and its Fstat, or nil for anything but a regular file.
+func openRegular(path string) (*os.File, fs.FileInfo, error) {
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := fh.Stat()
+	if err != nil {
+		fh.Close()
+		return nil, nil, fmt.Errorf("stat: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		fh.Close()
+		return nil, st, nil
+	}
+	return fh, st, nil
+}
+
 // sync brings the event log up to date with the file at path.
 func (w *worker) sync(ctx context.Context, path string) error {
 	f := w.files[path]
-	if f != nil {
-		if st, err := os.Stat(path); err == nil && f.statSame(st) {
-			return nil
+	st, err := os.Stat(path)
+	if err == nil && f != nil && f.statSame(st) {
+		return nil
+	}
+	var fh *os.File
+	if err == nil && st.Mode().IsRegular() {
+		var fst fs.FileInfo
+		fh, fst, err = openRegular(path)
+		if fst != nil {
+			st = fst
 		}
 	}
-	fh, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if f != nil {
 			if err := w.t.fileGone(ctx, f); err != nil {
@@ -90,38 +124,56 @@ func (w *worker) sync(ctx context.Context, path string) error {
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
 	}
-	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return fmt.Errorf("stat: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil
-	}
 	if f == nil {
 		rel, err := w.t.rel(path)
 		if err != nil {
+			if fh != nil {
+				fh.Close()
+			}
 			return err
 		}
-		f = &file{path: path, rel: rel, lastStart: -1}
+		f = &file{path: path, rel: rel}
 		w.files[path] = f
 		w.t.filesTracked.Add(1)
 	}
+	if fh == nil {
+		// A FIFO, socket or device named *.jsonl: never opened for reading.
+		w.special(f, st)
+		return nil
+	}
+	defer fh.Close()
 	dev, ino := devIno(st)
-	if f.ino != ino || f.dev != dev || st.Size() < f.offset {
+	if f.ino != ino || f.dev != dev || st.Size() < f.offset+f.part.n || f.status == statusIgnored && f.ignored == ignoreSpecial {
 		if f.offset > 0 || f.status == statusIgnored {
 			w.t.logger.Info("session file replaced or truncated; reading it again", "file", f.rel)
 		}
 		w.t.untrack(f)
 		f.reset()
 		f.dev, f.ino = dev, ino
+	} else if st.Size() == f.size && !st.ModTime().Equal(f.mtime) && f.status == statusSession {
+		// Same size, new mtime: an edit in place, or a touch. Only a
+		// read of the whole file can tell (the checks below look at the
+		// header and the last line), so it is read again from the
+		// start, and only lines the session does not hold are published.
+		// At most once per rescan interval: a file touched in a loop
+		// costs one read of it per interval, not one per touch. Until
+		// then mtime stays unrecorded, so the next look tries again.
+		now := time.Now()
+		if now.Before(f.recheckAt) {
+			return nil
+		}
+		w.t.logger.Debug("session file changed in place; reading it again", "file", f.rel)
+		w.t.untrack(f)
+		f.reset()
+		f.dev, f.ino, f.resumed = dev, ino, true
+		f.recheckAt = now.Add(w.t.rescan)
 	}
 	f.size, f.mtime = st.Size(), st.ModTime()
 	if f.status == statusIgnored {
 		return nil
 	}
 	if f.offset > 0 {
-		ok, err := f.verify(fh, w.t.maxLine)
+		ok, err := f.verify(w.counted(fh))
 		if err != nil {
 			return err
 		}
@@ -136,155 +188,60 @@ func (w *worker) sync(ctx context.Context, path string) error {
 	return w.read(ctx, f, fh)
 }
 
-// verify checks that the file still holds the header and the last line
-// that f consumed, byte for byte.
-func (f *file) verify(r io.ReaderAt, max int) (bool, error) {
-	check := func(start, end int64, want [32]byte) (bool, error) {
-		if end-start > int64(max) {
-			return true, nil
-		}
-		buf := make([]byte, end-start)
-		if _, err := r.ReadAt(buf, start); err != nil {
-			if errors.Is(err, io.EOF) {
-				return false, nil
-			}
-			return false, fmt.Errorf("verify: %w", err)
-		}
-		return sha256.Sum256(buf) == want, nil
+// special records a file that is not a regular file (a FIFO, a socket, a
+// device) as ignored, once: it is never opened for reading.
+func (w *worker) special(f *file, st fs.FileInfo) {
+	dev, ino := devIno(st)
+	f.size, f.mtime = st.Size(), st.ModTime()
+	if f.status == statusIgnored && f.ignored == ignoreSpecial && f.dev == dev && f.ino == ino {
+		return
 	}
+	w.t.untrack(f)
+	f.reset()
+	f.dev, f.ino, f.size, f.mtime = dev, ino, st.Size(), st.ModTime()
+	w.t.ignore(f, ignoreSpecial, "type", st.Mode().Type().String())
+}
+
+// verify checks that the file still holds the start of the header and the
+// last bytes that f consumed, byte for byte. It reads at most two
+// checkWindow ranges, however long the lines are; the rest of an edit in
+// place is found by the same-size check in sync.
+func (f *file) verify(r io.ReaderAt) (bool, error) {
 	if f.status == statusSession {
-		if ok, err := check(f.hdrStart, f.hdrEnd-1, f.hdrSha); !ok || err != nil {
-			return ok, err
+		n := min(f.hdrEnd-1-f.hdrStart, checkWindow)
+		sum, ok, err := sumOf(r, f.hdrStart, f.hdrStart+n)
+		if !ok || err != nil || sum != f.hdrHead {
+			return false, err
 		}
 	}
-	if f.lastStart >= 0 {
-		return check(f.lastStart, f.offset-1, f.lastSha)
+	if f.tailLen > 0 {
+		sum, ok, err := sumOf(r, f.offset-f.tailLen, f.offset)
+		if !ok || err != nil || sum != f.tailSum {
+			return false, err
+		}
 	}
 	return true, nil
 }
 
-// pending is what one read has handled but not yet committed to the file
-// state: lines become handled only once the lines before them are durable.
-type pending struct {
-	lines     []eventlog.Line
-	bytes     int
-	off       int64
-	lastStart int64
-	lastSha   [32]byte
-	malformed int
-}
-
-const (
-	flushLines = eventlog.MaxBatch
-	flushBytes = 8 << 20
-)
-
-// read handles the complete lines from f.offset to the end of the file.
-func (w *worker) read(ctx context.Context, f *file, fh *os.File) error {
-restart:
-	if _, err := fh.Seek(f.offset, io.SeekStart); err != nil {
-		return fmt.Errorf("seek: %w", err)
-	}
-	lr := newLineReader(fh, f.offset, w.t.maxLine, w.buf)
-	p := pending{off: f.offset, lastStart: f.lastStart, lastSha: f.lastSha}
-	for {
-		raw, start, end, oversize, err := lr.next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("read: %w", err)
-		}
-		p.off = end
-		if oversize {
-			p.malformed++
-			p.lastStart = -1
-			w.t.logger.Warn("line longer than the limit skipped", "file", f.rel, "offset", start, "max", w.t.maxLine)
-			continue
-		}
-		sha := sha256.Sum256(raw)
-		p.lastStart, p.lastSha = start, sha
-		l := session.ParseLine(raw)
-		if f.status == statusPending {
-			switch {
-			case l.Kind == session.Header && l.HasID:
-				f.status, f.sid = statusSession, l.ID
-				f.hdrStart, f.hdrEnd, f.hdrSha = start, end, sha
-				f.sess = w.t.track(f)
-				if !f.resumed {
-					// First sight of the file in this process: bring a
-					// deleted session back, or resume after the last line.
-					_, last, err := w.t.log.Last(ctx, f.sid)
-					if err != nil {
-						return err
-					}
-					if err := w.t.revive(ctx, f, last); err != nil {
-						return err
-					}
-					f.resumed = true
-					ok, err := w.resume(ctx, f, fh, last)
-					if err != nil {
-						return err
-					}
-					if ok {
-						goto restart
-					}
-				}
-			case !l.Kind.Kept():
-				if l.Kind == session.Malformed {
-					p.malformed++
-				}
-				continue
-			default:
-				f.status = statusIgnored
-				w.t.filesIgnored.Add(1)
-				w.t.logger.Info("not a pi session file; ignoring it", "file", f.rel, "first", l.Kind.String())
-				return nil
-			}
-		}
-		switch l.Kind {
-		case session.Header, session.Entry:
-			p.lines = append(p.lines, eventlog.Line{
-				Raw: bytes.Clone(raw), Sha: sha, ID: l.ID, ParentID: l.ParentID, Type: l.Type,
-				File: f.rel, Off: end,
-			})
-			p.bytes += len(raw)
-			if len(p.lines) >= flushLines || p.bytes >= flushBytes {
-				if err := w.flush(ctx, f, &p); err != nil {
-					return err
-				}
-			}
-		case session.Malformed, session.Scalar:
-			p.malformed++
-		}
-	}
-	return w.flush(ctx, f, &p)
-}
-
-// flush publishes the pending lines the session does not hold yet and, once
-// they are durable, commits the read position.
-func (w *worker) flush(ctx context.Context, f *file, p *pending) error {
-	if len(p.lines) > 0 {
-		if err := w.t.publish(ctx, f.sess, p.lines); err != nil {
-			return err
-		}
-	}
-	f.offset, f.lastStart, f.lastSha = p.off, p.lastStart, p.lastSha
-	if p.malformed > 0 {
-		w.t.malformed.Add(int64(p.malformed))
-		w.t.logger.Warn("malformed lines skipped", "file", f.rel, "count", p.malformed)
-	}
-	p.lines, p.bytes, p.malformed = p.lines[:0], 0, 0
-	return nil
-}
-
 // resume tries the stream's hint for a file seen for the first time in this
-// process: if the session's last stored line came from this file and the
-// file still holds it (and the header the subject starts with) byte for
-// byte, everything before it is already handled and reading resumes after
-// it, without loading the session's known lines.
-func (w *worker) resume(ctx context.Context, f *file, fh *os.File, last *eventlog.Event) (bool, error) {
+// process: if the session's last stored line came from this file, the file
+// was not modified since that line was stored, and the file still holds
+// it (and the header the subject starts with) byte for byte, everything
+// before it is already handled and reading resumes after it, without
+// loading the session's known lines. A file modified since (pi appended
+// while the daemon was down, or edited a line in place) is read whole.
+func (w *worker) resume(ctx context.Context, f *file, fh io.ReaderAt) (bool, error) {
+	_, last, err := w.t.log.Last(ctx, f.sid)
+	if err != nil {
+		return false, err
+	}
+	if err := w.t.revive(ctx, f, last); err != nil {
+		return false, err
+	}
 	if last == nil || last.Op != "" || last.File != f.rel || last.Off <= f.hdrStart || last.Off > f.size {
+		return false, nil
+	}
+	if last.Time.IsZero() || f.mtime.After(last.Time) {
 		return false, nil
 	}
 	first, err := w.t.log.First(ctx, f.sid)
@@ -295,14 +252,15 @@ func (w *worker) resume(ctx context.Context, f *file, fh *os.File, last *eventlo
 	if err != nil {
 		return false, nil
 	}
-	buf := make([]byte, last.Off-1-start)
-	if _, err := fh.ReadAt(buf, start); err != nil {
+	sha, err := hashRange(fh, start, last.Off-1, w.scratch())
+	if err != nil || sha != last.Sha {
 		return false, nil
 	}
-	sha := sha256.Sum256(buf)
-	if sha != last.Sha {
-		return false, nil
+	n := min(last.Off-start, checkWindow)
+	sum, ok, err := sumOf(fh, last.Off-n, last.Off)
+	if !ok || err != nil {
+		return false, err
 	}
-	f.offset, f.lastStart, f.lastSha = last.Off, start, sha
+	f.offset, f.tailLen, f.tailSum, f.part = last.Off, n, sum, partial{}
 	return true, nil
 }

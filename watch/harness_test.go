@@ -3,6 +3,8 @@ package watch
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -35,8 +37,9 @@ func startNodeRescan(t testing.TB, root, state string, rescan time.Duration) *no
 	return startNodeWith(t, root, state, Options{RescanInterval: rescan}, nil)
 }
 
-// startNodeWith starts a node with o (Root, Workers and MaxLine filled in)
-// and lets adjust change the tailer before it runs.
+// startNodeWith starts a node with o (Root filled in; Workers 4 and
+// MaxLine 16 MiB unless set) and lets adjust change the tailer before it
+// runs.
 func startNodeWith(t testing.TB, root, state string, o Options, adjust func(*Tailer)) *node {
 	t.Helper()
 	ctx := context.Background()
@@ -53,7 +56,13 @@ func startNodeWith(t testing.TB, root, state string, o Options, adjust func(*Tai
 		t.Fatalf("open log: %v", err)
 	}
 	n := &node{t: t, root: root, state: state, srv: srv, log: lg, done: make(chan error, 1)}
-	o.Root, o.Workers, o.MaxLine = root, 4, 16<<20
+	o.Root = root
+	if o.Workers == 0 {
+		o.Workers = 4
+	}
+	if o.MaxLine == 0 {
+		o.MaxLine = 16 << 20
+	}
 	n.tailer = New(lg, o)
 	if adjust != nil {
 		adjust(n.tailer)
@@ -155,3 +164,8 @@ func appendFile(t testing.TB, path, data string) { testenv.AppendFile(t, path, d
 func header(sid string) string { return testenv.Header(sid) }
 
 func entry(id, parent, text string) string { return testenv.Entry(id, parent, text) }
+
+// newTestLogger logs text at debug level into w.
+func newTestLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}

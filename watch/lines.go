@@ -3,76 +3,175 @@ package watch
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding"
 	"errors"
+	"fmt"
+	"hash"
 	"io"
 )
 
-// lineReader yields the complete lines of a file from a start offset. A
-// line longer than max is reported as oversize (its bytes dropped as they go
-// by, never held whole); the partial line after the last '\n' is not
-// returned at all: it is not final until its '\n' arrives.
-type lineReader struct {
-	br   *bufio.Reader
-	max  int
-	off  int64 // offset of the next unread byte
-	long []byte
-}
-
-// readBufSize is the line reader's buffer: lines longer than it are joined
-// from several reads.
+// readBufSize is the line reader's buffer. A line that fits in it and
+// arrives whole is handed out straight from the buffer; any other line is
+// hashed as it goes by and read back once, when its '\n' is there.
 const readBufSize = 256 << 10
 
-// newLineReader reads r from offset start. br, when not nil, is a buffer to
-// reuse (a worker keeps one: a fresh 256 KiB buffer per append would make
-// most of the daemon's garbage).
-func newLineReader(r io.Reader, start int64, max int, br *bufio.Reader) *lineReader {
+// checkWindow bounds what rewrite detection reads per look at a file: the
+// first bytes of the header line and the last bytes before the read
+// position.
+const checkWindow = 4 << 10
+
+// lineReader yields the complete lines of a file from a start offset and
+// reads every byte once. A line that does not come whole in one buffer (it
+// is longer than the buffer, or its end is not written yet) is never
+// accumulated: its sha-256 runs as its bytes go by, and the caller reads
+// it back whole once it is complete (or skips it: oversize, or already
+// stored). The partial line after the last '\n' is not returned; its
+// progress (partial) lets the next read go on from where this one ended
+// instead of reading the line again from its start.
+type lineReader struct {
+	br  *bufio.Reader
+	max int64
+	off int64 // offset of the next unread byte
+
+	// The line being read.
+	start   int64
+	n       int64     // its bytes so far, without '\n'
+	h       hash.Hash // sha-256 of them; nil while none or over max
+	over    bool      // longer than max: skipped
+	resumed bool      // begun in an earlier read
+	tail    []byte    // its last checkWindow-1 bytes at most
+}
+
+// line is one complete line. raw is set when the line came whole from the
+// buffer (valid until the next call); otherwise sha and size say what to
+// read back from [start, end-1), unless oversize.
+type line struct {
+	start, end int64 // its first byte, and the byte after its '\n'
+	raw        []byte
+	sha        [32]byte // of a line without raw
+	oversize   bool
+	resumed    bool   // begun in an earlier read: read it back to be sure of its bytes
+	tail       []byte // its last bytes, at most checkWindow-1 (valid until the next call)
+}
+
+func (l *line) size() int64 { return l.end - 1 - l.start }
+
+// partial is how far a read got into a line without its '\n': where the
+// line starts, how many bytes of it were read and the sha-256 state after
+// them. It is only good for a file whose bytes before start+n did not
+// change (rewrite detection runs first; a line read back is checked
+// against its hash).
+type partial struct {
+	start, n int64
+	state    []byte // sha-256 state; nil when over
+	over     bool
+	tail     []byte
+}
+
+// newLineReader reads from offset start, or on from p when p is progress
+// into the line at start; the caller positions the reader at lr.off. br,
+// when not nil, is a buffer to reuse over r.
+func newLineReader(r io.Reader, start int64, max int, br *bufio.Reader, p partial) *lineReader {
 	if br == nil {
 		br = bufio.NewReaderSize(r, readBufSize)
 	} else {
 		br.Reset(r)
 	}
-	return &lineReader{br: br, max: max, off: start}
+	lr := &lineReader{br: br, max: int64(max), off: start, start: start}
+	if p.n > 0 && p.start == start {
+		h := sha256.New()
+		if p.state == nil || h.(encoding.BinaryUnmarshaler).UnmarshalBinary(p.state) == nil {
+			if p.state != nil {
+				lr.h = h
+			}
+			lr.n, lr.over, lr.resumed, lr.off = p.n, p.over || p.state == nil, true, start+p.n
+			lr.tail = append(lr.tail[:0], p.tail...)
+		}
+	}
+	return lr
 }
 
-// next returns the next complete line without its '\n', the offsets where it
-// starts and where the next line starts, and oversize when the line was
-// longer than max (raw is nil then). At the end of the complete lines it
-// returns io.EOF. raw is only valid until the next call.
-func (lr *lineReader) next() (raw []byte, start, end int64, oversize bool, err error) {
-	start = lr.off
-	lr.long = lr.long[:0]
+// partial returns the progress into the line without its '\n' at the end
+// of the read (zero when the read ended on a line boundary).
+func (lr *lineReader) partial() partial {
+	if lr.n == 0 {
+		return partial{}
+	}
+	p := partial{start: lr.start, n: lr.n, over: lr.over, tail: bytes.Clone(lr.tail)}
+	if lr.h != nil {
+		s, err := lr.h.(encoding.BinaryMarshaler).MarshalBinary()
+		if err != nil {
+			return partial{} // cannot happen with crypto/sha256; read it again
+		}
+		p.state = s
+	}
+	return p
+}
+
+// add takes bytes of the current line that are not its whole.
+func (lr *lineReader) add(b []byte) {
+	lr.n += int64(len(b))
+	lr.tail = appendTail(lr.tail, b)
+	if lr.over {
+		return
+	}
+	if lr.n > lr.max {
+		lr.over, lr.h = true, nil
+		return
+	}
+	if lr.h == nil {
+		lr.h = sha256.New()
+	}
+	lr.h.Write(b)
+}
+
+// appendTail keeps the last checkWindow-1 bytes of tail+b.
+func appendTail(tail, b []byte) []byte {
+	const keep = checkWindow - 1
+	if len(b) >= keep {
+		return append(tail[:0], b[len(b)-keep:]...)
+	}
+	if drop := len(tail) + len(b) - keep; drop > 0 {
+		tail = append(tail[:0], tail[drop:]...)
+	}
+	return append(tail, b...)
+}
+
+// next returns the next complete line. At the end of the complete lines it
+// returns io.EOF; partial then tells how far the read got.
+func (lr *lineReader) next() (line, error) {
 	for {
 		chunk, err := lr.br.ReadSlice('\n')
 		lr.off += int64(len(chunk))
 		switch {
 		case err == nil:
-			if oversize {
-				return nil, start, lr.off, true, nil
-			}
-			if len(lr.long) == 0 {
-				raw = chunk[:len(chunk)-1]
-			} else {
-				lr.long = append(lr.long, chunk[:len(chunk)-1]...)
-				raw = lr.long
-			}
-			if len(raw) > lr.max {
-				return nil, start, lr.off, true, nil
-			}
-			return raw, start, lr.off, false, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			if !oversize {
-				if len(lr.long)+len(chunk) > lr.max {
-					oversize = true
-					lr.long = lr.long[:0]
-				} else {
-					lr.long = append(lr.long, chunk...)
+			data := chunk[:len(chunk)-1]
+			l := line{start: lr.start, end: lr.off, resumed: lr.resumed}
+			switch {
+			case lr.n == 0:
+				// The common case: the whole line from the buffer.
+				l.tail = data[len(data)-min(len(data), checkWindow-1):]
+				if l.oversize = int64(len(data)) > lr.max; !l.oversize {
+					l.raw = data
+				}
+			default:
+				lr.add(data)
+				l.tail, l.oversize = lr.tail, lr.over
+				if !lr.over {
+					lr.h.Sum(l.sha[:0])
 				}
 			}
+			lr.start, lr.n, lr.h, lr.over, lr.resumed = lr.off, 0, nil, false, false
+			lr.tail = lr.tail[:0]
+			return l, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			lr.add(chunk)
 		case errors.Is(err, io.EOF):
-			// A partial line: not final. The caller resumes from start.
-			return nil, start, start, false, io.EOF
+			lr.add(chunk) // a partial line: not final, but read
+			return line{}, io.EOF
 		default:
-			return nil, start, start, false, err
+			return line{}, err
 		}
 	}
 }
@@ -102,4 +201,29 @@ func lineEndingAt(r io.ReaderAt, end int64, max int) (int64, error) {
 		}
 	}
 	return 0, nil
+}
+
+// hashRange returns the sha-256 of r's bytes [start, end), read through
+// buf: whatever the length, it holds no more than buf.
+func hashRange(r io.ReaderAt, start, end int64, buf []byte) ([32]byte, error) {
+	var sum [32]byte
+	h := sha256.New()
+	if _, err := io.CopyBuffer(h, io.NewSectionReader(r, start, end-start), buf); err != nil {
+		return sum, err
+	}
+	h.Sum(sum[:0])
+	return sum, nil
+}
+
+// sumOf is the sha-256 of r's bytes [start, end), a short range; ok is
+// false when the file no longer has them.
+func sumOf(r io.ReaderAt, start, end int64) (sum [32]byte, ok bool, err error) {
+	buf := make([]byte, end-start)
+	if _, err := r.ReadAt(buf, start); err != nil {
+		if errors.Is(err, io.EOF) {
+			return sum, false, nil
+		}
+		return sum, false, fmt.Errorf("read: %w", err)
+	}
+	return sha256.Sum256(buf), true, nil
 }

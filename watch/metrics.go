@@ -10,9 +10,9 @@ import (
 // same atomics that Stats reports, so the two can never disagree.
 func (t *Tailer) Collectors() []prometheus.Collector {
 	counter, gauge := metrics.Counter, metrics.Gauge
-	return []prometheus.Collector{
+	out := []prometheus.Collector{
 		counter("lines_published_total", "Session lines published to PI_LOCAL.", t.published.Load),
-		counter("lines_malformed_total", "Lines skipped as malformed, non-object or over the size limit.", t.malformed.Load),
+		counter("lines_malformed_total", "Lines skipped: malformed, non-object, over the size limit, or with an id, parentId and type too long to carry.", t.malformed.Load),
 		counter("entry_collisions_total", "Entry ids held by two different lines of one session.", t.collisions.Load),
 		counter("publish_errors_total", "Failed publish attempts (retried).", t.publishErrors.Load),
 		counter("files_deleted_total", "Session files that disappeared.", t.deleted.Load),
@@ -20,8 +20,21 @@ func (t *Tailer) Collectors() []prometheus.Collector {
 		gauge("files_tracked", "Files under the sessions dir being followed.", t.filesTracked.Load),
 		gauge("files_ignored", "Files that are not pi sessions.", t.filesIgnored.Load),
 		gauge("sessions_tracked", "Sessions with at least one followed file.", func() int64 { return t.Stats().Sessions }),
+		counter("file_bytes_read_total", "Bytes read from session files.", t.bytesRead.Load),
+		gauge("duplicate_paths", "Paths passed over because their file is followed under another path.", t.duplicatePaths.Load),
+		gauge("unreadable_folders", "Folders under the sessions dir the last rescan could not read.", t.unreadableDirs.Load),
+		gauge("memory_held_bytes", "Bytes of lines the tailer holds now (bounded by PISYNC_MEMORY_BUDGET).", func() int64 { u, _, _ := t.mem.state(); return u }),
+		gauge("memory_budget_bytes", "PISYNC_MEMORY_BUDGET: the most bytes of lines the tailer holds at once.", func() int64 { return t.mem.size }),
+		counter("memory_waits_total", "Times a worker waited for room in the memory budget.", func() int64 { _, _, w := t.mem.state(); return w }),
 		t.publishSeconds,
 	}
+	for r := range numIgnoreReasons {
+		out = append(out, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "pisyncd", Name: "files_ignored_by_reason", Help: "Files left alone, by reason.",
+			ConstLabels: prometheus.Labels{"reason": r.String()},
+		}, func() float64 { return float64(t.ignoredBy[r].Load()) }))
+	}
+	return out
 }
 
 func newPublishHistogram() prometheus.Histogram {

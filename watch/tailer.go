@@ -25,7 +25,10 @@ type Options struct {
 	MaxLine        int           // longest line published
 	Workers        int           // files handled in parallel
 	RescanInterval time.Duration // full rescan period
-	Logger         *slog.Logger
+	// MemoryBudget bounds the bytes of lines held at once across workers
+	// (0: DefaultMemoryBudget); a line larger than it is handled alone.
+	MemoryBudget int64
+	Logger       *slog.Logger
 	// Known adds the hashes of a session's lines that are in the event log
 	// under other nodes (the replicator writes them into files here); such
 	// lines are not this node's to publish.
@@ -47,6 +50,7 @@ type Tailer struct {
 	logger        *slog.Logger
 	workers       []*worker
 	seed          maphash.Seed
+	mem           *budget
 
 	known            func(ctx context.Context, sid string, add func([32]byte)) error
 	deletedElsewhere func(ctx context.Context, sid string) (bool, error)
@@ -60,6 +64,10 @@ type Tailer struct {
 	published, malformed       atomic.Int64
 	collisions, publishErrors  atomic.Int64
 	deleted, rescans           atomic.Int64
+	bytesRead                  atomic.Int64
+	duplicatePaths             atomic.Int64 // discovery: paths of a file followed under another path
+	unreadableDirs             atomic.Int64 // discovery: folders the last walk could not read
+	ignoredBy                  [numIgnoreReasons]atomic.Int64
 	lastErr                    atomic.Pointer[string]
 	publishSeconds             prometheus.Histogram
 }
@@ -68,6 +76,9 @@ type sessionRef struct {
 	s     *sessionLog
 	files map[string]struct{}
 }
+
+// DefaultMemoryBudget is Options.MemoryBudget when not set.
+const DefaultMemoryBudget = 128 << 20
 
 // New returns a tailer publishing into log.
 func New(log Log, o Options) *Tailer {
@@ -80,14 +91,17 @@ func New(log Log, o Options) *Tailer {
 	if o.RescanInterval <= 0 {
 		o.RescanInterval = 10 * time.Second
 	}
+	if o.MemoryBudget <= 0 {
+		o.MemoryBudget = DefaultMemoryBudget
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	t := &Tailer{
 		log: log, root: filepath.Clean(o.Root), maxLine: o.MaxLine, rescan: o.RescanInterval, progressEvery: 5 * time.Second,
 		logger: o.Logger, seed: maphash.MakeSeed(), sessions: make(map[string]*sessionRef),
-		publishSeconds: newPublishHistogram(),
-		known:          o.Known, deletedElsewhere: o.Deleted, ready: make(chan struct{}), moved: make(map[string]struct{}),
+		publishSeconds: newPublishHistogram(), mem: newBudget(o.MemoryBudget),
+		known: o.Known, deletedElsewhere: o.Deleted, ready: make(chan struct{}), moved: make(map[string]struct{}),
 	}
 	for i := 0; i < o.Workers; i++ {
 		t.workers = append(t.workers, &worker{t: t, files: make(map[string]*file), wake: make(chan struct{}, 1), dirty: make(map[string]struct{})})
@@ -197,6 +211,7 @@ func (t *Tailer) track(f *file) *sessionLog {
 func (t *Tailer) untrack(f *file) (last bool) {
 	if f.status == statusIgnored {
 		t.filesIgnored.Add(-1)
+		t.ignoredBy[f.ignored].Add(-1)
 	}
 	if f.sess == nil {
 		return false
@@ -320,16 +335,36 @@ func (t *Tailer) Forget(path string) (undo func()) {
 // Ready is closed once every file present at start has been read once.
 func (t *Tailer) Ready() <-chan struct{} { return t.ready }
 
+// loadLocked reads what the session holds, once. Called with s.mu held.
+func (t *Tailer) loadLocked(ctx context.Context, s *sessionLog) error {
+	if s.known != nil {
+		return nil
+	}
+	n, err := s.load(ctx, t.log, t.known)
+	if err != nil {
+		return err
+	}
+	t.collisions.Add(int64(n))
+	return nil
+}
+
+// holds reports whether the session holds a line with this hash already.
+func (t *Tailer) holds(ctx context.Context, s *sessionLog, sha [32]byte) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := t.loadLocked(ctx, s); err != nil {
+		return false, err
+	}
+	_, ok := s.known[sha]
+	return ok, nil
+}
+
 // publish stores the lines the session does not hold yet.
 func (t *Tailer) publish(ctx context.Context, s *sessionLog, lines []eventlog.Line) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.known == nil {
-		n, err := s.load(ctx, t.log, t.known)
-		if err != nil {
-			return err
-		}
-		t.collisions.Add(int64(n))
+	if err := t.loadLocked(ctx, s); err != nil {
+		return err
 	}
 	fresh := lines[:0:0]
 	seen := make(map[[32]byte]struct{}, len(lines))
@@ -382,6 +417,23 @@ type Stats struct {
 	FilesDeleted   int64  `json:"filesDeleted"`
 	Rescans        int64  `json:"rescans"`
 	LastError      string `json:"lastError,omitempty"`
+
+	// FilesIgnoredBy splits FilesIgnored by reason (see ignoreReason).
+	FilesIgnoredBy map[string]int64 `json:"filesIgnoredBy,omitempty"`
+	// DuplicatePaths counts paths passed over because their file is
+	// followed under another path (a hard link, two links to one folder);
+	// UnreadableFolders the folders the last walk could not read.
+	DuplicatePaths    int64 `json:"duplicatePaths"`
+	UnreadableFolders int64 `json:"unreadableFolders"`
+	// BytesRead counts the bytes read from session files.
+	BytesRead int64 `json:"bytesRead"`
+	// MemoryHeld is the bytes of lines held now, MemoryPeak the most held
+	// at once, MemoryBudget the bound on both (PISYNC_MEMORY_BUDGET);
+	// MemoryWaits counts the times a worker waited for room.
+	MemoryHeld   int64 `json:"memoryHeld"`
+	MemoryPeak   int64 `json:"memoryPeak"`
+	MemoryBudget int64 `json:"memoryBudget"`
+	MemoryWaits  int64 `json:"memoryWaits"`
 }
 
 // Stats returns the current counters.
@@ -397,5 +449,17 @@ func (t *Tailer) Stats() Stats {
 	if e := t.lastErr.Load(); e != nil {
 		s.LastError = *e
 	}
+	for r := range t.ignoredBy {
+		if n := t.ignoredBy[r].Load(); n != 0 {
+			if s.FilesIgnoredBy == nil {
+				s.FilesIgnoredBy = map[string]int64{}
+			}
+			s.FilesIgnoredBy[ignoreReason(r).String()] = n
+		}
+	}
+	s.BytesRead = t.bytesRead.Load()
+	s.DuplicatePaths, s.UnreadableFolders = t.duplicatePaths.Load(), t.unreadableDirs.Load()
+	s.MemoryHeld, s.MemoryPeak, s.MemoryWaits = t.mem.state()
+	s.MemoryBudget = t.mem.size
 	return s
 }

@@ -15,6 +15,7 @@ type worker struct {
 	t     *Tailer
 	files map[string]*file
 	buf   *bufio.Reader // reused by every read of this worker
+	hbuf  []byte        // reused to hash ranges of a file
 
 	mu       sync.Mutex
 	dirty    map[string]struct{}
@@ -22,6 +23,14 @@ type worker struct {
 	wake     chan struct{}
 
 	retry map[string]retryState
+}
+
+// scratch is the worker's buffer for hashing a range of a file.
+func (w *worker) scratch() []byte {
+	if w.hbuf == nil {
+		w.hbuf = make([]byte, 64<<10)
+	}
+	return w.hbuf
 }
 
 type retryState struct {

@@ -103,6 +103,10 @@ func (d *Daemon) controlHandler() http.Handler {
 	})
 	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) {
 		sid := r.URL.Query().Get("session")
+		if err := eventlog.CheckSID(sid); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest) // no subject is built from it
+			return
+		}
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		enc := json.NewEncoder(w)
 		err := d.log.Scan(r.Context(), sid, 0, true, func(ev *eventlog.Event) error {

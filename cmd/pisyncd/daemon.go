@@ -193,6 +193,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		MaxLine:        int(d.cfg.MaxLine),
 		Workers:        d.cfg.Workers,
 		RescanInterval: d.cfg.RescanInterval,
+		MemoryBudget:   int64(d.cfg.MemoryBudget),
 		Logger:         d.logger.With("component", "tailer"),
 	}
 	if len(d.cfg.HubURLs) > 0 {

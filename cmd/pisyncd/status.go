@@ -62,7 +62,12 @@ func statusCommand(args []string, stdout io.Writer) error {
 		row("nats listener", st.NATSURL)
 	}
 	row("files tracked", st.Tailer.FilesTracked)
-	row("files ignored (not pi sessions)", st.Tailer.FilesIgnored)
+	row("files ignored", fmt.Sprintf("%d %v", st.Tailer.FilesIgnored, st.Tailer.FilesIgnoredBy))
+	if st.Tailer.DuplicatePaths > 0 || st.Tailer.UnreadableFolders > 0 {
+		row("paths of a file followed elsewhere", st.Tailer.DuplicatePaths)
+		row("folders not readable", st.Tailer.UnreadableFolders)
+	}
+	row("lines held in memory", fmt.Sprintf("%d bytes now, %d at most, budget %d", st.Tailer.MemoryHeld, st.Tailer.MemoryPeak, st.Tailer.MemoryBudget))
 	row("sessions", st.Tailer.Sessions)
 	row("entries published", st.Tailer.LinesPublished)
 	row("malformed lines", st.Tailer.Malformed)
@@ -155,6 +160,9 @@ func eventsCommand(args []string, stdout io.Writer) error {
 		return err
 	}
 	sid := fs.Arg(0)
+	if err := eventlog.CheckSID(sid); err != nil {
+		return err
+	}
 	cfg, err := config.Load()
 	if err != nil {
 		return err

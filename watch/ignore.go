@@ -1,0 +1,42 @@
+package watch
+
+// ignoreReason says why a *.jsonl file is left alone. Each is counted in
+// Stats.FilesIgnoredBy and logged once per file (again only when the file
+// is replaced, truncated or rewritten).
+type ignoreReason uint8
+
+const (
+	// ignoreNotSession: its first JSON object is not a session header
+	// (pi refuses such a file too).
+	ignoreNotSession ignoreReason = iota
+	// ignoreLongID: its header's id is too long to name a subject
+	// (eventlog.CheckSID); publishing it would break the connection
+	// every session shares.
+	ignoreLongID
+	// ignoreSpecial: a FIFO, socket or device, never opened for reading.
+	ignoreSpecial
+	numIgnoreReasons
+)
+
+var ignoreNames = [numIgnoreReasons]string{"not-a-session", "session-id-too-long", "not-a-regular-file"}
+
+var ignoreMessages = [numIgnoreReasons]string{
+	"not a pi session file; ignoring it",
+	"session id too long for a subject; ignoring the file",
+	"not a regular file; ignoring it",
+}
+
+func (r ignoreReason) String() string { return ignoreNames[r] }
+
+// ignore leaves f alone from now on, and says so once.
+func (t *Tailer) ignore(f *file, why ignoreReason, attrs ...any) {
+	f.status, f.ignored = statusIgnored, why
+	t.filesIgnored.Add(1)
+	t.ignoredBy[why].Add(1)
+	attrs = append([]any{"file", f.rel}, attrs...)
+	if why == ignoreNotSession {
+		t.logger.Info(ignoreMessages[why], attrs...)
+	} else {
+		t.logger.Warn(ignoreMessages[why], attrs...)
+	}
+}

@@ -1,0 +1,272 @@
+package watch
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync/atomic"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/session"
+)
+
+// pending is what one read has handled but not yet committed to the file
+// state: lines become handled only once the lines before them are durable.
+type pending struct {
+	lines     []eventlog.Line
+	bytes     int
+	held      int64 // bytes of the budget held for lines
+	off       int64
+	tail      []byte // the last bytes of the line before off
+	tailNew   bool
+	malformed int
+}
+
+// skip moves past ln: everything before its end is handled once the
+// lines before it are durable.
+func (p *pending) skip(ln *line) {
+	p.off = ln.end
+	p.tail, p.tailNew = append(p.tail[:0], ln.tail...), true
+}
+
+const (
+	flushLines = eventlog.MaxBatch
+	flushBytes = 8 << 20
+	// maxEnvelope bounds a line's id, parentId and type together: they
+	// travel in the headers of each of its messages (pi's ids are 8 hex
+	// digits, session ids UUIDs).
+	maxEnvelope = 8 << 10
+)
+
+// countingFile counts the bytes read from a session file.
+type countingFile struct {
+	f *os.File
+	n *atomic.Int64
+}
+
+func (c countingFile) Read(b []byte) (int, error) {
+	n, err := c.f.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c countingFile) ReadAt(b []byte, off int64) (int, error) {
+	n, err := c.f.ReadAt(b, off)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (w *worker) counted(fh *os.File) countingFile { return countingFile{f: fh, n: &w.t.bytesRead} }
+
+// read handles the complete lines from f.offset to the end of the file.
+func (w *worker) read(ctx context.Context, f *file, fh *os.File) error {
+	r := w.counted(fh)
+	for {
+		again, err := w.readFrom(ctx, f, r)
+		if err != nil || !again {
+			return err
+		}
+	}
+}
+
+// readFrom reads from f.offset (or on from f.part) to the end of the file.
+// again: the resume hint moved f.offset; read from there.
+func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again bool, err error) {
+	lr := newLineReader(r, f.offset, w.t.maxLine, w.buf, f.part)
+	f.part = partial{} // taken; given back at the end of a read that went well
+	if _, err := r.f.Seek(lr.off, io.SeekStart); err != nil {
+		return false, fmt.Errorf("seek: %w", err)
+	}
+	p := &pending{off: f.offset}
+	defer func() { w.t.mem.release(p.held) }()
+	for {
+		ln, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return false, fmt.Errorf("read: %w", err)
+		}
+		if ln.oversize {
+			p.malformed++
+			p.skip(&ln)
+			w.t.logger.Warn("line longer than the limit skipped", "file", f.rel, "offset", ln.start, "max", w.t.maxLine)
+			continue
+		}
+		raw, sha, held := ln.raw, ln.sha, int64(0)
+		if raw == nil {
+			// A line that did not come whole: if the session holds it
+			// already it is not read again at all.
+			if f.status == statusSession && !ln.resumed {
+				ok, err := w.t.holds(ctx, f.sess, sha)
+				if err != nil {
+					return false, err
+				}
+				if ok {
+					p.skip(&ln)
+					continue
+				}
+			}
+			if raw, held, err = w.readBack(ctx, f, r, p, &ln); err != nil {
+				return false, err
+			}
+		} else {
+			sha = sha256.Sum256(raw)
+		}
+		var l session.Line
+		if held > 0 {
+			l = parseLong(raw)
+		} else {
+			l = session.ParseLine(raw)
+		}
+		if f.status == statusPending {
+			switch {
+			case l.Kind == session.Header && l.HasID:
+				if err := eventlog.CheckSID(l.ID); err != nil {
+					w.t.mem.release(held)
+					w.t.ignore(f, ignoreLongID, "id_bytes", len(l.ID), "limit", eventlog.MaxSIDToken)
+					return false, nil
+				}
+				f.status, f.sid = statusSession, l.ID
+				f.hdrStart, f.hdrEnd, f.hdrSha = ln.start, ln.end, sha
+				f.hdrHead = sha256.Sum256(raw[:min(len(raw), checkWindow)])
+				f.sess = w.t.track(f)
+				if !f.resumed {
+					// First sight of the file in this process: bring a
+					// deleted session back, or resume after the last line.
+					f.resumed = true
+					ok, err := w.resume(ctx, f, r)
+					if err != nil || ok {
+						w.t.mem.release(held)
+						return ok, err
+					}
+				}
+			case !l.Kind.Kept():
+				if l.Kind == session.Malformed {
+					p.malformed++
+				}
+				w.t.mem.release(held)
+				p.skip(&ln)
+				continue
+			default:
+				w.t.mem.release(held)
+				w.t.ignore(f, ignoreNotSession, "first", l.Kind.String())
+				return false, nil
+			}
+		}
+		switch l.Kind {
+		case session.Header, session.Entry:
+			if n := len(l.ID) + len(l.ParentID) + len(l.Type); n > maxEnvelope {
+				// Every message of the line carries these in its
+				// headers: past max_payload no publish of it can ever
+				// succeed, and it would hold up the file for good.
+				p.malformed++
+				w.t.mem.release(held)
+				p.skip(&ln)
+				w.t.logger.Warn("line whose id, parentId and type are too long to carry skipped", "file", f.rel, "offset", ln.start, "bytes", n, "max", maxEnvelope)
+				continue
+			}
+			if held == 0 {
+				// A line from the read buffer: copied, within the budget.
+				if held, err = w.hold(ctx, f, p, int64(len(raw))); err != nil {
+					return false, err
+				}
+				raw = bytes.Clone(raw)
+			}
+			p.skip(&ln)
+			p.lines = append(p.lines, eventlog.Line{
+				Raw: raw, Sha: sha, ID: l.ID, ParentID: l.ParentID, Type: l.Type, File: f.rel, Off: ln.end,
+			})
+			p.bytes += len(raw)
+			p.held += held
+			if len(p.lines) >= flushLines || p.bytes >= flushBytes {
+				if err := w.flush(ctx, f, p); err != nil {
+					return false, err
+				}
+			}
+		default:
+			if l.Kind == session.Malformed || l.Kind == session.Scalar {
+				p.malformed++
+			}
+			w.t.mem.release(held)
+			p.skip(&ln)
+		}
+	}
+	if err := w.flush(ctx, f, p); err != nil {
+		return false, err
+	}
+	if pt := lr.partial(); pt.start == f.offset {
+		f.part = pt
+	}
+	return false, nil
+}
+
+// hold takes n bytes of the budget for a line p is to hold. It waits only
+// while p holds nothing: what p holds is published first, so that no two
+// workers wait for each other.
+func (w *worker) hold(ctx context.Context, f *file, p *pending, n int64) (int64, error) {
+	if got, ok := w.t.mem.tryAcquire(n); ok {
+		return got, nil
+	}
+	if len(p.lines) > 0 || p.held > 0 {
+		if err := w.flush(ctx, f, p); err != nil {
+			return 0, err
+		}
+	}
+	return w.t.mem.acquire(ctx, n)
+}
+
+// readBack reads a complete line that did not come whole from the read
+// buffer, once, into a buffer of its size held in the budget, and checks
+// it against the hash taken as its bytes went by.
+func (w *worker) readBack(ctx context.Context, f *file, r io.ReaderAt, p *pending, ln *line) ([]byte, int64, error) {
+	size := ln.size()
+	held, err := w.hold(ctx, f, p, size)
+	if err != nil {
+		return nil, 0, err
+	}
+	buf := make([]byte, size)
+	if _, err := r.ReadAt(buf, ln.start); err != nil {
+		w.t.mem.release(held)
+		if errors.Is(err, io.EOF) {
+			return nil, 0, fmt.Errorf("line at offset %d: the file shrank while it was read", ln.start)
+		}
+		return nil, 0, fmt.Errorf("read: %w", err)
+	}
+	if sha256.Sum256(buf) != ln.sha {
+		w.t.mem.release(held)
+		return nil, 0, fmt.Errorf("line at offset %d changed while it was read; reading it again", ln.start)
+	}
+	return buf, held, nil
+}
+
+// flush publishes the pending lines the session does not hold yet and, once
+// they are durable, commits the read position.
+func (w *worker) flush(ctx context.Context, f *file, p *pending) error {
+	if len(p.lines) > 0 {
+		if err := w.t.publish(ctx, f.sess, p.lines); err != nil {
+			return err
+		}
+	}
+	w.t.mem.release(p.held)
+	f.offset = p.off
+	if p.tailNew {
+		h := sha256.New()
+		h.Write(p.tail)
+		h.Write([]byte{'\n'})
+		f.tailLen = int64(len(p.tail)) + 1
+		h.Sum(f.tailSum[:0])
+		p.tailNew = false
+	}
+	if p.malformed > 0 {
+		w.t.malformed.Add(int64(p.malformed))
+		w.t.logger.Warn("malformed lines skipped", "file", f.rel, "count", p.malformed)
+	}
+	clear(p.lines) // drop the references: the budget no longer covers them
+	p.lines, p.bytes, p.held, p.malformed = p.lines[:0], 0, 0, 0
+	return nil
+}

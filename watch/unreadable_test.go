@@ -1,0 +1,98 @@
+package watch
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// unprivileged runs the calling test again in a child process as user
+// nobody when the tests run as root, for whom no permission bit means
+// anything; it reports whether the caller is to run the test itself (not
+// root, or the child).
+func unprivileged(t *testing.T) bool {
+	t.Helper()
+	if os.Getuid() != 0 {
+		return true
+	}
+	// The test binary lives in a folder only root may enter: copy it.
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "unprivileged")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "watch.test")
+	src, err := os.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
+	if err == nil {
+		_, err = io.Copy(dst, src)
+		dst.Close()
+	}
+	src.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TMPDIR=/tmp", "HOME=/tmp")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+	t.Log("passed as user nobody")
+	return false
+}
+
+// TestUnreadableFolderIsReportedOnce: a project folder the daemon may not
+// read is logged once when found so, and once when readable again (its
+// sessions are published then), not at every rescan; status counts it.
+func TestUnreadableFolderIsReportedOnce(t *testing.T) {
+	if !unprivileged(t) {
+		return
+	}
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "--ok--", "s1.jsonl"), header("s1")+"\n")
+	locked := filepath.Join(root, "--locked--")
+	writeFile(t, filepath.Join(locked, "s2.jsonl"), header("s2")+"\n")
+	if err := os.Chmod(locked, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(locked, 0o700) })
+	logs := &logBuffer{}
+	n := startNodeWith(t, root, t.TempDir(), Options{RescanInterval: 100 * time.Millisecond, Logger: newTestLogger(logs)}, nil)
+	n.waitLines("s1", []string{header("s1")})
+	rescans := func(k int64) {
+		r0 := n.tailer.Stats().Rescans
+		waitFor(t, 10*time.Second, func() (bool, string) { return n.tailer.Stats().Rescans >= r0+k, "rescans" })
+	}
+	rescans(5)
+	count := func(msg string) int { return strings.Count(logs.String(), msg) }
+	if st := n.tailer.Stats(); st.UnreadableFolders != 1 || count("folder not readable") != 1 || count("cannot watch folder") != 0 {
+		t.Fatalf("unreadable %d, logged:\n%s", st.UnreadableFolders, logs.String())
+	}
+	if err := os.Chmod(locked, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	n.waitLines("s2", []string{header("s2")})
+	rescans(5)
+	if st := n.tailer.Stats(); st.UnreadableFolders != 0 || count("folder not readable") != 1 || count("folder readable again") != 1 {
+		t.Fatalf("unreadable %d, logged:\n%s", st.UnreadableFolders, logs.String())
+	}
+	// New lines in it are followed live again.
+	appendFile(t, filepath.Join(locked, "s2.jsonl"), entry("e1", "", "x")+"\n")
+	n.waitLines("s2", []string{header("s2"), entry("e1", "", "x")})
+}
