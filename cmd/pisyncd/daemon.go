@@ -42,6 +42,7 @@ type Daemon struct {
 	gate    *admit.Gate
 	all     *eventlog.All
 	proj    *projection.Worker
+	store   *embedded.StoreWatch
 	reg     *prometheus.Registry
 	started time.Time
 }
@@ -187,9 +188,15 @@ func (d *Daemon) build(ctx context.Context) error {
 	if d.repl != nil {
 		d.repl.SetTracker(d.tailer)
 	}
+	if err := d.watchStore(); err != nil {
+		return err
+	}
 	d.reg = prometheus.NewRegistry()
 	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d.reg.MustRegister(d.tailer.Collectors()...)
+	d.reg.MustRegister(d.tailer.RetryCollectors()...)
+	d.reg.MustRegister(d.store.Collectors()...)
+	d.reg.MustRegister(diskCollectors(d.cfg)...)
 	d.reg.MustRegister(d.proj.Collectors()...)
 	if d.repl != nil {
 		d.reg.MustRegister(d.repl.Collectors()...)
@@ -223,7 +230,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 			cancel(err)
 		}
 	}
-	wg.Add(2)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		fail(d.store.Run(ctx))
+	}()
 	go func() {
 		defer wg.Done()
 		fail(d.proj.Run(ctx))
