@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -288,24 +289,29 @@ func (w *StoreWatch) tryRecover(ctx context.Context) error {
 	return nil
 }
 
-// storeErr returns why the store cannot take writes, nil when it can: the
+// storeErr returns why the store cannot take writes, nil when it can. The
 // server's health check reports JetStream off and each stream's write
-// error. It checks readiness for connections first, with a 1 ms bound
-// that a busy server misses now and then; such an answer says nothing of
-// the store, so it is asked again a few times.
+// error; its other findings are not ours to act on (a stream being created
+// shows as "could not be recovered" for a moment, say). It checks
+// readiness for connections first, with a 1 ms bound that a busy server
+// misses now and then; such an answer says nothing of the store, so it is
+// asked again a few times.
 func (s *Server) storeErr() error {
 	for range 20 {
 		h := s.ns.Healthz(&server.HealthzOptions{Details: true})
 		var errs []error
-		other := false
+		answered := true
 		for _, e := range h.Errors {
-			if e.Type == server.HealthzErrorJetStream || e.Type == server.HealthzErrorStream {
+			switch {
+			case e.Type == server.HealthzErrorJetStream:
 				errs = append(errs, errors.New(e.Error))
-			} else {
-				other = true
+			case e.Type == server.HealthzErrorStream && strings.Contains(e.Error, "write error"):
+				errs = append(errs, errors.New(e.Error))
+			case e.Type == server.HealthzErrorConn:
+				answered = false
 			}
 		}
-		if len(errs) > 0 || !other {
+		if len(errs) > 0 || answered {
 			return errors.Join(errs...)
 		}
 		time.Sleep(5 * time.Millisecond)
