@@ -323,9 +323,9 @@ func runCommand(args []string, stderr io.Writer) error {
 	logger := cfg.Logger(stderr)
 	ctx, stop := signalContext(stderr)
 	defer stop()
-	d, err := OpenDaemon(ctx, cfg, logger)
-	if err != nil {
-		return err
+	d, err := openDaemonWaiting(ctx, cfg, logger)
+	if err != nil || d == nil {
+		return err // d == nil: stopped while waiting for disk space
 	}
 	runErr := d.Run(ctx)
 	closeErr := d.Close()

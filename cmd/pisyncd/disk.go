@@ -2,6 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,6 +44,46 @@ func (d *Daemon) watchStore() error {
 	d.store = w
 	d.log.SetWritable(w.Writable)
 	return nil
+}
+
+// diskFull reports whether err comes from a full disk. The server's API
+// errors carry the cause as text only.
+func diskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || strings.Contains(err.Error(), "no space left on device")
+}
+
+// openDaemonWaiting opens the daemon, and while the state dir's disk is too
+// full for the store to start (creating or updating a stream writes its
+// metadata), says so once and tries again with a growing pause until it
+// starts or ctx ends (then it returns nil, nil: asked to stop): a daemon
+// restarted on a full disk (after a crash, at boot) comes up by itself once
+// space is freed.
+func openDaemonWaiting(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Daemon, error) {
+	const first, most = 500 * time.Millisecond, 10 * time.Second
+	pause := first
+	var since time.Time
+	for {
+		d, err := OpenDaemon(ctx, cfg, logger)
+		if err == nil {
+			if !since.IsZero() {
+				logger.Info("the state dir's disk takes writes again; starting", "waited", time.Since(since).Round(time.Millisecond))
+			}
+			return d, nil
+		}
+		if !diskFull(err) || ctx.Err() != nil {
+			return nil, err
+		}
+		if since.IsZero() {
+			since = time.Now()
+			logger.Error("the state dir's disk is full; pisyncd starts once it takes writes again", "err", err, "state_dir", cfg.StateDir)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-time.After(pause):
+		}
+		pause = min(pause*2, most)
+	}
 }
 
 // freeBytes is what dir's file system has left for an unprivileged user,

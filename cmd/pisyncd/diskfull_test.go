@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -354,6 +355,74 @@ func TestSessionsDirDiskFull(t *testing.T) {
 		t.Errorf("no recovery logged by the replicator")
 	}
 	t.Logf("full sessions disk reported after %v; B holds every line %v after space was freed", noticed.Round(time.Millisecond), caughtUp.Round(time.Millisecond))
+}
+
+// TestStartOnFullDisk: a daemon started (after kill -9) on a full state
+// disk does not exit: it says why it waits, and starts by itself once space
+// is freed, publishing what was written meanwhile.
+func TestStartOnFullDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	home := t.TempDir()
+	sessions, state := filepath.Join(home, "sessions"), filepath.Join(home, "state")
+	testenv.Tmpfs(t, state, 16<<20)
+	env := []string{"PISYNC_SESSIONS_DIR=" + sessions, "PISYNC_STATE_DIR=" + state, "PISYNC_NODE_ID=fullstart",
+		"PISYNC_RESCAN_INTERVAL=200ms", "PISYNC_LOG_LEVEL=info"}
+	w := newSessionWriter(t, sessions, 2, uint64(time.Now().UnixNano()))
+	p := startDaemonProc(t, env)
+	waitUntil(t, 20*time.Second, func() (bool, string) {
+		ok, why, _ := streamMatchesFiles(state, w.files)
+		return ok, why
+	})
+	p.kill(t, syscall.SIGKILL)
+
+	free := testenv.Fill(t, state)
+	p = startDaemonProc(t, env)
+	defer func() {
+		if p != nil {
+			p.kill(t, syscall.SIGTERM)
+		}
+	}()
+	for i := 0; i < 20; i++ {
+		if err := w.step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, 10*time.Second, func() (bool, string) {
+		return strings.Contains(stderrText(p), "disk is full; pisyncd starts once it takes writes again"), stderrText(p)
+	})
+	select {
+	case err := <-p.done:
+		t.Fatalf("the daemon exited on a full disk: %v\n%s", err, stderrText(p))
+	default:
+	}
+	free()
+	freed := time.Now()
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		ok, why, _ := streamMatchesFiles(state, w.files)
+		return ok, why
+	})
+	t.Logf("started and caught up %v after space was freed", time.Since(freed).Round(time.Millisecond))
+	if !strings.Contains(stderrText(p), "takes writes again; starting") {
+		t.Errorf("the start after waiting is not logged:\n%s", stderrText(p))
+	}
+	p.kill(t, syscall.SIGTERM)
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit code %d after SIGTERM", code)
+	}
+	p = nil
+}
+
+// stderrText reads a daemon process's stderr while it may be writing it.
+func stderrText(p *daemonProc) string {
+	lw, ok := p.cmd.Stderr.(*lockedWriter)
+	if !ok {
+		return ""
+	}
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.w.String()
 }
 
 // logBuffer collects a station's log for checks (and passes nothing on).
