@@ -24,17 +24,21 @@ import (
 // (A full disk under the sessions dir only stops the replicator's writes,
 // which retry on their own; pi cannot write there either.)
 
-// reloadTimeout bounds the tailer's reload after a recovery; past it the
-// watch tries the whole recovery again.
-const reloadTimeout = time.Minute
+// reloadWait bounds the wait for the tailer's workers to confirm a reload
+// after a recovery. A worker stuck in one file (a slow disk) must not keep
+// the store from every other file: it forgets at its next step anyway.
+const reloadWait = 5 * time.Second
 
 func (d *Daemon) watchStore() error {
 	w, err := d.srv.WatchStore(embedded.StoreWatchOptions{
 		Logger: d.logger.With("component", "store"),
 		Recovered: func(ctx context.Context) error {
-			ctx, cancel := context.WithTimeout(ctx, reloadTimeout)
+			rctx, cancel := context.WithTimeout(ctx, reloadWait)
 			defer cancel()
-			return d.tailer.Reload(ctx)
+			if err := d.tailer.Reload(rctx); err != nil && ctx.Err() == nil {
+				d.logger.Warn("a tailer worker did not confirm the reload in time; it forgets what it read at its next step", "err", err)
+			}
+			return ctx.Err()
 		},
 		Resumed: d.tailer.RetryNow,
 	})
