@@ -35,9 +35,10 @@ import (
 //     a config reload (restartJetStream) or a restart turns it on again.
 //
 // The server's own health check reports both in single-server mode: each
-// stream's write error, and JetStream being off. StoreWatch polls it, says
+// stream's write error, and JetStream being off. StoreWatch asks it every
+// 250 ms, and at once when the server logs an error or a warning; it says
 // at once that the store cannot write (Writable, Stats, the log), waits
-// until a probe write in the store dir succeeds, and then shuts JetStream
+// until a probe write beside the store succeeds, and then shuts JetStream
 // down and enables it again in the same server, as upstream's reload does:
 // the streams are read back from disk without the error, while the state
 // dir lock, the in-process connections, the listener and the leaf
