@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -141,16 +143,20 @@ func (t *Tailer) Reload(ctx context.Context) error {
 }
 
 // forget drops what the worker knows of its files and marks each to be
-// read again from its start. A file already gone keeps its state: its
-// tombstone may still have to be published.
+// read again from its start. A file gone keeps its state, noticed or not
+// (its deletion may have waited out a back-off): its tombstone may still
+// have to be published.
 func (w *worker) forget(paths map[string]struct{}) {
 	for path, f := range w.files {
+		paths[path] = struct{}{}
 		if f.gone {
+			continue
+		}
+		if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		w.t.untrack(f)
 		f.reset()
-		paths[path] = struct{}{}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -173,5 +174,48 @@ func (n *node) handled(path string) {
 	case <-ch:
 	case <-time.After(10 * time.Second):
 		n.t.Fatalf("%s not handled within 10s", path)
+	}
+}
+
+// TestReloadKeepsADeletion: a session file deleted while its retry waited
+// (the store failing) is still published as deleted after Reload.
+func TestReloadKeepsADeletion(t *testing.T) {
+	root := t.TempDir()
+	n, g := startGatedNode(t, root, &logBuffer{})
+	path := filepath.Join(root, "--p--", "a.jsonl")
+	want := []string{header("s1"), entry("e1", "", "stored")}
+	writeFile(t, path, strings.Join(want, "\n")+"\n")
+	n.waitLines("s1", want)
+
+	g.fail(errors.New("no space left on device (test)"))
+	appendFile(t, path, entry("e2", "e1", "not stored")+"\n")
+	n.handled(path) // fails: the store takes no writes
+	// Its next attempt is far off: the deletion below waits for it.
+	w := n.tailer.workers[maphash.String(n.tailer.seed, path)%uint64(len(n.tailer.workers))]
+	w.control(func(map[string]struct{}) {
+		r := w.retry[path]
+		r.at = time.Now().Add(time.Hour)
+		w.retry[path] = r
+	})
+	n.handled(path)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	n.handled(path) // held back: the deletion is not noticed yet
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.tailer.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g.open()
+	n.tailer.RetryNow()
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		evs := n.events("s1")
+		last := evs[len(evs)-1]
+		return last.Op == eventlog.OpDelete, fmt.Sprintf("last event: %+v", last)
+	})
+	if got := n.lines("s1"); len(got) != 2 {
+		t.Errorf("lines after the deletion: %q", clip(got))
 	}
 }
