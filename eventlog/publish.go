@@ -38,12 +38,25 @@ const smallGroup = 16
 // publisher expected. The caller must re-read the subject and retry.
 var ErrWrongLastSequence = errors.New("eventlog: wrong last subject sequence")
 
+// ErrStoreUnavailable means the store cannot take writes now (typically its
+// disk is full). Nothing was stored by the publish that returned it; the
+// caller retries later, and the store's owner brings it back.
+var ErrStoreUnavailable = errors.New("eventlog: the store cannot take writes")
+
+// Writable returns a context that is done while the store cannot take
+// writes, with the reason as its cause, and a live one while it can. A
+// nats-server stream that hit a write error never answers a publish (the
+// client only sees its own timeout), so the publisher asks before each
+// publish and gives up on one in flight as soon as the store breaks.
+type Writable func() context.Context
+
 // Publisher publishes session lines to a stream, exactly once per subject
 // position: every publish states the subject sequence it expects to follow.
 type Publisher struct {
-	nc      *nats.Conn
-	js      jetstream.JetStream
-	timeout time.Duration
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	timeout  time.Duration
+	writable Writable // nil: always try
 }
 
 // NewPublisher returns a publisher over nc. timeout bounds each request.
@@ -52,6 +65,45 @@ func NewPublisher(nc *nats.Conn, js jetstream.JetStream, timeout time.Duration) 
 		timeout = 30 * time.Second
 	}
 	return &Publisher{nc: nc, js: js, timeout: timeout}
+}
+
+// SetWritable makes the local log's publisher consult w (see Writable).
+// Call it before the first publish.
+func (l *Local) SetWritable(w Writable) { l.pub.writable = w }
+
+// request bounds one request by the publisher's timeout and, with a
+// Writable, by the store staying writable. It fails at once, with
+// ErrStoreUnavailable, when the store is known not to take writes.
+func (p *Publisher) request(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	if p.writable == nil {
+		return ctx, cancel, nil
+	}
+	w := p.writable()
+	if w.Err() != nil {
+		cancel()
+		return nil, nil, storeUnavailable(w)
+	}
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(w, func() { cancelCause(storeUnavailable(w)) })
+	return ctx, func() {
+		stop()
+		cancelCause(nil)
+		cancel()
+	}, nil
+}
+
+func storeUnavailable(w context.Context) error {
+	return fmt.Errorf("%w: %w", ErrStoreUnavailable, context.Cause(w))
+}
+
+// cause prefers why ctx was cancelled (the store broke) to the bare
+// context error a request returns.
+func cause(ctx context.Context, err error) error {
+	if c := context.Cause(ctx); c != nil && errors.Is(c, ErrStoreUnavailable) {
+		return c
+	}
+	return err
 }
 
 // Publish stores lines on subj in order, after the message with subject
@@ -106,14 +158,17 @@ func msgID(subj string, l *Line) string {
 
 func (p *Publisher) publishOne(ctx context.Context, subj string, last uint64, l *Line) (uint64, error) {
 	m := l.messages(subj, msgID(subj, l))[0]
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	ctx, cancel, err := p.request(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("eventlog: publish %s: %w", subj, err)
+	}
 	defer cancel()
 	ack, err := p.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(last))
 	if err != nil {
 		if IsWrongLastSequence(err) {
 			return 0, fmt.Errorf("%w: %s after %d", ErrWrongLastSequence, subj, last)
 		}
-		return 0, fmt.Errorf("eventlog: publish %s: %w", subj, err)
+		return 0, fmt.Errorf("eventlog: publish %s: %w", subj, cause(ctx, err))
 	}
 	return ack.Sequence, nil
 }
@@ -132,11 +187,14 @@ func (p *Publisher) publishBatch(ctx context.Context, subj string, last uint64, 
 	for i := range lines {
 		msgs = append(msgs, lines[i].messages(subj, msgID(subj, &lines[i]))...)
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	ctx, cancel, err := p.request(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("eventlog: batch %s: %w", subj, err)
+	}
 	defer cancel()
 	seq, err := publishAtomic(ctx, p.nc, msgs, hdrExpLastSubj, last)
 	if err != nil {
-		return 0, fmt.Errorf("eventlog: batch %s: %w", subj, err)
+		return 0, fmt.Errorf("eventlog: batch %s: %w", subj, cause(ctx, err))
 	}
 	return seq, nil
 }

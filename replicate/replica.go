@@ -221,7 +221,15 @@ func (r *replica) appendLines(lines [][]byte) error {
 		f.Close()
 		return errReplaced
 	}
-	if _, err := f.Write(b.Bytes()); err != nil {
+	if n, err := f.Write(b.Bytes()); err != nil {
+		// A full disk can take part of the write: the file would end in
+		// a partial line that reads as a busy writer for ever (and breaks
+		// the next line). Take it back while nobody appended after it.
+		if n > 0 {
+			if now, serr := f.Stat(); serr == nil && now.Size() == st.Size()+int64(n) {
+				err = errors.Join(err, f.Truncate(st.Size()))
+			}
+		}
 		f.Close()
 		return err
 	}

@@ -3,7 +3,6 @@ package watch
 import (
 	"bufio"
 	"context"
-	"errors"
 	"sync"
 	"time"
 )
@@ -21,6 +20,7 @@ type worker struct {
 	dirty    map[string]struct{}
 	barriers []chan struct{} // closed once the paths marked before them are handled
 	wake     chan struct{}
+	rx       retryExtra // retry.go
 
 	retry map[string]retryState
 }
@@ -66,11 +66,6 @@ func (w *worker) take() (map[string]struct{}, []chan struct{}) {
 	return d, b
 }
 
-const (
-	retryMin = 50 * time.Millisecond
-	retryMax = 10 * time.Second
-)
-
 func (w *worker) run(ctx context.Context) {
 	w.retry = make(map[string]retryState)
 	w.buf = bufio.NewReaderSize(nil, readBufSize)
@@ -84,12 +79,7 @@ func (w *worker) run(ctx context.Context) {
 		case <-timer.C:
 		}
 		paths, barriers := w.take()
-		now := time.Now()
-		for p, r := range w.retry {
-			if !r.at.After(now) {
-				paths[p] = struct{}{}
-			}
-		}
+		w.pending(paths, time.Now())
 		for p := range paths {
 			if ctx.Err() != nil {
 				return
@@ -104,33 +94,5 @@ func (w *worker) run(ctx context.Context) {
 			next = min(next, max(time.Until(r.at), time.Millisecond))
 		}
 		timer.Reset(next)
-	}
-}
-
-// handle syncs one path; a failure is retried with backoff, and the log says
-// when a failing file recovered.
-func (w *worker) handle(ctx context.Context, path string) {
-	err := w.sync(ctx, path)
-	r, failing := w.retry[path]
-	if err == nil {
-		if failing {
-			delete(w.retry, path)
-			w.t.logger.Info("session file readable and published again", "path", path, "after_attempts", r.attempts)
-		}
-		return
-	}
-	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		return
-	}
-	r.attempts++
-	backoff := min(retryMin<<min(r.attempts-1, 16), retryMax)
-	r.at = time.Now().Add(backoff)
-	w.retry[path] = r
-	msg := err.Error()
-	w.t.lastErr.Store(&msg)
-	// Log the first failure and then every tenth, so a stuck file cannot
-	// flood the log.
-	if r.attempts == 1 || r.attempts%10 == 0 {
-		w.t.logger.Warn("session file not published; retrying", "path", path, "attempt", r.attempts, "retry_in", backoff, "err", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -73,6 +74,7 @@ type station struct {
 	d      *Daemon
 	cancel context.CancelFunc
 	done   chan error
+	logs   io.Writer // a copy of the log, when set
 }
 
 func newStation(t *testing.T, name, hubURL, pathMap string) *station {
@@ -104,7 +106,11 @@ func runStation(t *testing.T, cfg *config.Config) *station {
 func (s *station) start() {
 	s.t.Helper()
 	lvl, _ := s.cfg.SlogLevel()
-	logger := slog.New(slog.NewTextHandler(&testLogWriter{t: s.t, prefix: s.name}, &slog.HandlerOptions{Level: lvl}))
+	var out io.Writer = &testLogWriter{t: s.t, prefix: s.name}
+	if s.logs != nil {
+		out = io.MultiWriter(out, s.logs)
+	}
+	logger := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: lvl}))
 	d, err := OpenDaemon(context.Background(), s.cfg, logger)
 	if err != nil {
 		s.t.Fatalf("%s: %v", s.name, err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pisyncd/pisyncd/admit"
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
 	"github.com/pisyncd/pisyncd/internal/redact"
 	"github.com/pisyncd/pisyncd/projection"
 	"github.com/pisyncd/pisyncd/replicate"
@@ -54,6 +55,17 @@ type Status struct {
 	NATSURL     string        `json:"natsUrl,omitempty"`
 	Tailer      watch.Stats   `json:"tailer"`
 	Stream      eventlog.Info `json:"stream"`
+	// StreamError is why Stream could not be read (the store is being
+	// restarted after a write error, say): status answers anyway.
+	StreamError string `json:"streamError,omitempty"`
+	// Store is the event store's health: whether it takes writes (a full
+	// disk under the state dir stops it), its free space, and how often it
+	// failed and was brought back in place.
+	Store *embedded.StoreStats `json:"store,omitempty"`
+	// FilesRetrying counts session files whose last publish failed and
+	// that wait for their next attempt.
+	FilesRetrying        int64 `json:"filesRetrying"`
+	SessionsDirFreeBytes int64 `json:"sessionsDirFreeBytes"`
 	// With a hub:
 	HubURLs        []string                  `json:"hubUrls,omitempty"`
 	Forwarder      *eventlog.ForwarderStats  `json:"forwarder,omitempty"`
@@ -68,15 +80,30 @@ type Status struct {
 	Erased int64 `json:"sessionsErased"`
 }
 
+// streamInfoTimeout bounds the stream's part of a status: while the store
+// is restarted after a write error the request may wait, and status must
+// answer anyway.
+const streamInfoTimeout = time.Second
+
 func (d *Daemon) status(ctx context.Context) (Status, error) {
-	info, err := d.log.Info(ctx)
+	ictx, cancel := context.WithTimeout(ctx, streamInfoTimeout)
+	info, err := d.log.Info(ictx)
+	cancel()
 	st := Status{
 		Build: readBuildInfo(), Node: d.cfg.NodeID, PID: os.Getpid(), Started: d.started,
 		SessionsDir: d.cfg.SessionsDir, StateDir: d.cfg.StateDir, NATSURL: d.srv.ClientURL(),
-		Stream: info, Erased: d.erased.Load(),
+		Stream: info, Erased: d.erased.Load(), SessionsDirFreeBytes: freeBytes(d.cfg.SessionsDir),
+	}
+	if err != nil {
+		st.StreamError = err.Error()
+	}
+	if d.store != nil {
+		ss := d.store.Stats()
+		st.Store = &ss
 	}
 	if d.tailer != nil {
 		st.Tailer = d.tailer.Stats()
+		st.FilesRetrying = d.tailer.Retrying()
 	}
 	if d.proj != nil {
 		st.Projection = d.proj.Stats()
@@ -94,11 +121,9 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 func (d *Daemon) controlHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
-		st, err := d.status(r.Context())
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
+		// A stream that cannot be read is reported in the status itself
+		// (StreamError): status must answer most when something is wrong.
+		st, _ := d.status(r.Context())
 		writeJSON(w, st)
 	})
 	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) {
@@ -141,6 +166,12 @@ func (d *Daemon) healthz(w http.ResponseWriter, r *http.Request) {
 	if err := d.srv.Err(); err != nil {
 		http.Error(w, "embedded server failed: "+err.Error(), http.StatusServiceUnavailable)
 		return
+	}
+	if d.store != nil {
+		if st := d.store.Stats(); st.State != embedded.StoreOK {
+			http.Error(w, fmt.Sprintf("event store %s since %s: %s", st.State, st.Since.Format(time.RFC3339), st.Error), http.StatusServiceUnavailable)
+			return
+		}
 	}
 	fmt.Fprintln(w, "ok")
 }

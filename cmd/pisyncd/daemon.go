@@ -44,6 +44,7 @@ type Daemon struct {
 	gate    *admit.Gate
 	all     *eventlog.All
 	proj    *projection.Worker
+	store   *embedded.StoreWatch
 	reg     *prometheus.Registry
 	started time.Time
 
@@ -213,9 +214,15 @@ func (d *Daemon) build(ctx context.Context) error {
 	if d.repl != nil {
 		d.repl.SetTracker(d.tailer)
 	}
+	if err := d.watchStore(); err != nil {
+		return err
+	}
 	d.reg = prometheus.NewRegistry()
 	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), readBuildInfo().collector())
 	d.reg.MustRegister(d.tailer.Collectors()...)
+	d.reg.MustRegister(d.tailer.RetryCollectors()...)
+	d.reg.MustRegister(d.store.Collectors()...)
+	d.reg.MustRegister(diskCollectors(d.cfg)...)
 	d.reg.MustRegister(d.proj.Collectors()...)
 	d.reg.MustRegister(metrics.Counter("sessions_erased_total", "Sessions erased on this machine at the user's request (pisyncd erase).", d.erased.Load))
 	if d.repl != nil {
@@ -250,7 +257,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 			cancel(err)
 		}
 	}
-	wg.Add(2)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		fail(d.store.Run(ctx))
+	}()
 	go func() {
 		defer wg.Done()
 		fail(d.proj.Run(ctx))
@@ -345,9 +356,9 @@ func runCommand(args []string, stderr io.Writer) error {
 	logger.Info("pisyncd starting", readBuildInfo().LogAttrs()...)
 	ctx, stop := signalContext(stderr)
 	defer stop()
-	d, err := OpenDaemon(ctx, cfg, logger)
-	if err != nil {
-		return err
+	d, err := openDaemonWaiting(ctx, cfg, logger)
+	if err != nil || d == nil {
+		return err // d == nil: stopped while waiting for disk space
 	}
 	runErr := d.Run(ctx)
 	closeErr := d.Close()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
 	"github.com/pisyncd/pisyncd/internal/redact"
 )
 
@@ -75,6 +76,26 @@ func statusCommand(args []string, stdout io.Writer) error {
 	row("publish errors", st.Tailer.PublishErrors)
 	row("sessions erased here (pisyncd erase)", st.Erased)
 	row("stream", fmt.Sprintf("%s: %d messages, %d bytes, last seq %d, %d subjects", eventlog.LocalStream, st.Stream.Messages, st.Stream.Bytes, st.Stream.LastSeq, st.Stream.Subjects))
+	if st.StreamError != "" {
+		row("stream error", st.StreamError)
+	}
+	if s := st.Store; s != nil {
+		state := s.State
+		if s.State != embedded.StoreOK {
+			state = fmt.Sprintf("%s since %s (publishing waits; recovers by itself once the disk takes writes): %s",
+				s.State, s.Since.Format(time.RFC3339), s.Error)
+		}
+		row("event store", state)
+		row("state dir disk free", freeNote(s.FreeBytes))
+		if s.WriteFailures > 0 {
+			row("event store write failures", fmt.Sprintf("%d, recovered in place %d (last %s, outage %s)",
+				s.WriteFailures, s.Recoveries, s.LastRecovery.Format(time.RFC3339), time.Duration(s.LastOutageSeconds*float64(time.Second)).Round(time.Millisecond)))
+		}
+	}
+	row("sessions dir disk free", freeNote(st.SessionsDirFreeBytes))
+	if st.FilesRetrying > 0 {
+		row("files waiting to publish (back-off)", st.FilesRetrying)
+	}
 	if st.Forwarder != nil {
 		row("hub", strings.Join(st.HubURLs, ", "))
 		// The same two facts as --json's forwarder.hubReachable and
@@ -122,6 +143,35 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// lowSpace is where status calls a disk full: less than the largest
+// message the store writes at once.
+const lowSpace = 1 << 20
+
+// freeNote prints free space, and says when it is (nearly) gone.
+func freeNote(n int64) string {
+	if n >= 0 && n < lowSpace {
+		return byteCount(n) + " (FULL)"
+	}
+	return byteCount(n)
+}
+
+// byteCount prints n bytes for people.
+func byteCount(n int64) string {
+	if n < 0 {
+		return "unknown"
+	}
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // eventJSON is one line of `pisyncd events --json`.

@@ -21,6 +21,7 @@
 //	StateDir/lock                 flock target; holds the owner's pid
 //	StateDir/jetstream/           JetStream file store (0700)
 //	StateDir/client-context.json  listener credentials (0600), only with Listen
+//	StateDir/write-probe          for a moment, while StoreWatch tests a full disk
 //
 // The credentials file is a nats CLI context, so local tools can use it
 // directly: nats --context $STATE_DIR/client-context.json stream ls. Its

@@ -47,6 +47,15 @@ type Server struct {
 	admins map[string]nkeys.KeyPair
 	nodes  []Node
 
+	// jsConfig is what JetStream was enabled with (workstations only), for
+	// a restart in place after a write error (StoreWatch); jsMu keeps such
+	// a restart and Close apart.
+	jsConfig *server.JetStreamConfig
+	jsMu     sync.Mutex
+	// storeHint gets a value when the server logs an error that may be a
+	// store write failure, so StoreWatch checks at once.
+	storeHint chan struct{}
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -138,6 +147,7 @@ func start(ctx context.Context, cfg Config, lock *dirLock) (s *Server, err error
 	if err := applyLeaf(opts, cfg); err != nil {
 		return nil, err
 	}
+	s.jsConfig = jetStreamConfig(opts)
 	for _, u := range plainCredentialURLs(cfg) {
 		// Only reachable with HubInsecure: withDefaults refuses otherwise.
 		cfg.Logger.Warn("INSECURE: this node's hub credentials cross a plain-text connection; anyone on the network path can read and replay them (HubInsecure / PISYNC_HUB_INSECURE)", "url", u)
@@ -194,7 +204,8 @@ func (s *Server) launch(ctx context.Context, opts *server.Options, logger *slog.
 	}
 	s.ns = ns
 	debug := logger.Enabled(ctx, slog.LevelDebug)
-	ns.SetLoggerV2(s.logger, debug, trace, false)
+	s.storeHint = make(chan struct{}, 1)
+	ns.SetLoggerV2(&hintLogger{natsLogger: s.logger, hint: s.storeHint}, debug, trace, false)
 	ns.Start()
 	return s.waitReady(ctx)
 }
@@ -277,6 +288,8 @@ func (s *Server) Err() error { return s.logger.fatal() }
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		s.jsMu.Lock() // let a restart of JetStream in progress finish
+		defer s.jsMu.Unlock()
 		if err := s.shutdown(); err != nil {
 			// The server may still be writing to the store: keep the
 			// lock so no second server opens it; process exit drops it.

@@ -1,0 +1,444 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/testenv"
+)
+
+// statusWithin asks the daemon for its status through the control socket,
+// as `pisyncd status` does, and fails when it takes longer than d.
+func statusWithin(stateDir string, d time.Duration) (Status, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	resp, err := getControl(ctx, &config.Config{StateDir: stateDir}, "/status")
+	if err != nil {
+		return Status{}, err
+	}
+	defer resp.Body.Close()
+	var st Status
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	return st, err
+}
+
+// getControlPath returns the body of a GET on the control socket, whatever
+// its HTTP status.
+func getControlPath(stateDir, path string) (string, error) {
+	resp, err := controlClient(stateDir).Get("http://pisyncd" + path)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// runStationLogs is runStation with the station's log also kept in logs.
+func runStationLogs(t *testing.T, cfg *config.Config, logs *logBuffer) *station {
+	s := &station{t: t, name: cfg.NodeID, cfg: cfg, logs: logs}
+	s.start()
+	t.Cleanup(s.stop)
+	return s
+}
+
+// writeLoop runs w's steps every tick until stop is called, which returns
+// the first write error.
+func writeLoop(w *sessionWriter, tick time.Duration) (stop func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var err error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err = w.step(); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	return func() error {
+		cancel()
+		wg.Wait()
+		return err
+	}
+}
+
+// streamMatchesFiles reports whether every session's subject holds exactly
+// its file's lines, in file order: nothing lost, nothing twice.
+func streamMatchesFiles(stateDir string, files []string) (ok bool, why string, lines int) {
+	for _, path := range files {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return false, err.Error(), lines
+		}
+		want := splitLines(string(data))
+		var hdr struct{ ID string }
+		json.Unmarshal([]byte(want[0]), &hdr)
+		got, err := controlEvents(stateDir, hdr.ID)
+		if err != nil {
+			return false, fmt.Sprintf("session %s: %v", hdr.ID, err), lines
+		}
+		if len(got) > len(want) {
+			return false, fmt.Sprintf("session %s: %d events for %d lines: duplicates", hdr.ID, len(got), len(want)), lines
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				return false, fmt.Sprintf("session %s: event %d differs from line %d", hdr.ID, i, i), lines
+			}
+		}
+		if len(got) < len(want) {
+			return false, fmt.Sprintf("session %s: %d of %d lines stored", hdr.ID, len(got), len(want)), lines
+		}
+		lines += len(want)
+	}
+	return true, "", lines
+}
+
+// TestStateDirDiskFull fills the real disk under A's state dir while pi-like
+// writers append to three sessions, then frees it. A must keep answering
+// status, report the full store within two seconds, retry the failing files
+// with back-off, and, once space is back, publish every line exactly once
+// without a restart; the forwarder and B's copy catch up by themselves.
+func TestStateDirDiskFull(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	hub := startTestHub(t)
+	cfg := stationConfig(t, "full-a", hub.url())
+	cfg.LogLevel = "info" // the recovery is logged at info
+	testenv.Tmpfs(t, cfg.StateDir, 16<<20)
+	logs := &logBuffer{}
+	a := runStationLogs(t, cfg, logs)
+	b := newStation(t, "full-b", hub.url(), "")
+
+	w := newSessionWriter(t, cfg.SessionsDir, 3, uint64(time.Now().UnixNano()))
+	stop := writeLoop(w, 20*time.Millisecond)
+	defer stop()
+	waitUntil(t, 20*time.Second, func() (bool, string) {
+		st, err := statusWithin(cfg.StateDir, 2*time.Second)
+		return err == nil && st.Tailer.LinesPublished > 50, fmt.Sprintf("%+v %v", st.Tailer, err)
+	})
+
+	free := testenv.Fill(t, cfg.StateDir)
+	full := time.Now()
+	var noticed time.Duration
+	errorsAtFull := a.d.tailer.Stats().PublishErrors
+	// Status answers all along; the full store shows within two seconds.
+	for time.Since(full) < 6*time.Second {
+		st, err := statusWithin(cfg.StateDir, 2*time.Second)
+		if err != nil {
+			t.Fatalf("status did not answer while the disk is full (%v after): %v", time.Since(full), err)
+		}
+		if noticed == 0 && st.Store != nil && st.Store.State == embedded.StoreFailing &&
+			strings.Contains(st.Store.Error, "no space left") && strings.Contains(st.Tailer.LastError, "no space left") {
+			noticed = time.Since(full)
+		}
+		if noticed == 0 && time.Since(full) > 2*time.Second {
+			t.Fatalf("status does not report the full disk 2s after it filled: store %+v, lastError %q", st.Store, st.Tailer.LastError)
+		}
+		time.Sleep(100 * time.Millisecond) // a user's pace, not synchronisation
+	}
+	attempts := a.d.tailer.Stats().PublishErrors - errorsAtFull
+	retrying := a.d.tailer.Retrying()
+	// Three files, 6 s: the back-off (50 ms doubling) allows about seven
+	// attempts a file; the writers appended ~300 times meanwhile.
+	if attempts > 3*10 {
+		t.Errorf("%d failed publishes in 6 s for 3 files: the back-off does not hold", attempts)
+	}
+	if c := strings.Count(logs.String(), "session file not published; retrying"); c > 3 {
+		t.Errorf("%d 'not published' warnings for 3 files", c)
+	}
+	if c := strings.Count(logs.String(), "the event store cannot write"); c != 1 {
+		t.Errorf("%d 'event store cannot write' errors logged, want 1", c)
+	}
+	if resp, err := getControlPath(cfg.StateDir, "/healthz"); err != nil || !strings.Contains(resp, "event store failing") {
+		t.Errorf("healthz while the store is failing: %q %v", resp, err)
+	}
+	var out bytes.Buffer
+	if code := runCmd(t, []string{"PISYNC_STATE_DIR=" + cfg.StateDir, "PISYNC_SESSIONS_DIR=" + cfg.SessionsDir}, &out, "status"); code != 0 ||
+		!strings.Contains(out.String(), "event store") || !strings.Contains(out.String(), "failing since") ||
+		!strings.Contains(out.String(), "no space left") || !strings.Contains(out.String(), "(FULL)") {
+		t.Errorf("pisyncd status while the store is failing (exit %d):\n%s", code, out.String())
+	}
+	t.Logf("full store reported after %v; %d failed publishes in 6 s, %d files waiting", noticed.Round(time.Millisecond), attempts, retrying)
+
+	free()
+	freed := time.Now()
+	var back time.Duration
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		st, err := statusWithin(cfg.StateDir, 2*time.Second)
+		if err != nil {
+			t.Fatalf("status did not answer after the disk was freed: %v", err)
+		}
+		if back == 0 && st.Store.State == embedded.StoreOK {
+			back = time.Since(freed)
+		}
+		return st.Store.State == embedded.StoreOK, fmt.Sprintf("%+v", st.Store)
+	})
+	// Writers go on a little past the recovery, then stop.
+	time.Sleep(time.Second) // more appends after the recovery, not synchronisation
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	var lines int
+	waitUntil(t, 60*time.Second, func() (bool, string) {
+		ok, why, n := streamMatchesFiles(cfg.StateDir, w.files)
+		lines = n
+		return ok, why
+	})
+	caughtUp := time.Since(freed)
+	st, err := statusWithin(cfg.StateDir, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Store.Recoveries != 1 || st.Store.WriteFailures != 1 || st.FilesRetrying != 0 {
+		t.Errorf("status after recovery: store %+v, %d files retrying", st.Store, st.FilesRetrying)
+	}
+	if resp, err := getControlPath(cfg.StateDir, "/healthz"); err != nil || strings.TrimSpace(resp) != "ok" {
+		t.Errorf("healthz after recovery: %q %v", resp, err)
+	}
+	if c := strings.Count(logs.String(), "the event store takes writes again"); c != 1 {
+		t.Errorf("%d recoveries logged, want 1", c)
+	}
+	t.Logf("store writable %v after space was freed; all %d lines stored exactly once %v after", back.Round(time.Millisecond), lines, caughtUp.Round(time.Millisecond))
+
+	// The projection catches up too: the catalog counts every entry.
+	waitUntil(t, 60*time.Second, func() (bool, string) {
+		cat, err := a.d.proj.Catalog(t.Context())
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, path := range w.files {
+			data, _ := os.ReadFile(path)
+			want := splitLines(string(data))
+			var hdr struct{ ID string }
+			json.Unmarshal([]byte(want[0]), &hdr)
+			found := false
+			for _, c := range cat {
+				if c.SessionID == hdr.ID {
+					found = true
+					if c.Entries != len(want)-1 {
+						return false, fmt.Sprintf("catalog: session %s has %d entries, the file %d", hdr.ID, c.Entries, len(want)-1)
+					}
+				}
+			}
+			if !found {
+				return false, "catalog lacks " + hdr.ID
+			}
+		}
+		return true, ""
+	})
+	t.Logf("the projection holds every entry %v after space was freed", time.Since(freed).Round(time.Millisecond))
+
+	// The forwarder and B catch up by themselves: B holds A's files.
+	waitUntil(t, 60*time.Second, func() (bool, string) {
+		fb := b.sessionFiles()
+		for _, path := range w.files {
+			want, _ := os.ReadFile(path)
+			base := filepath.Base(path)
+			var got []string
+			for rel, l := range fb {
+				if filepath.Base(rel) == base {
+					got = l
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(splitLines(string(want)), "\n") {
+				return false, fmt.Sprintf("B's copy of %s: %d of %d lines", base, len(got), len(splitLines(string(want))))
+			}
+		}
+		return true, ""
+	})
+	t.Logf("B holds every line %v after space was freed on A", time.Since(freed).Round(time.Millisecond))
+}
+
+// TestSessionsDirDiskFull fills the real disk under B's sessions dir while A
+// writes sessions that replicate to B, then frees it: B keeps answering
+// status and reports the full disk, its replicator retries (quarantining
+// nothing), and B's files catch up with A's by themselves.
+func TestSessionsDirDiskFull(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	hub := startTestHub(t)
+	a := newStation(t, "sfull-a", hub.url(), "")
+	cfg := stationConfig(t, "sfull-b", hub.url())
+	cfg.LogLevel = "info" // the recovery is logged at info
+	testenv.Tmpfs(t, cfg.SessionsDir, 8<<20)
+	logs := &logBuffer{}
+	b := runStationLogs(t, cfg, logs)
+
+	w := newSessionWriter(t, a.cfg.SessionsDir, 3, uint64(time.Now().UnixNano()))
+	stop := writeLoop(w, 20*time.Millisecond)
+	defer stop()
+	bHolds := func() (bool, string) {
+		fb := b.sessionFiles()
+		for _, path := range w.files {
+			want, _ := os.ReadFile(path)
+			base := filepath.Base(path)
+			var got []string
+			for rel, l := range fb {
+				if filepath.Base(rel) == base {
+					got = l
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(splitLines(string(want)), "\n") {
+				return false, fmt.Sprintf("B's copy of %s: %d of %d lines", base, len(got), len(splitLines(string(want))))
+			}
+		}
+		return true, ""
+	}
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		st, err := statusWithin(cfg.StateDir, 2*time.Second)
+		return err == nil && st.Replicator != nil && st.Replicator.LinesWritten > 50, fmt.Sprintf("%v", err)
+	})
+
+	free := testenv.Fill(t, cfg.SessionsDir)
+	full := time.Now()
+	var noticed time.Duration
+	for time.Since(full) < 5*time.Second {
+		st, err := statusWithin(cfg.StateDir, 2*time.Second)
+		if err != nil {
+			t.Fatalf("status did not answer while the sessions disk is full: %v", err)
+		}
+		if noticed == 0 && st.SessionsDirFreeBytes < 1<<20 {
+			noticed = time.Since(full)
+		}
+		time.Sleep(100 * time.Millisecond) // a user's pace, not synchronisation
+	}
+	if noticed == 0 || noticed > 2*time.Second {
+		t.Errorf("status did not report the full sessions disk within 2 s (%v)", noticed)
+	}
+	if c := strings.Count(logs.String(), "cannot write a session from another machine; retrying"); c == 0 || c > 3 {
+		t.Errorf("%d replicator retry warnings for 3 sessions", c)
+	}
+
+	free()
+	freed := time.Now()
+	time.Sleep(time.Second) // more appends after the space is back, not synchronisation
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 60*time.Second, bHolds)
+	caughtUp := time.Since(freed)
+	st, err := statusWithin(cfg.StateDir, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Replicator.Quarantined) != 0 || st.Replicator.Rejected != 0 {
+		t.Errorf("the full disk quarantined or rejected sessions: %+v", st.Replicator)
+	}
+	// B published none of A's lines as its own.
+	if st.Tailer.LinesPublished != 0 {
+		t.Errorf("B published %d lines of replicated files", st.Tailer.LinesPublished)
+	}
+	if c := strings.Count(logs.String(), "writing a session from another machine works again"); c == 0 {
+		t.Errorf("no recovery logged by the replicator")
+	}
+	t.Logf("full sessions disk reported after %v; B holds every line %v after space was freed", noticed.Round(time.Millisecond), caughtUp.Round(time.Millisecond))
+}
+
+// TestStartOnFullDisk: a daemon started (after kill -9) on a full state
+// disk does not exit: it says why it waits, and starts by itself once space
+// is freed, publishing what was written meanwhile.
+func TestStartOnFullDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	home := t.TempDir()
+	sessions, state := filepath.Join(home, "sessions"), filepath.Join(home, "state")
+	testenv.Tmpfs(t, state, 16<<20)
+	env := []string{"PISYNC_SESSIONS_DIR=" + sessions, "PISYNC_STATE_DIR=" + state, "PISYNC_NODE_ID=fullstart",
+		"PISYNC_RESCAN_INTERVAL=200ms", "PISYNC_LOG_LEVEL=info"}
+	w := newSessionWriter(t, sessions, 2, uint64(time.Now().UnixNano()))
+	p := startDaemonProc(t, env)
+	waitUntil(t, 20*time.Second, func() (bool, string) {
+		ok, why, _ := streamMatchesFiles(state, w.files)
+		return ok, why
+	})
+	p.kill(t, syscall.SIGKILL)
+
+	free := testenv.Fill(t, state)
+	p = startDaemonProc(t, env)
+	defer func() {
+		if p != nil {
+			p.kill(t, syscall.SIGTERM)
+		}
+	}()
+	for i := 0; i < 20; i++ {
+		if err := w.step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, 10*time.Second, func() (bool, string) {
+		return strings.Contains(stderrText(p), "disk is full; pisyncd starts once it takes writes again"), stderrText(p)
+	})
+	select {
+	case err := <-p.done:
+		t.Fatalf("the daemon exited on a full disk: %v\n%s", err, stderrText(p))
+	default:
+	}
+	free()
+	freed := time.Now()
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		ok, why, _ := streamMatchesFiles(state, w.files)
+		return ok, why
+	})
+	t.Logf("started and caught up %v after space was freed", time.Since(freed).Round(time.Millisecond))
+	if !strings.Contains(stderrText(p), "takes writes again; starting") {
+		t.Errorf("the start after waiting is not logged:\n%s", stderrText(p))
+	}
+	p.kill(t, syscall.SIGTERM)
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit code %d after SIGTERM", code)
+	}
+	p = nil
+}
+
+// stderrText reads a daemon process's stderr while it may be writing it.
+func stderrText(p *daemonProc) string {
+	lw, ok := p.cmd.Stderr.(*lockedWriter)
+	if !ok {
+		return ""
+	}
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.w.String()
+}
+
+// logBuffer collects a station's log for checks (and passes nothing on).
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

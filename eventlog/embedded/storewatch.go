@@ -1,0 +1,405 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
+
+	"github.com/pisyncd/pisyncd/internal/metrics"
+)
+
+// What nats-server (2.15) does when a file store cannot write, and why the
+// store needs a watch:
+//
+//   - The file store and the stream keep the first write error
+//     (filestore.go setWriteErr, stream.go setWriteErrLocked) and refuse
+//     every later write with it. Nothing clears it while the stream is
+//     loaded: freeing space changes nothing until the stream is read from
+//     disk again, which used to take a restart of the daemon.
+//   - The publish that hit the error gets no reply at all (stream.go: "We
+//     don't want to respond back to the user"), nor does any later one, so
+//     a client only sees its own timeout.
+//   - Some paths (a permission error, an out-of-space mirror, source or
+//     raft write) shut JetStream down instead (ShutdownJetStream), and only
+//     a config reload (restartJetStream) or a restart turns it on again.
+//
+// The server's own health check reports both in single-server mode: each
+// stream's write error, and JetStream being off. StoreWatch asks it every
+// 250 ms, and at once when the server logs an error or a warning; it says
+// at once that the store cannot write (Writable, Stats, the log), waits
+// until a probe write beside the store succeeds, and then shuts JetStream
+// down and enables it again in the same server, as upstream's reload does:
+// the streams are read back from disk without the error, while the state
+// dir lock, the in-process connections, the listener and the leaf
+// connection to the hub stay as they are.
+
+const (
+	// watchInterval is how often the health check runs: a write error is
+	// reported within it.
+	watchInterval = 250 * time.Millisecond
+	// probeSize is written and synced to learn whether the disk takes
+	// writes again: the largest message the server stores at once.
+	probeSize = maxPayload
+	// recoverFirst and recoverMost bound the pause between attempts to
+	// bring the store back.
+	recoverFirst, recoverMost = 250 * time.Millisecond, 2 * time.Second
+)
+
+// Store states, as Stats reports them.
+const (
+	StoreOK         = "ok"
+	StoreFailing    = "failing"    // writes fail; waiting until the disk takes writes
+	StoreRecovering = "recovering" // JetStream is being restarted in place
+)
+
+// StoreWatchOptions configure a StoreWatch.
+type StoreWatchOptions struct {
+	Logger *slog.Logger
+	// Interval between health checks; zero means 250 ms.
+	Interval time.Duration
+	// Recovered runs after JetStream was restarted and is healthy, before
+	// the store is reported writable again: what was read from the store
+	// while it was failing may have been in its memory only, so its users
+	// forget it here. An error keeps the store unwritable and is retried.
+	Recovered func(context.Context) error
+	// Resumed runs once the store is reported writable again.
+	Resumed func()
+}
+
+// StoreWatch notices that the server's JetStream store stopped taking
+// writes and brings it back in place once the disk takes writes again. One
+// goroutine (Run) owns the recovery; Writable and Stats may be called from
+// any goroutine.
+type StoreWatch struct {
+	s    *Server
+	dir  string // the state dir, which holds the store
+	opts StoreWatchOptions
+
+	mu       sync.Mutex
+	writable context.Context // done while the store cannot take writes
+	cancel   context.CancelCauseFunc
+	state    string
+	err      error
+	since    time.Time
+	recovery time.Time
+	outage   time.Duration
+
+	failures, recoveries, attempts atomic.Int64
+}
+
+// WatchStore returns a watch over the server's store; Run runs it. Only a
+// workstation's server (Start) can be watched: a hub's store is clustered.
+func (s *Server) WatchStore(o StoreWatchOptions) (*StoreWatch, error) {
+	if s.jsConfig == nil {
+		return nil, errors.New("embedded: watch store: not a workstation's server")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Interval <= 0 {
+		o.Interval = watchInterval
+	}
+	w := &StoreWatch{s: s, dir: s.jsConfig.StoreDir, opts: o, state: StoreOK}
+	w.writable, w.cancel = context.WithCancelCause(context.Background())
+	return w, nil
+}
+
+// jetStreamConfig is what server.Start enables JetStream with for opts, so
+// that a restart in place enables the very same store.
+func jetStreamConfig(opts *server.Options) *server.JetStreamConfig {
+	return &server.JetStreamConfig{
+		StoreDir:     opts.StoreDir,
+		SyncInterval: opts.SyncInterval,
+		SyncAlways:   opts.SyncAlways,
+		Strict:       !opts.NoJetStreamStrict,
+		MaxMemory:    opts.JetStreamMaxMemory,
+		MaxStore:     opts.JetStreamMaxStore,
+		Domain:       opts.JetStreamDomain,
+		CompressOK:   true,
+		UniqueTag:    opts.JetStreamUniqueTag,
+	}
+}
+
+// Writable returns a context that is done, with the store's error as its
+// cause, while the store cannot take writes (eventlog.Writable).
+func (w *StoreWatch) Writable() context.Context {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.writable
+}
+
+// StoreStats is the store's health for status reports.
+type StoreStats struct {
+	State string `json:"state"`
+	Error string `json:"error,omitempty"`
+	// Since is when the current failure was noticed.
+	Since time.Time `json:"since,omitzero"`
+	// FreeBytes is what the store's file system has left for us.
+	FreeBytes int64 `json:"freeBytes"`
+	// WriteFailures counts the times the store stopped taking writes,
+	// Recoveries the times it was brought back in place, and
+	// RecoveryAttempts every probe or restart tried meanwhile.
+	WriteFailures    int64     `json:"writeFailures"`
+	Recoveries       int64     `json:"recoveries"`
+	RecoveryAttempts int64     `json:"recoveryAttempts"`
+	LastRecovery     time.Time `json:"lastRecovery,omitzero"`
+	// LastOutageSeconds is how long the last failure lasted, from the
+	// moment it was noticed to the moment the store was writable again.
+	LastOutageSeconds float64 `json:"lastOutageSeconds,omitempty"`
+}
+
+// Stats returns the store's current health.
+func (w *StoreWatch) Stats() StoreStats {
+	w.mu.Lock()
+	st := StoreStats{
+		State: w.state, Since: w.since, LastRecovery: w.recovery, LastOutageSeconds: w.outage.Seconds(),
+		WriteFailures: w.failures.Load(), Recoveries: w.recoveries.Load(), RecoveryAttempts: w.attempts.Load(),
+	}
+	if w.err != nil {
+		st.Error = w.err.Error()
+	}
+	w.mu.Unlock()
+	st.FreeBytes, _ = freeBytes(w.dir)
+	return st
+}
+
+// Collectors returns the watch's Prometheus metrics.
+func (w *StoreWatch) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		metrics.Gauge("store_writable", "1 when the JetStream store takes writes, 0 while it fails (a full disk) or is being restarted.",
+			metrics.Bool(func() bool { return w.Writable().Err() == nil })),
+		metrics.Counter("store_write_failures_total", "Times the JetStream store stopped taking writes.", w.failures.Load),
+		metrics.Counter("store_recoveries_total", "Times the JetStream store was restarted in place after a write failure.", w.recoveries.Load),
+		metrics.Gauge("store_free_bytes", "Bytes left on the file system of the JetStream store.", func() int64 {
+			n, _ := freeBytes(w.dir)
+			return n
+		}),
+	}
+}
+
+// Run watches the store until ctx ends. Cancellation is not an error.
+func (w *StoreWatch) Run(ctx context.Context) error {
+	tick := time.NewTicker(w.opts.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		case <-w.s.storeHint:
+		}
+		err := w.s.storeErr()
+		if err == nil {
+			continue
+		}
+		w.fail(err)
+		w.recover(ctx)
+	}
+}
+
+// fail reports the store unwritable: publishers waiting on it give up, and
+// the log says so once.
+func (w *StoreWatch) fail(err error) {
+	free, _ := freeBytes(w.dir)
+	w.mu.Lock()
+	w.state, w.err, w.since = StoreFailing, err, time.Now()
+	w.cancel(err)
+	w.mu.Unlock()
+	w.failures.Add(1)
+	w.opts.Logger.Error("the event store cannot write (disk full?); publishing waits, and the store is restarted in place once the disk takes writes again",
+		"err", err, "free_bytes", free, "store", w.dir)
+}
+
+// recover waits until the disk takes writes, restarts JetStream and
+// reports the store writable again; it returns when that is done or ctx
+// ends. Failed attempts are logged when the reason changes, not each time.
+func (w *StoreWatch) recover(ctx context.Context) {
+	pause := recoverFirst
+	var said string
+	attempts := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		pause = min(pause*2, recoverMost)
+		attempts++
+		w.attempts.Add(1)
+		err := w.tryRecover(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		w.mu.Lock()
+		w.state, w.err = StoreFailing, err
+		w.mu.Unlock()
+		if msg := err.Error(); msg != said {
+			said = msg
+			w.opts.Logger.Warn("the event store still cannot write; retrying", "err", err, "retry_in", pause)
+		}
+	}
+	w.mu.Lock()
+	w.state, w.err = StoreOK, nil
+	w.recovery, w.outage = time.Now(), time.Since(w.since)
+	w.since = time.Time{}
+	w.writable, w.cancel = context.WithCancelCause(context.Background())
+	outage := w.outage
+	w.mu.Unlock()
+	w.recoveries.Add(1)
+	if w.opts.Resumed != nil {
+		w.opts.Resumed()
+	}
+	w.opts.Logger.Info("the event store takes writes again; JetStream restarted in place, publishing resumes",
+		"outage", outage.Round(time.Millisecond), "attempts", attempts)
+}
+
+// tryRecover is one attempt: a probe write, a restart of JetStream, a
+// health check, and the Recovered hook.
+func (w *StoreWatch) tryRecover(ctx context.Context) error {
+	if err := probe(w.dir); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.state = StoreRecovering
+	w.mu.Unlock()
+	if err := w.s.restartJetStream(); err != nil {
+		return err
+	}
+	if err := w.s.storeErr(); err != nil {
+		return fmt.Errorf("after restarting JetStream: %w", err)
+	}
+	if w.opts.Recovered != nil {
+		if err := w.opts.Recovered(ctx); err != nil {
+			return fmt.Errorf("after restarting JetStream: %w", err)
+		}
+	}
+	return nil
+}
+
+// storeErr returns why the store cannot take writes, nil when it can. The
+// server's health check reports JetStream off and each stream's write
+// error; its other findings are not ours to act on (a stream being created
+// shows as "could not be recovered" for a moment, say). It checks
+// readiness for connections first, with a 1 ms bound that a busy server
+// misses now and then; such an answer says nothing of the store, so it is
+// asked again a few times.
+func (s *Server) storeErr() error {
+	for range 20 {
+		h := s.ns.Healthz(&server.HealthzOptions{Details: true})
+		var errs []error
+		answered := true
+		for _, e := range h.Errors {
+			switch {
+			case e.Type == server.HealthzErrorJetStream:
+				errs = append(errs, errors.New(e.Error))
+			case e.Type == server.HealthzErrorStream && strings.Contains(e.Error, "write error"):
+				errs = append(errs, errors.New(e.Error))
+			case e.Type == server.HealthzErrorConn:
+				answered = false
+			}
+		}
+		if len(errs) > 0 || answered {
+			return errors.Join(errs...)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
+}
+
+// hintLogger passes the server's log on and wakes StoreWatch when an error
+// or warning may come from a store that cannot write: "critical write
+// error", "out of space", "disabling JetStream" and the like. It only
+// hastens the check; the health check decides.
+type hintLogger struct {
+	*natsLogger
+	hint chan struct{}
+}
+
+func (l *hintLogger) Errorf(format string, v ...any) {
+	l.natsLogger.Errorf(format, v...)
+	l.poke()
+}
+
+func (l *hintLogger) Warnf(format string, v ...any) {
+	l.natsLogger.Warnf(format, v...)
+	l.poke()
+}
+
+func (l *hintLogger) poke() {
+	select {
+	case l.hint <- struct{}{}:
+	default:
+	}
+}
+
+// restartJetStream shuts JetStream down and enables it again with the
+// configuration it started with. It never runs once Close began.
+func (s *Server) restartJetStream() error {
+	s.jsMu.Lock()
+	defer s.jsMu.Unlock()
+	if s.closed.Load() {
+		return errors.New("server is closed")
+	}
+	if s.ns.JetStreamEnabled() {
+		if err := s.ns.ShutdownJetStream(); err != nil {
+			return fmt.Errorf("shut JetStream down: %w", err)
+		}
+	}
+	cfg := *s.jsConfig
+	if err := s.ns.EnableJetStream(&cfg); err != nil {
+		return fmt.Errorf("enable JetStream: %w", err)
+	}
+	return nil
+}
+
+// probeFile is written in the state dir, beside the store: a file in the
+// store dir itself would read as an account to the health check.
+const probeFile = "write-probe"
+
+// probe writes and syncs probeSize bytes in dir and removes them: the disk
+// takes the largest write the store makes at once.
+func probe(dir string) (err error) {
+	path := filepath.Join(dir, probeFile)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("probe: %w", cerr)
+		}
+		if rerr := os.Remove(path); err == nil && rerr != nil {
+			err = fmt.Errorf("probe: %w", rerr)
+		}
+	}()
+	if _, err := f.Write(make([]byte, probeSize)); err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	return nil
+}
+
+// freeBytes is what dir's file system has left for an unprivileged user.
+func freeBytes(dir string) (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
+}
