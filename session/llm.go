@@ -23,8 +23,8 @@ func ConvertToLLM(msgs []json.RawMessage) ([]json.RawMessage, error) {
 		if !isObject(m) {
 			continue // m.role is undefined: dropped
 		}
-		var f map[string]json.RawMessage
-		if err := json.Unmarshal(m, &f); err != nil {
+		f, err := objectMap(m)
+		if err != nil {
 			return nil, fmt.Errorf("session: convert message %d: %w", k, err)
 		}
 		role, _ := rawString(f["role"])
@@ -55,8 +55,8 @@ func ConvertToLLM(msgs []json.RawMessage) ([]json.RawMessage, error) {
 }
 
 func textBlocks(s string) json.RawMessage {
-	b, _ := json.Marshal([]map[string]string{{"type": "text", "text": s}})
-	return b
+	b := append([]byte(`[{"type":"text","text":`), jsonQuote(s)...)
+	return append(b, '}', ']')
 }
 
 func userText(text string, ts json.RawMessage) json.RawMessage {

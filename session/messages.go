@@ -25,11 +25,11 @@ type bodyFields struct {
 // order, spacing and unknown fields, and is never decoded.
 func scanBody(body []byte) (bodyFields, error) {
 	var f bodyFields
-	e, err := scanMembers(body, skipWS(body, 0), 1, func(k []byte, at int) (int, error) {
+	e, err := scanMembers(body, skipWS(body, 0), func(k []byte, at int) (int, error) {
 		if string(k) == "message" && body[at] == '{' {
 			var role, content json.RawMessage
-			ve, err := scanMembers(body, at, 2, func(k []byte, at int) (int, error) {
-				ve, err := skipValue(body, at, 3)
+			ve, err := scanMembers(body, at, func(k []byte, at int) (int, error) {
+				ve, err := skipValue(body, at)
 				switch string(k) {
 				case "role":
 					role = body[at:ve:ve]
@@ -41,7 +41,7 @@ func scanBody(body []byte) (bodyFields, error) {
 			f.message, f.msgRole, f.msgContent = body[at:ve:ve], role, content
 			return ve, err
 		}
-		ve, err := skipValue(body, at, 2)
+		ve, err := skipValue(body, at)
 		if err != nil {
 			return 0, err
 		}

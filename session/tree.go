@@ -182,7 +182,8 @@ func (t *Tree) Append(l Line, ref Ref) error {
 	}
 	var fields map[string]json.RawMessage
 	if l.Kind == Entry {
-		if err := json.Unmarshal(l.Raw, &fields); err != nil {
+		var err error
+		if fields, err = objectMap(l.Raw); err != nil {
 			return fmt.Errorf("session: decode entry: %w", err)
 		}
 	} else if t.v1() && trimWS(l.Raw)[0] != '[' {
@@ -237,8 +238,7 @@ func (t *Tree) setHeader(l Line) error {
 	t.state = 1
 	t.header = l.Raw
 	t.sessionID = l.ID
-	var h map[string]json.RawMessage
-	_ = json.Unmarshal(l.Raw, &h)
+	h, _ := objectMap(l.Raw)
 	if v, ok := h["version"]; ok && !isAbsent(v) {
 		t.version = jsToNumber(v)
 	} else {
@@ -274,8 +274,8 @@ func (t *Tree) extraFor(n *node, f map[string]json.RawMessage) *extra {
 		if !isObject(m) {
 			return nil
 		}
-		var msg map[string]json.RawMessage
-		if json.Unmarshal(m, &msg) != nil {
+		msg, err := objectMap(m)
+		if err != nil {
 			return nil
 		}
 		if r, _ := rawString(msg["role"]); r != "assistant" {
@@ -307,15 +307,14 @@ func (t *Stats) addUsage(raw json.RawMessage) {
 	if !isObject(raw) {
 		return
 	}
-	var u map[string]json.RawMessage
-	if json.Unmarshal(raw, &u) != nil {
+	u, err := objectMap(raw)
+	if err != nil {
 		return
 	}
 	if f, err := strconv.ParseFloat(string(trimWS(u["totalTokens"])), 64); err == nil {
 		t.TotalTokens += f
 	}
-	var c map[string]json.RawMessage
-	if isObject(u["cost"]) && json.Unmarshal(u["cost"], &c) == nil {
+	if c, err := objectMap(u["cost"]); isObject(u["cost"]) && err == nil {
 		if f, err := strconv.ParseFloat(string(trimWS(c["total"])), 64); err == nil {
 			t.TotalCost += f
 		}
