@@ -57,7 +57,7 @@ func TestIncrementalMatchesFull(t *testing.T) {
 				// Every line: the kept window and settings equal a
 				// recomputation from scratch (metadata only, cheap).
 				inc := *tree.state0()
-				scratch := tree.compute(tree.startNode(tree.leafID, tree.hasLeaf))
+				scratch := tree.compute(tree.startNode(tree.leafID, tree.hasLeaf), tree.Rules())
 				if fmt.Sprint(inc.win, inc.think, inc.model, inc.bad, inc.err) != fmt.Sprint(scratch.win, scratch.think, scratch.model, scratch.bad, scratch.err) {
 					t.Fatalf("line %d: incremental state %+v, from scratch %+v", k, inc, scratch)
 				}

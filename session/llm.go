@@ -12,9 +12,10 @@ const (
 	branchSummarySuffix     = "</summary>"
 )
 
-// ConvertToLLM is pi's convertToLlm (spec §7.6): what of the context
-// messages reaches the model. A message that is null makes pi throw.
-func ConvertToLLM(msgs []json.RawMessage) ([]json.RawMessage, error) {
+// ConvertToLLM is pi's convertToLlm (spec §7.6) under the rule set r: what
+// of the context messages reaches the model. A message that is null makes
+// pi throw. [1.6] system messages pass through; the seed rules drop them.
+func ConvertToLLM(r RuleSet, msgs []json.RawMessage) ([]json.RawMessage, error) {
 	out := make([]json.RawMessage, 0, len(msgs))
 	for k, m := range msgs {
 		if isAbsent(m) {
@@ -31,6 +32,10 @@ func ConvertToLLM(msgs []json.RawMessage) ([]json.RawMessage, error) {
 		switch role {
 		case "user", "assistant", "toolResult":
 			out = append(out, m)
+		case "system":
+			if r == RulesPi16 {
+				out = append(out, m)
+			}
 		case "bashExecution":
 			if truthy(f["excludeFromContext"]) {
 				continue
@@ -94,3 +99,6 @@ func jsTemplate(raw json.RawMessage) string {
 	}
 	return jsJoinString(raw)
 }
+
+// LLMMessages is ConvertToLLM of the context's messages under its rules.
+func (c *Context) LLMMessages() ([]json.RawMessage, error) { return ConvertToLLM(c.Rules, c.Messages) }
