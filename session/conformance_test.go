@@ -152,6 +152,56 @@ func TestConformance16Seed(t *testing.T) {
 	runCorpus(t, loadCorpusDir(t, conformance16Dir(t)), RulesSeed)
 }
 
+// TestConformanceAuto: RulesAuto on both corpora picks pi-1.6 exactly for
+// the files that hold a line only pi >= 0.86 writes, and then matches the
+// results of the rule set it picked.
+func TestConformanceAuto(t *testing.T) {
+	cases := append(loadCorpus(t), loadCorpusDir(t, conformance16Dir(t))...)
+	picked := map[RuleSet]int{}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			want := RulesSeed
+			if holdsNewerLine(c.raw) {
+				want = RulesPi16
+			}
+			f, err := LoadRules(c.raw, RulesAuto)
+			if err == nil && f.Tree.Rules() != want {
+				t.Fatalf("auto picked %v, want %v", f.Tree.Rules(), want)
+			}
+			picked[want]++
+			runCase(t, c, RulesAuto, c.results[corpusKey[want]])
+		})
+	}
+	if picked[RulesPi16] < 20 || picked[RulesSeed] < 40 {
+		t.Errorf("auto picked %v: too few cases of one kind", picked)
+	}
+}
+
+// holdsNewerLine is the test's own reading of what only pi >= 0.86 writes:
+// a context_edit or usage entry, a message with role system, a compaction
+// with a systemMessage.
+func holdsNewerLine(raw []byte) bool {
+	for _, line := range bytes.Split(raw, []byte{'\n'}) {
+		var e struct {
+			Type          string `json:"type"`
+			SystemMessage any    `json:"systemMessage"`
+			Message       *struct {
+				Role any `json:"role"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(line, &e) != nil {
+			continue
+		}
+		switch {
+		case e.Type == "context_edit" || e.Type == "usage",
+			e.Type == "message" && e.Message != nil && e.Message.Role == "system",
+			e.Type == "compaction" && e.SystemMessage != nil && e.SystemMessage != false && e.SystemMessage != "" && e.SystemMessage != 0.0:
+			return true
+		}
+	}
+	return false
+}
+
 // runCorpus checks every case under the rule set r against the corpus's
 // results for it.
 func runCorpus(t *testing.T, cases []corpusCase, r RuleSet) {
@@ -226,7 +276,7 @@ func runCase(t *testing.T, c corpusCase, r RuleSet, exp map[string]any) []string
 				g := got(ctx).(map[string]any)
 				wm := want.(map[string]any)
 				if wm["llmMessages"] != nil {
-					llm, err := ConvertToLLM(r, ctx.Messages)
+					llm, err := ctx.LLMMessages()
 					if err != nil {
 						t.Errorf("convertToLlm: %v", err)
 					}

@@ -28,9 +28,10 @@ func contextString(c *Context, err error) string {
 
 // TestIncrementalMatchesFull appends every corpus file line by line and
 // checks, after each line, that the incrementally kept context equals a
-// full load of the same prefix.
+// full load of the same prefix. Under RulesAuto a file switches to pi-1.6
+// at its first pi 1.x line, which the kept state must follow.
 func TestIncrementalMatchesFull(t *testing.T) {
-	for _, c := range loadCorpus(t) {
+	for _, c := range append(loadCorpus(t), loadCorpusDir(t, conformance16Dir(t))...) {
 		t.Run(c.name, func(t *testing.T) {
 			lines := bytes.Split(c.raw, []byte{'\n'})
 			tree := NewTree()
