@@ -65,16 +65,18 @@ func (s *Summarizer) addLine(raw []byte) {
 		return
 	}
 	if s.header == nil {
-		if l.Kind != Header || json.Unmarshal(l.Raw, &s.header) != nil {
+		h, err := objectMap(l.Raw)
+		if l.Kind != Header || err != nil {
 			s.dropped = true
 		}
+		s.header = h
 		return
 	}
 	if l.Kind != Entry && l.Kind != Header {
 		return
 	}
-	var e map[string]json.RawMessage
-	if json.Unmarshal(l.Raw, &e) != nil {
+	e, err := objectMap(l.Raw)
+	if err != nil {
 		return
 	}
 	if l.Type == "session_info" {
@@ -93,8 +95,8 @@ func (s *Summarizer) addLine(raw []byte) {
 		s.dropped = true // pi: reading .role of undefined
 		return
 	}
-	var msg map[string]json.RawMessage
-	if !isObject(m) || json.Unmarshal(m, &msg) != nil {
+	msg, err := objectMap(m)
+	if !isObject(m) || err != nil {
 		return
 	}
 	role, roleIsString := rawString(msg["role"])
@@ -137,7 +139,7 @@ func extractText(content json.RawMessage) (string, bool) {
 		return str, true
 	}
 	var blocks []json.RawMessage
-	if !isArray(content) || json.Unmarshal(content, &blocks) != nil {
+	if !isArray(content) || eachElement(content, func(b []byte) { blocks = append(blocks, b) }) != nil {
 		return "", false
 	}
 	var parts []string
@@ -145,8 +147,8 @@ func extractText(content json.RawMessage) (string, bool) {
 		if isAbsent(b) {
 			return "", false
 		}
-		var blk map[string]json.RawMessage
-		if !isObject(b) || json.Unmarshal(b, &blk) != nil {
+		blk, err := objectMap(b)
+		if !isObject(b) || err != nil {
 			continue
 		}
 		if typ, _ := rawString(blk["type"]); typ == "text" {
@@ -168,8 +170,8 @@ func (s *Summarizer) Summary(mtime float64) (*Summary, bool) {
 		ParentSessionPath: h["parentSession"],
 		Created:           dateValue(h["timestamp"]),
 		MessageCount:      s.messages,
-		FirstMessage:      s.first,
-		AllMessagesText:   strings.Join(s.all, " "),
+		FirstMessage:      utf8Safe(s.first),
+		AllMessagesText:   utf8Safe(strings.Join(s.all, " ")),
 		Stats:             s.stats,
 	}
 	out.Stats.MessageCount = s.messages
@@ -177,7 +179,9 @@ func (s *Summarizer) Summary(mtime float64) (*Summary, bool) {
 		out.ID = json.RawMessage("null")
 	}
 	out.Cwd, _ = rawString(h["cwd"])
+	out.Cwd = utf8Safe(out.Cwd)
 	out.Name, out.HasName, _ = jsTrimName(s.name)
+	out.Name = utf8Safe(out.Name)
 	if out.FirstMessage == "" {
 		out.FirstMessage = "(no messages)"
 	}

@@ -16,17 +16,34 @@ import (
 	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
-// corpusCase is one NAME.jsonl with its expected results (rule set seed).
+// corpusCase is one NAME.jsonl with its expected results.
 type corpusCase struct {
 	name     string
 	raw      []byte
 	expected map[string]any
-	seed     map[string]any // sections with sameAs resolved
+	// results holds, per rule set key of the corpus ("seed", "1.6.0"),
+	// the sections with sameAs resolved.
+	results map[string]map[string]any
 }
+
+// corpusKey is the key of a rule set's results in a corpus file.
+var corpusKey = map[RuleSet]string{RulesSeed: "seed", RulesPi16: "1.6.0"}
 
 func loadCorpus(t *testing.T) []corpusCase {
 	t.Helper()
-	dir := testenv.ConformanceDir(t)
+	return loadCorpusDir(t, testenv.ConformanceDir(t))
+}
+
+// conformance16Dir is the corpus of pi 1.x files (testdata/conformance-1.6).
+func conformance16Dir(t testing.TB) string {
+	if d := os.Getenv("PISYNC_CONFORMANCE16_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join(testenv.TestdataDir(t), "conformance-1.6")
+}
+
+func loadCorpusDir(t *testing.T, dir string) []corpusCase {
+	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no corpus in %s: %v", dir, err)
@@ -47,14 +64,18 @@ func loadCorpus(t *testing.T) []corpusCase {
 			t.Fatalf("%s: %v", name, err)
 		}
 		results := e["results"].(map[string]any)
-		seed := map[string]any{}
-		for k, v := range results["seed"].(map[string]any) {
-			if m, ok := v.(map[string]any); ok && m["sameAs"] != nil {
-				v = results[m["sameAs"].(string)].(map[string]any)[k]
+		c := corpusCase{name: name, raw: raw, expected: e, results: map[string]map[string]any{}}
+		for key, sections := range results {
+			resolved := map[string]any{}
+			for k, v := range sections.(map[string]any) {
+				if m, ok := v.(map[string]any); ok && m["sameAs"] != nil {
+					v = results[m["sameAs"].(string)].(map[string]any)[k]
+				}
+				resolved[k] = v
 			}
-			seed[k] = v
+			c.results[key] = resolved
 		}
-		out = append(out, corpusCase{name: name, raw: raw, expected: e, seed: seed})
+		out = append(out, c)
 	}
 	return out
 }
@@ -112,12 +133,87 @@ func compare(t *testing.T, what string, got, want any) {
 	}
 }
 
-func TestConformance(t *testing.T) {
-	cases := loadCorpus(t)
-	counts := map[string]int{}
+// TestConformance: the rule set seed against results.seed of the seed
+// corpus (testdata/conformance).
+func TestConformance(t *testing.T) { runCorpus(t, loadCorpus(t), RulesSeed) }
+
+// TestConformancePi16: the rule set pi-1.6 against what real pi 1.6.0
+// computes, on the seed corpus (its results["1.6.0"]) and on the corpus of
+// pi 1.x files (testdata/conformance-1.6).
+func TestConformancePi16(t *testing.T) {
+	t.Run("seed-corpus", func(t *testing.T) { runCorpus(t, loadCorpus(t), RulesPi16) })
+	t.Run("corpus-1.6", func(t *testing.T) { runCorpus(t, loadCorpusDir(t, conformance16Dir(t)), RulesPi16) })
+}
+
+// TestConformance16Seed: the seed rules on the pi 1.x corpus, against
+// real pi with the seed rules (what pisyncd computed for these files
+// before pi-1.6 existed, and what PISYNC_RULES=seed still gives).
+func TestConformance16Seed(t *testing.T) {
+	runCorpus(t, loadCorpusDir(t, conformance16Dir(t)), RulesSeed)
+}
+
+// TestConformanceAuto: RulesAuto on both corpora picks pi-1.6 exactly for
+// the files that hold a line only pi >= 0.86 writes, and then matches the
+// results of the rule set it picked.
+func TestConformanceAuto(t *testing.T) {
+	cases := append(loadCorpus(t), loadCorpusDir(t, conformance16Dir(t))...)
+	picked := map[RuleSet]int{}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			checked := runCase(t, c)
+			want := RulesSeed
+			if holdsNewerLine(c.raw) {
+				want = RulesPi16
+			}
+			f, err := LoadRules(c.raw, RulesAuto)
+			if err == nil && f.Tree.Rules() != want {
+				t.Fatalf("auto picked %v, want %v", f.Tree.Rules(), want)
+			}
+			picked[want]++
+			runCase(t, c, RulesAuto, c.results[corpusKey[want]])
+		})
+	}
+	if picked[RulesPi16] < 20 || picked[RulesSeed] < 40 {
+		t.Errorf("auto picked %v: too few cases of one kind", picked)
+	}
+}
+
+// holdsNewerLine is the test's own reading of what only pi >= 0.86 writes:
+// a context_edit or usage entry, a message with role system, a compaction
+// with a systemMessage.
+func holdsNewerLine(raw []byte) bool {
+	for _, line := range bytes.Split(raw, []byte{'\n'}) {
+		var e struct {
+			Type          string `json:"type"`
+			SystemMessage any    `json:"systemMessage"`
+			Message       *struct {
+				Role any `json:"role"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(line, &e) != nil {
+			continue
+		}
+		switch {
+		case e.Type == "context_edit" || e.Type == "usage",
+			e.Type == "message" && e.Message != nil && e.Message.Role == "system",
+			e.Type == "compaction" && e.SystemMessage != nil && e.SystemMessage != false && e.SystemMessage != "" && e.SystemMessage != 0.0:
+			return true
+		}
+	}
+	return false
+}
+
+// runCorpus checks every case under the rule set r against the corpus's
+// results for it.
+func runCorpus(t *testing.T, cases []corpusCase, r RuleSet) {
+	counts := map[string]int{}
+	for _, c := range cases {
+		want := c.results[corpusKey[r]]
+		if want == nil {
+			t.Errorf("%s: no results for %s", c.name, corpusKey[r])
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			checked := runCase(t, c, r, want)
 			for _, s := range checked {
 				counts[s]++
 			}
@@ -133,26 +229,26 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-func runCase(t *testing.T, c corpusCase) []string {
+func runCase(t *testing.T, c corpusCase, r RuleSet, exp map[string]any) []string {
 	var checked []string
-	f, err := Load(c.raw)
+	f, err := LoadRules(c.raw, r)
 	if errors.Is(err, ErrEmptyFile) {
 		// pi writes a fresh header: an empty session with invented id/time.
 		compare(t, "context", map[string]any{"leafId": nil, "contextEntryIds": []any{}, "messages": []any{},
-			"thinkingLevel": "off", "model": nil, "llmMessages": []any{}}, c.seed["context"])
+			"thinkingLevel": "off", "model": nil, "llmMessages": []any{}}, exp["context"])
 		return []string{"context(empty)"}
 	}
 	if err != nil {
 		for _, s := range []string{"context", "tree", "info"} {
-			if !isErrorResult(c.seed[s]) {
-				t.Errorf("Load: %v, but %s is %v", err, s, c.seed[s])
+			if !isErrorResult(exp[s]) {
+				t.Errorf("Load: %v, but %s is %v", err, s, exp[s])
 			}
 		}
 		checked = append(checked, "load-error")
 	} else {
 		rename := map[string]string{}
 		if c.expected["idsNondeterministic"] == true {
-			entries := c.seed["tree"].(map[string]any)["entries"].([]any)
+			entries := exp["tree"].(map[string]any)["entries"].([]any)
 			if len(entries) != f.Tree.Len() {
 				t.Fatalf("entries: got %d want %d", f.Tree.Len(), len(entries))
 			}
@@ -168,7 +264,7 @@ func runCase(t *testing.T, c corpusCase) []string {
 		got := func(v any) any { return renameIDs(jsonValue(t, v), rename) }
 
 		// context at the file's leaf
-		if want := c.seed["context"]; want != nil {
+		if want := exp["context"]; want != nil {
 			ctx, err := f.Context()
 			if isErrorResult(want) {
 				if err == nil {
@@ -180,7 +276,7 @@ func runCase(t *testing.T, c corpusCase) []string {
 				g := got(ctx).(map[string]any)
 				wm := want.(map[string]any)
 				if wm["llmMessages"] != nil {
-					llm, err := ConvertToLLM(ctx.Messages)
+					llm, err := ctx.LLMMessages()
 					if err != nil {
 						t.Errorf("convertToLlm: %v", err)
 					}
@@ -192,7 +288,7 @@ func runCase(t *testing.T, c corpusCase) []string {
 			checked = append(checked, "context")
 		}
 		// contextAt
-		if at, ok := c.seed["contextAt"].(map[string]any); ok {
+		if at, ok := exp["contextAt"].(map[string]any); ok {
 			for key, want := range at {
 				var ctx *Context
 				var err error
@@ -217,15 +313,15 @@ func runCase(t *testing.T, c corpusCase) []string {
 				checked = append(checked, "contextAt")
 			}
 		}
-		if want := c.seed["tree"]; want != nil {
+		if want := exp["tree"]; want != nil {
 			compare(t, "tree", got(treeSection(t, f.Tree)), want)
 			checked = append(checked, "tree")
 		}
-		if want := c.seed["info"]; want != nil {
+		if want := exp["info"]; want != nil {
 			compare(t, "info", got(infoSection(t, f.Tree)), want)
 			checked = append(checked, "info")
 		}
-		if want, ok := c.seed["migrate"].(map[string]any); ok {
+		if want, ok := exp["migrate"].(map[string]any); ok {
 			h, err := f.Tree.MigratedHeader()
 			if err != nil {
 				t.Fatal(err)
@@ -251,7 +347,7 @@ func runCase(t *testing.T, c corpusCase) []string {
 			checked = append(checked, "migrate")
 		}
 	}
-	if want, ok := c.seed["list"]; ok {
+	if want, ok := exp["list"]; ok {
 		compare(t, "list", jsonValue(t, listSection(t, c.name, c.raw)), want)
 		checked = append(checked, "list")
 	}

@@ -25,6 +25,9 @@ type Context struct {
 	ThinkingLevel json.RawMessage
 	// Model is null or {provider, modelId} with undefined fields left out.
 	Model json.RawMessage
+	// Rules is the rule set the context was built with (not part of the
+	// corpus shape; see MarshalReport).
+	Rules RuleSet
 }
 
 // MarshalJSON writes the corpus shape.
@@ -68,6 +71,19 @@ func (c *Context) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// MarshalReport writes the corpus shape with the rule set first:
+// {"rules":"pi-1.6","leafId":…}. It is what `pisyncd context --json` and
+// the daemon's /context print, so a reader knows which rules built it.
+func (c *Context) MarshalReport() ([]byte, error) {
+	body, err := c.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(`{"rules":`), jsonQuote(c.Rules.String())...)
+	out = append(out, ',')
+	return append(out, body[1:]...), nil
+}
+
 // Context builds the context at the tree's leaf. Bodies of the window
 // entries come from src; nothing else is read.
 func (t *Tree) Context(src BodySource) (*Context, error) {
@@ -99,7 +115,14 @@ type Index struct {
 	Refs          []Ref
 	ThinkingLevel json.RawMessage
 	Model         json.RawMessage
-	wins          []int32 // window nodes with messages, for render
+	Rules         RuleSet
+	wins          []winEntry // window nodes with messages, for render
+}
+
+// winEntry is a window entry whose messages the context holds, and the
+// context_edit entry whose replacement applies to them (-1: none).
+type winEntry struct {
+	node, edit int32
 }
 
 // Index is Context without the messages (see Index). It fails exactly when
@@ -130,7 +153,7 @@ func (t *Tree) IndexAt(id *string) (*Index, error) {
 	if !ok {
 		return nil, fmt.Errorf("session: context at %q: %w", *id, ErrUnknownEntry)
 	}
-	c := t.compute(start)
+	c := t.compute(start, t.Rules())
 	return t.index0(&c, leaf)
 }
 
@@ -145,13 +168,34 @@ func (t *Tree) index0(c *current, leaf ID) (*Index, error) {
 	if err := c.check(t); err != nil {
 		return nil, err
 	}
-	ix := &Index{LeafID: leaf, EntryIDs: make([]ID, len(c.win))}
+	r := t.Rules()
+	ix := &Index{LeafID: leaf, EntryIDs: make([]ID, len(c.win)), Rules: r}
+	edits := t.windowEdits(c.win, r)
 	for k, i := range c.win {
 		n := &t.nodes[i]
 		ix.EntryIDs[k] = n.id
-		if producesMessages(n) {
-			ix.wins = append(ix.wins, i)
-			ix.Refs = append(ix.Refs, n.ref)
+		if !producesMessages(n) || (r == RulesPi16 && k > 0 && n.isType("compaction")) {
+			// [1.6] an older compaction inside the kept range yields nothing.
+			continue
+		}
+		edit := int32(-1)
+		if e, ok := edits[n.id]; ok && n.id.mapKey() {
+			switch x := t.nodes[e].x; {
+			case x.repl == replNull:
+				continue // [1.6] replacement null drops the entry's messages
+			case n.flags&flagEditable == 0:
+				// no message the edit could change
+			case x.repl == replAbsent:
+				b, _ := n.id.MarshalJSON()
+				return nil, fmt.Errorf("%w (entry %s)", ErrContextEdit, b)
+			default:
+				edit = e
+			}
+		}
+		ix.wins = append(ix.wins, winEntry{i, edit})
+		ix.Refs = append(ix.Refs, n.ref)
+		if edit >= 0 {
+			ix.Refs = append(ix.Refs, t.nodes[edit].ref)
 		}
 	}
 	ix.ThinkingLevel = json.RawMessage(`"off"`)
@@ -175,18 +219,51 @@ func (t *Tree) index0(c *current, leaf ID) (*Index, error) {
 // render adds the messages to an index of this tree.
 func (t *Tree) render(ix *Index, src BodySource) (*Context, error) {
 	out := &Context{LeafID: ix.LeafID, EntryIDs: ix.EntryIDs, ThinkingLevel: ix.ThinkingLevel, Model: ix.Model,
-		Messages: make([]json.RawMessage, 0, len(ix.wins))}
-	for _, i := range ix.wins {
-		n := &t.nodes[i]
+		Messages: make([]json.RawMessage, 0, len(ix.wins)), Rules: ix.Rules}
+	for _, w := range ix.wins {
+		n := &t.nodes[w.node]
 		body, err := src.Body(n.ref)
 		if err != nil {
 			return nil, fmt.Errorf("session: body of entry %d: %w", n.ref, err)
 		}
-		if out.Messages, err = t.entryMessages(out.Messages, n, body); err != nil {
+		start := len(out.Messages)
+		if out.Messages, err = t.entryMessages(out.Messages, n, body, ix.Rules); err != nil {
+			return nil, err
+		}
+		if w.edit < 0 {
+			continue
+		}
+		e := &t.nodes[w.edit]
+		eb, err := src.Body(e.ref)
+		if err != nil {
+			return nil, fmt.Errorf("session: body of entry %d: %w", e.ref, err)
+		}
+		if err := editMessages(out.Messages[start:], eb); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// windowEdits maps each target id to the last context_edit entry of the
+// window that names it: [1.6] only edits inside the window count, and the
+// latest wins. An object targetId is a key no entry's id can equal.
+func (t *Tree) windowEdits(win []int32, r RuleSet) map[ID]int32 {
+	if r != RulesPi16 {
+		return nil
+	}
+	var edits map[ID]int32
+	for _, i := range win {
+		n := &t.nodes[i]
+		if !n.isType("context_edit") || n.x == nil || !n.x.target.mapKey() {
+			continue
+		}
+		if edits == nil {
+			edits = make(map[ID]int32)
+		}
+		edits[n.x.target] = i
+	}
+	return edits
 }
 
 // producesMessages reports whether an entry's type can yield messages, so

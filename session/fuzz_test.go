@@ -57,7 +57,7 @@ func FuzzRead(f *testing.F) {
 			if _, err := c.MarshalJSON(); err != nil {
 				t.Fatal(err)
 			}
-			_, _ = ConvertToLLM(c.Messages)
+			_, _ = c.LLMMessages()
 		}
 		_, _ = file.ContextAt(nil)
 		for i := 0; i < tr.Len() && i < 50; i++ {

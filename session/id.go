@@ -85,7 +85,7 @@ func (id ID) MarshalJSON() ([]byte, error) {
 	case idUndefined, idNull:
 		return []byte("null"), nil
 	case idString:
-		return json.Marshal(id.s)
+		return jsonQuote(id.s), nil
 	case idNumber:
 		if id.s == "Infinity" || id.s == "-Infinity" || id.s == "NaN" {
 			return []byte("null"), nil
@@ -103,8 +103,7 @@ func idFromRaw(raw json.RawMessage) ID {
 	}
 	switch raw[0] {
 	case '"':
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
+		if s, ok := jsString(raw); ok {
 			return ID{kind: idString, s: s}
 		}
 	case 'n':

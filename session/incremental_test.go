@@ -28,9 +28,10 @@ func contextString(c *Context, err error) string {
 
 // TestIncrementalMatchesFull appends every corpus file line by line and
 // checks, after each line, that the incrementally kept context equals a
-// full load of the same prefix.
+// full load of the same prefix. Under RulesAuto a file switches to pi-1.6
+// at its first pi 1.x line, which the kept state must follow.
 func TestIncrementalMatchesFull(t *testing.T) {
-	for _, c := range loadCorpus(t) {
+	for _, c := range append(loadCorpus(t), loadCorpusDir(t, conformance16Dir(t))...) {
 		t.Run(c.name, func(t *testing.T) {
 			lines := bytes.Split(c.raw, []byte{'\n'})
 			tree := NewTree()
@@ -57,7 +58,7 @@ func TestIncrementalMatchesFull(t *testing.T) {
 				// Every line: the kept window and settings equal a
 				// recomputation from scratch (metadata only, cheap).
 				inc := *tree.state0()
-				scratch := tree.compute(tree.startNode(tree.leafID, tree.hasLeaf))
+				scratch := tree.compute(tree.startNode(tree.leafID, tree.hasLeaf), tree.Rules())
 				if fmt.Sprint(inc.win, inc.think, inc.model, inc.bad, inc.err) != fmt.Sprint(scratch.win, scratch.think, scratch.model, scratch.bad, scratch.err) {
 					t.Fatalf("line %d: incremental state %+v, from scratch %+v", k, inc, scratch)
 				}

@@ -145,15 +145,22 @@ func jsJoinString(raw json.RawMessage) string {
 
 // jsArrayString is String(array): the elements joined with ",".
 func jsArrayString(raw json.RawMessage) string {
-	var elems []json.RawMessage
-	if json.Unmarshal(raw, &elems) != nil {
+	var parts []string
+	if eachElement(raw, func(e []byte) { parts = append(parts, jsJoinString(e)) }) != nil {
 		return ""
 	}
-	parts := make([]string, len(elems))
-	for i, e := range elems {
-		parts[i] = jsJoinString(e)
-	}
 	return strings.Join(parts, ",")
+}
+
+// objectMap decodes the members of a JSON object as JSON.parse keeps them:
+// the last of duplicate keys wins. Values stay raw, so any depth is fine.
+func objectMap(raw []byte) (map[string]json.RawMessage, error) {
+	m := make(map[string]json.RawMessage)
+	err := eachMember(raw, func(k, v []byte) { m[string(k)] = v })
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // field is one member of a JSON object, in document order.
@@ -166,36 +173,34 @@ type field struct {
 // lose. Duplicate keys keep their first position and last value, as
 // JSON.parse does.
 func objectFields(raw []byte) ([]field, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, errNotObject
-	}
 	var out []field
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		key, _ := tok.(string)
-		var val json.RawMessage
-		if err := dec.Decode(&val); err != nil {
-			return nil, err
-		}
-		dup := false
-		for i := range out {
-			if out[i].key == key {
-				out[i].val, dup = val, true
-				break
+	var pos map[string]int // built once the object is large, to stay linear
+	err := eachMember(raw, func(k, v []byte) {
+		key := string(k)
+		if pos == nil && len(out) >= 32 {
+			pos = make(map[string]int, 2*len(out))
+			for i, f := range out {
+				pos[f.key] = i
 			}
 		}
-		if !dup {
-			out = append(out, field{key, val})
+		if pos != nil {
+			if i, ok := pos[key]; ok {
+				out[i].val = v
+				return
+			}
+			pos[key] = len(out)
+		} else {
+			for i := range out {
+				if out[i].key == key {
+					out[i].val = v
+					return
+				}
+			}
 		}
+		out = append(out, field{key, v})
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -236,8 +241,7 @@ func encodeFields(fs []field) json.RawMessage {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		k, _ := json.Marshal(f.key)
-		b.Write(k)
+		b.Write(jsonQuote(f.key))
 		b.WriteByte(':')
 		b.Write(f.val)
 	}

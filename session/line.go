@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"unicode"
 )
 
@@ -55,8 +56,7 @@ type Line struct {
 // ParseLine classifies raw (one line without its '\n') and decodes the
 // envelope fields of an object. It never fails: what pi would skip is
 // reported through Kind. Keys are matched exactly (JSON.parse semantics, last
-// duplicate wins), which rules out encoding/json's case-insensitive struct
-// decoding.
+// duplicate wins), and any nesting depth is accepted, as JSON.parse does.
 func ParseLine(raw []byte) Line {
 	l := Line{Raw: raw}
 	if len(trimJS(raw)) == 0 {
@@ -64,69 +64,70 @@ func ParseLine(raw []byte) Line {
 		return l
 	}
 	// JSON.parse sees the untrimmed line and allows only JSON white space
-	// around the value, exactly like json.Valid (a BOM or NBSP fails both).
-	if !json.Valid(raw) {
+	// around the value (a BOM or NBSP fails it).
+	i := skipWS(raw, 0)
+	if raw[i] != '{' {
+		if !validJSON(raw) {
+			l.Kind = Malformed
+			return l
+		}
+		l.Kind = scalarKind(raw[i:])
+		return l
+	}
+	var typ, id, parent, version []byte
+	e, err := scanMembers(raw, i, func(k []byte, at int) (int, error) {
+		ve, err := skipValue(raw, at)
+		switch string(k) {
+		case "type":
+			typ = raw[at:ve]
+		case "id":
+			id = raw[at:ve]
+		case "parentId":
+			parent = raw[at:ve]
+		case "version":
+			version = raw[at:ve]
+		}
+		return ve, err
+	})
+	if err != nil || end(raw, e) != nil {
 		l.Kind = Malformed
 		return l
 	}
-	t := bytes.TrimLeft(raw, " \t\r\n")
-	switch t[0] {
-	case '{':
-	case 'n', 'f':
-		l.Kind = Falsy // null, false
-		return l
-	case '"':
-		if len(t) == 2 {
-			l.Kind = Falsy
-		} else {
-			l.Kind = Scalar
-		}
-		return l
-	case '[', 't':
-		l.Kind = Scalar
-		return l
-	default: // a number
-		if isZero(t) {
-			l.Kind = Falsy
-		} else {
-			l.Kind = Scalar
-		}
-		return l
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(t, &obj); err != nil {
-		l.Kind = Malformed // unreachable after json.Valid, kept as a guard
-		return l
-	}
 	l.Kind = Entry
-	if s, ok := jsonString(obj["type"]); ok {
+	if s, ok := jsString(typ); ok {
 		l.Type = s
 		if s == "session" {
 			l.Kind = Header
 		}
 	}
-	l.ID, l.HasID = jsonString(obj["id"])
-	l.ParentID, l.HasParent = jsonString(obj["parentId"])
-	if l.Kind == Header {
-		var v float64
-		if raw, ok := obj["version"]; ok && json.Unmarshal(raw, &v) == nil {
-			l.Version = v
-		}
+	l.ID, l.HasID = jsString(id)
+	l.ParentID, l.HasParent = jsString(parent)
+	if l.Kind == Header && isNumberRaw(version) {
+		l.Version, _ = strconv.ParseFloat(string(version), 64)
 	}
 	return l
 }
 
-// jsonString decodes raw when it is a JSON string.
-func jsonString(raw json.RawMessage) (string, bool) {
-	if len(raw) == 0 || raw[0] != '"' {
-		return "", false
+// scalarKind classifies a valid JSON value that is not an object: null,
+// false, 0 and "" are falsy to JavaScript, the rest are kept.
+func scalarKind(t []byte) Kind {
+	switch t[0] {
+	case 'n', 'f':
+		return Falsy
+	case '"':
+		if t[1] == '"' {
+			return Falsy
+		}
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		if isZero(t) {
+			return Falsy
+		}
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", false
-	}
-	return s, true
+	return Scalar
 }
+
+// jsonString decodes raw when it is a JSON string (see jsString).
+func jsonString(raw json.RawMessage) (string, bool) { return jsString(raw) }
 
 // isZero reports whether the JSON number t equals zero (0, -0, 0.0, 0e5):
 // JavaScript treats those as falsy.

@@ -12,9 +12,10 @@ const (
 	branchSummarySuffix     = "</summary>"
 )
 
-// ConvertToLLM is pi's convertToLlm (spec §7.6): what of the context
-// messages reaches the model. A message that is null makes pi throw.
-func ConvertToLLM(msgs []json.RawMessage) ([]json.RawMessage, error) {
+// ConvertToLLM is pi's convertToLlm (spec §7.6) under the rule set r: what
+// of the context messages reaches the model. A message that is null makes
+// pi throw. [1.6] system messages pass through; the seed rules drop them.
+func ConvertToLLM(r RuleSet, msgs []json.RawMessage) ([]json.RawMessage, error) {
 	out := make([]json.RawMessage, 0, len(msgs))
 	for k, m := range msgs {
 		if isAbsent(m) {
@@ -23,14 +24,18 @@ func ConvertToLLM(msgs []json.RawMessage) ([]json.RawMessage, error) {
 		if !isObject(m) {
 			continue // m.role is undefined: dropped
 		}
-		var f map[string]json.RawMessage
-		if err := json.Unmarshal(m, &f); err != nil {
+		f, err := objectMap(m)
+		if err != nil {
 			return nil, fmt.Errorf("session: convert message %d: %w", k, err)
 		}
 		role, _ := rawString(f["role"])
 		switch role {
 		case "user", "assistant", "toolResult":
 			out = append(out, m)
+		case "system":
+			if r == RulesPi16 {
+				out = append(out, m)
+			}
 		case "bashExecution":
 			if truthy(f["excludeFromContext"]) {
 				continue
@@ -55,8 +60,8 @@ func ConvertToLLM(msgs []json.RawMessage) ([]json.RawMessage, error) {
 }
 
 func textBlocks(s string) json.RawMessage {
-	b, _ := json.Marshal([]map[string]string{{"type": "text", "text": s}})
-	return b
+	b := append([]byte(`[{"type":"text","text":`), jsonQuote(s)...)
+	return append(b, '}', ']')
 }
 
 func userText(text string, ts json.RawMessage) json.RawMessage {
@@ -94,3 +99,6 @@ func jsTemplate(raw json.RawMessage) string {
 	}
 	return jsJoinString(raw)
 }
+
+// LLMMessages is ConvertToLLM of the context's messages under its rules.
+func (c *Context) LLMMessages() ([]json.RawMessage, error) { return ConvertToLLM(c.Rules, c.Messages) }

@@ -15,6 +15,7 @@ var emptyArray = json.RawMessage(`[]`)
 type bodyFields struct {
 	message, content, customType, display, details json.RawMessage
 	summary, fromID, tokensBefore, retainedTail    json.RawMessage
+	systemMessage, replacement                     json.RawMessage
 	// role and content of message, when it is an object.
 	msgRole, msgContent json.RawMessage
 }
@@ -25,11 +26,11 @@ type bodyFields struct {
 // order, spacing and unknown fields, and is never decoded.
 func scanBody(body []byte) (bodyFields, error) {
 	var f bodyFields
-	e, err := scanMembers(body, skipWS(body, 0), 1, func(k []byte, at int) (int, error) {
+	e, err := scanMembers(body, skipWS(body, 0), func(k []byte, at int) (int, error) {
 		if string(k) == "message" && body[at] == '{' {
 			var role, content json.RawMessage
-			ve, err := scanMembers(body, at, 2, func(k []byte, at int) (int, error) {
-				ve, err := skipValue(body, at, 3)
+			ve, err := scanMembers(body, at, func(k []byte, at int) (int, error) {
+				ve, err := skipValue(body, at)
 				switch string(k) {
 				case "role":
 					role = body[at:ve:ve]
@@ -41,7 +42,7 @@ func scanBody(body []byte) (bodyFields, error) {
 			f.message, f.msgRole, f.msgContent = body[at:ve:ve], role, content
 			return ve, err
 		}
-		ve, err := skipValue(body, at, 2)
+		ve, err := skipValue(body, at)
 		if err != nil {
 			return 0, err
 		}
@@ -65,6 +66,10 @@ func scanBody(body []byte) (bodyFields, error) {
 			f.tokensBefore = v
 		case "retainedTail":
 			f.retainedTail = v
+		case "systemMessage":
+			f.systemMessage = v
+		case "replacement":
+			f.replacement = v
 		}
 		return ve, nil
 	})
@@ -74,10 +79,10 @@ func scanBody(body []byte) (bodyFields, error) {
 	return f, end(body, e)
 }
 
-// entryMessages is sessionEntryToContextMessages (spec §7.3, rule set
-// seed) for one window entry, given its raw line. It appends the entry's
-// messages to dst.
-func (t *Tree) entryMessages(dst []json.RawMessage, n *node, body []byte) ([]json.RawMessage, error) {
+// entryMessages is sessionEntryToContextMessages (spec §7.3) under the
+// rule set r for one window entry, given its raw line. It appends the
+// entry's messages to dst.
+func (t *Tree) entryMessages(dst []json.RawMessage, n *node, body []byte, r RuleSet) ([]json.RawMessage, error) {
 	f, err := scanBody(body)
 	if err != nil {
 		return dst, fmt.Errorf("session: decode entry body: %w", err)
@@ -87,7 +92,7 @@ func (t *Tree) entryMessages(dst []json.RawMessage, n *node, body []byte) ([]jso
 		if isAbsent(f.message) {
 			return dst, ErrMissingMessage
 		}
-		msg, err := t.contextMessage(f.message, f.msgRole, f.msgContent)
+		msg, err := t.contextMessage(f.message, f.msgRole, f.msgContent, r)
 		if err != nil {
 			return dst, err
 		}
@@ -113,12 +118,16 @@ func (t *Tree) entryMessages(dst []json.RawMessage, n *node, body []byte) ([]jso
 		fs = append(fs, field{"timestamp", msTimestamp(n.ts)})
 		return append(dst, encodeFields(fs)), nil
 	case "compaction":
+		if r == RulesPi16 && truthy(f.systemMessage) {
+			// [1.6] the system prompt at compaction time comes first.
+			dst = append(dst, f.systemMessage)
+		}
 		fs := []field{{"role", json.RawMessage(`"compactionSummary"`)}}
 		fs = appendDefined(fs, "summary", f.summary)
 		fs = appendDefined(fs, "tokensBefore", f.tokensBefore)
 		fs = append(fs, field{"timestamp", msTimestamp(n.ts)})
 		dst = append(dst, encodeFields(fs))
-		if isArray(f.retainedTail) {
+		if r == RulesSeed && isArray(f.retainedTail) {
 			// [seed] the retained messages follow verbatim (spec §7.7).
 			if err := eachElement(f.retainedTail, func(v []byte) { dst = append(dst, v) }); err != nil {
 				return dst, fmt.Errorf("session: decode retainedTail: %w", err)
@@ -132,16 +141,18 @@ func (t *Tree) entryMessages(dst []json.RawMessage, n *node, body []byte) ([]jso
 // contextMessage returns a stored message m (with its role and content as
 // scanBody found them) as the context holds it: the v2 migration's
 // hookMessage → custom rename applied in memory, and content null or
-// missing replaced by [] for user, assistant and toolResult. Only those two
-// cases rewrite the message; otherwise it is returned as stored.
-func (t *Tree) contextMessage(m, roleRaw, content json.RawMessage) (json.RawMessage, error) {
+// missing replaced by [] for user, assistant and toolResult ([1.6] by ""
+// for system). Only those cases rewrite the message; otherwise it is
+// returned as stored.
+func (t *Tree) contextMessage(m, roleRaw, content json.RawMessage, r RuleSet) (json.RawMessage, error) {
 	if !isObject(m) {
 		return m, nil
 	}
 	role, _ := quickString(roleRaw)
 	rename := t.version < 3 && role == "hookMessage"
 	fixContent := (role == "user" || role == "assistant" || role == "toolResult") && isAbsent(content)
-	if !rename && !fixContent {
+	fixSystem := r == RulesPi16 && role == "system" && isAbsent(content)
+	if !rename && !fixContent && !fixSystem {
 		return m, nil
 	}
 	// Rewrite keeping member order. The scan above read the same members
@@ -157,7 +168,49 @@ func (t *Tree) contextMessage(m, roleRaw, content json.RawMessage) (json.RawMess
 	if fixContent {
 		fs = setField(fs, "content", emptyArray)
 	}
+	if fixSystem {
+		fs = setField(fs, "content", json.RawMessage(`""`))
+	}
 	return encodeFields(fs), nil
+}
+
+// editMessages applies a context_edit (its raw line) to the messages one
+// window entry produced, as pi 1.6's projectContextEntry does: messages of
+// role user, assistant, toolResult and custom get replacement.content (a
+// string becomes one text block for assistant and toolResult; undefined
+// drops the key), others stay. A null replacement never gets here.
+func editMessages(msgs []json.RawMessage, edit []byte) error {
+	f, err := scanBody(edit)
+	if err != nil {
+		return fmt.Errorf("session: decode context_edit: %w", err)
+	}
+	var content json.RawMessage // undefined unless replacement is an object with content
+	if isObject(f.replacement) {
+		rf, err := objectMap(f.replacement)
+		if err != nil {
+			return fmt.Errorf("session: decode context_edit: %w", err)
+		}
+		content = rf["content"]
+	}
+	for k, m := range msgs {
+		if !isObject(m) {
+			continue
+		}
+		fs, err := objectFields(m)
+		if err != nil {
+			return fmt.Errorf("session: decode message: %w", err)
+		}
+		role, _ := rawString(getField(fs, "role"))
+		if !editableRole(role) {
+			continue
+		}
+		c := content
+		if s, ok := rawString(c); ok && (role == "assistant" || role == "toolResult") {
+			c = textBlocks(s)
+		}
+		msgs[k] = encodeFields(setField(fs, "content", c))
+	}
+	return nil
 }
 
 // quickString is rawString for a value that is already trimmed, without

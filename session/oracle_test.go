@@ -95,7 +95,7 @@ func TestAgainstOracle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, err := Load(raw)
+			f, err := LoadRules(raw, RulesSeed)
 			if err != nil {
 				t.Fatalf("%s: %v", file, err)
 			}

@@ -32,13 +32,18 @@ func Read(r io.Reader) (*File, error) {
 	return Load(data)
 }
 
-// Load is Read for bytes already in memory. The File keeps its own copies
-// only of lines that needed UTF-8 repair; other lines alias data.
-func Load(data []byte) (*File, error) {
+// Load is Read for bytes already in memory, with the rule set chosen per
+// session (RulesAuto). The File keeps its own copies only of lines that
+// needed UTF-8 repair; other lines alias data.
+func Load(data []byte) (*File, error) { return LoadRules(data, RulesAuto) }
+
+// LoadRules is Load under the rule set mode.
+func LoadRules(data []byte, mode RuleSet) (*File, error) {
 	if len(data) == 0 {
 		return nil, ErrEmptyFile
 	}
 	f := &File{Tree: NewTree()}
+	f.Tree.SetRules(mode)
 	for {
 		line, rest, more := bytes.Cut(data, []byte{'\n'})
 		if err := f.add(line); err != nil {

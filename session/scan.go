@@ -6,18 +6,15 @@ import (
 	"unicode/utf8"
 )
 
-// A single-pass JSON scanner for the hot paths (rendering a context's
-// messages): it walks an object's members and hands out each value as the
-// raw bytes of the input, so a body is validated and split in one pass
-// without building maps or copying values. It accepts exactly what
-// encoding/json accepts (RFC 8259 grammar, nesting up to 10000) and, like a
-// decode into map[string]json.RawMessage, yields values without surrounding
-// white space and keys unescaped; a duplicate key is yielded again, so the
-// caller's last assignment wins, as in JSON.parse.
-
-// maxDepth is encoding/json's nesting limit, so that both reject the same
-// inputs.
-const maxDepth = 10000
+// A single-pass JSON scanner for everything this package reads from a
+// line: it walks an object's members and hands out each value as the raw
+// bytes of the input, so a body is validated and split in one pass without
+// building maps or copying values. It accepts exactly what JSON.parse
+// accepts (RFC 8259 grammar) with no nesting limit: pi reads a line nested a
+// million levels deep, and encoding/json, which stops at 10000, would call
+// it malformed. Values are yielded without surrounding white space and keys
+// unescaped (jsstring.go); a duplicate key is yielded again, so the caller's
+// last assignment wins, as in JSON.parse.
 
 var errSyntax = errors.New("invalid JSON")
 
@@ -27,8 +24,8 @@ var errSyntax = errors.New("invalid JSON")
 // valid JSON object (white space around it allowed).
 func eachMember(raw []byte, fn func(key []byte, val []byte)) error {
 	i := skipWS(raw, 0)
-	e, err := scanMembers(raw, i, 1, func(key []byte, at int) (int, error) {
-		ve, err := skipValue(raw, at, 2)
+	e, err := scanMembers(raw, i, func(key []byte, at int) (int, error) {
+		ve, err := skipValue(raw, at)
 		if err == nil {
 			fn(key, raw[at:ve:ve])
 		}
@@ -40,16 +37,20 @@ func eachMember(raw []byte, fn func(key []byte, val []byte)) error {
 	return end(raw, e)
 }
 
-// scanMembers scans the object that starts at b[i] (nesting depth) and
-// returns the offset past it. For each member it calls fn with the key
-// and the offset of the value, and fn returns the offset past the value:
-// it skips the value itself, so it can also descend into it.
-func scanMembers(b []byte, i, depth int, fn func(key []byte, at int) (int, error)) (int, error) {
+// validJSON is JSON.parse's verdict on raw: one JSON value, white space
+// around it allowed, nested as deep as it likes.
+func validJSON(raw []byte) bool {
+	e, err := skipValue(raw, skipWS(raw, 0))
+	return err == nil && end(raw, e) == nil
+}
+
+// scanMembers scans the object that starts at b[i] and returns the offset
+// past it. For each member it calls fn with the key and the offset of the
+// value, and fn returns the offset past the value: it skips the value
+// itself, so it can also descend into it.
+func scanMembers(b []byte, i int, fn func(key []byte, at int) (int, error)) (int, error) {
 	if i >= len(b) || b[i] != '{' {
 		return 0, errNotObject
-	}
-	if depth > maxDepth {
-		return 0, errSyntax
 	}
 	i = skipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
@@ -65,8 +66,7 @@ func scanMembers(b []byte, i, depth int, fn func(key []byte, at int) (int, error
 		}
 		key := b[i+1 : ke-1]
 		if esc || !utf8.Valid(key) {
-			// Decoded as encoding/json does (invalid UTF-8 becomes U+FFFD).
-			s, ok := jsonString(b[i:ke])
+			s, ok := jsString(b[i:ke])
 			if !ok {
 				return 0, errSyntax
 			}
@@ -110,7 +110,7 @@ func eachElement(raw []byte, fn func(val []byte)) error {
 		return end(raw, i+1)
 	}
 	for {
-		ve, err := skipValue(raw, i, 2)
+		ve, err := skipValue(raw, i)
 		if err != nil {
 			return err
 		}
@@ -151,61 +151,100 @@ func skipWS(b []byte, i int) int {
 }
 
 // skipValue returns the offset just past the value that starts at b[i]
-// (no white space before it). depth is the nesting of that value.
-func skipValue(b []byte, i, depth int) (int, error) {
-	if i >= len(b) {
-		return 0, errSyntax
-	}
-	switch c := b[i]; {
-	case c == '"':
-		e, _, err := skipString(b, i)
-		return e, err
-	case c == '{' || c == '[':
-		if depth > maxDepth {
-			return 0, errSyntax
-		}
-		return skipContainer(b, i, depth)
-	case c == 't':
-		return skipWord(b, i, "true")
-	case c == 'f':
-		return skipWord(b, i, "false")
-	case c == 'n':
-		return skipWord(b, i, "null")
-	case c == '-' || c >= '0' && c <= '9':
-		return skipNumber(b, i)
-	}
-	return 0, errSyntax
-}
-
-// skipContainer skips an object or array starting at b[i].
-func skipContainer(b []byte, i, depth int) (int, error) {
-	if b[i] == '{' {
-		return scanMembers(b, i, depth, func(_ []byte, at int) (int, error) {
-			return skipValue(b, at, depth+1)
-		})
-	}
-	i = skipWS(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return i + 1, nil
-	}
+// (no white space before it). Containers are walked with an explicit stack
+// of their kinds, one byte a level, so depth costs no Go stack.
+func skipValue(b []byte, i int) (int, error) {
+	var buf [64]byte
+	stack := buf[:0]
 	for {
-		e, err := skipValue(b, i, depth+1)
-		if err != nil {
-			return 0, err
-		}
-		i = skipWS(b, e)
+		// A value starts at b[i].
 		if i >= len(b) {
 			return 0, errSyntax
 		}
-		switch b[i] {
-		case ',':
+		var err error
+		switch c := b[i]; {
+		case c == '"':
+			i, _, err = skipString(b, i)
+		case c == '{':
 			i = skipWS(b, i+1)
-		case ']':
-			return i + 1, nil
+			if i < len(b) && b[i] == '}' {
+				i++
+				break
+			}
+			stack = append(stack, '{')
+			if i, err = skipKey(b, i); err != nil {
+				return 0, err
+			}
+			continue
+		case c == '[':
+			i = skipWS(b, i+1)
+			if i < len(b) && b[i] == ']' {
+				i++
+				break
+			}
+			stack = append(stack, '[')
+			continue
+		case c == 't':
+			i, err = skipWord(b, i, "true")
+		case c == 'f':
+			i, err = skipWord(b, i, "false")
+		case c == 'n':
+			i, err = skipWord(b, i, "null")
+		case c == '-' || c >= '0' && c <= '9':
+			i, err = skipNumber(b, i)
 		default:
 			return 0, errSyntax
 		}
+		if err != nil {
+			return 0, err
+		}
+		// After a value: close what ends here, or move to the next one.
+	closing:
+		for {
+			if len(stack) == 0 {
+				return i, nil
+			}
+			i = skipWS(b, i)
+			if i >= len(b) {
+				return 0, errSyntax
+			}
+			top := stack[len(stack)-1]
+			switch b[i] {
+			case ',':
+				i = skipWS(b, i+1)
+				if top == '{' {
+					if i, err = skipKey(b, i); err != nil {
+						return 0, err
+					}
+				}
+				break closing
+			case '}', ']':
+				if (b[i] == '}') != (top == '{') {
+					return 0, errSyntax
+				}
+				i++
+				stack = stack[:len(stack)-1]
+			default:
+				return 0, errSyntax
+			}
+		}
 	}
+}
+
+// skipKey skips `"key" :` and the white space after it, at b[i].
+func skipKey(b []byte, i int) (int, error) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, errSyntax
+	}
+	e, _, err := skipString(b, i)
+	if err != nil {
+		return 0, err
+	}
+	i = skipWS(b, e)
+	if i >= len(b) || b[i] != ':' {
+		return 0, errSyntax
+	}
+	return skipWS(b, i+1), nil
 }
 
 // plain marks the bytes a string can hold as they are: not '"', not '\\',

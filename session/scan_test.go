@@ -107,7 +107,7 @@ func (t *Tree) contextMessageRef(m json.RawMessage) (json.RawMessage, error) {
 // checkScanAgainstRef renders every message-producing entry of a file with
 // both implementations and requires identical bytes (or both failing).
 func checkScanAgainstRef(t *testing.T, raw []byte) {
-	f, err := Load(raw)
+	f, err := LoadRules(raw, RulesSeed)
 	if err != nil {
 		return
 	}
@@ -119,7 +119,7 @@ func checkScanAgainstRef(t *testing.T, raw []byte) {
 		}
 		body, _ := f.Body(n.ref)
 		want, werr := tr.entryMessagesRef(n, body)
-		got, gerr := tr.entryMessages(nil, n, body)
+		got, gerr := tr.entryMessages(nil, n, body, RulesSeed)
 		if (werr != nil) != (gerr != nil) {
 			t.Fatalf("entry %d: error %v, reference %v", i, gerr, werr)
 		}

@@ -63,7 +63,25 @@ type node struct {
 	typ    ID // the "type" field, usually a string
 	ts     float64
 	x      *extra // set for the entry types whose fields matter to the rules
+	flags  uint8  // message facts the pi-1.6 rules read (flagSystem, flagEditable)
 }
+
+const (
+	// flagSystem: a message entry whose message has role "system"; pi 1.6
+	// leaves it out of a compaction's kept range.
+	flagSystem uint8 = 1 << iota
+	// flagEditable: the entry yields a message whose content a
+	// context_edit replaces (role user, assistant, toolResult or custom;
+	// for a compaction, its systemMessage).
+	flagEditable
+)
+
+// context_edit replacement kinds (extra.repl).
+const (
+	replValue  uint8 = iota // an object, or any other value (its content is undefined)
+	replNull                // null: the target's messages are dropped
+	replAbsent              // undefined: pi throws where it applies
+)
 
 // extra holds the small fields a few entry types contribute.
 type extra struct {
@@ -74,8 +92,9 @@ type extra struct {
 	thinking   json.RawMessage // thinking_level_change thinkingLevel
 	firstKept  ID              // compaction firstKeptEntryId
 	tail       bool            // compaction retainedTail is an array
-	target     ID              // label targetId
+	target     ID              // label and context_edit targetId
 	label      json.RawMessage // label label
+	repl       uint8           // context_edit replacement kind
 	name       json.RawMessage // session_info name
 	fkIndex    float64         // v1 compaction firstKeptEntryIndex (NaN when not a number)
 }
@@ -93,6 +112,8 @@ type Tree struct {
 	header    json.RawMessage
 	sessionID string
 	version   float64 // header.version ?? 1, as a JS number (NaN: no migration)
+	mode      RuleSet // chosen rule set (rules.go)
+	newer     bool    // a line only pi >= 0.86 writes was seen
 
 	nodes []node
 	index map[ID]int32 // last entry per id (JS Map semantics)
@@ -182,7 +203,8 @@ func (t *Tree) Append(l Line, ref Ref) error {
 	}
 	var fields map[string]json.RawMessage
 	if l.Kind == Entry {
-		if err := json.Unmarshal(l.Raw, &fields); err != nil {
+		var err error
+		if fields, err = objectMap(l.Raw); err != nil {
 			return fmt.Errorf("session: decode entry: %w", err)
 		}
 	} else if t.v1() && trimWS(l.Raw)[0] != '[' {
@@ -237,8 +259,7 @@ func (t *Tree) setHeader(l Line) error {
 	t.state = 1
 	t.header = l.Raw
 	t.sessionID = l.ID
-	var h map[string]json.RawMessage
-	_ = json.Unmarshal(l.Raw, &h)
+	h, _ := objectMap(l.Raw)
 	if v, ok := h["version"]; ok && !isAbsent(v) {
 		t.version = jsToNumber(v)
 	} else {
@@ -274,21 +295,58 @@ func (t *Tree) extraFor(n *node, f map[string]json.RawMessage) *extra {
 		if !isObject(m) {
 			return nil
 		}
-		var msg map[string]json.RawMessage
-		if json.Unmarshal(m, &msg) != nil {
+		msg, err := objectMap(m)
+		if err != nil {
 			return nil
 		}
-		if r, _ := rawString(msg["role"]); r != "assistant" {
+		r, _ := rawString(msg["role"])
+		if r == "hookMessage" && t.version < 3 {
+			r = "custom" // the v2 → v3 migration's rename
+		}
+		if editableRole(r) {
+			n.flags |= flagEditable
+		}
+		if r == "system" {
+			n.flags |= flagSystem
+			t.markNewer()
+		}
+		if r != "assistant" {
 			return nil
 		}
 		t.Stats.addUsage(msg["usage"])
 		return &extra{assistant: true, provider: msg["provider"], model: msg["model"]}
+	case "custom_message":
+		n.flags |= flagEditable
+		return nil
+	case "context_edit":
+		t.markNewer()
+		x := &extra{target: idFromRaw(f["targetId"])}
+		switch r, ok := f["replacement"]; {
+		case !ok:
+			x.repl = replAbsent
+		case isAbsent(r):
+			x.repl = replNull
+		}
+		return x
+	case "usage":
+		t.markNewer()
+		return nil
 	case "model_change":
 		return &extra{provider: f["provider"], model: f["modelId"]}
 	case "thinking_level_change":
 		return &extra{thinking: f["thinkingLevel"]}
 	case "compaction":
 		x := &extra{firstKept: idFromRaw(f["firstKeptEntryId"]), tail: isArray(f["retainedTail"]), fkIndex: math.NaN()}
+		if sys := f["systemMessage"]; truthy(sys) {
+			t.markNewer()
+			if isObject(sys) {
+				if m, err := objectMap(sys); err == nil {
+					if r, _ := rawString(m["role"]); editableRole(r) {
+						n.flags |= flagEditable
+					}
+				}
+			}
+		}
 		if raw := trimWS(f["firstKeptEntryIndex"]); len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
 			x.fkIndex, _ = strconv.ParseFloat(string(raw), 64)
 		}
@@ -301,21 +359,30 @@ func (t *Tree) extraFor(n *node, f map[string]json.RawMessage) *extra {
 	return nil
 }
 
+// editableRole reports whether a context_edit replaces the content of a
+// message with this role (pi 1.6's projectContextEntry).
+func editableRole(role string) bool {
+	switch role {
+	case "user", "assistant", "toolResult", "custom":
+		return true
+	}
+	return false
+}
+
 // addUsage adds an assistant message's usage to the running totals
 // (keys matched exactly, as JavaScript does; encoding/json would fold case).
 func (t *Stats) addUsage(raw json.RawMessage) {
 	if !isObject(raw) {
 		return
 	}
-	var u map[string]json.RawMessage
-	if json.Unmarshal(raw, &u) != nil {
+	u, err := objectMap(raw)
+	if err != nil {
 		return
 	}
 	if f, err := strconv.ParseFloat(string(trimWS(u["totalTokens"])), 64); err == nil {
 		t.TotalTokens += f
 	}
-	var c map[string]json.RawMessage
-	if isObject(u["cost"]) && json.Unmarshal(u["cost"], &c) == nil {
+	if c, err := objectMap(u["cost"]); isObject(u["cost"]) && err == nil {
 		if f, err := strconv.ParseFloat(string(trimWS(c["total"])), 64); err == nil {
 			t.TotalCost += f
 		}

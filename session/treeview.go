@@ -276,7 +276,8 @@ func (t *Tree) Name() (name string, ok bool, err error) {
 	if t.nameIdx < 0 {
 		return "", false, nil
 	}
-	return jsTrimName(t.nodes[t.nameIdx].x.name)
+	name, ok, err = jsTrimName(t.nodes[t.nameIdx].x.name)
+	return utf8Safe(name), ok, err
 }
 
 // jsTrimName is `name?.trim() || undefined`.

@@ -34,7 +34,7 @@ func (t *Tree) advance(idx, parent int32, disturbs bool) {
 	case c.valid && c.err == nil && c.leaf >= 0 && parent == c.leaf:
 		c.leaf = idx
 		if n.isType("compaction") {
-			c.win = t.compactionWindow(idx, parent)
+			c.win = t.compactionWindow(idx, parent, t.Rules())
 		} else {
 			c.win = append(c.win, idx)
 		}
@@ -69,10 +69,10 @@ func (c *current) apply(n *node, idx int32) {
 // parent: the kept range is the part of its ancestry from the entry named
 // firstKeptEntryId, which is found by walking up no further than that entry
 // (or the root, when the id names an entry off the path).
-func (t *Tree) compactionWindow(idx, parent int32) []int32 {
+func (t *Tree) compactionWindow(idx, parent int32, r RuleSet) []int32 {
 	win := []int32{idx}
 	x := t.nodes[idx].x
-	if x == nil || x.tail || !x.firstKept.truthy() || !x.firstKept.mapKey() {
+	if x == nil || (x.tail && r == RulesSeed) || !x.firstKept.truthy() || !x.firstKept.mapKey() {
 		return win
 	}
 	target, ok := t.index[x.firstKept]
@@ -83,17 +83,21 @@ func (t *Tree) compactionWindow(idx, parent int32) []int32 {
 	for i, steps := parent, 0; i >= 0 && steps <= len(t.nodes); i, steps = t.parentOf(i), steps+1 {
 		kept = append(kept, i)
 		if i == target {
-			for a, b := 0, len(kept)-1; a < b; a, b = a+1, b-1 {
-				kept[a], kept[b] = kept[b], kept[a]
+			for k := len(kept) - 1; k >= 0; k-- {
+				if r == RulesPi16 && t.nodes[kept[k]].flags&flagSystem != 0 {
+					continue // [1.6] system messages are not kept
+				}
+				win = append(win, kept[k])
 			}
-			return append(win, kept...)
+			return win
 		}
 	}
 	return win
 }
 
-// compute builds the state for the path starting at start from scratch.
-func (t *Tree) compute(start int32) current {
+// compute builds the state for the path starting at start from scratch,
+// under the rule set r.
+func (t *Tree) compute(start int32, r RuleSet) current {
 	c := current{valid: true, leaf: start, think: -1, model: -1, bad: -1}
 	path, err := t.pathFrom(start)
 	if err != nil {
@@ -103,12 +107,12 @@ func (t *Tree) compute(start int32) current {
 	for _, i := range path {
 		c.apply(&t.nodes[i], i)
 	}
-	c.win = t.windowOf(path)
+	c.win = t.windowOf(path, r)
 	return c
 }
 
-// windowOf is buildContextEntries (spec §7.2, rule set seed) over a path.
-func (t *Tree) windowOf(path []int32) []int32 {
+// windowOf is buildContextEntries (spec §7.2) over a path, under r.
+func (t *Tree) windowOf(path []int32, r RuleSet) []int32 {
 	comp := int32(-1)
 	for _, i := range path {
 		if t.nodes[i].isType("compaction") {
@@ -132,7 +136,7 @@ func (t *Tree) windowOf(path []int32) []int32 {
 		return path
 	}
 	win := []int32{comp}
-	if c.x == nil || !c.x.tail {
+	if c.x == nil || !c.x.tail || r == RulesPi16 {
 		var fk ID
 		if c.x != nil {
 			fk = c.x.firstKept
@@ -142,7 +146,7 @@ func (t *Tree) windowOf(path []int32) []int32 {
 			if !found && t.nodes[i].id.same(fk) {
 				found = true
 			}
-			if found {
+			if found && !(r == RulesPi16 && t.nodes[i].flags&flagSystem != 0) {
 				win = append(win, i)
 			}
 		}
@@ -153,7 +157,7 @@ func (t *Tree) windowOf(path []int32) []int32 {
 // state returns the current state, recomputing a stale one.
 func (t *Tree) state0() *current {
 	if !t.cur.valid {
-		t.cur = t.compute(t.startNode(t.leafID, t.hasLeaf))
+		t.cur = t.compute(t.startNode(t.leafID, t.hasLeaf), t.Rules())
 	}
 	return &t.cur
 }

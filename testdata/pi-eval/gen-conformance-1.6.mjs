@@ -1,0 +1,137 @@
+#!/usr/bin/env node
+// Generates testdata/conformance-1.6: session files of the kind pi 1.x
+// writes, and what real pi computes for them under the rule sets 1.6.0 and
+// seed. Writer cases are produced by the real 1.6.0 writer (pi-oracle
+// write --pi 1.6.0); hand-made cases cover what the writer cannot produce
+// (odd shapes of the 1.x entries). Nothing in an expected file is
+// hand-written. Run from the repository root:
+//
+//   node testdata/pi-eval/gen-conformance-1.6.mjs [CASE...]
+//
+// Writer cases get new ids and timestamps on every run (the writer uses
+// the clock and random ids); hand-made ones are byte-stable.
+
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Runner } from "./runner.mjs";
+import { listSection, loadPi } from "./sections.mjs";
+import { CASES } from "./cases-1.6.mjs";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const OUT = join(HERE, "..", "conformance-1.6");
+const ORACLE = join(HERE, "..", "pi-oracle", "pi-oracle");
+const RULESETS = ["1.6.0", "seed"];
+
+/** Runs the real writer of pi 1.6.0 on a script; returns the file and the log. */
+function write(script) {
+	const dir = mkdtempSync(join(tmpdir(), "gen16-"));
+	try {
+		const s = join(dir, "script.json");
+		writeFileSync(s, JSON.stringify(script));
+		const out = execFileSync("node", [ORACLE, "--pi", "1.6.0", "write", join(dir, "out"), "--cwd", "/home/u/proj", "--script", s], {
+			encoding: "utf8",
+		});
+		const log = out.trim().split("\n").map((l) => JSON.parse(l));
+		const summary = log.pop();
+		const file = summary.sessionFile;
+		return { bytes: readFileSync(file), log: log.map((l) => ({ ...l, sessionFile: l.sessionFile ? "<file>" : null })), summary };
+	} finally {
+		rmSync(dir, { recursive: true, force: true });
+	}
+}
+
+/** The corpus layout of one rule set's results (MANIFEST.md). */
+async function results(runner, file, pi) {
+	const ev = await runner.evaluate(file, pi, "corpus");
+	const out = {};
+	const value = (s) => (s.nonTerminating ? { nonTerminating: true } : s.error !== undefined ? { error: s.error } : JSON.parse(s.text));
+	if (ev.load === "error" || ev.load === "nonTerminating") {
+		for (const k of ["context", "tree", "info"]) out[k] = { error: ev.error };
+	} else if (ev.load === "ok") {
+		for (const s of ev.sections) {
+			if (s.key === "context") out.context = value(s);
+			else if (s.key.startsWith("at:")) {
+				const v = value(s);
+				delete v.llmMessages; // contextAt holds no llmMessages (MANIFEST.md)
+				(out.contextAt ??= {})[s.key.slice(3)] = v;
+			} else out[s.key] = value(s);
+		}
+	}
+	if (out.list === undefined) out.list = await listSection(await loadPi(pi), file);
+	return out;
+}
+
+async function main(only) {
+	mkdirSync(OUT, { recursive: true });
+	const runner = new Runner({ timeoutMs: 10000 });
+	const manifest = [];
+	try {
+		for (const c of CASES) {
+			if (only.length && !only.includes(c.name)) {
+				manifest.push(JSON.parse(readFileSync(join(OUT, `${c.name}.expected.json`), "utf8")));
+				continue;
+			}
+			const file = join(OUT, `${c.name}.jsonl`);
+			let writer;
+			if (c.script) {
+				const w = write(c.script);
+				writeFileSync(file, w.bytes);
+				writer = { pi: "1.6.0", script: c.script, log: w.log };
+			} else {
+				writeFileSync(file, c.jsonl);
+			}
+			const res = {};
+			for (const pi of RULESETS) res[pi] = await results(runner, file, pi);
+			// seed sections equal to 1.6.0's are stored as {"sameAs": "1.6.0"}
+			const diffs = [];
+			for (const k of Object.keys(res.seed)) {
+				if (JSON.stringify(res.seed[k]) === JSON.stringify(res["1.6.0"][k])) res.seed[k] = { sameAs: "1.6.0" };
+				else diffs.push(k);
+			}
+			const expected = { case: c.name, covers: c.covers, results: res, versionDiffs: { seed: diffs } };
+			if (writer) expected.writer = writer;
+			writeFileSync(join(OUT, `${c.name}.expected.json`), `${JSON.stringify(expected, null, 1)}\n`);
+			manifest.push(expected);
+			process.stderr.write(`${c.name}: seed differs in ${diffs.join(", ") || "-"}\n`);
+		}
+	} finally {
+		await runner.close();
+	}
+	const known = new Set(CASES.map((c) => c.name));
+	for (const f of readdirSync(OUT)) {
+		const name = f.replace(/\.(expected\.json|jsonl)$/, "");
+		if (f !== "MANIFEST.md" && !known.has(name)) rmSync(join(OUT, f));
+	}
+	writeFileSync(join(OUT, "MANIFEST.md"), manifestText(manifest));
+}
+
+function manifestText(cases) {
+	const rows = cases.map((e) => `| \`${e.case}\` | ${e.writer ? "1.6.0 writer" : "hand-made"} | ${e.covers} | ${e.versionDiffs.seed.join(", ") || "-"} |`);
+	return `# pi 1.x conformance corpus (rule set pi-1.6)
+
+Session files of the kind pi 1.x (0.86 and later, session format version 3)
+writes, with what **real pi** computes for them. Generated by
+\`node testdata/pi-eval/gen-conformance-1.6.mjs\` (the cases are in
+\`testdata/pi-eval/cases-1.6.mjs\`): writer cases come from the real 1.6.0
+writer (\`pi-oracle write --pi 1.6.0\`, its log in \`writer\`), hand-made cases
+cover shapes the writer never produces. Nothing in an expected file is
+hand-written.
+
+The layout is the seed corpus's (\`../conformance/MANIFEST.md\`), with two
+rule sets: \`results["1.6.0"]\` (pi 1.6.0, what pisyncd's \`pi-1.6\` rules must
+match) and \`results.seed\` (the project's contract, what \`seed\` must match;
+a section equal to 1.6.0's is \`{"sameAs": "1.6.0"}\`, \`versionDiffs.seed\`
+names the others). Entry ids of version-1 files are the ones pisyncd derives
+(\`session/tree.go\` v1ID), fed to pi in place of its random ones, so they
+compare without renaming.
+
+| case | made by | covers | seed differs from 1.6.0 in |
+| --- | --- | --- | --- |
+${rows.join("\n")}
+`;
+}
+
+await main(process.argv.slice(2));
