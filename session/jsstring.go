@@ -196,3 +196,8 @@ func utf8Safe(s string) string {
 	}
 	return string(out)
 }
+
+// JSString decodes a JSON string literal (quotes included) as JSON.parse
+// does, into WTF-8: for readers of lines outside this package, so that an
+// id they read equals the one ParseLine reads.
+func JSString(raw []byte) (string, bool) { return jsString(raw) }

@@ -45,17 +45,8 @@ func parseLong(raw []byte) session.Line {
 	return l
 }
 
-// jsonString decodes raw when it is a JSON string.
-func jsonString(raw []byte) (string, bool) {
-	if len(raw) == 0 || raw[0] != '"' {
-		return "", false
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", false
-	}
-	return s, true
-}
+// jsonString decodes raw when it is a JSON string, as ParseLine does.
+func jsonString(raw []byte) (string, bool) { return session.JSString(raw) }
 
 // eachTopMember calls fn for each member of the object that b (valid JSON,
 // starting with '{') holds, with its key unescaped and its value's bytes.
