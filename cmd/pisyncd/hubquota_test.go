@@ -15,6 +15,7 @@ import (
 
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // TestHubNodeConsumersAndQuotas: what an attacker holding a registered
@@ -109,11 +110,15 @@ func TestHubNodeConsumersAndQuotas(t *testing.T) {
 	refused("create a stream", err)
 	// Its own downloader's consumer it may create: the refusals above are
 	// about the names, not a broken connection.
-	if _, err := ejs.CreateConsumer(ctx(), eventlog.HubStream, jetstream.ConsumerConfig{
-		Name: eventlog.HubConsumerName("ws-evil"), AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: 5 * time.Second,
-	}); err != nil {
-		t.Errorf("ws-evil's own downloader consumer: %v", err)
-	}
+	// (Asked until it answers: under load the leaf's JetStream route to
+	// the hub can be a moment late, "no responders"; a refusal by
+	// permission never turns into a success.)
+	testenv.WaitFor(t, 15*time.Second, func() (bool, string) {
+		_, err := ejs.CreateConsumer(ctx(), eventlog.HubStream, jetstream.ConsumerConfig{
+			Name: eventlog.HubConsumerName("ws-evil"), AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: 5 * time.Second,
+		})
+		return err == nil, fmt.Sprintf("ws-evil's own downloader consumer: %v", err)
+	})
 	hubStream, err := ajs.Stream(t.Context(), eventlog.HubStream)
 	if err != nil {
 		t.Fatal(err)
