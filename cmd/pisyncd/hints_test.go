@@ -18,8 +18,14 @@ import (
 // loggedStation runs a daemon whose log (warnings and up) the test reads.
 func loggedStation(t *testing.T, cfg *config.Config) (*station, *lockedBuffer) {
 	t.Helper()
+	return loggedStationAt(t, cfg, slog.LevelWarn)
+}
+
+// loggedStationAt runs a daemon whose log, from level up, the test reads.
+func loggedStationAt(t *testing.T, cfg *config.Config, level slog.Level) (*station, *lockedBuffer) {
+	t.Helper()
 	var log lockedBuffer
-	d, err := OpenDaemon(context.Background(), cfg, slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	d, err := OpenDaemon(context.Background(), cfg, slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: level})))
 	if err != nil {
 		t.Fatal(err)
 	}

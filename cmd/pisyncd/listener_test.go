@@ -29,20 +29,8 @@ import (
 func TestListenerIsReadOnly(t *testing.T) {
 	cfg := stationConfig(t, "ws-l", "")
 	cfg.HubURLs, cfg.Listen = nil, "127.0.0.1:0"
-	var log lockedBuffer
-	d, err := OpenDaemon(context.Background(), cfg, slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		d.Close()
-	})
-	s := &station{t: t, name: "ws-l", cfg: cfg, d: d}
+	s, log := loggedStationAt(t, cfg, slog.LevelInfo)
+	d := s.d
 	writeSession(t, s, "listen-session", 3)
 	waitUntil(t, 20*time.Second, func() (bool, string) {
 		st, _ := d.status(t.Context())

@@ -40,20 +40,8 @@ func TestHubURLCredentialsRedacted(t *testing.T) {
 	cfg.HubURLs = append(cfg.HubURLs, "nats://t0ken@"+freePort(t)) // nobody listens there
 	cfg.LogLevel = "debug"
 	secrets := []string{"s3cret", "t0ken"}
-	var log lockedBuffer
-	d, err := OpenDaemon(context.Background(), cfg, slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		d.Close()
-	})
-	s := &station{t: t, name: "ws-r", cfg: cfg, d: d}
+	s, log := loggedStationAt(t, cfg, slog.LevelDebug)
+	d := s.d
 	writeSession(t, s, "redact-session", 2)
 	waitUntil(t, 30*time.Second, func() (bool, string) {
 		st, _ := d.status(t.Context())
