@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -125,6 +126,14 @@ func TestLinksThatLoop(t *testing.T) {
 	// Appends through any of the names are published once.
 	appendFile(t, filepath.Join(root, "--home-u-p--", "hard.jsonl"), entry("a2", "a1", "two")+"\n")
 	n.waitLines("r1", []string{header("r1"), entry("a1", "", "one"), entry("a2", "a1", "two")})
+	// The counter follows the stored line a moment later; then a few
+	// rescans must add nothing.
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		p := n.tailer.Stats().LinesPublished
+		return p == 5, fmt.Sprintf("published %d lines, want 5", p)
+	})
+	r1 := n.tailer.Stats().Rescans
+	waitFor(t, 10*time.Second, func() (bool, string) { return n.tailer.Stats().Rescans >= r1+2, "rescans" })
 	if p := n.tailer.Stats().LinesPublished; p != 5 {
 		t.Fatalf("published %d lines, want 5", p)
 	}
