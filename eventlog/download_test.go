@@ -12,6 +12,7 @@ import (
 	"github.com/pisyncd/pisyncd/admit"
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // hubAndLeaf starts an open hub with PI_HUB and a workstation server that
@@ -46,6 +47,15 @@ func hubAndLeaf(tb testing.TB) (hubJS jetstream.JetStream, ws *embedded.Server, 
 		tb.Fatal(err)
 	}
 	tb.Cleanup(wnc.Close)
+	// The leaf connects before its JetStream route to the hub domain is
+	// known on this side; under load a request can meet "no responders"
+	// for a moment. Every test here talks to the hub through the leaf, so
+	// wait for that route to answer first.
+	wHub, _ := jetstream.NewWithDomain(wnc, embedded.HubDomain)
+	testenv.WaitFor(tb, 30*time.Second, func() (bool, string) {
+		_, err := wHub.AccountInfo(ctx)
+		return err == nil, fmt.Sprintf("the hub's JetStream through the leaf: %v", err)
+	})
 	js, _ := jetstream.New(wnc)
 	if all, err = eventlog.OpenAll(ctx, js); err != nil {
 		tb.Fatal(err)
