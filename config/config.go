@@ -24,6 +24,7 @@ import (
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/internal/fsutil"
 	"github.com/pisyncd/pisyncd/internal/redact"
+	"github.com/pisyncd/pisyncd/session"
 )
 
 // Prefix of every variable.
@@ -50,6 +51,8 @@ type Config struct {
 	PathMap     string        `envconfig:"PATH_MAP" desc:"comma-separated FROM=TO absolute path prefixes applied to remote sessions' cwd and parentSession, e.g. /Users/ann=/home/ann"`
 	Delete      string        `envconfig:"DELETE" default:"trash" desc:"what a session deleted on another machine does here: trash (move to SESSIONS_DIR/.pisyncd-trash) or ignore"`
 	IdleAfter   time.Duration `envconfig:"IDLE_AFTER" default:"1s" desc:"remote lines are appended to a file only after a local pi has not written it for this long"`
+
+	Rules string `envconfig:"RULES" default:"auto" desc:"the context rules every session's context and views follow: auto (pi-1.6 for a session holding a line only pi >= 0.86 writes, seed otherwise), seed (pi 0.85.1 plus retainedTail, the project's contract) or pi-1.6 (docs/RULES.md)"`
 
 	TrustedNodes []string `envconfig:"TRUSTED_NODES" default:"*" desc:"comma-separated nodes whose lines are written into any session here (your own machines); other nodes' lines are written only into sessions they began, and kept in the event log otherwise; * trusts every node of the team"`
 
@@ -157,6 +160,9 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	if _, err := parseRules(c.Rules); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Delete != "trash" && c.Delete != "ignore" {
 		errs = append(errs, fmt.Errorf("%s_DELETE %q: want trash or ignore", Prefix, c.Delete))
 	}
@@ -256,6 +262,34 @@ func CheckLoopback(addr string) error {
 		return fmt.Errorf("address %q is not a loopback address (127.0.0.0/8, ::1 or localhost)", addr)
 	}
 	return nil
+}
+
+// RuleSet is the rule set PISYNC_RULES names (Validate has checked it).
+func (c *Config) RuleSet() session.RuleSet {
+	r, _ := parseRules(c.Rules)
+	return r
+}
+
+// LoadRules reads PISYNC_RULES alone, for the commands that need no other
+// setting (`context FILE`): a folder or home directory that cannot be
+// worked out must not stop them.
+func LoadRules() (session.RuleSet, error) {
+	var c struct {
+		Rules string `envconfig:"RULES" default:"auto"`
+	}
+	if err := envconfig.Process(Prefix, &c); err != nil {
+		return 0, fmt.Errorf("config: %w", err)
+	}
+	return parseRules(c.Rules)
+}
+
+// parseRules reads a PISYNC_RULES value; the error names the variable.
+func parseRules(s string) (session.RuleSet, error) {
+	r, err := session.ParseRuleSet(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s_RULES %q: want auto, seed or pi-1.6", Prefix, s)
+	}
+	return r, nil
 }
 
 // SlogLevel parses LogLevel.

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pisyncd/pisyncd/session"
 )
 
 func TestDefaults(t *testing.T) {
@@ -119,6 +121,44 @@ func TestUsageListsEveryVariable(t *testing.T) {
 	for _, v := range []string{"PISYNC_SESSIONS_DIR", "PISYNC_STATE_DIR", "PISYNC_NODE_ID", "PISYNC_HTTP_ADDR", "PISYNC_LISTEN", "PISYNC_MAX_LINE", "PISYNC_MEMORY_BUDGET", "PISYNC_SHUTDOWN_TIMEOUT"} {
 		if !strings.Contains(b.String(), v) {
 			t.Errorf("usage lacks %s", v)
+		}
+	}
+}
+
+func TestRules(t *testing.T) {
+	t.Setenv("PISYNC_SESSIONS_DIR", "/tmp/s")
+	t.Setenv("PISYNC_STATE_DIR", "/tmp/st")
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Rules != "auto" || c.RuleSet() != session.RulesAuto {
+		t.Errorf("default: %q (%v), want auto", c.Rules, c.RuleSet())
+	}
+	for in, want := range map[string]session.RuleSet{"auto": session.RulesAuto, "seed": session.RulesSeed, "pi-1.6": session.RulesPi16} {
+		t.Setenv("PISYNC_RULES", in)
+		c, err := Load()
+		if err != nil || c.RuleSet() != want {
+			t.Errorf("PISYNC_RULES=%s: %v, %v; want %v", in, c.RuleSet(), err, want)
+		}
+		if r, err := LoadRules(); err != nil || r != want {
+			t.Errorf("LoadRules with PISYNC_RULES=%s: %v, %v; want %v", in, r, err, want)
+		}
+	}
+	for _, bad := range []string{"pi-1.5", "Seed", "", "1.6.0"} {
+		t.Setenv("PISYNC_RULES", bad)
+		_, err := Load()
+		_, err2 := LoadRules()
+		for _, e := range []error{err, err2} {
+			if e == nil {
+				t.Errorf("PISYNC_RULES=%q accepted", bad)
+				continue
+			}
+			for _, part := range []string{"PISYNC_RULES", `"` + bad + `"`, "auto, seed or pi-1.6"} {
+				if !strings.Contains(e.Error(), part) {
+					t.Errorf("PISYNC_RULES=%q: error %q does not name %s", bad, e, part)
+				}
+			}
 		}
 	}
 }
