@@ -35,7 +35,7 @@ func (s *sessionState) buildViews() ([]value, int) {
 
 	// Context index.
 	// The index is metadata: the tree yields it without reading a body.
-	cv := ContextView{PageSize: pageSize, Model: json.RawMessage("null")}
+	cv := ContextView{PageSize: pageSize, Model: json.RawMessage("null"), Rules: t.Rules().String()}
 	var ids []session.ID
 	var refs []session.Ref
 	if ix, err := t.Index(); err != nil {

@@ -23,6 +23,13 @@ func (w *Worker) Context(ctx context.Context, sid string) (*session.Context, err
 // ContextAt is Context as if pi's branch(leaf) had moved the leaf; "" is
 // the session's own leaf.
 func (w *Worker) ContextAt(ctx context.Context, sid, leaf string) (*session.Context, error) {
+	return w.ContextRules(ctx, sid, leaf, w.opts.Rules)
+}
+
+// ContextRules is ContextAt under the rule set mode instead of the
+// worker's (`pisyncd context --rules`). The views keep the worker's set:
+// the tree follows mode for this query only.
+func (w *Worker) ContextRules(ctx context.Context, sid, leaf string, mode session.RuleSet) (*session.Context, error) {
 	select {
 	case <-w.ready:
 	case <-ctx.Done():
@@ -39,6 +46,12 @@ func (w *Worker) ContextAt(ctx context.Context, sid, leaf string) (*session.Cont
 	}
 	if err := w.ensureTree(ctx, s); err != nil {
 		return nil, err
+	}
+	if prev := s.tree.RuleMode(); prev != mode {
+		// Under s.mu: no event is applied to the tree meanwhile, and the
+		// views are built from it only after the set is back.
+		s.tree.SetRules(mode)
+		defer s.tree.SetRules(prev)
 	}
 	var known map[session.Ref][]byte
 	if s.bodies != nil {
@@ -95,9 +108,10 @@ func buildContext(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, t 
 
 // LoadContext builds a session's context straight from the streams,
 // without a worker or the bucket: what `pisyncd context SESSION-ID` does
-// when no daemon runs. all includes PI_ALL (other nodes' lines).
-func LoadContext(ctx context.Context, nc *nats.Conn, node, sid, leaf string, all bool) (*session.Context, error) {
-	w, err := New(nc, Options{Node: node, All: all})
+// when no daemon runs. all includes PI_ALL (other nodes' lines); rules is
+// the rule set.
+func LoadContext(ctx context.Context, nc *nats.Conn, node, sid, leaf string, all bool, rules session.RuleSet) (*session.Context, error) {
+	w, err := New(nc, Options{Node: node, All: all, Rules: rules})
 	if err != nil {
 		return nil, err
 	}

@@ -7,12 +7,14 @@ import (
 	"strconv"
 
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/session"
 )
 
 // Handler serves the projection on the daemon's control socket:
 //
 //	GET /ls                                   the catalog, newest first (JSON array)
-//	GET /context?session=ID[&leaf=ID]         the full context, corpus JSON
+//	GET /context?session=ID[&leaf=ID][&rules=auto|seed|pi-1.6]
+//	                                          the full context: corpus JSON with the rule set (ContextJSON)
 //	GET /tail?session=&type=&from=start|now   NDJSON, one TailEntry a line, until the client goes
 //
 // Errors are plain text with a status; an error after a stream began is a
@@ -45,7 +47,15 @@ func (w *Worker) serveContext(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, err.Error(), http.StatusBadRequest) // no subject or key is built from it
 		return
 	}
-	c, err := w.ContextAt(r.Context(), sid, r.URL.Query().Get("leaf"))
+	mode := w.opts.Rules
+	if s := r.URL.Query().Get("rules"); s != "" {
+		var err error
+		if mode, err = session.ParseRuleSet(s); err != nil {
+			http.Error(rw, "rules: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+	}
+	c, err := w.ContextRules(r.Context(), sid, r.URL.Query().Get("leaf"), mode)
 	if errors.Is(err, ErrUnknownSession) {
 		http.Error(rw, err.Error(), http.StatusNotFound)
 		return
@@ -54,7 +64,7 @@ func (w *Worker) serveContext(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, err.Error(), http.StatusUnprocessableEntity)
 		return
 	}
-	b, err := json.Marshal(c)
+	b, err := ContextJSON(c, mode)
 	if err != nil {
 		http.Error(rw, err.Error(), http.StatusInternalServerError)
 		return

@@ -20,6 +20,7 @@ const Bucket = "pi_proj"
 //	s.<tok>.ctx       ContextView (the index head: settings, page count)
 //	s.<tok>.ctx.<n>   ContextPage n
 //	pos.<stream>      the last stream sequence whose views are written
+//	rules             the rule set mode the views were computed under (rules.go)
 const (
 	sessionPrefix = "s."
 	posPrefix     = "pos."

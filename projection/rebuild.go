@@ -35,6 +35,7 @@ func (w *Worker) filters(sid string) map[string]string {
 func (w *Worker) rebuild(ctx context.Context, sid string, upTo Src) (rebuilt, error) {
 	s := newSessionState(sid)
 	s.tree = session.NewTree()
+	s.tree.SetRules(w.opts.Rules)
 	for _, stream := range []string{eventlog.LocalStream, eventlog.AllStream} {
 		filter, ok := w.filters(sid)[stream]
 		if !ok || upTo[stream] == 0 {

@@ -99,7 +99,9 @@ func (s *sessionState) feed(ev *eventlog.Event) {
 		switch {
 		case c.MigratedBy == "" && s.tree.Migrated():
 			c.MigratedBy = ev.Node
-			s.tree, s.err = session.NewTree(), nil
+			t := session.NewTree()
+			t.SetRules(s.tree.RuleMode())
+			s.tree, s.err = t, nil
 		case c.MigratedBy != "" && c.MigratedBy != ev.Node:
 			c.MigrationLosers = append(c.MigrationLosers, ev.Node)
 			return
@@ -143,9 +145,9 @@ func (s *sessionState) refreshCatalog(ctxView *ContextView) {
 	if s.err != nil {
 		c.Error = s.err.Error()
 	}
-	c.LeafID, c.Model, c.Thinking = nil, nil, nil
+	c.LeafID, c.Model, c.Thinking, c.Rules = nil, nil, nil, ""
 	if ctxView != nil {
-		c.LeafID, c.Model, c.Thinking = ctxView.LeafID, ctxView.Model, ctxView.Thinking
+		c.LeafID, c.Model, c.Thinking, c.Rules = ctxView.LeafID, ctxView.Model, ctxView.Thinking, ctxView.Rules
 	}
 }
 

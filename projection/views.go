@@ -25,10 +25,13 @@ type CatalogEntry struct {
 	Model     json.RawMessage   `json:"model,omitempty"`
 	Thinking  json.RawMessage   `json:"thinkingLevel,omitempty"`
 	Tokens    float64           `json:"totalTokens"`
-	Cost      float64           `json:"totalCost"`
-	Deleted   bool              `json:"deleted,omitempty"`
-	DeletedOn []string          `json:"deletedOn,omitempty"` // nodes whose file was deleted
-	Error     string            `json:"error,omitempty"`     // why pi would not load it
+	// Rules is the rule set the context view was computed with (seed or
+	// pi-1.6; docs/RULES.md).
+	Rules     string   `json:"rules,omitempty"`
+	Cost      float64  `json:"totalCost"`
+	Deleted   bool     `json:"deleted,omitempty"`
+	DeletedOn []string `json:"deletedOn,omitempty"` // nodes whose file was deleted
+	Error     string   `json:"error,omitempty"`     // why pi would not load it
 	// Collisions lists entry ids two different lines claim (at most
 	// maxCollisions), with the nodes that published them, first first.
 	Collisions []Collision `json:"collisions,omitempty"`
@@ -87,7 +90,11 @@ type ContextView struct {
 	Pages    int             `json:"pages"`
 	PageSize int             `json:"pageSize"`
 	Error    string          `json:"error,omitempty"`
-	Src      Src             `json:"src"`
+	// Rules is the rule set the window was computed with: seed or pi-1.6
+	// (with PISYNC_RULES=auto, pi-1.6 once the session holds a line only
+	// pi >= 0.86 writes; docs/RULES.md).
+	Rules string `json:"rules"`
+	Src   Src    `json:"src"`
 }
 
 // ContextPage is page n of the index (key s.<tok>.ctx.<n>): window entry ids

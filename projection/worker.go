@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/session"
 )
 
 // Options configure a Worker.
@@ -30,7 +31,11 @@ type Options struct {
 	// MaxBodyBytes bounds the message bodies kept for repeated context
 	// queries, over all sessions (default 64 MiB; see bodycache.go).
 	MaxBodyBytes int64
-	Logger       *slog.Logger
+	// Rules is the rule set every session's context and views follow
+	// (PISYNC_RULES; the zero value is session.RulesAuto). A context query
+	// may ask for another (ContextRules).
+	Rules  session.RuleSet
+	Logger *slog.Logger
 }
 
 // Worker keeps the views of every session up to date.
@@ -95,6 +100,9 @@ func New(nc *nats.Conn, opts Options) (*Worker, error) {
 	}, nil
 }
 
+// Rules is the rule set the views follow (Options.Rules).
+func (w *Worker) Rules() session.RuleSet { return w.opts.Rules }
+
 // Ready is closed once the catalog is loaded and queries can be served.
 func (w *Worker) Ready() <-chan struct{} { return w.ready }
 
@@ -131,6 +139,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		streams = append(streams, eventlog.AllStream)
 	}
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := w.reproject(ctx); err != nil && ctx.Err() == nil {
+			w.logger.Warn("projection: views left under their former rule set until the next start", "err", err)
+		}
+	}()
 	for _, s := range streams {
 		wg.Add(1)
 		go func() {

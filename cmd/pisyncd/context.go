@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/projection"
 	"github.com/pisyncd/pisyncd/session"
 )
 
@@ -15,17 +17,28 @@ import (
 // file directly, no daemon needed.
 func contextFileCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("context", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print {leafId, contextEntryIds, messages, thinkingLevel, model}")
+	asJSON := fs.Bool("json", false, contextJSONUsage)
 	leaf := fs.String("leaf", "", "build the context at this entry id instead of the file's leaf")
-	if err := parseArgs(fs, reorder(args, "leaf"), contextUsage, 1); err != nil {
+	rules := fs.String("rules", "", contextRulesUsage)
+	if err := parseArgs(fs, reorder(args, contextValued...), contextUsage, 1); err != nil {
 		return err
+	}
+	mode, err := contextRules(*rules)
+	if err != nil {
+		return err
+	}
+	if *rules == "" {
+		// PISYNC_RULES alone: `context FILE` needs no other setting.
+		if mode, err = config.LoadRules(); err != nil {
+			return err
+		}
 	}
 	pos := fs.Args()
 	data, err := os.ReadFile(pos[0])
 	if err != nil {
 		return fmt.Errorf("context: %w", err)
 	}
-	f, err := session.Load(data)
+	f, err := session.LoadRules(data, mode)
 	if err != nil {
 		return fmt.Errorf("context: %s: %w", pos[0], err)
 	}
@@ -43,21 +56,60 @@ func contextFileCommand(args []string, stdout io.Writer) error {
 		return fmt.Errorf("context: %s: %w", pos[0], err)
 	}
 	if *asJSON {
-		out, err := json.Marshal(c)
+		out, err := projection.ContextJSON(c, mode)
 		if err != nil {
 			return err
 		}
 		_, err = fmt.Fprintf(stdout, "%s\n", out)
 		return err
 	}
-	return printContext(stdout, c)
+	return printContext(stdout, c, rulesNote(c.Rules.String(), mode.String()))
 }
 
-// printContext is the human form: one line per message, role and a preview.
-func printContext(w io.Writer, c *session.Context) error {
+// Flag texts and the valued flags (reorder) both context commands share.
+const (
+	contextJSONUsage  = `print {rules, rulesMode, leafId, contextEntryIds, messages, thinkingLevel, model}`
+	contextRulesUsage = "the context rules: auto, seed or pi-1.6 (default: PISYNC_RULES, else auto; docs/RULES.md)"
+)
+
+var contextValued = []string{"leaf", "rules"}
+
+// contextRules reads --rules; "" (not given) is RulesAuto, which the
+// caller replaces by the configured set.
+func contextRules(s string) (session.RuleSet, error) {
+	if s == "" {
+		return session.RulesAuto, nil
+	}
+	r, err := session.ParseRuleSet(s)
+	if err != nil {
+		return 0, &usageError{msg: fmt.Sprintf("context: --rules %q: want auto, seed or pi-1.6", s), usage: contextUsage}
+	}
+	return r, nil
+}
+
+// rulesNote is the human form's line about the rule set: the one used
+// (rules) and the one asked for (mode), "" when the daemon did not say.
+func rulesNote(rules, mode string) string {
+	switch {
+	case rules == "":
+		return ""
+	case mode != session.RulesAuto.String():
+		return "rules " + rules + " (set by --rules or PISYNC_RULES)"
+	case rules == session.RulesPi16.String():
+		return "rules " + rules + " (auto-chosen: the session holds a line only pi >= 0.86 writes)"
+	}
+	return "rules " + rules + " (auto-chosen: no line only pi >= 0.86 writes)"
+}
+
+// printContext is the human form: one line per message, role and a
+// preview, after the leaf and the rule set.
+func printContext(w io.Writer, c *session.Context, rules string) error {
 	leaf, _ := c.LeafID.String()
 	fmt.Fprintf(w, "leaf %s, %d entries in the window, %d messages, model %s, thinking %s\n",
 		orDash(leaf), len(c.EntryIDs), len(c.Messages), orDash(modelName(c.Model)), orDash(jsonText(c.ThinkingLevel)))
+	if rules != "" {
+		fmt.Fprintln(w, rules)
+	}
 	for i, m := range c.Messages {
 		var msg struct {
 			Role    string          `json:"role"`

@@ -205,7 +205,8 @@ func (d *Daemon) build(ctx context.Context) error {
 	}
 	var err error
 	d.proj, err = projection.New(d.nc, projection.Options{
-		Node: d.cfg.NodeID, All: len(d.cfg.HubURLs) > 0, Logger: d.logger.With("component", "projection"),
+		Node: d.cfg.NodeID, All: len(d.cfg.HubURLs) > 0, Rules: d.cfg.RuleSet(),
+		Logger: d.logger.With("component", "projection"),
 	})
 	if err != nil {
 		return err

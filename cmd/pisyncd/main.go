@@ -28,7 +28,7 @@ Usage:
   pisyncd [run]                      run the daemon (embedded NATS, zero set-up)
   pisyncd status [--json]            node, files, sessions, entries published, stream position
   pisyncd events SESSION-ID [--json] the stored events of one session, in stream order
-  pisyncd context FILE|SESSION-ID [--leaf ID] [--json]
+  pisyncd context FILE|SESSION-ID [--leaf ID] [--rules auto|seed|pi-1.6] [--json]
                                      the LLM context pi would build: from FILE (pi's rules, no daemon
                                      needed) or from the live projection of a session
   pisyncd ls [--json]                the catalog of every session, newest first

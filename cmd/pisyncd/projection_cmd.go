@@ -19,16 +19,21 @@ import (
 	"github.com/pisyncd/pisyncd/session"
 )
 
-// contextCommand is `pisyncd context FILE|SESSION-ID [--leaf ID] [--json]`:
-// an argument naming an existing file is read as that file (pi's rules, no
-// daemon: contextFileCommand); anything else is a session id, served from the
-// running daemon's projection, or built from the streams when no daemon
-// runs.
+// contextCommand is `pisyncd context FILE|SESSION-ID [--leaf ID] [--rules
+// SET] [--json]`: an argument naming an existing file is read as that file
+// (pi's rules, no daemon: contextFileCommand); anything else is a session
+// id, served from the running daemon's projection, or built from the
+// streams when no daemon runs. --rules overrides the configured rule set
+// (PISYNC_RULES; the daemon's own when it serves the query) for this query.
 func contextCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("context", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print {leafId, contextEntryIds, messages, thinkingLevel, model}")
+	asJSON := fs.Bool("json", false, contextJSONUsage)
 	leaf := fs.String("leaf", "", "build the context at this entry id instead of the leaf")
-	if err := parseArgs(fs, reorder(args, "leaf"), contextUsage, 1); err != nil {
+	rules := fs.String("rules", "", contextRulesUsage)
+	if err := parseArgs(fs, reorder(args, contextValued...), contextUsage, 1); err != nil {
+		return err
+	}
+	if _, err := contextRules(*rules); err != nil {
 		return err
 	}
 	arg := fs.Arg(0)
@@ -51,25 +56,31 @@ func contextCommand(args []string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	raw, err := sessionContext(ctx, cfg, arg, *leaf)
+	raw, err := sessionContext(ctx, cfg, arg, *leaf, *rules)
 	if err != nil {
-		return err
-	}
-	if *asJSON {
-		_, err = fmt.Fprintf(stdout, "%s\n", raw)
 		return err
 	}
 	var cj contextJSON
 	if err := json.Unmarshal(raw, &cj); err != nil {
 		return fmt.Errorf("context: %w", err)
 	}
-	return printContext(stdout, cj.context())
+	if *rules != "" && cj.Rules == "" {
+		return errors.New("context: the running daemon does not know --rules (it predates it): restart it")
+	}
+	if *asJSON {
+		_, err = fmt.Fprintf(stdout, "%s\n", raw)
+		return err
+	}
+	return printContext(stdout, cj.context(), rulesNote(cj.Rules, cj.RulesMode))
 }
 
-const contextUsage = "pisyncd context FILE|SESSION-ID [--leaf ID] [--json]"
+const contextUsage = "pisyncd context FILE|SESSION-ID [--leaf ID] [--rules auto|seed|pi-1.6] [--json]"
 
-// contextJSON is a context as the control socket sends it.
+// contextJSON is a context as the control socket sends it
+// (projection.ContextJSON).
 type contextJSON struct {
+	Rules           string            `json:"rules"`
+	RulesMode       string            `json:"rulesMode"`
 	LeafID          json.RawMessage   `json:"leafId"`
 	LeafUndefined   bool              `json:"leafIdUndefined"`
 	ContextEntryIDs []json.RawMessage `json:"contextEntryIds"`
@@ -78,11 +89,17 @@ type contextJSON struct {
 	Model           json.RawMessage   `json:"model"`
 }
 
-// sessionContext returns the session's context in the corpus JSON shape.
-func sessionContext(ctx context.Context, cfg *config.Config, sid, leaf string) ([]byte, error) {
+// sessionContext returns the session's context as projection.ContextJSON
+// writes it, under the rule set rules ("": the configured one).
+func sessionContext(ctx context.Context, cfg *config.Config, sid, leaf, rules string) ([]byte, error) {
 	q := url.Values{"session": {sid}}
 	if leaf != "" {
 		q.Set("leaf", leaf)
+	}
+	mode := cfg.RuleSet()
+	if rules != "" {
+		q.Set("rules", rules)
+		mode, _ = session.ParseRuleSet(rules) // checked by contextCommand
 	}
 	var out []byte
 	err := askDaemon(ctx, cfg, "/context?"+q.Encode(), func(body io.Reader) error {
@@ -90,11 +107,11 @@ func sessionContext(ctx context.Context, cfg *config.Config, sid, leaf string) (
 		out = bytes.TrimSpace(raw)
 		return err
 	}, func(d *Daemon) error {
-		c, err := projection.LoadContext(ctx, d.nc, cfg.NodeID, sid, leaf, len(cfg.HubURLs) > 0)
+		c, err := projection.LoadContext(ctx, d.nc, cfg.NodeID, sid, leaf, len(cfg.HubURLs) > 0, mode)
 		if err != nil {
 			return err
 		}
-		out, err = json.Marshal(c)
+		out, err = projection.ContextJSON(c, mode)
 		return err
 	})
 	var de *daemonError
@@ -120,6 +137,7 @@ func looksLikePath(arg string) bool {
 
 // context turns the wire form back into a session.Context for the human
 // form (which shows string ids only; --json prints the wire form as is).
+// The rule set travels beside it (rulesNote).
 func (cj *contextJSON) context() *session.Context {
 	c := &session.Context{Messages: cj.Messages, ThinkingLevel: cj.ThinkingLevel, Model: cj.Model}
 	c.LeafID = parseID(cj.LeafID)
