@@ -32,6 +32,7 @@ type node struct {
 	worker *Worker
 	wdone  chan error
 	wstop  context.CancelFunc
+	rules  session.RuleSet // the worker's Options.Rules (startWorker)
 }
 
 func startNode(t testing.TB, root, state string) *node {
@@ -63,7 +64,7 @@ func startNode(t testing.TB, root, state string) *node {
 
 func (n *node) startWorker() {
 	n.t.Helper()
-	w, err := New(n.nc, Options{Node: testNode})
+	w, err := New(n.nc, Options{Node: testNode, Rules: n.rules})
 	if err != nil {
 		n.t.Fatal(err)
 	}

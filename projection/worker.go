@@ -46,6 +46,8 @@ type Worker struct {
 	logger *slog.Logger
 	kv     jetstream.KeyValue
 	ready  chan struct{}
+	// reprojected is closed when the views follow opts.Rules (rules.go).
+	reprojected chan struct{}
 
 	mu       sync.Mutex
 	sessions map[string]*sessionState
@@ -96,7 +98,7 @@ func New(nc *nats.Conn, opts Options) (*Worker, error) {
 	}
 	return &Worker{
 		nc: nc, js: js, opts: opts, logger: opts.Logger,
-		ready: make(chan struct{}), sessions: map[string]*sessionState{},
+		ready: make(chan struct{}), reprojected: make(chan struct{}), sessions: map[string]*sessionState{},
 	}, nil
 }
 
@@ -142,6 +144,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer close(w.reprojected)
 		if err := w.reproject(ctx); err != nil && ctx.Err() == nil {
 			w.logger.Warn("projection: views left under their former rule set until the next start", "err", err)
 		}
