@@ -284,7 +284,12 @@ func LoadRules() (session.RuleSet, error) {
 }
 
 // parseRules reads a PISYNC_RULES value; the error names the variable.
+// "" is auto: the zero Config (a literal in a test or a program embedding
+// pisyncd) means the default, as for the other settings.
 func parseRules(s string) (session.RuleSet, error) {
+	if s == "" {
+		return session.RulesAuto, nil
+	}
 	r, err := session.ParseRuleSet(s)
 	if err != nil {
 		return 0, fmt.Errorf("%s_RULES %q: want auto, seed or pi-1.6", Prefix, s)

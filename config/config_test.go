@@ -135,6 +135,9 @@ func TestRules(t *testing.T) {
 	if c.Rules != "auto" || c.RuleSet() != session.RulesAuto {
 		t.Errorf("default: %q (%v), want auto", c.Rules, c.RuleSet())
 	}
+	if err := (&Config{}).Validate(); err != nil && strings.Contains(err.Error(), "RULES") {
+		t.Errorf("the zero Config's rules: %v", err)
+	}
 	for in, want := range map[string]session.RuleSet{"auto": session.RulesAuto, "seed": session.RulesSeed, "pi-1.6": session.RulesPi16} {
 		t.Setenv("PISYNC_RULES", in)
 		c, err := Load()
@@ -145,7 +148,7 @@ func TestRules(t *testing.T) {
 			t.Errorf("LoadRules with PISYNC_RULES=%s: %v, %v; want %v", in, r, err, want)
 		}
 	}
-	for _, bad := range []string{"pi-1.5", "Seed", "", "1.6.0"} {
+	for _, bad := range []string{"pi-1.5", "Seed", " auto", "1.6.0"} {
 		t.Setenv("PISYNC_RULES", bad)
 		_, err := Load()
 		_, err2 := LoadRules()
