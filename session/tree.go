@@ -64,6 +64,7 @@ type node struct {
 	ts     float64
 	x      *extra // set for the entry types whose fields matter to the rules
 	flags  uint8  // message facts the pi-1.6 rules read (flagSystem, flagEditable)
+	size   uint32 // bytes of the line (saturated): lets a reader plan its reads of bodies
 }
 
 const (
@@ -213,7 +214,7 @@ func (t *Tree) Append(l Line, ref Ref) error {
 		t.state, t.rejectErr = 2, fmt.Errorf("%w: non-object value in a version 1 file", ErrMigration)
 		return t.rejectErr
 	}
-	n := node{ref: ref, ts: math.NaN()}
+	n := node{ref: ref, ts: math.NaN(), size: uint32(min(len(l.Raw), math.MaxUint32))}
 	if fields != nil {
 		n.id = idFromRaw(fields["id"])
 		n.parent = idFromRaw(fields["parentId"])
