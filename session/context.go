@@ -92,13 +92,17 @@ type Index struct {
 	ThinkingLevel json.RawMessage
 	Model         json.RawMessage
 	Rules         RuleSet
-	wins          []winEntry // window nodes with messages, for render
+	wins          []winEntry // window entries with messages, for EachMessage
+	version       float64    // the tree's header version (the v2 rename)
 }
 
-// winEntry is a window entry whose messages the context holds, and the
-// context_edit entry whose replacement applies to them (-1: none).
+// winEntry is a window entry whose messages the context holds (a copy of
+// its node, so that the Index stays valid while its tree grows) and the
+// context_edit entry whose replacement applies to them, if any.
 type winEntry struct {
-	node, edit int32
+	n       node
+	edit    node
+	hasEdit bool
 }
 
 // Index is Context without the messages (see Index). It fails exactly when
@@ -145,7 +149,7 @@ func (t *Tree) index0(c *current, leaf ID) (*Index, error) {
 		return nil, err
 	}
 	r := t.Rules()
-	ix := &Index{LeafID: leaf, EntryIDs: make([]ID, len(c.win)), Rules: r}
+	ix := &Index{LeafID: leaf, EntryIDs: make([]ID, len(c.win)), Rules: r, version: t.version}
 	edits := t.windowEdits(c.win, r)
 	for k, i := range c.win {
 		n := &t.nodes[i]
@@ -168,7 +172,11 @@ func (t *Tree) index0(c *current, leaf ID) (*Index, error) {
 				edit = e
 			}
 		}
-		ix.wins = append(ix.wins, winEntry{i, edit})
+		w := winEntry{n: *n}
+		if edit >= 0 {
+			w.edit, w.hasEdit = t.nodes[edit], true
+		}
+		ix.wins = append(ix.wins, w)
 		ix.Refs = append(ix.Refs, n.ref)
 		ix.Sizes = append(ix.Sizes, int64(n.size))
 		if edit >= 0 {
@@ -198,7 +206,7 @@ func (t *Tree) index0(c *current, leaf ID) (*Index, error) {
 func (t *Tree) render(ix *Index, src BodySource) (*Context, error) {
 	out := &Context{LeafID: ix.LeafID, EntryIDs: ix.EntryIDs, ThinkingLevel: ix.ThinkingLevel, Model: ix.Model,
 		Messages: make([]json.RawMessage, 0, len(ix.wins)), Rules: ix.Rules}
-	err := t.EachMessage(ix, src, func(m json.RawMessage) error {
+	err := ix.EachMessage(src, func(m json.RawMessage) error {
 		out.Messages = append(out.Messages, m)
 		return nil
 	})

@@ -9,7 +9,7 @@ import (
 )
 
 // A context can be far larger than what a reader wants to hold: a 200 MB
-// session has a 200 MB context. EachMessage and WriteContext produce it
+// session has a 200 MB context. Index.EachMessage and Index.WriteContext produce it
 // one window entry at a time, asking src for each body when its messages
 // are due (in the order of Index.Refs, once each), so that nothing holds
 // more than one entry's body and messages at once unless src keeps them.
@@ -19,19 +19,23 @@ import (
 // (and the context_edit that applies to it) at a time; a message passed
 // to emit may alias its body and is only valid during the call unless src
 // keeps the body.
-func (t *Tree) EachMessage(ix *Index, src BodySource, emit func(json.RawMessage) error) error {
+//
+// The Index holds what it needs of its tree: it may be used while the tree
+// takes more lines (not concurrently with them), and without it.
+func (ix *Index) EachMessage(src BodySource, emit func(json.RawMessage) error) error {
 	var msgs []json.RawMessage
-	for _, w := range ix.wins {
-		n := &t.nodes[w.node]
+	for k := range ix.wins {
+		w := &ix.wins[k]
+		n := &w.n
 		body, err := src.Body(n.ref)
 		if err != nil {
 			return fmt.Errorf("session: body of entry %d: %w", n.ref, err)
 		}
-		if msgs, err = t.entryMessages(msgs[:0], n, body, ix.Rules); err != nil {
+		if msgs, err = entryMessages(msgs[:0], n, body, ix.Rules, ix.version); err != nil {
 			return err
 		}
-		if w.edit >= 0 {
-			e := &t.nodes[w.edit]
+		if w.hasEdit {
+			e := &w.edit
 			eb, err := src.Body(e.ref)
 			if err != nil {
 				return fmt.Errorf("session: body of entry %d: %w", e.ref, err)
@@ -54,11 +58,11 @@ func (t *Tree) EachMessage(ix *Index, src BodySource, emit func(json.RawMessage)
 // the built Context writes it (values compacted, <, >, & and U+2028/9
 // escaped), message by message (EachMessage). On an error it stops; what
 // was written is then no valid document.
-func (t *Tree) WriteContext(w io.Writer, ix *Index, src BodySource) error {
+func (ix *Index) WriteContext(w io.Writer, src BodySource) error {
 	out := &marshalOut{w: bufio.NewWriterSize(w, 64<<10)}
 	writeHead(out, ix.LeafID, ix.EntryIDs)
 	first := true
-	err := t.EachMessage(ix, src, func(m json.RawMessage) error {
+	err := ix.EachMessage(src, func(m json.RawMessage) error {
 		if !first {
 			out.lit(",")
 		}

@@ -35,7 +35,7 @@ func TestWriteContextEqualsMarshal(t *testing.T) {
 				}
 				src := &orderedSource{t: t, f: f, refs: ix.Refs}
 				var got bytes.Buffer
-				err := f.Tree.WriteContext(&got, ix, src)
+				err := ix.WriteContext(&got, src)
 				switch {
 				case (err == nil) != (cerr == nil):
 					t.Errorf("%s (%v): stream error %v, build error %v", c.name, r, err, cerr)
@@ -66,7 +66,7 @@ func TestWriteContextStopsOnBodyError(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := errors.New("gone")
-	err = f.Tree.WriteContext(&bytes.Buffer{}, ix, failing{gone})
+	err = ix.WriteContext(&bytes.Buffer{}, failing{gone})
 	if !errors.Is(err, gone) {
 		t.Fatalf("got %v", err)
 	}
