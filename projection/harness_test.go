@@ -124,12 +124,29 @@ func (n *node) contextJSON(sid string) string {
 	return string(b)
 }
 
-// waitContext waits until the projection's context of sid is want.
+// writtenContext is the projection's context of sid as WriteContext
+// streams it, or an error text.
+func (n *node) writtenContext(sid string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var b bytes.Buffer
+	if err := n.worker.WriteContext(ctx, &b, sid, ""); err != nil {
+		return "error: " + err.Error()
+	}
+	return b.String()
+}
+
+// waitContext waits until the projection's context of sid is want, both
+// built (Context) and streamed (WriteContext).
 func (n *node) waitContext(sid, want string) {
 	n.t.Helper()
 	waitFor(n.t, 30*time.Second, func() (bool, string) {
 		got := n.contextJSON(sid)
-		return got == want, fmt.Sprintf("session %s:\n got %.400s\nwant %.400s", sid, got, want)
+		if got != want {
+			return false, fmt.Sprintf("session %s:\n got %.400s\nwant %.400s", sid, got, want)
+		}
+		written := n.writtenContext(sid)
+		return written == want, fmt.Sprintf("session %s streamed:\n got %.400s\nwant %.400s", sid, written, want)
 	})
 }
 

@@ -30,7 +30,10 @@ type Options struct {
 	// MaxBodyBytes bounds the message bodies kept for repeated context
 	// queries, over all sessions (default 64 MiB; see bodycache.go).
 	MaxBodyBytes int64
-	Logger       *slog.Logger
+	// ReadAhead bounds the bodies a context query reads ahead of what it
+	// writes (default 16 MiB; a single longer line is read alone).
+	ReadAhead int64
+	Logger    *slog.Logger
 }
 
 // Worker keeps the views of every session up to date.

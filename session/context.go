@@ -203,7 +203,11 @@ func (t *Tree) index0(c *current, leaf ID) (*Index, error) {
 }
 
 // render adds the messages to an index of this tree.
-func (t *Tree) render(ix *Index, src BodySource) (*Context, error) {
+func (t *Tree) render(ix *Index, src BodySource) (*Context, error) { return ix.Context(src) }
+
+// Context builds the whole context of ix in memory, reading its bodies
+// from src (see EachMessage; WriteContext writes it without holding it).
+func (ix *Index) Context(src BodySource) (*Context, error) {
 	out := &Context{LeafID: ix.LeafID, EntryIDs: ix.EntryIDs, ThinkingLevel: ix.ThinkingLevel, Model: ix.Model,
 		Messages: make([]json.RawMessage, 0, len(ix.wins)), Rules: ix.Rules}
 	err := ix.EachMessage(src, func(m json.RawMessage) error {
