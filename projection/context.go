@@ -79,7 +79,11 @@ func (w *Worker) eachContext(ctx context.Context, sid, leaf string, use func(*se
 		return b, ok
 	}
 	src := newStreamBodies(ctx, w.nc, w.js, w.filters(sid), known, ix, w.opts.ReadAhead, w.opts.MaxBodyBytes)
-	if err := use(ix, src); err != nil {
+	err = use(ix, src)
+	for peak := w.readAheadPeak.Load(); src.peak > peak && !w.readAheadPeak.CompareAndSwap(peak, src.peak); {
+		peak = w.readAheadPeak.Load()
+	}
+	if err != nil {
 		return fmt.Errorf("projection: context: %w", err)
 	}
 	s.mu.Lock()

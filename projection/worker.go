@@ -63,6 +63,7 @@ type Worker struct {
 	handledLocal, handledAll atomic.Uint64
 
 	applied, skipped, rebuilds, writes, flushes, erased atomic.Int64
+	readAheadPeak                                       atomic.Int64
 }
 
 // Stats are the worker's counters since it started.
@@ -75,6 +76,9 @@ type Stats struct {
 	Writes   int64 `json:"kvWrites"`
 	Flushes  int64 `json:"flushes"`
 	Erased   int64 `json:"sessionsErased"` // dropped on an erase event
+	// ReadAheadPeak is the most bytes of bodies one context query held
+	// read ahead of what it wrote (Options.ReadAhead, or one longer line).
+	ReadAheadPeak int64 `json:"contextReadAheadPeak"`
 }
 
 // New returns a worker over the connection nc; Run starts it.
@@ -109,7 +113,7 @@ func (w *Worker) Stats() Stats {
 	return Stats{
 		Sessions: n, Trees: t, Applied: w.applied.Load(), Skipped: w.skipped.Load(),
 		Rebuilds: w.rebuilds.Load(), Writes: w.writes.Load(), Flushes: w.flushes.Load(),
-		Erased: w.erased.Load(),
+		Erased: w.erased.Load(), ReadAheadPeak: w.readAheadPeak.Load(),
 	}
 }
 
