@@ -13,8 +13,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/pisyncd/pisyncd/session"
 )
 
 // TestContextQueryReadsAhead: a 12 MB context (1500 entries of 8 KB, then
@@ -136,5 +134,3 @@ func (w *hashWriter) Write(b []byte) (int, error) {
 }
 
 func (w *hashWriter) sum() string { return fmt.Sprintf("%x", w.h.Sum(nil)) }
-
-var _ = session.Ref(0)

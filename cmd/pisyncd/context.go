@@ -56,23 +56,100 @@ func contextFileCommand(args []string, stdout io.Writer) error {
 // printContext is the human form: one line per message, role and a preview.
 func printContext(w io.Writer, c *session.Context) error {
 	leaf, _ := c.LeafID.String()
+	sum := &contextSummary{leaf: leaf, entries: len(c.EntryIDs), model: c.Model, thinking: c.ThinkingLevel}
+	for _, m := range c.Messages {
+		sum.add(m)
+	}
+	return sum.print(w)
+}
+
+// contextSummary is what the human form shows of a context: the lines of
+// its messages are short previews, so a context of any size fits.
+type contextSummary struct {
+	leaf            string
+	entries         int
+	model, thinking json.RawMessage
+	lines           []string
+}
+
+// add adds the preview line of a message.
+func (s *contextSummary) add(m json.RawMessage) {
+	var msg struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+		Summary string          `json:"summary"`
+		Command string          `json:"command"`
+	}
+	json.Unmarshal(m, &msg)
+	text := msg.Summary + msg.Command
+	if text == "" {
+		text = contentText(msg.Content)
+	}
+	s.lines = append(s.lines, fmt.Sprintf("%3d %-18s %s", len(s.lines)+1, orDash(msg.Role), preview(text, 100)))
+}
+
+func (s *contextSummary) print(w io.Writer) error {
 	fmt.Fprintf(w, "leaf %s, %d entries in the window, %d messages, model %s, thinking %s\n",
-		orDash(leaf), len(c.EntryIDs), len(c.Messages), orDash(modelName(c.Model)), orDash(jsonText(c.ThinkingLevel)))
-	for i, m := range c.Messages {
-		var msg struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-			Summary string          `json:"summary"`
-			Command string          `json:"command"`
+		orDash(s.leaf), s.entries, len(s.lines), orDash(modelName(s.model)), orDash(jsonText(s.thinking)))
+	for _, l := range s.lines {
+		if _, err := fmt.Fprintln(w, l); err != nil {
+			return err
 		}
-		json.Unmarshal(m, &msg)
-		text := msg.Summary + msg.Command
-		if text == "" {
-			text = contentText(msg.Content)
-		}
-		fmt.Fprintf(w, "%3d %-18s %s\n", i+1, orDash(msg.Role), preview(text, 100))
 	}
 	return nil
+}
+
+// readContextSummary reads a context in the corpus shape (as the daemon
+// sends it) one message at a time. Ids other than strings show as null.
+func readContextSummary(r io.Reader) (*contextSummary, error) {
+	dec := json.NewDecoder(r)
+	s := &contextSummary{}
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("context: not a context (%v)", err)
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("context: %w", err)
+		}
+		key, _ := t.(string)
+		if key == "messages" || key == "contextEntryIds" {
+			if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+				return nil, fmt.Errorf("context: %s: not an array (%v)", key, err)
+			}
+			for dec.More() {
+				var m json.RawMessage
+				if err := dec.Decode(&m); err != nil {
+					return nil, fmt.Errorf("context: %w", err)
+				}
+				if key == "messages" {
+					s.add(m)
+				} else {
+					s.entries++
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, fmt.Errorf("context: %w", err)
+			}
+			continue
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("context: %w", err)
+		}
+		switch key {
+		case "leafId":
+			var id *string
+			if json.Unmarshal(v, &id) == nil && id != nil {
+				s.leaf = *id
+			}
+		case "thinkingLevel":
+			s.thinking = v
+		case "model":
+			s.model = v
+		}
+	}
+	return s, nil
 }
 
 // modelName is a context's model as people write it, provider/model,

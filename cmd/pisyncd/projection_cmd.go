@@ -1,9 +1,8 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/projection"
-	"github.com/pisyncd/pisyncd/session"
 )
 
 // contextCommand is `pisyncd context FILE|SESSION-ID [--leaf ID] [--json]`:
@@ -51,90 +49,76 @@ func contextCommand(args []string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	raw, err := sessionContext(ctx, cfg, arg, *leaf)
-	if err != nil {
-		return err
-	}
 	if *asJSON {
-		_, err = fmt.Fprintf(stdout, "%s\n", raw)
+		// Copied as it comes; held back up to 1 MiB, so a failure prints
+		// nothing unless the context is larger.
+		bw := bufio.NewWriterSize(stdout, 1<<20)
+		if err := writeSessionContext(ctx, cfg, arg, *leaf, bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+	pr, pw := io.Pipe()
+	var sum *contextSummary
+	var rerr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sum, rerr = readContextSummary(pr)
+		if rerr == nil {
+			io.Copy(io.Discard, pr) // the '\n' after the context
+		}
+		pr.CloseWithError(rerr) // a reader that stops early stops the writer
+	}()
+	err = writeSessionContext(ctx, cfg, arg, *leaf, pw)
+	pw.CloseWithError(err)
+	<-done
+	switch {
+	case rerr != nil && (err == nil || errors.Is(err, io.ErrClosedPipe)):
+		return rerr // the answer was not a context; the writer only saw the pipe close
+	case err != nil:
 		return err
 	}
-	var cj contextJSON
-	if err := json.Unmarshal(raw, &cj); err != nil {
-		return fmt.Errorf("context: %w", err)
-	}
-	return printContext(stdout, cj.context())
+	return sum.print(stdout)
 }
 
 const contextUsage = "pisyncd context FILE|SESSION-ID [--leaf ID] [--json]"
 
-// contextJSON is a context as the control socket sends it.
-type contextJSON struct {
-	LeafID          json.RawMessage   `json:"leafId"`
-	LeafUndefined   bool              `json:"leafIdUndefined"`
-	ContextEntryIDs []json.RawMessage `json:"contextEntryIds"`
-	Messages        []json.RawMessage `json:"messages"`
-	ThinkingLevel   json.RawMessage   `json:"thinkingLevel"`
-	Model           json.RawMessage   `json:"model"`
-}
-
-// sessionContext returns the session's context in the corpus JSON shape.
-func sessionContext(ctx context.Context, cfg *config.Config, sid, leaf string) ([]byte, error) {
+// writeSessionContext writes the session's context in the corpus JSON
+// shape and a '\n' to out, as the daemon (or, when none runs, the store)
+// produces it, without holding it.
+func writeSessionContext(ctx context.Context, cfg *config.Config, sid, leaf string, out io.Writer) error {
 	q := url.Values{"session": {sid}}
 	if leaf != "" {
 		q.Set("leaf", leaf)
 	}
-	var out []byte
 	err := askDaemon(ctx, cfg, "/context?"+q.Encode(), func(body io.Reader) error {
-		raw, err := io.ReadAll(body)
-		out = bytes.TrimSpace(raw)
+		_, err := io.Copy(out, body)
 		return err
 	}, func(d *Daemon) error {
-		c, err := projection.LoadContext(ctx, d.nc, cfg.NodeID, sid, leaf, len(cfg.HubURLs) > 0)
-		if err != nil {
+		if err := projection.WriteStoredContext(ctx, out, d.nc, cfg.NodeID, sid, leaf, len(cfg.HubURLs) > 0); err != nil {
 			return err
 		}
-		out, err = json.Marshal(c)
+		_, err := io.WriteString(out, "\n")
 		return err
 	})
 	var de *daemonError
 	switch {
 	case err == nil:
-		return out, nil
+		return nil
 	case notFound(err) || errors.Is(err, projection.ErrUnknownSession):
-		return nil, noSession("context", sid)
+		return noSession("context", sid)
 	case errors.Is(err, errNoStore):
-		return nil, fmt.Errorf("context: no session %q: %w", sid, err)
+		return fmt.Errorf("context: no session %q: %w", sid, err)
 	case errors.As(err, &de):
 		// The daemon's message already names what failed.
-		return nil, fmt.Errorf("context: %s", strings.TrimPrefix(strings.TrimPrefix(de.msg, "projection: "), "context: "))
+		return fmt.Errorf("context: %s", strings.TrimPrefix(strings.TrimPrefix(de.msg, "projection: "), "context: "))
 	}
-	return nil, fmt.Errorf("context: %w", err)
+	return fmt.Errorf("context: %w", err)
 }
 
 // looksLikePath reports whether a context argument names a file: pi's
 // session ids are [A-Za-z0-9._-], never a path.
 func looksLikePath(arg string) bool {
 	return strings.ContainsRune(arg, '/') || strings.ContainsRune(arg, os.PathSeparator) || strings.HasSuffix(arg, ".jsonl")
-}
-
-// context turns the wire form back into a session.Context for the human
-// form (which shows string ids only; --json prints the wire form as is).
-func (cj *contextJSON) context() *session.Context {
-	c := &session.Context{Messages: cj.Messages, ThinkingLevel: cj.ThinkingLevel, Model: cj.Model}
-	c.LeafID = parseID(cj.LeafID)
-	for _, raw := range cj.ContextEntryIDs {
-		c.EntryIDs = append(c.EntryIDs, parseID(raw))
-	}
-	return c
-}
-
-// parseID reads a string id; anything else becomes the zero ID, which
-// prints as null.
-func parseID(raw json.RawMessage) session.ID {
-	var s *string
-	if json.Unmarshal(raw, &s) != nil || s == nil {
-		return session.ID{}
-	}
-	return session.StringID(*s)
 }
