@@ -108,8 +108,7 @@ func contextMemory(b *testing.B, entries, size int, image func(int) int) {
 				n.worker.mu.Unlock()
 				s.mu.Unlock()
 			}
-			settle()
-			base := rss.field("VmRSS")
+			base := waitSettled(b)
 			rss.reset()
 			heap := sampleHeap()
 			out := &hashResponse{hashWriter: newHashWriter(), header: http.Header{}, status: http.StatusOK}
@@ -175,6 +174,31 @@ type hashResponse struct {
 func (r *hashResponse) Header() http.Header { return r.header }
 
 func (r *hashResponse) WriteHeader(code int) { r.status = code }
+
+// waitSettled waits until the collected resident set has stopped falling
+// for 12 s and returns it: the embedded server keeps the blocks it wrote or
+// read cached until 10 s after their last use, so a query right after the
+// ingest would start from (and, the Go heap growing to twice its live
+// size, peak in proportion to) what the ingest left behind.
+func waitSettled(t testing.TB) int64 {
+	var rss rssMeter
+	var last int64 = -1
+	var at, since time.Time
+	waitFor(t, 3*time.Minute, func() (bool, string) {
+		if time.Since(at) < time.Second {
+			return false, "settling"
+		}
+		settle()
+		r := rss.field("VmRSS")
+		at = time.Now()
+		if last < 0 || r < last-1<<20 {
+			since = at
+		}
+		last = r
+		return at.Sub(since) >= 12*time.Second, fmt.Sprintf("resident set %d MB, still falling", r>>20)
+	})
+	return last
+}
 
 // settle collects and returns the freed pages to the system at once, as
 // the runtime would lazily over the next minutes.

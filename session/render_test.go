@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -91,4 +92,53 @@ func (s *orderedSource) Body(ref Ref) ([]byte, error) {
 	}
 	s.k++
 	return s.f.Body(ref)
+}
+
+// TestReadSpansEqualsLoad: a file read line by line, its bodies read back
+// from it, gives the context Load gives, byte for byte, for every corpus
+// file under both rule sets, and for a file with lines longer than the
+// read buffer, invalid UTF-8 and no final '\n'; Load's errors are its
+// errors.
+func TestReadSpansEqualsLoad(t *testing.T) {
+	cases := append(loadCorpus(t), loadCorpusDir(t, conformance16Dir(t))...)
+	long := `{"type":"session","id":"s","version":3,"timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}` + "\n\n" +
+		`{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"` + strings.Repeat("x", 600<<10) + "\xff\"}}\r\n" +
+		"not json\n" +
+		`{"type":"model_change","id":"m","parentId":"a","timestamp":"2026-01-01T00:00:00.000Z","provider":"p","modelId":"` + strings.Repeat("y", 300<<10) + `"}` + "\n" +
+		`{"type":"message","id":"b","parentId":"m","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"assistant","content":[],"provider":"p","model":"q"}}`
+	cases = append(cases, corpusCase{name: "long-lines", raw: []byte(long)})
+	for _, r := range []RuleSet{RulesSeed, RulesPi16} {
+		for _, c := range cases {
+			want, werr := loadContextJSON(c.raw, r)
+			s, err := ReadSpans(bytes.NewReader(c.raw), int64(len(c.raw)), r)
+			var got bytes.Buffer
+			if err == nil {
+				var ix *Index
+				if ix, err = s.Tree.Index(); err == nil {
+					err = ix.WriteContext(&got, s)
+				}
+			}
+			switch {
+			case c.name == "long-lines" && (werr != nil || got.Len() < 600<<10):
+				t.Errorf("long-lines (%v): load error %v, context %d bytes", r, werr, got.Len())
+			case (err == nil) != (werr == nil):
+				t.Errorf("%s (%v): spans error %v, load error %v", c.name, r, err, werr)
+			case err == nil && !bytes.Equal(got.Bytes(), want):
+				t.Errorf("%s (%v): spans\n%.300s\nload\n%.300s", c.name, r, got.Bytes(), want)
+			}
+		}
+	}
+}
+
+// loadContextJSON is json.Marshal of LoadRules(raw, r)'s context.
+func loadContextJSON(raw []byte, r RuleSet) ([]byte, error) {
+	f, err := LoadRules(raw, r)
+	if err != nil {
+		return nil, err
+	}
+	c, err := f.Context()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(c)
 }
