@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -21,46 +22,51 @@ func contextFileCommand(args []string, stdout io.Writer) error {
 		return err
 	}
 	pos := fs.Args()
-	data, err := os.ReadFile(pos[0])
+	// Read line by line; the window's bodies are read back from the file
+	// as the context is written, so a file of any size costs its lines'
+	// metadata and one line at a time.
+	file, err := os.Open(pos[0])
 	if err != nil {
 		return fmt.Errorf("context: %w", err)
 	}
-	f, err := session.Load(data)
+	defer file.Close()
+	st, err := file.Stat()
+	if err != nil {
+		return fmt.Errorf("context: %w", err)
+	}
+	f, err := session.ReadSpans(file, st.Size(), session.RulesAuto)
 	if err != nil {
 		return fmt.Errorf("context: %s: %w", pos[0], err)
 	}
-	var at *string
-	if *leaf != "" {
-		at = leaf
-	}
-	var c *session.Context
-	if at == nil {
-		c, err = f.Context()
+	var ix *session.Index
+	if *leaf == "" {
+		ix, err = f.Tree.Index()
 	} else {
-		c, err = f.ContextAt(at)
+		ix, err = f.Tree.IndexAt(leaf)
 	}
 	if err != nil {
 		return fmt.Errorf("context: %s: %w", pos[0], err)
 	}
 	if *asJSON {
-		out, err := json.Marshal(c)
-		if err != nil {
-			return err
+		// Held back up to 1 MiB, so a failure prints nothing unless the
+		// context is larger.
+		bw := bufio.NewWriterSize(stdout, 1<<20)
+		if err := ix.WriteContext(bw, f); err != nil {
+			return fmt.Errorf("context: %s: %w", pos[0], err)
 		}
-		_, err = fmt.Fprintf(stdout, "%s\n", out)
-		return err
+		bw.WriteByte('\n')
+		return bw.Flush()
 	}
-	return printContext(stdout, c)
-}
-
-// printContext is the human form: one line per message, role and a preview.
-func printContext(w io.Writer, c *session.Context) error {
-	leaf, _ := c.LeafID.String()
-	sum := &contextSummary{leaf: leaf, entries: len(c.EntryIDs), model: c.Model, thinking: c.ThinkingLevel}
-	for _, m := range c.Messages {
+	leafID, _ := ix.LeafID.String()
+	sum := &contextSummary{leaf: leafID, entries: len(ix.EntryIDs), model: ix.Model, thinking: ix.ThinkingLevel}
+	err = ix.EachMessage(f, func(m json.RawMessage) error {
 		sum.add(m)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("context: %s: %w", pos[0], err)
 	}
-	return sum.print(w)
+	return sum.print(stdout)
 }
 
 // contextSummary is what the human form shows of a context: the lines of
