@@ -3,11 +3,15 @@ package projection
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,3 +138,68 @@ func (w *hashWriter) Write(b []byte) (int, error) {
 }
 
 func (w *hashWriter) sum() string { return fmt.Sprintf("%x", w.h.Sum(nil)) }
+
+// TestContextErrorAfterStreamBegan: a body that is gone when the answer
+// is already being sent (here a message deleted from the stream, late in
+// a 2.4 MB context) ends the answer early with the error in the
+// ErrorTrailer trailer; the same failure within the first MiB gets a
+// status instead.
+func TestContextErrorAfterStreamBegan(t *testing.T) {
+	root := t.TempDir()
+	sidBig, sidSmall := "0199eeee-0000-7000-8000-000000000002", "0199eeee-0000-7000-8000-000000000003"
+	for _, c := range []struct {
+		sid string
+		n   int
+	}{{sidBig, 300}, {sidSmall, 10}} {
+		var data bytes.Buffer
+		writeSession(&data, c.sid, c.n, 8<<10, 0, 0, nil)
+		writeFile(t, filepath.Join(root, "--mem--", "2026-11-29T23-08-16-463Z_"+c.sid+".jsonl"), data.Bytes())
+	}
+	n := startNode(t, root, t.TempDir())
+	n.worker.opts.MaxBodyBytes = 1 // keep no window: every query reads the stream
+	srv := httptest.NewServer(n.worker.Handler())
+	defer srv.Close()
+	ctx := context.Background()
+	for sid, entries := range map[string]int{sidBig: 300, sidSmall: 10} {
+		waitFor(t, 60*time.Second, func() (bool, string) {
+			var cv ContextView
+			n.kvGet(sessionKey(sid, "ctx"), &cv)
+			return cv.Entries == entries, fmt.Sprintf("%d of %d entries projected", cv.Entries, entries)
+		})
+		s := n.worker.lookup(sid, false)
+		ix, err := n.worker.index(ctx, s, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := ix.Refs[len(ix.Refs)-1]
+		st, err := n.worker.js.Stream(ctx, refStream(last))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.DeleteMsg(ctx, refSeq(last)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(sid string) (*http.Response, []byte) {
+		resp, err := http.Get(srv.URL + "/context?session=" + sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, body
+	}
+	resp, body := get(sidBig)
+	msg := resp.Trailer.Get(ErrorTrailer)
+	t.Logf("status %d, %d bytes, trailer %q", resp.StatusCode, len(body), msg)
+	if resp.StatusCode != http.StatusOK || len(body) < pendingMax || json.Valid(body) || !strings.Contains(msg, "not found") {
+		t.Errorf("big: status %d, %d bytes (valid JSON %v, %.200s), trailer %q", resp.StatusCode, len(body), json.Valid(body), body, msg)
+	}
+	resp, body = get(sidSmall)
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(body), "not found") || resp.Trailer.Get(ErrorTrailer) != "" {
+		t.Errorf("small: status %d, body %.200s", resp.StatusCode, body)
+	}
+}
