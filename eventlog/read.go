@@ -173,7 +173,8 @@ func ReadFiltered(ctx context.Context, js jetstream.JetStream, stream, filter st
 	if info := cons.CachedInfo(); info != nil && info.NumPending == 0 {
 		return nil
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(512))
+	// Bounded by bytes: 512 chunks of a huge line would be 128 MiB buffered.
+	it, err := cons.Messages(jetstream.PullMaxBytes(8 << 20))
 	if err != nil {
 		return fmt.Errorf("eventlog: read %s: %w", filter, err)
 	}

@@ -9,79 +9,161 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/session"
 )
 
-// streamBodies is a session.BodySource over the event streams, in front of
-// which sit the bodies a caller already holds (known, never modified). A
-// context asks for its window's bodies in window order, which is mostly
-// stream order, so a miss fetches a batch of the session's following lines
-// with one direct-get request (next_by_subj, batch) instead of one round
-// trip per entry. What a batch brings beyond the window is dropped with
-// the query (see window).
+// streamBodies is the session.BodySource of one context query: the
+// bodies of its index's window, read from the event streams a read-ahead
+// at a time, behind the bodies the session kept from its last query
+// (known, looked up under the session's lock).
+//
+// A context asks for its bodies in the order of Index.Refs, which is
+// mostly stream order (a compaction's summary comes before the entries it
+// kept, an edit after the entry it edits). At the first body not at hand,
+// the source plans the next stretch of the window: the following bodies,
+// in that order, up to ahead bytes by their sizes (Index.Sizes; at least
+// one), and reads them in stream order with one ordered consumer per run
+// of nearby sequences (prefetch.go). A body is dropped once served, so the
+// source holds at most one stretch (or one line larger than ahead).
+//
+// A body that is not where its ref says (or asked out of order) is
+// fetched on its own with direct gets (fetch).
 type streamBodies struct {
 	ctx     context.Context
 	nc      *nats.Conn
+	js      jetstream.JetStream
 	filters map[string]string // stream → subject filter of the session
-	known   map[session.Ref][]byte
-	cache   map[session.Ref][]byte // read by this query
-	fetches int
+	known   func(session.Ref) ([]byte, bool)
+	cache   map[session.Ref][]byte // read ahead, not yet served
+	ahead   int64
+
+	refs  []session.Ref
+	sizes []int64
+	next  int // position in refs of the next body asked
+
+	// keep collects the window's bodies for the session's body cache,
+	// when the whole window fits maxKeep; nil otherwise.
+	keep      map[session.Ref][]byte
+	keepBytes int64
+
+	fetches, reads int
+	held, peak     int64 // bytes in cache now and at most
 }
 
 // bodyBatch is how many messages one direct get returns at most; bodyBytes
-// bounds the bytes of one batch.
+// bounds the bytes of one batch, and of what an ordered consumer buffers.
 const (
 	bodyBatch = 1024
 	bodyBytes = 8 << 20
 )
 
-func newStreamBodies(ctx context.Context, nc *nats.Conn, filters map[string]string, known map[session.Ref][]byte) *streamBodies {
-	return &streamBodies{ctx: ctx, nc: nc, filters: filters, known: known, cache: make(map[session.Ref][]byte)}
+// defaultReadAhead is the bytes of bodies a context query reads ahead of
+// what it writes.
+const defaultReadAhead = 16 << 20
+
+func newStreamBodies(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, filters map[string]string, known func(session.Ref) ([]byte, bool), ix *session.Index, ahead, maxKeep int64) *streamBodies {
+	if known == nil {
+		known = func(session.Ref) ([]byte, bool) { return nil, false }
+	}
+	if ahead <= 0 {
+		ahead = defaultReadAhead
+	}
+	b := &streamBodies{ctx: ctx, nc: nc, js: js, filters: filters, known: known, cache: map[session.Ref][]byte{},
+		ahead: ahead, refs: ix.Refs, sizes: ix.Sizes}
+	var total int64
+	for _, n := range ix.Sizes {
+		total += n
+	}
+	if total <= maxKeep {
+		b.keep = make(map[session.Ref][]byte, len(ix.Refs))
+	}
+	return b
 }
 
 var _ session.BodySource = (*streamBodies)(nil)
 
-// windowBodies are the bodies of one context's window and their size.
-type windowBodies struct {
-	bodies map[session.Ref][]byte
-	bytes  int64
-}
-
-// window returns the bodies of refs (all served by now). When the known
-// bodies are exactly the window, the same map is returned.
-func (b *streamBodies) window(refs []session.Ref) windowBodies {
-	var w windowBodies
-	if b.known != nil && len(b.cache) == 0 && len(b.known) == len(refs) {
-		w.bodies = b.known
-		for _, body := range b.known {
-			w.bytes += int64(len(body))
-		}
-		return w
-	}
-	w.bodies = make(map[session.Ref][]byte, len(refs))
-	for _, r := range refs {
-		body, ok := b.known[r]
-		if !ok {
-			body, ok = b.cache[r]
-		}
-		if ok {
-			w.bodies[r] = body
-			w.bytes += int64(len(body))
-		}
-	}
-	return w
-}
-
 // Body implements session.BodySource.
 func (b *streamBodies) Body(ref session.Ref) ([]byte, error) {
-	if body, ok := b.known[ref]; ok {
+	pos := -1
+	if b.next < len(b.refs) && b.refs[b.next] == ref {
+		pos = b.next
+		b.next++
+	}
+	body, err := b.body(ref, pos)
+	if err == nil && b.keep != nil {
+		if _, ok := b.keep[ref]; !ok {
+			b.keep[ref] = body
+			b.keepBytes += int64(len(body))
+		}
+	}
+	return body, err
+}
+
+func (b *streamBodies) body(ref session.Ref, pos int) ([]byte, error) {
+	if body, ok := b.known(ref); ok {
 		return body, nil
 	}
-	if body, ok := b.cache[ref]; ok {
+	if body, ok := b.take(ref); ok {
 		return body, nil
 	}
+	if pos >= 0 {
+		if err := b.readAhead(pos); err != nil {
+			return nil, err
+		}
+		if body, ok := b.take(ref); ok {
+			return body, nil
+		}
+	}
+	return b.fetchOne(ref)
+}
+
+// take serves a body read ahead, and forgets it.
+func (b *streamBodies) take(ref session.Ref) ([]byte, bool) {
+	body, ok := b.cache[ref]
+	if ok {
+		delete(b.cache, ref)
+		b.held -= int64(len(body))
+	}
+	return body, ok
+}
+
+// put holds a body read ahead.
+func (b *streamBodies) put(ref session.Ref, body []byte) {
+	if old, ok := b.cache[ref]; ok {
+		b.held -= int64(len(old))
+	}
+	b.cache[ref] = body
+	b.held += int64(len(body))
+	b.peak = max(b.peak, b.held)
+}
+
+// readAhead reads the bodies of the window from position pos on, up to
+// ahead bytes, that are not known already. What an earlier stretch left
+// unserved is dropped first.
+func (b *streamBodies) readAhead(pos int) error {
+	clear(b.cache)
+	b.held = 0
+	var need []session.Ref
+	var bytes int64
+	for j := pos; j < len(b.refs); j++ {
+		if _, ok := b.known(b.refs[j]); ok {
+			continue
+		}
+		if len(need) > 0 && bytes+b.sizes[j] > b.ahead {
+			break
+		}
+		bytes += b.sizes[j]
+		need = append(need, b.refs[j])
+	}
+	return b.prefetch(need)
+}
+
+// fetchOne reads one body with direct gets, from its ref on (or from the
+// first chunk of a split line).
+func (b *streamBodies) fetchOne(ref session.Ref) ([]byte, error) {
 	stream, seq := refStream(ref), refSeq(ref)
 	filter, ok := b.filters[stream]
 	if !ok {
@@ -89,11 +171,12 @@ func (b *streamBodies) Body(ref session.Ref) ([]byte, error) {
 	}
 	start := seq
 	for attempt := 0; attempt < 2; attempt++ {
-		first, err := b.fetch(stream, filter, start)
+		got := map[session.Ref][]byte{}
+		first, err := b.fetch(stream, filter, start, got)
 		if err != nil {
 			return nil, err
 		}
-		if body, ok := b.cache[ref]; ok {
+		if body, ok := got[ref]; ok {
 			return body, nil
 		}
 		// The ref's message is the last chunk of a split line: its
@@ -112,9 +195,9 @@ type firstMsg struct {
 	chunk int
 }
 
-// fetch reads up to bodyBatch messages of filter from seq on and caches
+// fetch reads up to bodyBatch messages of filter from seq on into got,
 // every complete line by its ref.
-func (b *streamBodies) fetch(stream, filter string, seq uint64) (firstMsg, error) {
+func (b *streamBodies) fetch(stream, filter string, seq uint64, got map[session.Ref][]byte) (firstMsg, error) {
 	b.fetches++
 	req, _ := json.Marshal(map[string]any{"seq": seq, "next_by_subj": filter, "batch": bodyBatch, "max_bytes": bodyBytes})
 	inbox := b.nc.NewRespInbox()
@@ -160,7 +243,7 @@ func (b *streamBodies) fetch(stream, filter string, seq uint64) (firstMsg, error
 			continue // a chunk run that starts before the batch, or control events
 		}
 		if ev.Op == "" {
-			b.cache[makeRef(stream, ev.Seq)] = session.ToValidUTF8(ev.Raw)
+			got[makeRef(stream, ev.Seq)] = session.ToValidUTF8(ev.Raw)
 		}
 	}
 }

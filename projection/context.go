@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -12,10 +13,18 @@ import (
 	"github.com/pisyncd/pisyncd/session"
 )
 
-// Context builds the session's full LLM context at its leaf: the tree
-// (rebuilt from the stream if it is not in memory) decides the window, and
-// the bodies of the window's messages are read from the streams by their
-// refs. It equals `pisyncd context FILE --json` on the session's file.
+// A context query holds the session's lock only while it asks the tree
+// for the context's index (the window and which bodies it needs, a little
+// per entry, independent of the bodies); the bodies are then read from
+// the streams a read-ahead at a time (Options.ReadAhead) while the
+// messages are written, so a 200 MB context costs the read-ahead, not
+// 200 MB (docs/PERFORMANCE.md, Memory).
+
+// Context builds the session's full LLM context at its leaf in memory: the
+// tree (rebuilt from the stream if it is not in memory) decides the window,
+// and the bodies of the window's messages are read from the streams by
+// their refs. It equals `pisyncd context FILE --json` on the session's
+// file. WriteContext writes the same without holding it.
 func (w *Worker) Context(ctx context.Context, sid string) (*session.Context, error) {
 	return w.ContextAt(ctx, sid, "")
 }
@@ -30,48 +39,93 @@ func (w *Worker) ContextAt(ctx context.Context, sid, leaf string) (*session.Cont
 // worker's (`pisyncd context --rules`). The views keep the worker's set:
 // the tree follows mode for this query only.
 func (w *Worker) ContextRules(ctx context.Context, sid, leaf string, mode session.RuleSet) (*session.Context, error) {
+	var c *session.Context
+	err := w.eachContext(ctx, sid, leaf, mode, func(ix *session.Index, src session.BodySource) error {
+		var err error
+		c, err = ix.Context(src)
+		return err
+	})
+	return c, err
+}
+
+// WriteContext writes the session's context at leaf ("" for its own)
+// under the rule set mode to out, byte for byte what ContextJSON of
+// ContextRules writes, one message at a time: the bodies are read a
+// read-ahead at a time as the messages are written. An error after the
+// first byte leaves out holding a prefix.
+func (w *Worker) WriteContext(ctx context.Context, out io.Writer, sid, leaf string, mode session.RuleSet) error {
+	return w.eachContext(ctx, sid, leaf, mode, func(ix *session.Index, src session.BodySource) error {
+		return WriteContextJSON(out, ix, src, mode)
+	})
+}
+
+// eachContext hands the index of the session's context at leaf, and a
+// source of its bodies, to use. The session's bodies kept from the last
+// query serve first; the window's bodies are kept for the next query when
+// they fit the worker's body cache.
+func (w *Worker) eachContext(ctx context.Context, sid, leaf string, mode session.RuleSet, use func(*session.Index, session.BodySource) error) error {
 	select {
 	case <-w.ready:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("projection: context: %w", errNotReady)
+		return fmt.Errorf("projection: context: %w", errNotReady)
 	}
 	s := w.lookup(sid, false)
 	if s == nil {
-		return nil, fmt.Errorf("%w %q", ErrUnknownSession, sid)
+		return fmt.Errorf("%w %q", ErrUnknownSession, sid)
+	}
+	ix, err := w.index(ctx, s, leaf, mode)
+	if err != nil {
+		return err
+	}
+	known := func(r session.Ref) ([]byte, bool) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.bodies == nil {
+			return nil, false
+		}
+		b, ok := s.bodies.bodies[r]
+		return b, ok
+	}
+	src := newStreamBodies(ctx, w.nc, w.js, w.filters(sid), known, ix, w.opts.ReadAhead, w.opts.MaxBodyBytes)
+	err = use(ix, src)
+	for peak := w.readAheadPeak.Load(); src.peak > peak && !w.readAheadPeak.CompareAndSwap(peak, src.peak); {
+		peak = w.readAheadPeak.Load()
+	}
+	if err != nil {
+		return fmt.Errorf("projection: context: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if src.keep == nil {
+		w.dropBodies(s) // the window does not fit the cache
+	} else {
+		w.keepBodies(s, src.keep, src.keepBytes)
+	}
+	return nil
+}
+
+// index is the session's context index at leaf under the rule set mode,
+// its tree loaded first.
+func (w *Worker) index(ctx context.Context, s *sessionState, leaf string, mode session.RuleSet) (*session.Index, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if len(s.cat.Src) == 0 {
-		return nil, fmt.Errorf("%w %q", ErrUnknownSession, sid)
+		return nil, fmt.Errorf("%w %q", ErrUnknownSession, s.sid)
 	}
 	if err := w.ensureTree(ctx, s); err != nil {
 		return nil, err
 	}
 	if prev := s.tree.RuleMode(); prev != mode {
 		// Under s.mu: no event is applied to the tree meanwhile, and the
-		// views are built from it only after the set is back.
+		// views are built from it only after the set is back. The index
+		// keeps the set it was built under.
 		s.tree.SetRules(mode)
 		defer s.tree.SetRules(prev)
 	}
-	var known map[session.Ref][]byte
-	if s.bodies != nil {
-		known = s.bodies.bodies
-	}
-	c, win, err := buildContext(ctx, w.nc, w.js, s.tree, w.filters(sid), leaf, known)
-	if err != nil {
-		return nil, err
-	}
-	w.keepBodies(s, win.bodies, win.bytes)
-	return c, nil
+	return treeIndex(s.tree, leaf)
 }
 
-// buildContext asks the tree for the context's index, which names the
-// refs the window needs (exact: the window is metadata), then renders the
-// context with those bodies, taken from known (bodies kept from earlier
-// queries, only read) or else read in one pass over the session's
-// subjects. A body the read missed is fetched on its own by the source.
-// It also returns the window's bodies, for the caller to keep.
-func buildContext(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, t *session.Tree, filters map[string]string, leaf string, known map[session.Ref][]byte) (*session.Context, windowBodies, error) {
+func treeIndex(t *session.Tree, leaf string) (*session.Index, error) {
 	var ix *session.Index
 	var err error
 	if leaf == "" {
@@ -80,40 +134,36 @@ func buildContext(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, t 
 		ix, err = t.IndexAt(&leaf)
 	}
 	if err != nil {
-		return nil, windowBodies{}, fmt.Errorf("projection: context: %w", err)
+		return nil, fmt.Errorf("projection: context: %w", err)
 	}
-	src := newStreamBodies(ctx, nc, filters, known)
-	var missing []session.Ref
-	for _, r := range ix.Refs {
-		if _, ok := known[r]; !ok {
-			missing = append(missing, r)
-		}
-	}
-	if len(missing) > 0 {
-		if err := src.prefetch(js, missing); err != nil {
-			return nil, windowBodies{}, err
-		}
-	}
-	var c *session.Context
-	if leaf == "" {
-		c, err = t.Context(src)
-	} else {
-		c, err = t.ContextAt(&leaf, src)
-	}
-	if err != nil {
-		return nil, windowBodies{}, fmt.Errorf("projection: context: %w", err)
-	}
-	return c, src.window(ix.Refs), nil
+	return ix, nil
 }
 
 // LoadContext builds a session's context straight from the streams,
-// without a worker or the bucket: what `pisyncd context SESSION-ID` does
-// when no daemon runs. all includes PI_ALL (other nodes' lines); rules is
-// the rule set.
+// without a worker or the bucket. all includes PI_ALL (other nodes' lines);
+// rules is the rule set.
 func LoadContext(ctx context.Context, nc *nats.Conn, node, sid, leaf string, all bool, rules session.RuleSet) (*session.Context, error) {
+	var c *session.Context
+	err := loadContext(ctx, nc, node, sid, leaf, all, rules, func(ix *session.Index, src session.BodySource) error {
+		var err error
+		c, err = ix.Context(src)
+		return err
+	})
+	return c, err
+}
+
+// WriteStoredContext is LoadContext written to out as WriteContext writes
+// it: what `pisyncd context SESSION-ID` does when no daemon runs.
+func WriteStoredContext(ctx context.Context, out io.Writer, nc *nats.Conn, node, sid, leaf string, all bool, rules session.RuleSet) error {
+	return loadContext(ctx, nc, node, sid, leaf, all, rules, func(ix *session.Index, src session.BodySource) error {
+		return WriteContextJSON(out, ix, src, rules)
+	})
+}
+
+func loadContext(ctx context.Context, nc *nats.Conn, node, sid, leaf string, all bool, rules session.RuleSet, use func(*session.Index, session.BodySource) error) error {
 	w, err := New(nc, Options{Node: node, All: all, Rules: rules})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	upTo := Src{}
 	for stream, filter := range w.filters(sid) {
@@ -122,26 +172,33 @@ func LoadContext(ctx context.Context, nc *nats.Conn, node, sid, leaf string, all
 			if stream == eventlog.AllStream && errors.Is(err, jetstream.ErrStreamNotFound) {
 				continue
 			}
-			return nil, fmt.Errorf("projection: context: %w", err)
+			return fmt.Errorf("projection: context: %w", err)
 		}
 		info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
 		if err != nil {
-			return nil, fmt.Errorf("projection: context: %w", err)
+			return fmt.Errorf("projection: context: %w", err)
 		}
 		if info.State.Msgs > 0 {
 			upTo[stream] = info.State.LastSeq
 		}
 	}
 	if len(upTo) == 0 {
-		return nil, fmt.Errorf("%w %q", ErrUnknownSession, sid)
+		return fmt.Errorf("%w %q", ErrUnknownSession, sid)
 	}
 	r, err := w.rebuild(ctx, sid, upTo)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if r.err != nil {
-		return nil, fmt.Errorf("projection: context: %w", r.err)
+		return fmt.Errorf("projection: context: %w", r.err)
 	}
-	c, _, err := buildContext(ctx, nc, w.js, r.tree, w.filters(sid), leaf, nil)
-	return c, err
+	ix, err := treeIndex(r.tree, leaf)
+	if err != nil {
+		return err
+	}
+	src := newStreamBodies(ctx, nc, w.js, w.filters(sid), nil, ix, w.opts.ReadAhead, 0)
+	if err := use(ix, src); err != nil {
+		return fmt.Errorf("projection: context: %w", err)
+	}
+	return nil
 }

@@ -8,10 +8,12 @@
 //
 //   - Every session is one session.Tree fed in arrival order; the tree
 //     holds metadata only and its Refs name stream positions (ref.go), so
-//     bodies are read back from the stream when a full context is asked for.
-//     The bodies of a session's last context window stay in memory, within
-//     a byte budget for the whole worker, so a repeated query reads only
-//     what is new (bodycache.go).
+//     bodies are read back from the stream when a full context is asked for,
+//     a read-ahead at a time as the context is written (bodies.go), so a
+//     query's memory does not grow with the context. The bodies of a
+//     session's last context window stay in memory, within a byte budget
+//     for the whole worker, so a repeated query reads only what is new
+//     (bodycache.go).
 //   - Each value written carries the stream sequences it was built from
 //     (Src). A session remembers the last sequence applied per stream and
 //     skips anything at or below it, so redeliveries and replays change
@@ -29,5 +31,6 @@
 //     and an append rewrites only the pages that changed.
 //
 // One goroutine per stream applies events; sessions are guarded by their
-// own mutex because queries (Context) build on the same tree.
+// own mutex because queries (Context) read the same tree; a query holds it
+// only while it takes the context's index.
 package projection

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"testing"
 	"time"
 
@@ -125,12 +126,33 @@ func (n *node) contextJSON(sid string) string {
 	return string(b)
 }
 
-// waitContext waits until the projection's context of sid is want.
+// writtenContext is the projection's context of sid as WriteContext
+// streams it, or an error text.
+func (n *node) writtenContext(sid string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var b bytes.Buffer
+	if err := n.worker.WriteContext(ctx, &b, sid, "", n.worker.Rules()); err != nil {
+		return "error: " + err.Error()
+	}
+	// The rule set fields come first (ContextJSON; TestRulesViews checks
+	// them); the rest is the corpus shape that contextJSON marshals.
+	return rulesFields.ReplaceAllString(b.String(), "{")
+}
+
+var rulesFields = regexp.MustCompile(`^\{"rules":"[^"]*","rulesMode":"[^"]*",`)
+
+// waitContext waits until the projection's context of sid is want, both
+// built (Context) and streamed (WriteContext).
 func (n *node) waitContext(sid, want string) {
 	n.t.Helper()
 	waitFor(n.t, 30*time.Second, func() (bool, string) {
 		got := n.contextJSON(sid)
-		return got == want, fmt.Sprintf("session %s:\n got %.400s\nwant %.400s", sid, got, want)
+		if got != want {
+			return false, fmt.Sprintf("session %s:\n got %.400s\nwant %.400s", sid, got, want)
+		}
+		written := n.writtenContext(sid)
+		return written == want, fmt.Sprintf("session %s streamed:\n got %.400s\nwant %.400s", sid, written, want)
 	})
 }
 

@@ -14,7 +14,8 @@ import (
 //
 //	GET /ls                                   the catalog, newest first (JSON array)
 //	GET /context?session=ID[&leaf=ID][&rules=auto|seed|pi-1.6]
-//	                                          the full context: corpus JSON with the rule set (ContextJSON)
+//	                                          the full context: corpus JSON with the rule set
+//	                                          (ContextJSON), streamed (serveContext)
 //	GET /tail?session=&type=&from=start|now   NDJSON, one TailEntry a line, until the client goes
 //
 // Errors are plain text with a status; an error after a stream began is a
@@ -41,6 +42,11 @@ func (w *Worker) serveLs(rw http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(rw).Encode(c)
 }
 
+// serveContext writes the context as WriteContext produces it. An answer
+// that fits pendingMax is sent only once complete, so a failure still gets
+// its status; a longer one is sent as it is written, and a failure after
+// that ends it early with the error in the ErrorTrailer trailer (the body
+// is then a prefix of the context).
 func (w *Worker) serveContext(rw http.ResponseWriter, r *http.Request) {
 	sid := r.URL.Query().Get("session")
 	if err := eventlog.CheckSID(sid); err != nil {
@@ -55,22 +61,59 @@ func (w *Worker) serveContext(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	c, err := w.ContextRules(r.Context(), sid, r.URL.Query().Get("leaf"), mode)
-	if errors.Is(err, ErrUnknownSession) {
+	out := &pendingWriter{rw: rw}
+	err := w.WriteContext(r.Context(), out, sid, r.URL.Query().Get("leaf"), mode)
+	if err == nil {
+		_, err = out.Write([]byte{'\n'})
+	}
+	switch {
+	case err == nil:
+		out.commit()
+	case out.committed:
+		rw.Header().Set(http.TrailerPrefix+ErrorTrailer, err.Error())
+	case errors.Is(err, ErrUnknownSession):
 		http.Error(rw, err.Error(), http.StatusNotFound)
-		return
-	}
-	if err != nil {
+	default:
 		http.Error(rw, err.Error(), http.StatusUnprocessableEntity)
-		return
 	}
-	b, err := ContextJSON(c, mode)
-	if err != nil {
-		http.Error(rw, err.Error(), http.StatusInternalServerError)
-		return
+}
+
+// ErrorTrailer is the trailer that carries the error which ended an
+// answer early.
+const ErrorTrailer = "Pisync-Error"
+
+// pendingMax is how much of an answer is held back before it is sent.
+const pendingMax = 1 << 20
+
+// pendingWriter holds the first pendingMax bytes of a JSON answer, then
+// sends them and everything after as it comes.
+type pendingWriter struct {
+	rw        http.ResponseWriter
+	buf       []byte
+	committed bool
+}
+
+func (p *pendingWriter) Write(b []byte) (int, error) {
+	if !p.committed && len(p.buf)+len(b) <= pendingMax {
+		p.buf = append(p.buf, b...)
+		return len(b), nil
 	}
-	rw.Header().Set("Content-Type", "application/json")
-	rw.Write(append(b, '\n'))
+	if err := p.commit(); err != nil {
+		return 0, err
+	}
+	return p.rw.Write(b)
+}
+
+// commit sends the status and what is held.
+func (p *pendingWriter) commit() error {
+	if p.committed {
+		return nil
+	}
+	p.committed = true
+	p.rw.Header().Set("Content-Type", "application/json")
+	_, err := p.rw.Write(p.buf)
+	p.buf = nil
+	return err
 }
 
 func (w *Worker) serveTail(rw http.ResponseWriter, r *http.Request) {

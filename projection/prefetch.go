@@ -17,12 +17,19 @@ import (
 // starts this far before the line's ref.
 const maxChunks = 64
 
-// prefetch reads the bodies of refs into the cache with one ordered
-// consumer per stream over the session's subjects, from the lowest ref to
-// the highest. Measured on a 10k-entry session this is ~30× faster than
-// batched direct gets, whose server side computes the pending count per
-// message (quadratic in the subject's size).
-func (b *streamBodies) prefetch(js jetstream.JetStream, refs []session.Ref) error {
+// runGap is the most sequences between two wanted bodies that one read
+// passes over; wanted bodies further apart are read by separate consumers
+// (a compaction's summary far after the entries it kept, an edit far
+// after the entry it edits), so that a stretch of the window never reads
+// much of the session it does not need.
+const runGap = 4096
+
+// prefetch reads the bodies of refs into the cache, in stream order, with
+// one ordered consumer per stream and run of nearby sequences over the
+// session's subjects. Measured on a 10k-entry session this is ~30× faster
+// than batched direct gets, whose server side computes the pending count
+// per message (quadratic in the subject's size).
+func (b *streamBodies) prefetch(refs []session.Ref) error {
 	by := map[string][]uint64{}
 	for _, r := range refs {
 		by[refStream(r)] = append(by[refStream(r)], refSeq(r))
@@ -32,20 +39,31 @@ func (b *streamBodies) prefetch(js jetstream.JetStream, refs []session.Ref) erro
 		if !ok {
 			continue
 		}
-		need := make(map[uint64]bool, len(seqs))
-		for _, s := range seqs {
-			need[s] = true
-		}
-		lo, hi := slices.Min(seqs), slices.Max(seqs)
-		if err := b.read(js, stream, filter, max(1, lo-min(lo, maxChunks)), hi, need); err != nil {
-			return err
+		slices.Sort(seqs)
+		seqs = slices.Compact(seqs)
+		for len(seqs) > 0 {
+			n := 1
+			for n < len(seqs) && seqs[n]-seqs[n-1] <= runGap {
+				n++
+			}
+			run := seqs[:n]
+			seqs = seqs[n:]
+			need := make(map[uint64]bool, len(run))
+			for _, s := range run {
+				need[s] = true
+			}
+			lo, hi := run[0], run[len(run)-1]
+			if err := b.read(stream, filter, max(1, lo-min(lo, maxChunks)), hi, need); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-func (b *streamBodies) read(js jetstream.JetStream, stream, filter string, from, to uint64, need map[uint64]bool) error {
-	ctx := b.ctx
+func (b *streamBodies) read(stream, filter string, from, to uint64, need map[uint64]bool) error {
+	ctx, js := b.ctx, b.js
+	b.reads++
 	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects:    []string{filter},
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
@@ -65,7 +83,7 @@ func (b *streamBodies) read(js jetstream.JetStream, stream, filter string, from,
 	if info := cons.CachedInfo(); info != nil && info.NumPending == 0 {
 		return nil
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
+	it, err := cons.Messages(jetstream.PullMaxBytes(bodyBytes)) // bounded by bytes: messages are up to a chunk (256 KiB) each
 	if err != nil {
 		return fmt.Errorf("projection: read bodies: %w", err)
 	}
@@ -91,7 +109,7 @@ func (b *streamBodies) read(js jetstream.JetStream, stream, filter string, from,
 			asm[subj] = a
 		}
 		if ev, err := a.Add(stream, subj, seq, msg.Headers(), msg.Data()); err == nil && ev != nil && ev.Op == "" && need[ev.Seq] {
-			b.cache[makeRef(stream, ev.Seq)] = session.ToValidUTF8(ev.Raw)
+			b.put(makeRef(stream, ev.Seq), session.ToValidUTF8(ev.Raw))
 		}
 		if seq >= to || meta.NumPending == 0 {
 			return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -34,6 +35,40 @@ func ContextJSON(c *session.Context, mode session.RuleSet) ([]byte, error) {
 	out = append(out, asked...)
 	out = append(out, ',')
 	return append(out, body[1:]...), nil
+}
+
+// WriteContextJSON writes ix as ContextJSON would, streaming the messages:
+// the rules fields, then ix.WriteContext's object without its opening
+// brace.
+func WriteContextJSON(out io.Writer, ix *session.Index, src session.BodySource, mode session.RuleSet) error {
+	rules, _ := json.Marshal(ix.Rules.String())
+	asked, _ := json.Marshal(mode.String())
+	head := make([]byte, 0, 48)
+	head = append(head, `{"rules":`...)
+	head = append(head, rules...)
+	head = append(head, `,"rulesMode":`...)
+	head = append(head, asked...)
+	head = append(head, ',')
+	if _, err := out.Write(head); err != nil {
+		return err
+	}
+	return ix.WriteContext(&skipFirstByte{w: out}, src)
+}
+
+// skipFirstByte drops the first byte written through it (the opening
+// brace that writeContextJSON has already written).
+type skipFirstByte struct {
+	w       io.Writer
+	skipped bool
+}
+
+func (s *skipFirstByte) Write(p []byte) (int, error) {
+	if s.skipped || len(p) == 0 {
+		return s.w.Write(p)
+	}
+	s.skipped = true
+	n, err := s.w.Write(p[1:])
+	return n + 1, err
 }
 
 // rulesKey holds the name of the rule set mode (auto, seed, pi-1.6) the

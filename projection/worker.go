@@ -34,8 +34,11 @@ type Options struct {
 	// Rules is the rule set every session's context and views follow
 	// (PISYNC_RULES; the zero value is session.RulesAuto). A context query
 	// may ask for another (ContextRules).
-	Rules  session.RuleSet
-	Logger *slog.Logger
+	Rules session.RuleSet
+	// ReadAhead bounds the bodies a context query reads ahead of what it
+	// writes (default 16 MiB; a single longer line is read alone).
+	ReadAhead int64
+	Logger    *slog.Logger
 }
 
 // Worker keeps the views of every session up to date.
@@ -67,6 +70,7 @@ type Worker struct {
 	handledLocal, handledAll atomic.Uint64
 
 	applied, skipped, rebuilds, writes, flushes, erased atomic.Int64
+	readAheadPeak                                       atomic.Int64
 }
 
 // Stats are the worker's counters since it started.
@@ -79,6 +83,9 @@ type Stats struct {
 	Writes   int64 `json:"kvWrites"`
 	Flushes  int64 `json:"flushes"`
 	Erased   int64 `json:"sessionsErased"` // dropped on an erase event
+	// ReadAheadPeak is the most bytes of bodies one context query held
+	// read ahead of what it wrote (Options.ReadAhead, or one longer line).
+	ReadAheadPeak int64 `json:"contextReadAheadPeak"`
 }
 
 // New returns a worker over the connection nc; Run starts it.
@@ -116,7 +123,7 @@ func (w *Worker) Stats() Stats {
 	return Stats{
 		Sessions: n, Trees: t, Applied: w.applied.Load(), Skipped: w.skipped.Load(),
 		Rebuilds: w.rebuilds.Load(), Writes: w.writes.Load(), Flushes: w.flushes.Load(),
-		Erased: w.erased.Load(),
+		Erased: w.erased.Load(), ReadAheadPeak: w.readAheadPeak.Load(),
 	}
 }
 

@@ -33,41 +33,14 @@ type Context struct {
 // MarshalJSON writes the corpus shape.
 func (c *Context) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
-	b.WriteByte('{')
-	if c.LeafID.IsUndefined() {
-		b.WriteString(`"leafIdUndefined":true`)
-	} else {
-		b.WriteString(`"leafId":`)
-		id, _ := c.LeafID.MarshalJSON()
-		b.Write(id)
-	}
-	b.WriteString(`,"contextEntryIds":[`)
-	for i, id := range c.EntryIDs {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		raw, _ := id.MarshalJSON()
-		b.Write(raw)
-	}
-	b.WriteString(`],"messages":[`)
+	writeHead(plainOut{&b}, c.LeafID, c.EntryIDs)
 	for i, m := range c.Messages {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		b.Write(m)
 	}
-	b.WriteByte(']')
-	if c.ThinkingLevel != nil {
-		b.WriteString(`,"thinkingLevel":`)
-		b.Write(c.ThinkingLevel)
-	}
-	b.WriteString(`,"model":`)
-	if c.Model == nil {
-		b.WriteString("null")
-	} else {
-		b.Write(c.Model)
-	}
-	b.WriteByte('}')
+	writeTail(plainOut{&b}, c.ThinkingLevel, c.Model)
 	return b.Bytes(), nil
 }
 
@@ -110,19 +83,26 @@ func (t *Tree) ContextAt(id *string, src BodySource) (*Context, error) {
 // come from, in window order. Building it reads no bodies; a caller that
 // fetches bodies from far away learns from it which ones to fetch.
 type Index struct {
-	LeafID        ID
-	EntryIDs      []ID
-	Refs          []Ref
+	LeafID   ID
+	EntryIDs []ID
+	Refs     []Ref
+	// Sizes are the bytes of the lines Refs name, as appended (Sizes[k]
+	// is Refs[k]'s), so a reader can plan its reads within a budget.
+	Sizes         []int64
 	ThinkingLevel json.RawMessage
 	Model         json.RawMessage
 	Rules         RuleSet
-	wins          []winEntry // window nodes with messages, for render
+	wins          []winEntry // window entries with messages, for EachMessage
+	version       float64    // the tree's header version (the v2 rename)
 }
 
-// winEntry is a window entry whose messages the context holds, and the
-// context_edit entry whose replacement applies to them (-1: none).
+// winEntry is a window entry whose messages the context holds (a copy of
+// its node, so that the Index stays valid while its tree grows) and the
+// context_edit entry whose replacement applies to them, if any.
 type winEntry struct {
-	node, edit int32
+	n       node
+	edit    node
+	hasEdit bool
 }
 
 // Index is Context without the messages (see Index). It fails exactly when
@@ -169,7 +149,7 @@ func (t *Tree) index0(c *current, leaf ID) (*Index, error) {
 		return nil, err
 	}
 	r := t.Rules()
-	ix := &Index{LeafID: leaf, EntryIDs: make([]ID, len(c.win)), Rules: r}
+	ix := &Index{LeafID: leaf, EntryIDs: make([]ID, len(c.win)), Rules: r, version: t.version}
 	edits := t.windowEdits(c.win, r)
 	for k, i := range c.win {
 		n := &t.nodes[i]
@@ -192,10 +172,16 @@ func (t *Tree) index0(c *current, leaf ID) (*Index, error) {
 				edit = e
 			}
 		}
-		ix.wins = append(ix.wins, winEntry{i, edit})
+		w := winEntry{n: *n}
+		if edit >= 0 {
+			w.edit, w.hasEdit = t.nodes[edit], true
+		}
+		ix.wins = append(ix.wins, w)
 		ix.Refs = append(ix.Refs, n.ref)
+		ix.Sizes = append(ix.Sizes, int64(n.size))
 		if edit >= 0 {
 			ix.Refs = append(ix.Refs, t.nodes[edit].ref)
+			ix.Sizes = append(ix.Sizes, int64(t.nodes[edit].size))
 		}
 	}
 	ix.ThinkingLevel = json.RawMessage(`"off"`)
@@ -217,30 +203,19 @@ func (t *Tree) index0(c *current, leaf ID) (*Index, error) {
 }
 
 // render adds the messages to an index of this tree.
-func (t *Tree) render(ix *Index, src BodySource) (*Context, error) {
+func (t *Tree) render(ix *Index, src BodySource) (*Context, error) { return ix.Context(src) }
+
+// Context builds the whole context of ix in memory, reading its bodies
+// from src (see EachMessage; WriteContext writes it without holding it).
+func (ix *Index) Context(src BodySource) (*Context, error) {
 	out := &Context{LeafID: ix.LeafID, EntryIDs: ix.EntryIDs, ThinkingLevel: ix.ThinkingLevel, Model: ix.Model,
 		Messages: make([]json.RawMessage, 0, len(ix.wins)), Rules: ix.Rules}
-	for _, w := range ix.wins {
-		n := &t.nodes[w.node]
-		body, err := src.Body(n.ref)
-		if err != nil {
-			return nil, fmt.Errorf("session: body of entry %d: %w", n.ref, err)
-		}
-		start := len(out.Messages)
-		if out.Messages, err = t.entryMessages(out.Messages, n, body, ix.Rules); err != nil {
-			return nil, err
-		}
-		if w.edit < 0 {
-			continue
-		}
-		e := &t.nodes[w.edit]
-		eb, err := src.Body(e.ref)
-		if err != nil {
-			return nil, fmt.Errorf("session: body of entry %d: %w", e.ref, err)
-		}
-		if err := editMessages(out.Messages[start:], eb); err != nil {
-			return nil, err
-		}
+	err := ix.EachMessage(src, func(m json.RawMessage) error {
+		out.Messages = append(out.Messages, m)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -83,6 +83,12 @@ func scanBody(body []byte) (bodyFields, error) {
 // rule set r for one window entry, given its raw line. It appends the
 // entry's messages to dst.
 func (t *Tree) entryMessages(dst []json.RawMessage, n *node, body []byte, r RuleSet) ([]json.RawMessage, error) {
+	return entryMessages(dst, n, body, r, t.version)
+}
+
+// entryMessages is Tree.entryMessages for a tree of the given header
+// version.
+func entryMessages(dst []json.RawMessage, n *node, body []byte, r RuleSet, version float64) ([]json.RawMessage, error) {
 	f, err := scanBody(body)
 	if err != nil {
 		return dst, fmt.Errorf("session: decode entry body: %w", err)
@@ -92,7 +98,7 @@ func (t *Tree) entryMessages(dst []json.RawMessage, n *node, body []byte, r Rule
 		if isAbsent(f.message) {
 			return dst, ErrMissingMessage
 		}
-		msg, err := t.contextMessage(f.message, f.msgRole, f.msgContent, r)
+		msg, err := contextMessage(f.message, f.msgRole, f.msgContent, r, version)
 		if err != nil {
 			return dst, err
 		}
@@ -144,12 +150,12 @@ func (t *Tree) entryMessages(dst []json.RawMessage, n *node, body []byte, r Rule
 // missing replaced by [] for user, assistant and toolResult ([1.6] by ""
 // for system). Only those cases rewrite the message; otherwise it is
 // returned as stored.
-func (t *Tree) contextMessage(m, roleRaw, content json.RawMessage, r RuleSet) (json.RawMessage, error) {
+func contextMessage(m, roleRaw, content json.RawMessage, r RuleSet, version float64) (json.RawMessage, error) {
 	if !isObject(m) {
 		return m, nil
 	}
 	role, _ := quickString(roleRaw)
-	rename := t.version < 3 && role == "hookMessage"
+	rename := version < 3 && role == "hookMessage"
 	fixContent := (role == "user" || role == "assistant" || role == "toolResult") && isAbsent(content)
 	fixSystem := r == RulesPi16 && role == "system" && isAbsent(content)
 	if !rename && !fixContent && !fixSystem {

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -98,4 +99,76 @@ func ContextJSON(f *File, leaf *string) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(c)
+}
+
+// Spans is a session file read line by line from an io.ReaderAt: the Tree,
+// and where each kept line lies in the input, so that a context reads its
+// bodies back from the input (Spans is its BodySource) instead of holding
+// the file. It reads as Load does (Ref = position among the kept lines,
+// header included); one line at a time is held while it is read.
+type Spans struct {
+	Tree  *Tree
+	r     io.ReaderAt
+	spans []span
+}
+
+type span struct{ off, n int64 }
+
+// ReadSpans reads size bytes of r under the rule set mode. Its errors are
+// Load's.
+func ReadSpans(r io.ReaderAt, size int64, mode RuleSet) (*Spans, error) {
+	if size == 0 {
+		return nil, ErrEmptyFile
+	}
+	s := &Spans{Tree: NewTree(), r: r}
+	s.Tree.SetRules(mode)
+	br := bufio.NewReaderSize(io.NewSectionReader(r, 0, size), 256<<10)
+	var off int64
+	var long []byte
+	for {
+		piece, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			long = append(long, piece...)
+			continue
+		}
+		if err != nil && err != io.EOF {
+			return nil, fmt.Errorf("session: read: %w", err)
+		}
+		line := piece
+		if long != nil {
+			line = append(long, piece...)
+		}
+		n := int64(len(line))
+		line = bytes.TrimSuffix(line, []byte{'\n'})
+		l := ParseLine(ToValidUTF8(line))
+		if l.Kind.Kept() {
+			ref := Ref(len(s.spans))
+			s.spans = append(s.spans, span{off, int64(len(line))})
+			if err := s.Tree.Append(l, ref); err != nil {
+				return nil, fmt.Errorf("session: load: %w", err)
+			}
+		}
+		off += n
+		long = nil
+		if err == io.EOF {
+			break
+		}
+	}
+	if s.Tree.state != 1 {
+		return nil, fmt.Errorf("session: load: %w", ErrNotSession)
+	}
+	return s, nil
+}
+
+// Body implements BodySource: the kept line ref, read back from the input.
+func (s *Spans) Body(ref Ref) ([]byte, error) {
+	if ref < 0 || int(ref) >= len(s.spans) {
+		return nil, fmt.Errorf("session: no line %d", ref)
+	}
+	sp := s.spans[ref]
+	b := make([]byte, sp.n)
+	if _, err := s.r.ReadAt(b, sp.off); err != nil {
+		return nil, fmt.Errorf("session: read line %d: %w", ref, err)
+	}
+	return ToValidUTF8(b), nil
 }

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -64,6 +65,7 @@ type node struct {
 	ts     float64
 	x      *extra // set for the entry types whose fields matter to the rules
 	flags  uint8  // message facts the pi-1.6 rules read (flagSystem, flagEditable)
+	size   uint32 // bytes of the line (saturated): lets a reader plan its reads of bodies
 }
 
 const (
@@ -213,7 +215,7 @@ func (t *Tree) Append(l Line, ref Ref) error {
 		t.state, t.rejectErr = 2, fmt.Errorf("%w: non-object value in a version 1 file", ErrMigration)
 		return t.rejectErr
 	}
-	n := node{ref: ref, ts: math.NaN()}
+	n := node{ref: ref, ts: math.NaN(), size: uint32(min(len(l.Raw), math.MaxUint32))}
 	if fields != nil {
 		n.id = idFromRaw(fields["id"])
 		n.parent = idFromRaw(fields["parentId"])
@@ -257,7 +259,7 @@ func (t *Tree) Append(l Line, ref Ref) error {
 
 func (t *Tree) setHeader(l Line) error {
 	t.state = 1
-	t.header = l.Raw
+	t.header = own(l.Raw)
 	t.sessionID = l.ID
 	h, _ := objectMap(l.Raw)
 	if v, ok := h["version"]; ok && !isAbsent(v) {
@@ -314,7 +316,7 @@ func (t *Tree) extraFor(n *node, f map[string]json.RawMessage) *extra {
 			return nil
 		}
 		t.Stats.addUsage(msg["usage"])
-		return &extra{assistant: true, provider: msg["provider"], model: msg["model"]}
+		return &extra{assistant: true, provider: own(msg["provider"]), model: own(msg["model"])}
 	case "custom_message":
 		n.flags |= flagEditable
 		return nil
@@ -332,9 +334,9 @@ func (t *Tree) extraFor(n *node, f map[string]json.RawMessage) *extra {
 		t.markNewer()
 		return nil
 	case "model_change":
-		return &extra{provider: f["provider"], model: f["modelId"]}
+		return &extra{provider: own(f["provider"]), model: own(f["modelId"])}
 	case "thinking_level_change":
-		return &extra{thinking: f["thinkingLevel"]}
+		return &extra{thinking: own(f["thinkingLevel"])}
 	case "compaction":
 		x := &extra{firstKept: idFromRaw(f["firstKeptEntryId"]), tail: isArray(f["retainedTail"]), fkIndex: math.NaN()}
 		if sys := f["systemMessage"]; truthy(sys) {
@@ -352,12 +354,17 @@ func (t *Tree) extraFor(n *node, f map[string]json.RawMessage) *extra {
 		}
 		return x
 	case "label":
-		return &extra{target: idFromRaw(f["targetId"]), label: f["label"]}
+		return &extra{target: idFromRaw(f["targetId"]), label: own(f["label"])}
 	case "session_info":
-		return &extra{name: f["name"]}
+		return &extra{name: own(f["name"])}
 	}
 	return nil
 }
+
+// own copies a value the tree keeps out of its line, so that the tree
+// does not hold the line (an assistant message's whole body, for its
+// model) once the caller lets it go.
+func own(raw json.RawMessage) json.RawMessage { return bytes.Clone(raw) }
 
 // editableRole reports whether a context_edit replaces the content of a
 // message with this role (pi 1.6's projectContextEntry).

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/projection"
 )
 
 // What the inspection commands (status, events, ls, context, tail) share:
@@ -78,7 +79,7 @@ func askDaemon(ctx context.Context, cfg *config.Config, path string, fromDaemon 
 	resp, err := getControl(ctx, cfg, path)
 	if err == nil {
 		defer resp.Body.Close()
-		return fromDaemon(resp.Body)
+		return fromDaemon(&trailerCheck{resp})
 	}
 	if !errors.Is(err, errNotRunning) {
 		return err
@@ -113,4 +114,19 @@ func reorder(args []string, valued ...string) []string {
 		}
 	}
 	return append(flags, pos...)
+}
+
+// trailerCheck reads an answer's body and, at its end, turns an error the
+// daemon sent in the ErrorTrailer trailer (an answer that failed after it
+// began) into the read's error.
+type trailerCheck struct{ resp *http.Response }
+
+func (t *trailerCheck) Read(p []byte) (int, error) {
+	n, err := t.resp.Body.Read(p)
+	if err == io.EOF {
+		if msg := t.resp.Trailer.Get(projection.ErrorTrailer); msg != "" {
+			return n, &daemonError{status: http.StatusUnprocessableEntity, msg: msg}
+		}
+	}
+	return n, err
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -34,36 +35,63 @@ func contextFileCommand(args []string, stdout io.Writer) error {
 		}
 	}
 	pos := fs.Args()
-	data, err := os.ReadFile(pos[0])
+	// Read line by line; the window's bodies are read back from the file
+	// as the context is written, so a file of any size costs its lines'
+	// metadata and one line at a time.
+	file, err := os.Open(pos[0])
 	if err != nil {
 		return fmt.Errorf("context: %w", err)
 	}
-	f, err := session.LoadRules(data, mode)
+	defer file.Close()
+	st, err := file.Stat()
+	if err != nil {
+		return fmt.Errorf("context: %w", err)
+	}
+	f, err := session.ReadSpans(file, st.Size(), mode)
 	if err != nil {
 		return fmt.Errorf("context: %s: %w", pos[0], err)
 	}
-	var at *string
-	if *leaf != "" {
-		at = leaf
-	}
-	var c *session.Context
-	if at == nil {
-		c, err = f.Context()
+	var ix *session.Index
+	if *leaf == "" {
+		ix, err = f.Tree.Index()
 	} else {
-		c, err = f.ContextAt(at)
+		ix, err = f.Tree.IndexAt(leaf)
 	}
 	if err != nil {
 		return fmt.Errorf("context: %s: %w", pos[0], err)
 	}
 	if *asJSON {
-		out, err := projection.ContextJSON(c, mode)
-		if err != nil {
-			return err
+		// Held back up to 1 MiB, so a failure prints nothing unless the
+		// context is larger.
+		bw := bufio.NewWriterSize(stdout, 1<<20)
+		if err := projection.WriteContextJSON(bw, ix, f, mode); err != nil {
+			return fmt.Errorf("context: %s: %w", pos[0], err)
 		}
-		_, err = fmt.Fprintf(stdout, "%s\n", out)
-		return err
+		bw.WriteByte('\n')
+		return bw.Flush()
 	}
-	return printContext(stdout, c, rulesNote(c.Rules.String(), mode.String()))
+	leafID, _ := ix.LeafID.String()
+	sum := &contextSummary{leaf: leafID, entries: len(ix.EntryIDs), model: ix.Model, thinking: ix.ThinkingLevel,
+		rules: ix.Rules.String(), rulesMode: mode.String()}
+	err = ix.EachMessage(f, func(m json.RawMessage) error {
+		sum.add(m)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("context: %s: %w", pos[0], err)
+	}
+	return sum.print(stdout)
+}
+
+// contextSummary is what the human form shows of a context: the lines of
+// its messages are short previews, so a context of any size fits.
+type contextSummary struct {
+	leaf            string
+	entries         int
+	model, thinking json.RawMessage
+	rules           string // the set used; "" when the daemon did not say
+	rulesMode       string // the set asked for
+	lines           []string
 }
 
 // Flag texts and the valued flags (reorder) both context commands share.
@@ -101,30 +129,91 @@ func rulesNote(rules, mode string) string {
 	return "rules " + rules + " (auto-chosen: no line only pi >= 0.86 writes)"
 }
 
-// printContext is the human form: one line per message, role and a
-// preview, after the leaf and the rule set.
-func printContext(w io.Writer, c *session.Context, rules string) error {
-	leaf, _ := c.LeafID.String()
-	fmt.Fprintf(w, "leaf %s, %d entries in the window, %d messages, model %s, thinking %s\n",
-		orDash(leaf), len(c.EntryIDs), len(c.Messages), orDash(modelName(c.Model)), orDash(jsonText(c.ThinkingLevel)))
-	if rules != "" {
-		fmt.Fprintln(w, rules)
+// add adds the preview line of a message.
+func (s *contextSummary) add(m json.RawMessage) {
+	var msg struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+		Summary string          `json:"summary"`
+		Command string          `json:"command"`
 	}
-	for i, m := range c.Messages {
-		var msg struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-			Summary string          `json:"summary"`
-			Command string          `json:"command"`
+	json.Unmarshal(m, &msg)
+	text := msg.Summary + msg.Command
+	if text == "" {
+		text = contentText(msg.Content)
+	}
+	s.lines = append(s.lines, fmt.Sprintf("%3d %-18s %s", len(s.lines)+1, orDash(msg.Role), preview(text, 100)))
+}
+
+func (s *contextSummary) print(w io.Writer) error {
+	fmt.Fprintf(w, "leaf %s, %d entries in the window, %d messages, model %s, thinking %s\n",
+		orDash(s.leaf), s.entries, len(s.lines), orDash(modelName(s.model)), orDash(jsonText(s.thinking)))
+	if note := rulesNote(s.rules, s.rulesMode); note != "" {
+		fmt.Fprintln(w, note)
+	}
+	for _, l := range s.lines {
+		if _, err := fmt.Fprintln(w, l); err != nil {
+			return err
 		}
-		json.Unmarshal(m, &msg)
-		text := msg.Summary + msg.Command
-		if text == "" {
-			text = contentText(msg.Content)
-		}
-		fmt.Fprintf(w, "%3d %-18s %s\n", i+1, orDash(msg.Role), preview(text, 100))
 	}
 	return nil
+}
+
+// readContextSummary reads a context in the corpus shape (as the daemon
+// sends it) one message at a time. Ids other than strings show as null.
+func readContextSummary(r io.Reader) (*contextSummary, error) {
+	dec := json.NewDecoder(r)
+	s := &contextSummary{}
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("context: not a context (%v)", err)
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("context: %w", err)
+		}
+		key, _ := t.(string)
+		if key == "messages" || key == "contextEntryIds" {
+			if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+				return nil, fmt.Errorf("context: %s: not an array (%v)", key, err)
+			}
+			for dec.More() {
+				var m json.RawMessage
+				if err := dec.Decode(&m); err != nil {
+					return nil, fmt.Errorf("context: %w", err)
+				}
+				if key == "messages" {
+					s.add(m)
+				} else {
+					s.entries++
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, fmt.Errorf("context: %w", err)
+			}
+			continue
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("context: %w", err)
+		}
+		switch key {
+		case "leafId":
+			var id *string
+			if json.Unmarshal(v, &id) == nil && id != nil {
+				s.leaf = *id
+			}
+		case "thinkingLevel":
+			s.thinking = v
+		case "model":
+			s.model = v
+		case "rules":
+			json.Unmarshal(v, &s.rules)
+		case "rulesMode":
+			json.Unmarshal(v, &s.rulesMode)
+		}
+	}
+	return s, nil
 }
 
 // modelName is a context's model as people write it, provider/model,

@@ -204,9 +204,14 @@ func (d *Daemon) build(ctx context.Context) error {
 		topts.Known, topts.Deleted = d.repl.KnownLines, d.repl.Deleted
 	}
 	var err error
+	// The memory budget also sizes what the projection holds of message
+	// bodies: half for the bodies kept for repeated context queries, an
+	// eighth read ahead by a query (64 and 16 MiB by default).
+	budget := int64(d.cfg.MemoryBudget)
 	d.proj, err = projection.New(d.nc, projection.Options{
 		Node: d.cfg.NodeID, All: len(d.cfg.HubURLs) > 0, Rules: d.cfg.RuleSet(),
-		Logger: d.logger.With("component", "projection"),
+		Logger:       d.logger.With("component", "projection"),
+		MaxBodyBytes: budget / 2, ReadAhead: budget / 8,
 	})
 	if err != nil {
 		return err

@@ -1,9 +1,8 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -56,42 +55,49 @@ func contextCommand(args []string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	raw, err := sessionContext(ctx, cfg, arg, *leaf, *rules)
-	if err != nil {
+	if *asJSON {
+		// Copied as it comes; held back up to 1 MiB, so a failure prints
+		// nothing unless the context is larger.
+		bw := bufio.NewWriterSize(stdout, 1<<20)
+		if err := writeSessionContext(ctx, cfg, arg, *leaf, *rules, bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+	pr, pw := io.Pipe()
+	var sum *contextSummary
+	var rerr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sum, rerr = readContextSummary(pr)
+		if rerr == nil {
+			io.Copy(io.Discard, pr) // the '\n' after the context
+		}
+		pr.CloseWithError(rerr) // a reader that stops early stops the writer
+	}()
+	err = writeSessionContext(ctx, cfg, arg, *leaf, *rules, pw)
+	pw.CloseWithError(err)
+	<-done
+	switch {
+	case rerr != nil && (err == nil || errors.Is(err, io.ErrClosedPipe)):
+		return rerr // the answer was not a context; the writer only saw the pipe close
+	case err != nil:
 		return err
 	}
-	var cj contextJSON
-	if err := json.Unmarshal(raw, &cj); err != nil {
-		return fmt.Errorf("context: %w", err)
-	}
-	if *rules != "" && cj.Rules == "" {
+	if *rules != "" && sum.rules == "" {
 		return errors.New("context: the running daemon does not know --rules (it predates it): restart it")
 	}
-	if *asJSON {
-		_, err = fmt.Fprintf(stdout, "%s\n", raw)
-		return err
-	}
-	return printContext(stdout, cj.context(), rulesNote(cj.Rules, cj.RulesMode))
+	return sum.print(stdout)
 }
 
 const contextUsage = "pisyncd context FILE|SESSION-ID [--leaf ID] [--rules auto|seed|pi-1.6] [--json]"
 
-// contextJSON is a context as the control socket sends it
-// (projection.ContextJSON).
-type contextJSON struct {
-	Rules           string            `json:"rules"`
-	RulesMode       string            `json:"rulesMode"`
-	LeafID          json.RawMessage   `json:"leafId"`
-	LeafUndefined   bool              `json:"leafIdUndefined"`
-	ContextEntryIDs []json.RawMessage `json:"contextEntryIds"`
-	Messages        []json.RawMessage `json:"messages"`
-	ThinkingLevel   json.RawMessage   `json:"thinkingLevel"`
-	Model           json.RawMessage   `json:"model"`
-}
-
-// sessionContext returns the session's context as projection.ContextJSON
-// writes it, under the rule set rules ("": the configured one).
-func sessionContext(ctx context.Context, cfg *config.Config, sid, leaf, rules string) ([]byte, error) {
+// writeSessionContext writes the session's context as
+// projection.ContextJSON writes it, under the rule set rules ("": the
+// configured one), and a '\n' to out, as the daemon (or, when none runs,
+// the store) produces it, without holding it.
+func writeSessionContext(ctx context.Context, cfg *config.Config, sid, leaf, rules string, out io.Writer) error {
 	q := url.Values{"session": {sid}}
 	if leaf != "" {
 		q.Set("leaf", leaf)
@@ -101,58 +107,33 @@ func sessionContext(ctx context.Context, cfg *config.Config, sid, leaf, rules st
 		q.Set("rules", rules)
 		mode, _ = session.ParseRuleSet(rules) // checked by contextCommand
 	}
-	var out []byte
 	err := askDaemon(ctx, cfg, "/context?"+q.Encode(), func(body io.Reader) error {
-		raw, err := io.ReadAll(body)
-		out = bytes.TrimSpace(raw)
+		_, err := io.Copy(out, body)
 		return err
 	}, func(d *Daemon) error {
-		c, err := projection.LoadContext(ctx, d.nc, cfg.NodeID, sid, leaf, len(cfg.HubURLs) > 0, mode)
-		if err != nil {
+		if err := projection.WriteStoredContext(ctx, out, d.nc, cfg.NodeID, sid, leaf, len(cfg.HubURLs) > 0, mode); err != nil {
 			return err
 		}
-		out, err = projection.ContextJSON(c, mode)
+		_, err := io.WriteString(out, "\n")
 		return err
 	})
 	var de *daemonError
 	switch {
 	case err == nil:
-		return out, nil
+		return nil
 	case notFound(err) || errors.Is(err, projection.ErrUnknownSession):
-		return nil, noSession("context", sid)
+		return noSession("context", sid)
 	case errors.Is(err, errNoStore):
-		return nil, fmt.Errorf("context: no session %q: %w", sid, err)
+		return fmt.Errorf("context: no session %q: %w", sid, err)
 	case errors.As(err, &de):
 		// The daemon's message already names what failed.
-		return nil, fmt.Errorf("context: %s", strings.TrimPrefix(strings.TrimPrefix(de.msg, "projection: "), "context: "))
+		return fmt.Errorf("context: %s", strings.TrimPrefix(strings.TrimPrefix(de.msg, "projection: "), "context: "))
 	}
-	return nil, fmt.Errorf("context: %w", err)
+	return fmt.Errorf("context: %w", err)
 }
 
 // looksLikePath reports whether a context argument names a file: pi's
 // session ids are [A-Za-z0-9._-], never a path.
 func looksLikePath(arg string) bool {
 	return strings.ContainsRune(arg, '/') || strings.ContainsRune(arg, os.PathSeparator) || strings.HasSuffix(arg, ".jsonl")
-}
-
-// context turns the wire form back into a session.Context for the human
-// form (which shows string ids only; --json prints the wire form as is).
-// The rule set travels beside it (rulesNote).
-func (cj *contextJSON) context() *session.Context {
-	c := &session.Context{Messages: cj.Messages, ThinkingLevel: cj.ThinkingLevel, Model: cj.Model}
-	c.LeafID = parseID(cj.LeafID)
-	for _, raw := range cj.ContextEntryIDs {
-		c.EntryIDs = append(c.EntryIDs, parseID(raw))
-	}
-	return c
-}
-
-// parseID reads a string id; anything else becomes the zero ID, which
-// prints as null.
-func parseID(raw json.RawMessage) session.ID {
-	var s *string
-	if json.Unmarshal(raw, &s) != nil || s == nil {
-		return session.ID{}
-	}
-	return session.StringID(*s)
 }

@@ -1,0 +1,160 @@
+package session
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// A context can be far larger than what a reader wants to hold: a 200 MB
+// session has a 200 MB context. Index.EachMessage and Index.WriteContext produce it
+// one window entry at a time, asking src for each body when its messages
+// are due (in the order of Index.Refs, once each), so that nothing holds
+// more than one entry's body and messages at once unless src keeps them.
+
+// EachMessage calls emit with each message of the index's context, in
+// order. Bodies are asked of src in the order of ix.Refs, one window entry
+// (and the context_edit that applies to it) at a time; a message passed
+// to emit may alias its body and is only valid during the call unless src
+// keeps the body.
+//
+// The Index holds what it needs of its tree: it may be used while the tree
+// takes more lines (not concurrently with them), and without it.
+func (ix *Index) EachMessage(src BodySource, emit func(json.RawMessage) error) error {
+	var msgs []json.RawMessage
+	for k := range ix.wins {
+		w := &ix.wins[k]
+		n := &w.n
+		body, err := src.Body(n.ref)
+		if err != nil {
+			return fmt.Errorf("session: body of entry %d: %w", n.ref, err)
+		}
+		if msgs, err = entryMessages(msgs[:0], n, body, ix.Rules, ix.version); err != nil {
+			return err
+		}
+		if w.hasEdit {
+			e := &w.edit
+			eb, err := src.Body(e.ref)
+			if err != nil {
+				return fmt.Errorf("session: body of entry %d: %w", e.ref, err)
+			}
+			if err := editMessages(msgs, eb); err != nil {
+				return err
+			}
+		}
+		for _, m := range msgs {
+			if err := emit(m); err != nil {
+				return err
+			}
+		}
+		clear(msgs) // no reference to this body outlives the entry
+	}
+	return nil
+}
+
+// WriteContext writes the context of ix to w exactly as json.Marshal of
+// the built Context writes it (values compacted, <, >, & and U+2028/9
+// escaped), message by message (EachMessage). On an error it stops; what
+// was written is then no valid document.
+func (ix *Index) WriteContext(w io.Writer, src BodySource) error {
+	out := &marshalOut{w: bufio.NewWriterSize(w, 64<<10)}
+	writeHead(out, ix.LeafID, ix.EntryIDs)
+	first := true
+	err := ix.EachMessage(src, func(m json.RawMessage) error {
+		if !first {
+			out.lit(",")
+		}
+		first = false
+		out.val(m)
+		return out.err
+	})
+	if err != nil {
+		return err
+	}
+	writeTail(out, ix.ThinkingLevel, ix.Model)
+	if out.err != nil {
+		return out.err
+	}
+	return out.w.Flush()
+}
+
+// jsonOut is where the corpus shape is written: lit for the shape's own
+// text, val for a JSON value taken from a line.
+type jsonOut interface {
+	lit(s string)
+	val(v []byte)
+}
+
+// plainOut writes values as they are (Context.MarshalJSON, whose caller,
+// json.Marshal, compacts and escapes the whole).
+type plainOut struct{ b *bytes.Buffer }
+
+func (o plainOut) lit(s string) { o.b.WriteString(s) }
+func (o plainOut) val(v []byte) { o.b.Write(v) }
+
+// marshalOut writes each value as json.Marshal passes on a Marshaler's
+// output: compacted and HTML-escaped. scratch grows to the largest value.
+type marshalOut struct {
+	w                *bufio.Writer
+	compact, escaped bytes.Buffer
+	err              error
+}
+
+func (o *marshalOut) lit(s string) {
+	if o.err == nil {
+		_, o.err = o.w.WriteString(s)
+	}
+}
+
+func (o *marshalOut) val(v []byte) {
+	if o.err != nil {
+		return
+	}
+	o.compact.Reset()
+	if o.err = json.Compact(&o.compact, v); o.err != nil {
+		return
+	}
+	o.escaped.Reset()
+	json.HTMLEscape(&o.escaped, o.compact.Bytes())
+	_, o.err = o.w.Write(o.escaped.Bytes())
+}
+
+// writeHead writes the corpus shape up to the first message:
+// {"leafId":…,"contextEntryIds":[…],"messages":[
+func writeHead(o jsonOut, leaf ID, ids []ID) {
+	o.lit("{")
+	if leaf.IsUndefined() {
+		o.lit(`"leafIdUndefined":true`)
+	} else {
+		o.lit(`"leafId":`)
+		id, _ := leaf.MarshalJSON()
+		o.val(id)
+	}
+	o.lit(`,"contextEntryIds":[`)
+	for i, id := range ids {
+		if i > 0 {
+			o.lit(",")
+		}
+		raw, _ := id.MarshalJSON()
+		o.val(raw)
+	}
+	o.lit(`],"messages":[`)
+}
+
+// writeTail closes the messages and writes the settings.
+func writeTail(o jsonOut, thinking, model json.RawMessage) {
+	o.lit("]")
+	if thinking != nil {
+		o.lit(`,"thinkingLevel":`)
+		o.val(thinking)
+	}
+	o.lit(`,"model":`)
+	if model == nil {
+		o.lit("null")
+	} else {
+		o.val(model)
+	}
+	o.lit("}")
+}

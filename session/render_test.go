@@ -1,0 +1,144 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestWriteContextEqualsMarshal: the streamed context is byte for byte
+// json.Marshal of the built one, for every corpus file under both rule
+// sets, at the leaf and with no leaf; where building fails, streaming
+// fails too. Bodies are asked once each, in the order of Index.Refs.
+func TestWriteContextEqualsMarshal(t *testing.T) {
+	cases := append(loadCorpus(t), loadCorpusDir(t, conformance16Dir(t))...)
+	compared := 0
+	for _, r := range []RuleSet{RulesSeed, RulesPi16} {
+		for _, c := range cases {
+			f, err := LoadRules(c.raw, r)
+			if err != nil {
+				continue
+			}
+			for _, at := range []func() (*Index, error){f.Tree.Index, func() (*Index, error) { return f.Tree.IndexAt(nil) }} {
+				ix, ierr := at()
+				var want []byte
+				var cerr error
+				if ierr == nil {
+					var ctx *Context
+					if ctx, cerr = f.Tree.render(ix, f); cerr == nil {
+						want, _ = json.Marshal(ctx)
+					}
+				}
+				if ierr != nil {
+					continue
+				}
+				src := &orderedSource{t: t, f: f, refs: ix.Refs}
+				var got bytes.Buffer
+				err := ix.WriteContext(&got, src)
+				switch {
+				case (err == nil) != (cerr == nil):
+					t.Errorf("%s (%v): stream error %v, build error %v", c.name, r, err, cerr)
+				case err == nil && !bytes.Equal(got.Bytes(), want):
+					t.Errorf("%s (%v): streamed\n%.400s\nwant\n%.400s", c.name, r, got.Bytes(), want)
+				case err == nil && src.k != len(ix.Refs):
+					t.Errorf("%s (%v): %d bodies asked, index names %d", c.name, r, src.k, len(ix.Refs))
+				}
+				compared++
+			}
+		}
+	}
+	if compared < 100 {
+		t.Errorf("only %d contexts compared", compared)
+	}
+}
+
+// TestWriteContextStopsOnBodyError: a body the source cannot give stops
+// the context with the source's error.
+func TestWriteContextStopsOnBodyError(t *testing.T) {
+	f, err := Load([]byte(`{"type":"session","id":"s","version":3,"timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}` + "\n" +
+		`{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"hi"}}` + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := f.Tree.Index()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := errors.New("gone")
+	err = ix.WriteContext(&bytes.Buffer{}, failing{gone})
+	if !errors.Is(err, gone) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+type failing struct{ err error }
+
+func (f failing) Body(Ref) ([]byte, error) { return nil, f.err }
+
+// orderedSource serves a File's bodies and checks they are asked in the
+// order the index names them.
+type orderedSource struct {
+	t    *testing.T
+	f    *File
+	refs []Ref
+	k    int
+}
+
+func (s *orderedSource) Body(ref Ref) ([]byte, error) {
+	if s.k >= len(s.refs) || s.refs[s.k] != ref {
+		s.t.Errorf("body %d asked at position %d, index names %v", ref, s.k, s.refs[min(s.k, len(s.refs)-1)])
+	}
+	s.k++
+	return s.f.Body(ref)
+}
+
+// TestReadSpansEqualsLoad: a file read line by line, its bodies read back
+// from it, gives the context Load gives, byte for byte, for every corpus
+// file under both rule sets, and for a file with lines longer than the
+// read buffer, invalid UTF-8 and no final '\n'; Load's errors are its
+// errors.
+func TestReadSpansEqualsLoad(t *testing.T) {
+	cases := append(loadCorpus(t), loadCorpusDir(t, conformance16Dir(t))...)
+	long := `{"type":"session","id":"s","version":3,"timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}` + "\n\n" +
+		`{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"` + strings.Repeat("x", 600<<10) + "\xff\"}}\r\n" +
+		"not json\n" +
+		`{"type":"model_change","id":"m","parentId":"a","timestamp":"2026-01-01T00:00:00.000Z","provider":"p","modelId":"` + strings.Repeat("y", 300<<10) + `"}` + "\n" +
+		`{"type":"message","id":"b","parentId":"m","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"assistant","content":[],"provider":"p","model":"q"}}`
+	cases = append(cases, corpusCase{name: "long-lines", raw: []byte(long)})
+	for _, r := range []RuleSet{RulesSeed, RulesPi16} {
+		for _, c := range cases {
+			want, werr := loadContextJSON(c.raw, r)
+			s, err := ReadSpans(bytes.NewReader(c.raw), int64(len(c.raw)), r)
+			var got bytes.Buffer
+			if err == nil {
+				var ix *Index
+				if ix, err = s.Tree.Index(); err == nil {
+					err = ix.WriteContext(&got, s)
+				}
+			}
+			switch {
+			case c.name == "long-lines" && (werr != nil || got.Len() < 600<<10):
+				t.Errorf("long-lines (%v): load error %v, context %d bytes", r, werr, got.Len())
+			case (err == nil) != (werr == nil):
+				t.Errorf("%s (%v): spans error %v, load error %v", c.name, r, err, werr)
+			case err == nil && !bytes.Equal(got.Bytes(), want):
+				t.Errorf("%s (%v): spans\n%.300s\nload\n%.300s", c.name, r, got.Bytes(), want)
+			}
+		}
+	}
+}
+
+// loadContextJSON is json.Marshal of LoadRules(raw, r)'s context.
+func loadContextJSON(raw []byte, r RuleSet) ([]byte, error) {
+	f, err := LoadRules(raw, r)
+	if err != nil {
+		return nil, err
+	}
+	c, err := f.Context()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(c)
+}
