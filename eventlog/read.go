@@ -134,8 +134,19 @@ func LastSeq(ctx context.Context, s jetstream.Stream, subj string) (uint64, *jet
 	return m.Sequence, m, nil
 }
 
+// ErrShortRead means a read of a subject ended before the message it was
+// asked to read up to: the consumer reported nothing more pending while the
+// subject holds more. It happens right after JetStream was restarted in
+// place, while a recovered stream's subject state is being rebuilt; a read
+// taken as complete then would make lines the subject holds look new. The
+// caller reads again later.
+var ErrShortRead = errors.New("eventlog: the read ended before the subject's last message")
+
 // ReadSubject calls fn for every event on subj with a sequence up to upTo
 // (0: the subject's last sequence when the read starts), in stream order.
+// upTo must be the sequence of a message on subj (its last one, as LastSeq
+// returns): a read that ends before it is an error (ErrShortRead), never
+// a shorter answer.
 func ReadSubject(ctx context.Context, js jetstream.JetStream, s jetstream.Stream, subj string, upTo uint64, headersOnly bool, fn func(*Event) error) error {
 	if upTo == 0 {
 		last, _, err := LastSeq(ctx, s, subj)
@@ -144,7 +155,15 @@ func ReadSubject(ctx context.Context, js jetstream.JetStream, s jetstream.Stream
 		}
 		upTo = last
 	}
-	return ReadFiltered(ctx, js, s.CachedInfo().Config.Name, subj, upTo, headersOnly, fn)
+	var reached uint64
+	err := ReadFiltered(ctx, js, s.CachedInfo().Config.Name, subj, upTo, headersOnly, func(ev *Event) error {
+		reached = ev.Seq
+		return fn(ev)
+	})
+	if err == nil && reached < upTo {
+		return fmt.Errorf("%w: %s read up to %d of %d", ErrShortRead, subj, reached, upTo)
+	}
+	return err
 }
 
 // ReadFiltered calls fn for every event on the subjects matching filter

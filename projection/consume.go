@@ -23,28 +23,39 @@ type follower struct {
 	stream string
 	dirty  map[*sessionState]struct{}
 	saved  uint64 // position last saved
+	// failures counts the consumers that failed since views were last
+	// written; the first write after failures says the projection resumed.
+	failures int
 }
 
 // follow consumes one stream until ctx ends, restarting the consumer
-// after failures with backoff.
+// after failures with backoff. A consumer that wrote views before it
+// failed starts the back-off over: each outage (a full disk, the store
+// restarted in place) is waited out from the shortest pause and logged
+// once, not paced by the ones before it.
 func (w *Worker) follow(ctx context.Context, stream string) {
+	const first, most = 100 * time.Millisecond, 5 * time.Second
 	f := &follower{stream: stream, dirty: map[*sessionState]struct{}{}}
-	backoff := 100 * time.Millisecond
-	for failures := 0; ; {
+	backoff := first
+	for {
+		saved := f.saved
 		err := w.consume(ctx, f)
 		if ctx.Err() != nil {
 			return
 		}
-		failures++
-		if failures == 1 || failures%20 == 0 {
-			w.logger.Warn("projection paused; retrying", "stream", stream, "err", err, "attempt", failures, "retry_in", backoff)
+		if f.saved > saved {
+			backoff = first
+		}
+		f.failures++
+		if f.failures == 1 || f.failures%20 == 0 {
+			w.logger.Warn("projection paused; retrying", "stream", stream, "err", err, "attempt", f.failures, "retry_in", backoff)
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 5*time.Second)
+		backoff = min(backoff*2, most)
 	}
 }
 
@@ -236,6 +247,10 @@ func (w *Worker) flush(ctx context.Context, f *follower, asm map[string]*eventlo
 			return fmt.Errorf("projection: save position of %s: %w", f.stream, err)
 		}
 		f.saved = done
+	}
+	if f.failures > 0 {
+		w.logger.Info("projection resumed", "stream", f.stream, "failed_attempts", f.failures, "position", f.saved)
+		f.failures = 0
 	}
 	w.evict()
 	return nil
