@@ -125,6 +125,9 @@ func (d *Daemon) eraseSession(ctx context.Context, sid string) (*eraseResult, er
 	if res.Messages, err = eventlog.EraseSession(ctx, js, d.cfg.NodeID, sid, eventlog.EraseBounds{}); err != nil {
 		return nil, err
 	}
+	if d.crypt != nil {
+		d.crypt.Forget(sid) // the session's data keys, in this process's memory
+	}
 	ev := eventlog.EraseLine(file, time.Now())
 	if res.EventSeq, err = d.log.PublishErase(ctx, sid, ev); err != nil {
 		return nil, err
