@@ -132,6 +132,8 @@ func (r *Ring) Merge(other *Ring) (bool, error) {
 		return false, fmt.Errorf("keyring: that key is team %s's, this machine has team %s's (remove %s first to switch teams)", other.Team, r.Team, FileName)
 	}
 	changed := false
+	cur := other.CurrentKey()
+	_, known := r.Key(cur.ID)
 	for _, k := range other.Keys {
 		if _, ok := r.Key(k.ID); !ok {
 			r.Keys = append(r.Keys, k)
@@ -139,7 +141,9 @@ func (r *Ring) Merge(other *Ring) (bool, error) {
 		}
 	}
 	slices.SortStableFunc(r.Keys, func(a, b Key) int { return a.Created.Compare(b.Created) })
-	if cur := other.CurrentKey(); cur.ID != r.Current && cur.Created.After(r.CurrentKey().Created) {
+	// A current key this machine did not have is the newer choice unless
+	// this machine's own is strictly newer (times are kept to the second).
+	if cur.ID != r.Current && (!known && !r.CurrentKey().Created.After(cur.Created) || cur.Created.After(r.CurrentKey().Created)) {
 		r.Current, changed = cur.ID, true
 	}
 	return changed, nil
