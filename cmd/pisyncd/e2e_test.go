@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +19,10 @@ import (
 
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 	"github.com/pisyncd/pisyncd/keyring"
+	"github.com/pisyncd/pisyncd/replicate"
 	"github.com/pisyncd/pisyncd/seal"
 )
 
@@ -242,6 +246,11 @@ func TestEncryptedReplication(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The daemon reads the keyring again within a second of a change.
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		st, err := a.status()
+		return err == nil && st.Encryption.CurrentKey == rotated.Current, fmt.Sprintf("A's encryption status %+v", st.Encryption)
+	})
 	for i := 20; i < 25; i++ {
 		id := fmt.Sprintf("e%07d", i)
 		appendLine(t, p, msgLine(id, parent, fmt.Sprintf("after rotation %d: %s", i, marker)))
@@ -301,4 +310,88 @@ func TestEncryptedReplication(t *testing.T) {
 	if len(left) == 0 {
 		t.Fatal("the erase event is gone from the hub")
 	}
+}
+
+// TestEncryptedRealPi: a session the real pi writer writes on A, with a
+// random marker in its prompt, reaches B byte for byte; the marker is in
+// no byte of any message that crosses the hub's account (every subject:
+// the leaf traffic up and the consumer deliveries down), nor of the hub's
+// store.
+func TestEncryptedRealPi(t *testing.T) {
+	testenv.Oracle(t) // skips without node or shared/
+	hub := startTestHub(t)
+	ring := keyring.New(time.Now())
+	a := e2eStation(t, "ws-a", hub.url(), ring)
+	b := e2eStation(t, "ws-b", hub.url(), ring)
+
+	hc, err := hub.srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hc.Close()
+	var mu sync.Mutex
+	var seen, leaked int
+	sub, err := hc.Subscribe(">", func(m *nats.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen++
+		if bytes.Contains(m.Data, []byte("pisyncd-marker")) || strings.Contains(fmt.Sprint(m.Header), "pisyncd-marker") {
+			leaked++
+			if leaked <= 20 {
+				t.Logf("leak on %s (reply %s): %.200q", m.Subject, m.Reply, m.Data)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	hc.Flush()
+
+	marker := "pisyncd-marker-" + randomHex(t, 48)
+	const cwd = "/work/sealed"
+	dir := filepath.Join(a.cfg.SessionsDir, replicate.CwdFolder(cwd))
+	os.MkdirAll(dir, 0o700)
+	sum := piWrite(t, `[{"op": "user", "text": "`+marker+`"}, {"op": "assistant", "text": "noted: `+marker+`"}]`, dir, "--cwd", cwd)
+	bFile := filepath.Join(b.cfg.SessionsDir, replicate.CwdFolder(cwd), filepath.Base(sum.SessionFile))
+	want := fileText(sum.SessionFile)
+	if !strings.Contains(want, marker) {
+		t.Fatal("pi did not write the marker")
+	}
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		return fileText(bFile) == want, fmt.Sprintf("B: %d of %d bytes", len(fileText(bFile)), len(want))
+	})
+	samePi(t, "context", sum.SessionFile, bFile)
+	// The hub asks B's own JetStream for its copy, in clear.
+	for _, dom := range []string{embedded.Domain("ws-b"), embedded.HubDomain} {
+		bjs, err := jetstream.NewWithDomain(hc, dom)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		s, err := bjs.Stream(ctx, eventlog.AllStream)
+		if dom == embedded.HubDomain && err == nil {
+			t.Errorf("the hub's own domain has a %s", eventlog.AllStream)
+		}
+		if err == nil {
+			m, err := s.GetLastMsgForSubject(ctx, "pi.all.>")
+			if err == nil && bytes.Contains(m.Data, []byte(marker)) {
+				t.Errorf("the hub read B's PI_ALL through JetStream domain %q", dom)
+			}
+		}
+		cancel()
+	}
+	mu.Lock()
+	if seen == 0 || leaked > 0 {
+		t.Errorf("%d of %d messages crossing the hub hold the marker", leaked, seen)
+	}
+	mu.Unlock()
+	hub.stop()
+	if hits := grepTree(hub.dir, "pisyncd-marker"); len(hits) > 0 {
+		t.Errorf("the hub's store holds the marker in %v", hits)
+	}
+	if hits := grepTree(b.cfg.StateDir, marker); len(hits) == 0 {
+		t.Error("the marker is not in B's store either: the search finds nothing")
+	}
+	hub.start()
 }
