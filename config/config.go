@@ -54,6 +54,9 @@ type Config struct {
 
 	Rules string `envconfig:"RULES" default:"auto" desc:"the context rules every session's context and views follow: auto (pi-1.6 for a session holding a line only pi >= 0.86 writes, seed otherwise), seed (pi 0.85.1 plus retainedTail, the project's contract) or pi-1.6 (docs/RULES.md)"`
 
+	KeyFile string `envconfig:"KEY_FILE" desc:"the team keyring for end-to-end encryption, 0600 (default: STATE_DIR/team-key.json; pisyncd key init|import writes it)"`
+	Encrypt string `envconfig:"ENCRYPT" default:"auto" desc:"seal every line before it goes to the hub: on (fail closed: without a team key nothing is forwarded), off, or auto (on while a team key is here); sealed lines from others are opened whenever a key is here (docs/SECURITY.md)"`
+
 	TrustedNodes []string `envconfig:"TRUSTED_NODES" default:"*" desc:"comma-separated nodes whose lines are written into any session here (your own machines); other nodes' lines are written only into sessions they began, and kept in the event log otherwise; * trusts every node of the team"`
 
 	RemoteSessionsPerHour int      `envconfig:"REMOTE_SESSIONS_PER_HOUR" default:"2000" desc:"new sessions one other node may start here per hour (hub time); past it that node's new sessions are rejected (0: no limit)"`
@@ -162,6 +165,11 @@ func (c *Config) Validate() error {
 	}
 	if _, err := parseRules(c.Rules); err != nil {
 		errs = append(errs, err)
+	}
+	switch c.Encrypt {
+	case "", "auto", "on", "off":
+	default:
+		errs = append(errs, fmt.Errorf("%s_ENCRYPT %q: want auto, on or off", Prefix, c.Encrypt))
 	}
 	if c.Delete != "trash" && c.Delete != "ignore" {
 		errs = append(errs, fmt.Errorf("%s_DELETE %q: want trash or ignore", Prefix, c.Delete))

@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/seal"
 )
 
 // Reasons the downloader itself gives for passing a message over; the
@@ -40,18 +42,30 @@ type framer struct {
 	examined uint64 // hub sequence of the last message taken
 	skipped  bool   // the messages after the last admitted one were all passed over
 	saved    uint64 // what skipKey holds
+	waitFrom uint64 // first hub sequence of the sealed line being opened
 }
 
-// take frames msgs and returns the admitted lines' messages.
-func (f *framer) take(ctx context.Context, msgs []jetstream.Msg) ([][]jetstream.Msg, error) {
-	var out [][]jetstream.Msg
+// take frames msgs and returns the admitted lines, as PI_ALL messages.
+// It stops at a sealed line this machine has no key for: it returns the
+// lines before it and an error wrapping seal.ErrNoKey, and examines
+// nothing past it, so the line is read again once the key is here.
+func (f *framer) take(ctx context.Context, msgs []jetstream.Msg) ([][]*nats.Msg, error) {
+	var out [][]*nats.Msg
 	for _, m := range msgs {
 		meta, err := m.Metadata()
 		if err != nil {
 			return nil, fmt.Errorf("downloader: %w", err)
 		}
+		prev := f.examined
 		f.examined = meta.Sequence.Stream
 		line, err := f.add(ctx, m, meta)
+		if errors.Is(err, seal.ErrNoKey) {
+			f.examined = prev
+			if s, ok := f.waitStart(); ok {
+				f.examined = s - 1
+			}
+			return out, err
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -63,7 +77,7 @@ func (f *framer) take(ctx context.Context, msgs []jetstream.Msg) ([][]jetstream.
 }
 
 // add takes one message: the admitted line it completes, or nil.
-func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMetadata) ([]jetstream.Msg, error) {
+func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMetadata) ([]*nats.Msg, error) {
 	subj, h := m.Subject(), m.Headers()
 	node, sid, err := ParseSubject(subj)
 	if err != nil {
@@ -86,7 +100,8 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 	if len(f.run) > 0 && (cerr != nil || subj != f.run[0].Subject() || i != len(f.run)+1) {
 		f.breakRun()
 	}
-	maxChunks := (f.maxLine + MaxChunk - 1) / MaxChunk
+	// One more for a sealed line: an envelope holds a little less.
+	maxChunks := (f.maxLine+MaxChunk-1)/MaxChunk + 1
 	switch {
 	case cerr != nil:
 		f.reject(node, sid, rejectBrokenChunks, cerr.Error())
@@ -113,6 +128,9 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 	}
 	run := f.run
 	f.run, f.runSize = nil, 0
+	if run[0].Headers().Get(HdrSeal) != "" {
+		return f.addSealed(ctx, node, sid, run, meta)
+	}
 	ev, err := newEvent(HubStream, subj, meta.Sequence.Stream, run[0].Headers())
 	if err != nil {
 		f.reject(node, sid, rejectShaMismatch, err.Error())
@@ -132,18 +150,102 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 		f.reject(node, sid, rejectShaMismatch, "payload does not match "+HdrSha)
 		return nil, nil
 	}
-	err = f.d.opts.Admit.Admit(ctx, ev, meta.Timestamp)
+	if ok, err := f.admit(ctx, ev, meta); !ok || err != nil {
+		return nil, err
+	}
+	out := make([]*nats.Msg, 0, len(run))
+	for _, m := range run {
+		cm, err := m.Metadata()
+		if err != nil {
+			return nil, fmt.Errorf("downloader: %w", err)
+		}
+		nm := nats.NewMsg(AllSubject(node, sid))
+		copyHeaders(nm.Header, m.Headers())
+		nm.Header.Set(HdrHubSeq, strconv.FormatUint(cm.Sequence.Stream, 10))
+		nm.Data = m.Data()
+		out = append(out, nm)
+	}
+	return out, nil
+}
+
+// admit asks the admission point about ev.
+func (f *framer) admit(ctx context.Context, ev *Event, meta *jetstream.MsgMetadata) (bool, error) {
+	err := f.d.opts.Admit.Admit(ctx, ev, meta.Timestamp)
 	if errors.Is(err, ErrRejected) {
 		f.d.rejected.Add(1)
 		f.skipped = true
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("downloader: admission: %w", err)
+	}
+	f.skipped = false
+	return true, nil
+}
+
+// addSealed opens a sealed line (its run of envelopes on the hub subject
+// of node's session token tok) before the admission point, which then
+// judges the opened line exactly as a plain one. What does not open is
+// passed over and counted (RejectUndecryptable, RejectMoved); a line
+// sealed with a key this machine lacks stops the copy (seal.ErrNoKey).
+func (f *framer) addSealed(ctx context.Context, node, tok string, run []jetstream.Msg, meta *jetstream.MsgMetadata) ([]*nats.Msg, error) {
+	first, err := run[0].Metadata()
+	if err != nil {
+		return nil, fmt.Errorf("downloader: %w", err)
+	}
+	f.waitFrom = first.Sequence.Stream
+	srcSeq, err := strconv.ParseUint(run[0].Headers().Get(HdrSrcSeq), 10, 64)
+	if err != nil {
+		f.reject(node, tok, RejectUndecryptable, "no "+HdrSrcSeq)
+		return nil, nil
+	}
+	envs := make([][]byte, len(run))
+	for i, m := range run {
+		if m.Headers().Get(HdrSrcSeq) != run[0].Headers().Get(HdrSrcSeq) {
+			f.reject(node, tok, RejectUndecryptable, "chunks of different positions")
+			return nil, nil
+		}
+		envs[i] = m.Data()
+	}
+	if f.d.opts.Crypt == nil {
+		return nil, fmt.Errorf("downloader: a sealed line from %s: %w", node, seal.ErrNoKey)
+	}
+	ev, err := f.d.opts.Crypt.open(node, tok, srcSeq, envs, f.maxLine)
+	var bad *errUnsealed
+	if errors.As(err, &bad) {
+		f.reject(node, tok, bad.reason, bad.Error())
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("downloader: admission: %w", err)
+		return nil, fmt.Errorf("downloader: a sealed line from %s: %w", node, err)
 	}
-	f.skipped = false
-	return run, nil
+	ev.Seq = meta.Sequence.Stream
+	if len(ev.Raw) > f.maxLine {
+		f.reject(node, ev.SID, rejectBrokenChunks, fmt.Sprintf("line longer than %d bytes", f.maxLine))
+		return nil, nil
+	}
+	if (ev.Op == "" || ev.Sha != [32]byte{}) && sha256.Sum256(ev.Raw) != ev.Sha {
+		f.reject(node, ev.SID, rejectShaMismatch, "payload does not match its sha")
+		return nil, nil
+	}
+	if ok, err := f.admit(ctx, ev, meta); !ok || err != nil {
+		return nil, err
+	}
+	l := Line{Raw: ev.Raw, Sha: ev.Sha, ID: ev.ID, ParentID: ev.ParentID, Type: ev.Type, File: ev.File, Off: ev.Off, Op: ev.Op, SrcSeq: ev.SrcSeq}
+	out := l.messages(AllSubject(node, ev.SID), "")
+	for _, m := range out {
+		m.Header.Del(nats.MsgIdHdr)
+		if ev.Sha == [32]byte{} {
+			m.Header.Del(HdrSha)
+		}
+		m.Header.Set(HdrHubSeq, strconv.FormatUint(meta.Sequence.Stream, 10))
+	}
+	return out, nil
 }
+
+// waitStart is the hub sequence of the first chunk of the line that
+// stopped the copy for a key.
+func (f *framer) waitStart() (uint64, bool) { return f.waitFrom, f.waitFrom > 0 }
 
 // breakRun passes over a split line whose run another message broke.
 func (f *framer) breakRun() {
@@ -188,14 +290,14 @@ const batchBytes = 8 << 20
 
 // storeLines writes the admitted lines into PI_ALL after sequence last,
 // in atomic batches that never split a line: PI_ALL holds whole lines only.
-func (d *Downloader) storeLines(ctx context.Context, last uint64, lines [][]jetstream.Msg) (uint64, error) {
-	var batch []jetstream.Msg
+func (d *Downloader) storeLines(ctx context.Context, last uint64, lines [][]*nats.Msg) (uint64, error) {
+	var batch []*nats.Msg
 	size := 0
 	var err error
 	for _, l := range lines {
 		ls := 0
 		for _, m := range l {
-			ls += len(m.Data())
+			ls += len(m.Data)
 		}
 		if len(batch) > 0 && (len(batch)+len(l) > MaxBatch || size+ls > batchBytes) {
 			if last, err = d.store(ctx, last, batch); err != nil {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/seal"
 )
 
 // HdrHubSeq is, on PI_ALL, the message's sequence in the hub's PI_HUB.
@@ -53,7 +55,10 @@ type DownloaderOptions struct {
 	// cannot show: without it a restart would examine them again.
 	State   jetstream.KeyValue
 	MaxLine int // longest line assembled from chunks
-	Logger  *slog.Logger
+	// Crypt opens sealed lines (end-to-end encryption); without it a
+	// sealed line stops the copy as one without its key does.
+	Crypt  *Crypt
+	Logger *slog.Logger
 }
 
 // NewDownloader copies from the hub domain over nc into all.
@@ -174,9 +179,9 @@ func (d *Downloader) session(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		lines, err := fr.take(ctx, batch)
-		if err != nil {
-			return err
+		lines, werr := fr.take(ctx, batch)
+		if werr != nil && !errors.Is(werr, seal.ErrNoKey) {
+			return werr
 		}
 		if allSeq, err = d.storeLines(ctx, allSeq, lines); err != nil {
 			return err
@@ -184,30 +189,18 @@ func (d *Downloader) session(ctx context.Context) error {
 		if err := fr.saveSkip(ctx); err != nil {
 			return err
 		}
+		if werr != nil {
+			// Wait for the key: what came before is stored, nothing
+			// after is examined; the next session starts here again.
+			return werr
+		}
 		progress.update(len(batch), numPending(batch[len(batch)-1]), time.Now())
 	}
 }
 
-// store writes hub messages into PI_ALL after sequence last, as one
-// atomic batch (one fsync) or, for a single message, a plain publish.
-func (d *Downloader) store(ctx context.Context, last uint64, msgs []jetstream.Msg) (uint64, error) {
-	out := make([]*nats.Msg, 0, len(msgs))
-	for _, m := range msgs {
-		meta, err := m.Metadata()
-		if err != nil {
-			return last, fmt.Errorf("downloader: %w", err)
-		}
-		node, sid, err := ParseSubject(m.Subject())
-		if err != nil {
-			d.logger.Warn("downloader: skipping a message with a foreign subject", "subject", m.Subject())
-			continue
-		}
-		nm := nats.NewMsg(AllSubject(node, sid))
-		copyHeaders(nm.Header, m.Headers())
-		nm.Header.Set(HdrHubSeq, strconv.FormatUint(meta.Sequence.Stream, 10))
-		nm.Data = m.Data()
-		out = append(out, nm)
-	}
+// store writes messages into PI_ALL after sequence last, as one atomic
+// batch (one fsync) or, for a single message, a plain publish.
+func (d *Downloader) store(ctx context.Context, last uint64, out []*nats.Msg) (uint64, error) {
 	if len(out) == 0 {
 		return last, nil
 	}

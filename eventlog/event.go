@@ -50,6 +50,8 @@ type Line struct {
 	Off      int64  // offset just past the line's '\n'
 	Op       string // a control event (OpDelete, OpRestore), not a line of the file
 	SrcSeq   uint64 // on PI_HUB: the sequence in the origin's PI_LOCAL
+
+	sealed [][]byte // a sealed line's envelopes (Crypt.seal): the line's messages carry these instead
 }
 
 // NewLine fills in the line's sha-256.
@@ -59,6 +61,9 @@ func NewLine(raw []byte, id, parent, typ, file string, off int64) Line {
 
 // Chunks reports how many messages the line takes.
 func (l *Line) Chunks() int {
+	if l.sealed != nil {
+		return len(l.sealed)
+	}
 	if len(l.Raw) <= MaxChunk {
 		return 1
 	}
@@ -69,6 +74,9 @@ func (l *Line) Chunks() int {
 // Nats-Msg-Id, so a quick retry after a lost ack is deduplicated by the
 // server; it must be unique within the stream.
 func (l *Line) messages(subj, msgID string) []*nats.Msg {
+	if l.sealed != nil {
+		return l.sealedMessages(subj, msgID)
+	}
 	n := l.Chunks()
 	msgs := make([]*nats.Msg, 0, n)
 	sha := hex.EncodeToString(l.Sha[:])
@@ -97,6 +105,31 @@ func (l *Line) messages(subj, msgID string) []*nats.Msg {
 		if l.SrcSeq > 0 {
 			h.Set(HdrSrcSeq, strconv.FormatUint(l.SrcSeq, 10))
 		}
+		id := msgID
+		if n > 1 {
+			h.Set(HdrChunk, strconv.Itoa(i+1)+"/"+strconv.Itoa(n))
+			id += "/" + strconv.Itoa(i+1)
+		}
+		h.Set(nats.MsgIdHdr, id)
+		msgs = append(msgs, m)
+	}
+	return msgs
+}
+
+// sealedMessages are a sealed line's messages: the envelopes, and only
+// the headers the hub needs (HdrSeal).
+func (l *Line) sealedMessages(subj, msgID string) []*nats.Msg {
+	n := len(l.sealed)
+	msgs := make([]*nats.Msg, 0, n)
+	for i, env := range l.sealed {
+		m := nats.NewMsg(subj)
+		m.Data = env
+		h := m.Header
+		h.Set(HdrSeal, sealV1)
+		if l.Op == OpErase {
+			h.Set(HdrOp, l.Op)
+		}
+		h.Set(HdrSrcSeq, strconv.FormatUint(l.SrcSeq, 10))
 		id := msgID
 		if n > 1 {
 			h.Set(HdrChunk, strconv.Itoa(i+1)+"/"+strconv.Itoa(n))

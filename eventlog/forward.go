@@ -29,6 +29,7 @@ type Forwarder struct {
 	state  jetstream.KeyValue
 	logger *slog.Logger
 
+	crypt     *Crypt // nil: lines go to the hub as they are
 	hubStream jetstream.Stream
 	up        map[string]upPos // hub subject → position
 	forwarded atomic.Int64
@@ -59,6 +60,10 @@ func NewForwarder(local *Local, nc *nats.Conn, hubDomain string, state jetstream
 		up:  make(map[string]upPos),
 	}, nil
 }
+
+// Encrypt makes the forwarder seal every line with c before it leaves for
+// the hub, and forward nothing while c has no key. Call it before Run.
+func (f *Forwarder) Encrypt(c *Crypt) { f.crypt = c }
 
 // ForwarderStats are the forwarder's counters.
 type ForwarderStats struct {
@@ -195,7 +200,12 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line) error
 		if err != nil {
 			continue
 		}
-		up := UpSubject(f.local.Node, sid)
+		up, sealing := UpSubject(f.local.Node, sid), false
+		if f.crypt != nil {
+			if up, sealing, err = f.crypt.subject(sid); err != nil {
+				return fmt.Errorf("forwarder: %w", err)
+			}
+		}
 		pos, ok := f.up[up]
 		if !ok {
 			if pos, err = f.hubPosition(ctx, up); err != nil {
@@ -210,7 +220,16 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line) error
 		if i == len(lines) {
 			continue
 		}
-		hubSeq, n, err := f.pub.Publish(ctx, up, pos.hubSeq, lines[i:])
+		out := lines[i:]
+		if sealing {
+			out = make([]Line, len(lines)-i)
+			for j := range out {
+				if _, out[j], err = f.crypt.seal(sid, &lines[i+j]); err != nil {
+					return fmt.Errorf("forwarder: %w", err)
+				}
+			}
+		}
+		hubSeq, n, err := f.pub.Publish(ctx, up, pos.hubSeq, out)
 		if n > 0 {
 			f.up[up] = upPos{hubSeq: hubSeq, srcSeq: lines[i+n-1].SrcSeq}
 			f.forwarded.Add(int64(n))

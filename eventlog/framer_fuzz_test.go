@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -79,21 +80,21 @@ func FuzzFramer(f *testing.F) {
 		for _, l := range lines {
 			var raw []byte
 			for i, m := range l {
-				hm := m.(*hubMsg)
-				if hm.seq <= last {
-					t.Fatalf("out of order: seq %d after %d", hm.seq, last)
+				seq, _ := strconv.ParseUint(m.Header.Get(HdrHubSeq), 10, 64)
+				if seq <= last {
+					t.Fatalf("out of order: seq %d after %d", seq, last)
 				}
-				last = hm.seq
-				ci, cn, err := ParseChunk(hm.hdr.Get(HdrChunk))
-				if err != nil || ci != i+1 || cn != len(l) || hm.subj != l[0].Subject() {
-					t.Fatalf("run of %d: chunk %q on %s", len(l), hm.hdr.Get(HdrChunk), hm.subj)
+				last = seq
+				ci, cn, err := ParseChunk(m.Header.Get(HdrChunk))
+				if err != nil || ci != i+1 || cn != len(l) || m.Subject != l[0].Subject {
+					t.Fatalf("run of %d: chunk %q on %s", len(l), m.Header.Get(HdrChunk), m.Subject)
 				}
-				raw = append(raw, hm.data...)
+				raw = append(raw, m.Data...)
 			}
 			if len(raw) > maxLine {
 				t.Fatalf("a line of %d bytes, limit %d", len(raw), maxLine)
 			}
-			if sha, _ := ParseSha(l[0].Headers().Get(HdrSha)); sha != sha256.Sum256(raw) {
+			if sha, _ := ParseSha(l[0].Header.Get(HdrSha)); sha != sha256.Sum256(raw) {
 				t.Fatalf("a line that does not match its sha")
 			}
 		}

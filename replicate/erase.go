@@ -229,6 +229,9 @@ func (r *Replicator) erase(ctx context.Context, s *sess, ev *eventlog.Event) err
 	if err != nil {
 		return fmt.Errorf("replicator: erase %s: %w", s.sid, err)
 	}
+	if r.opts.Erased != nil {
+		r.opts.Erased(s.sid)
+	}
 	if err := r.state.Delete(ctx, deletedKey(s.sid)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("replicator: erase %s: %w", s.sid, err)
 	}

@@ -50,6 +50,9 @@ type Options struct {
 	// appended to it: pi appends without locks, so we wait for a pause.
 	Idle   time.Duration
 	Logger *slog.Logger
+	// Erased, when set, learns of every session erased here for another
+	// machine's erase event (end-to-end encryption drops its data keys).
+	Erased func(sid string)
 }
 
 // TrashDir is the folder under the sessions root that deleted replicas are

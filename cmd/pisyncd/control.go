@@ -72,6 +72,7 @@ type Status struct {
 	Downloader     *eventlog.DownloaderStats `json:"downloader,omitempty"`
 	Replicator     *replicate.Stats          `json:"replicator,omitempty"`
 	Admission      *admit.Stats              `json:"admission,omitempty"`
+	Encryption     *encryptionStatus         `json:"encryption,omitempty"`
 	Projection     projection.Stats          `json:"projection"`
 	ForkedSessions []string                  `json:"forkedSessions,omitempty"`
 	// Erased counts the sessions erased here at the user's request
@@ -114,6 +115,7 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 		st.ForkedSessions = d.repl.ForkedSessions()
 		as := d.gate.Stats()
 		st.Admission = &as
+		st.Encryption = &encryptionStatus{Mode: cmpOr(d.cfg.Encrypt, "auto"), CryptStatus: d.crypt.Status()}
 	}
 	return st, err
 }
@@ -195,4 +197,17 @@ func controlClient(stateDir string) *http.Client {
 			},
 		},
 	}
+}
+
+// encryptionStatus is the end-to-end encryption part of status.
+type encryptionStatus struct {
+	Mode string `json:"mode"` // PISYNC_ENCRYPT
+	eventlog.CryptStatus
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

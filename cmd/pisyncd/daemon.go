@@ -24,6 +24,7 @@ import (
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
 	"github.com/pisyncd/pisyncd/internal/metrics"
+	"github.com/pisyncd/pisyncd/keyring"
 	"github.com/pisyncd/pisyncd/projection"
 	"github.com/pisyncd/pisyncd/replicate"
 	"github.com/pisyncd/pisyncd/watch"
@@ -40,6 +41,7 @@ type Daemon struct {
 	tailer  *watch.Tailer
 	fwd     *eventlog.Forwarder
 	dl      *eventlog.Downloader
+	crypt   *eventlog.Crypt // end-to-end encryption; nil without a hub
 	repl    *replicate.Replicator
 	gate    *admit.Gate
 	all     *eventlog.All
@@ -134,11 +136,12 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 		return err
 	}
 	d.all = all
+	d.crypt = eventlog.NewCrypt(keyring.Path(d.cfg.StateDir, d.cfg.KeyFile), d.cfg.NodeID, d.cfg.Encrypt == "on")
 	d.gate = admit.New(d.cfg.NodeID, admit.Limits{
 		MaxLine: int(d.cfg.MaxLine), SessionsPerHour: d.cfg.RemoteSessionsPerHour, BytesPerHour: int64(d.cfg.RemoteBytesPerHour),
 	}, all, d.logger.With("component", "admission"))
 	d.dl, err = eventlog.NewDownloader(d.nc, all, embedded.HubDomain, eventlog.DownloaderOptions{
-		Admit: d.gate, State: state, MaxLine: int(d.cfg.MaxLine), Logger: d.logger.With("component", "downloader"),
+		Admit: d.gate, State: state, MaxLine: int(d.cfg.MaxLine), Crypt: d.crypt, Logger: d.logger.With("component", "downloader"),
 	})
 	if err != nil {
 		return err
@@ -151,10 +154,14 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if d.cfg.Encrypt != "off" {
+		d.fwd.Encrypt(d.crypt)
+	}
 	d.repl = replicate.New(all, state, nil, replicate.Options{
 		Root: d.cfg.SessionsDir, Node: d.cfg.NodeID, PathMap: pm,
 		KeepDeleted: d.cfg.Delete == "ignore", Idle: d.cfg.IdleAfter, Trusted: d.cfg.Trusted(),
 		Logger: d.logger.With("component", "replicator"),
+		Erased: d.crypt.Forget,
 	})
 	return nil
 }

@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
 	"github.com/pisyncd/pisyncd/internal/fsutil"
+	"github.com/pisyncd/pisyncd/keyring"
 )
 
 // devInitCommand prepares a development cluster's security in one folder,
@@ -27,9 +29,10 @@ func devInitCommand(args []string, stdout io.Writer) error {
 	fset := flag.NewFlagSet("dev-init", flag.ContinueOnError)
 	hosts := fset.String("hosts", "", "comma-separated host names and IPs of the hub nodes")
 	nodes := fset.String("nodes", "", "comma-separated workstation names to register")
-	owner := fset.String("owner", "", "UID:GID to own what workstations read (ca.pem, their seeds)")
-	const usage = "pisyncd hub dev-init DIR --hosts H1,H2 --nodes N1,N2 [--owner UID:GID]"
-	if err := parseArgs(fset, reorder(args, "hosts", "nodes", "owner"), usage, 1); err != nil {
+	owner := fset.String("owner", "", "UID:GID to own what workstations read (ca.pem, their seeds, the team key)")
+	teamKey := fset.String("team-key", "", "also create a team keyring for end-to-end encryption at this path (kept if there), for the workstations only: not in DIR, which the hubs read")
+	const usage = "pisyncd hub dev-init DIR --hosts H1,H2 --nodes N1,N2 [--owner UID:GID] [--team-key FILE]"
+	if err := parseArgs(fset, reorder(args, "hosts", "nodes", "owner", "team-key"), usage, 1); err != nil {
 		return err
 	}
 	hs, ns := splitList(*hosts), splitList(*nodes)
@@ -85,6 +88,18 @@ func devInitCommand(args []string, stdout io.Writer) error {
 			return fmt.Errorf("dev-init: seed of %s: %w", n, err)
 		}
 		fmt.Fprintf(stdout, "registered node %s: seed %s, registration %s\n", n, filepath.Join(dir, seedFile), filepath.Join(nodesDir, n+".json"))
+	}
+	if *teamKey != "" {
+		if _, err := os.Stat(*teamKey); err == nil {
+			fmt.Fprintf(stdout, "kept the team key %s\n", *teamKey)
+		} else {
+			r := keyring.New(time.Now())
+			if err := keyring.Save(*teamKey, r); err != nil {
+				return fmt.Errorf("dev-init: %w", err)
+			}
+			fmt.Fprintf(stdout, "created team key %s (team %s, key %s)\n", *teamKey, r.Team, r.Current)
+		}
+		readable = append(readable, *teamKey)
 	}
 	if uid >= 0 {
 		for _, p := range readable {

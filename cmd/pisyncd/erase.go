@@ -21,7 +21,9 @@ import (
 
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/keyring"
 	"github.com/pisyncd/pisyncd/replicate"
+	"github.com/pisyncd/pisyncd/seal"
 )
 
 // eraseResult is what `pisyncd erase` reports.
@@ -124,6 +126,9 @@ func (d *Daemon) eraseSession(ctx context.Context, sid string) (*eraseResult, er
 	}
 	if res.Messages, err = eventlog.EraseSession(ctx, js, d.cfg.NodeID, sid, eventlog.EraseBounds{}); err != nil {
 		return nil, err
+	}
+	if d.crypt != nil {
+		d.crypt.Forget(sid) // the session's data keys, in this process's memory
 	}
 	ev := eventlog.EraseLine(file, time.Now())
 	if res.EventSeq, err = d.log.PublishErase(ctx, sid, ev); err != nil {
@@ -292,6 +297,11 @@ func eraseCommand(args []string, stdout io.Writer) error {
 	if len(cfg.HubURLs) > 0 {
 		fmt.Fprintf(stdout, "the erase event (seq %d) goes to the hub: every machine of the team erases its copy.\n", res.EventSeq)
 		fmt.Fprintf(stdout, "once `pisyncd status` on each shows it, erase the hub's copy: pisyncd hub erase %s\n", sid)
+		if r, err := keyring.Load(keyring.Path(cfg.StateDir, cfg.KeyFile)); err == nil {
+			// Sealed lines are on the hub under the session's keyed-hash
+			// token, which the hub operator cannot compute.
+			fmt.Fprintf(stdout, "its sealed lines are under its token on the hub: pisyncd hub erase %s\n", seal.Token(r, sid))
+		}
 	}
 	return nil
 }

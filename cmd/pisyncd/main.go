@@ -37,6 +37,9 @@ Usage:
   pisyncd erase SESSION-ID [--json]  remove a session from this machine for good (its files, its
                                      copies in the trash, its lines in the store) and, with a hub,
                                      from every machine of the team; then pisyncd hub erase
+  pisyncd key init|export|import [FILE]|status|rotate|token SESSION-ID [--json]
+                                     the team key of end-to-end encryption: the hub stores and relays
+                                     only ciphertext (docs/SECURITY.md)
   pisyncd hub                        run a hub node that workstations join (see pisyncd hub help)
   pisyncd service [systemd|launchd] [--install]
                                      print (or install) a user service file for this binary
@@ -73,6 +76,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = eraseCommand(args, stdout)
 	case "hub":
 		err = hubCommand(args, stdout, stderr)
+	case "key":
+		err = keyCommand(args, stdout)
 	case "service":
 		err = serviceCommand(args, stdout)
 	case "version", "--version", "-version":

@@ -68,16 +68,20 @@ func benchHub(tb testing.TB) (*embedded.Server, string) {
 }
 
 func benchStation(tb testing.TB, name, hubURL string) *benchNode {
-	home := tb.TempDir()
-	n := &benchNode{tb: tb, cfg: &config.Config{
+	n := &benchNode{tb: tb, cfg: benchStationConfig(tb.TempDir(), name, hubURL)}
+	n.start()
+	tb.Cleanup(n.stop)
+	return n
+}
+
+// benchStationConfig is a benchmark workstation's configuration in home.
+func benchStationConfig(home, name, hubURL string) *config.Config {
+	return &config.Config{
 		SessionsDir: filepath.Join(home, "sessions"), StateDir: filepath.Join(home, "state"), NodeID: name,
 		LogLevel: "error", LogFormat: "text", HubURLs: []string{hubURL}, Delete: "trash",
 		IdleAfter: 150 * time.Millisecond, RescanInterval: time.Second, MaxLine: 64 << 20,
 		MaxStore: 8 << 30, MaxMemory: 256 << 20, Workers: 8, ShutdownTimeout: 30 * time.Second,
-	}}
-	n.start()
-	tb.Cleanup(n.stop)
-	return n
+	}
 }
 
 func (n *benchNode) start() {

@@ -103,6 +103,18 @@ func statusCommand(args []string, stdout io.Writer) error {
 		row("hub reachable", fmt.Sprintf("forwarder %s, downloader %s", yesNo(st.Forwarder.Connected), yesNo(st.Downloader.Connected)))
 		row("lines forwarded to the hub", st.Forwarder.Forwarded)
 		row("lines copied from the hub", st.Downloader.Copied)
+		if e := st.Encryption; e != nil {
+			row("end-to-end encryption", encryptionNote(e))
+			if e.KeyError != "" {
+				row("team key error", e.KeyError)
+			}
+			if e.ForwardWaiting != "" {
+				row("forwarding waits", e.ForwardWaiting)
+			}
+			if e.CopyWaiting != "" {
+				row("copying waits", e.CopyWaiting)
+			}
+		}
 		r := st.Replicator
 		row("remote sessions created here", r.FilesCreated)
 		row("remote lines written here", r.LinesWritten)
@@ -278,4 +290,18 @@ func eventPrinter(w io.Writer, asJSON bool) func(eventJSON) error {
 		_, err := fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d bytes\n", e.Seq, e.Type, e.EntryID, parent, e.Bytes)
 		return err
 	}
+}
+
+func encryptionNote(e *encryptionStatus) string {
+	key := "no team key here"
+	if e.CurrentKey != "" {
+		key = fmt.Sprintf("team %s, key %s (%d key(s))", e.Team, e.CurrentKey, e.Keys)
+	}
+	switch {
+	case e.Mode == "off":
+		return "off (" + key + "; sealed lines from others are still opened)"
+	case e.Mode == "auto" && e.CurrentKey == "":
+		return "auto: off, " + key + " (lines go to the hub in clear)"
+	}
+	return "on, " + key
 }

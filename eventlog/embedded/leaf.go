@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -21,6 +22,20 @@ import (
 // others' streams too (nats-server's cross-domain capture trap). A node's
 // events reach the hub only through the forwarder, on pi.up.<node>.>.
 var LocalSubjects = []string{"pi.evt.>", "pi.all.>", "$KV.>", "$O.>"}
+
+// privateExports never leave for the hub either: replies and consumer
+// deliveries inside this machine go to inboxes, and a hub that subscribed
+// to them (a hub operator may) would receive this machine's lines in clear
+// however they travel sealed (TestEncryptedRealPi).
+func privateExports(node string) []string {
+	return []string{"_INBOX.>", InboxPrefix(node) + ".>"}
+}
+
+// privateImports are never taken from the hub: this machine's own
+// JetStream API, through which the hub could read its streams.
+func privateImports(node string) []string {
+	return []string{"$JS.API.>", "$JS." + Domain(node) + ".API.>"}
+}
 
 // parseHubURL parses one hub URL. Its errors never quote the URL as
 // given: it may carry a password.
@@ -86,8 +101,8 @@ func leafRemote(cfg Config) (*server.RemoteLeafOpts, error) {
 	r := &server.RemoteLeafOpts{
 		Credentials: cfg.HubCredsFile,
 		Nkey:        string(cfg.HubNkeySeed),
-		DenyExports: LocalSubjects,
-		DenyImports: LocalSubjects,
+		DenyExports: append(slices.Clone(LocalSubjects), privateExports(cfg.NodeID)...),
+		DenyImports: append(slices.Clone(LocalSubjects), privateImports(cfg.NodeID)...),
 	}
 	secure := cfg.HubCAFile != ""
 	for _, s := range cfg.HubURLs {

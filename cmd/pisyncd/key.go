@@ -1,0 +1,196 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/keyring"
+	"github.com/pisyncd/pisyncd/seal"
+)
+
+const keyUsage = "pisyncd key init|export|import [FILE]|status|rotate|token SESSION-ID [--json]"
+
+// keyCommand manages the team key of end-to-end encryption (keyring):
+// it works on the keyring file alone, so it needs no daemon; a running
+// daemon reads the file again within a second of a change.
+func keyCommand(args []string, stdout io.Writer) error {
+	if len(args) == 0 || wantsHelp(args) {
+		if len(args) == 0 {
+			return &usageError{msg: "key: missing subcommand", usage: keyUsage}
+		}
+		return &helpRequest{usage: keyUsage}
+	}
+	sub, args := args[0], args[1:]
+	fs := flag.NewFlagSet("key "+sub, flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print JSON")
+	want := 0
+	switch sub {
+	case "import":
+		want = -1
+	case "token":
+		want = 1
+	case "init", "export", "status", "rotate":
+	default:
+		return &usageError{msg: fmt.Sprintf("key: unknown subcommand %q", sub), usage: keyUsage}
+	}
+	if err := parseArgs(fs, reorder(args), keyUsage, want); err != nil {
+		return err
+	}
+	if sub == "import" && fs.NArg() > 1 {
+		return &usageError{msg: "key import: one FILE at most", usage: keyUsage}
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	path := keyring.Path(cfg.StateDir, cfg.KeyFile)
+	now := time.Now()
+	var r *keyring.Ring
+	switch sub {
+	case "init":
+		if _, err := os.Stat(path); err == nil {
+			return fmt.Errorf("key init: %s already holds a team key (pisyncd key status; remove it first to start a new team)", path)
+		}
+		r = keyring.New(now)
+		if err := keyring.Save(path, r); err != nil {
+			return err
+		}
+		if !*asJSON {
+			fmt.Fprintf(stdout, "created team %s, key %s, in %s\n", r.Team, r.Current, path)
+			fmt.Fprintln(stdout, "copy it to the team's other machines: pisyncd key export here, pisyncd key import there")
+			return nil
+		}
+	case "export":
+		if r, err = keyring.Load(path); err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSONTo(stdout, map[string]string{"team": r.Team, "export": keyring.Export(r)})
+		}
+		_, err = io.WriteString(stdout, keyring.Export(r))
+		return err
+	case "import":
+		if r, err = importKey(path, fs.Arg(0), stdout, *asJSON); err != nil {
+			return err
+		}
+	case "rotate":
+		if r, err = keyring.Load(path); err != nil {
+			return err
+		}
+		k := r.Rotate(now)
+		if err := keyring.Save(path, r); err != nil {
+			return err
+		}
+		if !*asJSON {
+			fmt.Fprintf(stdout, "team %s: new key %s seals everything from now on; the %d older key(s) stay to open what they sealed\n", r.Team, k.ID, len(r.Keys)-1)
+			fmt.Fprintln(stdout, "give it to the machines that stay in the team: pisyncd key export here, pisyncd key import there")
+			return nil
+		}
+	case "status":
+		if r, err = keyring.Load(path); err != nil {
+			if errors.Is(err, keyring.ErrNoKeyring) && *asJSON {
+				return writeJSONTo(stdout, map[string]any{"path": path, "present": false})
+			}
+			return err
+		}
+	case "token":
+		if r, err = keyring.Load(path); err != nil {
+			return err
+		}
+		tok := seal.Token(r, fs.Arg(0))
+		if *asJSON {
+			return writeJSONTo(stdout, map[string]string{"session": fs.Arg(0), "token": tok})
+		}
+		fmt.Fprintln(stdout, tok)
+		return nil
+	}
+	return printKeyStatus(stdout, path, r, *asJSON)
+}
+
+// importKey reads an export block from file ("" or "-": stdin) into the
+// keyring at path, merging with the keys already there.
+func importKey(path, file string, stdout io.Writer, asJSON bool) (*keyring.Ring, error) {
+	var b []byte
+	var err error
+	if file == "" || file == "-" {
+		b, err = io.ReadAll(io.LimitReader(os.Stdin, 1<<20))
+	} else {
+		b, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("key import: %w", err)
+	}
+	in, err := keyring.Import(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("key import: %w", err)
+	}
+	r, err := keyring.Load(path)
+	switch {
+	case errors.Is(err, keyring.ErrNoKeyring):
+		r = in
+	case err != nil:
+		return nil, err
+	default:
+		changed, err := r.Merge(in)
+		if err != nil {
+			return nil, fmt.Errorf("key import: %w", err)
+		}
+		if !changed {
+			if !asJSON {
+				fmt.Fprintln(stdout, "nothing new: every key of that block is already here")
+			}
+			return r, nil
+		}
+	}
+	if err := keyring.Save(path, r); err != nil {
+		return nil, err
+	}
+	if !asJSON {
+		fmt.Fprintf(stdout, "imported team %s into %s; a running daemon uses it within a second\n", r.Team, path)
+	}
+	return r, nil
+}
+
+type keyStatus struct {
+	Path    string    `json:"path"`
+	Present bool      `json:"present"`
+	Team    string    `json:"team"`
+	Current string    `json:"currentKey"`
+	Keys    []keyInfo `json:"keys"`
+}
+
+type keyInfo struct {
+	ID      string    `json:"id"`
+	Created time.Time `json:"created"`
+}
+
+func printKeyStatus(w io.Writer, path string, r *keyring.Ring, asJSON bool) error {
+	st := keyStatus{Path: path, Present: true, Team: r.Team, Current: r.Current}
+	for _, k := range r.Keys {
+		st.Keys = append(st.Keys, keyInfo{ID: k.ID, Created: k.Created})
+	}
+	if asJSON {
+		return writeJSONTo(w, st)
+	}
+	fmt.Fprintf(w, "team key file  %s\nteam           %s\n", path, r.Team)
+	for _, k := range st.Keys {
+		mark := ""
+		if k.ID == r.Current {
+			mark = "  (current: seals new data)"
+		}
+		fmt.Fprintf(w, "key            %s  created %s%s\n", k.ID, k.Created.Format(time.RFC3339), mark)
+	}
+	return nil
+}
+
+func writeJSONTo(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pisyncd/pisyncd/keyring"
+	"github.com/pisyncd/pisyncd/seal"
+)
+
+// TestKeyCommand: pisyncd key init, status, export, import, rotate and
+// token, through Main as a user runs them, with their exit codes.
+func TestKeyCommand(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("PISYNC_STATE_DIR", filepath.Join(home, "state"))
+	t.Setenv("PISYNC_SESSIONS_DIR", filepath.Join(home, "sessions"))
+	t.Setenv("PISYNC_KEY_FILE", "")
+	run := func(want int, args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := Main(append([]string{"key"}, args...), &out, &errb); code != want {
+			t.Fatalf("key %v: exit %d, want %d\n%s%s", args, code, want, out.String(), errb.String())
+		}
+		return out.String() + errb.String()
+	}
+	if out := run(1, "status"); !strings.Contains(out, "no team key") {
+		t.Fatalf("status without a key: %s", out)
+	}
+	run(2, "frobnicate")
+	run(0, "init")
+	path := filepath.Join(home, "state", keyring.FileName)
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("keyring %v %v", fi, err)
+	}
+	if out := run(1, "init"); !strings.Contains(out, "already") {
+		t.Fatalf("a second init: %s", out)
+	}
+	var st keyStatus
+	if err := json.Unmarshal([]byte(run(0, "status", "--json")), &st); err != nil || len(st.Keys) != 1 || st.Current != st.Keys[0].ID {
+		t.Fatalf("status: %+v %v", st, err)
+	}
+	block := run(0, "export")
+	run(0, "rotate")
+	r, err := keyring.Load(path)
+	if err != nil || len(r.Keys) != 2 || r.Current == st.Current {
+		t.Fatalf("after rotate: %+v %v", r, err)
+	}
+	if got := strings.TrimSpace(run(0, "token", "s-1")); got != seal.Token(r, "s-1") {
+		t.Fatalf("token %q", got)
+	}
+
+	// Another machine imports the first block, then the rotated one.
+	t.Setenv("PISYNC_KEY_FILE", filepath.Join(home, "other", "team-key.json"))
+	file := filepath.Join(home, "block.txt")
+	os.WriteFile(file, []byte(strings.Replace(block, block[len("-----BEGIN PISYNC TEAM KEY-----\n")+3:][:1], "9", 1)), 0o600)
+	if out := run(1, "import", file); !strings.Contains(out, "typo") {
+		t.Fatalf("a damaged block: %s", out)
+	}
+	os.WriteFile(file, []byte(block), 0o600)
+	run(0, "import", file)
+	os.WriteFile(file, []byte(keyring.Export(r)), 0o600)
+	run(0, "import", file)
+	other, err := keyring.Load(filepath.Join(home, "other", "team-key.json"))
+	if err != nil || other.Current != r.Current || len(other.Keys) != 2 {
+		t.Fatalf("imported: %+v %v", other, err)
+	}
+	if out := run(0, "import", file); !strings.Contains(out, "nothing new") {
+		t.Fatalf("importing again: %s", out)
+	}
+}

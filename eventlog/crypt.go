@@ -1,0 +1,256 @@
+package eventlog
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/pisyncd/pisyncd/keyring"
+	"github.com/pisyncd/pisyncd/seal"
+)
+
+// HdrSeal marks a sealed message on PI_HUB (end-to-end encryption): its
+// payload is a seal envelope, its subject names the session by its keyed
+// hash (seal.Token), and the only other headers are those the hub needs:
+// Pi-Src-Seq (exactly-once), Pi-Chunk (framing) and, on an erase event,
+// Pi-Op (so the hub operator's erase keeps it).
+const HdrSeal = "Pi-Seal"
+
+// sealV1 is HdrSeal's value for the current envelope format.
+const sealV1 = "1"
+
+// Crypt is this node's end-to-end encryption: the team keyring, read
+// from its file and read again when the file changes (key import, key
+// rotate on this machine), a sealer for the forwarder and an opener for
+// the downloader. Safe for concurrent use.
+type Crypt struct {
+	path   string
+	node   string
+	always bool // on: fail closed without a key; else (auto) plain without one
+
+	mu      sync.Mutex
+	ring    *keyring.Ring
+	loadErr error
+	stamp   string // the file's size and mtime when read
+	checked time.Time
+	sealer  *seal.Sealer
+	opener  *seal.Opener
+
+	waitFwd, waitDl string // why forwarding / copying waits, "" when it does not
+}
+
+// NewCrypt reads the keyring at path for node. A missing keyring is no
+// error: the downloader waits at the first sealed line until a key
+// appears, and the forwarder forwards nothing and says why when always
+// (PISYNC_ENCRYPT=on: fail closed), or forwards lines as they are (auto).
+func NewCrypt(path, node string, always bool) *Crypt {
+	c := &Crypt{path: path, node: node, always: always}
+	c.refreshLocked(time.Time{})
+	return c
+}
+
+// ErrNoTeamKey: encryption is on and this machine has no team key, so
+// nothing is forwarded.
+var ErrNoTeamKey = errors.New("encryption is on and there is no team key here: nothing is forwarded to the hub (pisyncd key import, or key init)")
+
+// refreshLocked reads the keyring again when its file changed, at most
+// once a second (now zero: at once).
+func (c *Crypt) refreshLocked(now time.Time) {
+	if !now.IsZero() && now.Sub(c.checked) < time.Second {
+		return
+	}
+	c.checked = now
+	fi, err := os.Stat(c.path)
+	stamp := ""
+	if err == nil {
+		stamp = fmt.Sprintf("%d/%d/%v", fi.Size(), fi.ModTime().UnixNano(), fi.Mode())
+	}
+	if stamp == c.stamp && c.stamp != "" {
+		return
+	}
+	c.stamp = stamp
+	r, err := keyring.Load(c.path)
+	c.loadErr = err
+	if err != nil {
+		return // keep a keyring already read: a broken rewrite must not stop sealing
+	}
+	c.ring = r
+	if c.sealer == nil {
+		c.sealer, c.opener = seal.NewSealer(r, c.node), seal.NewOpener(r)
+	} else {
+		c.sealer.SetRing(r)
+		c.opener.SetRing(r)
+	}
+}
+
+// CryptStatus is what status shows of the encryption.
+type CryptStatus struct {
+	Team       string `json:"team,omitempty"`
+	CurrentKey string `json:"currentKey,omitempty"`
+	Keys       int    `json:"keys"`
+	KeyError   string `json:"keyError,omitempty"`
+	// ForwardWaiting and CopyWaiting say why forwarding to or copying
+	// from the hub is held back for a key.
+	ForwardWaiting string `json:"forwardWaiting,omitempty"`
+	CopyWaiting    string `json:"copyWaiting,omitempty"`
+}
+
+// Status returns the encryption's state.
+func (c *Crypt) Status() CryptStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refreshLocked(time.Now())
+	s := CryptStatus{ForwardWaiting: c.waitFwd, CopyWaiting: c.waitDl}
+	if c.ring != nil {
+		s.Team, s.CurrentKey, s.Keys = c.ring.Team, c.ring.Current, len(c.ring.Keys)
+	}
+	if c.loadErr != nil && !errors.Is(c.loadErr, keyring.ErrNoKeyring) {
+		s.KeyError = c.loadErr.Error()
+	}
+	return s
+}
+
+// Forget destroys this machine's copies of a session's data keys (an
+// erase): the sealer makes a new one for anything sealed after, and the
+// opener unwraps again only what is still there to unwrap.
+func (c *Crypt) Forget(sid string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sealer != nil {
+		c.sealer.Forget(sid)
+		c.opener.Forget(sid)
+	}
+}
+
+// inner is what a sealed line carries of the headers a plain one shows
+// the hub.
+type inner struct {
+	SID    string `json:"sid"`
+	ID     string `json:"id,omitempty"`
+	Parent string `json:"parent,omitempty"`
+	Type   string `json:"type,omitempty"`
+	File   string `json:"file,omitempty"`
+	Off    int64  `json:"off,omitempty"`
+	Op     string `json:"op,omitempty"`
+	Sha    string `json:"sha"`
+}
+
+// noKeyLocked records and returns why nothing is forwarded.
+func (c *Crypt) noKeyLocked() error {
+	c.waitFwd = ErrNoTeamKey.Error()
+	if c.loadErr != nil && !errors.Is(c.loadErr, keyring.ErrNoKeyring) {
+		c.waitFwd = c.loadErr.Error()
+	}
+	return fmt.Errorf("%w: %v", ErrNoTeamKey, c.loadErr)
+}
+
+// subject is the hub subject of this node's session sid, and whether
+// its lines are sealed.
+func (c *Crypt) subject(sid string) (string, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refreshLocked(time.Now())
+	switch {
+	case c.ring != nil:
+		return UpPrefix + "." + c.node + "." + seal.Token(c.ring, sid), true, nil
+	case c.always:
+		return "", false, c.noKeyLocked()
+	}
+	return UpSubject(c.node, sid), false, nil
+}
+
+// seal turns a line of session sid into its sealed form for the hub and
+// returns its hub subject. The erase event of a session is sealed under a
+// new data key, which the session's earlier lines never used.
+func (c *Crypt) seal(sid string, l *Line) (string, Line, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refreshLocked(time.Now())
+	if c.ring == nil {
+		return "", Line{}, c.noKeyLocked()
+	}
+	c.waitFwd = ""
+	if l.Op == OpErase {
+		c.sealer.Forget(sid)
+		defer c.sealer.Forget(sid)
+	}
+	in := inner{SID: sid, ID: l.ID, Parent: l.ParentID, Type: l.Type, File: l.File, Off: l.Off, Op: l.Op}
+	if l.Sha != [32]byte{} {
+		in.Sha = hex.EncodeToString(l.Sha[:])
+	}
+	hdr, _ := json.Marshal(in)
+	plain := binary.AppendUvarint(make([]byte, 0, len(hdr)+len(l.Raw)+8), uint64(len(hdr)))
+	plain = append(append(plain, hdr...), l.Raw...)
+	tok, envs := c.sealer.Seal(sid, l.SrcSeq, plain, MaxChunk)
+	out := Line{SrcSeq: l.SrcSeq, sealed: envs}
+	if l.Op == OpErase {
+		out.Op = OpErase
+	}
+	return UpPrefix + "." + c.node + "." + tok, out, nil
+}
+
+// errUnsealed classes an envelope that cannot be opened for a reason that
+// is not waiting for a key.
+type errUnsealed struct {
+	reason string
+	err    error
+}
+
+func (e *errUnsealed) Error() string { return e.err.Error() }
+func (e *errUnsealed) Unwrap() error { return e.err }
+
+// Reasons a sealed line is passed over.
+const (
+	RejectUndecryptable = "undecryptable" // tampered, reordered, truncated, malformed
+	RejectMoved         = "moved"         // sealed for another node, session or position
+)
+
+// open opens the envelopes of one line that node sealed on the hub
+// subject token tok. An error wrapping seal.ErrNoKey means wait for a
+// key; an *errUnsealed means pass the line over.
+func (c *Crypt) open(node, tok string, srcSeq uint64, envs [][]byte, maxLine int) (*Event, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refreshLocked(time.Now())
+	if c.opener == nil {
+		c.opener = seal.NewOpener(nil)
+	}
+	plain, err := c.opener.Open(node, tok, srcSeq, envs, maxLine+64<<10)
+	switch {
+	case errors.Is(err, seal.ErrNoKey):
+		c.waitDl = fmt.Sprintf("%v: lines from %s are sealed with a team key this machine does not have; nothing after them is copied until it has it (pisyncd key import)", err, node)
+		return nil, err
+	case errors.Is(err, seal.ErrMoved):
+		return nil, &errUnsealed{RejectMoved, err}
+	case err != nil:
+		return nil, &errUnsealed{RejectUndecryptable, err}
+	}
+	c.waitDl = ""
+	n, k := binary.Uvarint(plain)
+	var in inner
+	if k <= 0 || n > uint64(len(plain)-k) || json.Unmarshal(plain[k:k+int(n)], &in) != nil {
+		return nil, &errUnsealed{RejectUndecryptable, errors.New("sealed line: bad inner headers")}
+	}
+	if seal.Token(c.opener.Ring(), in.SID) != tok {
+		return nil, &errUnsealed{RejectMoved, fmt.Errorf("sealed line of session %q arrived on token %s", in.SID, tok)}
+	}
+	if err := CheckSID(in.SID); err != nil {
+		return nil, &errUnsealed{RejectUndecryptable, err}
+	}
+	ev := &Event{
+		Stream: HubStream, Subject: UpSubject(node, in.SID), Node: node, SID: in.SID,
+		ID: in.ID, ParentID: in.Parent, Type: in.Type, File: in.File, Off: in.Off, Op: in.Op,
+		SrcSeq: srcSeq, Raw: plain[k+int(n):],
+	}
+	if in.Op == "" || in.Sha != "" {
+		if ev.Sha, err = ParseSha(in.Sha); err != nil {
+			return nil, &errUnsealed{RejectUndecryptable, err}
+		}
+	}
+	return ev, nil
+}

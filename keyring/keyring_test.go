@@ -1,0 +1,113 @@
+package keyring
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSaveLoadRotate(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	r := New(now)
+	first := r.CurrentKey()
+	path := filepath.Join(t.TempDir(), "state", FileName)
+	if err := Save(path, r); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, want 0600", fi.Mode().Perm())
+	}
+	k := r.Rotate(now.Add(time.Hour))
+	if k.ID == first.ID || r.CurrentKey().ID != k.ID {
+		t.Fatalf("rotate: current %s, new %s, first %s", r.Current, k.ID, first.ID)
+	}
+	if err := Save(path, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Current != k.ID || len(got.Keys) != 2 || got.Team != r.Team {
+		t.Fatalf("loaded %+v", got)
+	}
+	if _, ok := got.Key(first.ID); !ok {
+		t.Fatal("the old key is gone after rotation")
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "readable by others") {
+		t.Fatalf("a 0644 keyring loaded: %v", err)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "none")); !errors.Is(err, ErrNoKeyring) {
+		t.Fatalf("missing: %v", err)
+	}
+}
+
+func TestExportImport(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	r := New(now)
+	r.Rotate(now.Add(time.Minute))
+	text := Export(r)
+	got, err := Import(text)
+	if err != nil {
+		t.Fatalf("import: %v\n%s", err, text)
+	}
+	if got.Team != r.Team || got.Current != r.Current || len(got.Keys) != 2 || string(got.IDKey) != string(r.IDKey) {
+		t.Fatalf("round trip: %+v, want %+v", got, r)
+	}
+	// Case, white space and the marker lines do not matter.
+	body := strings.TrimPrefix(strings.TrimSuffix(strings.TrimSpace(text), exportEnd), exportBegin)
+	if _, err := Import(strings.ToLower(strings.ReplaceAll(body, "\n", " "))); err != nil {
+		t.Fatalf("lower case, one line: %v", err)
+	}
+	// Every one-character typo is caught.
+	lines := strings.Split(text, "\n")
+	row := []byte(lines[1])
+	for i, c := range row {
+		if c == '-' {
+			continue
+		}
+		typo := append([]byte(nil), row...)
+		typo[i] = map[bool]byte{true: 'B', false: 'A'}[c == 'A']
+		lines2 := append([]string(nil), lines...)
+		lines2[1] = string(typo)
+		if _, err := Import(strings.Join(lines2, "\n")); !errors.Is(err, ErrBadExport) {
+			t.Fatalf("typo at %d accepted: %v", i, err)
+		}
+	}
+	if _, err := Import(strings.Join(append(lines[:2:2], lines[3:]...), "\n")); !errors.Is(err, ErrBadExport) {
+		t.Fatalf("a missing line accepted: %v", err)
+	}
+	if _, err := Import(""); !errors.Is(err, ErrBadExport) {
+		t.Fatalf("empty accepted: %v", err)
+	}
+}
+
+func TestMerge(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a := New(now)
+	b, err := Import(Export(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := a.Rotate(now.Add(time.Hour))
+	changed, err := b.Merge(a)
+	if err != nil || !changed || b.Current != k.ID || len(b.Keys) != 2 {
+		t.Fatalf("merge: changed %v err %v current %s keys %d", changed, err, b.Current, len(b.Keys))
+	}
+	if changed, err := b.Merge(a); err != nil || changed {
+		t.Fatalf("merge again: changed %v err %v", changed, err)
+	}
+	if _, err := b.Merge(New(now)); err == nil {
+		t.Fatal("another team's key merged")
+	}
+}
