@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+
+	"github.com/pisyncd/pisyncd/watch"
 )
 
 // memoryBase is what the daemon's Go memory holds besides what
@@ -24,24 +26,34 @@ const memoryBase = 64 << 20
 func setMemoryLimit(budget int64, logger *slog.Logger) int64 {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		limit := debug.SetMemoryLimit(-1)
-		logger.Debug("memory limit from GOMEMLIMIT", "bytes", limit)
+		logger.Info("memory limit from GOMEMLIMIT", "bytes", limit)
 		return limit
 	}
-	limit := budget + memoryBase
+	limit := memoryBudget(budget) + memoryBase
 	debug.SetMemoryLimit(limit)
+	logger.Debug("memory limit from PISYNC_MEMORY_BUDGET", "bytes", limit)
 	return limit
+}
+
+// memoryBudget is PISYNC_MEMORY_BUDGET, its default when 0.
+func memoryBudget(budget int64) int64 {
+	if budget <= 0 {
+		return watch.DefaultMemoryBudget
+	}
+	return budget
 }
 
 // tailerBudget is the bytes of lines the tailer holds at once: a quarter
 // of the budget. The embedded server holds up to two more copies of what
 // is being stored (its inbound queue and the staged batch) before the
 // block it writes; the rest of the budget is for those.
-func tailerBudget(budget int64) int64 { return budget / 4 }
+func tailerBudget(budget int64) int64 { return memoryBudget(budget) / 4 }
 
 // projectionBudget is what the projection holds of message bodies: a
 // quarter of the budget for the bodies kept for repeated context queries,
-// an eighth read ahead by one (16 and 16 MiB by default): a query copies
+// an eighth read ahead by one (32 and 16 MiB by default): a query copies
 // each body two or three times more on its way out.
 func projectionBudget(budget int64) (bodies, readAhead int64) {
+	budget = memoryBudget(budget)
 	return budget / 4, budget / 8
 }
