@@ -12,9 +12,13 @@ import (
 // PISYNC_MEMORY_BUDGET sizes: the runtime, the embedded nats-server's
 // structures and buffers (its pools of 8 MiB block buffers, the blocks
 // it caches for the streams it writes and reads), the consumers' pulls
-// (8 MiB each) and the room the collector needs to work
+// (8 MiB each) and the room the collector needs to work. With less (64
+// MiB was tried) the heap of an ingest of huge lines sits at the limit,
+// the collector runs without pause, and the server, whose caches of
+// blocks go at every collection, reads back the block it is writing again
+// and again: 210 MB of base64 images took 26 s instead of 11 s
 // (docs/PERFORMANCE.md, Memory).
-const memoryBase = 64 << 20
+const memoryBase = 96 << 20
 
 // setMemoryLimit makes the Go runtime collect before the daemon's memory
 // passes its budget plus memoryBase (a soft limit: the runtime collects
