@@ -27,7 +27,7 @@ import (
 type memWorkload struct {
 	budget  int64 // PISYNC_MEMORY_BUDGET
 	images  int   // entries of a session of 1–4 MB base64 images, present at start
-	lines   int   // entries of 2 KB of text in a second session, present at start
+	lines   int   // entries of 2 KB of text after them in the same session
 	growing int   // bytes of one line written slowly while the daemon runs
 	cold    bool  // also restart the daemon and query again (the tree rebuilt)
 }
@@ -43,7 +43,7 @@ type memReport struct {
 
 // memBase is what the daemon's resident set holds beyond its budget at
 // its peaks, as measured (docs/PERFORMANCE.md, Memory): the binary and
-// the runtime, the 64 MiB that the Go memory limit adds to the budget,
+// the runtime, the 96 MiB that the Go memory limit adds to the budget,
 // and what that soft limit cannot hold back: the embedded server takes
 // 8 MiB block buffers from pools that collections empty only over two
 // cycles, and under load the collector (at most half the CPU) falls
