@@ -66,7 +66,7 @@ type Config struct {
 	MaxLine         ByteSize      `envconfig:"MAX_LINE" default:"64MiB" desc:"longest line published; longer lines are counted as malformed and skipped"`
 	MaxStore        ByteSize      `envconfig:"MAX_STORE" default:"16GiB" desc:"JetStream file store limit"`
 	MaxMemory       ByteSize      `envconfig:"MAX_MEMORY" default:"256MiB" desc:"JetStream memory store limit"`
-	MemoryBudget    ByteSize      `envconfig:"MEMORY_BUDGET" default:"128MiB" desc:"most bytes of lines the tailer holds at once across its workers (read, not yet stored; a line longer than this is handled alone); also sizes the projection's bodies: half kept for repeated context queries, an eighth read ahead by one"`
+	MemoryBudget    ByteSize      `envconfig:"MEMORY_BUDGET" default:"128MiB" desc:"what the daemon's work holds in memory: a quarter for lines the tailer holds (read, not yet stored; a longer line is handled alone), a quarter for bodies kept for repeated context queries, an eighth read ahead by one, the rest for the server's copies; the Go memory limit is this plus 96MiB (GOMEMLIMIT wins)"`
 	Workers         int           `envconfig:"WORKERS" default:"8" desc:"files read and published in parallel"`
 	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"10s" desc:"bound on a graceful stop; a second signal exits at once"`
 }

@@ -23,7 +23,7 @@ func NewPump(cons jetstream.Consumer, size, maxBytes int) (*Pump, error) {
 	p := &Pump{ch: make(chan jetstream.Msg, size), err: make(chan error, 1)}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		p.ch <- m // blocks when full: back-pressure, never an unbounded queue
-	}, jetstream.PullMaxBytes(maxBytes), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	}, PullLimit(maxBytes), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		select {
 		case p.err <- err:
 		default:

@@ -1,7 +1,6 @@
 package eventlog
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -39,7 +38,11 @@ type Assembler struct {
 	cur         *Event
 	startSeq    uint64 // sequence of cur's first chunk
 	next, total int
-	buf         bytes.Buffer
+	// raw is the line being joined. It goes with the event when the line
+	// is whole: a buffer kept for the next line would hold the largest
+	// line ever seen on the subject for as long as the reader runs, and
+	// the event its copy besides.
+	raw []byte
 }
 
 // NewAssembler returns an assembler; headersOnly skips payloads and the
@@ -73,13 +76,19 @@ func (a *Assembler) Add(stream, subj string, seq uint64, h nats.Header, data []b
 			return nil, err
 		}
 		a.cur, a.next, a.total, a.startSeq = ev, 1, n, seq
-		a.buf.Reset()
+		a.raw = nil
 	}
 	if a.cur == nil {
 		return nil, fmt.Errorf("eventlog: %s seq %d: chunk %d/%d without its start", subj, seq, i, n)
 	}
 	if !a.headersOnly {
-		a.buf.Write(data)
+		if a.raw == nil && n > 1 {
+			// Room for a few chunks at once; append grows it by a
+			// quarter after that. The count announced is not believed
+			// further: a peer could announce a million chunks.
+			a.raw = make([]byte, 0, min(n, 8)*len(data))
+		}
+		a.raw = append(a.raw, data...)
 	}
 	if i < n {
 		a.next++
@@ -89,7 +98,7 @@ func (a *Assembler) Add(stream, subj string, seq uint64, h nats.Header, data []b
 	a.cur = nil
 	ev.Seq = seq
 	if !a.headersOnly {
-		ev.Raw = bytes.Clone(a.buf.Bytes())
+		ev.Raw, a.raw = a.raw, nil // a copy: data is the consumer's message
 		if ev.Op == "" && sha256.Sum256(ev.Raw) != ev.Sha {
 			return nil, fmt.Errorf("eventlog: %s seq %d: line does not match its %s", subj, seq, HdrSha)
 		}
@@ -193,7 +202,7 @@ func ReadFiltered(ctx context.Context, js jetstream.JetStream, stream, filter st
 		return nil
 	}
 	// Bounded by bytes: 512 chunks of a huge line would be 128 MiB buffered.
-	it, err := cons.Messages(jetstream.PullMaxBytes(8 << 20))
+	it, err := cons.Messages(PullLimit(8 << 20))
 	if err != nil {
 		return fmt.Errorf("eventlog: read %s: %w", filter, err)
 	}

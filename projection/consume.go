@@ -94,7 +94,7 @@ func (w *Worker) consume(ctx context.Context, f *follower) error {
 	}
 	// Bounded by bytes: a message is up to a chunk (256 KiB), and 1024 of
 	// them would be 256 MiB buffered here.
-	it, err := cons.Messages(jetstream.PullMaxBytes(bodyBytes))
+	it, err := cons.Messages(eventlog.PullLimit(bodyBytes))
 	if err != nil {
 		return fmt.Errorf("projection: consumer on %s: %w", f.stream, err)
 	}

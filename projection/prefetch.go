@@ -83,7 +83,7 @@ func (b *streamBodies) read(stream, filter string, from, to uint64, need map[uin
 	if info := cons.CachedInfo(); info != nil && info.NumPending == 0 {
 		return nil
 	}
-	it, err := cons.Messages(jetstream.PullMaxBytes(bodyBytes)) // bounded by bytes: messages are up to a chunk (256 KiB) each
+	it, err := cons.Messages(eventlog.PullLimit(bodyBytes)) // bounded by bytes: messages are up to a chunk (256 KiB) each
 	if err != nil {
 		return fmt.Errorf("projection: read bodies: %w", err)
 	}

@@ -201,7 +201,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		MaxLine:        int(d.cfg.MaxLine),
 		Workers:        d.cfg.Workers,
 		RescanInterval: d.cfg.RescanInterval,
-		MemoryBudget:   int64(d.cfg.MemoryBudget),
+		MemoryBudget:   tailerBudget(int64(d.cfg.MemoryBudget)),
 		Logger:         d.logger.With("component", "tailer"),
 	}
 	if len(d.cfg.HubURLs) > 0 {
@@ -211,14 +211,11 @@ func (d *Daemon) build(ctx context.Context) error {
 		topts.Known, topts.Deleted = d.repl.KnownLines, d.repl.Deleted
 	}
 	var err error
-	// The memory budget also sizes what the projection holds of message
-	// bodies: half for the bodies kept for repeated context queries, an
-	// eighth read ahead by a query (64 and 16 MiB by default).
-	budget := int64(d.cfg.MemoryBudget)
+	bodies, readAhead := projectionBudget(int64(d.cfg.MemoryBudget))
 	d.proj, err = projection.New(d.nc, projection.Options{
 		Node: d.cfg.NodeID, All: len(d.cfg.HubURLs) > 0, Rules: d.cfg.RuleSet(),
 		Logger:       d.logger.With("component", "projection"),
-		MaxBodyBytes: budget / 2, ReadAhead: budget / 8,
+		MaxBodyBytes: bodies, ReadAhead: readAhead,
 	})
 	if err != nil {
 		return err
@@ -367,6 +364,7 @@ func runCommand(args []string, stderr io.Writer) error {
 	// The first line says which build runs, for every report that
 	// quotes the log.
 	logger.Info("pisyncd starting", readBuildInfo().LogAttrs()...)
+	setMemoryLimit(int64(cfg.MemoryBudget), logger)
 	ctx, stop := signalContext(stderr)
 	defer stop()
 	d, err := openDaemonWaiting(ctx, cfg, logger)

@@ -32,7 +32,6 @@ RestartSec=2
 TimeoutStopSec=20
 # Settings: PISYNC_* variables, e.g. PISYNC_HUB_URLS, in this file.
 EnvironmentFile=-%h/.config/pisyncd/env
-Environment=GOMEMLIMIT=512MiB
 NoNewPrivileges=yes
 PrivateTmp=yes
 
@@ -52,8 +51,6 @@ WantedBy=default.target
 	</array>
 	<key>EnvironmentVariables</key>
 	<dict>
-		<key>GOMEMLIMIT</key>
-		<string>512MiB</string>
 		<!-- PISYNC_* settings go here, e.g. PISYNC_HUB_URLS. -->
 	</dict>
 	<key>RunAtLoad</key>
