@@ -1,3 +1,14 @@
+//go:build !race
+
+// Not built with the race detector: recovering in place restarts
+// JetStream inside the embedded server (embedded/storewatch.go), and
+// nats-server 2.15's ShutdownJetStream leaves the old $JS.API.>
+// subscription in place; its dispatcher reads the API queue that
+// EnableJetStream replaces, a data race inside nats-server that six
+// restarts under four writers hit often enough to fail a -race run
+// (docs/SOAK.md, "Open"). scripts/test runs this test in a second pass
+// without -race, so it still runs everywhere the suite runs.
+
 package main
 
 import (

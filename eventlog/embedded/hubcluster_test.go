@@ -103,11 +103,21 @@ func TestStrangerCannotJoinCluster(t *testing.T) {
 	waitFor(t, 20*time.Second, "h2 to join h1", func() bool { return h1.NATS().NumRoutes() > 0 && h2.NATS().NumRoutes() > 0 })
 	// The strangers dial at start and every second after: by the time a
 	// few rounds have passed, each has been turned away several times.
+	// h1's own list of routes is the authority: it holds a route only
+	// once the route authenticated. A stranger counts its route from h1's
+	// INFO until h1 turns its CONNECT away, which on a loaded machine can
+	// be caught in a sample; a route that stays through several samples
+	// in a row was accepted.
 	deadline := time.Now().Add(3 * time.Second)
+	routed := make([]int, len(strangers))
 	for time.Now().Before(deadline) {
-		for _, s := range strangers {
-			if n := s.NumRoutes(); n != 0 {
-				t.Fatalf("stranger %s formed %d routes", s.Name(), n)
+		for i, s := range strangers {
+			if s.NumRoutes() == 0 {
+				routed[i] = 0
+				continue
+			}
+			if routed[i]++; routed[i] >= 5 {
+				t.Fatalf("stranger %s kept a route for %d samples", s.Name(), routed[i])
 			}
 		}
 		rz, err := h1.NATS().Routez(nil)
