@@ -190,7 +190,13 @@ func (t *Tree) Append(l Line, ref Ref) error {
 			t.state, t.rejectErr = 2, ErrNotSession
 			return ErrNotSession
 		}
-		return t.setHeader(l)
+		if err := t.setHeader(l); err != nil {
+			return err
+		}
+		return t.checkRewrite(l)
+	}
+	if err := t.checkRewrite(l); err != nil {
+		return err
 	}
 	pos := len(t.parsed)
 	if l.Kind == Header {
@@ -253,6 +259,46 @@ func (t *Tree) Append(l Line, ref Ref) error {
 	t.nodes = append(t.nodes, n)
 	t.addNode(idx)
 	return nil
+}
+
+// piRewriteDepth is the deepest nesting pi's rewrite of a migrated file
+// can write: it stringifies every value with JSON.stringify, which recurses
+// and throws RangeError (Maximum call stack size exceeded) below a nesting
+// that depends on node's stack; 4114 levels is what node 20 with its
+// default stack manages in pi's open() (testdata/hostile).
+const piRewriteDepth = 4114
+
+// checkRewrite fails a migrated file (version < 3) with a value pi cannot
+// write back: its open() throws, so the file does not load. Files pi does
+// not migrate are never written and any depth loads, as JSON.parse allows.
+func (t *Tree) checkRewrite(l Line) error {
+	if !t.Migrated() || nestingDepth(l.Raw) <= piRewriteDepth {
+		return nil
+	}
+	t.state, t.rejectErr = 2, fmt.Errorf("%w: a value nested deeper than %d levels cannot be written back", ErrMigration, piRewriteDepth)
+	return t.rejectErr
+}
+
+// nestingDepth is the deepest nesting of containers in a JSON text.
+func nestingDepth(raw []byte) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '{', '[':
+			if depth++; depth > deepest {
+				deepest = depth
+			}
+		case '}', ']':
+			depth--
+		case '"':
+			e, _, err := skipString(raw, i)
+			if err != nil {
+				return deepest
+			}
+			i = e - 1
+		}
+	}
+	return deepest
 }
 
 func (t *Tree) setHeader(l Line) error {
