@@ -271,7 +271,7 @@ func (g *sessionGen) mutate(lines []any) {
 		}
 	case 4: // nesting far beyond 10,000 levels, or just a few
 		if len(slots) > 0 {
-			depth := pick(r, 20, 3000, 10001, 20000, 100000)
+			depth := pick(r, 20, 2500, 5000, 10001, 20000, 100000) // not near pi's stack limits (docs/RULES.md)
 			slots[r.IntN(len(slots))].set(deepValue(r, depth))
 		}
 	case 5: // a duplicate key, before or after the original

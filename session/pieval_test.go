@@ -2,6 +2,7 @@ package session
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/pisyncd/pisyncd/internal/testenv"
@@ -30,6 +32,7 @@ type piAnswer struct {
 	Load     string      `json:"load"` // ok, error, empty, nonTerminating, driver-error
 	Error    string      `json:"error"`
 	Sections []piSection `json:"sections"`
+	raw      []byte      // the answer as pi-eval wrote it, without its id
 }
 
 type piSection struct {
@@ -100,6 +103,12 @@ func (p *piEval) eval(file, pi string) (*piAnswer, error) {
 	if err := json.Unmarshal(line, &a); err != nil {
 		return nil, fmt.Errorf("pi-eval: answer: %w", err)
 	}
+	// pi-eval appends the request's id last; drop it so that answers to
+	// the same file compare equal.
+	a.raw = bytes.TrimRight(line, "\n")
+	if i := bytes.LastIndex(a.raw, []byte(`,"id":`)); i >= 0 {
+		a.raw = append(a.raw[:i:i], '}')
+	}
 	if a.Load == "driver-error" {
 		return nil, fmt.Errorf("pi-eval: driver: %s", a.Error)
 	}
@@ -152,7 +161,7 @@ func reportOf(raw []byte, mode RuleSet) goReport {
 			v, s.Err = contextWithLLM(f.Context())
 		case k == "at:null":
 			v, s.Err = contextWithLLM(f.ContextAt(nil))
-		case len(k) > 3 && k[:3] == "at:":
+		case strings.HasPrefix(k, "at:"):
 			id := k[3:]
 			v, s.Err = contextWithLLM(f.ContextAt(&id))
 		case k == "tree":

@@ -74,6 +74,10 @@ const (
 	// context_edit replaces (role user, assistant, toolResult or custom;
 	// for a compaction, its systemMessage).
 	flagEditable
+	// flagBadDate: the timestamp is an array nested so deep that pi's
+	// new Date(timestamp) overflows the stack joining it (see
+	// piJoinDepth): where pi converts it, it throws.
+	flagBadDate
 )
 
 // context_edit replacement kinds (extra.repl).
@@ -225,6 +229,9 @@ func (t *Tree) Append(l Line, ref Ref) error {
 		n.parent = idFromRaw(fields["parentId"])
 		n.typ = idFromRaw(fields["type"])
 		n.ts = dateValue(fields["timestamp"])
+		if arrayChainDepth(fields["timestamp"]) > piJoinDepth {
+			n.flags |= flagBadDate
+		}
 		n.x = t.extraFor(&n, fields)
 	}
 	idx := int32(len(t.nodes))
@@ -272,11 +279,34 @@ const piRewriteDepth = 4114
 // write back: its open() throws, so the file does not load. Files pi does
 // not migrate are never written and any depth loads, as JSON.parse allows.
 func (t *Tree) checkRewrite(l Line) error {
-	if !t.Migrated() || nestingDepth(l.Raw) <= piRewriteDepth {
+	if !t.Migrated() || t.rewriteDepth(l) <= piRewriteDepth {
 		return nil
 	}
 	t.state, t.rejectErr = 2, fmt.Errorf("%w: a value nested deeper than %d levels cannot be written back", ErrMigration, piRewriteDepth)
 	return t.rejectErr
+}
+
+// rewriteDepth is the nesting of a line as pi writes it back: the v1
+// migration replaces an entry's id and parentId (and a numeric
+// firstKeptEntryIndex's firstKeptEntryId) before it does, so whatever
+// stood there does not count.
+func (t *Tree) rewriteDepth(l Line) int {
+	if !t.v1() || l.Kind != Entry {
+		return nestingDepth(l.Raw)
+	}
+	fs, err := objectFields(l.Raw)
+	if err != nil {
+		return nestingDepth(l.Raw)
+	}
+	fk := l.Type == "compaction" && isNumberRaw(getField(fs, "firstKeptEntryIndex"))
+	deepest := 1
+	for _, f := range fs {
+		if f.key == "id" || f.key == "parentId" || fk && f.key == "firstKeptEntryId" {
+			continue
+		}
+		deepest = max(deepest, 1+nestingDepth(f.val))
+	}
+	return deepest
 }
 
 // nestingDepth is the deepest nesting of containers in a JSON text.
