@@ -16,15 +16,15 @@ import (
 // The differential test: generated hostile session files (hostileFile) go
 // through pisyncd's rules and real pi's (pi-eval), and every report
 // section must agree canonically, errors included. The normal run checks
-// a few hundred files; the long one is
+// 60 files (about 30 s on a loaded 2-core machine); the long one is
 //
-//	go test ./session/ -run TestDifferential -timeout 0 -diff.n 20000 -diff.seed 7 -v
+//	go test ./session/ -run TestDifferential -timeout 0 -v -args -diff.n 10000 -diff.seed 7
 //
 // A disagreement is minimised and written under -diff.out (default: the
 // test's temp dir); copy it to testdata/hostile/ with
-// `go test ./session/ -run TestHostileCases -hostile.update`.
+// `go test ./session/ -run TestHostileCases -args -hostile.update`.
 var (
-	diffN       = flag.Int("diff.n", 250, "differential test: number of generated files")
+	diffN       = flag.Int("diff.n", 60, "differential test: number of generated files")
 	diffSeed    = flag.Uint64("diff.seed", 1, "differential test: generator seed")
 	diffFrom    = flag.Int("diff.from", 0, "differential test: first file number")
 	diffProcs   = flag.Int("diff.procs", 2, "differential test: pi-eval processes")

@@ -16,7 +16,7 @@ import (
 // minimised, each NAME.jsonl with NAME.expected.json: what real pi
 // (pi-eval, mode report) answered for it under the bundles seed and 1.6.0,
 // and a note saying what the case is about. Nothing in an expected file is
-// hand-written; `go test ./session/ -run TestHostileCases -hostile.update`
+// hand-written; `go test ./session/ -run TestHostileCases -args -hostile.update`
 // derives them again from real pi (it needs node).
 var hostileUpdate = flag.Bool("hostile.update", false, "rewrite testdata/hostile/*.expected.json from real pi")
 
