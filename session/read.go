@@ -2,7 +2,6 @@ package session
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 )
@@ -97,5 +96,7 @@ func ContextJSON(f *File, leaf *string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(c)
+	// Not json.Marshal: its check of the output stops at 10,000 levels,
+	// and pi passes content of any depth through.
+	return c.MarshalJSON()
 }
