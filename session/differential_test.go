@@ -149,6 +149,18 @@ func TestDifferential(t *testing.T) {
 		}
 		if len(res.why) > 0 {
 			bad = append(bad, res)
+			for _, r := range diffRules {
+				if w := res.why[r]; w != "" {
+					t.Logf("file %d disagrees (%s): %s", res.n, r, clip(strings.SplitN(w, "\n", 2)[0]))
+					break
+				}
+			}
+			if *diffOut != "" {
+				orig := filepath.Join(*diffOut, fmt.Sprintf("seed%d-%d.orig.jsonl", *diffSeed, res.n))
+				if err := os.WriteFile(orig, res.raw, 0o644); err != nil {
+					t.Error(err)
+				}
+			}
 		}
 		if files%1000 == 0 {
 			t.Logf("%d files, %d disagreements, %s", files, len(bad), time.Since(start).Round(time.Second))
@@ -171,12 +183,6 @@ func TestDifferential(t *testing.T) {
 				}
 			}
 			t.Errorf("file %d (-diff.seed %d -diff.from %d -diff.n 1) disagrees:\n%s", res.n, *diffSeed, res.n, strings.Join(lines, "\n"))
-		}
-		if *diffOut != "" {
-			orig := filepath.Join(out, fmt.Sprintf("seed%d-%d.orig.jsonl", *diffSeed, res.n))
-			if err := os.WriteFile(orig, res.raw, 0o644); err != nil {
-				t.Error(err)
-			}
 		}
 		if k < *diffMin {
 			minimizeCase(t, evals[0], res, out)

@@ -350,9 +350,11 @@ func (t *Tree) setHeader(l Line) error {
 }
 
 // v1ID derives the id pi would mint at random for the k-th entry of a
-// version-1 file. Deterministic, so every replay of the file agrees.
+// version-1 file. Deterministic, so every replay of the file agrees. The
+// session id is hashed as node encodes it in UTF-8 (a lone surrogate as
+// U+FFFD), which is what the oracle harness feeds pi (testdata/pi-eval).
 func v1ID(sessionID string, k int) string {
-	h := sha256.Sum256([]byte(sessionID + "\x00" + strconv.Itoa(k)))
+	h := sha256.Sum256([]byte(utf8Safe(sessionID) + "\x00" + strconv.Itoa(k)))
 	return hex.EncodeToString(h[:4])
 }
 
