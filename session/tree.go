@@ -275,11 +275,17 @@ func (t *Tree) Append(l Line, ref Ref) error {
 // default stack manages in pi's open() (testdata/hostile).
 const piRewriteDepth = 4114
 
-// checkRewrite fails a migrated file (version < 3) with a value pi cannot
-// write back: its open() throws, so the file does not load. Files pi does
-// not migrate are never written and any depth loads, as JSON.parse allows.
+// rewritten reports whether pi's open() writes the file back:
+// migrateToCurrentVersion returns true unless version >= 3, so a version
+// that is no number at all ({} or "x": NaN) rewrites the file too, even
+// though it migrates nothing.
+func (t *Tree) rewritten() bool { return !(t.version >= 3) }
+
+// checkRewrite fails a file pi writes back (rewritten) with a value it
+// cannot write: its open() throws, so the file does not load. Files pi
+// does not rewrite load at any depth, as JSON.parse allows.
 func (t *Tree) checkRewrite(l Line) error {
-	if !t.Migrated() || t.rewriteDepth(l) <= piRewriteDepth {
+	if !t.rewritten() || t.rewriteDepth(l) <= piRewriteDepth {
 		return nil
 	}
 	t.state, t.rejectErr = 2, fmt.Errorf("%w: a value nested deeper than %d levels cannot be written back", ErrMigration, piRewriteDepth)
@@ -337,6 +343,11 @@ func (t *Tree) setHeader(l Line) error {
 	t.sessionID = l.ID
 	h, _ := objectMap(l.Raw)
 	if v, ok := h["version"]; ok && !isAbsent(v) {
+		if arrayChainDepth(v) > piJoinDepth {
+			// `version >= 3` joins the array and overflows the stack
+			t.state, t.rejectErr = 2, fmt.Errorf("%w: header version nested too deep to compare", ErrMigration)
+			return t.rejectErr
+		}
 		t.version = jsToNumber(v)
 	} else {
 		t.version = 1
