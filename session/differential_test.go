@@ -28,8 +28,8 @@ var (
 	diffSeed    = flag.Uint64("diff.seed", 1, "differential test: generator seed")
 	diffFrom    = flag.Int("diff.from", 0, "differential test: first file number")
 	diffProcs   = flag.Int("diff.procs", 2, "differential test: pi-eval processes")
-	diffTimeout = flag.Int("diff.timeout", 1500, "differential test: ms before a pi section counts as non-terminating")
-	diffHeap    = flag.Int("diff.heap", 96, "differential test: heap limit (MB) of pi's process (a small one ends a parentId cycle fast; a file pi-eval runs out of heap on is checked again with 1 GB)")
+	diffTimeout = flag.Int("diff.timeout", 3000, "differential test: ms before a pi section counts as non-terminating")
+	diffHeap    = flag.Int("diff.heap", 96, "differential test: heap limit (MB) of pi's process (a small one ends a parentId cycle fast; a file pi-eval runs out of heap on is checked again with 384 MB)")
 	diffOut     = flag.String("diff.out", "", "differential test: folder for minimised disagreements")
 	diffMin     = flag.Int("diff.minimize", 3, "differential test: how many disagreements to minimise")
 )
@@ -94,10 +94,10 @@ func TestDifferential(t *testing.T) {
 	}
 	procs := max(1, *diffProcs)
 	evals := make([]*piEval, procs)
-	slow := make([]*piEval, procs) // for second opinions: 1 GB, 30 s
+	slow := make([]*piEval, procs) // for second opinions: 384 MB, 10 s
 	for k := range evals {
 		evals[k] = startPiEval(t, *diffTimeout, *diffHeap)
-		slow[k] = startPiEval(t, 30000, 1024)
+		slow[k] = startPiEval(t, 10000, 384)
 	}
 	dir := t.TempDir()
 	start := time.Now()
