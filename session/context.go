@@ -133,6 +133,11 @@ func (t *Tree) IndexAt(id *string) (*Index, error) {
 	if !ok {
 		return nil, fmt.Errorf("session: context at %q: %w", *id, ErrUnknownEntry)
 	}
+	if *id == "" {
+		// branch("") finds the entry, but buildSessionPath starts from a
+		// falsy leaf id at the last entry of the file instead.
+		start = int32(len(t.nodes) - 1)
+	}
 	c := t.compute(start, t.Rules())
 	return t.index0(&c, leaf)
 }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -26,6 +27,52 @@ func dateValue(raw json.RawMessage) float64 {
 		return math.NaN() // "[object Object]"
 	}
 	return timeClip(jsToNumber(raw))
+}
+
+// piJoinDepth is the deepest chain of directly nested arrays that
+// new Date(v) turns into a string in pi: ToPrimitive joins arrays
+// recursively, and node 20's default stack holds 3162 levels of it in
+// pi's getTree and buildSessionContext (testdata/hostile); deeper, pi
+// throws RangeError.
+const piJoinDepth = 3162
+
+// ErrDate means pi throws converting an entry's timestamp (a RangeError:
+// an array timestamp nested deeper than piJoinDepth).
+var ErrDate = errors.New("session: timestamp too deeply nested to convert")
+
+// arrayChainDepth is the length of the longest chain of arrays directly
+// inside one another from the top of raw (an object ends a chain: its
+// string is "[object Object]", no recursion).
+func arrayChainDepth(raw []byte) int {
+	raw = trimWS(raw)
+	if len(raw) == 0 || raw[0] != '[' {
+		return 0
+	}
+	depth, chain, deepest := 0, 0, 0
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '[':
+			if chain == depth {
+				chain++
+				deepest = max(deepest, chain)
+			}
+			depth++
+		case '{':
+			depth++
+		case '}', ']':
+			if chain == depth {
+				chain--
+			}
+			depth--
+		case '"':
+			e, _, err := skipString(raw, i)
+			if err != nil {
+				return deepest
+			}
+			i = e - 1
+		}
+	}
+	return deepest
 }
 
 // timeClip is ECMAScript TimeClip.

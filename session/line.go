@@ -77,6 +77,9 @@ func ParseLine(raw []byte) Line {
 	var typ, id, parent, version []byte
 	e, err := scanMembers(raw, i, func(k []byte, at int) (int, error) {
 		ve, err := skipValue(raw, at)
+		if err != nil {
+			return 0, err // a truncated value: the line is malformed
+		}
 		switch string(k) {
 		case "type":
 			typ = raw[at:ve]
@@ -87,7 +90,7 @@ func ParseLine(raw []byte) Line {
 		case "version":
 			version = raw[at:ve]
 		}
-		return ve, err
+		return ve, nil
 	})
 	if err != nil || end(raw, e) != nil {
 		l.Kind = Malformed

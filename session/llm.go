@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -40,7 +41,12 @@ func ConvertToLLM(r RuleSet, msgs []json.RawMessage) ([]json.RawMessage, error) 
 			if truthy(f["excludeFromContext"]) {
 				continue
 			}
-			out = append(out, userText(bashExecutionText(f), f["timestamp"]))
+			var t templater
+			text := bashExecutionText(&t, f)
+			if t.err != nil {
+				return nil, fmt.Errorf("session: convert message %d: %w", k, t.err)
+			}
+			out = append(out, userText(text, f["timestamp"]))
 		case "custom":
 			content := f["content"]
 			if s, ok := rawString(content); ok {
@@ -50,10 +56,17 @@ func ConvertToLLM(r RuleSet, msgs []json.RawMessage) ([]json.RawMessage, error) 
 			fs = appendDefined(fs, "content", content)
 			fs = appendDefined(fs, "timestamp", f["timestamp"])
 			out = append(out, encodeFields(fs))
-		case "branchSummary":
-			out = append(out, userText(branchSummaryPrefix+jsTemplate(f["summary"])+branchSummarySuffix, f["timestamp"]))
-		case "compactionSummary":
-			out = append(out, userText(compactionSummaryPrefix+jsTemplate(f["summary"])+compactionSummarySuffix, f["timestamp"]))
+		case "branchSummary", "compactionSummary":
+			var t templater
+			summary := t.str(f["summary"])
+			if t.err != nil {
+				return nil, fmt.Errorf("session: convert message %d: %w", k, t.err)
+			}
+			if role == "branchSummary" {
+				out = append(out, userText(branchSummaryPrefix+summary+branchSummarySuffix, f["timestamp"]))
+			} else {
+				out = append(out, userText(compactionSummaryPrefix+summary+compactionSummarySuffix, f["timestamp"]))
+			}
 		}
 	}
 	return out, nil
@@ -70,22 +83,37 @@ func userText(text string, ts json.RawMessage) json.RawMessage {
 }
 
 // bashExecutionText is pi's bashExecutionToText.
-func bashExecutionText(f map[string]json.RawMessage) string {
-	text := "Ran `" + jsTemplate(f["command"]) + "`\n"
+func bashExecutionText(t *templater, f map[string]json.RawMessage) string {
+	text := "Ran `" + t.str(f["command"]) + "`\n"
 	if truthy(f["output"]) {
-		text += "```\n" + jsTemplate(f["output"]) + "\n```"
+		text += "```\n" + t.str(f["output"]) + "\n```"
 	} else {
 		text += "(no output)"
 	}
 	if truthy(f["cancelled"]) {
 		text += "\n\n(command cancelled)"
 	} else if code := f["exitCode"]; !isAbsent(code) && !(isNumberRaw(code) && jsToNumber(code) == 0) {
-		text += "\n\nCommand exited with code " + jsTemplate(code)
+		text += "\n\nCommand exited with code " + t.str(code)
 	}
 	if truthy(f["truncated"]) && truthy(f["fullOutputPath"]) {
-		text += "\n\n[Output truncated. Full output: " + jsTemplate(f["fullOutputPath"]) + "]"
+		text += "\n\n[Output truncated. Full output: " + t.str(f["fullOutputPath"]) + "]"
 	}
 	return text
+}
+
+// ErrTooDeep means pi throws turning a value into a string: an array
+// nested deeper than piJoinDepth overflows the stack of the recursive join.
+var ErrTooDeep = errors.New("session: value nested too deep to convert to a string")
+
+// templater applies jsTemplate and remembers where pi would throw.
+type templater struct{ err error }
+
+func (t *templater) str(raw json.RawMessage) string {
+	if arrayChainDepth(raw) > piJoinDepth {
+		t.err = ErrTooDeep
+		return ""
+	}
+	return jsTemplate(raw)
 }
 
 // jsTemplate is String(x) as a template literal applies it.

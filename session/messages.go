@@ -93,6 +93,9 @@ func entryMessages(dst []json.RawMessage, n *node, body []byte, r RuleSet, versi
 	if err != nil {
 		return dst, fmt.Errorf("session: decode entry body: %w", err)
 	}
+	// custom_message, branch_summary and compaction messages take their
+	// timestamp from new Date(entry.timestamp), which may throw.
+	badDate := n.flags&flagBadDate != 0
 	switch n.typ.s {
 	case "message":
 		if isAbsent(f.message) {
@@ -104,6 +107,9 @@ func entryMessages(dst []json.RawMessage, n *node, body []byte, r RuleSet, versi
 		}
 		return append(dst, msg), nil
 	case "custom_message":
+		if badDate {
+			return dst, ErrDate
+		}
 		content := f.content
 		if isAbsent(content) {
 			content = emptyArray
@@ -119,6 +125,9 @@ func entryMessages(dst []json.RawMessage, n *node, body []byte, r RuleSet, versi
 		if !truthy(f.summary) {
 			return dst, nil
 		}
+		if badDate {
+			return dst, ErrDate
+		}
 		fs := []field{{"role", json.RawMessage(`"branchSummary"`)}, {"summary", f.summary}}
 		fs = appendDefined(fs, "fromId", f.fromID)
 		fs = append(fs, field{"timestamp", msTimestamp(n.ts)})
@@ -127,6 +136,9 @@ func entryMessages(dst []json.RawMessage, n *node, body []byte, r RuleSet, versi
 		if r == RulesPi16 && truthy(f.systemMessage) {
 			// [1.6] the system prompt at compaction time comes first.
 			dst = append(dst, f.systemMessage)
+		}
+		if badDate {
+			return dst, ErrDate
 		}
 		fs := []field{{"role", json.RawMessage(`"compactionSummary"`)}}
 		fs = appendDefined(fs, "summary", f.summary)

@@ -3,7 +3,6 @@ package session
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 )
@@ -98,7 +97,9 @@ func ContextJSON(f *File, leaf *string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(c)
+	// Not json.Marshal: its check of the output stops at 10,000 levels,
+	// and pi passes content of any depth through.
+	return c.MarshalJSON()
 }
 
 // Spans is a session file read line by line from an io.ReaderAt: the Tree,

@@ -76,6 +76,10 @@ const (
 	// context_edit replaces (role user, assistant, toolResult or custom;
 	// for a compaction, its systemMessage).
 	flagEditable
+	// flagBadDate: the timestamp is an array nested so deep that pi's
+	// new Date(timestamp) overflows the stack joining it (see
+	// piJoinDepth): where pi converts it, it throws.
+	flagBadDate
 )
 
 // context_edit replacement kinds (extra.repl).
@@ -192,7 +196,13 @@ func (t *Tree) Append(l Line, ref Ref) error {
 			t.state, t.rejectErr = 2, ErrNotSession
 			return ErrNotSession
 		}
-		return t.setHeader(l)
+		if err := t.setHeader(l); err != nil {
+			return err
+		}
+		return t.checkRewrite(l)
+	}
+	if err := t.checkRewrite(l); err != nil {
+		return err
 	}
 	pos := len(t.parsed)
 	if l.Kind == Header {
@@ -221,6 +231,9 @@ func (t *Tree) Append(l Line, ref Ref) error {
 		n.parent = idFromRaw(fields["parentId"])
 		n.typ = idFromRaw(fields["type"])
 		n.ts = dateValue(fields["timestamp"])
+		if arrayChainDepth(fields["timestamp"]) > piJoinDepth {
+			n.flags |= flagBadDate
+		}
 		n.x = t.extraFor(&n, fields)
 	}
 	idx := int32(len(t.nodes))
@@ -257,12 +270,86 @@ func (t *Tree) Append(l Line, ref Ref) error {
 	return nil
 }
 
+// piRewriteDepth is the deepest nesting pi's rewrite of a migrated file
+// can write: it stringifies every value with JSON.stringify, which recurses
+// and throws RangeError (Maximum call stack size exceeded) below a nesting
+// that depends on node's stack; 4114 levels is what node 20 with its
+// default stack manages in pi's open() (testdata/hostile).
+const piRewriteDepth = 4114
+
+// rewritten reports whether pi's open() writes the file back:
+// migrateToCurrentVersion returns true unless version >= 3, so a version
+// that is no number at all ({} or "x": NaN) rewrites the file too, even
+// though it migrates nothing.
+func (t *Tree) rewritten() bool { return !(t.version >= 3) }
+
+// checkRewrite fails a file pi writes back (rewritten) with a value it
+// cannot write: its open() throws, so the file does not load. Files pi
+// does not rewrite load at any depth, as JSON.parse allows.
+func (t *Tree) checkRewrite(l Line) error {
+	if !t.rewritten() || t.rewriteDepth(l) <= piRewriteDepth {
+		return nil
+	}
+	t.state, t.rejectErr = 2, fmt.Errorf("%w: a value nested deeper than %d levels cannot be written back", ErrMigration, piRewriteDepth)
+	return t.rejectErr
+}
+
+// rewriteDepth is the nesting of a line as pi writes it back: the v1
+// migration replaces an entry's id and parentId (and a numeric
+// firstKeptEntryIndex's firstKeptEntryId) before it does, so whatever
+// stood there does not count.
+func (t *Tree) rewriteDepth(l Line) int {
+	if !t.v1() || l.Kind != Entry {
+		return nestingDepth(l.Raw)
+	}
+	fs, err := objectFields(l.Raw)
+	if err != nil {
+		return nestingDepth(l.Raw)
+	}
+	fk := l.Type == "compaction" && isNumberRaw(getField(fs, "firstKeptEntryIndex"))
+	deepest := 1
+	for _, f := range fs {
+		if f.key == "id" || f.key == "parentId" || fk && f.key == "firstKeptEntryId" {
+			continue
+		}
+		deepest = max(deepest, 1+nestingDepth(f.val))
+	}
+	return deepest
+}
+
+// nestingDepth is the deepest nesting of containers in a JSON text.
+func nestingDepth(raw []byte) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '{', '[':
+			if depth++; depth > deepest {
+				deepest = depth
+			}
+		case '}', ']':
+			depth--
+		case '"':
+			e, _, err := skipString(raw, i)
+			if err != nil {
+				return deepest
+			}
+			i = e - 1
+		}
+	}
+	return deepest
+}
+
 func (t *Tree) setHeader(l Line) error {
 	t.state = 1
 	t.header = own(l.Raw)
 	t.sessionID = l.ID
 	h, _ := objectMap(l.Raw)
 	if v, ok := h["version"]; ok && !isAbsent(v) {
+		if arrayChainDepth(v) > piJoinDepth {
+			// `version >= 3` joins the array and overflows the stack
+			t.state, t.rejectErr = 2, fmt.Errorf("%w: header version nested too deep to compare", ErrMigration)
+			return t.rejectErr
+		}
 		t.version = jsToNumber(v)
 	} else {
 		t.version = 1
@@ -276,9 +363,11 @@ func (t *Tree) setHeader(l Line) error {
 }
 
 // v1ID derives the id pi would mint at random for the k-th entry of a
-// version-1 file. Deterministic, so every replay of the file agrees.
+// version-1 file. Deterministic, so every replay of the file agrees. The
+// session id is hashed as node encodes it in UTF-8 (a lone surrogate as
+// U+FFFD), which is what the oracle harness feeds pi (testdata/pi-eval).
 func v1ID(sessionID string, k int) string {
-	h := sha256.Sum256([]byte(sessionID + "\x00" + strconv.Itoa(k)))
+	h := sha256.Sum256([]byte(utf8Safe(sessionID) + "\x00" + strconv.Itoa(k)))
 	return hex.EncodeToString(h[:4])
 }
 

@@ -96,6 +96,15 @@ func (t *Tree) GetTree() ([]*TreeNode, error) {
 		}
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
+		if len(n.Children) > 1 {
+			// sorting compares every child at least once: pi converts
+			// each timestamp, and one nested too deep throws
+			for _, c := range n.Children {
+				if t.nodes[c.Entry].flags&flagBadDate != 0 {
+					return nil, ErrDate
+				}
+			}
+		}
 		v8Sort(n.Children, less)
 		stack = append(stack, n.Children...)
 	}

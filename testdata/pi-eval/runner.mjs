@@ -27,6 +27,10 @@ export class Runner {
 			execArgv: [`--max-old-space-size=${this.heapMb}`],
 			env: { ...process.env, TZ: "UTC" },
 			stdio: ["ignore", "ignore", "ignore", "ipc"],
+			// structured clone, length-prefixed: JSON over the IPC pipe
+			// grows quadratically with a message of megabytes (a huge id
+			// or value) and runs a worker out of heap.
+			serialization: "advanced",
 		});
 	}
 
