@@ -97,9 +97,9 @@ func (o plainOut) val(v []byte) { o.b.Write(v) }
 // marshalOut writes each value as json.Marshal passes on a Marshaler's
 // output: compacted and HTML-escaped. scratch grows to the largest value.
 type marshalOut struct {
-	w                *bufio.Writer
-	compact, escaped bytes.Buffer
-	err              error
+	w       *bufio.Writer
+	compact bytes.Buffer
+	err     error
 }
 
 func (o *marshalOut) lit(s string) {
@@ -113,12 +113,55 @@ func (o *marshalOut) val(v []byte) {
 		return
 	}
 	o.compact.Reset()
-	if o.err = json.Compact(&o.compact, v); o.err != nil {
-		return
+	compactHTML(&o.compact, v)
+	_, o.err = o.w.Write(o.compact.Bytes())
+}
+
+// compactHTML appends the JSON value v to dst as json.Compact and then
+// json.HTMLEscape would: whitespace outside strings dropped, and <, >, &,
+// U+2028 and U+2029 written as \u escapes. Unlike json.Compact it has no
+// depth limit (10,000 levels there): pi passes content of any depth
+// through, and v was read from a line the reader already took as JSON.
+func compactHTML(dst *bytes.Buffer, v []byte) {
+	dst.Grow(len(v))
+	const hex = "0123456789abcdef"
+	inString, escaped := false, false
+	start := 0 // v[start:i] is pending, to be copied as is
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !inString {
+			switch c {
+			case ' ', '\t', '\n', '\r':
+				dst.Write(v[start:i])
+				start = i + 1
+			case '"':
+				inString = true
+			}
+			continue
+		}
+		switch {
+		case escaped:
+			escaped = false
+		case c == '\\':
+			escaped = true
+		case c == '"':
+			inString = false
+		case c == '<' || c == '>' || c == '&':
+			dst.Write(v[start:i])
+			dst.WriteString(`\u00`)
+			dst.WriteByte(hex[c>>4])
+			dst.WriteByte(hex[c&0xf])
+			start = i + 1
+		case c == 0xe2 && i+2 < len(v) && v[i+1] == 0x80 && v[i+2]&^1 == 0xa8:
+			// U+2028 LINE SEPARATOR, U+2029 PARAGRAPH SEPARATOR
+			dst.Write(v[start:i])
+			dst.WriteString(`\u202`)
+			dst.WriteByte(hex[v[i+2]&0xf])
+			i += 2
+			start = i + 1
+		}
 	}
-	o.escaped.Reset()
-	json.HTMLEscape(&o.escaped, o.compact.Bytes())
-	_, o.err = o.w.Write(o.escaped.Bytes())
+	dst.Write(v[start:])
 }
 
 // writeHead writes the corpus shape up to the first message:

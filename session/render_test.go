@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -141,4 +142,80 @@ func loadContextJSON(raw []byte, r RuleSet) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(c)
+}
+
+// TestCompactHTMLEqualsEncodingJSON: compactHTML writes what json.Compact
+// then json.HTMLEscape write, on values with every kind of whitespace,
+// escape and HTML-sensitive character, and goes on past the 10,000 levels
+// where json.Compact stops.
+func TestCompactHTMLEqualsEncodingJSON(t *testing.T) {
+	values := []string{
+		`{"a" : [1, 2 ,{ "b":"<x> & y"}],` + "\n\t" + `"c":"\u2028 \" \\ \/ ` + "\u2028\u2029" + ` <>&"}`,
+		` "plain" `, `[ ]`, `{ }`, `-1.5e+10`, `true`, `null`,
+		`"a\\"`, `"\\\"<"`, `["\"", " ", "\\", "` + "\xe2\x80" + `"]`,
+		"{\"k\":\"\xff\xfe bytes\", \"e\":\"\u00e9\u4e16\U0001F600\"}",
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		values = append(values, randomJSON(r, 4))
+	}
+	for _, v := range values {
+		var want, esc, got bytes.Buffer
+		if err := json.Compact(&want, []byte(v)); err != nil {
+			t.Fatalf("%q: %v", v, err)
+		}
+		json.HTMLEscape(&esc, want.Bytes())
+		compactHTML(&got, []byte(v))
+		if got.String() != esc.String() {
+			t.Fatalf("%q:\n got %q\nwant %q", v, got.String(), esc.String())
+		}
+	}
+	deep := strings.Repeat("[ ", 20000) + strings.Repeat("] ", 20000)
+	var got bytes.Buffer
+	compactHTML(&got, []byte(deep))
+	if want := strings.Repeat("[", 20000) + strings.Repeat("]", 20000); got.String() != want {
+		t.Fatalf("a value 20,000 levels deep: got %d bytes, want %d", got.Len(), len(want))
+	}
+}
+
+// randomJSON is a random JSON value with random whitespace between its
+// tokens and strings drawn from characters that need care.
+func randomJSON(r *rand.Rand, depth int) string {
+	ws := func() string { return []string{"", " ", "\n", "\t", "\r\n  "}[r.IntN(5)] }
+	str := func() string {
+		var b strings.Builder
+		b.WriteByte('"')
+		for range r.IntN(8) {
+			b.WriteString([]string{"a", "<", ">", "&", `\"`, `\\`, `\n`, `\u0041`, "\u2028", "\u2029", "é", " ", "\u2027"}[r.IntN(13)])
+		}
+		b.WriteByte('"')
+		return b.String()
+	}
+	if depth == 0 {
+		return []string{str(), "1", "-0.5e3", "true", "null"}[r.IntN(5)]
+	}
+	var b strings.Builder
+	switch r.IntN(3) {
+	case 0:
+		b.WriteString("[" + ws())
+		for i := range r.IntN(4) {
+			if i > 0 {
+				b.WriteString(ws() + "," + ws())
+			}
+			b.WriteString(randomJSON(r, depth-1))
+		}
+		b.WriteString(ws() + "]")
+	case 1:
+		b.WriteString("{" + ws())
+		for i := range r.IntN(4) {
+			if i > 0 {
+				b.WriteString("," + ws())
+			}
+			b.WriteString(str() + ws() + ":" + ws() + randomJSON(r, depth-1))
+		}
+		b.WriteString(ws() + "}")
+	default:
+		return ws() + str() + ws()
+	}
+	return b.String()
 }

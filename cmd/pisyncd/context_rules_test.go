@@ -201,3 +201,21 @@ func TestContextRulesFlag(t *testing.T) {
 		t.Errorf("context of a 0.85 file: %v\n%s", err, out.String())
 	}
 }
+
+// TestContextFileDeepContent: content nested 20,000 levels deep, which pi
+// reads and passes through, is written by `context FILE --json` too
+// (encoding/json's compactor stops at 10,000 levels; the streamed writer
+// must not).
+func TestContextFileDeepContent(t *testing.T) {
+	path := filepath.Join(testenv.TestdataDir(t), "hostile", "v3-depth-20000.jsonl")
+	var out bytes.Buffer
+	if err := contextFileCommand([]string{path, "--json"}, &out); err != nil {
+		t.Fatalf("context %s --json: %v", path, err)
+	}
+	if got := strings.Count(out.String(), "["); got < 20000 {
+		t.Fatalf("context holds %d '[', want the 20,000 levels of the file", got)
+	}
+	if !strings.HasPrefix(out.String(), `{"rules":"seed","rulesMode":"auto","leafId":"a2","contextEntryIds":["a1","a2"],`) {
+		t.Fatalf("context starts %.120q", out.String())
+	}
+}
