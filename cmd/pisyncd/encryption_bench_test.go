@@ -122,42 +122,10 @@ func encCatchUp(b *testing.B, ring *keyring.Ring, n int) float64 {
 	_, hubURL := benchHub(b)
 	na, nb := encStation(b, "ws-a", hubURL, ring), encStation(b, "ws-b", hubURL, ring)
 	defer na.stop()
-	var aPaths, bPaths []string
-	for s := 0; s < sessions; s++ {
-		sid := fmt.Sprintf("0199cafe-0000-7000-8000-%012d", s)
-		rel := sessionRel(fmt.Sprintf("/work/p%d", s), sid)
-		aPaths = append(aPaths, filepath.Join(na.cfg.SessionsDir, rel))
-		bPaths = append(bPaths, filepath.Join(nb.cfg.SessionsDir, rel))
-		if err := writeLines(aPaths[s], []string{hdrLine(sid, fmt.Sprintf("/work/p%d", s)), msgLine("root", "", "start")}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	benchWait(b, 60*time.Second, "B's copies", func() bool {
-		for _, p := range bPaths {
-			if st, err := os.Stat(p); err != nil || st.Size() == 0 {
-				return false
-			}
-		}
-		return true
-	})
+	aPaths, bPaths := catchUpSessions(b, na, nb, sessions)
 	nb.stop()
-	text := strings.Repeat("backlog line text ", 12)
 	per := n / sessions
-	for s, p := range aPaths {
-		batch := make([]string, 0, 1000)
-		parent := "root"
-		for i := 0; i < per; i++ {
-			id := fmt.Sprintf("s%dl%07d", s, i)
-			batch = append(batch, msgLine(id, parent, text))
-			parent = id
-			if len(batch) == cap(batch) || i == per-1 {
-				if err := writeLines(p, batch); err != nil {
-					b.Fatal(err)
-				}
-				batch = batch[:0]
-			}
-		}
-	}
+	writeBacklog(b, aPaths, per)
 	want := make([]int64, len(aPaths))
 	benchWait(b, 30*time.Minute, "A has forwarded its lines", func() bool {
 		return na.d.fwd.Stats().Forwarded >= int64(sessions*2+per*sessions)

@@ -394,44 +394,11 @@ func BenchmarkCatchUp(b *testing.B) {
 		_ = hub
 		na := benchStation(b, "ws-a", hubURL)
 		nb := benchStation(b, "ws-b", hubURL)
-		var aPaths, bPaths []string
-		for s := 0; s < sessions; s++ {
-			sid := fmt.Sprintf("0199cafe-0000-7000-8000-%012d", s)
-			rel := sessionRel(fmt.Sprintf("/work/p%d", s), sid)
-			aPaths = append(aPaths, filepath.Join(na.cfg.SessionsDir, rel))
-			bPaths = append(bPaths, filepath.Join(nb.cfg.SessionsDir, rel))
-			if err := writeLines(aPaths[s], []string{hdrLine(sid, fmt.Sprintf("/work/p%d", s)), msgLine("root", "", "start")}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		benchWait(b, 60*time.Second, "B's copies", func() bool {
-			for _, p := range bPaths {
-				if st, err := os.Stat(p); err != nil || st.Size() == 0 {
-					return false
-				}
-			}
-			return true
-		})
+		aPaths, bPaths := catchUpSessions(b, na, nb, sessions)
 		nb.stop()
-
-		text := strings.Repeat("backlog line text ", 12)
 		t0 := time.Now()
 		per := n / sessions
-		for s, p := range aPaths {
-			batch := make([]string, 0, 1000)
-			parent := "root"
-			for i := 0; i < per; i++ {
-				id := fmt.Sprintf("s%dl%07d", s, i)
-				batch = append(batch, msgLine(id, parent, text))
-				parent = id
-				if len(batch) == cap(batch) || i == per-1 {
-					if err := writeLines(p, batch); err != nil {
-						b.Fatal(err)
-					}
-					batch = batch[:0]
-				}
-			}
-		}
+		writeBacklog(b, aPaths, per)
 		total := uint64(sessions*2 + per*sessions)
 		ncH, err := hub.Connect()
 		if err != nil {
@@ -537,6 +504,51 @@ func sameFile(a, b string) error {
 		}
 		if oa != ob || sa.Text() != sb.Text() {
 			return fmt.Errorf("%s and %s differ at line %d", a, b, i)
+		}
+	}
+}
+
+// catchUpSessions starts sessions sessions on A and waits until B holds a
+// copy of each: the start of a catch-up benchmark. It returns the files on
+// A and on B.
+func catchUpSessions(b *testing.B, na, nb *benchNode, sessions int) (aPaths, bPaths []string) {
+	for s := 0; s < sessions; s++ {
+		sid := fmt.Sprintf("0199cafe-0000-7000-8000-%012d", s)
+		rel := sessionRel(fmt.Sprintf("/work/p%d", s), sid)
+		aPaths = append(aPaths, filepath.Join(na.cfg.SessionsDir, rel))
+		bPaths = append(bPaths, filepath.Join(nb.cfg.SessionsDir, rel))
+		if err := writeLines(aPaths[s], []string{hdrLine(sid, fmt.Sprintf("/work/p%d", s)), msgLine("root", "", "start")}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	benchWait(b, 60*time.Second, "B's copies", func() bool {
+		for _, p := range bPaths {
+			if st, err := os.Stat(p); err != nil || st.Size() == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	return aPaths, bPaths
+}
+
+// writeBacklog appends per linear entries to each file, a thousand lines
+// per write.
+func writeBacklog(b *testing.B, paths []string, per int) {
+	text := strings.Repeat("backlog line text ", 12)
+	for s, p := range paths {
+		batch := make([]string, 0, 1000)
+		parent := "root"
+		for i := 0; i < per; i++ {
+			id := fmt.Sprintf("s%dl%07d", s, i)
+			batch = append(batch, msgLine(id, parent, text))
+			parent = id
+			if len(batch) == cap(batch) || i == per-1 {
+				if err := writeLines(p, batch); err != nil {
+					b.Fatal(err)
+				}
+				batch = batch[:0]
+			}
 		}
 	}
 }
