@@ -363,61 +363,11 @@ func idsOf(tr *Tree, pos []int) []ID {
 }
 
 func treeSection(t *testing.T, tr *Tree) map[string]any {
-	roots, err := tr.GetTree()
+	out, err := treeReport(tr)
 	if err != nil {
 		t.Fatalf("GetTree: %v", err)
 	}
-	rootIDs := make([]int, len(roots))
-	children := map[string]any{}
-	var walk func(n *TreeNode)
-	seen := map[*TreeNode]bool{}
-	walk = func(n *TreeNode) {
-		if seen[n] {
-			return
-		}
-		seen[n] = true
-		if len(n.Children) > 0 {
-			kids := make([]int, len(n.Children))
-			for k, c := range n.Children {
-				kids[k] = c.Entry
-			}
-			children[tr.Entry(n.Entry).ID.propName()] = idsOf(tr, kids)
-		}
-		for _, c := range n.Children {
-			walk(c)
-		}
-	}
-	for k, r := range roots {
-		rootIDs[k] = r.Entry
-		walk(r)
-	}
-	ins := map[string]any{}
-	for k, v := range tr.InsertionChildren() {
-		ins[k] = idsOf(tr, v)
-	}
-	entries := make([]map[string]any, tr.Len())
-	for i := range entries {
-		e := tr.Entry(i)
-		m := map[string]any{}
-		for k, id := range map[string]ID{"id": e.ID, "parentId": e.ParentID, "type": e.Type} {
-			if !id.IsUndefined() {
-				m[k] = id
-			}
-		}
-		entries[i] = m
-	}
-	out := map[string]any{
-		"roots":             idsOf(tr, rootIDs),
-		"children":          children,
-		"insertionChildren": ins,
-		"preorder":          idsOf(tr, Preorder(roots)),
-		"labels":            tr.Labels(),
-		"entries":           entries,
-	}
-	if !tr.Leaf().IsUndefined() {
-		out["leafId"] = tr.Leaf()
-	}
-	return out
+	return out.(map[string]any)
 }
 
 func infoSection(t *testing.T, tr *Tree) map[string]any {
