@@ -157,7 +157,9 @@ func TestDifferential(t *testing.T) {
 			}
 			if *diffOut != "" {
 				orig := filepath.Join(*diffOut, fmt.Sprintf("seed%d-%d.orig.jsonl", *diffSeed, res.n))
-				if err := os.WriteFile(orig, res.raw, 0o644); err != nil {
+				if err := os.MkdirAll(*diffOut, 0o755); err != nil {
+					t.Error(err)
+				} else if err := os.WriteFile(orig, res.raw, 0o644); err != nil {
 					t.Error(err)
 				}
 			}
