@@ -26,30 +26,26 @@ func ContextJSON(c *session.Context, mode session.RuleSet) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	rules, _ := json.Marshal(c.Rules.String())
-	asked, _ := json.Marshal(mode.String())
-	out := make([]byte, 0, len(body)+48)
-	out = append(out, `{"rules":`...)
-	out = append(out, rules...)
-	out = append(out, `,"rulesMode":`...)
-	out = append(out, asked...)
-	out = append(out, ',')
-	return append(out, body[1:]...), nil
+	return append(rulesHead(c.Rules, mode), body[1:]...), nil
+}
+
+// rulesHead opens the context object with the rule set used and the one
+// asked for: {"rules":…,"rulesMode":…, (the corpus shape follows without
+// its opening brace).
+func rulesHead(used, asked session.RuleSet) []byte {
+	u, _ := json.Marshal(used.String())
+	a, _ := json.Marshal(asked.String())
+	head := append([]byte(`{"rules":`), u...)
+	head = append(head, `,"rulesMode":`...)
+	head = append(head, a...)
+	return append(head, ',')
 }
 
 // WriteContextJSON writes ix as ContextJSON would, streaming the messages:
 // the rules fields, then ix.WriteContext's object without its opening
 // brace.
 func WriteContextJSON(out io.Writer, ix *session.Index, src session.BodySource, mode session.RuleSet) error {
-	rules, _ := json.Marshal(ix.Rules.String())
-	asked, _ := json.Marshal(mode.String())
-	head := make([]byte, 0, 48)
-	head = append(head, `{"rules":`...)
-	head = append(head, rules...)
-	head = append(head, `,"rulesMode":`...)
-	head = append(head, asked...)
-	head = append(head, ',')
-	if _, err := out.Write(head); err != nil {
+	if _, err := out.Write(rulesHead(ix.Rules, mode)); err != nil {
 		return err
 	}
 	return ix.WriteContext(&skipFirstByte{w: out}, src)

@@ -161,7 +161,7 @@ func TestConformanceAuto(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			want := RulesSeed
-			if holdsNewerLine(c.raw) {
+			if testenv.HoldsNewerLine(c.raw) {
 				want = RulesPi16
 			}
 			f, err := LoadRules(c.raw, RulesAuto)
@@ -175,31 +175,6 @@ func TestConformanceAuto(t *testing.T) {
 	if picked[RulesPi16] < 20 || picked[RulesSeed] < 40 {
 		t.Errorf("auto picked %v: too few cases of one kind", picked)
 	}
-}
-
-// holdsNewerLine is the test's own reading of what only pi >= 0.86 writes:
-// a context_edit or usage entry, a message with role system, a compaction
-// with a systemMessage.
-func holdsNewerLine(raw []byte) bool {
-	for _, line := range bytes.Split(raw, []byte{'\n'}) {
-		var e struct {
-			Type          string `json:"type"`
-			SystemMessage any    `json:"systemMessage"`
-			Message       *struct {
-				Role any `json:"role"`
-			} `json:"message"`
-		}
-		if json.Unmarshal(line, &e) != nil {
-			continue
-		}
-		switch {
-		case e.Type == "context_edit" || e.Type == "usage",
-			e.Type == "message" && e.Message != nil && e.Message.Role == "system",
-			e.Type == "compaction" && e.SystemMessage != nil && e.SystemMessage != false && e.SystemMessage != "" && e.SystemMessage != 0.0:
-			return true
-		}
-	}
-	return false
 }
 
 // runCorpus checks every case under the rule set r against the corpus's
@@ -371,28 +346,11 @@ func treeSection(t *testing.T, tr *Tree) map[string]any {
 }
 
 func infoSection(t *testing.T, tr *Tree) map[string]any {
-	h, err := tr.MigratedHeader()
+	out, err := infoReport(tr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	name, ok, err := tr.Name()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]any{
-		"sessionId":   tr.SessionID(),
-		"header":      h,
-		"sessionName": nil,
-		"entryCount":  tr.Len(),
-		"labels":      tr.Labels(),
-	}
-	if ok {
-		out["sessionName"] = name
-	}
-	if !tr.Leaf().IsUndefined() {
-		out["leafId"] = tr.Leaf()
-	}
-	return out
+	return out.(map[string]any)
 }
 
 // listSection mirrors pi-oracle's list output, mtime pinned to 2000-01-01.

@@ -53,31 +53,6 @@ func corpusContexts(t *testing.T, path string) map[string]any {
 	return out
 }
 
-// holds1x is the test's own reading of what only pi >= 0.86 writes (a
-// context_edit or usage entry, a system message, a compaction
-// systemMessage): auto must pick pi-1.6 exactly for such files.
-func holds1x(data []byte) bool {
-	for _, line := range bytes.Split(data, []byte{'\n'}) {
-		var e struct {
-			Type          string `json:"type"`
-			SystemMessage any    `json:"systemMessage"`
-			Message       *struct {
-				Role any `json:"role"`
-			} `json:"message"`
-		}
-		if json.Unmarshal(line, &e) != nil {
-			continue
-		}
-		switch {
-		case e.Type == "context_edit" || e.Type == "usage",
-			e.Type == "message" && e.Message != nil && e.Message.Role == "system",
-			e.Type == "compaction" && e.SystemMessage != nil && e.SystemMessage != false && e.SystemMessage != "" && e.SystemMessage != 0.0:
-			return true
-		}
-	}
-	return false
-}
-
 // contextOut runs `pisyncd context ARGS --json` and splits its output into
 // the rule set fields and the corpus shape.
 func contextOut(t *testing.T, args ...string) (rules, mode string, ctx map[string]any, err error) {
@@ -124,7 +99,7 @@ func TestContextRulesCorpus(t *testing.T) {
 				return
 			}
 			auto := "seed"
-			if holds1x(data) {
+			if testenv.HoldsNewerLine(data) {
 				auto = "pi-1.6"
 				newer++
 			}
