@@ -43,7 +43,7 @@ func TestLoadAndValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.MaxLine != 64<<20 || c.Workers != 8 || c.LogLevel != "info" || c.MemoryBudget != 128<<20 {
+	if c.MaxLine != 64<<20 || c.Workers != 8 || c.LogLevel != "info" || c.MemoryBudget != DefaultMemoryBudget || DefaultMemoryBudget != 512<<20 {
 		t.Errorf("defaults: %+v", c)
 	}
 	for k, v := range map[string]string{
@@ -68,6 +68,61 @@ func TestLoadAndValidate(t *testing.T) {
 	t.Setenv("PISYNC_MAX_STORE", "lots")
 	if _, err := Load(); err == nil {
 		t.Error("bad size accepted")
+	}
+}
+
+// TestMemoryBudget: PISYNC_MEMORY_BUDGET must hold its reserve and four
+// times PISYNC_MAX_LINE (the tailer's quarter of the rest fits the longest
+// line); 0 is the default, 512MiB, which fits the default 64MiB line. An
+// error names both variables, the minimum and the ways out.
+func TestMemoryBudget(t *testing.T) {
+	t.Setenv("PISYNC_SESSIONS_DIR", "/tmp/s")
+	t.Setenv("PISYNC_STATE_DIR", "/tmp/st")
+	for _, tc := range []struct {
+		budget, maxLine string
+		want            []string // in the error; nil: accepted
+	}{
+		{"", "", nil},
+		{"0", "", nil},
+		{"0", "64MiB", nil},
+		{"320MiB", "16MiB", nil},
+		{"319MiB", "16MiB", []string{"PISYNC_MEMORY_BUDGET 319MiB: want at least 320MiB", "4 × PISYNC_MAX_LINE (16MiB)", "raise PISYNC_MEMORY_BUDGET to 320MiB", "lower PISYNC_MAX_LINE to 16128KiB"}},
+		{"", "100MiB", []string{"PISYNC_MEMORY_BUDGET 512MiB: want at least 656MiB", "reserve of 256MiB", "PISYNC_MAX_LINE (100MiB)", "lower PISYNC_MAX_LINE to 64MiB"}},
+		{"0", "65MiB", []string{"(the default): want at least 516MiB"}},
+		{"256MiB", "1KiB", []string{"want at least 262148KiB", "the rest: raise PISYNC_MEMORY_BUDGET to 262148KiB or more"}},
+		{"64KiB", "", []string{"PISYNC_MEMORY_BUDGET 64KiB: want at least 512MiB"}},
+	} {
+		t.Run(tc.budget+"-"+tc.maxLine, func(t *testing.T) {
+			for k, v := range map[string]string{"PISYNC_MEMORY_BUDGET": tc.budget, "PISYNC_MAX_LINE": tc.maxLine} {
+				t.Setenv(k, v)
+				if v == "" {
+					os.Unsetenv(k) // unset: the default (t.Setenv restores it)
+				}
+			}
+			_, err := Load()
+			if tc.want == nil {
+				if err != nil {
+					t.Errorf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+	if err := (&Config{MaxLine: 64 << 20}).checkMemoryBudget(); err != nil {
+		t.Errorf("a Config with no budget (the default): %v", err)
+	}
+	for budget, want := range map[ByteSize]int64{0: 256 << 20, 320 << 20: 64 << 20, 1 << 30: 768 << 20, 100 << 20: 1 << 20} {
+		if got := WorkMemory(budget); got != want {
+			t.Errorf("WorkMemory(%v) = %d, want %d", budget, got, want)
+		}
 	}
 }
 
