@@ -433,7 +433,8 @@ type Stats struct {
 	// BytesRead counts the bytes read from session files.
 	BytesRead int64 `json:"bytesRead"`
 	// MemoryHeld is the bytes of lines held now, MemoryPeak the most held
-	// at once, MemoryBudget the bound on both (PISYNC_MEMORY_BUDGET);
+	// at once, MemoryBudget the bound on both (Options.MemoryBudget;
+	// in pisyncd a quarter of PISYNC_MEMORY_BUDGET less its reserve);
 	// MemoryWaits counts the times a worker waited for room.
 	MemoryHeld   int64 `json:"memoryHeld"`
 	MemoryPeak   int64 `json:"memoryPeak"`

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,11 +10,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pisyncd/pisyncd/admit"
+	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
 	"github.com/pisyncd/pisyncd/internal/redact"
@@ -79,6 +82,12 @@ type Status struct {
 	// (pisyncd erase); those erased for other machines are the
 	// replicator's sessionsErased.
 	Erased int64 `json:"sessionsErased"`
+
+	// MemoryBudget is PISYNC_MEMORY_BUDGET in force, the bound on the
+	// daemon's peak resident set; GoMemoryLimit the Go runtime's soft
+	// limit (the budget less 160 MiB, or GOMEMLIMIT).
+	MemoryBudget  int64 `json:"memoryBudget"`
+	GoMemoryLimit int64 `json:"goMemoryLimit"`
 }
 
 // streamInfoTimeout bounds the stream's part of a status: while the store
@@ -94,6 +103,7 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 		Build: readBuildInfo(), Node: d.cfg.NodeID, PID: os.Getpid(), Started: d.started,
 		SessionsDir: d.cfg.SessionsDir, StateDir: d.cfg.StateDir, NATSURL: d.srv.ClientURL(),
 		Stream: info, Erased: d.erased.Load(), SessionsDirFreeBytes: freeBytes(d.cfg.SessionsDir),
+		MemoryBudget: cmp.Or(int64(d.cfg.MemoryBudget), config.DefaultMemoryBudget), GoMemoryLimit: debug.SetMemoryLimit(-1),
 	}
 	if err != nil {
 		st.StreamError = err.Error()

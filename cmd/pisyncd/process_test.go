@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,7 +21,7 @@ func TestDaemonProcess(t *testing.T) {
 	home := t.TempDir()
 	sessions, state := filepath.Join(home, "sessions"), filepath.Join(home, "state")
 	addr := freePort(t)
-	env := []string{"PISYNC_SESSIONS_DIR=" + sessions, "PISYNC_STATE_DIR=" + state, "PISYNC_HTTP_ADDR=" + addr, "PISYNC_LOG_LEVEL=warn"}
+	env := []string{"PISYNC_SESSIONS_DIR=" + sessions, "PISYNC_STATE_DIR=" + state, "PISYNC_HTTP_ADDR=" + addr, "PISYNC_LOG_LEVEL=warn", "GOMEMLIMIT="}
 	p := startDaemonProc(t, env)
 
 	path := filepath.Join(sessions, "--p--", "2026-11-30T00-00-00-000Z_sid-1.jsonl")
@@ -42,7 +43,16 @@ func TestDaemonProcess(t *testing.T) {
 	if st.Node == "" || st.Stream.Messages != 2 || st.Stream.Subjects != 1 {
 		t.Errorf("status: %+v", st)
 	}
+	// The default budget, its Go limit (less the 256 MiB reserve, plus 96
+	// MiB) and the tailer's quarter of what the reserve leaves.
+	if st.MemoryBudget != 512<<20 || st.GoMemoryLimit != 352<<20 || st.Tailer.MemoryBudget != 64<<20 {
+		t.Errorf("status: memory budget %d, Go limit %d, the tailer's share %d; want 512, 352 and 64 MiB", st.MemoryBudget, st.GoMemoryLimit, st.Tailer.MemoryBudget)
+	}
 	var out bytes.Buffer
+	if code := runCmd(t, env, &out, "status"); code != 0 || !regexp.MustCompile(`(?m)^memory budget\s+536870912 bytes .*Go memory limit 369098752$`).MatchString(out.String()) {
+		t.Errorf("status text lacks the memory budget: exit %d\n%s", code, out.String())
+	}
+	out.Reset()
 	if code := runCmd(t, env, &out, "events", "sid-1", "--json"); code != 0 {
 		t.Fatalf("events: exit %d: %s", code, out.String())
 	}

@@ -68,7 +68,8 @@ func statusCommand(args []string, stdout io.Writer) error {
 		row("paths of a file followed elsewhere", st.Tailer.DuplicatePaths)
 		row("folders not readable", st.Tailer.UnreadableFolders)
 	}
-	row("lines held in memory", fmt.Sprintf("%d bytes now, %d at most, of %d (a quarter of PISYNC_MEMORY_BUDGET)", st.Tailer.MemoryHeld, st.Tailer.MemoryPeak, st.Tailer.MemoryBudget))
+	row("memory budget", fmt.Sprintf("%d bytes (PISYNC_MEMORY_BUDGET, the bound on peak resident memory), Go memory limit %d", st.MemoryBudget, st.GoMemoryLimit))
+	row("lines held in memory", fmt.Sprintf("%d bytes now, %d at most, of %d (a quarter of PISYNC_MEMORY_BUDGET less its 256 MiB reserve)", st.Tailer.MemoryHeld, st.Tailer.MemoryPeak, st.Tailer.MemoryBudget))
 	row("sessions", st.Tailer.Sessions)
 	row("entries published", st.Tailer.LinesPublished)
 	row("malformed lines", st.Tailer.Malformed)
