@@ -21,9 +21,10 @@ import (
 
 // BenchmarkContextMemory measures the resident set of the whole node (the
 // embedded nats-server, the tailer and the projection worker, all in this
-// process, with their default budgets: PISYNC_MEMORY_BUDGET's 128 MiB) as
-// a big session is read by the tailer and projected, then as its context
-// is queried (docs/PERFORMANCE.md, Memory):
+// process, with their own defaults: the tailer's 128 MiB of lines, the
+// worker's 64 MiB of bodies and 16 MiB of read-ahead; PISYNC_MEMORY_BUDGET,
+// the daemon's, does not apply) as a big session is read by the tailer and
+// projected, then as its context is queried (docs/PERFORMANCE.md, Memory):
 //
 //   - lines: 200 MB, 100 000 entries of 2 KB;
 //   - images: 200 MB of entries with a 1–4 MB base64 image each, as pi
@@ -52,13 +53,14 @@ func BenchmarkContextMemory(b *testing.B) {
 }
 
 // queryAllowance is what a context query may add to the resident set:
-// three times PISYNC_MEMORY_BUDGET (128 MiB). The query itself holds the
-// read-ahead (an eighth of the budget) and, when the window fits, the
-// bodies kept for the next query (half); the rest is the embedded
-// server's cache of the blocks it read (dropped lazily), the consumers'
-// buffers and every body's copies on its way from the store, which the Go
-// heap lets grow to about twice the live heap before it collects: the
-// same factor as the tailer's (docs/PERFORMANCE.md, Memory).
+// three times 128 MiB (the tailer's default budget, once
+// PISYNC_MEMORY_BUDGET's default). The query itself holds the read-ahead
+// (16 MiB) and, when the window fits, the bodies kept for the next query
+// (64 MiB); the rest is the embedded server's cache of the blocks it read
+// (dropped lazily), the consumers' buffers and every body's copies on its
+// way from the store, which the Go heap lets grow to about twice the live
+// heap before it collects: the same factor as the tailer's
+// (docs/PERFORMANCE.md, Memory).
 const queryAllowance = 3 * 128 << 20
 
 func contextMemory(b *testing.B, entries, size int, image func(int) int) {
