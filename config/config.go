@@ -63,10 +63,10 @@ type Config struct {
 	RemoteBytesPerHour    ByteSize `envconfig:"REMOTE_BYTES_PER_HOUR" default:"2GiB" desc:"bytes of lines one other node may send here per hour (hub time); past it its lines are rejected (0: no limit)"`
 
 	RescanInterval  time.Duration `envconfig:"RESCAN_INTERVAL" default:"10s" desc:"how often the whole sessions tree is rescanned (the correctness path; file events are only a hint)"`
-	MaxLine         ByteSize      `envconfig:"MAX_LINE" default:"64MiB" desc:"longest line published; longer lines are counted as malformed and skipped (a quarter of MEMORY_BUDGET less its 256MiB reserve at most)"`
+	MaxLine         ByteSize      `envconfig:"MAX_LINE" default:"64MiB" desc:"longest line published; longer lines are counted as malformed and skipped (at most a quarter of PISYNC_MEMORY_BUDGET less its 256MiB reserve)"`
 	MaxStore        ByteSize      `envconfig:"MAX_STORE" default:"16GiB" desc:"JetStream file store limit"`
 	MaxMemory       ByteSize      `envconfig:"MAX_MEMORY" default:"256MiB" desc:"JetStream memory store limit"`
-	MemoryBudget    ByteSize      `envconfig:"MEMORY_BUDGET" default:"512MiB" desc:"the bound on the daemon's peak resident memory: 256MiB of it is a reserve (runtime, binary, the embedded server's block buffers, the collector's room), and of the rest a quarter is for lines the tailer holds (read, not yet stored), a quarter for bodies kept for repeated context queries, an eighth read ahead by one, the rest for the server's copies; the Go memory limit is this less 160MiB (GOMEMLIMIT wins); want at least 256MiB + 4 × MAX_LINE"`
+	MemoryBudget    ByteSize      `envconfig:"MEMORY_BUDGET" default:"512MiB" desc:"the bound on the daemon's peak resident memory: 256MiB of it is a reserve (runtime, binary, the embedded server's block buffers, the collector's room), and of the rest a quarter is for lines the tailer holds (read, not yet stored), a quarter for bodies kept for repeated context queries, an eighth read ahead by one, the rest for the server's copies; the Go memory limit is this less 160MiB (GOMEMLIMIT wins); want at least 256MiB + 4 × PISYNC_MAX_LINE"`
 	Workers         int           `envconfig:"WORKERS" default:"8" desc:"files read and published in parallel"`
 	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"10s" desc:"bound on a graceful stop; a second signal exits at once"`
 }
