@@ -83,20 +83,21 @@ func timeClip(f float64) float64 {
 	return math.Trunc(f) + 0
 }
 
-// parseDate is Date.parse for the ECMAScript date-time string format as V8
-// reads it: YYYY[-MM[-DD]][THH:mm[:ss[.fff…]]][Z|±HH:mm], extended ±YYYYYY
-// years, T and Z in either case, days up to 31 in every month (V8 rolls
-// 2025-02-30 over into March) and 24:00 as the end of a day. A date-time
-// without offset is local time in JavaScript; it is read as UTC here, the
-// zone pi's oracle runs in. V8's legacy fallback formats ("March 1, 2025")
-// are not recognised and give NaN.
+// parseDate is Date.parse as node's V8 computes it. The common case, the
+// ECMAScript date-time string format (YYYY[-MM[-DD]][THH:mm[:ss[.fff…]]]
+// [Z|±HH:mm], extended ±YYYYYY years, T and Z in either case, days up to
+// 31 in every month, which V8 rolls 2025-02-30 over into March, and 24:00
+// as the end of a day), is read here directly; any other string goes to
+// legacyParseDate, V8's whole parser with its legacy fallback ("1" is
+// 1 January 2001, "Jan 2 2020 10:00 GMT+2", "2020/1/2", …). A date-time
+// without zone is local time in JavaScript; both read it as UTC, the zone
+// pi's oracle and the differential harness run pi in (TZ=UTC).
 func parseDate(s string) float64 {
 	p := dateParser{s: s}
-	v, ok := p.parse()
-	if !ok || p.i != len(s) {
-		return math.NaN()
+	if v, ok := p.parse(); ok && p.i == len(s) {
+		return timeClip(v)
 	}
-	return timeClip(v)
+	return legacyParseDate(s)
 }
 
 type dateParser struct {
@@ -177,7 +178,10 @@ func (p *dateParser) parse() (float64, bool) {
 					p.i++
 				}
 				frac := p.s[start:p.i]
-				if frac == "" {
+				if frac == "" || len(frac) > 9 || hour == 24 {
+					// V8 reads the first nine digits after leading
+					// zeros, and any non-zero digit spoils 24:00:00.
+					// Rare enough to leave to legacyParseDate.
 					return 0, false
 				}
 				frac = (frac + "00")[:3]
