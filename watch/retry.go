@@ -104,13 +104,14 @@ func (w *worker) control(f func(paths map[string]struct{})) {
 
 // Reload makes the tailer forget what it learned from the event log and
 // where it stood in each file, as a restart would, and returns once every
-// worker has. The owner of the store calls it after the store was restarted
-// in place: while it was failing, reads may have returned messages that
-// were only in the failing store's memory, and a line believed stored must
-// be checked against what the store holds now. Publishing must stay held
-// back (eventlog.Writable) until Reload returns; RetryNow then tries every
-// file at once. Files are read again from the stream's resume point, so
-// this costs about what the first read after a restart costs.
+// worker has. The owner of the store calls it after the store was brought
+// back (the embedded server restarted): while it was failing, reads may
+// have returned messages that were only in the failing store's memory,
+// and a line believed stored must be checked against what the store
+// holds now. Publishing must stay held back (eventlog.Writable) until
+// Reload returns; RetryNow then tries every file at once. Files are read
+// again from the stream's resume point, so this costs about what the
+// first read after a restart costs.
 func (t *Tailer) Reload(ctx context.Context) error {
 	t.mu.Lock()
 	logs := make([]*sessionLog, 0, len(t.sessions))

@@ -18,9 +18,10 @@ import (
 
 // A full disk under the state dir stops the event store (JetStream keeps
 // the write error until the stream is loaded again); the store watch
-// reports it at once, holds publishing back, and restarts JetStream in
-// place once the disk takes writes again. What the tailer read from the
-// failing store is then read again, before anything is published.
+// reports it at once, holds publishing back, and restarts the embedded
+// server once the disk takes writes again; the daemon's connection
+// follows it to the new one. What the tailer read from the failing store
+// is then read again, before anything is published.
 // (A full disk under the sessions dir only stops the replicator's writes,
 // which retry on their own; pi cannot write there either.)
 
