@@ -77,6 +77,12 @@ type StoreWatchOptions struct {
 	Logger *slog.Logger
 	// Interval between health checks; zero means 250 ms.
 	Interval time.Duration
+	// Pause runs before each restart of the server, and the function it
+	// returns after it (also when it failed): a request in flight when the
+	// old server goes down is never answered, so whatever recovery waits
+	// for should send none meanwhile. It returns when that is so or ctx
+	// ends.
+	Pause func(context.Context) (resume func())
 	// Recovered runs after the server was restarted and is healthy, before
 	// the store is reported writable again: what was read from the store
 	// while it was failing may have been in its memory only, so its users
@@ -270,7 +276,7 @@ func (w *StoreWatch) tryRecover(ctx context.Context) error {
 	w.mu.Lock()
 	w.state = StoreRecovering
 	w.mu.Unlock()
-	if err := w.s.restartServer(); err != nil {
+	if err := w.restart(ctx); err != nil {
 		return err
 	}
 	if err := w.s.storeErr(); err != nil {
@@ -282,6 +288,15 @@ func (w *StoreWatch) tryRecover(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// restart restarts the server within the Pause hook.
+func (w *StoreWatch) restart(ctx context.Context) error {
+	if w.opts.Pause != nil {
+		resume := w.opts.Pause(ctx)
+		defer resume()
+	}
+	return w.s.restartServer()
 }
 
 // storeErr returns why the store cannot take writes, nil when it can. The

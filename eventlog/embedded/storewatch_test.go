@@ -155,7 +155,17 @@ func TestStoreWatchRecoversByRestart(t *testing.T) {
 // some write errors; the watch turns it on again.
 func TestStoreWatchJetStreamOff(t *testing.T) {
 	s := startServer(t, testConfig(t, t.TempDir()))
-	w, err := s.WatchStore(StoreWatchOptions{Interval: 20 * time.Millisecond})
+	first := s.NATS()
+	// The Pause hook brackets the restart: paused on the old server,
+	// resumed on the new one.
+	var pausedOn, resumedOn atomic.Pointer[server.Server]
+	w, err := s.WatchStore(StoreWatchOptions{
+		Interval: 20 * time.Millisecond,
+		Pause: func(context.Context) func() {
+			pausedOn.Store(s.NATS())
+			return func() { resumedOn.Store(s.NATS()) }
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +185,10 @@ func TestStoreWatchJetStreamOff(t *testing.T) {
 	})
 	if _, err := js.Publish(testCtx(t), "S.1", []byte("x")); err != nil {
 		t.Fatalf("publish after JetStream was turned on again: %v", err)
+	}
+	if pausedOn.Load() != first || resumedOn.Load() != s.NATS() || s.NATS() == first {
+		t.Errorf("paused on the first server %v, resumed on the new one %v, replaced %v",
+			pausedOn.Load() == first, resumedOn.Load() == s.NATS(), s.NATS() != first)
 	}
 	apiAnsweredOnce(t, s, nc)
 }
