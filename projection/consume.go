@@ -30,8 +30,8 @@ type follower struct {
 
 // follow consumes one stream until ctx ends, restarting the consumer
 // after failures with backoff. A consumer that wrote views before it
-// failed starts the back-off over: each outage (a full disk, the store
-// restarted in place) is waited out from the shortest pause and logged
+// failed starts the back-off over: each outage (a full disk, the embedded
+// server restarted) is waited out from the shortest pause and logged
 // once, not paced by the ones before it.
 func (w *Worker) follow(ctx context.Context, stream string) {
 	const first, most = 100 * time.Millisecond, 5 * time.Second

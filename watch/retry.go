@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -104,13 +105,14 @@ func (w *worker) control(f func(paths map[string]struct{})) {
 
 // Reload makes the tailer forget what it learned from the event log and
 // where it stood in each file, as a restart would, and returns once every
-// worker has. The owner of the store calls it after the store was restarted
-// in place: while it was failing, reads may have returned messages that
-// were only in the failing store's memory, and a line believed stored must
-// be checked against what the store holds now. Publishing must stay held
-// back (eventlog.Writable) until Reload returns; RetryNow then tries every
-// file at once. Files are read again from the stream's resume point, so
-// this costs about what the first read after a restart costs.
+// worker has. The owner of the store calls it after the store was brought
+// back (the embedded server restarted): while it was failing, reads may
+// have returned messages that were only in the failing store's memory,
+// and a line believed stored must be checked against what the store
+// holds now. Publishing must stay held back (eventlog.Writable) until
+// Reload returns; RetryNow then tries every file at once. Files are read
+// again from the stream's resume point, so this costs about what the
+// first read after a restart costs.
 func (t *Tailer) Reload(ctx context.Context) error {
 	t.mu.Lock()
 	logs := make([]*sessionLog, 0, len(t.sessions))
@@ -140,6 +142,36 @@ func (t *Tailer) Reload(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// Pause stops every worker between two steps and returns once all have
+// stopped, with resume, which lets them go on and must be called (also
+// after an error). The owner of the store pauses the tailer around a
+// restart of the embedded server: a request in flight when the server
+// goes down is never answered, and the worker that sent it would wait out
+// its timeout (5 s) before it could confirm Reload. If ctx ends first,
+// the workers that have not stopped yet stop at their next step, until
+// resume.
+func (t *Tailer) Pause(ctx context.Context) (resume func(), err error) {
+	release := make(chan struct{})
+	resume = sync.OnceFunc(func() { close(release) })
+	acks := make([]chan struct{}, len(t.workers))
+	for i, w := range t.workers {
+		ack := make(chan struct{})
+		acks[i] = ack
+		w.control(func(map[string]struct{}) {
+			close(ack)
+			<-release
+		})
+	}
+	for _, ack := range acks {
+		select {
+		case <-ack:
+		case <-ctx.Done():
+			return resume, fmt.Errorf("watch: pause: %w", context.Cause(ctx))
+		}
+	}
+	return resume, nil
 }
 
 // forget drops what the worker knows of its files and marks each to be

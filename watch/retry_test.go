@@ -219,3 +219,61 @@ func TestReloadKeepsADeletion(t *testing.T) {
 		t.Errorf("lines after the deletion: %q", clip(got))
 	}
 }
+
+// TestPauseHoldsTheWorkers: while paused, no worker takes a step (not
+// even a Reload's, which therefore cannot finish); after resume they go
+// on, and what was appended meanwhile is published.
+func TestPauseHoldsTheWorkers(t *testing.T) {
+	root := t.TempDir()
+	n, _ := startGatedNode(t, root, &logBuffer{})
+	path := filepath.Join(root, "--p--", "a.jsonl")
+	want := []string{header("s1"), entry("e1", "", "before")}
+	writeFile(t, path, strings.Join(want, "\n")+"\n")
+	n.waitLines("s1", want)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resume, err := n.tailer.Pause(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2 := entry("e2", "e1", "appended while paused")
+	appendFile(t, path, e2+"\n")
+	n.tailer.submit(path)
+	short, cancelShort := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancelShort()
+	if err := n.tailer.Reload(short); err == nil {
+		t.Fatal("Reload finished while the workers were paused")
+	}
+	if got := n.lines("s1"); len(got) != 2 {
+		t.Fatalf("lines published while paused: %q", clip(got))
+	}
+	resume()
+	resume() // a second call is harmless
+	if err := n.tailer.Reload(ctx); err != nil {
+		t.Fatalf("Reload after resume: %v", err)
+	}
+	n.tailer.submit(path)
+	n.waitLines("s1", append(want, e2))
+}
+
+// TestPauseTimesOut: a worker busy in a step makes Pause return an error
+// when ctx ends; it pauses at its next step, until resume.
+func TestPauseTimesOut(t *testing.T) {
+	n, _ := startGatedNode(t, t.TempDir(), &logBuffer{})
+	hold := make(chan struct{})
+	n.tailer.workers[0].control(func(map[string]struct{}) { <-hold })
+	short, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	resume, err := n.tailer.Pause(short)
+	if err == nil {
+		t.Fatal("Pause returned nil with a worker busy")
+	}
+	close(hold)
+	resume()
+	ctx, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	if err := n.tailer.Reload(ctx); err != nil {
+		t.Fatalf("Reload after resume: %v", err)
+	}
+}

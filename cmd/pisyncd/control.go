@@ -63,7 +63,7 @@ type Status struct {
 	StreamError string `json:"streamError,omitempty"`
 	// Store is the event store's health: whether it takes writes (a full
 	// disk under the state dir stops it), its free space, and how often it
-	// failed and was brought back in place.
+	// failed and was brought back (by restarting the embedded server).
 	Store *embedded.StoreStats `json:"store,omitempty"`
 	// FilesRetrying counts session files whose last publish failed and
 	// that wait for their next attempt.

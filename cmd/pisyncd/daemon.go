@@ -170,7 +170,10 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 func (d *Daemon) Close() error {
 	var errs []error
 	if d.nc != nil {
-		if err := d.nc.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		// A connection still reconnecting after a restart of the event
+		// store (embedded.StoreWatch) has nothing in flight to drain: the
+		// workers that publish have stopped.
+		if err := d.nc.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrConnectionReconnecting) {
 			errs = append(errs, fmt.Errorf("drain: %w", err))
 		}
 		d.nc.Close()

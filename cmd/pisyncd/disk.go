@@ -18,20 +18,34 @@ import (
 
 // A full disk under the state dir stops the event store (JetStream keeps
 // the write error until the stream is loaded again); the store watch
-// reports it at once, holds publishing back, and restarts JetStream in
-// place once the disk takes writes again. What the tailer read from the
-// failing store is then read again, before anything is published.
+// reports it at once, holds publishing back, and restarts the embedded
+// server once the disk takes writes again; the daemon's connection
+// follows it to the new one. What the tailer read from the failing store
+// is then read again, before anything is published.
 // (A full disk under the sessions dir only stops the replicator's writes,
 // which retry on their own; pi cannot write there either.)
 
-// reloadWait bounds the wait for the tailer's workers to confirm a reload
-// after a recovery. A worker stuck in one file (a slow disk) must not keep
-// the store from every other file: it forgets at its next step anyway.
+// reloadWait bounds the wait for the tailer's workers to pause before a
+// restart of the event store, and to confirm a reload after it. A worker
+// stuck in one file (a slow disk) must not keep the store from every
+// other file: it pauses or forgets at its next step anyway.
 const reloadWait = 5 * time.Second
 
 func (d *Daemon) watchStore() error {
 	w, err := d.srv.WatchStore(embedded.StoreWatchOptions{
 		Logger: d.logger.With("component", "store"),
+		// The tailer's workers wait between two steps while the server
+		// restarts, so that none waits out a request the old server took
+		// down with it (Reload would wait for that worker).
+		Pause: func(ctx context.Context) func() {
+			pctx, cancel := context.WithTimeout(ctx, reloadWait)
+			defer cancel()
+			resume, err := d.tailer.Pause(pctx)
+			if err != nil && ctx.Err() == nil {
+				d.logger.Warn("a tailer worker did not pause in time for the restart of the event store; it pauses at its next step", "err", err)
+			}
+			return resume
+		},
 		Recovered: func(ctx context.Context) error {
 			rctx, cancel := context.WithTimeout(ctx, reloadWait)
 			defer cancel()

@@ -1,14 +1,3 @@
-//go:build !race
-
-// Not built with the race detector: recovering in place restarts
-// JetStream inside the embedded server (embedded/storewatch.go), and
-// nats-server 2.15's ShutdownJetStream leaves the old $JS.API.>
-// subscription in place; its dispatcher reads the API queue that
-// EnableJetStream replaces, a data race inside nats-server that six
-// restarts under four writers hit often enough to fail a -race run
-// (docs/SOAK.md, "Open"). scripts/test runs this test in a second pass
-// without -race, so it still runs everywhere the suite runs.
-
 package main
 
 import (
@@ -65,7 +54,7 @@ func storedPrefix(stateDir string, want map[string]int) (bool, string) {
 // stored exactly once, in order, while status keeps answering; at the end
 // the streams hold exactly the files and the projection has caught up.
 // (The soak found 3 of 73 such faults after which lines stayed unstored:
-// a read of a subject right after the in-place restart came back empty,
+// a read of a subject right after the store was restarted came back empty,
 // and the tailer, believing it, offered lines the stream held; its batches
 // were refused as duplicates until a restart.)
 func TestStateDirDiskFullRepeatedly(t *testing.T) {

@@ -89,7 +89,7 @@ func statusCommand(args []string, stdout io.Writer) error {
 		row("event store", state)
 		row("state dir disk free", freeNote(s.FreeBytes))
 		if s.WriteFailures > 0 {
-			row("event store write failures", fmt.Sprintf("%d, recovered in place %d (last %s, outage %s)",
+			row("event store write failures", fmt.Sprintf("%d, recovered %d (last %s, outage %s)",
 				s.WriteFailures, s.Recoveries, s.LastRecovery.Format(time.RFC3339), time.Duration(s.LastOutageSeconds*float64(time.Second)).Round(time.Millisecond)))
 		}
 	}

@@ -15,6 +15,10 @@
 //   - Fatal start-up errors go through Logger.Fatalf, which by default exits
 //     the process and with NoLog is silent. Our logger records them instead,
 //     and Start checks JetStreamEnabled after the server is ready.
+//   - Restarting JetStream alone (ShutdownJetStream, then EnableJetStream)
+//     leaves the old $JS.API.> subscription behind, a data race inside the
+//     server. StoreWatch restarts the whole server.Server instead, and the
+//     in-process connections follow it to the new one (Connect).
 //
 // Layout of the state dir owned here:
 //

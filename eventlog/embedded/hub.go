@@ -107,7 +107,8 @@ func StartHub(ctx context.Context, cfg HubConfig) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
-	s := &Server{logger: newNATSLogger(cfg.Logger), lock: lock, hub: &cfg, admins: map[string]nkeys.KeyPair{}}
+	s := newServer(cfg.Logger, cfg.Trace, lock)
+	s.hub, s.admins = &cfg, map[string]nkeys.KeyPair{}
 	nodes, err := s.loadNodes()
 	if err != nil {
 		lock.release()
@@ -118,15 +119,15 @@ func StartHub(ctx context.Context, cfg HubConfig) (*Server, error) {
 		lock.release()
 		return nil, fmt.Errorf("embedded: hub: %w", err)
 	}
-	if err := s.launch(ctx, opts, cfg.Logger, cfg.Trace); err != nil {
-		if s.ns != nil {
-			s.shutdown()
+	if err := s.launchFirst(ctx, opts); err != nil {
+		if ns := s.nats(); ns != nil {
+			shutdown(ns)
 		}
 		lock.release()
 		return nil, fmt.Errorf("embedded: hub: %w", err)
 	}
 	if cfg.Listen != "" {
-		s.clientURL = "nats://" + s.ns.Addr().String()
+		s.clientURL = "nats://" + s.nats().Addr().String()
 	}
 	return s, nil
 }
@@ -234,7 +235,7 @@ func (s *Server) reloadWith(cfg HubConfig, nodes []Node) error {
 	if err != nil {
 		return fmt.Errorf("embedded: reload: %w", err)
 	}
-	if err := s.ns.ReloadOptions(opts); err != nil {
+	if err := s.nats().ReloadOptions(opts); err != nil {
 		return fmt.Errorf("embedded: reload: %w", err)
 	}
 	return nil
@@ -258,17 +259,19 @@ func (s *Server) ConnectTeam(team string, opts ...nats.Option) (*nats.Conn, erro
 		return nil, fmt.Errorf("embedded: no account for team %q", team)
 	}
 	pub, _ := kp.PublicKey()
-	opts = append(opts, nats.InProcessServer(s.ns), nats.Nkey(pub, kp.Sign))
+	opts = append(reconnectOptions(), opts...)
+	opts = append(opts, nats.InProcessServer(inProcess{s}), nats.Nkey(pub, kp.Sign))
 	return nats.Connect("", opts...)
 }
 
 // LeafURL is the URL workstations put in PISYNC_HUB_URLS ("" on a
 // workstation server).
 func (s *Server) LeafURL() string {
-	if s.ns == nil {
+	ns := s.nats()
+	if ns == nil {
 		return ""
 	}
-	v, err := s.ns.Varz(nil)
+	v, err := ns.Varz(nil)
 	if err != nil || v.LeafNode.Port <= 0 {
 		return ""
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nats-io/nats-server/v2/server"
 )
@@ -57,5 +58,47 @@ func (l *natsLogger) fatal() error {
 		return l.err
 	default:
 		return nil
+	}
+}
+
+// serverLog is what one server.Server logs to: the Server's log, which
+// also wakes StoreWatch when an error or warning may come from a store
+// that cannot write ("critical write error", "out of space", "disabling
+// JetStream" and the like; the hint only hastens the check, the health
+// check decides).
+//
+// A fatal error goes to start until the server is ready (started): for the
+// first server that is the Server's log too, and Start fails with it; for
+// one a restart makes it is that start's own, so the restart fails and is
+// tried again, while the Server is not reported broken.
+type serverLog struct {
+	*natsLogger
+	start   *natsLogger
+	started atomic.Bool
+	hint    chan struct{}
+}
+
+func (l *serverLog) Errorf(format string, v ...any) {
+	l.natsLogger.Errorf(format, v...)
+	l.poke()
+}
+
+func (l *serverLog) Warnf(format string, v ...any) {
+	l.natsLogger.Warnf(format, v...)
+	l.poke()
+}
+
+func (l *serverLog) Fatalf(format string, v ...any) {
+	if !l.started.Load() {
+		l.start.Fatalf(format, v...)
+		return
+	}
+	l.natsLogger.Fatalf(format, v...)
+}
+
+func (l *serverLog) poke() {
+	select {
+	case l.hint <- struct{}{}:
+	default:
 	}
 }

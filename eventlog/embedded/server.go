@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -29,12 +30,23 @@ const (
 	shutdownTimeout = 30 * time.Second
 
 	maxPayload = 1 << 20 // nats-design.md §3: lines over 256 KiB are chunked
+
+	// reconnectWait is the pause between an in-process client's attempts
+	// to reach the server again while a restart replaces it (StoreWatch).
+	// The attempts cost nothing but a failed call, and the store is down
+	// while they wait.
+	reconnectWait = 50 * time.Millisecond
 )
 
 // Server is a running embedded nats-server that owns its state dir.
 type Server struct {
-	ns     *server.Server
+	// ns is the running server.Server. A workstation's is replaced by a
+	// new one when the store is recovered after a write error
+	// (StoreWatch), so it is read through nats() by whoever may run
+	// meanwhile.
+	ns     atomic.Pointer[server.Server]
 	logger *natsLogger
+	trace  bool
 	lock   *dirLock
 
 	inProcessKey nkeys.KeyPair // ephemeral per Start, only ever in memory
@@ -47,13 +59,24 @@ type Server struct {
 	admins map[string]nkeys.KeyPair
 	nodes  []Node
 
-	// jsConfig is what JetStream was enabled with (workstations only), for
-	// a restart in place after a write error (StoreWatch); jsMu keeps such
-	// a restart and Close apart.
-	jsConfig *server.JetStreamConfig
-	jsMu     sync.Mutex
+	// opts is what every server.Server of a workstation is made from (a
+	// copy each time: a server keeps and changes its options), with the
+	// listener's port as first bound, so that a restart after a write
+	// error (StoreWatch) opens the same store and listens where the
+	// credentials file says. restartMu keeps such a restart and Close
+	// apart.
+	opts      *server.Options
+	restartMu sync.Mutex
+	// restarting keeps in-process clients off a server being shut down
+	// for a restart: the server closes its clients first, and one that
+	// got in again afterwards would send requests that JetStream, shut
+	// down next, never answers (each costing its caller a timeout).
+	// connMu orders it with the clients' connects.
+	connMu     sync.RWMutex
+	restarting bool
 	// storeHint gets a value when the server logs an error that may be a
-	// store write failure, so StoreWatch checks at once.
+	// store write failure, so StoreWatch checks at once. One channel for
+	// every server.Server a restart makes.
 	storeHint chan struct{}
 
 	closed    atomic.Bool
@@ -93,8 +116,8 @@ func start(ctx context.Context, cfg Config, lock *dirLock) (s *Server, err error
 		if err == nil {
 			return
 		}
-		if s != nil && s.ns != nil {
-			if serr := s.shutdown(); serr != nil {
+		if s != nil && s.nats() != nil {
+			if serr := shutdown(s.nats()); serr != nil {
 				// Keep the lock: the server may still touch the store.
 				err = fmt.Errorf("%w (and %v; state dir stays locked)", err, serr)
 				return
@@ -116,11 +139,8 @@ func start(ctx context.Context, cfg Config, lock *dirLock) (s *Server, err error
 	if err != nil {
 		return nil, fmt.Errorf("in-process key: %w", err)
 	}
-	s = &Server{
-		logger:       newNATSLogger(cfg.Logger),
-		lock:         lock,
-		inProcessKey: kp,
-	}
+	s = newServer(cfg.Logger, cfg.Trace, lock)
+	s.inProcessKey = kp
 	opts := &server.Options{
 		ServerName:         ServerName(cfg.NodeID),
 		NoSigs:             true, // else SIGINT/SIGTERM call os.Exit inside the library
@@ -147,7 +167,6 @@ func start(ctx context.Context, cfg Config, lock *dirLock) (s *Server, err error
 	if err := applyLeaf(opts, cfg); err != nil {
 		return nil, err
 	}
-	s.jsConfig = jetStreamConfig(opts)
 	for _, u := range plainCredentialURLs(cfg) {
 		// Only reachable with HubInsecure: withDefaults refuses otherwise.
 		cfg.Logger.Warn("INSECURE: this node's hub credentials cross a plain-text connection; anyone on the network path can read and replay them (HubInsecure / PISYNC_HUB_INSECURE)", "url", u)
@@ -181,11 +200,18 @@ func start(ctx context.Context, cfg Config, lock *dirLock) (s *Server, err error
 		}}
 	}
 
-	if err := s.launch(ctx, opts, cfg.Logger, cfg.Trace); err != nil {
+	s.opts = opts
+	if err := s.launchFirst(ctx, freshOptions(opts)); err != nil {
 		return s, err
 	}
 	if s.credsPath != "" {
-		s.clientURL = "nats://" + s.ns.Addr().String()
+		addr := s.nats().Addr()
+		// A restart listens on the very port: local tools know it from
+		// the credentials file.
+		if ta, ok := addr.(*net.TCPAddr); ok {
+			s.opts.Port = ta.Port
+		}
+		s.clientURL = "nats://" + addr.String()
 		if creds.URL != s.clientURL {
 			creds.URL = s.clientURL
 			if err := saveCreds(s.credsPath, creds); err != nil {
@@ -196,27 +222,57 @@ func start(ctx context.Context, cfg Config, lock *dirLock) (s *Server, err error
 	return s, nil
 }
 
-// launch creates and starts the server and waits until it is ready.
-func (s *Server) launch(ctx context.Context, opts *server.Options, logger *slog.Logger, trace bool) error {
+func newServer(logger *slog.Logger, trace bool, lock *dirLock) *Server {
+	return &Server{
+		logger:    newNATSLogger(logger),
+		trace:     trace,
+		lock:      lock,
+		storeHint: make(chan struct{}, 1),
+	}
+}
+
+// launchFirst creates and starts the Server's first server.Server from
+// opts and waits until it is ready. A fatal error while it starts is the
+// Server's (Err).
+func (s *Server) launchFirst(ctx context.Context, opts *server.Options) error {
+	ns, err := s.launch(ctx, opts, s.logger)
+	if ns != nil {
+		s.ns.Store(ns)
+	}
+	return err
+}
+
+// launch creates and starts a server.Server and waits until it is ready.
+// Until then its fatal errors go to start, and after that to the Server's
+// log. It returns the server.Server whenever one was created: on an error
+// the caller shuts it down.
+func (s *Server) launch(ctx context.Context, opts *server.Options, start *natsLogger) (*server.Server, error) {
 	ns, err := server.NewServer(opts)
 	if err != nil {
-		return fmt.Errorf("new server: %w", err)
+		return nil, fmt.Errorf("new server: %w", err)
 	}
-	s.ns = ns
-	debug := logger.Enabled(ctx, slog.LevelDebug)
-	s.storeHint = make(chan struct{}, 1)
-	ns.SetLoggerV2(&hintLogger{natsLogger: s.logger, hint: s.storeHint}, debug, trace, false)
+	log := &serverLog{natsLogger: s.logger, start: start, hint: s.storeHint}
+	debug := s.logger.log.Enabled(ctx, slog.LevelDebug)
+	ns.SetLoggerV2(log, debug, s.trace, false)
 	ns.Start()
-	return s.waitReady(ctx)
+	if err := waitReady(ctx, ns, start.fatal); err != nil {
+		return ns, err
+	}
+	log.started.Store(true)
+	// A fatal error logged between the last look and the switch.
+	if err := start.fatal(); err != nil {
+		return ns, err
+	}
+	return ns, nil
 }
 
 // waitReady polls in short steps rather than one ReadyForConnections call
 // so that a fatal error or a cancelled ctx ends the wait at once: after
 // some Fatalf paths the server never completes start-up.
-func (s *Server) waitReady(ctx context.Context) error {
+func waitReady(ctx context.Context, ns *server.Server, fatal func() error) error {
 	deadline := time.Now().Add(readyTimeout)
-	for !s.ns.ReadyForConnections(100 * time.Millisecond) {
-		if err := s.logger.fatal(); err != nil {
+	for !ns.ReadyForConnections(100 * time.Millisecond) {
+		if err := fatal(); err != nil {
 			return err
 		}
 		if err := ctx.Err(); err != nil {
@@ -226,10 +282,10 @@ func (s *Server) waitReady(ctx context.Context) error {
 			return fmt.Errorf("start: server not ready for connections after %s", readyTimeout)
 		}
 	}
-	if err := s.logger.fatal(); err != nil {
+	if err := fatal(); err != nil {
 		return err
 	}
-	if !s.ns.JetStreamEnabled() {
+	if !ns.JetStreamEnabled() {
 		return errors.New("start: JetStream is not enabled (see the server log)")
 	}
 	return nil
@@ -246,11 +302,17 @@ func connTypes(types ...string) map[string]struct{} {
 // Connect opens an in-process client connection (a net.Pipe, no TCP).
 // opts may tune the connection; the transport and the credentials are
 // always the server's own and override any in opts.
+//
+// The connection reconnects without end, every reconnectWait, unless
+// opts say otherwise: a restart after a write error (StoreWatch) replaces
+// the server.Server, and the connection follows it to the new one
+// (inProcess). Its subscriptions are made again there.
 func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	if s.closed.Load() {
 		return nil, errors.New("embedded: connect: server is closed")
 	}
-	opts = append(opts, nats.InProcessServer(s.ns))
+	opts = append(reconnectOptions(), opts...)
+	opts = append(opts, nats.InProcessServer(inProcess{s}))
 	if s.inProcessKey != nil {
 		pub, err := s.inProcessKey.PublicKey()
 		if err != nil {
@@ -265,6 +327,46 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	return nc, nil
 }
 
+// reconnectOptions are an in-process client's defaults: try again
+// forever, at short intervals, buffering what is published meanwhile
+// (nats.go's default buffer).
+func reconnectOptions() []nats.Option {
+	return []nats.Option{
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(reconnectWait),
+		// Jitter spreads many clients' reconnects to a remote server;
+		// here it would only lengthen the outage.
+		nats.ReconnectJitter(0, 0),
+	}
+}
+
+// inProcess gives nats.go a connection to the Server's current
+// server.Server. nats.go asks it at every (re)connect, so a client
+// reaches the new server after a restart without being made again; until
+// the new one is ready, it is refused and tries again.
+type inProcess struct{ s *Server }
+
+var _ nats.InProcessConnProvider = inProcess{}
+
+func (p inProcess) InProcessConn() (net.Conn, error) {
+	p.s.connMu.RLock()
+	defer p.s.connMu.RUnlock()
+	if p.s.restarting {
+		return nil, errors.New("embedded: the server is restarting")
+	}
+	return p.s.nats().InProcessConn()
+}
+
+// setRestarting turns away in-process connects (inProcess) while on.
+func (s *Server) setRestarting(on bool) {
+	s.connMu.Lock()
+	s.restarting = on
+	s.connMu.Unlock()
+}
+
+// nats is the current server.Server.
+func (s *Server) nats() *server.Server { return s.ns.Load() }
+
 // ClientURL is the loopback listener's URL, or "" without a listener.
 func (s *Server) ClientURL() string { return s.clientURL }
 
@@ -272,8 +374,9 @@ func (s *Server) ClientURL() string { return s.clientURL }
 // context file), or "" without a listener.
 func (s *Server) CredentialsFile() string { return s.credsPath }
 
-// NATS exposes the underlying server for advanced use and tests.
-func (s *Server) NATS() *server.Server { return s.ns }
+// NATS exposes the underlying server for advanced use and tests. After a
+// restart (StoreWatch) it is a different one: callers should not keep it.
+func (s *Server) NATS() *server.Server { return s.nats() }
 
 // Failed is closed when the server reports a fatal error after Start; Err
 // then returns it. The owner should treat the server as broken and stop.
@@ -288,9 +391,9 @@ func (s *Server) Err() error { return s.logger.fatal() }
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
-		s.jsMu.Lock() // let a restart of JetStream in progress finish
-		defer s.jsMu.Unlock()
-		if err := s.shutdown(); err != nil {
+		s.restartMu.Lock() // let a restart in progress finish
+		defer s.restartMu.Unlock()
+		if err := shutdown(s.nats()); err != nil {
 			// The server may still be writing to the store: keep the
 			// lock so no second server opens it; process exit drops it.
 			s.closeErr = fmt.Errorf("embedded: close: %w; state dir stays locked", err)
@@ -303,14 +406,14 @@ func (s *Server) Close() error {
 	return s.closeErr
 }
 
-// shutdown stops the server and waits at most shutdownTimeout. On a
-// timeout the helper goroutine stays behind with the stuck server; the
-// caller is expected to exit.
-func (s *Server) shutdown() error {
+// shutdown stops ns and waits at most shutdownTimeout. On a timeout the
+// helper goroutine stays behind with the stuck server; the caller is
+// expected to exit. A server already shut down returns at once.
+func shutdown(ns *server.Server) error {
 	done := make(chan struct{})
 	go func() {
-		s.ns.Shutdown()
-		s.ns.WaitForShutdown()
+		ns.Shutdown()
+		ns.WaitForShutdown()
 		close(done)
 	}()
 	select {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,18 +32,26 @@ import (
 //     don't want to respond back to the user"), nor does any later one, so
 //     a client only sees its own timeout.
 //   - Some paths (a permission error, an out-of-space mirror, source or
-//     raft write) shut JetStream down instead (ShutdownJetStream), and only
-//     a config reload (restartJetStream) or a restart turns it on again.
+//     raft write) shut JetStream down instead, and only a config reload
+//     or a restart turns it on again.
 //
 // The server's own health check reports both in single-server mode: each
 // stream's write error, and JetStream being off. StoreWatch asks it every
 // 250 ms, and at once when the server logs an error or a warning; it says
 // at once that the store cannot write (Writable, Stats, the log), waits
-// until a probe write beside the store succeeds, and then shuts JetStream
-// down and enables it again in the same server, as upstream's reload does:
-// the streams are read back from disk without the error, while the state
-// dir lock, the in-process connections, the listener and the leaf
-// connection to the hub stay as they are.
+// until a probe write beside the store succeeds, and then restarts the
+// whole embedded server: the old server.Server is shut down and a new one
+// started from the same options, which reads the streams back from disk
+// without the error. The state dir lock is ours and stays held; the
+// in-process connections reconnect to the new server by themselves
+// (Connect), the listener comes back on its port and the leaf connection
+// to the hub is made again.
+//
+// Not JetStream alone in the same server, as upstream's config reload
+// does: nats-server 2.15's ShutdownJetStream leaves the old $JS.API.>
+// subscription behind, whose dispatcher reads the API queue that the next
+// EnableJetStream replaces (a data race) and gets every later API request
+// too.
 
 const (
 	// watchInterval is how often the health check runs: a write error is
@@ -60,7 +69,7 @@ const (
 const (
 	StoreOK         = "ok"
 	StoreFailing    = "failing"    // writes fail; waiting until the disk takes writes
-	StoreRecovering = "recovering" // JetStream is being restarted in place
+	StoreRecovering = "recovering" // the embedded server is being restarted
 )
 
 // StoreWatchOptions configure a StoreWatch.
@@ -68,7 +77,13 @@ type StoreWatchOptions struct {
 	Logger *slog.Logger
 	// Interval between health checks; zero means 250 ms.
 	Interval time.Duration
-	// Recovered runs after JetStream was restarted and is healthy, before
+	// Pause runs before each restart of the server, and the function it
+	// returns after it (also when it failed): a request in flight when the
+	// old server goes down is never answered, so whatever recovery waits
+	// for should send none meanwhile. It returns when that is so or ctx
+	// ends.
+	Pause func(context.Context) (resume func())
+	// Recovered runs after the server was restarted and is healthy, before
 	// the store is reported writable again: what was read from the store
 	// while it was failing may have been in its memory only, so its users
 	// forget it here. An error keeps the store unwritable and is retried.
@@ -78,7 +93,8 @@ type StoreWatchOptions struct {
 }
 
 // StoreWatch notices that the server's JetStream store stopped taking
-// writes and brings it back in place once the disk takes writes again. One
+// writes and brings it back, by restarting the embedded server, once the
+// disk takes writes again. One
 // goroutine (Run) owns the recovery; Writable and Stats may be called from
 // any goroutine.
 type StoreWatch struct {
@@ -101,7 +117,7 @@ type StoreWatch struct {
 // WatchStore returns a watch over the server's store; Run runs it. Only a
 // workstation's server (Start) can be watched: a hub's store is clustered.
 func (s *Server) WatchStore(o StoreWatchOptions) (*StoreWatch, error) {
-	if s.jsConfig == nil {
+	if s.opts == nil {
 		return nil, errors.New("embedded: watch store: not a workstation's server")
 	}
 	if o.Logger == nil {
@@ -110,25 +126,9 @@ func (s *Server) WatchStore(o StoreWatchOptions) (*StoreWatch, error) {
 	if o.Interval <= 0 {
 		o.Interval = watchInterval
 	}
-	w := &StoreWatch{s: s, dir: s.jsConfig.StoreDir, opts: o, state: StoreOK}
+	w := &StoreWatch{s: s, dir: s.opts.StoreDir, opts: o, state: StoreOK}
 	w.writable, w.cancel = context.WithCancelCause(context.Background())
 	return w, nil
-}
-
-// jetStreamConfig is what server.Start enables JetStream with for opts, so
-// that a restart in place enables the very same store.
-func jetStreamConfig(opts *server.Options) *server.JetStreamConfig {
-	return &server.JetStreamConfig{
-		StoreDir:     opts.StoreDir,
-		SyncInterval: opts.SyncInterval,
-		SyncAlways:   opts.SyncAlways,
-		Strict:       !opts.NoJetStreamStrict,
-		MaxMemory:    opts.JetStreamMaxMemory,
-		MaxStore:     opts.JetStreamMaxStore,
-		Domain:       opts.JetStreamDomain,
-		CompressOK:   true,
-		UniqueTag:    opts.JetStreamUniqueTag,
-	}
 }
 
 // Writable returns a context that is done, with the store's error as its
@@ -148,7 +148,7 @@ type StoreStats struct {
 	// FreeBytes is what the store's file system has left for us.
 	FreeBytes int64 `json:"freeBytes"`
 	// WriteFailures counts the times the store stopped taking writes,
-	// Recoveries the times it was brought back in place, and
+	// Recoveries the times it was brought back by a restart, and
 	// RecoveryAttempts every probe or restart tried meanwhile.
 	WriteFailures    int64     `json:"writeFailures"`
 	Recoveries       int64     `json:"recoveries"`
@@ -180,7 +180,7 @@ func (w *StoreWatch) Collectors() []prometheus.Collector {
 		metrics.Gauge("store_writable", "1 when the JetStream store takes writes, 0 while it fails (a full disk) or is being restarted.",
 			metrics.Bool(func() bool { return w.Writable().Err() == nil })),
 		metrics.Counter("store_write_failures_total", "Times the JetStream store stopped taking writes.", w.failures.Load),
-		metrics.Counter("store_recoveries_total", "Times the JetStream store was restarted in place after a write failure.", w.recoveries.Load),
+		metrics.Counter("store_recoveries_total", "Times the JetStream store was brought back after a write failure (by restarting the embedded server).", w.recoveries.Load),
 		metrics.Gauge("store_free_bytes", "Bytes left on the file system of the JetStream store.", func() int64 {
 			n, _ := freeBytes(w.dir)
 			return n
@@ -217,11 +217,11 @@ func (w *StoreWatch) fail(err error) {
 	w.cancel(err)
 	w.mu.Unlock()
 	w.failures.Add(1)
-	w.opts.Logger.Error("the event store cannot write (disk full?); publishing waits, and the store is restarted in place once the disk takes writes again",
+	w.opts.Logger.Error("the event store cannot write (disk full?); publishing waits, and the embedded server is restarted once the disk takes writes again",
 		"err", err, "free_bytes", free, "store", w.dir)
 }
 
-// recover waits until the disk takes writes, restarts JetStream and
+// recover waits until the disk takes writes, restarts the server and
 // reports the store writable again; it returns when that is done or ctx
 // ends. Failed attempts are logged when the reason changes, not each time.
 func (w *StoreWatch) recover(ctx context.Context) {
@@ -263,11 +263,11 @@ func (w *StoreWatch) recover(ctx context.Context) {
 	if w.opts.Resumed != nil {
 		w.opts.Resumed()
 	}
-	w.opts.Logger.Info("the event store takes writes again; JetStream restarted in place, publishing resumes",
+	w.opts.Logger.Info("the event store takes writes again; embedded server restarted, publishing resumes",
 		"outage", outage.Round(time.Millisecond), "attempts", attempts)
 }
 
-// tryRecover is one attempt: a probe write, a restart of JetStream, a
+// tryRecover is one attempt: a probe write, a restart of the server, a
 // health check, and the Recovered hook.
 func (w *StoreWatch) tryRecover(ctx context.Context) error {
 	if err := probe(w.dir); err != nil {
@@ -276,18 +276,27 @@ func (w *StoreWatch) tryRecover(ctx context.Context) error {
 	w.mu.Lock()
 	w.state = StoreRecovering
 	w.mu.Unlock()
-	if err := w.s.restartJetStream(); err != nil {
+	if err := w.restart(ctx); err != nil {
 		return err
 	}
 	if err := w.s.storeErr(); err != nil {
-		return fmt.Errorf("after restarting JetStream: %w", err)
+		return fmt.Errorf("after restarting the server: %w", err)
 	}
 	if w.opts.Recovered != nil {
 		if err := w.opts.Recovered(ctx); err != nil {
-			return fmt.Errorf("after restarting JetStream: %w", err)
+			return fmt.Errorf("after restarting the server: %w", err)
 		}
 	}
 	return nil
+}
+
+// restart restarts the server within the Pause hook.
+func (w *StoreWatch) restart(ctx context.Context) error {
+	if w.opts.Pause != nil {
+		resume := w.opts.Pause(ctx)
+		defer resume()
+	}
+	return w.s.restartServer()
 }
 
 // storeErr returns why the store cannot take writes, nil when it can. The
@@ -299,7 +308,7 @@ func (w *StoreWatch) tryRecover(ctx context.Context) error {
 // asked again a few times.
 func (s *Server) storeErr() error {
 	for range 20 {
-		h := s.ns.Healthz(&server.HealthzOptions{Details: true})
+		h := s.nats().Healthz(&server.HealthzOptions{Details: true})
 		var errs []error
 		answered := true
 		for _, e := range h.Errors {
@@ -320,50 +329,64 @@ func (s *Server) storeErr() error {
 	return nil
 }
 
-// hintLogger passes the server's log on and wakes StoreWatch when an error
-// or warning may come from a store that cannot write: "critical write
-// error", "out of space", "disabling JetStream" and the like. It only
-// hastens the check; the health check decides.
-type hintLogger struct {
-	*natsLogger
-	hint chan struct{}
-}
-
-func (l *hintLogger) Errorf(format string, v ...any) {
-	l.natsLogger.Errorf(format, v...)
-	l.poke()
-}
-
-func (l *hintLogger) Warnf(format string, v ...any) {
-	l.natsLogger.Warnf(format, v...)
-	l.poke()
-}
-
-func (l *hintLogger) poke() {
-	select {
-	case l.hint <- struct{}{}:
-	default:
-	}
-}
-
-// restartJetStream shuts JetStream down and enables it again with the
-// configuration it started with. It never runs once Close began.
-func (s *Server) restartJetStream() error {
-	s.jsMu.Lock()
-	defer s.jsMu.Unlock()
+// restartServer shuts the server.Server down, waits for it, and starts a
+// new one from the same options: the same store, listener port, leaf
+// remote and log. In-process clients reconnect to it by themselves
+// (inProcess); the state dir lock, our own, stays held throughout. It
+// never runs once Close began, and Close waits for it.
+//
+// The new server gets readyTimeout to start whatever the watch's context
+// says: once the old one is down, Close must find a running one or none,
+// never one half started.
+func (s *Server) restartServer() error {
+	s.restartMu.Lock()
+	defer s.restartMu.Unlock()
 	if s.closed.Load() {
 		return errors.New("server is closed")
 	}
-	if s.ns.JetStreamEnabled() {
-		if err := s.ns.ShutdownJetStream(); err != nil {
-			return fmt.Errorf("shut JetStream down: %w", err)
+	s.setRestarting(true)
+	defer s.setRestarting(false)
+	if err := shutdown(s.nats()); err != nil {
+		return fmt.Errorf("shut the server down: %w", err)
+	}
+	ns, err := s.launch(context.Background(), freshOptions(s.opts), newNATSLogger(s.logger.log))
+	if err != nil {
+		err = fmt.Errorf("start a new server: %w", err)
+		if ns != nil {
+			if serr := shutdown(ns); serr != nil {
+				// It may still touch the store: the next attempt
+				// and Close wait for it instead.
+				s.ns.Store(ns)
+				return fmt.Errorf("%w (and %v)", err, serr)
+			}
 		}
+		return err
 	}
-	cfg := *s.jsConfig
-	if err := s.ns.EnableJetStream(&cfg); err != nil {
-		return fmt.Errorf("enable JetStream: %w", err)
-	}
+	s.ns.Store(ns)
 	return nil
+}
+
+// freshOptions copies o for a new server.Server: a server keeps and
+// changes the options it is given (it assigns accounts to the users, for
+// one), and Options.Clone shares the leaf remotes.
+func freshOptions(o *server.Options) *server.Options {
+	c := o.Clone()
+	c.LeafNode.Remotes = nil
+	for _, r := range o.LeafNode.Remotes {
+		rc := *r
+		rc.URLs = nil
+		for _, u := range r.URLs {
+			uc := *u
+			rc.URLs = append(rc.URLs, &uc)
+		}
+		if r.TLSConfig != nil {
+			rc.TLSConfig = r.TLSConfig.Clone()
+		}
+		rc.DenyImports = slices.Clone(r.DenyImports)
+		rc.DenyExports = slices.Clone(r.DenyExports)
+		c.LeafNode.Remotes = append(c.LeafNode.Remotes, &rc)
+	}
+	return c
 }
 
 // probeFile is written in the state dir, beside the store: a file in the

@@ -2,25 +2,30 @@ package embedded
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
-// TestStoreWatchRecoversInPlace fills the real (tmpfs) disk under the
+// TestStoreWatchRecoversByRestart fills the real (tmpfs) disk under the
 // store: the watch must report the write error at once, keep reporting it
-// while the disk is full, and once space is freed restart JetStream in the
-// same server, so that the same connection publishes again and the stream
-// holds everything acknowledged before, during and after.
-func TestStoreWatchRecoversInPlace(t *testing.T) {
+// while the disk is full, and once space is freed restart the embedded
+// server, so that the same connection, reconnected to the new server,
+// publishes again, the stream holds everything acknowledged before,
+// during and after, and the JetStream API answers each request once.
+func TestStoreWatchRecoversByRestart(t *testing.T) {
 	disk := t.TempDir()
 	testenv.Tmpfs(t, disk, 8<<20)
 	s := startServer(t, testConfig(t, filepath.Join(disk, "state")))
@@ -46,6 +51,7 @@ func TestStoreWatchRecoversInPlace(t *testing.T) {
 	nc := connect(t, s)
 	js, _ := jetstream.New(nc)
 	st := createStream(t, js, "S")
+	first := s.NATS()
 	payload := []byte(strings.Repeat("x", 2000))
 	// publish stores one message under the watch, as eventlog's publisher
 	// does: it gives up when the store is reported unwritable.
@@ -136,13 +142,30 @@ func TestStoreWatchRecoversInPlace(t *testing.T) {
 	if !s.NATS().JetStreamEnabled() || s.Err() != nil {
 		t.Errorf("server after recovery: JetStream %v, err %v", s.NATS().JetStreamEnabled(), s.Err())
 	}
+	if s.NATS() == first || first.Running() {
+		t.Errorf("the server was not replaced: same %v, old one running %v", s.NATS() == first, first.Running())
+	}
+	if n := nc.Stats().Reconnects; n != 1 {
+		t.Errorf("the client reconnected %d times, want once", n)
+	}
+	apiAnsweredOnce(t, s, nc)
 }
 
 // TestStoreWatchJetStreamOff: the server turns JetStream off by itself on
 // some write errors; the watch turns it on again.
 func TestStoreWatchJetStreamOff(t *testing.T) {
 	s := startServer(t, testConfig(t, t.TempDir()))
-	w, err := s.WatchStore(StoreWatchOptions{Interval: 20 * time.Millisecond})
+	first := s.NATS()
+	// The Pause hook brackets the restart: paused on the old server,
+	// resumed on the new one.
+	var pausedOn, resumedOn atomic.Pointer[server.Server]
+	w, err := s.WatchStore(StoreWatchOptions{
+		Interval: 20 * time.Millisecond,
+		Pause: func(context.Context) func() {
+			pausedOn.Store(s.NATS())
+			return func() { resumedOn.Store(s.NATS()) }
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,6 +186,123 @@ func TestStoreWatchJetStreamOff(t *testing.T) {
 	if _, err := js.Publish(testCtx(t), "S.1", []byte("x")); err != nil {
 		t.Fatalf("publish after JetStream was turned on again: %v", err)
 	}
+	if pausedOn.Load() != first || resumedOn.Load() != s.NATS() || s.NATS() == first {
+		t.Errorf("paused on the first server %v, resumed on the new one %v, replaced %v",
+			pausedOn.Load() == first, resumedOn.Load() == s.NATS(), s.NATS() != first)
+	}
+	apiAnsweredOnce(t, s, nc)
+}
+
+// apiAnsweredOnce checks that the server has one JetStream API
+// subscription and handles and answers each API request once. Restarting
+// JetStream alone (nats-server 2.15's ShutdownJetStream, then
+// EnableJetStream) left the old subscription behind, and every request
+// was handled twice (the second answer is dropped on the way back, but
+// the account's API count shows it).
+func apiAnsweredOnce(t *testing.T, s *Server, nc *nats.Conn) {
+	t.Helper()
+	ns := s.NATS()
+	sz, err := ns.Subsz(&server.SubszOptions{Subscriptions: true, Account: ns.SystemAccount().Name, Test: "$JS.API.INFO"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := 0
+	for _, d := range sz.Subs {
+		if d.Subject == "$JS.API.>" {
+			api++
+		}
+	}
+	if api != 1 {
+		t.Errorf("%d subscriptions on $JS.API.>, want 1", api)
+	}
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	// One request at a time, each answer counting the account's API
+	// requests so far: a request handled twice is queued in the server
+	// with its first copy, so the next answer counts it.
+	const requests = 20
+	var totals []uint64
+	for i := range requests {
+		if err := nc.PublishRequest("$JS.API.INFO", inbox, nil); err != nil {
+			t.Fatal(err)
+		}
+		m, err := sub.NextMsg(10 * time.Second)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		var info struct{ API struct{ Total uint64 } }
+		if err := json.Unmarshal(m.Data, &info); err != nil {
+			t.Fatalf("answer %q: %v", m.Data, err)
+		}
+		totals = append(totals, info.API.Total)
+	}
+	if got := totals[requests-1] - totals[0]; got != requests-1 {
+		t.Errorf("%d API requests were handled %d times: %v", requests-1, got, totals)
+	}
+	if extra, _, err := sub.Pending(); err != nil || extra != 0 {
+		t.Errorf("%d requests got %d more answers (%v)", requests, extra, err)
+	}
+}
+
+// TestRestartServer: a restart keeps the listener's port and the
+// credentials that go with it, the in-process clients reconnect, and
+// Close after it shuts the new server down and releases the state dir,
+// while a restart after Close is refused.
+func TestRestartServer(t *testing.T) {
+	cfg := listenConfig(t)
+	s, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := s.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	createStream(t, js, "R")
+	url := s.ClientURL()
+	first := s.NATS()
+
+	if err := s.restartServer(); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	if s.NATS() == first || first.Running() {
+		t.Fatal("the server was not replaced")
+	}
+	if got := "nats://" + s.NATS().Addr().String(); got != url || s.ClientURL() != url {
+		t.Errorf("listener after restart at %s (ClientURL %s), want %s", got, s.ClientURL(), url)
+	}
+	if _, err := js.Publish(testCtx(t), "R.1", []byte("x")); err != nil {
+		t.Fatalf("publish after the restart: %v", err)
+	}
+	cc := readCreds(t, s.CredentialsFile())
+	tcp, err := nats.Connect(cc.URL, nats.UserInfo(cc.User, cc.Password), nats.NoReconnect())
+	if err != nil {
+		t.Fatalf("connect over the listener after the restart: %v", err)
+	}
+	tcp.Close()
+	apiAnsweredOnce(t, s, nc)
+
+	nc.Close()
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if s.NATS().Running() {
+		t.Error("the new server runs after Close")
+	}
+	if err := s.restartServer(); err == nil {
+		t.Error("a restart after Close succeeded")
+	}
+	// The lock was released: the state dir opens again.
+	again := startServer(t, cfg)
+	if again.ClientURL() == "" {
+		t.Error("no listener on the reopened state dir")
+	}
 }
 
 // TestWatchStoreHubRefused: a hub's clustered store is not restarted.
@@ -170,5 +310,45 @@ func TestWatchStoreHubRefused(t *testing.T) {
 	s := &Server{}
 	if _, err := s.WatchStore(StoreWatchOptions{}); err == nil || errors.Is(err, context.Canceled) {
 		t.Fatalf("WatchStore on a server without a workstation config: %v", err)
+	}
+}
+
+// TestRestartStartFails: a new server that cannot start (here its store
+// dir is a file) fails the restart, which is tried again, and does not
+// report the Server broken; the next restart brings the clients back.
+func TestRestartStartFails(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, testConfig(t, dir))
+	nc := connect(t, s)
+	js, _ := jetstream.New(nc)
+	createStream(t, js, "F")
+
+	store := filepath.Join(dir, "jetstream")
+	if err := os.Rename(store, store+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(store, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.restartServer(); err == nil {
+		t.Fatal("a restart on a store dir that is a file succeeded")
+	}
+	if err := s.Err(); err != nil {
+		t.Errorf("a failed restart reported the server broken: %v", err)
+	}
+	if err := os.Remove(store); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(store+".away", store); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.restartServer(); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	if _, err := js.Publish(testCtx(t), "F.1", []byte("x")); err != nil {
+		t.Fatalf("publish after the restart: %v", err)
+	}
+	if s.Err() != nil {
+		t.Errorf("server broken after the restart: %v", s.Err())
 	}
 }
