@@ -125,7 +125,7 @@ func (s *sessionState) refreshCatalog(ctxView *ContextView) {
 	c.Tokens, c.Cost = t.TotalTokens, t.TotalCost
 	c.Name = ""
 	if name, ok, err := t.Name(); err == nil && ok {
-		c.Name = name
+		c.Name = session.ToWellFormed(name)
 	}
 	if c.Created == "" && c.Cwd == "" && t.Header() != nil {
 		var h struct {

@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -87,6 +88,21 @@ func BenchmarkContextLinear10k(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := f.Context(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLoadDeepArrayTimestamp loads an entry whose timestamp is 100,000
+// arrays deep (seed 23 file 301 of the differential run has one): joining
+// it level by level took a minute and a half, one pass takes milliseconds.
+func BenchmarkLoadDeepArrayTimestamp(b *testing.B) {
+	raw := []byte(`{"type":"session","version":3,"id":"bench","timestamp":"2025-03-01T10:00:00.000Z","cwd":"/x"}` + "\n" +
+		`{"type":"message","id":"a","parentId":null,"timestamp":` + strings.Repeat("[", 100000) + "1" + strings.Repeat("]", 100000) +
+		`,"message":{"role":"user","content":"q","timestamp":1}}` + "\n")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Load(raw); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -197,6 +197,12 @@ func utf8Safe(s string) string {
 	return string(out)
 }
 
+// ToWellFormed is String.prototype.toWellFormed for a WTF-8 string from
+// this package (Tree.Name, Tree.SessionID, an id): each lone surrogate
+// becomes U+FFFD, as when node writes the string out as UTF-8. The result
+// is valid UTF-8.
+func ToWellFormed(s string) string { return utf8Safe(s) }
+
 // JSString decodes a JSON string literal (quotes included) as JSON.parse
 // does, into WTF-8: for readers of lines outside this package, so that an
 // id they read equals the one ParseLine reads.

@@ -143,13 +143,37 @@ func jsJoinString(raw json.RawMessage) string {
 	return jsNumberString(f)
 }
 
-// jsArrayString is String(array): the elements joined with ",".
+// jsArrayString is String(array): the elements joined with ",", an array
+// element joined the same way in its place. So the result is every
+// scalar's jsJoinString and every object's "[object Object]" in document
+// order, with a "," for each "," between elements at any level: one pass
+// over raw. (Joining level by level rescans each inner array once per
+// level above it, minutes for a timestamp 100,000 arrays deep; pi throws
+// past piJoinDepth, which the callers check.) "" when raw is not an array.
 func jsArrayString(raw json.RawMessage) string {
-	var parts []string
-	if eachElement(raw, func(e []byte) { parts = append(parts, jsJoinString(e)) }) != nil {
+	raw = trimWS(raw)
+	if len(raw) == 0 || raw[0] != '[' || !validJSON(raw) {
 		return ""
 	}
-	return strings.Join(parts, ",")
+	var b strings.Builder
+	for i := 0; i < len(raw); {
+		switch c := raw[i]; c {
+		case '[', ']', ' ', '\t', '\r', '\n':
+			i++
+		case ',':
+			b.WriteByte(',')
+			i++
+		default: // a scalar or an object, whole
+			e, _ := skipValue(raw, i)
+			if c == '{' {
+				b.WriteString("[object Object]")
+			} else {
+				b.WriteString(jsJoinString(raw[i:e]))
+			}
+			i = e
+		}
+	}
+	return b.String()
 }
 
 // objectMap decodes the members of a JSON object as JSON.parse keeps them:

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -384,4 +385,54 @@ func piKeys(s []piSection) []string {
 		out[k] = string(s[k].Key)
 	}
 	return out
+}
+
+// TestPiEvalLargeAnswerBeforeLoop: a section pi answers with megabytes is
+// reported even when the next section never returns. pi-eval's worker used
+// to queue the answer and go on: the IPC socket took a few hundred KB, the
+// endless section blocked the rest until the heap ran out, and the answer
+// died with the worker, so the section looked as if pi never returned from
+// it (seed 11 files 727, 1023 and 4630 of the differential run).
+func TestPiEvalLargeAnswerBeforeLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs node")
+	}
+	p := startPiEval(t, 10000, 96)
+	big := strings.Repeat("x", 1<<20)
+	file := filepath.Join(t.TempDir(), "big.jsonl")
+	raw := `{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}` + "\n" +
+		// an unknown role: in messages, not in llmMessages, so the answer is
+		// the string once
+		`{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"bogus","content":"` + big + `"}}` + "\n" +
+		// a parentId cycle: pi's path never ends (the file's leaf, at:c)
+		`{"type":"message","id":"c","parentId":"c","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"user","content":"loop","timestamp":1}}` + "\n"
+	if err := os.WriteFile(file, []byte(raw), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := p.eval(file, "seed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Load != "ok" {
+		t.Fatalf("load %s: %s", a.Load, a.Error)
+	}
+	got := map[string]piSection{}
+	for _, s := range a.Sections {
+		got[string(s.Key)] = s
+	}
+	if s := got["at:a"]; s.Text == nil || !strings.Contains(*s.Text, big) {
+		t.Errorf("at:a: nonTerminating %v, error %v, text of %d bytes; want the message", s.NonTerminating, s.Error, len(deref(s.Text)))
+	}
+	for _, k := range []string{"context", "at:c"} {
+		if !got[k].NonTerminating {
+			t.Errorf("%s: pi returned (%d bytes, error %v); want nonTerminating", k, len(deref(got[k].Text)), got[k].Error)
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pisyncd/pisyncd/internal/testenv"
@@ -180,6 +181,59 @@ func FuzzEachMember(f *testing.F) {
 			if !bytes.Equal(got[k], v) {
 				t.Fatalf("%q: member %q = %s, encoding/json %s", raw, k, got[k], v)
 			}
+		}
+	})
+}
+
+// jsArrayStringRef is String(array) joined level by level, as pi's join
+// recurses: the form jsArrayString replaced, kept as its reference.
+func jsArrayStringRef(raw json.RawMessage) string {
+	var parts []string
+	if eachElement(raw, func(e []byte) {
+		if e[0] == '[' {
+			parts = append(parts, jsArrayStringRef(e))
+		} else {
+			parts = append(parts, jsJoinString(e))
+		}
+	}) != nil {
+		return ""
+	}
+	return strings.Join(parts, ",")
+}
+
+func TestJSArrayString(t *testing.T) {
+	deep := strings.Repeat("[", 100000) + `"x"` + strings.Repeat("]", 100000)
+	for in, want := range map[string]string{
+		`[]`:                                  "",
+		`[[]]`:                                "",
+		`[1,[],2]`:                            "1,,2",
+		` [ 1 , [ 2 , [ ] ] , null , true ] `: "1,2,,,true",
+		`[[1,2],[3],{"a":[4,5]},"a,[b]"]`:     "1,2,3,[object Object],a,[b]",
+		`["\u0061\ud800",1e2,-0,1.50,false]`:  "a\xed\xa0\x80,100,0,1.5,false",
+		`[[[{}]],[[[]]]]`:                     "[object Object],",
+		`[1,`:                                 "",
+		`{"a":1}`:                             "",
+		deep:                                  "x",
+	} {
+		if got := jsArrayString(json.RawMessage(in)); got != want {
+			t.Errorf("jsArrayString(%.40s) = %q, want %q", in, got, want)
+		}
+		if len(in) < 1000 {
+			if ref := jsArrayStringRef(json.RawMessage(in)); ref != want {
+				t.Errorf("reference(%s) = %q, want %q", in, ref, want)
+			}
+		}
+	}
+}
+
+// FuzzJSArrayString: the one-pass join equals the level-by-level one.
+func FuzzJSArrayString(f *testing.F) {
+	for _, s := range []string{`[]`, `[1,[],2]`, `[[1,2],[3],{"a":[4,5]},"a,[b]"]`, `[null,[null,[true]],"\ud800"]`, `[1,`, `[[[ ]] , [ ] ]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if got, want := jsArrayString(raw), jsArrayStringRef(raw); got != want {
+			t.Fatalf("%q: %q, level by level %q", raw, got, want)
 		}
 	})
 }

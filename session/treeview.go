@@ -281,12 +281,14 @@ func (t *Tree) Label(id string) (json.RawMessage, bool) {
 // Name is getSessionName(): the trimmed name of the last session_info
 // entry in file order on any branch; ok is false when it is absent or
 // empty. A name that is not a string makes pi throw; Name returns an error.
+// The name is the string pi holds, in WTF-8 like every string this package
+// decodes: a lone surrogate stays one (pi's "\ud800" is not "\ufffd"); a
+// caller that writes it out as UTF-8 text passes it through ToWellFormed.
 func (t *Tree) Name() (name string, ok bool, err error) {
 	if t.nameIdx < 0 {
 		return "", false, nil
 	}
-	name, ok, err = jsTrimName(t.nodes[t.nameIdx].x.name)
-	return utf8Safe(name), ok, err
+	return jsTrimName(t.nodes[t.nameIdx].x.name)
 }
 
 // jsTrimName is `name?.trim() || undefined`.

@@ -47,7 +47,13 @@ function plan(sm, file, mode) {
 	return keys;
 }
 
-const send = (msg) => process.send(msg);
+// send resolves once the message is written to the IPC channel. A section
+// that never returns blocks this process's event loop for good, so a large
+// answer still queued behind it (the pipe takes 64 KB at a time) would die
+// with the process and the section before would look as if pi never
+// returned from it: each section waits for its answer to be out first.
+const send = (msg) =>
+	new Promise((resolve, reject) => process.send(msg, (err) => (err ? reject(err) : resolve())));
 
 async function section(pi, sm, file, key) {
 	if (key === "context") return contextSection(pi, sm);
@@ -75,25 +81,27 @@ process.on("message", async (req) => {
 	const pi = await loadPi(req.pi);
 	const o = openCopy(pi, req.file);
 	try {
-		if (o.empty) return send({ load: "empty" });
-		if (o.error) return send({ load: "error", error: o.error });
+		if (o.empty) return await send({ load: "empty" });
+		if (o.error) return await send({ load: "error", error: o.error });
 		const keys = plan(o.sm, req.file, req.mode);
-		send({ load: "ok", plan: keys });
+		await send({ load: "ok", plan: keys });
 		const leaf = o.sm.getLeafId();
 		for (let i = req.skip; i < keys.length; i++) {
-			send({ start: i });
+			await send({ start: i });
+			let answer;
 			try {
 				if (keys[i] === "context" || keys[i] === "tree" || keys[i] === "info") {
 					// back to the file's leaf (an at: section moved it)
 					o.sm.leafId = leaf;
 				}
 				const v = await section(pi, o.sm, req.file, keys[i]);
-				send({ i, text: c14n(v) ?? "undefined" });
+				answer = { i, text: c14n(v) ?? "undefined" };
 			} catch (e) {
-				send({ i, error: String(e?.message ?? e) });
+				answer = { i, error: String(e?.message ?? e) };
 			}
+			await send(answer);
 		}
-		send({ done: true });
+		await send({ done: true });
 	} finally {
 		cleanup(o);
 	}
