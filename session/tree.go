@@ -76,9 +76,10 @@ const (
 	// context_edit replaces (role user, assistant, toolResult or custom;
 	// for a compaction, its systemMessage).
 	flagEditable
-	// flagBadDate: the timestamp is an array nested so deep that pi's
-	// new Date(timestamp) overflows the stack joining it (see
-	// piJoinDepth): where pi converts it, it throws.
+	// flagBadDate: pi's new Date(timestamp) throws: an array nested so
+	// deep that joining it overflows the stack (see piJoinDepth), or an
+	// object with an own toString (toPrimitiveThrows). Where pi converts
+	// the timestamp, it throws.
 	flagBadDate
 )
 
@@ -231,7 +232,7 @@ func (t *Tree) Append(l Line, ref Ref) error {
 		n.parent = idFromRaw(fields["parentId"])
 		n.typ = idFromRaw(fields["type"])
 		n.ts = dateValue(fields["timestamp"])
-		if arrayChainDepth(fields["timestamp"]) > piJoinDepth {
+		if dateThrows(fields["timestamp"]) {
 			n.flags |= flagBadDate
 		}
 		n.x = t.extraFor(&n, fields)
@@ -348,6 +349,11 @@ func (t *Tree) setHeader(l Line) error {
 		if arrayChainDepth(v) > piJoinDepth {
 			// `version >= 3` joins the array and overflows the stack
 			t.state, t.rejectErr = 2, fmt.Errorf("%w: header version nested too deep to compare", ErrMigration)
+			return t.rejectErr
+		}
+		if toPrimitiveThrows(v) {
+			// `version >= 3` finds no callable toString: TypeError
+			t.state, t.rejectErr = 2, fmt.Errorf("%w: header version cannot be compared (an own toString member)", ErrMigration)
 			return t.rejectErr
 		}
 		t.version = jsToNumber(v)
