@@ -111,6 +111,10 @@ func (s *Summarizer) addLine(raw []byte) {
 	if isNumberRaw(msg["timestamp"]) {
 		t = jsToNumber(msg["timestamp"])
 	} else {
+		if toPrimitiveThrows(e["timestamp"]) {
+			s.dropped = true // pi: new Date(timestamp) finds no callable toString
+			return
+		}
 		t = dateValue(e["timestamp"])
 	}
 	if !math.IsNaN(t) {
@@ -152,6 +156,9 @@ func extractText(content json.RawMessage) (string, bool) {
 			continue
 		}
 		if typ, _ := rawString(blk["type"]); typ == "text" {
+			if toPrimitiveThrows(blk["text"]) {
+				return "", false // pi: join finds no callable toString
+			}
 			parts = append(parts, jsJoinString(blk["text"]))
 		}
 	}
@@ -161,7 +168,8 @@ func extractText(content json.RawMessage) (string, bool) {
 // Summary returns the summary, or false when pi's list skips the file.
 // mtime (ms) is the last resort for Modified, as pi uses the file's.
 func (s *Summarizer) Summary(mtime float64) (*Summary, bool) {
-	if s.dropped || s.header == nil {
+	if s.dropped || s.header == nil || toPrimitiveThrows(s.header["timestamp"]) {
+		// pi: new Date(header.timestamp) with an own toString throws
 		return nil, false
 	}
 	h := s.header

@@ -20,6 +20,9 @@ func hostileFile(seed uint64, n int) []byte {
 	for k := 0; k < muts; k++ {
 		g.mutate(lines)
 	}
+	// Values with an own toString or valueOf member draw from a stream of
+	// their own, so that every other file of a seed keeps its bytes.
+	toPrimitiveValues(rand.New(rand.NewPCG(seed^toPrimitiveStream, uint64(n))), lines)
 	raw := make([][]byte, len(lines))
 	for i, l := range lines {
 		raw[i] = encodeJSONLine(l)
@@ -336,6 +339,73 @@ func (g *sessionGen) mutate(lines []any) {
 			o.set("parentId", id)
 		}
 	}
+}
+
+// toPrimitiveStream tells toPrimitiveValues' random stream from the file's.
+const toPrimitiveStream = 0x746f537472696e67 // "toString"
+
+// toPrimitiveValues gives one file in six one to three values with an own
+// toString or valueOf member (alone, inside arrays, inside an object; the
+// key escaped or not) in the places pi converts to a string or a date:
+// entry and header timestamps, the header version, summaries, a
+// bashExecution's command, output, exit code and output path, text blocks,
+// and custom content (which pi passes through). Never an id: pi-eval's
+// harness makes ids property names of its answers, which throws for
+// such an object where pi itself does not convert the id.
+func toPrimitiveValues(r *rand.Rand, lines []any) {
+	if r.IntN(6) != 0 {
+		return
+	}
+	for k := 1 + r.IntN(3); k > 0; k-- {
+		line, ok := lines[r.IntN(len(lines))].(*jobj)
+		if !ok {
+			continue
+		}
+		var places []*jobj // objects with a member to replace
+		var keys []string
+		for _, o := range objectsOf(line, nil) {
+			for _, key := range []string{"timestamp", "version", "summary", "command", "output", "exitCode",
+				"fullOutputPath", "text", "content"} {
+				if _, ok := o.get(key); ok {
+					places, keys = append(places, o), append(keys, key)
+				}
+			}
+		}
+		if len(places) == 0 {
+			continue
+		}
+		i := r.IntN(len(places))
+		o, key := places[i], keys[i]
+		if key == "fullOutputPath" || key == "output" && r.IntN(2) == 0 {
+			o.set("truncated", true) // fullOutputPath is read only then
+		}
+		if key == "command" && r.IntN(3) == 0 {
+			o.set("fullOutputPath", toPrimitiveValue(r))
+			o.set("truncated", true)
+			continue
+		}
+		o.set(key, toPrimitiveValue(r))
+	}
+}
+
+// toPrimitiveValue is a value whose conversion to a primitive throws in
+// JavaScript (an own toString), or does not (an own valueOf only, or the
+// member one object down).
+func toPrimitiveValue(r *rand.Rand) any {
+	member := pick(r, "toString", "toString", "toString", "valueOf", "to\\u0053tring", "valueOf\\u0000")
+	v := jraw(`{"` + member + `":` + pick(r, "1", "null", `"s"`, "{}", "[]", "3", `"2026-01-01T00:00:00.000Z"`) + `}`)
+	if r.IntN(4) == 0 {
+		v = jraw(`{"valueOf":1,` + string(v[1:])) // both: toString decides
+	}
+	switch r.IntN(6) {
+	case 0:
+		return jarr{v}
+	case 1:
+		return jarr{nil, jarr{1, v}, "x"}
+	case 2:
+		return obj("a", v) // never converted: "[object Object]"
+	}
+	return v
 }
 
 // mutateLines changes lines as a whole: dropped, repeated, swapped,

@@ -36,9 +36,15 @@ func dateValue(raw json.RawMessage) float64 {
 // throws RangeError.
 const piJoinDepth = 3162
 
-// ErrDate means pi throws converting an entry's timestamp (a RangeError:
-// an array timestamp nested deeper than piJoinDepth).
-var ErrDate = errors.New("session: timestamp too deeply nested to convert")
+// ErrDate means pi throws converting an entry's timestamp: a RangeError
+// for an array timestamp nested deeper than piJoinDepth, a TypeError for
+// an object with an own toString member (toPrimitiveThrows).
+var ErrDate = errors.New("session: timestamp cannot be converted to a date")
+
+// dateThrows reports whether pi's new Date(raw) throws (see ErrDate).
+func dateThrows(raw json.RawMessage) bool {
+	return arrayChainDepth(raw) > piJoinDepth || toPrimitiveThrows(raw)
+}
 
 // arrayChainDepth is the length of the longest chain of arrays directly
 // inside one another from the top of raw (an object ends a chain: its

@@ -176,6 +176,55 @@ func jsArrayString(raw json.RawMessage) string {
 	return b.String()
 }
 
+// toPrimitiveThrows reports whether converting raw to a primitive throws
+// a TypeError in JavaScript (String(v), `${v}`, a join, new Date(v), a
+// comparison with a number). A JSON object with an own member toString
+// holds no function there (JSON cannot), so ToPrimitive finds no callable
+// toString, and Object.prototype.valueOf returns the object itself: no
+// primitive, whatever the hint. An own valueOf alone is skipped for the
+// inherited toString ("[object Object]"), and an object inside an object
+// is never converted. An array converts by joining, so an object with an
+// own toString reached through arrays alone (`[[{"toString":1}]]`) throws
+// too. Checked in one pass, like jsArrayString; a deep array chain
+// (piJoinDepth) is the callers' other check.
+func toPrimitiveThrows(raw json.RawMessage) bool {
+	raw = trimWS(raw)
+	if len(raw) == 0 {
+		return false
+	}
+	switch raw[0] {
+	case '{':
+		return hasOwnToString(raw)
+	case '[':
+	default:
+		return false
+	}
+	for i := 0; i < len(raw); {
+		switch c := raw[i]; c {
+		case '[', ']', ',', ' ', '\t', '\r', '\n':
+			i++
+		default: // a scalar or an object, whole
+			e, err := skipValue(raw, i)
+			if err != nil {
+				return false
+			}
+			if c == '{' && hasOwnToString(raw[i:e]) {
+				return true
+			}
+			i = e
+		}
+	}
+	return false
+}
+
+// hasOwnToString reports whether the object raw has a member named
+// toString (spelled with escapes or not, any value, null included).
+func hasOwnToString(raw []byte) bool {
+	found := false
+	eachMember(raw, func(k, _ []byte) { found = found || string(k) == "toString" })
+	return found
+}
+
 // objectMap decodes the members of a JSON object as JSON.parse keeps them:
 // the last of duplicate keys wins. Values stay raw, so any depth is fine.
 func objectMap(raw []byte) (map[string]json.RawMessage, error) {

@@ -105,12 +105,21 @@ func bashExecutionText(t *templater, f map[string]json.RawMessage) string {
 // nested deeper than piJoinDepth overflows the stack of the recursive join.
 var ErrTooDeep = errors.New("session: value nested too deep to convert to a string")
 
+// ErrToString means pi throws TypeError turning a value into a string: an
+// object with an own toString member, alone or inside arrays
+// (toPrimitiveThrows).
+var ErrToString = errors.New("session: value cannot be converted to a string (an own toString member)")
+
 // templater applies jsTemplate and remembers where pi would throw.
 type templater struct{ err error }
 
 func (t *templater) str(raw json.RawMessage) string {
 	if arrayChainDepth(raw) > piJoinDepth {
 		t.err = ErrTooDeep
+		return ""
+	}
+	if toPrimitiveThrows(raw) {
+		t.err = ErrToString
 		return ""
 	}
 	return jsTemplate(raw)

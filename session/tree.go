@@ -76,9 +76,10 @@ const (
 	// context_edit replaces (role user, assistant, toolResult or custom;
 	// for a compaction, its systemMessage).
 	flagEditable
-	// flagBadDate: the timestamp is an array nested so deep that pi's
-	// new Date(timestamp) overflows the stack joining it (see
-	// piJoinDepth): where pi converts it, it throws.
+	// flagBadDate: pi's new Date(timestamp) throws: an array nested so
+	// deep that joining it overflows the stack (see piJoinDepth), or an
+	// object with an own toString (toPrimitiveThrows). Where pi converts
+	// the timestamp, it throws.
 	flagBadDate
 )
 
@@ -231,7 +232,7 @@ func (t *Tree) Append(l Line, ref Ref) error {
 		n.parent = idFromRaw(fields["parentId"])
 		n.typ = idFromRaw(fields["type"])
 		n.ts = dateValue(fields["timestamp"])
-		if arrayChainDepth(fields["timestamp"]) > piJoinDepth {
+		if dateThrows(fields["timestamp"]) {
 			n.flags |= flagBadDate
 		}
 		n.x = t.extraFor(&n, fields)
@@ -317,8 +318,69 @@ func (t *Tree) rewriteDepth(l Line) int {
 	return deepest
 }
 
-// nestingDepth is the deepest nesting of containers in a JSON text.
+// nestingDepth is the deepest nesting of containers in a JSON text, as
+// JSON.parse keeps it: a member that a later duplicate key replaces does
+// not count (seed 37 file 336: a timestamp 20,000 levels deep, then
+// "timestamp" again with a string). The plain count is exact for most
+// lines; only one past piRewriteDepth is looked at member by member.
 func nestingDepth(raw []byte) int {
+	d := rawNestingDepth(raw)
+	if d <= piRewriteDepth {
+		return d
+	}
+	if k, _, err := keptDepth(raw, skipWS(raw, 0)); err == nil {
+		return k
+	}
+	return d
+}
+
+// keptDepth is the nesting of the value at raw[i], the last of duplicate
+// keys winning, and the offset past it; one pass, recursive.
+func keptDepth(raw []byte, i int) (int, int, error) {
+	switch {
+	case i < len(raw) && raw[i] == '{':
+		last := map[string]int{}
+		e, err := scanMembers(raw, i, func(key []byte, at int) (int, error) {
+			d, ve, err := keptDepth(raw, at)
+			last[string(key)] = d
+			return ve, err
+		})
+		deepest := 0
+		for _, d := range last {
+			deepest = max(deepest, d)
+		}
+		return 1 + deepest, e, err
+	case i < len(raw) && raw[i] == '[':
+		deepest := 0
+		i = skipWS(raw, i+1)
+		if i < len(raw) && raw[i] == ']' {
+			return 1, i + 1, nil
+		}
+		for {
+			d, e, err := keptDepth(raw, i)
+			if err != nil {
+				return 0, 0, err
+			}
+			deepest = max(deepest, d)
+			i = skipWS(raw, e)
+			if i >= len(raw) {
+				return 0, 0, errSyntax
+			}
+			if raw[i] == ']' {
+				return 1 + deepest, i + 1, nil
+			}
+			if raw[i] != ',' {
+				return 0, 0, errSyntax
+			}
+			i = skipWS(raw, i+1)
+		}
+	}
+	e, err := skipValue(raw, i)
+	return 0, e, err
+}
+
+// rawNestingDepth is the deepest nesting of containers in a JSON text.
+func rawNestingDepth(raw []byte) int {
 	depth, deepest := 0, 0
 	for i := 0; i < len(raw); i++ {
 		switch raw[i] {
@@ -348,6 +410,11 @@ func (t *Tree) setHeader(l Line) error {
 		if arrayChainDepth(v) > piJoinDepth {
 			// `version >= 3` joins the array and overflows the stack
 			t.state, t.rejectErr = 2, fmt.Errorf("%w: header version nested too deep to compare", ErrMigration)
+			return t.rejectErr
+		}
+		if toPrimitiveThrows(v) {
+			// `version >= 3` finds no callable toString: TypeError
+			t.state, t.rejectErr = 2, fmt.Errorf("%w: header version cannot be compared (an own toString member)", ErrMigration)
 			return t.rejectErr
 		}
 		t.version = jsToNumber(v)
