@@ -45,21 +45,8 @@ rl.on("line", (l) => {
 func startNodeDates(t testing.TB) *nodeDates {
 	t.Helper()
 	testenv.Oracle(t) // node, or skip (fail under CI=true)
-	cmd := exec.Command("node", "-e", nodeDatesScript)
-	cmd.Env = append(os.Environ(), "TZ=UTC")
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("node: %v", err)
-	}
-	n := &nodeDates{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}
+	cmd, in, out := startNode(t, os.Stderr, []string{"TZ=UTC"}, "-e", nodeDatesScript)
+	n := &nodeDates{cmd: cmd, in: in, out: out}
 	t.Cleanup(func() {
 		in.Close() // ends node's loop
 		if err := cmd.Wait(); err != nil {

@@ -65,7 +65,26 @@ func startPiEval(t testing.TB, timeoutMs, heapMb int) *piEval {
 	t.Helper()
 	testenv.Oracle(t)
 	script := filepath.Join(testenv.TestdataDir(t), "pi-eval", "pi-eval.mjs")
-	cmd := exec.Command("node", script, "serve", "--timeout", strconv.Itoa(timeoutMs), "--heap", strconv.Itoa(heapMb))
+	cmd, in, out := startNode(t, nil, nil, script, "serve", "--timeout", strconv.Itoa(timeoutMs), "--heap", strconv.Itoa(heapMb))
+	p := &piEval{cmd: cmd, in: in, out: out}
+	t.Cleanup(func() {
+		// Closing stdin ends the serve loop; pi-eval kills its worker.
+		in.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Logf("pi-eval exited: %v", err)
+		}
+	})
+	return p
+}
+
+// startNode starts node with args (and env added to this process's), talking
+// over its stdin and stdout, its stderr to stderr (nil: discarded); stopping
+// it is the caller's.
+func startNode(t testing.TB, stderr io.Writer, env []string, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
+	t.Helper()
+	cmd := exec.Command("node", args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -75,17 +94,9 @@ func startPiEval(t testing.TB, timeoutMs, heapMb int) *piEval {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("pi-eval: %v", err)
+		t.Fatalf("node %s: %v", args[0], err)
 	}
-	p := &piEval{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}
-	t.Cleanup(func() {
-		// Closing stdin ends the serve loop; pi-eval kills its worker.
-		in.Close()
-		if err := cmd.Wait(); err != nil {
-			t.Logf("pi-eval exited: %v", err)
-		}
-	})
-	return p
+	return cmd, in, bufio.NewReaderSize(out, 1<<20)
 }
 
 // eval asks for the report sections of file under the pi bundle pi

@@ -254,15 +254,8 @@ func apiAnsweredOnce(t *testing.T, s *Server, nc *nats.Conn) {
 // while a restart after Close is refused.
 func TestRestartServer(t *testing.T) {
 	cfg := listenConfig(t)
-	s, err := Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := s.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	s := startServer(t, cfg) // closed below too: Close returns its first result again
+	nc := connect(t, s)
 	js, _ := jetstream.New(nc)
 	createStream(t, js, "R")
 	url := s.ClientURL()
