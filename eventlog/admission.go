@@ -211,6 +211,9 @@ func (f *framer) addSealed(ctx context.Context, node, tok string, run []jetstrea
 		return nil, fmt.Errorf("downloader: a sealed line from %s: %w", node, seal.ErrNoKey)
 	}
 	ev, err := f.d.opts.Crypt.open(node, tok, srcSeq, envs, f.maxLine)
+	if h, ok := needKey(err); ok {
+		ev, err = f.openWithKey(ctx, node, tok, h, srcSeq, envs)
+	}
 	var bad *errUnsealed
 	if errors.As(err, &bad) {
 		f.reject(node, tok, bad.reason, bad.Error())
@@ -241,6 +244,32 @@ func (f *framer) addSealed(ctx context.Context, node, tok string, run []jetstrea
 		m.Header.Set(HdrHubSeq, strconv.FormatUint(meta.Sequence.Stream, 10))
 	}
 	return out, nil
+}
+
+// openWithKey fetches key message h from the hub's PI_KEYS, gives it to
+// the opener and opens the line. A key message that is gone (the hub
+// holds a later one in its place: its origin rolled it up, an erase) or
+// empty (a roll-up's marker) means the line can never be opened: it is
+// passed over as erased. One not on the hub yet is waited for, as a
+// missing team key is; one on another subject than the line's origin
+// node and token is refused as moved.
+func (f *framer) openWithKey(ctx context.Context, node, tok string, h, srcSeq uint64, envs [][]byte) (*Event, error) {
+	c := f.d.opts.Crypt
+	subj, body, seq, err := f.d.keyMessage(ctx, h)
+	switch {
+	case err != nil:
+		return nil, err
+	case seq == 0:
+		return nil, c.keyWait(node, h)
+	case seq != h || len(body) == 0:
+		return nil, &errUnsealed{RejectErased, fmt.Errorf("key message %d is gone from %s: the session was erased", h, KeysStream)}
+	case subj != KeySubject(node, tok):
+		return nil, &errUnsealed{RejectMoved, fmt.Errorf("key message %d is on %q, not %s's key subject of %s", h, subj, node, tok)}
+	}
+	if err := c.addKey(node, tok, h, body); err != nil {
+		return nil, err
+	}
+	return c.open(node, tok, srcSeq, envs, f.maxLine)
 }
 
 // waitStart is the hub sequence of the first chunk of the line that

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,8 +22,9 @@ import (
 // Pi-Op (so the hub operator's erase keeps it).
 const HdrSeal = "Pi-Seal"
 
-// sealV1 is HdrSeal's value for the current envelope format.
-const sealV1 = "1"
+// HdrSeal's value is the envelope format's version: "1" (the wrapped
+// data key in every envelope, history) or "2" (a handle naming the key
+// message on PI_KEYS).
 
 // Crypt is this node's end-to-end encryption: the team keyring, read
 // from its file and read again when the file changes (key import, key
@@ -42,6 +44,11 @@ type Crypt struct {
 	opener  *seal.Opener
 
 	waitFwd, waitDl string // why forwarding / copying waits, "" when it does not
+
+	// rollups are the tokens of sessions erased here for another node
+	// whose key messages this node has still to destroy on the hub.
+	rollups map[string]bool
+	rollupC chan struct{} // signalled when rollups grows
 }
 
 // NewCrypt reads the keyring at path for node. A missing keyring is no
@@ -49,7 +56,7 @@ type Crypt struct {
 // appears, and the forwarder forwards nothing and says why when always
 // (PISYNC_ENCRYPT=on: fail closed), or forwards lines as they are (auto).
 func NewCrypt(path, node string, always bool) *Crypt {
-	c := &Crypt{path: path, node: node, always: always}
+	c := &Crypt{path: path, node: node, always: always, rollups: map[string]bool{}, rollupC: make(chan struct{}, 1)}
 	c.refreshLocked(time.Time{})
 	return c
 }
@@ -127,6 +134,58 @@ func (c *Crypt) Forget(sid string) {
 	}
 }
 
+// EraseKeys is Forget for a session erased here on another node's erase
+// event: it also has this node's key messages of the session destroyed on
+// the hub (the forwarder publishes an empty roll-up on its own key
+// subject of the session, KeyRollups), so that what this node sealed of
+// it can no longer be opened by anyone, wherever the ciphertext stays.
+func (c *Crypt) EraseKeys(sid string) {
+	c.Forget(sid)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ring == nil {
+		return // nothing was sealed here without a keyring
+	}
+	c.rollups[seal.Token(c.ring, sid)] = true
+	select {
+	case c.rollupC <- struct{}{}:
+	default:
+	}
+}
+
+// KeyRollups returns the key subjects whose key messages are to be
+// destroyed, and a channel signalled when there are more.
+func (c *Crypt) keyRollups() ([]string, <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var subjs []string
+	for tok := range c.rollups {
+		subjs = append(subjs, KeySubject(c.node, tok))
+	}
+	return subjs, c.rollupC
+}
+
+// rolledUp publishes the roll-up of subj with pub, under the lock that
+// sealing holds, so that it never lands after a key message this node
+// sealed later (an erase event's).
+func (c *Crypt) rollUp(subj string, pub KeyPublisher) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	tok := subj[strings.LastIndexByte(subj, '.')+1:]
+	if !c.rollups[tok] {
+		return nil // an erase event sealed since rolled it up itself
+	}
+	if _, err := pub(subj, nil, true); err != nil {
+		return err
+	}
+	delete(c.rollups, tok)
+	return nil
+}
+
+// KeyPublisher publishes a key message on subj of PI_KEYS (as a roll-up
+// of the subject when rollup) and returns its sequence.
+type KeyPublisher func(subj string, body []byte, rollup bool) (uint64, error)
+
 // inner is what a sealed line carries of the headers a plain one shows
 // the hub.
 type inner struct {
@@ -165,9 +224,13 @@ func (c *Crypt) subject(sid string) (string, bool, error) {
 }
 
 // seal turns a line of session sid into its sealed form for the hub and
-// returns its hub subject. The erase event of a session is sealed under a
-// new data key, which the session's earlier lines never used.
-func (c *Crypt) seal(sid string, l *Line) (string, Line, error) {
+// returns its hub subject; a new data key's key message is published
+// with pub first. The erase event of a session is sealed under a new data
+// key, which the session's earlier lines never used, and its key message
+// is a roll-up of this node's key subject of the session: the key
+// messages of every earlier line are gone from the hub, and the erase
+// event itself still opens (other nodes must read it to erase).
+func (c *Crypt) seal(sid string, l *Line, pub KeyPublisher) (string, Line, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.refreshLocked(time.Now())
@@ -186,7 +249,16 @@ func (c *Crypt) seal(sid string, l *Line) (string, Line, error) {
 	hdr, _ := json.Marshal(in)
 	plain := binary.AppendUvarint(make([]byte, 0, len(hdr)+len(l.Raw)+8), uint64(len(hdr)))
 	plain = append(append(plain, hdr...), l.Raw...)
-	tok, envs := c.sealer.Seal(sid, l.SrcSeq, plain, MaxChunk)
+	erase := l.Op == OpErase
+	tok, envs, err := c.sealer.SealV2(sid, l.SrcSeq, plain, MaxChunk, func(tok string, msg []byte) (uint64, error) {
+		return pub(KeySubject(c.node, tok), msg, erase)
+	})
+	if err != nil {
+		return "", Line{}, err
+	}
+	if erase {
+		delete(c.rollups, tok)
+	}
 	out := Line{SrcSeq: l.SrcSeq, sealed: envs}
 	if l.Op == OpErase {
 		out.Op = OpErase
@@ -208,7 +280,47 @@ func (e *errUnsealed) Unwrap() error { return e.err }
 const (
 	RejectUndecryptable = "undecryptable" // tampered, reordered, truncated, malformed
 	RejectMoved         = "moved"         // sealed for another node, session or position
+	RejectErased        = "erased"        // its key message is gone from the hub: erased
 )
+
+// needKey returns the handle of the key message an error of open asks
+// for, if it does.
+func needKey(err error) (uint64, bool) {
+	var nk *seal.NeedKeyError
+	if errors.As(err, &nk) {
+		return nk.Handle, true
+	}
+	return 0, false
+}
+
+// addKey gives the opener the key message of handle h, fetched from the
+// hub on node's key subject of tok. Errors as open's.
+func (c *Crypt) addKey(node, tok string, h uint64, body []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.opener == nil {
+		c.opener = seal.NewOpener(nil)
+	}
+	err := c.opener.AddKey(node, tok, h, body)
+	switch {
+	case errors.Is(err, seal.ErrNoKey):
+		c.waitDl = fmt.Sprintf("%v: lines from %s are sealed with a team key this machine does not have; nothing after them is copied until it has it (pisyncd key import)", err, node)
+		return err
+	case errors.Is(err, seal.ErrMoved):
+		return &errUnsealed{RejectMoved, err}
+	case err != nil:
+		return &errUnsealed{RejectUndecryptable, err}
+	}
+	return nil
+}
+
+// keyWait records that copying waits for key message h of node.
+func (c *Crypt) keyWait(node string, h uint64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.waitDl = fmt.Sprintf("a line from %s names key message %d, which the hub's %s does not hold yet; nothing after it is copied until it does", node, h, KeysStream)
+	return fmt.Errorf("key message %d of %s not on the hub yet: %w", h, node, seal.ErrNoKey)
+}
 
 // open opens the envelopes of one line that node sealed on the hub
 // subject token tok. An error wrapping seal.ErrNoKey means wait for a
@@ -222,6 +334,8 @@ func (c *Crypt) open(node, tok string, srcSeq uint64, envs [][]byte, maxLine int
 	}
 	plain, err := c.opener.Open(node, tok, srcSeq, envs, maxLine+64<<10)
 	switch {
+	case errors.Is(err, seal.ErrNeedKey):
+		return nil, err
 	case errors.Is(err, seal.ErrNoKey):
 		c.waitDl = fmt.Sprintf("%v: lines from %s are sealed with a team key this machine does not have; nothing after them is copied until it has it (pisyncd key import)", err, node)
 		return nil, err

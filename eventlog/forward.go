@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -79,8 +80,66 @@ func (f *Forwarder) Stats() ForwarderStats {
 // Run forwards until ctx ends. Failures (the hub unreachable, a stale
 // position) are retried with backoff from the last durable position.
 func (f *Forwarder) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	if f.crypt != nil {
+		wg.Go(func() { f.eraseKeys(ctx) })
+	}
 	runSessions(ctx, f.logger, "forwarding to the hub paused; retrying", &f.forwarded, &f.connected, f.session)
+	wg.Wait()
 	return nil
+}
+
+// publishKey publishes key messages on PI_KEYS, each call bounded.
+func (f *Forwarder) publishKey(ctx context.Context) KeyPublisher {
+	return func(subj string, body []byte, rollup bool) (uint64, error) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		m := nats.NewMsg(subj)
+		m.Data = body
+		if rollup {
+			m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+		}
+		ack, err := f.hub.PublishMsg(ctx, m, jetstream.WithExpectStream(KeysStream))
+		if err != nil {
+			return 0, fmt.Errorf("key message on %s: %w", KeysStream, err)
+		}
+		return ack.Sequence, nil
+	}
+}
+
+// eraseKeys destroys, on the hub, this node's key messages of the
+// sessions erased here for another node's erase event (Crypt.EraseKeys),
+// retrying until the hub takes each roll-up. What is still to do when the
+// daemon stops is lost: those key messages stay until the session is
+// erased again or the hub operator runs hub erase.
+func (f *Forwarder) eraseKeys(ctx context.Context) {
+	retry := time.Duration(0)
+	for {
+		subjs, more := f.crypt.keyRollups()
+		failed := false
+		for _, subj := range subjs {
+			if err := f.crypt.rollUp(subj, f.publishKey(ctx)); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				f.logger.Warn("destroying an erased session's key messages on the hub failed; retrying", "subject", subj, "err", err)
+				failed = true
+			}
+		}
+		var after <-chan time.Time
+		if failed {
+			retry = min(max(2*retry, time.Second), 30*time.Second)
+			after = time.After(retry)
+		} else {
+			retry = 0
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-more:
+		case <-after:
+		}
+	}
 }
 
 func (f *Forwarder) loadPosition(ctx context.Context) (uint64, error) {
@@ -224,7 +283,7 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line) error
 		if sealing {
 			out = make([]Line, len(lines)-i)
 			for j := range out {
-				if _, out[j], err = f.crypt.seal(sid, &lines[i+j]); err != nil {
+				if _, out[j], err = f.crypt.seal(sid, &lines[i+j], f.publishKey(ctx)); err != nil {
 					return fmt.Errorf("forwarder: %w", err)
 				}
 			}

@@ -85,6 +85,42 @@ func HubStreamConfig(replicas int) jetstream.StreamConfig {
 	return c
 }
 
+// KeysStream holds, on the hub, the key messages of sealed sessions
+// (end-to-end encryption): each data key, wrapped with a team key, once.
+const KeysStream = "PI_KEYS"
+
+// KeyMsgMax bounds a message on PI_KEYS: a key message is 81 bytes.
+const KeyMsgMax = 256
+
+// KeysStreamConfig is PI_KEYS on the hub cluster: each node's key
+// messages on its own pi.key.<node>.<token> subjects. A version 2
+// envelope names its key message by sequence (direct get). Nobody deletes
+// by API; a node destroys its own key messages of a session by publishing
+// a roll-up on their subject (an erase), which nats-server accepts only
+// when purges are allowed, so purges are: node permissions grant nodes no
+// purge call. Full, it refuses new key messages (forwarding waits, as on
+// a full PI_HUB) rather than drop the oldest, which would make the oldest
+// sessions unreadable as if erased.
+func KeysStreamConfig(replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              KeysStream,
+		Description:       "pisyncd: wrapped data keys of sealed sessions",
+		Subjects:          []string{KeyPrefix + ".>"},
+		Storage:           jetstream.FileStorage,
+		Retention:         jetstream.LimitsPolicy,
+		Discard:           jetstream.DiscardNew,
+		MaxMsgs:           -1,
+		MaxBytes:          -1,
+		MaxMsgsPerSubject: -1,
+		MaxMsgSize:        KeyMsgMax,
+		Replicas:          max(replicas, 1),
+		AllowDirect:       true,
+		AllowRollup:       true,
+		DenyDelete:        true,
+		DenyPurge:         false,
+	}
+}
+
 // AllStreamConfig is PI_ALL on a workstation: a copy of the hub's PI_HUB
 // that the downloader keeps (pi.up.<node>.<sid> becomes
 // pi.all.<node>.<sid>, so that no local stream listens on the hub's
