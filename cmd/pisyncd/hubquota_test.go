@@ -119,6 +119,48 @@ func TestHubNodeConsumersAndQuotas(t *testing.T) {
 		})
 		return err == nil, fmt.Sprintf("ws-evil's own downloader consumer: %v", err)
 	})
+
+	// PI_KEYS: ws-evil reads a key message by sequence and writes its
+	// own, and can neither write, roll up, delete nor purge ws-a's.
+	victimKey := nats.NewMsg("pi.key.ws-a.hvictim")
+	victimKey.Data = []byte("ws-a's wrapped data key")
+	vack, err := ajs.PublishMsg(t.Context(), victimKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := nats.NewMsg("pi.key.ws-a.hvictim")
+	_, err = ejs.PublishMsg(ctx(), forged)
+	refused("publish on ws-a's key subject", err)
+	forged.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	_, err = ejs.PublishMsg(ctx(), forged)
+	refused("roll up ws-a's key subject", err)
+	_, err = nc.Request("$JS.hub.API.STREAM.MSG.DELETE.PI_KEYS", []byte(fmt.Sprintf(`{"seq":%d}`, vack.Sequence)), 2*time.Second)
+	refused("delete ws-a's key message", err)
+	_, err = nc.Request("$JS.hub.API.STREAM.PURGE.PI_KEYS", []byte(`{}`), 2*time.Second)
+	refused("purge PI_KEYS", err)
+	_, err = nc.Request("$JS.hub.API.DIRECT.GET.PI_KEYS.pi.key.ws-a.hvictim", nil, 2*time.Second)
+	refused("read a key subject's last message (only a get by sequence is granted)", err)
+	testenv.WaitFor(t, 15*time.Second, func() (bool, string) {
+		own := nats.NewMsg("pi.key.ws-evil.hown")
+		own.Data = []byte("ws-evil's own")
+		_, err := ejs.PublishMsg(ctx(), own)
+		return err == nil, fmt.Sprintf("ws-evil's own key message: %v", err)
+	})
+	testenv.WaitFor(t, 15*time.Second, func() (bool, string) {
+		m, err := nc.Request("$JS.hub.API.DIRECT.GET.PI_KEYS", []byte(fmt.Sprintf(`{"seq":%d}`, vack.Sequence)), 2*time.Second)
+		return err == nil && string(m.Data) == string(victimKey.Data), fmt.Sprintf("get key message %d by sequence: %v", vack.Sequence, err)
+	})
+	keysStream, err := ajs.Stream(t.Context(), eventlog.KeysStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := keysStream.GetMsg(t.Context(), vack.Sequence); err != nil || string(m.Data) != string(victimKey.Data) {
+		t.Errorf("ws-a's key message after ws-evil's attempts: %v", err)
+	}
+	if m, err := keysStream.GetLastMsgForSubject(t.Context(), "pi.key.ws-a.hvictim"); err != nil || m.Sequence != vack.Sequence {
+		t.Errorf("ws-a's key subject holds another message after ws-evil's attempts: %v", err)
+	}
+
 	hubStream, err := ajs.Stream(t.Context(), eventlog.HubStream)
 	if err != nil {
 		t.Fatal(err)
