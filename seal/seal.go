@@ -28,6 +28,7 @@ package seal
 
 import (
 	"bytes"
+	"container/list"
 	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/rand"
@@ -281,20 +282,39 @@ func (s *Sealer) Seal(sid string, pos uint64, plain []byte, maxChunk int) (strin
 // unwrapped. Not safe for concurrent use.
 type Opener struct {
 	ring  *keyring.Ring // nil: no keyring, every envelope is ErrNoKey
-	cache map[string]cipher.AEAD
+	cache map[string]*list.Element
+	lru   list.List // of *cached, most recently used first
 }
 
-// maxCached bounds the unwrapped data keys kept: past it the cache starts
-// over (an unwrap costs about a microsecond).
+type cached struct {
+	key  string
+	aead cipher.AEAD
+}
+
+// maxCached bounds the unwrapped data keys kept; past it the least
+// recently used goes (a version 2 key costs a request to the hub again).
 const maxCached = 4096
 
 // NewOpener opens with r (nil: no keyring yet).
-func NewOpener(r *keyring.Ring) *Opener { return &Opener{ring: r, cache: map[string]cipher.AEAD{}} }
+func NewOpener(r *keyring.Ring) *Opener {
+	return &Opener{ring: r, cache: map[string]*list.Element{}}
+}
 
 // SetRing makes r the keyring (after an import or a rotation).
 func (o *Opener) SetRing(r *keyring.Ring) {
 	o.ring = r
 	clear(o.cache)
+	o.lru.Init()
+}
+
+// get returns a cached data key, marking it used.
+func (o *Opener) get(k string) cipher.AEAD {
+	e := o.cache[k]
+	if e == nil {
+		return nil
+	}
+	o.lru.MoveToFront(e)
+	return e.Value.(*cached).aead
 }
 
 // Ring is the keyring in use (nil: none).
@@ -306,8 +326,9 @@ func (o *Opener) Forget(sid string) {
 		return
 	}
 	tok := Token(o.ring, sid)
-	for k := range o.cache {
+	for k, e := range o.cache {
 		if strings.Contains(k, "\x00"+tok+"\x00") {
+			o.lru.Remove(e)
 			delete(o.cache, k)
 		}
 	}
@@ -354,7 +375,7 @@ func (o *Opener) open2(node, tok string, pos uint64, envs [][]byte, maxLen int) 
 	if o.ring == nil {
 		return nil, &NoKeyError{KeyID: "(key message " + fmt.Sprint(h) + ")"}
 	}
-	a := o.cache[handleKey(node, tok, h)]
+	a := o.get(handleKey(node, tok, h))
 	if a == nil {
 		return nil, &NeedKeyError{Handle: h}
 	}
@@ -396,10 +417,17 @@ func (o *Opener) AddKey(node, tok string, h uint64, msg []byte) error {
 }
 
 func (o *Opener) put(k string, a cipher.AEAD) {
-	if len(o.cache) >= maxCached {
-		clear(o.cache)
+	if e := o.cache[k]; e != nil {
+		e.Value.(*cached).aead = a
+		o.lru.MoveToFront(e)
+		return
 	}
-	o.cache[k] = a
+	if len(o.cache) >= maxCached {
+		old := o.lru.Back()
+		o.lru.Remove(old)
+		delete(o.cache, old.Value.(*cached).key)
+	}
+	o.cache[k] = o.lru.PushFront(&cached{key: k, aead: a})
 }
 
 // decode decompresses an opened payload of at most maxLen bytes.
@@ -417,7 +445,7 @@ func decode(c []byte, maxLen int) ([]byte, error) {
 
 func (o *Opener) dataKey(node, tok string, head []byte) (cipher.AEAD, error) {
 	ck := node + "\x00" + tok + "\x00" + string(head)
-	if a := o.cache[ck]; a != nil {
+	if a := o.get(ck); a != nil {
 		return a, nil
 	}
 	a, err := o.unwrap(node, tok, head)

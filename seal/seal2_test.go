@@ -3,6 +3,7 @@ package seal
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/pisyncd/pisyncd/keyring"
@@ -180,4 +181,43 @@ func FuzzOpenV2(f *testing.F) {
 			t.Fatalf("a forged envelope opened: %q", plain)
 		}
 	})
+}
+
+// The opener keeps at most maxCached data keys, dropping the least
+// recently used: one in use stays however many others pass through.
+func TestOpenerLRU(t *testing.T) {
+	r := keyring.New(now)
+	ks := &keyStore{node: "a"}
+	s := NewSealer(r, "a")
+	o := NewOpener(r)
+	tok, hot, err := s.SealV2("hot", 1, []byte("x"), 1024, ks.publish)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ks.open(o, "a", tok, 1, hot); err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxCached + 10 {
+		sid := fmt.Sprintf("s%d", i)
+		tk, envs, err := s.SealV2(sid, 1, []byte("y"), 1024, ks.publish)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ks.open(o, "a", tk, 1, envs); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := o.Open("a", tok, 1, hot, 1<<20); err != nil {
+			t.Fatalf("after %d other keys the one in use is gone: %v", i+1, err)
+		}
+	}
+	if len(o.cache) != maxCached || o.lru.Len() != maxCached {
+		t.Fatalf("%d cached (%d in the list), want %d", len(o.cache), o.lru.Len(), maxCached)
+	}
+	o.Forget("hot")
+	if _, err := o.Open("a", tok, 1, hot, 1<<20); !errors.Is(err, ErrNeedKey) {
+		t.Fatalf("after Forget: %v", err)
+	}
+	if len(o.cache) != o.lru.Len() {
+		t.Fatalf("%d cached, %d in the list", len(o.cache), o.lru.Len())
+	}
 }
