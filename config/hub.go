@@ -75,8 +75,8 @@ func LoadHub() (*Hub, error) {
 	if h.LeafListen == "" {
 		errs = append(errs, fmt.Errorf("%s_LEAF_LISTEN is required", HubPrefix))
 	}
-	if h.TeamMaxStreams < 1 || h.TeamMaxConsumers < 0 {
-		errs = append(errs, fmt.Errorf("%s_TEAM_MAX_STREAMS %d, %s_TEAM_MAX_CONSUMERS %d: want at least 1 and 0 (the default) or more", HubPrefix, h.TeamMaxStreams, HubPrefix, h.TeamMaxConsumers))
+	if h.TeamMaxStreams < 2 || h.TeamMaxConsumers < 0 {
+		errs = append(errs, fmt.Errorf("%s_TEAM_MAX_STREAMS %d, %s_TEAM_MAX_CONSUMERS %d: want at least 2 (PI_HUB and PI_KEYS) and 0 (the default) or more", HubPrefix, h.TeamMaxStreams, HubPrefix, h.TeamMaxConsumers))
 	}
 	if h.Replicas != 1 && h.Replicas != 3 {
 		errs = append(errs, fmt.Errorf("%s_REPLICAS %d: want 1 or 3", HubPrefix, h.Replicas))
