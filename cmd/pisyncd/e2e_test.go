@@ -389,10 +389,25 @@ func TestEncryptedReplication(t *testing.T) {
 	}
 
 	// The hub operator's erase by the session's token then leaves only
-	// the erase event on the hub.
+	// the erase event on the hub, and rolls up the key subjects of the
+	// session no message left names: here one of a node that is away
+	// (ws-e, as if it had sealed lines and not come back since).
+	away := nats.NewMsg("pi.key.ws-e." + tok)
+	away.Data = []byte("ws-e's wrapped data key")
+	if _, err := hjs.PublishMsg(ctx, away); err != nil {
+		t.Fatal(err)
+	}
 	res, err := hubErase(ctx, hc, tok, false)
-	if err != nil || res.Messages == 0 {
+	if err != nil || res.Messages == 0 || res.KeySubjects != 1 {
 		t.Fatalf("hub erase: %+v %v", res, err)
+	}
+	for _, m := range hubStreamMsgs(t, hub, eventlog.KeysStream, "pi.key.*."+tok) {
+		if len(m.Data) > 0 && m.Sequence != eraseHandle {
+			t.Errorf("after hub erase the key message %s@%d is still there", m.Subject, m.Sequence)
+		}
+	}
+	if km := keyMessage(t, hjs, hubMsgs(t, hub, "pi.up.ws-a."+tok)[0].Data); km == nil || km.Sequence != eraseHandle {
+		t.Errorf("after hub erase the erase event's key message is gone: %+v", km)
 	}
 	left := hubMsgs(t, hub, "pi.up.*."+tok)
 	for _, m := range left {
