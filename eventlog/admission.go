@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -247,15 +248,19 @@ func (f *framer) addSealed(ctx context.Context, node, tok string, run []jetstrea
 }
 
 // openWithKey fetches key message h from the hub's PI_KEYS, gives it to
-// the opener and opens the line. A key message that is gone (the hub
-// holds a later one in its place: its origin rolled it up, an erase) or
-// empty (a roll-up's marker) means the line can never be opened: it is
-// passed over as erased. One not on the hub yet is waited for, as a
-// missing team key is; one on another subject than the line's origin
-// node and token is refused as moved.
+// the opener and opens the line. The get asks for the first message of
+// PI_KEYS at or after h: key messages are published before the lines
+// naming them, and PI_KEYS loses a message only when a later one on its
+// subject replaces it (a tombstone: an erase). So a reply past h, or an
+// empty one (a tombstone), means the line can never be opened: it is
+// passed over as erased. No reply means the key message is not on the
+// hub yet: it is waited for, as a missing team key is. One on another
+// node's or session's subject is refused as moved (asking for the line's
+// own subjects only would instead wait for ever there).
 func (f *framer) openWithKey(ctx context.Context, node, tok string, h, srcSeq uint64, envs [][]byte) (*Event, error) {
 	c := f.d.opts.Crypt
-	subj, body, seq, err := f.d.keyMessage(ctx, h)
+	subj, body, seq, err := f.d.keyMessage(ctx, h, KeyPrefix+".>")
+	kid, own := strings.CutPrefix(subj, KeySubject(node, tok)+".")
 	switch {
 	case err != nil:
 		return nil, err
@@ -263,8 +268,8 @@ func (f *framer) openWithKey(ctx context.Context, node, tok string, h, srcSeq ui
 		return nil, c.keyWait(node, h)
 	case seq != h || len(body) == 0:
 		return nil, &errUnsealed{RejectErased, fmt.Errorf("key message %d is gone from %s: the session was erased", h, KeysStream)}
-	case subj != KeySubject(node, tok):
-		return nil, &errUnsealed{RejectMoved, fmt.Errorf("key message %d is on %q, not %s's key subject of %s", h, subj, node, tok)}
+	case !own || kid == "" || strings.Contains(kid, "."):
+		return nil, &errUnsealed{RejectMoved, fmt.Errorf("key message %d is on %q, not one of %s's key subjects of %s", h, subj, node, tok)}
 	}
 	if err := c.addKey(node, tok, h, body); err != nil {
 		return nil, err

@@ -1,13 +1,13 @@
 package eventlog
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -45,10 +45,10 @@ type Crypt struct {
 
 	waitFwd, waitDl string // why forwarding / copying waits, "" when it does not
 
-	// rollups are the tokens of sessions erased here for another node
+	// erasures are the tokens of sessions erased here for another node
 	// whose key messages this node has still to destroy on the hub.
-	rollups map[string]bool
-	rollupC chan struct{} // signalled when rollups grows
+	erasures map[string]bool
+	erasedC  chan struct{} // signalled when erasures grows
 }
 
 // NewCrypt reads the keyring at path for node. A missing keyring is no
@@ -56,7 +56,7 @@ type Crypt struct {
 // appears, and the forwarder forwards nothing and says why when always
 // (PISYNC_ENCRYPT=on: fail closed), or forwards lines as they are (auto).
 func NewCrypt(path, node string, always bool) *Crypt {
-	c := &Crypt{path: path, node: node, always: always, rollups: map[string]bool{}, rollupC: make(chan struct{}, 1)}
+	c := &Crypt{path: path, node: node, always: always, erasures: map[string]bool{}, erasedC: make(chan struct{}, 1)}
 	c.refreshLocked(time.Time{})
 	return c
 }
@@ -136,9 +136,10 @@ func (c *Crypt) Forget(sid string) {
 
 // EraseKeys is Forget for a session erased here on another node's erase
 // event: it also has this node's key messages of the session destroyed on
-// the hub (the forwarder publishes an empty roll-up on its own key
-// subject of the session, KeyRollups), so that what this node sealed of
-// it can no longer be opened by anyone, wherever the ciphertext stays.
+// the hub (the forwarder publishes an empty tombstone on each of its own
+// key subjects of the session, which PI_KEYS's limit of one message per
+// subject makes replace the key message), so that what this node sealed
+// of it can no longer be opened by anyone, wherever the ciphertext stays.
 func (c *Crypt) EraseKeys(sid string) {
 	c.Forget(sid)
 	c.mu.Lock()
@@ -146,45 +147,76 @@ func (c *Crypt) EraseKeys(sid string) {
 	if c.ring == nil {
 		return // nothing was sealed here without a keyring
 	}
-	c.rollups[seal.Token(c.ring, sid)] = true
+	c.erasures[seal.Token(c.ring, sid)] = true
 	select {
-	case c.rollupC <- struct{}{}:
+	case c.erasedC <- struct{}{}:
 	default:
 	}
 }
 
-// KeyRollups returns the key subjects whose key messages are to be
-// destroyed, and a channel signalled when there are more.
-func (c *Crypt) keyRollups() ([]string, <-chan struct{}) {
+// keyErasures returns the tokens of the sessions whose key messages are
+// to be destroyed, and a channel signalled when there are more.
+func (c *Crypt) keyErasures() ([]string, <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var subjs []string
-	for tok := range c.rollups {
-		subjs = append(subjs, KeySubject(c.node, tok))
+	var toks []string
+	for tok := range c.erasures {
+		toks = append(toks, tok)
 	}
-	return subjs, c.rollupC
+	return toks, c.erasedC
 }
 
-// rolledUp publishes the roll-up of subj with pub, under the lock that
-// sealing holds, so that it never lands after a key message this node
-// sealed later (an erase event's).
-func (c *Crypt) rollUp(subj string, pub KeyPublisher) error {
+// eraseKeys tombstones this node's key subjects of the session whose
+// token is tok, under the lock that sealing holds, so that a tombstone
+// never lands after a key message this node sealed later (an erase
+// event's).
+func (c *Crypt) eraseKeys(tok string, kh KeyHub) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	tok := subj[strings.LastIndexByte(subj, '.')+1:]
-	if !c.rollups[tok] {
-		return nil // an erase event sealed since rolled it up itself
+	if !c.erasures[tok] {
+		return nil // an erase event sealed since tombstoned them itself
 	}
-	if _, err := pub(subj, nil, true); err != nil {
+	if err := tombstone(KeySubject(c.node, tok), kh); err != nil {
 		return err
 	}
-	delete(c.rollups, tok)
+	delete(c.erasures, tok)
 	return nil
 }
 
-// KeyPublisher publishes a key message on subj of PI_KEYS (as a roll-up
-// of the subject when rollup) and returns its sequence.
-type KeyPublisher func(subj string, body []byte, rollup bool) (uint64, error)
+// tombstone publishes an empty message on every subject of PI_KEYS under
+// prefix (a node's key subjects of a session): PI_KEYS keeps one message
+// per subject, so each key message there is discarded. The subjects are
+// listed by a stream info with a subject filter, which shows a node only
+// subject names (pi.key.<node>.<token>.<kid>), no content.
+func tombstone(prefix string, kh KeyHub) error {
+	subjs, err := kh.Subjects(prefix + ".>")
+	if err != nil {
+		return err
+	}
+	for _, subj := range subjs {
+		if _, err := kh.Publish(subj, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// KeyHub is what sealing needs of the hub's PI_KEYS: Publish puts a key
+// message (or, empty, a tombstone) on subj and returns its sequence;
+// Subjects lists the subjects matching filter that hold a message.
+type KeyHub struct {
+	Publish  func(subj string, body []byte) (uint64, error)
+	Subjects func(filter string) ([]string, error)
+}
+
+// KeyID names a key message's subject under its node's key subject of a
+// session: a hash of the key message, so each data key has a subject of
+// its own (PI_KEYS keeps one message per subject) and a message published
+// again after a lost acknowledgement lands where it did.
+func KeyID(msg []byte) string {
+	h := sha256.Sum256(msg)
+	return hex.EncodeToString(h[:8])
+}
 
 // inner is what a sealed line carries of the headers a plain one shows
 // the hub.
@@ -224,13 +256,13 @@ func (c *Crypt) subject(sid string) (string, bool, error) {
 }
 
 // seal turns a line of session sid into its sealed form for the hub and
-// returns its hub subject; a new data key's key message is published
-// with pub first. The erase event of a session is sealed under a new data
-// key, which the session's earlier lines never used, and its key message
-// is a roll-up of this node's key subject of the session: the key
-// messages of every earlier line are gone from the hub, and the erase
-// event itself still opens (other nodes must read it to erase).
-func (c *Crypt) seal(sid string, l *Line, pub KeyPublisher) (string, Line, error) {
+// returns its hub subject; a new data key's key message is published on
+// PI_KEYS first, on a subject of its own. The erase event of a session is
+// sealed under a new data key, which the session's earlier lines never
+// used, after this node's earlier key messages of the session are
+// tombstoned: they are gone from the hub, and the erase event itself
+// still opens (other nodes must read it to erase).
+func (c *Crypt) seal(sid string, l *Line, kh KeyHub) (string, Line, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.refreshLocked(time.Now())
@@ -238,9 +270,13 @@ func (c *Crypt) seal(sid string, l *Line, pub KeyPublisher) (string, Line, error
 		return "", Line{}, c.noKeyLocked()
 	}
 	c.waitFwd = ""
-	if l.Op == OpErase {
+	erase := l.Op == OpErase
+	if erase {
 		c.sealer.Forget(sid)
 		defer c.sealer.Forget(sid)
+		if err := tombstone(KeySubject(c.node, seal.Token(c.ring, sid)), kh); err != nil {
+			return "", Line{}, fmt.Errorf("erase %s's key messages: %w", sid, err)
+		}
 	}
 	in := inner{SID: sid, ID: l.ID, Parent: l.ParentID, Type: l.Type, File: l.File, Off: l.Off, Op: l.Op}
 	if l.Sha != [32]byte{} {
@@ -249,18 +285,17 @@ func (c *Crypt) seal(sid string, l *Line, pub KeyPublisher) (string, Line, error
 	hdr, _ := json.Marshal(in)
 	plain := binary.AppendUvarint(make([]byte, 0, len(hdr)+len(l.Raw)+8), uint64(len(hdr)))
 	plain = append(append(plain, hdr...), l.Raw...)
-	erase := l.Op == OpErase
 	tok, envs, err := c.sealer.SealV2(sid, l.SrcSeq, plain, MaxChunk, func(tok string, msg []byte) (uint64, error) {
-		return pub(KeySubject(c.node, tok), msg, erase)
+		return kh.Publish(KeySubject(c.node, tok)+"."+KeyID(msg), msg)
 	})
 	if err != nil {
 		return "", Line{}, err
 	}
 	if erase {
-		delete(c.rollups, tok)
+		delete(c.erasures, tok)
 	}
 	out := Line{SrcSeq: l.SrcSeq, sealed: envs}
-	if l.Op == OpErase {
+	if erase {
 		out.Op = OpErase
 	}
 	return UpPrefix + "." + c.node + "." + tok, out, nil

@@ -201,15 +201,16 @@ func (d *Downloader) session(ctx context.Context) error {
 }
 
 // keyMessage reads the first message of the hub's PI_KEYS at or after
-// sequence h (a direct get, the one call on PI_KEYS a node may make): its
-// subject, body and sequence; sequence 0 when there is none yet.
-func (d *Downloader) keyMessage(ctx context.Context, h uint64) (string, []byte, uint64, error) {
+// sequence h on a subject matching filter (a direct get, the one read of
+// PI_KEYS a node may make): its subject, body and sequence; sequence 0
+// when there is none yet.
+func (d *Downloader) keyMessage(ctx context.Context, h uint64, filter string) (string, []byte, uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, _ := json.Marshal(struct {
 		Seq  uint64 `json:"seq"`
 		Next string `json:"next_by_subj"`
-	}{h, KeyPrefix + ".>"})
+	}{h, filter})
 	m, err := d.nc.RequestWithContext(ctx, "$JS."+d.domain+".API.DIRECT.GET."+KeysStream, req)
 	if err != nil {
 		return "", nil, 0, fmt.Errorf("downloader: key message %d: %w", h, err)

@@ -201,9 +201,9 @@ type HubErased struct {
 	Found    bool   `json:"found"` // PI_HUB held messages of the session
 	Messages int    `json:"messagesErased"`
 	Before   uint64 `json:"before"` // the erase event's sequence (0: forced, everything)
-	// KeySubjects counts the session's key subjects on PI_KEYS rolled up:
-	// those whose key messages no message left on PI_HUB names.
-	KeySubjects int `json:"keySubjectsRolledUp"`
+	// KeySubjects counts the session's key messages on PI_KEYS
+	// tombstoned: those no message left on PI_HUB names.
+	KeySubjects int `json:"keyMessagesErased"`
 }
 
 // EraseHub erases a session from the hub's PI_HUB (js is the hub's
@@ -247,13 +247,14 @@ func EraseHub(ctx context.Context, js jetstream.JetStream, sid string, force boo
 	return out, err
 }
 
-// eraseHubKeys rolls up, on PI_KEYS, each key subject of the session
-// (filter: its PI_HUB subjects) none of whose key messages a message
-// left on PI_HUB names: the keys of a node that has not followed the
-// erase yet (away), which would otherwise stay until it does. A key
-// message still named (an erase event's, or one of lines after the last
-// erase event) keeps its subject as it is: nobody may delete a single
-// key message. A hub without PI_KEYS has nothing to do.
+// eraseHubKeys tombstones, on PI_KEYS, each key message of the session
+// (filter: its PI_HUB subjects) that no message left on PI_HUB names: the
+// keys of a node that has not followed the erase yet (away), which would
+// otherwise stay until it does. An empty message on a key subject
+// replaces its key message (one message per subject); PI_KEYS allows no
+// purge, so tombstones are how the operator erases too. A key message
+// still named (an erase event's, or one of lines after the last erase
+// event) stays. A hub without PI_KEYS has nothing to do.
 func eraseHubKeys(ctx context.Context, js jetstream.JetStream, hub jetstream.Stream, filter string) (int, error) {
 	keys, err := js.Stream(ctx, KeysStream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -277,32 +278,24 @@ func eraseHubKeys(ctx context.Context, js jetstream.JetStream, hub jetstream.Str
 		seq = m.Sequence + 1
 	}
 	tok := filter[strings.LastIndexByte(filter, '.')+1:]
-	info, err := keys.Info(ctx, jetstream.WithSubjectFilter(KeyPrefix+".*."+tok))
+	info, err := keys.Info(ctx, jetstream.WithSubjectFilter(KeyPrefix+".*."+tok+".>"))
 	if err != nil {
 		return 0, fmt.Errorf("eventlog: hub erase: %s: %w", KeysStream, err)
 	}
 	n := 0
 	for subj := range info.State.Subjects {
-		keep, empty := false, true
-		for seq := uint64(1); !keep; {
-			m, err := keys.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
-			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				break
-			}
-			if err != nil {
-				return n, fmt.Errorf("eventlog: hub erase: %s: %w", subj, err)
-			}
-			keep = named[m.Sequence]
-			empty = empty && len(m.Data) == 0
-			seq = m.Sequence + 1
-		}
-		if keep || empty {
+		m, err := keys.GetLastMsgForSubject(ctx, subj)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue
 		}
-		m := nats.NewMsg(subj)
-		m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
-		if _, err := js.PublishMsg(ctx, m, jetstream.WithExpectStream(KeysStream)); err != nil {
-			return n, fmt.Errorf("eventlog: hub erase: roll up %s: %w", subj, err)
+		if err != nil {
+			return n, fmt.Errorf("eventlog: hub erase: %s: %w", subj, err)
+		}
+		if named[m.Sequence] || len(m.Data) == 0 {
+			continue
+		}
+		if _, err := js.Publish(ctx, subj, nil, jetstream.WithExpectStream(KeysStream)); err != nil {
+			return n, fmt.Errorf("eventlog: hub erase: tombstone %s: %w", subj, err)
 		}
 		n++
 	}

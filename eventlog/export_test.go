@@ -9,7 +9,7 @@ var OpenHubConsumer = openHubConsumer
 var SnapshotStream = snapshotStream
 
 // SealLine exposes the forwarder's sealing: a line of session sid sealed
-// by c, its key message published with pub.
-func SealLine(c *Crypt, sid string, l *Line, pub KeyPublisher) (string, Line, error) {
-	return c.seal(sid, l, pub)
+// by c, its key message published with kh.
+func SealLine(c *Crypt, sid string, l *Line, kh KeyHub) (string, Line, error) {
+	return c.seal(sid, l, kh)
 }

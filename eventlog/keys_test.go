@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/pisyncd/pisyncd/admit"
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
@@ -37,24 +34,24 @@ func TestDownloaderKeyMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	sender := eventlog.NewCrypt(keyFile, "n2", true)
-	publishKey := func(subj string, body []byte, rollup bool) (uint64, error) {
-		m := nats.NewMsg(subj)
-		m.Data = body
-		if rollup {
-			m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
-		}
-		ack, err := hubJS.PublishMsg(ctx, m)
+	publishKey := func(subj string, body []byte) (uint64, error) {
+		ack, err := hubJS.Publish(ctx, subj, body)
 		if err != nil {
 			return 0, err
 		}
 		return ack.Sequence, nil
 	}
+	kh := func(pub func(string, []byte) (uint64, error)) eventlog.KeyHub {
+		return eventlog.KeyHub{Publish: pub, Subjects: func(filter string) ([]string, error) {
+			return eventlog.KeySubjects(ctx, hubJS, filter)
+		}}
+	}
 	pub := eventlog.NewPublisher(hubJS.Conn(), hubJS, 10*time.Second)
-	send := func(sid string, kp eventlog.KeyPublisher) string {
+	send := func(sid string, kp func(string, []byte) (uint64, error)) string {
 		t.Helper()
 		l := mkLines(1, 50, sid)[0]
 		l.SrcSeq = 1
-		subj, sealed, err := eventlog.SealLine(sender, sid, &l, kp)
+		subj, sealed, err := eventlog.SealLine(sender, sid, &l, kh(kp))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,19 +68,23 @@ func TestDownloaderKeyMessages(t *testing.T) {
 		subj string
 		body []byte
 	}
-	send("s2", func(subj string, body []byte, _ bool) (uint64, error) {
+	send("s2", func(subj string, body []byte) (uint64, error) {
 		held.subj, held.body = subj, body
 		return later, nil
 	})
-	// s3's key message is rolled up after it was used: s3 is erased.
+	// s3's key message is tombstoned after it was used: s3 is erased.
 	send("s3", publishKey)
-	if _, err := publishKey(eventlog.KeySubject("n2", seal.Token(ring, "s3")), nil, true); err != nil {
+	subjs, err := eventlog.KeySubjects(ctx, hubJS, eventlog.KeySubject("n2", seal.Token(ring, "s3"))+".>")
+	if err != nil || len(subjs) != 1 {
+		t.Fatalf("s3's key subjects %v: %v", subjs, err)
+	}
+	if _, err := publishKey(subjs[0], nil); err != nil {
 		t.Fatal(err)
 	}
 	send("s4", publishKey)
 	// s5's key message is on s6's key subject.
-	send("s5", func(_ string, body []byte, _ bool) (uint64, error) {
-		return publishKey(eventlog.KeySubject("n2", seal.Token(ring, "s6")), body, false)
+	send("s5", func(_ string, body []byte) (uint64, error) {
+		return publishKey(eventlog.KeySubject("n2", seal.Token(ring, "s6"))+"."+eventlog.KeyID(body), body)
 	})
 
 	nc, err := ws.Connect()
@@ -116,7 +117,7 @@ func TestDownloaderKeyMessages(t *testing.T) {
 	}
 	// The hub stores s2's key message at the handle it names.
 	for {
-		seq, err := publishKey("pi.key.n2.filler", []byte("f"), false)
+		seq, err := publishKey("pi.key.n2.filler.x", []byte("f"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +125,7 @@ func TestDownloaderKeyMessages(t *testing.T) {
 			break
 		}
 	}
-	if seq, err := publishKey(held.subj, held.body, false); err != nil || seq != later {
+	if seq, err := publishKey(held.subj, held.body); err != nil || seq != later {
 		t.Fatalf("s2's key message at %d: %v", seq, err)
 	}
 	waitCount(t, all, 3) // s1, s2, s4

@@ -92,15 +92,18 @@ const KeysStream = "PI_KEYS"
 // KeyMsgMax bounds a message on PI_KEYS: a key message is 81 bytes.
 const KeyMsgMax = 256
 
-// KeysStreamConfig is PI_KEYS on the hub cluster: each node's key
-// messages on its own pi.key.<node>.<token> subjects. A version 2
-// envelope names its key message by sequence (direct get). Nobody deletes
-// by API; a node destroys its own key messages of a session by publishing
-// a roll-up on their subject (an erase), which nats-server accepts only
-// when purges are allowed, so purges are: node permissions grant nodes no
-// purge call. Full, it refuses new key messages (forwarding waits, as on
-// a full PI_HUB) rather than drop the oldest, which would make the oldest
-// sessions unreadable as if erased.
+// KeysStreamConfig is PI_KEYS on the hub cluster: each data key's key
+// message on a subject of its own, pi.key.<node>.<token>.<kid>. A
+// version 2 envelope names its key message by sequence (direct get). The
+// stream keeps one message per subject, the newest: a node destroys its
+// own key messages of a session (an erase) by publishing an empty
+// tombstone on each of its key subjects, and nobody can destroy another
+// node's, since a node publishes only on its own subjects and the stream
+// allows no roll-up (which nats-server grants per stream: a node's
+// "Nats-Rollup: all" on its own subject would wipe every node's keys), no
+// delete and no purge. Full, it refuses new key messages (forwarding
+// waits, as on a full PI_HUB) rather than drop the oldest, which would
+// make the oldest sessions unreadable as if erased.
 func KeysStreamConfig(replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:              KeysStream,
@@ -111,13 +114,13 @@ func KeysStreamConfig(replicas int) jetstream.StreamConfig {
 		Discard:           jetstream.DiscardNew,
 		MaxMsgs:           -1,
 		MaxBytes:          -1,
-		MaxMsgsPerSubject: -1,
+		MaxMsgsPerSubject: 1,
 		MaxMsgSize:        KeyMsgMax,
 		Replicas:          max(replicas, 1),
 		AllowDirect:       true,
-		AllowRollup:       true,
+		AllowRollup:       false,
 		DenyDelete:        true,
-		DenyPurge:         false,
+		DenyPurge:         true,
 	}
 }
 
