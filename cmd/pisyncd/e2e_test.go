@@ -271,7 +271,7 @@ func TestEncryptedReplication(t *testing.T) {
 	})
 	newest := hubMsgs(t, hub, "pi.up.ws-a."+tok)
 	km := keyMessage(t, hjs, newest[len(newest)-1].Data)
-	if km == nil || km.Subject != "pi.key.ws-a."+tok {
+	if km == nil || !strings.HasPrefix(km.Subject, "pi.key.ws-a."+tok+".") {
 		t.Fatalf("the last line's key message: %+v", km)
 	}
 	if kid := hex.EncodeToString(km.Data[1:9]); kid != rotated.Current {
@@ -295,12 +295,12 @@ func TestEncryptedReplication(t *testing.T) {
 	waitUntil(t, 30*time.Second, func() (bool, string) {
 		return strings.Contains(fileText(p), "written on B"), "A has not B's line"
 	})
-	if n := len(hubStreamMsgs(t, hub, eventlog.KeysStream, "pi.key.ws-b."+tok)); n != 1 {
+	if n := len(hubStreamMsgs(t, hub, eventlog.KeysStream, "pi.key.ws-b."+tok+".>")); n != 1 {
 		t.Fatalf("%d key messages of B for the session, want 1", n)
 	}
 
-	// Erase on A, and no hub erase yet: A's erase event rolls up A's key
-	// messages of the session, B destroys its own when it follows the
+	// Erase on A, and no hub erase yet: A tombstones its key messages of
+	// the session before its erase event, B its own when it follows the
 	// erase. Only the erase event's key message stays.
 	lineHandles := map[uint64]bool{}
 	for _, m := range hubMsgs(t, hub, "pi.up.*."+tok) {
@@ -328,12 +328,15 @@ func TestEncryptedReplication(t *testing.T) {
 			}
 		}
 		var left []string
-		for _, m := range hubStreamMsgs(t, hub, eventlog.KeysStream, "pi.key.*."+tok) {
-			if len(m.Data) > 0 && m.Sequence != eraseHandle {
+		tombstones := map[string]int{}
+		for _, m := range hubStreamMsgs(t, hub, eventlog.KeysStream, "pi.key.*."+tok+".>") {
+			if len(m.Data) == 0 {
+				tombstones[strings.Split(m.Subject, ".")[2]]++
+			} else if m.Sequence != eraseHandle {
 				left = append(left, fmt.Sprintf("%s@%d", m.Subject, m.Sequence))
 			}
 		}
-		return len(left) == 0, fmt.Sprintf("key messages of the session left on the hub: %v (the erase event's: %d)", left, eraseHandle)
+		return len(left) == 0 && tombstones["ws-a"] > 0 && tombstones["ws-b"] == 1, fmt.Sprintf("key messages of the session left on the hub: %v (the erase event's: %d); tombstones by node %v", left, eraseHandle, tombstones)
 	})
 	if lineHandles[eraseHandle] {
 		t.Fatal("the erase event is sealed under a data key of the session's lines")
@@ -389,10 +392,10 @@ func TestEncryptedReplication(t *testing.T) {
 	}
 
 	// The hub operator's erase by the session's token then leaves only
-	// the erase event on the hub, and rolls up the key subjects of the
+	// the erase event on the hub, and tombstones the key messages of the
 	// session no message left names: here one of a node that is away
 	// (ws-e, as if it had sealed lines and not come back since).
-	away := nats.NewMsg("pi.key.ws-e." + tok)
+	away := nats.NewMsg("pi.key.ws-e." + tok + ".k1")
 	away.Data = []byte("ws-e's wrapped data key")
 	if _, err := hjs.PublishMsg(ctx, away); err != nil {
 		t.Fatal(err)
@@ -401,7 +404,7 @@ func TestEncryptedReplication(t *testing.T) {
 	if err != nil || res.Messages == 0 || res.KeySubjects != 1 {
 		t.Fatalf("hub erase: %+v %v", res, err)
 	}
-	for _, m := range hubStreamMsgs(t, hub, eventlog.KeysStream, "pi.key.*."+tok) {
+	for _, m := range hubStreamMsgs(t, hub, eventlog.KeysStream, "pi.key.*."+tok+".>") {
 		if len(m.Data) > 0 && m.Sequence != eraseHandle {
 			t.Errorf("after hub erase the key message %s@%d is still there", m.Subject, m.Sequence)
 		}
