@@ -19,7 +19,7 @@ import (
 // TestDownloaderKeyMessages: sealed lines name their key message on the
 // hub's PI_KEYS. One whose key message is not there yet is waited for
 // (nothing after it is copied, and the encryption status says why) and
-// copied once it is; one whose key message was rolled up (an erase) is
+// copied once it is; one whose key message was tombstoned (an erase) is
 // passed over as erased, and what follows is copied; one whose key
 // message is on another session's key subject is refused as moved.
 func TestDownloaderKeyMessages(t *testing.T) {
