@@ -114,11 +114,11 @@ func (f *Forwarder) keyHub(ctx context.Context) KeyHub {
 func KeySubjects(ctx context.Context, js jetstream.JetStream, filter string) ([]string, error) {
 	s, err := js.Stream(ctx, KeysStream)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", KeysStream, err)
+		return nil, fmt.Errorf("key subjects on %s: %w", KeysStream, err)
 	}
 	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
-		return nil, fmt.Errorf("%s: subjects %s: %w", KeysStream, filter, err)
+		return nil, fmt.Errorf("key subjects on %s: %s: %w", KeysStream, filter, err)
 	}
 	subjs := make([]string, 0, len(info.State.Subjects))
 	for subj := range info.State.Subjects {

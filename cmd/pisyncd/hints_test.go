@@ -132,6 +132,7 @@ func TestHintFor(t *testing.T) {
 		{"forwarding to the hub paused; retrying", "forwarder: hub stream: context deadline exceeded", true, up, "node-id-not-registered"},
 		{"forwarding to the hub paused; retrying", "forwarder: seal: publish key message: key message on PI_KEYS: nats: no response from stream", false, up, "no-pi-keys"},
 		{"forwarding to the hub paused; retrying", "forwarder: seal: publish key message: key message on PI_KEYS: context deadline exceeded", true, up, "no-pi-keys"},
+		{"forwarding to the hub paused; retrying", "forwarder: erase s1's key messages: key subjects on PI_KEYS: context deadline exceeded", true, up, "no-pi-keys"},
 		// Without credentials, or with the hub away, the same errors
 		// mean the hub is not there yet: no hint.
 		{"copying from the hub paused; retrying", "downloader: hub consumer: nats: no responders available for request", false, up, ""},
