@@ -30,7 +30,7 @@ type Hub struct {
 	MaxMemory        ByteSize `envconfig:"MAX_MEMORY" default:"64MiB" desc:"JetStream memory store limit"`
 	TeamMaxStore     ByteSize `envconfig:"TEAM_MAX_STORE" desc:"each team's share of this node's store (default: MAX_STORE divided by the number of teams)"`
 	TeamMaxMemory    ByteSize `envconfig:"TEAM_MAX_MEMORY" desc:"each team's share of this node's memory store (default: MAX_MEMORY divided by the number of teams)"`
-	TeamMaxStreams   int      `envconfig:"TEAM_MAX_STREAMS" default:"1" desc:"streams a team may have (PI_HUB)"`
+	TeamMaxStreams   int      `envconfig:"TEAM_MAX_STREAMS" default:"2" desc:"streams a team may have (PI_HUB, PI_KEYS)"`
 	TeamMaxConsumers int      `envconfig:"TEAM_MAX_CONSUMERS" desc:"consumers a team may have (default: its registered nodes + 8)"`
 	NodesDir         string   `envconfig:"NODES_DIR" desc:"registered workstations ('pisyncd hub add-node'); when set, every connection must authenticate as one of them (default: STATE_DIR/nodes)"`
 	Open             bool     `envconfig:"OPEN" desc:"accept unauthenticated connections (development only; default: false)"`
@@ -75,8 +75,8 @@ func LoadHub() (*Hub, error) {
 	if h.LeafListen == "" {
 		errs = append(errs, fmt.Errorf("%s_LEAF_LISTEN is required", HubPrefix))
 	}
-	if h.TeamMaxStreams < 1 || h.TeamMaxConsumers < 0 {
-		errs = append(errs, fmt.Errorf("%s_TEAM_MAX_STREAMS %d, %s_TEAM_MAX_CONSUMERS %d: want at least 1 and 0 (the default) or more", HubPrefix, h.TeamMaxStreams, HubPrefix, h.TeamMaxConsumers))
+	if h.TeamMaxStreams < 2 || h.TeamMaxConsumers < 0 {
+		errs = append(errs, fmt.Errorf("%s_TEAM_MAX_STREAMS %d, %s_TEAM_MAX_CONSUMERS %d: want at least 2 (PI_HUB and PI_KEYS) and 0 (the default) or more", HubPrefix, h.TeamMaxStreams, HubPrefix, h.TeamMaxConsumers))
 	}
 	if h.Replicas != 1 && h.Replicas != 3 {
 		errs = append(errs, fmt.Errorf("%s_REPLICAS %d: want 1 or 3", HubPrefix, h.Replicas))

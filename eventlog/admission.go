@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -211,6 +212,9 @@ func (f *framer) addSealed(ctx context.Context, node, tok string, run []jetstrea
 		return nil, fmt.Errorf("downloader: a sealed line from %s: %w", node, seal.ErrNoKey)
 	}
 	ev, err := f.d.opts.Crypt.open(node, tok, srcSeq, envs, f.maxLine)
+	if h, ok := needKey(err); ok {
+		ev, err = f.openWithKey(ctx, node, tok, h, srcSeq, envs)
+	}
 	var bad *errUnsealed
 	if errors.As(err, &bad) {
 		f.reject(node, tok, bad.reason, bad.Error())
@@ -241,6 +245,36 @@ func (f *framer) addSealed(ctx context.Context, node, tok string, run []jetstrea
 		m.Header.Set(HdrHubSeq, strconv.FormatUint(meta.Sequence.Stream, 10))
 	}
 	return out, nil
+}
+
+// openWithKey fetches key message h from the hub's PI_KEYS, gives it to
+// the opener and opens the line. The get asks for the first message of
+// PI_KEYS at or after h: key messages are published before the lines
+// naming them, and PI_KEYS loses a message only when a later one on its
+// subject replaces it (a tombstone: an erase). So a reply past h, or an
+// empty one (a tombstone), means the line can never be opened: it is
+// passed over as erased. No reply means the key message is not on the
+// hub yet: it is waited for, as a missing team key is. One on another
+// node's or session's subject is refused as moved (asking for the line's
+// own subjects only would instead wait for ever there).
+func (f *framer) openWithKey(ctx context.Context, node, tok string, h, srcSeq uint64, envs [][]byte) (*Event, error) {
+	c := f.d.opts.Crypt
+	subj, body, seq, err := f.d.keyMessage(ctx, h, KeyPrefix+".>")
+	kid, own := strings.CutPrefix(subj, KeySubject(node, tok)+".")
+	switch {
+	case err != nil:
+		return nil, err
+	case seq == 0:
+		return nil, c.keyWait(node, h)
+	case seq != h || len(body) == 0:
+		return nil, &errUnsealed{RejectErased, fmt.Errorf("key message %d is gone from %s: the session was erased", h, KeysStream)}
+	case !own || kid == "" || strings.Contains(kid, "."):
+		return nil, &errUnsealed{RejectMoved, fmt.Errorf("key message %d is on %q, not one of %s's key subjects of %s", h, subj, node, tok)}
+	}
+	if err := c.addKey(node, tok, h, body); err != nil {
+		return nil, err
+	}
+	return c.open(node, tok, srcSeq, envs, f.maxLine)
 }
 
 // waitStart is the hub sequence of the first chunk of the line that

@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -21,8 +22,9 @@ import (
 // Pi-Op (so the hub operator's erase keeps it).
 const HdrSeal = "Pi-Seal"
 
-// sealV1 is HdrSeal's value for the current envelope format.
-const sealV1 = "1"
+// HdrSeal's value is the envelope format's version: "1" (the wrapped
+// data key in every envelope, history) or "2" (a handle naming the key
+// message on PI_KEYS).
 
 // Crypt is this node's end-to-end encryption: the team keyring, read
 // from its file and read again when the file changes (key import, key
@@ -42,6 +44,11 @@ type Crypt struct {
 	opener  *seal.Opener
 
 	waitFwd, waitDl string // why forwarding / copying waits, "" when it does not
+
+	// erasures are the tokens of sessions erased here for another node
+	// whose key messages this node has still to destroy on the hub.
+	erasures map[string]bool
+	erasedC  chan struct{} // signalled when erasures grows
 }
 
 // NewCrypt reads the keyring at path for node. A missing keyring is no
@@ -49,7 +56,7 @@ type Crypt struct {
 // appears, and the forwarder forwards nothing and says why when always
 // (PISYNC_ENCRYPT=on: fail closed), or forwards lines as they are (auto).
 func NewCrypt(path, node string, always bool) *Crypt {
-	c := &Crypt{path: path, node: node, always: always}
+	c := &Crypt{path: path, node: node, always: always, erasures: map[string]bool{}, erasedC: make(chan struct{}, 1)}
 	c.refreshLocked(time.Time{})
 	return c
 }
@@ -127,6 +134,90 @@ func (c *Crypt) Forget(sid string) {
 	}
 }
 
+// EraseKeys is Forget for a session erased here on another node's erase
+// event: it also has this node's key messages of the session destroyed on
+// the hub (the forwarder publishes an empty tombstone on each of its own
+// key subjects of the session, which PI_KEYS's limit of one message per
+// subject makes replace the key message), so that what this node sealed
+// of it can no longer be opened by anyone, wherever the ciphertext stays.
+func (c *Crypt) EraseKeys(sid string) {
+	c.Forget(sid)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ring == nil {
+		return // nothing was sealed here without a keyring
+	}
+	c.erasures[seal.Token(c.ring, sid)] = true
+	select {
+	case c.erasedC <- struct{}{}:
+	default:
+	}
+}
+
+// keyErasures returns the tokens of the sessions whose key messages are
+// to be destroyed, and a channel signalled when there are more.
+func (c *Crypt) keyErasures() ([]string, <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var toks []string
+	for tok := range c.erasures {
+		toks = append(toks, tok)
+	}
+	return toks, c.erasedC
+}
+
+// eraseKeys tombstones this node's key subjects of the session whose
+// token is tok, under the lock that sealing holds, so that a tombstone
+// never lands after a key message this node sealed later (an erase
+// event's).
+func (c *Crypt) eraseKeys(tok string, kh KeyHub) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.erasures[tok] {
+		return nil // an erase event sealed since tombstoned them itself
+	}
+	if err := tombstone(KeySubject(c.node, tok), kh); err != nil {
+		return err
+	}
+	delete(c.erasures, tok)
+	return nil
+}
+
+// tombstone publishes an empty message on every subject of PI_KEYS under
+// prefix (a node's key subjects of a session): PI_KEYS keeps one message
+// per subject, so each key message there is discarded. The subjects are
+// listed by a stream info with a subject filter, which shows a node only
+// subject names (pi.key.<node>.<token>.<kid>), no content.
+func tombstone(prefix string, kh KeyHub) error {
+	subjs, err := kh.Subjects(prefix + ".>")
+	if err != nil {
+		return err
+	}
+	for _, subj := range subjs {
+		if _, err := kh.Publish(subj, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// KeyHub is what sealing needs of the hub's PI_KEYS: Publish puts a key
+// message (or, empty, a tombstone) on subj and returns its sequence;
+// Subjects lists the subjects matching filter that hold a message.
+type KeyHub struct {
+	Publish  func(subj string, body []byte) (uint64, error)
+	Subjects func(filter string) ([]string, error)
+}
+
+// KeyID names a key message's subject under its node's key subject of a
+// session: a hash of the key message, so each data key has a subject of
+// its own (PI_KEYS keeps one message per subject) and a message published
+// again after a lost acknowledgement lands where it did.
+func KeyID(msg []byte) string {
+	h := sha256.Sum256(msg)
+	return hex.EncodeToString(h[:8])
+}
+
 // inner is what a sealed line carries of the headers a plain one shows
 // the hub.
 type inner struct {
@@ -165,9 +256,13 @@ func (c *Crypt) subject(sid string) (string, bool, error) {
 }
 
 // seal turns a line of session sid into its sealed form for the hub and
-// returns its hub subject. The erase event of a session is sealed under a
-// new data key, which the session's earlier lines never used.
-func (c *Crypt) seal(sid string, l *Line) (string, Line, error) {
+// returns its hub subject; a new data key's key message is published on
+// PI_KEYS first, on a subject of its own. The erase event of a session is
+// sealed under a new data key, which the session's earlier lines never
+// used, after this node's earlier key messages of the session are
+// tombstoned: they are gone from the hub, and the erase event itself
+// still opens (other nodes must read it to erase).
+func (c *Crypt) seal(sid string, l *Line, kh KeyHub) (string, Line, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.refreshLocked(time.Now())
@@ -175,9 +270,13 @@ func (c *Crypt) seal(sid string, l *Line) (string, Line, error) {
 		return "", Line{}, c.noKeyLocked()
 	}
 	c.waitFwd = ""
-	if l.Op == OpErase {
+	erase := l.Op == OpErase
+	if erase {
 		c.sealer.Forget(sid)
 		defer c.sealer.Forget(sid)
+		if err := tombstone(KeySubject(c.node, seal.Token(c.ring, sid)), kh); err != nil {
+			return "", Line{}, fmt.Errorf("erase %s's key messages: %w", sid, err)
+		}
 	}
 	in := inner{SID: sid, ID: l.ID, Parent: l.ParentID, Type: l.Type, File: l.File, Off: l.Off, Op: l.Op}
 	if l.Sha != [32]byte{} {
@@ -186,9 +285,17 @@ func (c *Crypt) seal(sid string, l *Line) (string, Line, error) {
 	hdr, _ := json.Marshal(in)
 	plain := binary.AppendUvarint(make([]byte, 0, len(hdr)+len(l.Raw)+8), uint64(len(hdr)))
 	plain = append(append(plain, hdr...), l.Raw...)
-	tok, envs := c.sealer.Seal(sid, l.SrcSeq, plain, MaxChunk)
+	tok, envs, err := c.sealer.SealV2(sid, l.SrcSeq, plain, MaxChunk, func(tok string, msg []byte) (uint64, error) {
+		return kh.Publish(KeySubject(c.node, tok)+"."+KeyID(msg), msg)
+	})
+	if err != nil {
+		return "", Line{}, err
+	}
+	if erase {
+		delete(c.erasures, tok)
+	}
 	out := Line{SrcSeq: l.SrcSeq, sealed: envs}
-	if l.Op == OpErase {
+	if erase {
 		out.Op = OpErase
 	}
 	return UpPrefix + "." + c.node + "." + tok, out, nil
@@ -208,7 +315,47 @@ func (e *errUnsealed) Unwrap() error { return e.err }
 const (
 	RejectUndecryptable = "undecryptable" // tampered, reordered, truncated, malformed
 	RejectMoved         = "moved"         // sealed for another node, session or position
+	RejectErased        = "erased"        // its key message is gone from the hub: erased
 )
+
+// needKey returns the handle of the key message an error of open asks
+// for, if it does.
+func needKey(err error) (uint64, bool) {
+	var nk *seal.NeedKeyError
+	if errors.As(err, &nk) {
+		return nk.Handle, true
+	}
+	return 0, false
+}
+
+// addKey gives the opener the key message of handle h, fetched from the
+// hub on node's key subject of tok. Errors as open's.
+func (c *Crypt) addKey(node, tok string, h uint64, body []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.opener == nil {
+		c.opener = seal.NewOpener(nil)
+	}
+	err := c.opener.AddKey(node, tok, h, body)
+	switch {
+	case errors.Is(err, seal.ErrNoKey):
+		c.waitDl = fmt.Sprintf("%v: lines from %s are sealed with a team key this machine does not have; nothing after them is copied until it has it (pisyncd key import)", err, node)
+		return err
+	case errors.Is(err, seal.ErrMoved):
+		return &errUnsealed{RejectMoved, err}
+	case err != nil:
+		return &errUnsealed{RejectUndecryptable, err}
+	}
+	return nil
+}
+
+// keyWait records that copying waits for key message h of node.
+func (c *Crypt) keyWait(node string, h uint64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.waitDl = fmt.Sprintf("a line from %s names key message %d, which the hub's %s does not hold yet; nothing after it is copied until it does", node, h, KeysStream)
+	return fmt.Errorf("key message %d of %s not on the hub yet: %w", h, node, seal.ErrNoKey)
+}
 
 // open opens the envelopes of one line that node sealed on the hub
 // subject token tok. An error wrapping seal.ErrNoKey means wait for a
@@ -222,6 +369,8 @@ func (c *Crypt) open(node, tok string, srcSeq uint64, envs [][]byte, maxLine int
 	}
 	plain, err := c.opener.Open(node, tok, srcSeq, envs, maxLine+64<<10)
 	switch {
+	case errors.Is(err, seal.ErrNeedKey):
+		return nil, err
 	case errors.Is(err, seal.ErrNoKey):
 		c.waitDl = fmt.Sprintf("%v: lines from %s are sealed with a team key this machine does not have; nothing after them is copied until it has it (pisyncd key import)", err, node)
 		return nil, err

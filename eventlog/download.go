@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +28,7 @@ const HdrHubSeq = "Pi-Hub-Seq"
 // second downloader can never store a message twice.
 type Downloader struct {
 	nc     *nats.Conn
+	domain string // the hub's JetStream domain
 	local  jetstream.JetStream
 	hub    jetstream.JetStream
 	all    *All
@@ -76,7 +78,7 @@ func NewDownloader(nc *nats.Conn, all *All, hubDomain string, o DownloaderOption
 	if o.MaxLine <= 0 {
 		o.MaxLine = 64 << 20
 	}
-	return &Downloader{nc: nc, local: all.js, hub: hub, all: all, opts: o, logger: o.Logger}, nil
+	return &Downloader{nc: nc, domain: hubDomain, local: all.js, hub: hub, all: all, opts: o, logger: o.Logger}, nil
 }
 
 // DownloaderStats are the downloader's counters.
@@ -196,6 +198,35 @@ func (d *Downloader) session(ctx context.Context) error {
 		}
 		progress.update(len(batch), numPending(batch[len(batch)-1]), time.Now())
 	}
+}
+
+// keyMessage reads the first message of the hub's PI_KEYS at or after
+// sequence h on a subject matching filter (a direct get, the one read of
+// PI_KEYS a node may make): its subject, body and sequence; sequence 0
+// when there is none yet.
+func (d *Downloader) keyMessage(ctx context.Context, h uint64, filter string) (string, []byte, uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, _ := json.Marshal(struct {
+		Seq  uint64 `json:"seq"`
+		Next string `json:"next_by_subj"`
+	}{h, filter})
+	m, err := d.nc.RequestWithContext(ctx, "$JS."+d.domain+".API.DIRECT.GET."+KeysStream, req)
+	if err != nil {
+		return "", nil, 0, fmt.Errorf("downloader: key message %d: %w", h, err)
+	}
+	switch st := m.Header.Get("Status"); st {
+	case "":
+	case "404":
+		return "", nil, 0, nil
+	default:
+		return "", nil, 0, fmt.Errorf("downloader: key message %d: %s %s", h, st, m.Header.Get("Description"))
+	}
+	seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+	if err != nil || seq < h {
+		return "", nil, 0, fmt.Errorf("downloader: key message %d: reply at sequence %q", h, m.Header.Get(jetstream.SequenceHeader))
+	}
+	return m.Header.Get(jetstream.SubjectHeader), m.Data, seq, nil
 }
 
 // store writes messages into PI_ALL after sequence last, as one atomic

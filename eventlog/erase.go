@@ -8,10 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/seal"
 )
 
 // EraseType is the Pi-Type of an erase event.
@@ -198,6 +201,9 @@ type HubErased struct {
 	Found    bool   `json:"found"` // PI_HUB held messages of the session
 	Messages int    `json:"messagesErased"`
 	Before   uint64 `json:"before"` // the erase event's sequence (0: forced, everything)
+	// KeySubjects counts the session's key messages on PI_KEYS
+	// tombstoned: those no message left on PI_HUB names.
+	KeySubjects int `json:"keyMessagesErased"`
 }
 
 // EraseHub erases a session from the hub's PI_HUB (js is the hub's
@@ -234,6 +240,64 @@ func EraseHub(ctx context.Context, js jetstream.JetStream, sid string, force boo
 	if out.Before == 0 && !force {
 		return out, ErrNoEraseEvent
 	}
-	out.Messages, err = Erase(ctx, s, filter, out.Before)
+	if out.Messages, err = Erase(ctx, s, filter, out.Before); err != nil {
+		return out, err
+	}
+	out.KeySubjects, err = eraseHubKeys(ctx, js, s, filter)
 	return out, err
+}
+
+// eraseHubKeys tombstones, on PI_KEYS, each key message of the session
+// (filter: its PI_HUB subjects) that no message left on PI_HUB names: the
+// keys of a node that has not followed the erase yet (away), which would
+// otherwise stay until it does. An empty message on a key subject
+// replaces its key message (one message per subject); PI_KEYS allows no
+// purge, so tombstones are how the operator erases too. A key message
+// still named (an erase event's, or one of lines after the last erase
+// event) stays. A hub without PI_KEYS has nothing to do.
+func eraseHubKeys(ctx context.Context, js jetstream.JetStream, hub jetstream.Stream, filter string) (int, error) {
+	keys, err := js.Stream(ctx, KeysStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("eventlog: hub erase: %s: %w", KeysStream, err)
+	}
+	named := map[uint64]bool{}
+	for seq := uint64(1); ; {
+		m, err := hub.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(filter))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return 0, fmt.Errorf("eventlog: hub erase: find %s: %w", filter, err)
+		}
+		if h, ok := seal.Handle(m.Data); ok {
+			named[h] = true
+		}
+		seq = m.Sequence + 1
+	}
+	tok := filter[strings.LastIndexByte(filter, '.')+1:]
+	info, err := keys.Info(ctx, jetstream.WithSubjectFilter(KeyPrefix+".*."+tok+".>"))
+	if err != nil {
+		return 0, fmt.Errorf("eventlog: hub erase: %s: %w", KeysStream, err)
+	}
+	n := 0
+	for subj := range info.State.Subjects {
+		m, err := keys.GetLastMsgForSubject(ctx, subj)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return n, fmt.Errorf("eventlog: hub erase: %s: %w", subj, err)
+		}
+		if named[m.Sequence] || len(m.Data) == 0 {
+			continue
+		}
+		if _, err := js.Publish(ctx, subj, nil, jetstream.WithExpectStream(KeysStream)); err != nil {
+			return n, fmt.Errorf("eventlog: hub erase: tombstone %s: %w", subj, err)
+		}
+		n++
+	}
+	return n, nil
 }

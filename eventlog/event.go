@@ -125,7 +125,7 @@ func (l *Line) sealedMessages(subj, msgID string) []*nats.Msg {
 		m := nats.NewMsg(subj)
 		m.Data = env
 		h := m.Header
-		h.Set(HdrSeal, sealV1)
+		h.Set(HdrSeal, strconv.Itoa(int(env[0])))
 		if l.Op == OpErase {
 			h.Set(HdrOp, l.Op)
 		}

@@ -7,3 +7,9 @@ var OpenHubConsumer = openHubConsumer
 // SnapshotStream exposes the upgrade's first step, so that tests can cut
 // an upgrade short where a crash would.
 var SnapshotStream = snapshotStream
+
+// SealLine exposes the forwarder's sealing: a line of session sid sealed
+// by c, its key message published with kh.
+func SealLine(c *Crypt, sid string, l *Line, kh KeyHub) (string, Line, error) {
+	return c.seal(sid, l, kh)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -79,8 +80,86 @@ func (f *Forwarder) Stats() ForwarderStats {
 // Run forwards until ctx ends. Failures (the hub unreachable, a stale
 // position) are retried with backoff from the last durable position.
 func (f *Forwarder) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	if f.crypt != nil {
+		wg.Go(func() { f.eraseKeys(ctx) })
+	}
 	runSessions(ctx, f.logger, "forwarding to the hub paused; retrying", &f.forwarded, &f.connected, f.session)
+	wg.Wait()
 	return nil
+}
+
+// keyHub is PI_KEYS on the hub for sealing, each call bounded.
+func (f *Forwarder) keyHub(ctx context.Context) KeyHub {
+	return KeyHub{
+		Publish: func(subj string, body []byte) (uint64, error) {
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			ack, err := f.hub.Publish(ctx, subj, body, jetstream.WithExpectStream(KeysStream))
+			if err != nil {
+				return 0, fmt.Errorf("key message on %s: %w", KeysStream, err)
+			}
+			return ack.Sequence, nil
+		},
+		Subjects: func(filter string) ([]string, error) {
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			return KeySubjects(ctx, f.hub, filter)
+		},
+	}
+}
+
+// KeySubjects lists the subjects of PI_KEYS matching filter that hold a
+// message (a stream info with a subject filter).
+func KeySubjects(ctx context.Context, js jetstream.JetStream, filter string) ([]string, error) {
+	s, err := js.Stream(ctx, KeysStream)
+	if err != nil {
+		return nil, fmt.Errorf("key subjects on %s: %w", KeysStream, err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		return nil, fmt.Errorf("key subjects on %s: %s: %w", KeysStream, filter, err)
+	}
+	subjs := make([]string, 0, len(info.State.Subjects))
+	for subj := range info.State.Subjects {
+		subjs = append(subjs, subj)
+	}
+	return subjs, nil
+}
+
+// eraseKeys destroys, on the hub, this node's key messages of the
+// sessions erased here for another node's erase event (Crypt.EraseKeys),
+// retrying until the hub takes each tombstone. What is still to do when
+// the daemon stops is lost: those key messages stay until the session is
+// erased again or the hub operator runs hub erase.
+func (f *Forwarder) eraseKeys(ctx context.Context) {
+	retry := time.Duration(0)
+	for {
+		toks, more := f.crypt.keyErasures()
+		failed := false
+		for _, tok := range toks {
+			if err := f.crypt.eraseKeys(tok, f.keyHub(ctx)); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				f.logger.Warn("destroying an erased session's key messages on the hub failed; retrying", "subject", KeySubject(f.crypt.node, tok), "err", err)
+				failed = true
+			}
+		}
+		var after <-chan time.Time
+		if failed {
+			retry = min(max(2*retry, time.Second), 30*time.Second)
+			after = time.After(retry)
+		} else {
+			retry = 0
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-more:
+		case <-after:
+		}
+	}
 }
 
 func (f *Forwarder) loadPosition(ctx context.Context) (uint64, error) {
@@ -224,7 +303,7 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line) error
 		if sealing {
 			out = make([]Line, len(lines)-i)
 			for j := range out {
-				if _, out[j], err = f.crypt.seal(sid, &lines[i+j]); err != nil {
+				if _, out[j], err = f.crypt.seal(sid, &lines[i+j], f.keyHub(ctx)); err != nil {
 					return fmt.Errorf("forwarder: %w", err)
 				}
 			}

@@ -85,6 +85,45 @@ func HubStreamConfig(replicas int) jetstream.StreamConfig {
 	return c
 }
 
+// KeysStream holds, on the hub, the key messages of sealed sessions
+// (end-to-end encryption): each data key, wrapped with a team key, once.
+const KeysStream = "PI_KEYS"
+
+// KeyMsgMax bounds a message on PI_KEYS: a key message is 81 bytes.
+const KeyMsgMax = 256
+
+// KeysStreamConfig is PI_KEYS on the hub cluster: each data key's key
+// message on a subject of its own, pi.key.<node>.<token>.<kid>. A
+// version 2 envelope names its key message by sequence (direct get). The
+// stream keeps one message per subject, the newest: a node destroys its
+// own key messages of a session (an erase) by publishing an empty
+// tombstone on each of its key subjects, and nobody can destroy another
+// node's, since a node publishes only on its own subjects and the stream
+// allows no roll-up (which nats-server grants per stream: a node's
+// "Nats-Rollup: all" on its own subject would wipe every node's keys), no
+// delete and no purge. Full, it refuses new key messages (forwarding
+// waits, as on a full PI_HUB) rather than drop the oldest, which would
+// make the oldest sessions unreadable as if erased.
+func KeysStreamConfig(replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              KeysStream,
+		Description:       "pisyncd: wrapped data keys of sealed sessions",
+		Subjects:          []string{KeyPrefix + ".>"},
+		Storage:           jetstream.FileStorage,
+		Retention:         jetstream.LimitsPolicy,
+		Discard:           jetstream.DiscardNew,
+		MaxMsgs:           -1,
+		MaxBytes:          -1,
+		MaxMsgsPerSubject: 1,
+		MaxMsgSize:        KeyMsgMax,
+		Replicas:          max(replicas, 1),
+		AllowDirect:       true,
+		AllowRollup:       false,
+		DenyDelete:        true,
+		DenyPurge:         true,
+	}
+}
+
 // AllStreamConfig is PI_ALL on a workstation: a copy of the hub's PI_HUB
 // that the downloader keeps (pi.up.<node>.<sid> becomes
 // pi.all.<node>.<sid>, so that no local stream listens on the hub's

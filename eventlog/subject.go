@@ -13,7 +13,12 @@ const (
 	LocalPrefix = "pi.evt" // PI_LOCAL: pi.evt.<node>.<sid>
 	UpPrefix    = "pi.up"  // PI_HUB: pi.up.<node>.<sid>
 	AllPrefix   = "pi.all" // PI_ALL, a workstation's copy of PI_HUB: pi.all.<node>.<sid>
+	KeyPrefix   = "pi.key" // PI_KEYS: pi.key.<node>.<token>, a sealed session's key messages
 )
+
+// KeySubject is the PI_KEYS subject of node's key messages for the
+// session whose hub token is tok.
+func KeySubject(node, tok string) string { return KeyPrefix + "." + node + "." + tok }
 
 // encodedMark starts an encoded session id. It is outside pi's id alphabet
 // [A-Za-z0-9._-], so a plain id never starts with it and decoding is

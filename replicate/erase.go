@@ -229,7 +229,7 @@ func (r *Replicator) erase(ctx context.Context, s *sess, ev *eventlog.Event) err
 	if err != nil {
 		return fmt.Errorf("replicator: erase %s: %w", s.sid, err)
 	}
-	if r.opts.Erased != nil {
+	if r.opts.Erased != nil && !own {
 		r.opts.Erased(s.sid)
 	}
 	if err := r.state.Delete(ctx, deletedKey(s.sid)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {

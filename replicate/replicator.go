@@ -51,7 +51,9 @@ type Options struct {
 	Idle   time.Duration
 	Logger *slog.Logger
 	// Erased, when set, learns of every session erased here for another
-	// machine's erase event (end-to-end encryption drops its data keys).
+	// machine's erase event (end-to-end encryption drops its data keys and
+	// destroys this node's key messages of the session on the hub); not
+	// of this node's own erase events, whose key message must stay.
 	Erased func(sid string)
 }
 

@@ -15,12 +15,20 @@
 //	version (1) | team key id (8) | wrap nonce (24) | wrapped data key (48)
 //	| nonce (24) | ciphertext with tag
 //
-// Every envelope carries its wrapped data key, so each hub message opens
-// on its own, and deleting the message deletes that copy of the key.
+// Version 1 envelopes (history) carry their wrapped data key, so each hub
+// message opens on its own, and the key lives as long as the ciphertext.
+// Version 2 envelopes carry instead a handle: the hub sequence of a key
+// message that holds the wrapped data key, published once per data key
+// (SealV2). Removing the key message (an erase) makes every envelope
+// that names it unreadable, wherever the ciphertext stays:
+//
+//	key message:  version (2) | team key id (8) | wrap nonce (24) | wrapped data key (48)
+//	envelope:     version (2) | handle (8) | nonce (24) | ciphertext with tag
 package seal
 
 import (
 	"bytes"
+	"container/list"
 	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/rand"
@@ -38,8 +46,12 @@ import (
 	"github.com/pisyncd/pisyncd/keyring"
 )
 
-// Version is the envelope format's first byte.
+// Version is the first byte of an envelope that carries its wrapped key.
 const Version = 1
+
+// Version2 is the first byte of an envelope that names its key message by
+// handle, and of a key message.
+const Version2 = 2
 
 const (
 	kidLen     = 8
@@ -47,8 +59,17 @@ const (
 	headLen    = 1 + kidLen + chacha20poly1305.NonceSizeX + wrappedLen
 )
 
-// Overhead is what sealing adds to each chunk.
+// Overhead is what sealing adds to each chunk (the larger of the two
+// formats).
 const Overhead = headLen + chacha20poly1305.NonceSizeX + chacha20poly1305.Overhead
+
+const (
+	head2Len = 1 + 8 // version | handle
+	// Overhead2 is what a version 2 envelope adds to each chunk.
+	Overhead2 = head2Len + chacha20poly1305.NonceSizeX + chacha20poly1305.Overhead
+	// KeyMsgLen is the size of a key message.
+	KeyMsgLen = headLen
+)
 
 // Errors of Open. A caller tells them apart with errors.Is.
 var (
@@ -62,7 +83,18 @@ var (
 	// ErrOpen: the envelope does not open (tampered, reordered, truncated
 	// or malformed).
 	ErrOpen = errors.New("seal: does not open")
+	// ErrNeedKey: a version 2 envelope names a key message this opener
+	// has not been given (AddKey); the error is a *NeedKeyError.
+	ErrNeedKey = errors.New("seal: key message needed")
 )
+
+// NeedKeyError names the key message (its handle) an envelope needs.
+type NeedKeyError struct{ Handle uint64 }
+
+func (e *NeedKeyError) Error() string {
+	return fmt.Sprintf("seal: key message %d needed", e.Handle)
+}
+func (e *NeedKeyError) Unwrap() error { return ErrNeedKey }
 
 // NoKeyError names the key an envelope needs.
 type NoKeyError struct{ KeyID string }
@@ -104,6 +136,10 @@ func lineAAD(team, node, tok string, pos uint64, i, n int) []byte {
 	return aad("pisyncd/line/v1", []byte(team), []byte(node), []byte(tok), u64(pos), u64(uint64(i)), u64(uint64(n)))
 }
 
+func line2AAD(team, node, tok string, handle, pos uint64, i, n int) []byte {
+	return aad("pisyncd/line/v2", []byte(team), []byte(node), []byte(tok), u64(handle), u64(pos), u64(uint64(i)), u64(uint64(n)))
+}
+
 func newAEAD(key []byte) cipher.AEAD {
 	a, err := chacha20poly1305.NewX(key)
 	if err != nil {
@@ -120,9 +156,10 @@ func random(b []byte) {
 
 // dataKey is one session's data key and its envelope head.
 type dataKey struct {
-	kid  string
-	aead cipher.AEAD
-	head []byte // version | key id | wrap nonce | wrapped key
+	kid    string
+	aead   cipher.AEAD
+	head   []byte // version | key id | wrap nonce | wrapped key
+	handle uint64 // its key message's hub sequence, 0 until published
 }
 
 // Sealer seals one origin node's payloads. It keeps a data key per
@@ -170,6 +207,55 @@ func (s *Sealer) dataKey(tok string) *dataKey {
 	return dk
 }
 
+// PublishKey publishes the key message of a new data key of the session
+// whose token is tok, and returns its handle (its hub sequence, never 0).
+type PublishKey func(tok string, keyMsg []byte) (uint64, error)
+
+// SealV2 is Seal in the version 2 format: when the session's data key is
+// new, its key message (version 2, key id, wrap nonce, wrapped key) is
+// published first, and every envelope names it by the handle publish
+// returns. A failed publish leaves no key behind: the next call draws a
+// new one.
+func (s *Sealer) SealV2(sid string, pos uint64, plain []byte, maxChunk int, publish PublishKey) (string, [][]byte, error) {
+	tok := Token(s.ring, sid)
+	dk := s.dataKey(tok)
+	if dk.handle == 0 {
+		msg := append([]byte{Version2}, dk.head[1:]...)
+		h, err := publish(tok, msg)
+		if err == nil && h == 0 {
+			err = errors.New("handle 0")
+		}
+		if err != nil {
+			delete(s.keys, tok)
+			return "", nil, fmt.Errorf("seal: publish key message: %w", err)
+		}
+		dk.handle = h
+	}
+	c := s2.Encode(nil, plain)
+	per := maxChunk - Overhead2
+	n := max(1, (len(c)+per-1)/per)
+	out := make([][]byte, n)
+	for i := range n {
+		piece := c[i*per : min((i+1)*per, len(c))]
+		env := make([]byte, 0, Overhead2+len(piece))
+		env = append(env, Version2)
+		env = binary.BigEndian.AppendUint64(env, dk.handle)
+		nonce := make([]byte, chacha20poly1305.NonceSizeX)
+		random(nonce)
+		env = append(env, nonce...)
+		out[i] = dk.aead.Seal(env, nonce, piece, line2AAD(s.ring.Team, s.node, tok, dk.handle, pos, i+1, n))
+	}
+	return tok, out, nil
+}
+
+// Handle returns the key message handle a version 2 envelope names.
+func Handle(env []byte) (uint64, bool) {
+	if len(env) < Overhead2 || env[0] != Version2 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(env[1:head2Len]), true
+}
+
 // Seal compresses plain and seals it for session sid at position pos, in
 // chunks of at most maxChunk bytes each. It returns the session's token
 // and the envelopes.
@@ -196,20 +282,39 @@ func (s *Sealer) Seal(sid string, pos uint64, plain []byte, maxChunk int) (strin
 // unwrapped. Not safe for concurrent use.
 type Opener struct {
 	ring  *keyring.Ring // nil: no keyring, every envelope is ErrNoKey
-	cache map[string]cipher.AEAD
+	cache map[string]*list.Element
+	lru   list.List // of *cached, most recently used first
 }
 
-// maxCached bounds the unwrapped data keys kept: past it the cache starts
-// over (an unwrap costs about a microsecond).
+type cached struct {
+	key  string
+	aead cipher.AEAD
+}
+
+// maxCached bounds the unwrapped data keys kept; past it the least
+// recently used goes (a version 2 key costs a request to the hub again).
 const maxCached = 4096
 
 // NewOpener opens with r (nil: no keyring yet).
-func NewOpener(r *keyring.Ring) *Opener { return &Opener{ring: r, cache: map[string]cipher.AEAD{}} }
+func NewOpener(r *keyring.Ring) *Opener {
+	return &Opener{ring: r, cache: map[string]*list.Element{}}
+}
 
 // SetRing makes r the keyring (after an import or a rotation).
 func (o *Opener) SetRing(r *keyring.Ring) {
 	o.ring = r
 	clear(o.cache)
+	o.lru.Init()
+}
+
+// get returns a cached data key, marking it used.
+func (o *Opener) get(k string) cipher.AEAD {
+	e := o.cache[k]
+	if e == nil {
+		return nil
+	}
+	o.lru.MoveToFront(e)
+	return e.Value.(*cached).aead
 }
 
 // Ring is the keyring in use (nil: none).
@@ -221,8 +326,9 @@ func (o *Opener) Forget(sid string) {
 		return
 	}
 	tok := Token(o.ring, sid)
-	for k := range o.cache {
+	for k, e := range o.cache {
 		if strings.Contains(k, "\x00"+tok+"\x00") {
+			o.lru.Remove(e)
 			delete(o.cache, k)
 		}
 	}
@@ -235,6 +341,9 @@ func (o *Opener) Forget(sid string) {
 func (o *Opener) Open(node, tok string, pos uint64, envs [][]byte, maxLen int) ([]byte, error) {
 	if len(envs) == 0 {
 		return nil, fmt.Errorf("%w: no envelope", ErrOpen)
+	}
+	if len(envs[0]) > 0 && envs[0][0] == Version2 {
+		return o.open2(node, tok, pos, envs, maxLen)
 	}
 	var c []byte
 	for i, env := range envs {
@@ -254,6 +363,75 @@ func (o *Opener) Open(node, tok string, pos uint64, envs [][]byte, maxLen int) (
 			return nil, fmt.Errorf("%w: chunk %d/%d at position %d", ErrOpen, i+1, len(envs), pos)
 		}
 	}
+	return decode(c, maxLen)
+}
+
+// open2 opens version 2 envelopes: every chunk names the same handle.
+func (o *Opener) open2(node, tok string, pos uint64, envs [][]byte, maxLen int) ([]byte, error) {
+	h, ok := Handle(envs[0])
+	if !ok || h == 0 {
+		return nil, fmt.Errorf("%w: not a version %d envelope", ErrOpen, Version2)
+	}
+	if o.ring == nil {
+		return nil, &NoKeyError{KeyID: "(key message " + fmt.Sprint(h) + ")"}
+	}
+	a := o.get(handleKey(node, tok, h))
+	if a == nil {
+		return nil, &NeedKeyError{Handle: h}
+	}
+	var c []byte
+	for i, env := range envs {
+		if h2, ok := Handle(env); !ok || h2 != h {
+			return nil, fmt.Errorf("%w: chunk %d/%d has another data key", ErrOpen, i+1, len(envs))
+		}
+		var err error
+		nonce := env[head2Len : head2Len+chacha20poly1305.NonceSizeX]
+		c, err = a.Open(c, nonce, env[head2Len+chacha20poly1305.NonceSizeX:], line2AAD(o.ring.Team, node, tok, h, pos, i+1, len(envs)))
+		if err != nil {
+			return nil, fmt.Errorf("%w: chunk %d/%d at position %d", ErrOpen, i+1, len(envs), pos)
+		}
+	}
+	return decode(c, maxLen)
+}
+
+func handleKey(node, tok string, h uint64) string {
+	return node + "\x00" + tok + "\x00h" + string(u64(h))
+}
+
+// AddKey unwraps the key message of handle h, sealed by node for the
+// session whose token is tok, and keeps its data key for Open. The caller
+// checked the message was stored on that node's key subject of tok; the
+// wrap's associated data binds both again. ErrNoKey: the team key is not
+// here; ErrMoved: it does not open for node and tok; ErrOpen: malformed.
+func (o *Opener) AddKey(node, tok string, h uint64, msg []byte) error {
+	if len(msg) != KeyMsgLen || msg[0] != Version2 {
+		return fmt.Errorf("%w: not a key message", ErrOpen)
+	}
+	head := append([]byte{Version}, msg[1:]...)
+	a, err := o.unwrap(node, tok, head)
+	if err != nil {
+		return err
+	}
+	o.put(handleKey(node, tok, h), a)
+	return nil
+}
+
+func (o *Opener) put(k string, a cipher.AEAD) {
+	if e := o.cache[k]; e != nil {
+		e.Value.(*cached).aead = a
+		o.lru.MoveToFront(e)
+		return
+	}
+	if len(o.cache) >= maxCached {
+		old := o.lru.Back()
+		o.lru.Remove(old)
+		delete(o.cache, old.Value.(*cached).key)
+	}
+	o.cache[k] = o.lru.PushFront(&cached{key: k, aead: a})
+}
+
+// decode decompresses an opened payload of at most maxLen bytes.
+func decode(c []byte, maxLen int) ([]byte, error) {
 	n, err := s2.DecodedLen(c)
 	if err != nil || n > maxLen {
 		return nil, fmt.Errorf("%w: payload of %d bytes (at most %d): %v", ErrOpen, n, maxLen, err)
@@ -266,11 +444,22 @@ func (o *Opener) Open(node, tok string, pos uint64, envs [][]byte, maxLen int) (
 }
 
 func (o *Opener) dataKey(node, tok string, head []byte) (cipher.AEAD, error) {
-	kid := hex.EncodeToString(head[1 : 1+kidLen])
 	ck := node + "\x00" + tok + "\x00" + string(head)
-	if a := o.cache[ck]; a != nil {
+	if a := o.get(ck); a != nil {
 		return a, nil
 	}
+	a, err := o.unwrap(node, tok, head)
+	if err != nil {
+		return nil, err
+	}
+	o.put(ck, a)
+	return a, nil
+}
+
+// unwrap opens a wrapped data key (head: version 1 | key id | wrap nonce |
+// wrapped key).
+func (o *Opener) unwrap(node, tok string, head []byte) (cipher.AEAD, error) {
+	kid := hex.EncodeToString(head[1 : 1+kidLen])
 	if o.ring == nil {
 		return nil, &NoKeyError{KeyID: kid}
 	}
@@ -283,10 +472,5 @@ func (o *Opener) dataKey(node, tok string, head []byte) (cipher.AEAD, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: its data key does not open for node %s, session %s", ErrMoved, node, tok)
 	}
-	if len(o.cache) >= maxCached {
-		clear(o.cache)
-	}
-	a := newAEAD(key)
-	o.cache[ck] = a
-	return a, nil
+	return newAEAD(key), nil
 }

@@ -199,6 +199,12 @@ func FuzzOpen(f *testing.F) {
 	tok, envs := NewSealer(r, "a").Seal("s", 3, []byte(`{"type":"message"}`), 1024)
 	f.Add(envs[0], uint64(3))
 	f.Add([]byte{Version}, uint64(0))
+	// A version 2 envelope: it never opens without its key message.
+	_, envs2, err := NewSealer(r, "a").SealV2("s", 3, []byte(`{"type":"message"}`), 1024, (&keyStore{node: "a"}).publish)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(envs2[0], uint64(3))
 	f.Fuzz(func(t *testing.T, env []byte, pos uint64) {
 		plain, err := NewOpener(r).Open("a", tok, pos, [][]byte{env}, 1<<20)
 		if err == nil && !bytes.Equal(env, envs[0]) {

@@ -161,7 +161,7 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 		Root: d.cfg.SessionsDir, Node: d.cfg.NodeID, PathMap: pm,
 		KeepDeleted: d.cfg.Delete == "ignore", Idle: d.cfg.IdleAfter, Trusted: d.cfg.Trusted(),
 		Logger: d.logger.With("component", "replicator"),
-		Erased: d.crypt.Forget,
+		Erased: d.crypt.EraseKeys,
 	})
 	return nil
 }

@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -64,13 +66,19 @@ func randomHex(t *testing.T, n int) string {
 // hubMsgs returns PI_HUB's messages on filter, read on the hub.
 func hubMsgs(t *testing.T, h *testHub, filter string) []*jetstream.RawStreamMsg {
 	t.Helper()
+	return hubStreamMsgs(t, h, eventlog.HubStream, filter)
+}
+
+// hubStreamMsgs reads every message on filter of a hub stream.
+func hubStreamMsgs(t *testing.T, h *testHub, stream, filter string) []*jetstream.RawStreamMsg {
+	t.Helper()
 	nc, err := h.srv.Connect()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	s, err := js.Stream(t.Context(), eventlog.HubStream)
+	s, err := js.Stream(t.Context(), stream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +270,11 @@ func TestEncryptedReplication(t *testing.T) {
 		return err == nil && strings.Contains(st.Encryption.CopyWaiting, rotated.Current), fmt.Sprintf("B's encryption status %+v", st.Encryption)
 	})
 	newest := hubMsgs(t, hub, "pi.up.ws-a."+tok)
-	if kid := hex.EncodeToString(newest[len(newest)-1].Data[1:9]); kid != rotated.Current {
+	km := keyMessage(t, hjs, newest[len(newest)-1].Data)
+	if km == nil || !strings.HasPrefix(km.Subject, "pi.key.ws-a."+tok+".") {
+		t.Fatalf("the last line's key message: %+v", km)
+	}
+	if kid := hex.EncodeToString(km.Data[1:9]); kid != rotated.Current {
 		t.Fatalf("the last line is sealed under key %s, want the new %s", kid, rotated.Current)
 	}
 	if out, err = keyCmd(t, a, "export"); err != nil {
@@ -277,39 +289,160 @@ func TestEncryptedReplication(t *testing.T) {
 		return fileText(e2eFile(b, sid)) == want && st.Encryption.CopyWaiting == "", fmt.Sprintf("B: %d of %d bytes; encryption %+v", len(fileText(e2eFile(b, sid))), len(want), st.Encryption)
 	})
 
-	// Erase on A, then the hub operator's erase by the session's token:
-	// only the erase event stays on the hub, sealed under a data key no
-	// line of the session used.
-	heads := map[string]bool{}
-	for _, m := range hubMsgs(t, hub, "pi.up.ws-a."+tok) {
-		heads[string(m.Data[:seal.Overhead-40])] = true
+	// B writes a line of the session too: B's own data key, B's key
+	// message.
+	appendLine(t, e2eFile(b, sid), msgLine("from-b", parent, "written on B: "+marker))
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		return strings.Contains(fileText(p), "written on B"), "A has not B's line"
+	})
+	if n := len(hubStreamMsgs(t, hub, eventlog.KeysStream, "pi.key.ws-b."+tok+".>")); n != 1 {
+		t.Fatalf("%d key messages of B for the session, want 1", n)
+	}
+
+	// Erase on A, and no hub erase yet: A tombstones its key messages of
+	// the session before its erase event, B its own when it follows the
+	// erase. Only the erase event's key message stays.
+	lineHandles := map[uint64]bool{}
+	for _, m := range hubMsgs(t, hub, "pi.up.*."+tok) {
+		h, ok := seal.Handle(m.Data)
+		if !ok {
+			t.Fatalf("hub message %d is no version 2 envelope", m.Sequence)
+		}
+		lineHandles[h] = true
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if _, err := eraseViaDaemon(ctx, a.cfg, sid); err != nil {
 		t.Fatal(err)
 	}
+	var eraseHandle uint64
 	waitUntil(t, 30*time.Second, func() (bool, string) {
 		_, events := hub.hubLines(t, tok)
 		_, errB := os.Stat(e2eFile(b, sid))
-		return events == 1 && errB != nil, fmt.Sprintf("%d erase events on the hub; B's file: %v", events, errB)
+		if events != 1 || errB == nil {
+			return false, fmt.Sprintf("%d erase events on the hub; B's file: %v", events, errB)
+		}
+		for _, m := range hubMsgs(t, hub, "pi.up.ws-a."+tok) {
+			if m.Header.Get(eventlog.HdrOp) == eventlog.OpErase {
+				eraseHandle, _ = seal.Handle(m.Data)
+			}
+		}
+		var left []string
+		tombstones := map[string]int{}
+		for _, m := range hubStreamMsgs(t, hub, eventlog.KeysStream, "pi.key.*."+tok+".>") {
+			if len(m.Data) == 0 {
+				tombstones[strings.Split(m.Subject, ".")[2]]++
+			} else if m.Sequence != eraseHandle {
+				left = append(left, fmt.Sprintf("%s@%d", m.Subject, m.Sequence))
+			}
+		}
+		return len(left) == 0 && tombstones["ws-a"] > 0 && tombstones["ws-b"] == 1, fmt.Sprintf("key messages of the session left on the hub: %v (the erase event's: %d); tombstones by node %v", left, eraseHandle, tombstones)
 	})
+	if lineHandles[eraseHandle] {
+		t.Fatal("the erase event is sealed under a data key of the session's lines")
+	}
+
+	// Whoever holds every team key and reads the hub (its operator's
+	// connection, hc) opens no line of the session: only the erase event.
+	attacker := seal.NewOpener(rotated)
+	for _, m := range hubMsgs(t, hub, "pi.up.*."+tok) {
+		node := strings.Split(m.Subject, ".")[2]
+		src, _ := strconv.ParseUint(m.Header.Get(eventlog.HdrSrcSeq), 10, 64)
+		km := keyMessage(t, hjs, m.Data)
+		if km != nil && len(km.Data) > 0 {
+			attacker.AddKey(node, tok, km.Sequence, km.Data)
+		}
+		plain, err := attacker.Open(node, tok, src, [][]byte{m.Data}, 1<<20)
+		erase := m.Header.Get(eventlog.HdrOp) == eventlog.OpErase
+		switch {
+		case err == nil && !erase:
+			t.Errorf("hub message %d of the erased session opens with the team key: %.60q", m.Sequence, plain)
+		case err == nil && bytes.Contains(plain, []byte(marker[:24])):
+			t.Errorf("the erase event holds the marker")
+		case err != nil && erase:
+			t.Errorf("the erase event does not open (%v): machines that were away could not follow it", err)
+		}
+	}
+
+	// A workstation that joins now, with the right key, copies nothing
+	// of the erased session, counts its lines erased, and copies a later
+	// session as usual.
+	d := e2eStation(t, "ws-d", hub.url(), rotated)
+	sid2 := "0199eeee-0000-7000-8000-" + randomHex(t, 12)
+	p2 := filepath.Join(a.cfg.SessionsDir, "--sec-later--", "2026-11-30T00-00-00-000Z_"+sid2+".jsonl")
+	os.MkdirAll(filepath.Dir(p2), 0o700)
+	appendLine(t, p2, hdrLine(sid2, "/sec/later"))
+	appendLine(t, p2, msgLine("l0000001", "", "a later session"))
+	waitUntil(t, 60*time.Second, func() (bool, string) {
+		st, _ := d.status()
+		return fileText(e2eFile(d, sid2)) == fileText(p2), fmt.Sprintf("D: downloader %+v encryption %+v admission %+v", st.Downloader, st.Encryption, st.Admission)
+	})
+	if _, err := os.Stat(e2eFile(d, sid)); err == nil {
+		t.Fatal("D wrote the erased session")
+	}
+	if hits := grepTree(d.cfg.StateDir, marker[:24]); len(hits) > 0 {
+		t.Fatalf("D's store holds the erased session's marker in %v", hits)
+	}
+	st, err := d.status()
+	if err != nil || st.Admission == nil {
+		t.Fatal(err)
+	}
+	if ea, eb := st.Admission.ByOrigin["ws-a"].ByReason[eventlog.RejectErased], st.Admission.ByOrigin["ws-b"].ByReason[eventlog.RejectErased]; ea < 26 || eb != 1 {
+		t.Fatalf("D counts %d of A's and %d of B's lines erased, want at least 26 and 1: %+v", ea, eb, st.Admission.ByOrigin)
+	}
+
+	// The hub operator's erase by the session's token then leaves only
+	// the erase event on the hub, and tombstones the key messages of the
+	// session no message left names: here one of a node that is away
+	// (ws-e, as if it had sealed lines and not come back since).
+	away := nats.NewMsg("pi.key.ws-e." + tok + ".k1")
+	away.Data = []byte("ws-e's wrapped data key")
+	if _, err := hjs.PublishMsg(ctx, away); err != nil {
+		t.Fatal(err)
+	}
 	res, err := hubErase(ctx, hc, tok, false)
-	if err != nil || res.Messages == 0 {
+	if err != nil || res.Messages == 0 || res.KeySubjects != 1 {
 		t.Fatalf("hub erase: %+v %v", res, err)
+	}
+	for _, m := range hubStreamMsgs(t, hub, eventlog.KeysStream, "pi.key.*."+tok+".>") {
+		if len(m.Data) > 0 && m.Sequence != eraseHandle {
+			t.Errorf("after hub erase the key message %s@%d is still there", m.Subject, m.Sequence)
+		}
+	}
+	if km := keyMessage(t, hjs, hubMsgs(t, hub, "pi.up.ws-a."+tok)[0].Data); km == nil || km.Sequence != eraseHandle {
+		t.Errorf("after hub erase the erase event's key message is gone: %+v", km)
 	}
 	left := hubMsgs(t, hub, "pi.up.*."+tok)
 	for _, m := range left {
 		if m.Header.Get(eventlog.HdrOp) != eventlog.OpErase {
 			t.Errorf("hub message %d of the erased session is still there", m.Sequence)
 		}
-		if heads[string(m.Data[:seal.Overhead-40])] && m.Subject == "pi.up.ws-a."+tok {
-			t.Errorf("the erase event carries the data key of the session's lines")
-		}
 	}
 	if len(left) == 0 {
 		t.Fatal("the erase event is gone from the hub")
 	}
+}
+
+// keyMessage reads from the hub's PI_KEYS the key message a version 2
+// envelope names, as the hub operator can: nil when it is gone.
+func keyMessage(t *testing.T, js jetstream.JetStream, env []byte) *jetstream.RawStreamMsg {
+	t.Helper()
+	h, ok := seal.Handle(env)
+	if !ok {
+		t.Fatalf("not a version 2 envelope: %x", env[:min(len(env), 16)])
+	}
+	s, err := js.Stream(t.Context(), eventlog.KeysStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.GetMsg(t.Context(), h)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // TestEncryptedRealPi: a session the real pi writer writes on A, with a

@@ -543,7 +543,7 @@ func TestHubUpgradeAndErase(t *testing.T) {
 	}
 }
 
-// TestHubDocStreamSettings: the PI_HUB settings docs/HUB.md tells the
+// TestHubDocStreamSettings: the PI_HUB and PI_KEYS settings docs/HUB.md tells the
 // operator of a stock server to create are eventlog.HubStreamConfig.
 func TestHubDocStreamSettings(t *testing.T) {
 	var doc jetstream.StreamConfig
@@ -553,6 +553,13 @@ func TestHubDocStreamSettings(t *testing.T) {
 	want := eventlog.HubStreamConfig(1)
 	if !reflect.DeepEqual(doc, want) {
 		t.Fatalf("docs/HUB.md's PI_HUB differs from eventlog.HubStreamConfig:\n doc %+v\ncode %+v", doc, want)
+	}
+	var keys jetstream.StreamConfig
+	if err := json.Unmarshal(docFileJSON(t, "pi_keys.json"), &keys); err != nil {
+		t.Fatal(err)
+	}
+	if want := eventlog.KeysStreamConfig(1); !reflect.DeepEqual(keys, want) {
+		t.Fatalf("docs/HUB.md's PI_KEYS differs from eventlog.KeysStreamConfig:\n doc %+v\ncode %+v", keys, want)
 	}
 }
 

@@ -130,6 +130,9 @@ func TestHintFor(t *testing.T) {
 		{"copying from the hub paused; retrying", "downloader: hub consumer: replace consumer dl_x: nats: API error: code=404 err_code=10059 description=stream not found", true, up, "no-pi-hub"},
 		{"copying from the hub paused; retrying", "downloader: hub consumer: replace consumer dl_x: nats: no responders available for request", true, up, "node-id-not-registered"},
 		{"forwarding to the hub paused; retrying", "forwarder: hub stream: context deadline exceeded", true, up, "node-id-not-registered"},
+		{"forwarding to the hub paused; retrying", "forwarder: seal: publish key message: key message on PI_KEYS: nats: no response from stream", false, up, "no-pi-keys"},
+		{"forwarding to the hub paused; retrying", "forwarder: seal: publish key message: key message on PI_KEYS: context deadline exceeded", true, up, "no-pi-keys"},
+		{"forwarding to the hub paused; retrying", "forwarder: erase s1's key messages: key subjects on PI_KEYS: context deadline exceeded", true, up, "no-pi-keys"},
 		// Without credentials, or with the hub away, the same errors
 		// mean the hub is not there yet: no hint.
 		{"copying from the hub paused; retrying", "downloader: hub consumer: nats: no responders available for request", false, up, ""},

@@ -258,13 +258,16 @@ func ensureHubStream(ctx context.Context, nc *nats.Conn, replicas int, logger *s
 			logger.Warn("PI_HUB denies deleting messages (made by an older pisyncd): run `pisyncd hub upgrade` on one hub node before `pisyncd hub erase`")
 		}
 		_, err := eventlog.EnsureStream(cctx, js, want)
+		if err == nil {
+			_, err = eventlog.EnsureStream(cctx, js, eventlog.KeysStreamConfig(replicas))
+		}
 		cancel()
 		if err == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("hub: PI_HUB: %w (last error: %v)", ctx.Err(), err)
+			return fmt.Errorf("hub: PI_HUB, PI_KEYS: %w (last error: %v)", ctx.Err(), err)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

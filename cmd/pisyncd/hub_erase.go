@@ -63,7 +63,7 @@ func hubControl(h *embedded.Server, cfg *config.Hub, logger *slog.Logger) (stop 
 			if err != nil {
 				res.Error = err.Error()
 			} else {
-				logger.Info("session erased on the hub", "session", sid, "team", t, "messages", res.Messages, "before_seq", res.Before)
+				logger.Info("session erased on the hub", "session", sid, "team", t, "messages", res.Messages, "before_seq", res.Before, "key_messages_tombstoned", res.KeySubjects)
 			}
 			out = append(out, res)
 		}
@@ -190,7 +190,7 @@ func hubEraseCommand(args []string, stdout io.Writer) error {
 		case !r.Found:
 			fmt.Fprintf(stdout, "team %s: nothing of session %s\n", name, sid)
 		default:
-			fmt.Fprintf(stdout, "team %s: erased %d message(s) of session %s before the erase event (seq %d); erase events kept\n", name, r.Messages, sid, r.Before)
+			fmt.Fprintf(stdout, "team %s: erased %d message(s) of session %s before the erase event (seq %d); erase events kept; %d key message(s) tombstoned\n", name, r.Messages, sid, r.Before, r.KeySubjects)
 		}
 	}
 	if len(errs) > 0 {

@@ -119,6 +119,78 @@ func TestHubNodeConsumersAndQuotas(t *testing.T) {
 		})
 		return err == nil, fmt.Sprintf("ws-evil's own downloader consumer: %v", err)
 	})
+
+	// PI_KEYS: ws-evil reads a key message by sequence, lists key
+	// subjects, writes its own key messages and tombstones, and can
+	// neither write nor erase ws-a's: not on ws-a's subjects, not by a
+	// roll-up on its own (nats-server grants roll-ups per stream, so
+	// "Nats-Rollup: all" there would wipe every node's keys), not by a
+	// delete or a purge.
+	const victimSubj = "pi.key.ws-a.hvictim.k1"
+	victimKey := nats.NewMsg(victimSubj)
+	victimKey.Data = []byte("ws-a's wrapped data key")
+	vack, err := ajs.PublishMsg(t.Context(), victimKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := nats.NewMsg(victimSubj)
+	_, err = ejs.PublishMsg(ctx(), forged)
+	refused("publish on ws-a's key subject", err)
+	forged.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	_, err = ejs.PublishMsg(ctx(), forged)
+	refused("roll up ws-a's key subject", err)
+	_, err = nc.Request("$JS.hub.API.STREAM.MSG.DELETE.PI_KEYS", []byte(fmt.Sprintf(`{"seq":%d}`, vack.Sequence)), 2*time.Second)
+	refused("delete ws-a's key message", err)
+	_, err = nc.Request("$JS.hub.API.STREAM.PURGE.PI_KEYS", []byte(`{}`), 2*time.Second)
+	refused("purge PI_KEYS", err)
+	_, err = nc.Request("$JS.hub.API.DIRECT.GET.PI_KEYS.pi.key.ws-a.hvictim.k1", nil, 2*time.Second)
+	refused("read a key subject's last message (only a get by sequence is granted)", err)
+	var ownSeq uint64
+	testenv.WaitFor(t, 15*time.Second, func() (bool, string) {
+		ack, err := ejs.Publish(ctx(), "pi.key.ws-evil.hown.k1", []byte("ws-evil's own"))
+		if err == nil {
+			ownSeq = ack.Sequence
+		}
+		return err == nil, fmt.Sprintf("ws-evil's own key message: %v", err)
+	})
+	// Roll-ups on its own key subject: the hub refuses them (PI_KEYS
+	// allows none), whatever their scope.
+	for _, scope := range []string{jetstream.MsgRollupAll, jetstream.MsgRollupSubject} {
+		m := nats.NewMsg("pi.key.ws-evil.hown.k2")
+		m.Header.Set(jetstream.MsgRollup, scope)
+		_, err := ejs.PublishMsg(ctx(), m)
+		refused("publish a roll-up ("+scope+") on its own key subject", err)
+	}
+	// A tombstone on its own key subject replaces its own key message
+	// and nothing else.
+	subjs, err := eventlog.KeySubjects(ctx(), ejs, "pi.key.ws-evil.hown.>")
+	if err != nil || len(subjs) != 1 || subjs[0] != "pi.key.ws-evil.hown.k1" {
+		t.Fatalf("ws-evil lists its key subjects: %v, %v", subjs, err)
+	}
+	if _, err := ejs.Publish(ctx(), subjs[0], nil); err != nil {
+		t.Fatalf("ws-evil's tombstone: %v", err)
+	}
+	testenv.WaitFor(t, 15*time.Second, func() (bool, string) {
+		m, err := nc.Request("$JS.hub.API.DIRECT.GET.PI_KEYS", []byte(fmt.Sprintf(`{"seq":%d}`, vack.Sequence)), 2*time.Second)
+		return err == nil && string(m.Data) == string(victimKey.Data), fmt.Sprintf("get key message %d by sequence: %v", vack.Sequence, err)
+	})
+	keysStream, err := ajs.Stream(t.Context(), eventlog.KeysStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := keysStream.GetMsg(t.Context(), vack.Sequence); err != nil || string(m.Data) != string(victimKey.Data) {
+		t.Errorf("ws-a's key message after ws-evil's attempts: %v", err)
+	}
+	if m, err := keysStream.GetLastMsgForSubject(t.Context(), victimSubj); err != nil || m.Sequence != vack.Sequence {
+		t.Errorf("ws-a's key subject holds another message after ws-evil's attempts: %v", err)
+	}
+	if _, err := keysStream.GetMsg(t.Context(), ownSeq); err == nil {
+		t.Errorf("ws-evil's own key message %d is still there after its tombstone", ownSeq)
+	}
+	if m, err := keysStream.GetLastMsgForSubject(t.Context(), "pi.key.ws-evil.hown.k1"); err != nil || len(m.Data) != 0 {
+		t.Errorf("ws-evil's key subject after its tombstone: %v", err)
+	}
+
 	hubStream, err := ajs.Stream(t.Context(), eventlog.HubStream)
 	if err != nil {
 		t.Fatal(err)

@@ -86,30 +86,36 @@ func runNatsServer(t *testing.T, opts *server.Options) {
 // the settings docs/HUB.md gives (what `nats stream add --config` sends).
 func createDocHubStream(t *testing.T, nc *nats.Conn) {
 	t.Helper()
-	resp, err := nc.Request("$JS.API.STREAM.CREATE.PI_HUB", docStreamJSON(t), 10*time.Second)
-	if err != nil {
-		t.Fatalf("create PI_HUB: %v", err)
-	}
-	var r struct {
-		Error *json.RawMessage `json:"error"`
-	}
-	if err := json.Unmarshal(resp.Data, &r); err != nil || r.Error != nil {
-		t.Fatalf("create PI_HUB: %s", resp.Data)
+	for _, name := range []string{"PI_HUB", "PI_KEYS"} {
+		resp, err := nc.Request("$JS.API.STREAM.CREATE."+name, docFileJSON(t, strings.ToLower(name)+".json"), 10*time.Second)
+		if err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+		var r struct {
+			Error *json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal(resp.Data, &r); err != nil || r.Error != nil {
+			t.Fatalf("create %s: %s", name, resp.Data)
+		}
 	}
 }
 
 // docStreamJSON reads PI_HUB's settings from docs/HUB.md, the here-document
 // the reader is told to save as pi_hub.json.
-func docStreamJSON(t *testing.T) []byte {
+func docStreamJSON(t *testing.T) []byte { return docFileJSON(t, "pi_hub.json") }
+
+// docFileJSON reads the JSON here-document docs/HUB.md tells the reader
+// to save as name.
+func docFileJSON(t *testing.T, name string) []byte {
 	t.Helper()
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "HUB.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(doc), "cat > pi_hub.json <<'EOF'\n")
+	_, rest, ok := strings.Cut(string(doc), "cat > "+name+" <<'EOF'\n")
 	body, _, ok2 := strings.Cut(rest, "\nEOF")
 	if !ok || !ok2 || !json.Valid([]byte(body)) {
-		t.Fatalf("docs/HUB.md has no valid pi_hub.json here-document")
+		t.Fatalf("docs/HUB.md has no valid %s here-document", name)
 	}
 	return []byte(body)
 }

@@ -100,7 +100,7 @@ func TestTeamShares(t *testing.T) {
 		}
 		return info.Limits
 	}
-	if l := limits("red"); l.MaxStore != 6<<20 || l.MaxMemory != 6<<20 || l.MaxStreams != 1 || l.MaxConsumers != 9 {
+	if l := limits("red"); l.MaxStore != 6<<20 || l.MaxMemory != 6<<20 || l.MaxStreams != 2 || l.MaxConsumers != 9 {
 		t.Fatalf("red's limits with two teams: %+v", l)
 	}
 	for _, team := range []string{"blue", "green"} {

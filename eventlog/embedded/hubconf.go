@@ -27,7 +27,8 @@ type TeamLimits struct {
 	// and memory store. Zero: the node's limit divided by the number of
 	// teams, so that together the teams cannot exceed it.
 	MaxStore, MaxMemory int64
-	// MaxStreams is how many streams a team may have; zero: 1 (PI_HUB).
+	// MaxStreams is how many streams a team may have; zero: 2 (PI_HUB,
+	// PI_KEYS).
 	MaxStreams int
 	// MaxConsumers caps a team's consumers; zero: its registered nodes
 	// plus 8 (each node may create only its downloader's consumer; the
@@ -47,7 +48,7 @@ func (cfg HubConfig) teamLimits(teams, nodes int) (store, mem int64, streams, co
 		mem = cfg.MaxMemory / int64(teams)
 	}
 	if streams == 0 {
-		streams = 1
+		streams = 2
 	}
 	if consumers == 0 {
 		consumers = nodes + 8

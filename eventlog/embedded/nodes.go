@@ -145,7 +145,11 @@ type Permissions struct {
 }
 
 // NodePermissions are what node name may do on the hub: publish only its
-// own events and the JetStream API calls of its forwarder (stream info,
+// own events and key messages (pi.key.<name>.>, end-to-end encryption; a
+// tombstone there replaces only its own), read a key message by sequence
+// (the direct get on PI_KEYS) and list key subjects (stream info on
+// PI_KEYS: subject names, which PI_HUB's subjects show anyway), and the
+// JetStream API calls of its forwarder (stream info,
 // the last message of a subject) and of its downloader, which may create,
 // read from, look up and delete one consumer on PI_HUB, the one named
 // after it (eventlog.HubConsumerName): no other name, so no durable of its
@@ -157,6 +161,9 @@ func NodePermissions(name string) Permissions {
 	return Permissions{
 		Publish: []string{
 			"pi.up." + name + ".>",
+			"pi.key." + name + ".>",
+			api + "DIRECT.GET.PI_KEYS",
+			api + "STREAM.INFO.PI_KEYS",
 			api + "STREAM.INFO.PI_HUB",
 			api + "DIRECT.GET.PI_HUB",
 			api + "DIRECT.GET.PI_HUB.>",

@@ -1,0 +1,147 @@
+package eventlog_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pisyncd/pisyncd/admit"
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/testenv"
+	"github.com/pisyncd/pisyncd/keyring"
+	"github.com/pisyncd/pisyncd/seal"
+)
+
+// TestDownloaderKeyMessages: sealed lines name their key message on the
+// hub's PI_KEYS. One whose key message is not there yet is waited for
+// (nothing after it is copied, and the encryption status says why) and
+// copied once it is; one whose key message was tombstoned (an erase) is
+// passed over as erased, and what follows is copied; one whose key
+// message is on another session's key subject is refused as moved.
+func TestDownloaderKeyMessages(t *testing.T) {
+	hubJS, ws, all := hubAndLeaf(t)
+	ctx := context.Background()
+	if _, err := eventlog.EnsureStream(ctx, hubJS, eventlog.KeysStreamConfig(1)); err != nil {
+		t.Fatal(err)
+	}
+	ring := keyring.New(time.Now())
+	keyFile := filepath.Join(t.TempDir(), "team-key.json")
+	if err := keyring.Save(keyFile, ring); err != nil {
+		t.Fatal(err)
+	}
+	sender := eventlog.NewCrypt(keyFile, "n2", true)
+	publishKey := func(subj string, body []byte) (uint64, error) {
+		ack, err := hubJS.Publish(ctx, subj, body)
+		if err != nil {
+			return 0, err
+		}
+		return ack.Sequence, nil
+	}
+	kh := func(pub func(string, []byte) (uint64, error)) eventlog.KeyHub {
+		return eventlog.KeyHub{Publish: pub, Subjects: func(filter string) ([]string, error) {
+			return eventlog.KeySubjects(ctx, hubJS, filter)
+		}}
+	}
+	pub := eventlog.NewPublisher(hubJS.Conn(), hubJS, 10*time.Second)
+	send := func(sid string, kp func(string, []byte) (uint64, error)) string {
+		t.Helper()
+		l := mkLines(1, 50, sid)[0]
+		l.SrcSeq = 1
+		subj, sealed, err := eventlog.SealLine(sender, sid, &l, kh(kp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := pub.Publish(ctx, subj, 0, []eventlog.Line{sealed}); err != nil {
+			t.Fatal(err)
+		}
+		return subj
+	}
+
+	send("s1", publishKey)
+	// s2 names a key message that is not on the hub yet.
+	const later = 10
+	var held struct {
+		subj string
+		body []byte
+	}
+	send("s2", func(subj string, body []byte) (uint64, error) {
+		held.subj, held.body = subj, body
+		return later, nil
+	})
+	// s3's key message is tombstoned after it was used: s3 is erased.
+	send("s3", publishKey)
+	subjs, err := eventlog.KeySubjects(ctx, hubJS, eventlog.KeySubject("n2", seal.Token(ring, "s3"))+".>")
+	if err != nil || len(subjs) != 1 {
+		t.Fatalf("s3's key subjects %v: %v", subjs, err)
+	}
+	if _, err := publishKey(subjs[0], nil); err != nil {
+		t.Fatal(err)
+	}
+	send("s4", publishKey)
+	// s5's key message is on s6's key subject.
+	send("s5", func(_ string, body []byte) (uint64, error) {
+		return publishKey(eventlog.KeySubject("n2", seal.Token(ring, "s6"))+"."+eventlog.KeyID(body), body)
+	})
+
+	nc, err := ws.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	receiver := eventlog.NewCrypt(keyFile, "w1", true)
+	gate := admit.New("w1", admit.Limits{}, all, nil)
+	d, err := eventlog.NewDownloader(nc, all, embedded.HubDomain, eventlog.DownloaderOptions{Admit: gate, MaxLine: 1 << 20, Crypt: receiver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(rctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+
+	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
+		w := receiver.Status().CopyWaiting
+		return strings.Contains(w, fmt.Sprintf("key message %d", later)), fmt.Sprintf("copy waiting: %q", w)
+	})
+	if n := allCount(t, all); n != 1 {
+		t.Fatalf("PI_ALL holds %d lines while s2's key message is missing, want 1 (s1)", n)
+	}
+	// The hub stores s2's key message at the handle it names.
+	for {
+		seq, err := publishKey("pi.key.n2.filler.x", []byte("f"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seq == later-1 {
+			break
+		}
+	}
+	if seq, err := publishKey(held.subj, held.body); err != nil || seq != later {
+		t.Fatalf("s2's key message at %d: %v", seq, err)
+	}
+	waitCount(t, all, 3) // s1, s2, s4
+	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
+		by := gate.Stats().ByOrigin["n2"].ByReason
+		return by[admit.Reason(eventlog.RejectErased)] == 1 && by[admit.Reason(eventlog.RejectMoved)] == 1, fmt.Sprintf("rejections %v", by)
+	})
+	if w := receiver.Status().CopyWaiting; w != "" {
+		t.Errorf("copy still waiting: %q", w)
+	}
+	var sids []string
+	err = eventlog.ReadFiltered(ctx, all.JetStream(), eventlog.AllStream, eventlog.AllPrefix+".>", 3, false, func(ev *eventlog.Event) error {
+		sids = append(sids, ev.SID)
+		return nil
+	})
+	if err != nil || strings.Join(sids, ",") != "s1,s2,s4" {
+		t.Fatalf("PI_ALL holds %v (%v), want s1, s2, s4", sids, err)
+	}
+}
