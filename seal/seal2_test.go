@@ -101,20 +101,7 @@ func TestSealV2(t *testing.T) {
 	if err := NewOpener(r).AddKey("a", Token(r, "s2"), 1, ks.msgs[0].body); !errors.Is(err, ErrMoved) {
 		t.Errorf("key message for another session: %v", err)
 	}
-	cases := []struct {
-		name      string
-		node, tok string
-		pos       uint64
-		envs      [][]byte
-		want      error
-	}{
-		{"another node", "b", tok, 5, envs, ErrMoved},
-		{"another session", "a", Token(r, "s2"), 5, envs, ErrMoved},
-		{"another position", "a", tok, 6, envs, ErrOpen},
-		{"chunks swapped", "a", tok, 5, append([][]byte{envs[1], envs[0]}, envs[2:]...), ErrOpen},
-		{"a chunk missing", "a", tok, 5, envs[:len(envs)-1], ErrOpen},
-		{"a chunk twice", "a", tok, 5, append(cloneAll(envs), envs[0]), ErrOpen},
-	}
+	cases := misplacedCases(tok, Token(r, "s2"), envs)
 	for _, c := range cases {
 		if _, err := ks.open(NewOpener(r), c.node, c.tok, c.pos, c.envs); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)

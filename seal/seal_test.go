@@ -96,20 +96,7 @@ func TestTamper(t *testing.T) {
 			}
 		}
 	}
-	cases := []struct {
-		name      string
-		node, tok string
-		pos       uint64
-		envs      [][]byte
-		want      error
-	}{
-		{"another node", "b", tok, 5, envs, ErrMoved},
-		{"another session", "a", Token(r, "s2"), 5, envs, ErrMoved},
-		{"another position", "a", tok, 6, envs, ErrOpen},
-		{"chunks swapped", "a", tok, 5, append([][]byte{envs[1], envs[0]}, envs[2:]...), ErrOpen},
-		{"a chunk missing", "a", tok, 5, envs[:len(envs)-1], ErrOpen},
-		{"a chunk twice", "a", tok, 5, append(cloneAll(envs), envs[0]), ErrOpen},
-	}
+	cases := misplacedCases(tok, Token(r, "s2"), envs)
 	for _, c := range cases {
 		if err := open(c.node, c.tok, c.pos, c.envs); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
@@ -211,4 +198,27 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("a forged envelope opened: %q", plain)
 		}
 	})
+}
+
+// misplaced is the envelopes of node "a"'s line at position 5 of session
+// token tok, offered somewhere else or out of order.
+type misplaced struct {
+	name      string
+	node, tok string
+	pos       uint64
+	envs      [][]byte
+	want      error
+}
+
+// misplacedCases moves envs to another node, another session (token
+// other), another position, and swaps, drops and repeats a chunk.
+func misplacedCases(tok, other string, envs [][]byte) []misplaced {
+	return []misplaced{
+		{"another node", "b", tok, 5, envs, ErrMoved},
+		{"another session", "a", other, 5, envs, ErrMoved},
+		{"another position", "a", tok, 6, envs, ErrOpen},
+		{"chunks swapped", "a", tok, 5, append([][]byte{envs[1], envs[0]}, envs[2:]...), ErrOpen},
+		{"a chunk missing", "a", tok, 5, envs[:len(envs)-1], ErrOpen},
+		{"a chunk twice", "a", tok, 5, append(cloneAll(envs), envs[0]), ErrOpen},
+	}
 }
