@@ -8,7 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -63,7 +66,7 @@ func statusCommand(args []string, stdout io.Writer) error {
 		row("nats listener", st.NATSURL)
 	}
 	row("files tracked", st.Tailer.FilesTracked)
-	row("files ignored", fmt.Sprintf("%d %v", st.Tailer.FilesIgnored, st.Tailer.FilesIgnoredBy))
+	row("files ignored", ignoredText(st.Tailer.FilesIgnored, st.Tailer.FilesIgnoredBy))
 	if st.Tailer.DuplicatePaths > 0 || st.Tailer.UnreadableFolders > 0 {
 		row("paths of a file followed elsewhere", st.Tailer.DuplicatePaths)
 		row("folders not readable", st.Tailer.UnreadableFolders)
@@ -305,4 +308,19 @@ func encryptionNote(e *encryptionStatus) string {
 		return "auto: off, " + key + " (lines go to the hub in clear)"
 	}
 	return "on, " + key
+}
+
+// ignoredText is the count of ignored files and, when there are any, how
+// many for each reason, in a stable order: "3 (not-a-regular-file 2,
+// unreadable 1)".
+func ignoredText(n int64, by map[string]int64) string {
+	if len(by) == 0 {
+		return strconv.FormatInt(n, 10)
+	}
+	reasons := slices.Sorted(maps.Keys(by))
+	parts := make([]string, len(reasons))
+	for i, r := range reasons {
+		parts[i] = fmt.Sprintf("%s %d", r, by[r])
+	}
+	return fmt.Sprintf("%d (%s)", n, strings.Join(parts, ", "))
 }
