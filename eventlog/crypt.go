@@ -19,12 +19,10 @@ import (
 // payload is a seal envelope, its subject names the session by its keyed
 // hash (seal.Token), and the only other headers are those the hub needs:
 // Pi-Src-Seq (exactly-once), Pi-Chunk (framing) and, on an erase event,
-// Pi-Op (so the hub operator's erase keeps it).
+// Pi-Op (so the hub operator's erase keeps it). Its value is the envelope
+// format's version: "1" (the wrapped data key in every envelope, history)
+// or "2" (a handle naming the key message on PI_KEYS).
 const HdrSeal = "Pi-Seal"
-
-// HdrSeal's value is the envelope format's version: "1" (the wrapped
-// data key in every envelope, history) or "2" (a handle naming the key
-// message on PI_KEYS).
 
 // Crypt is this node's end-to-end encryption: the team keyring, read
 // from its file and read again when the file changes (key import, key
