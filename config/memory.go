@@ -30,10 +30,16 @@ const MemoryReserve = 256 << 20
 // times PISYNC_MAX_LINE; the floor of 1 MiB is for a Config never
 // validated.
 func WorkMemory(budget ByteSize) int64 {
+	return max(int64(BudgetOrDefault(budget))-MemoryReserve, 1<<20)
+}
+
+// BudgetOrDefault is PISYNC_MEMORY_BUDGET as it applies: the default when
+// 0 (a Config literal, or the variable set to 0).
+func BudgetOrDefault(budget ByteSize) ByteSize {
 	if budget <= 0 {
-		budget = DefaultMemoryBudget
+		return DefaultMemoryBudget
 	}
-	return max(int64(budget)-MemoryReserve, 1<<20)
+	return budget
 }
 
 // checkMemoryBudget: the budget holds its reserve and a work share whose
@@ -41,9 +47,9 @@ func WorkMemory(budget ByteSize) int64 {
 // is held beyond the tailer's share and the daemon's peak stays within
 // the budget.
 func (c *Config) checkMemoryBudget() error {
-	budget, what := c.MemoryBudget, ""
-	if budget <= 0 {
-		budget, what = DefaultMemoryBudget, " (the default)"
+	budget, what := BudgetOrDefault(c.MemoryBudget), ""
+	if c.MemoryBudget <= 0 {
+		what = " (the default)"
 	}
 	need := MemoryReserve + 4*int64(c.MaxLine)
 	if int64(budget) >= need {

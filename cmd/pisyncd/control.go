@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -103,7 +102,7 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 		Build: readBuildInfo(), Node: d.cfg.NodeID, PID: os.Getpid(), Started: d.started,
 		SessionsDir: d.cfg.SessionsDir, StateDir: d.cfg.StateDir, NATSURL: d.srv.ClientURL(),
 		Stream: info, Erased: d.erased.Load(), SessionsDirFreeBytes: freeBytes(d.cfg.SessionsDir),
-		MemoryBudget: cmp.Or(int64(d.cfg.MemoryBudget), config.DefaultMemoryBudget), GoMemoryLimit: debug.SetMemoryLimit(-1),
+		MemoryBudget: int64(config.BudgetOrDefault(d.cfg.MemoryBudget)), GoMemoryLimit: debug.SetMemoryLimit(-1),
 	}
 	if err != nil {
 		st.StreamError = err.Error()

@@ -38,10 +38,7 @@ const memoryBase = 96 << 20
 // the environment wins: the runtime has read it already. It returns the
 // limit in force.
 func setMemoryLimit(budget int64, logger *slog.Logger) int64 {
-	b := config.ByteSize(budget)
-	if b <= 0 {
-		b = config.DefaultMemoryBudget
-	}
+	b := config.BudgetOrDefault(config.ByteSize(budget))
 	if os.Getenv("GOMEMLIMIT") != "" {
 		limit := debug.SetMemoryLimit(-1)
 		logger.Info("memory budget", "budget", b, "goLimit", config.ByteSize(limit), "goLimitFrom", "GOMEMLIMIT")
