@@ -57,6 +57,9 @@ type Config struct {
 	KeyFile string `envconfig:"KEY_FILE" desc:"the team keyring for end-to-end encryption, 0600 (default: STATE_DIR/team-key.json; pisyncd key init|import writes it)"`
 	Encrypt string `envconfig:"ENCRYPT" default:"auto" desc:"seal every line before it goes to the hub: on (fail closed: without a team key nothing is forwarded), off, or auto (on while a team key is here); sealed lines from others are opened whenever a key is here (docs/SECURITY.md)"`
 
+	StoreCipher  string `envconfig:"STORE_CIPHER" default:"off" desc:"encrypt the local JetStream store at rest: chachapoly or aes (nats-server's cipher), or off; the key is made at first use into PISYNC_STORE_KEY_FILE; an existing store is never converted, either way (docs/SECURITY.md, \"The local store at rest\")"`
+	StoreKeyFile string `envconfig:"STORE_KEY_FILE" desc:"the store's key, 0600 (default: STATE_DIR/store-key); without it an encrypted store cannot be read: back it up apart from the store"`
+
 	TrustedNodes []string `envconfig:"TRUSTED_NODES" default:"*" desc:"comma-separated nodes whose lines are written into any session here (your own machines); other nodes' lines are written only into sessions they began, and kept in the event log otherwise; * trusts every node of the team"`
 
 	RemoteSessionsPerHour int      `envconfig:"REMOTE_SESSIONS_PER_HOUR" default:"2000" desc:"new sessions one other node may start here per hour (hub time); past it that node's new sessions are rejected (0: no limit)"`
@@ -171,6 +174,9 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("%s_ENCRYPT %q: want auto, on or off", Prefix, c.Encrypt))
 	}
+	if err := CheckStoreCipher(Prefix, c.StoreCipher); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Delete != "trash" && c.Delete != "ignore" {
 		errs = append(errs, fmt.Errorf("%s_DELETE %q: want trash or ignore", Prefix, c.Delete))
 	}
@@ -219,6 +225,16 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("%s_STATE_DIR %s lies inside the sessions dir %s", Prefix, c.StateDir, c.SessionsDir))
 	}
 	return errors.Join(errs...)
+}
+
+// CheckStoreCipher checks a STORE_CIPHER setting (embedded.ParseStoreCipher
+// reads it).
+func CheckStoreCipher(prefix, v string) error {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "off", "chachapoly", "aes":
+		return nil
+	}
+	return fmt.Errorf("%s_STORE_CIPHER %q: want off, chachapoly or aes", prefix, v)
 }
 
 // checkHubTransport refuses credentials (an nkey, a .creds file, or a

@@ -37,6 +37,8 @@ type Hub struct {
 	TLSCert          string   `envconfig:"TLS_CERT" desc:"hub certificate (PEM) for the client, leaf and cluster listeners"`
 	TLSKey           string   `envconfig:"TLS_KEY" desc:"its private key (PEM)"`
 	TLSCA            string   `envconfig:"TLS_CA" desc:"CA certificate verifying the other hub nodes' route connections"`
+	StoreCipher      string   `envconfig:"STORE_CIPHER" default:"off" desc:"encrypt the hub's JetStream store at rest: chachapoly or aes, or off; the key is made at first use into STORE_KEY_FILE; an existing store is never converted (docs/SECURITY.md)"`
+	StoreKeyFile     string   `envconfig:"STORE_KEY_FILE" desc:"the store's key, 0600 (default: STATE_DIR/store-key)"`
 	LogLevel         string   `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
 	LogFormat        string   `envconfig:"LOG_FORMAT" default:"text" desc:"text or json"`
 }
@@ -71,6 +73,9 @@ func LoadHub() (*Hub, error) {
 	var errs []error
 	if (h.TLSCert == "") != (h.TLSKey == "") {
 		errs = append(errs, fmt.Errorf("%s_TLS_CERT and %s_TLS_KEY go together", HubPrefix, HubPrefix))
+	}
+	if err := CheckStoreCipher(HubPrefix, h.StoreCipher); err != nil {
+		errs = append(errs, err)
 	}
 	if h.LeafListen == "" {
 		errs = append(errs, fmt.Errorf("%s_LEAF_LISTEN is required", HubPrefix))

@@ -64,6 +64,9 @@ type Status struct {
 	// disk under the state dir stops it), its free space, and how often it
 	// failed and was brought back (by restarting the embedded server).
 	Store *embedded.StoreStats `json:"store,omitempty"`
+	// StoreCipher is the cipher the store is encrypted with at rest
+	// (PISYNC_STORE_CIPHER), "off" when it is in clear. Never the key.
+	StoreCipher string `json:"storeCipher"`
 	// FilesRetrying counts session files whose last publish failed and
 	// that wait for their next attempt.
 	FilesRetrying        int64 `json:"filesRetrying"`
@@ -101,7 +104,7 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 	st := Status{
 		Build: readBuildInfo(), Node: d.cfg.NodeID, PID: os.Getpid(), Started: d.started,
 		SessionsDir: d.cfg.SessionsDir, StateDir: d.cfg.StateDir, NATSURL: d.srv.ClientURL(),
-		Stream: info, Erased: d.erased.Load(), SessionsDirFreeBytes: freeBytes(d.cfg.SessionsDir),
+		Stream: info, StoreCipher: cmpOr(d.srv.StoreCipher(), "off"), Erased: d.erased.Load(), SessionsDirFreeBytes: freeBytes(d.cfg.SessionsDir),
 		MemoryBudget: int64(config.BudgetOrDefault(d.cfg.MemoryBudget)), GoMemoryLimit: debug.SetMemoryLimit(-1),
 	}
 	if err != nil {

@@ -88,6 +88,8 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 		HubNkeySeed:  seed,
 		HubCAFile:    cfg.HubCA,
 		HubInsecure:  cfg.HubInsecure,
+		StoreCipher:  cfg.StoreCipher,
+		StoreKeyFile: cfg.StoreKeyFile,
 	})
 	if err != nil {
 		return nil, err

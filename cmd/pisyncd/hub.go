@@ -163,6 +163,7 @@ func hubConfig(cfg *config.Hub, logger *slog.Logger) (embedded.HubConfig, error)
 			MaxStreams: cfg.TeamMaxStreams, MaxConsumers: cfg.TeamMaxConsumers,
 		},
 		Logger: logger, Auth: !cfg.Open, NodesDir: cfg.NodesDir,
+		StoreCipher: cfg.StoreCipher, StoreKeyFile: cfg.StoreKeyFile,
 	}
 	if cfg.TLSCert != "" {
 		hc.TLS = &embedded.HubTLS{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, CAFile: cfg.TLSCA}

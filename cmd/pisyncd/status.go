@@ -83,6 +83,11 @@ func statusCommand(args []string, stdout io.Writer) error {
 	if st.StreamError != "" {
 		row("stream error", st.StreamError)
 	}
+	if st.StoreCipher != "" && st.StoreCipher != "off" {
+		row("event store at rest", "encrypted, cipher "+st.StoreCipher)
+	} else {
+		row("event store at rest", "in clear (PISYNC_STORE_CIPHER=off)")
+	}
 	if s := st.Store; s != nil {
 		state := s.State
 		if s.State != embedded.StoreOK {

@@ -59,13 +59,19 @@ type Config struct {
 	// than loopback. Without it Start refuses; with it Start logs a
 	// warning (PISYNC_HUB_INSECURE).
 	HubInsecure bool
+	// StoreCipher encrypts the JetStream store at rest with nats-server's
+	// cipher: StoreCipherChaChaPoly or StoreCipherAES; "" keeps it in clear.
+	// The key is StoreKeyFile's, else StateDir/store-key, made at first
+	// use (storeKey says what Start refuses).
+	StoreCipher  string
+	StoreKeyFile string
 	// LeafReconnect is the wait between leaf connection attempts (0: the
 	// server's default of one second).
 	LeafReconnect time.Duration
 }
 
 // withDefaults validates cfg and returns a copy with defaults applied.
-func (cfg Config) withDefaults() (Config, error) {
+func (cfg Config) withDefaults() (_ Config, err error) {
 	if cfg.StateDir == "" {
 		return cfg, errors.New("config: StateDir is empty")
 	}
@@ -91,6 +97,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if plain := plainCredentialURLs(cfg); len(plain) > 0 && !cfg.HubInsecure {
 		return cfg, fmt.Errorf("config: hub URL %s is plain text and would carry this node's credentials: use tls:// with the hub's CA, or set HubInsecure on a network you trust", plain[0])
+	}
+	if cfg.StoreCipher, err = ParseStoreCipher(cfg.StoreCipher); err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -56,8 +56,12 @@ type HubConfig struct {
 	// account, with NodePermissions. Without Auth anyone may connect.
 	Auth     bool
 	NodesDir string
-	Logger   *slog.Logger
-	Trace    bool
+	// StoreCipher and StoreKeyFile encrypt the hub's store at rest, as
+	// Config's do a workstation's.
+	StoreCipher  string
+	StoreKeyFile string
+	Logger       *slog.Logger
+	Trace        bool
 }
 
 func hostPort(addr string) (string, int, error) {
@@ -90,6 +94,10 @@ func StartHub(ctx context.Context, cfg HubConfig) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg = cfg.withHubDefaults()
+	var err error
+	if cfg.StoreCipher, err = ParseStoreCipher(cfg.StoreCipher); err != nil {
+		return nil, fmt.Errorf("embedded: hub: %w", err)
+	}
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("embedded: hub: %w", err)
 	}
@@ -109,6 +117,12 @@ func StartHub(ctx context.Context, cfg HubConfig) (*Server, error) {
 	}
 	s := newServer(cfg.Logger, cfg.Trace, lock)
 	s.hub, s.admins = &cfg, map[string]nkeys.KeyPair{}
+	s.storeCipher = cfg.StoreCipher
+	var commitKey func() error
+	if s.storeKey, commitKey, err = storeKey(cfg.StateDir, cfg.StoreCipher, cfg.StoreKeyFile); err != nil {
+		lock.release()
+		return nil, fmt.Errorf("embedded: hub: %w", err)
+	}
 	nodes, err := s.loadNodes()
 	if err != nil {
 		lock.release()
@@ -125,6 +139,14 @@ func StartHub(ctx context.Context, cfg HubConfig) (*Server, error) {
 		}
 		lock.release()
 		return nil, fmt.Errorf("embedded: hub: %w", err)
+	}
+	if commitKey != nil {
+		// A hub node of a cluster opens its streams as the cluster
+		// agrees on them, not at start: it has only the marker's check.
+		if err := commitKey(); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("embedded: hub: %w", err)
+		}
 	}
 	if cfg.Listen != "" {
 		s.clientURL = "nats://" + s.nats().Addr().String()
@@ -174,6 +196,8 @@ func (s *Server) hubOptions(cfg HubConfig, nodes []Node) (*server.Options, error
 	}
 	opts.NoSigs = true
 	opts.SyncAlways = true // what sync_interval: always sets in a file
+	// Not in the file: the key stays out of hub.conf.
+	applyStoreCipher(opts, s.storeCipher, s.storeKey)
 	// A config file has no way to say "no client listener": without
 	// one, nats-server listens on 0.0.0.0:4222.
 	opts.DontListen = cfg.Listen == ""

@@ -50,8 +50,10 @@ type Server struct {
 	lock   *dirLock
 
 	inProcessKey nkeys.KeyPair // ephemeral per Start, only ever in memory
-	clientURL    string
-	credsPath    string
+	// storeCipher and storeKey encrypt the store at rest ("": in clear).
+	storeCipher, storeKey string
+	clientURL             string
+	credsPath             string
 
 	// Hub nodes only: their configuration, the in-process admin key of
 	// each team's account, and the registered nodes.
@@ -131,6 +133,10 @@ func start(ctx context.Context, cfg Config, lock *dirLock) (s *Server, err error
 	if err := os.MkdirAll(filepath.Join(cfg.StateDir, server.JetStreamStoreDir), 0o700); err != nil {
 		return nil, fmt.Errorf("store dir: %w", err)
 	}
+	storeKey, commitKey, err := storeKey(cfg.StateDir, cfg.StoreCipher, cfg.StoreKeyFile)
+	if err != nil {
+		return nil, err
+	}
 	kp, err := nkeys.CreateUser()
 	if err != nil {
 		return nil, fmt.Errorf("in-process key: %w", err)
@@ -141,6 +147,7 @@ func start(ctx context.Context, cfg Config, lock *dirLock) (s *Server, err error
 	}
 	s = newServer(cfg.Logger, cfg.Trace, lock)
 	s.inProcessKey = kp
+	s.storeCipher, s.storeKey = cfg.StoreCipher, storeKey
 	opts := &server.Options{
 		ServerName:         ServerName(cfg.NodeID),
 		NoSigs:             true, // else SIGINT/SIGTERM call os.Exit inside the library
@@ -164,6 +171,7 @@ func start(ctx context.Context, cfg Config, lock *dirLock) (s *Server, err error
 			AllowedConnectionTypes: connTypes(jwt.ConnectionTypeInProcess),
 		}},
 	}
+	applyStoreCipher(opts, s.storeCipher, s.storeKey)
 	if err := applyLeaf(opts, cfg); err != nil {
 		return nil, err
 	}
@@ -203,6 +211,16 @@ func start(ctx context.Context, cfg Config, lock *dirLock) (s *Server, err error
 	s.opts = opts
 	if err := s.launchFirst(ctx, freshOptions(opts)); err != nil {
 		return s, err
+	}
+	if storeKey != "" {
+		if err := checkStoreOpened(s.nats(), cfg.StateDir); err != nil {
+			return s, err
+		}
+	}
+	if commitKey != nil {
+		if err := commitKey(); err != nil {
+			return s, err
+		}
 	}
 	if s.credsPath != "" {
 		addr := s.nats().Addr()
@@ -366,6 +384,10 @@ func (s *Server) setRestarting(on bool) {
 
 // nats is the current server.Server.
 func (s *Server) nats() *server.Server { return s.ns.Load() }
+
+// StoreCipher is the cipher the store is encrypted with at rest, "" when
+// it is in clear.
+func (s *Server) StoreCipher() string { return s.storeCipher }
 
 // ClientURL is the loopback listener's URL, or "" without a listener.
 func (s *Server) ClientURL() string { return s.clientURL }
