@@ -27,6 +27,8 @@ type testHub struct {
 	dir  string
 	leaf string // host:port
 	srv  *embedded.Server
+	// storeCipher encrypts the hub's store at rest (PISYNC_HUB_STORE_CIPHER).
+	storeCipher string
 }
 
 func freePort(t *testing.T) string {
@@ -50,6 +52,7 @@ func (h *testHub) start() {
 	h.t.Helper()
 	srv, err := StartHub(context.Background(), &config.Hub{
 		Name: "hub-1", StateDir: h.dir, LeafListen: h.leaf, Replicas: 1, MaxStore: 1 << 30, Open: true,
+		StoreCipher: h.storeCipher,
 	}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		h.t.Fatalf("hub: %v", err)

@@ -145,6 +145,27 @@ func TestSIGKILLExactlyOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
+	sigkillExactlyOnce(t, 25, nil)
+}
+
+// TestSIGKILLExactlyOnceStoreCipher is TestSIGKILLExactlyOnce with the
+// store encrypted at rest: nats-server recovers an encrypted store after a
+// kill as it does a plain one, and no line is in the state dir in clear.
+func TestSIGKILLExactlyOnceStoreCipher(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	state := sigkillExactlyOnce(t, 10, []string{"PISYNC_STORE_CIPHER=chachapoly"})
+	for _, text := range []string{`"content":"line 3 `, `"cwd":"/crash/0"`} {
+		if where := grepTree(state, text); len(where) > 0 {
+			t.Errorf("%s is in the state dir in clear: %v", text, where)
+		}
+	}
+}
+
+// sigkillExactlyOnce is TestSIGKILLExactlyOnce with kills kills and env
+// added; it returns the state dir, the daemon stopped.
+func sigkillExactlyOnce(t *testing.T, kills int, extra []string) string {
 	home := t.TempDir()
 	sessions := filepath.Join(home, "sessions")
 	state := filepath.Join(home, "state")
@@ -152,6 +173,7 @@ func TestSIGKILLExactlyOnce(t *testing.T) {
 		"PISYNC_SESSIONS_DIR=" + sessions, "PISYNC_STATE_DIR=" + state, "PISYNC_NODE_ID=crash-node",
 		"PISYNC_RESCAN_INTERVAL=200ms", "PISYNC_LOG_LEVEL=warn",
 	}
+	env = append(env, extra...)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	w := newSessionWriter(t, sessions, 4, seed)
@@ -178,7 +200,6 @@ func TestSIGKILLExactlyOnce(t *testing.T) {
 		}
 	}()
 
-	const kills = 25
 	for k := 0; k < kills; k++ {
 		p := startDaemonProc(t, env)
 		// Kill anywhere from start-up to well into steady state.
@@ -198,7 +219,7 @@ func TestSIGKILLExactlyOnce(t *testing.T) {
 
 	// A last, clean run catches up with everything.
 	p := startDaemonProc(t, env)
-	defer p.kill(t, syscall.SIGTERM)
+	defer p.kill(t, syscall.SIGTERM) // before the caller looks at the state dir
 	for _, path := range w.files {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -228,6 +249,7 @@ func TestSIGKILLExactlyOnce(t *testing.T) {
 		}
 		t.Logf("session %s: %d lines, each stored exactly once", hdr.ID, len(want))
 	}
+	return state
 }
 
 // controlEvents reads a session's stored lines through the daemon's
