@@ -334,7 +334,7 @@ func BenchmarkBackfill(b *testing.B) {
 func benchLog(b *testing.B, state string) (*embedded.Server, *eventlog.Local) {
 	b.Helper()
 	ctx := context.Background()
-	srv, err := embedded.Start(ctx, embedded.Config{StateDir: state, NodeID: "test-node"})
+	srv, err := embedded.Start(ctx, embedded.Config{StateDir: state, NodeID: "test-node", StoreCipher: benchCipher})
 	if err != nil {
 		b.Fatalf("embedded: %v", err)
 	}

@@ -43,7 +43,7 @@ func startNodeRescan(t testing.TB, root, state string, rescan time.Duration) *no
 func startNodeWith(t testing.TB, root, state string, o Options, adjust func(*Tailer)) *node {
 	t.Helper()
 	ctx := context.Background()
-	srv, err := embedded.Start(ctx, embedded.Config{StateDir: state, NodeID: "test-node"})
+	srv, err := embedded.Start(ctx, embedded.Config{StateDir: state, NodeID: "test-node", StoreCipher: benchCipher})
 	if err != nil {
 		t.Fatalf("embedded: %v", err)
 	}
