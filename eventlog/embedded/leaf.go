@@ -26,9 +26,11 @@ var LocalSubjects = []string{"pi.evt.>", "pi.all.>", "$KV.>", "$O.>"}
 // privateExports never leave for the hub either: replies and consumer
 // deliveries inside this machine go to inboxes, and a hub that subscribed
 // to them (a hub operator may) would receive this machine's lines in clear
-// however they travel sealed (TestEncryptedRealPi).
+// however they travel sealed (TestEncryptedRealPi). The local JetStream's
+// advisories too: an API audit quotes every request, and a consumer's
+// filter names a session (TestHubRelaysNoClearNames).
 func privateExports(node string) []string {
-	return []string{"_INBOX.>", InboxPrefix(node) + ".>"}
+	return []string{"_INBOX.>", InboxPrefix(node) + ".>", "$JS.EVENT.>"}
 }
 
 // privateImports are never taken from the hub: this machine's own
