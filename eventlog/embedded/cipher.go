@@ -113,7 +113,7 @@ func storeKey(stateDir, cipher, keyFile string) (key string, commit func() error
 		return "", nil, err
 	}
 	keyPath := StoreKeyPath(stateDir, keyFile)
-	aside := fmt.Sprintf("to start over with an empty store instead, stop pisyncd and move %s aside (session files are not in it; the new store is filled again from them and from the hub)", storeDir)
+	aside := fmt.Sprintf("to start over with an empty store instead, stop pisyncd and move %s aside (session files are not in it: the new store is filled again from them and from the hub; what only the old store held stays in the copy, docs/SECURITY.md)", storeDir)
 	if cipher == "" {
 		if st.encrypted {
 			was := marker.Cipher
