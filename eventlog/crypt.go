@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pisyncd/pisyncd/keyring"
@@ -43,6 +44,11 @@ type Crypt struct {
 
 	waitFwd, waitDl string // why forwarding / copying waits, "" when it does not
 
+	// last is what Status returned the last time it could take mu: while
+	// seal holds mu across a request to the hub (a key message published,
+	// up to the publish timeout), status answers from it.
+	last atomic.Pointer[CryptStatus]
+
 	// erasures are the tokens of sessions erased here for another node
 	// whose key messages this node has still to destroy on the hub.
 	erasures map[string]bool
@@ -56,6 +62,7 @@ type Crypt struct {
 func NewCrypt(path, node string, always bool) *Crypt {
 	c := &Crypt{path: path, node: node, always: always, erasures: map[string]bool{}, erasedC: make(chan struct{}, 1)}
 	c.refreshLocked(time.Time{})
+	c.Status()
 	return c
 }
 
@@ -105,17 +112,34 @@ type CryptStatus struct {
 	CopyWaiting    string `json:"copyWaiting,omitempty"`
 }
 
-// Status returns the encryption's state.
+// Status returns the encryption's state, never waiting for a seal that
+// publishes a key message to the hub: then it is the state as that seal
+// began.
 func (c *Crypt) Status() CryptStatus {
-	c.mu.Lock()
+	if !c.mu.TryLock() {
+		if s := c.last.Load(); s != nil {
+			return *s
+		}
+		c.mu.Lock() // only before the first Status, which NewCrypt makes
+	}
 	defer c.mu.Unlock()
 	c.refreshLocked(time.Now())
+	return c.statusLocked()
+}
+
+// statusLocked computes the status and keeps it for Status to answer
+// with while mu is held.
+func (c *Crypt) statusLocked() CryptStatus {
 	s := CryptStatus{ForwardWaiting: c.waitFwd, CopyWaiting: c.waitDl}
 	if c.ring != nil {
 		s.Team, s.CurrentKey, s.Keys = c.ring.Team, c.ring.Current, len(c.ring.Keys)
 	}
 	if c.loadErr != nil && !errors.Is(c.loadErr, keyring.ErrNoKeyring) {
 		s.KeyError = c.loadErr.Error()
+	}
+	if p := c.last.Load(); p == nil || *p != s {
+		kept := s // allocated only when it changed: open calls this per line
+		c.last.Store(&kept)
 	}
 	return s
 }
@@ -235,6 +259,7 @@ func (c *Crypt) noKeyLocked() error {
 	if c.loadErr != nil && !errors.Is(c.loadErr, keyring.ErrNoKeyring) {
 		c.waitFwd = c.loadErr.Error()
 	}
+	c.statusLocked()
 	return fmt.Errorf("%w: %v", ErrNoTeamKey, c.loadErr)
 }
 
@@ -268,6 +293,7 @@ func (c *Crypt) seal(sid string, l *Line, kh KeyHub) (string, Line, error) {
 		return "", Line{}, c.noKeyLocked()
 	}
 	c.waitFwd = ""
+	c.statusLocked() // what Status shows while the hub requests below wait
 	erase := l.Op == OpErase
 	if erase {
 		c.sealer.Forget(sid)
@@ -331,6 +357,7 @@ func needKey(err error) (uint64, bool) {
 func (c *Crypt) addKey(node, tok string, h uint64, body []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.statusLocked() // waitDl may change
 	if c.opener == nil {
 		c.opener = seal.NewOpener(nil)
 	}
@@ -351,6 +378,7 @@ func (c *Crypt) addKey(node, tok string, h uint64, body []byte) error {
 func (c *Crypt) keyWait(node string, h uint64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.statusLocked() // waitDl may change
 	c.waitDl = fmt.Sprintf("a line from %s names key message %d, which the hub's %s does not hold yet; nothing after it is copied until it does", node, h, KeysStream)
 	return fmt.Errorf("key message %d of %s not on the hub yet: %w", h, node, seal.ErrNoKey)
 }
@@ -361,6 +389,7 @@ func (c *Crypt) keyWait(node string, h uint64) error {
 func (c *Crypt) open(node, tok string, srcSeq uint64, envs [][]byte, maxLine int) (*Event, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.statusLocked() // waitDl may change
 	c.refreshLocked(time.Now())
 	if c.opener == nil {
 		c.opener = seal.NewOpener(nil)

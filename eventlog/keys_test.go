@@ -145,3 +145,46 @@ func TestDownloaderKeyMessages(t *testing.T) {
 		t.Fatalf("PI_ALL holds %v (%v), want s1, s2, s4", sids, err)
 	}
 }
+
+// TestCryptStatusWhileSealing: status answers while a seal waits for the
+// hub to take a new key message (it holds the lock across that request,
+// up to the publish timeout), with the state as the seal began.
+func TestCryptStatusWhileSealing(t *testing.T) {
+	ring := keyring.New(time.Now())
+	keyFile := filepath.Join(t.TempDir(), "team-key.json")
+	if err := keyring.Save(keyFile, ring); err != nil {
+		t.Fatal(err)
+	}
+	c := eventlog.NewCrypt(keyFile, "n1", true)
+	publishing, release := make(chan struct{}), make(chan struct{})
+	kh := eventlog.KeyHub{
+		Publish: func(string, []byte) (uint64, error) {
+			close(publishing)
+			<-release
+			return 1, nil
+		},
+		Subjects: func(string) ([]string, error) { return nil, nil },
+	}
+	sealed := make(chan error, 1)
+	go func() {
+		l := mkLines(1, 50, "s1")[0]
+		l.SrcSeq = 1
+		_, _, err := eventlog.SealLine(c, "s1", &l, kh)
+		sealed <- err
+	}()
+	<-publishing
+	got := make(chan eventlog.CryptStatus, 1)
+	go func() { got <- c.Status() }()
+	select {
+	case st := <-got:
+		if st.CurrentKey != ring.Current || st.ForwardWaiting != "" {
+			t.Errorf("status while sealing: %+v", st)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("status waited for the key message's publish")
+	}
+	close(release)
+	if err := <-sealed; err != nil {
+		t.Fatal(err)
+	}
+}
