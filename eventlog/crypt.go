@@ -8,9 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pisyncd/pisyncd/keyring"
 	"github.com/pisyncd/pisyncd/seal"
@@ -49,10 +53,13 @@ type Crypt struct {
 	// up to the publish timeout), status answers from it.
 	last atomic.Pointer[CryptStatus]
 
-	// erasures are the tokens of sessions erased here for another node
-	// whose key messages this node has still to destroy on the hub.
-	erasures map[string]bool
+	// erasures are the sessions erased here for another node, by token:
+	// the key messages this node has still to destroy on the hub, and
+	// done ones, so that a replayed erase event is known (cryptstate.go).
+	// state keeps them over restarts when set (UseState).
+	erasures map[string]*erasure
 	erasedC  chan struct{} // signalled when erasures grows
+	state    jetstream.KeyValue
 }
 
 // NewCrypt reads the keyring at path for node. A missing keyring is no
@@ -60,7 +67,7 @@ type Crypt struct {
 // appears, and the forwarder forwards nothing and says why when always
 // (PISYNC_ENCRYPT=on: fail closed), or forwards lines as they are (auto).
 func NewCrypt(path, node string, always bool) *Crypt {
-	c := &Crypt{path: path, node: node, always: always, erasures: map[string]bool{}, erasedC: make(chan struct{}, 1)}
+	c := &Crypt{path: path, node: node, always: always, erasures: map[string]*erasure{}, erasedC: make(chan struct{}, 1)}
 	c.refreshLocked(time.Time{})
 	c.Status()
 	return c
@@ -157,23 +164,33 @@ func (c *Crypt) Forget(sid string) {
 }
 
 // EraseKeys is Forget for a session erased here on another node's erase
-// event: it also has this node's key messages of the session destroyed on
-// the hub (the forwarder publishes an empty tombstone on each of its own
-// key subjects of the session, which PI_KEYS's limit of one message per
-// subject makes replace the key message), so that what this node sealed
-// of it can no longer be opened by anyone, wherever the ciphertext stays.
-func (c *Crypt) EraseKeys(sid string) {
+// event, seq its PI_ALL sequence: it also has this node's key messages of
+// the session destroyed on the hub (the forwarder publishes an empty
+// tombstone on each of its own key subjects of the session, which
+// PI_KEYS's limit of one message per subject makes replace the key
+// message), so that what this node sealed of it can no longer be opened
+// by anyone, wherever the ciphertext stays. Key messages this node
+// publishes after the call stay; the same erase event again (a replay
+// after a restart) changes nothing. An error (the state bucket did not
+// take it) means call again.
+func (c *Crypt) EraseKeys(sid string, seq uint64) error {
 	c.Forget(sid)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ring == nil {
-		return // nothing was sealed here without a keyring
+		return nil // nothing was sealed here without a keyring
 	}
-	c.erasures[seal.Token(c.ring, sid)] = true
-	select {
-	case c.erasedC <- struct{}{}:
-	default:
+	tok := seal.Token(c.ring, sid)
+	if e := c.erasures[tok]; e != nil && e.Seq >= seq {
+		return nil // this erase, replayed, or a later one
 	}
+	c.erasures[tok] = &erasure{Seq: seq}
+	if err := c.saveErasureLocked(tok); err != nil {
+		delete(c.erasures, tok)
+		return err
+	}
+	c.signalErasureLocked()
+	return nil
 }
 
 // keyErasures returns the tokens of the sessions whose key messages are
@@ -182,40 +199,46 @@ func (c *Crypt) keyErasures() ([]string, <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var toks []string
-	for tok := range c.erasures {
-		toks = append(toks, tok)
+	for tok, e := range c.erasures {
+		if !e.Done {
+			toks = append(toks, tok)
+		}
 	}
 	return toks, c.erasedC
 }
 
 // eraseKeys tombstones this node's key subjects of the session whose
-// token is tok, under the lock that sealing holds, so that a tombstone
-// never lands after a key message this node sealed later (an erase
-// event's).
+// token is tok, but for the key messages published since its erase,
+// under the lock that sealing holds, so that a tombstone never lands
+// after a key message this node sealed later.
 func (c *Crypt) eraseKeys(tok string, kh KeyHub) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.erasures[tok] {
+	e := c.erasures[tok]
+	if e == nil || e.Done {
 		return nil // an erase event sealed since tombstoned them itself
 	}
-	if err := tombstone(KeySubject(c.node, tok), kh); err != nil {
+	if err := tombstone(KeySubject(c.node, tok), e.Keep, kh); err != nil {
 		return err
 	}
-	delete(c.erasures, tok)
-	return nil
+	return c.erasedLocked(tok)
 }
 
 // tombstone publishes an empty message on every subject of PI_KEYS under
-// prefix (a node's key subjects of a session): PI_KEYS keeps one message
-// per subject, so each key message there is discarded. The subjects are
-// listed by a stream info with a subject filter, which shows a node only
-// subject names (pi.key.<node>.<token>.<kid>), no content.
-func tombstone(prefix string, kh KeyHub) error {
+// prefix (a node's key subjects of a session) but those of the key ids in
+// keep: PI_KEYS keeps one message per subject, so each key message there
+// is discarded. The subjects are listed by a stream info with a subject
+// filter, which shows a node only subject names
+// (pi.key.<node>.<token>.<kid>), no content.
+func tombstone(prefix string, keep []string, kh KeyHub) error {
 	subjs, err := kh.Subjects(prefix + ".>")
 	if err != nil {
 		return err
 	}
 	for _, subj := range subjs {
+		if slices.Contains(keep, strings.TrimPrefix(subj, prefix+".")) {
+			continue
+		}
 		if _, err := kh.Publish(subj, nil); err != nil {
 			return err
 		}
@@ -298,7 +321,7 @@ func (c *Crypt) seal(sid string, l *Line, kh KeyHub) (string, Line, error) {
 	if erase {
 		c.sealer.Forget(sid)
 		defer c.sealer.Forget(sid)
-		if err := tombstone(KeySubject(c.node, seal.Token(c.ring, sid)), kh); err != nil {
+		if err := tombstone(KeySubject(c.node, seal.Token(c.ring, sid)), nil, kh); err != nil {
 			return "", Line{}, fmt.Errorf("erase %s's key messages: %w", sid, err)
 		}
 	}
@@ -310,13 +333,20 @@ func (c *Crypt) seal(sid string, l *Line, kh KeyHub) (string, Line, error) {
 	plain := binary.AppendUvarint(make([]byte, 0, len(hdr)+len(l.Raw)+8), uint64(len(hdr)))
 	plain = append(append(plain, hdr...), l.Raw...)
 	tok, envs, err := c.sealer.SealV2(sid, l.SrcSeq, plain, MaxChunk, func(tok string, msg []byte) (uint64, error) {
-		return kh.Publish(KeySubject(c.node, tok)+"."+KeyID(msg), msg)
+		kid := KeyID(msg)
+		seq, err := kh.Publish(KeySubject(c.node, tok)+"."+kid, msg)
+		if err != nil || erase {
+			return seq, err
+		}
+		return seq, c.keepKeyLocked(tok, kid)
 	})
 	if err != nil {
 		return "", Line{}, err
 	}
 	if erase {
-		delete(c.erasures, tok)
+		if err := c.erasedLocked(tok); err != nil {
+			return "", Line{}, err
+		}
 	}
 	out := Line{SrcSeq: l.SrcSeq, sealed: envs}
 	if erase {

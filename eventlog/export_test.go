@@ -13,3 +13,9 @@ var SnapshotStream = snapshotStream
 func SealLine(c *Crypt, sid string, l *Line, kh KeyHub) (string, Line, error) {
 	return c.seal(sid, l, kh)
 }
+
+// EraseKeysNow runs the forwarder's tombstoning of tok's key messages once.
+func EraseKeysNow(c *Crypt, tok string, kh KeyHub) error { return c.eraseKeys(tok, kh) }
+
+// KeyErasures lists the tokens whose key messages are owed tombstones.
+func KeyErasures(c *Crypt) []string { toks, _ := c.keyErasures(); return toks }

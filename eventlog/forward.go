@@ -130,8 +130,8 @@ func KeySubjects(ctx context.Context, js jetstream.JetStream, filter string) ([]
 // eraseKeys destroys, on the hub, this node's key messages of the
 // sessions erased here for another node's erase event (Crypt.EraseKeys),
 // retrying until the hub takes each tombstone. What is still to do when
-// the daemon stops is lost: those key messages stay until the session is
-// erased again or the hub operator runs hub erase.
+// the daemon stops is done after its restart (the state bucket keeps it:
+// Crypt.UseState).
 func (f *Forwarder) eraseKeys(ctx context.Context) {
 	retry := time.Duration(0)
 	for {

@@ -230,7 +230,9 @@ func (r *Replicator) erase(ctx context.Context, s *sess, ev *eventlog.Event) err
 		return fmt.Errorf("replicator: erase %s: %w", s.sid, err)
 	}
 	if r.opts.Erased != nil && !own {
-		r.opts.Erased(s.sid)
+		if err := r.opts.Erased(s.sid, ev.Seq); err != nil {
+			return fmt.Errorf("replicator: erase %s: %w", s.sid, err)
+		}
 	}
 	if err := r.state.Delete(ctx, deletedKey(s.sid)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("replicator: erase %s: %w", s.sid, err)

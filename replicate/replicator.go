@@ -53,8 +53,10 @@ type Options struct {
 	// Erased, when set, learns of every session erased here for another
 	// machine's erase event (end-to-end encryption drops its data keys and
 	// destroys this node's key messages of the session on the hub); not
-	// of this node's own erase events, whose key message must stay.
-	Erased func(sid string)
+	// of this node's own erase events, whose key message must stay. seq
+	// is the erase event's PI_ALL sequence, the same when it is replayed;
+	// an error applies the event again.
+	Erased func(sid string, seq uint64) error
 }
 
 // TrashDir is the folder under the sessions root that deleted replicas are

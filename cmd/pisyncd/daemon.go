@@ -139,6 +139,10 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 	}
 	d.all = all
 	d.crypt = eventlog.NewCrypt(keyring.Path(d.cfg.StateDir, d.cfg.KeyFile), d.cfg.NodeID, d.cfg.Encrypt == "on")
+	// Tombstones owed for other nodes' erases, kept over restarts.
+	if err := d.crypt.UseState(ctx, state); err != nil {
+		return err
+	}
 	d.gate = admit.New(d.cfg.NodeID, admit.Limits{
 		MaxLine: int(d.cfg.MaxLine), SessionsPerHour: d.cfg.RemoteSessionsPerHour, BytesPerHour: int64(d.cfg.RemoteBytesPerHour),
 	}, all, d.logger.With("component", "admission"))

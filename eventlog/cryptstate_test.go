@@ -1,0 +1,137 @@
+package eventlog_test
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/keyring"
+	"github.com/pisyncd/pisyncd/seal"
+)
+
+// TestEraseKeysOverRestart: the tombstones a node owes for another
+// node's erase survive a restart (the state bucket keeps them); the
+// erase event replayed after the restart changes nothing; and neither
+// destroys a key message the node sealed after the erase (the session
+// went on under the same id): only the key messages from before.
+func TestEraseKeysOverRestart(t *testing.T) {
+	hubJS, ws, _ := hubAndLeaf(t)
+	ctx := context.Background()
+	if _, err := eventlog.EnsureStream(ctx, hubJS, eventlog.KeysStreamConfig(1)); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := ws.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	wjs, _ := jetstream.New(nc)
+	state, err := eventlog.OpenState(ctx, wjs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring := keyring.New(time.Now())
+	keyFile := filepath.Join(t.TempDir(), "team-key.json")
+	if err := keyring.Save(keyFile, ring); err != nil {
+		t.Fatal(err)
+	}
+	kh := eventlog.KeyHub{
+		Publish: func(subj string, body []byte) (uint64, error) {
+			ack, err := hubJS.Publish(ctx, subj, body)
+			if err != nil {
+				return 0, err
+			}
+			return ack.Sequence, nil
+		},
+		Subjects: func(filter string) ([]string, error) { return eventlog.KeySubjects(ctx, hubJS, filter) },
+	}
+	start := func() *eventlog.Crypt {
+		c := eventlog.NewCrypt(keyFile, "w1", true)
+		if err := c.UseState(ctx, state); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	const sid = "0199eeee-0000-7000-8000-000000000001"
+	tok := seal.Token(ring, sid)
+	prefix := eventlog.KeySubject("w1", tok)
+	sealOne := func(c *eventlog.Crypt, srcSeq uint64) {
+		t.Helper()
+		l := mkLines(1, 50, sid)[0]
+		l.SrcSeq = srcSeq
+		if _, _, err := eventlog.SealLine(c, sid, &l, kh); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// live lists the key subjects of the session whose message is a key
+	// message, not a tombstone.
+	live := func() []string {
+		t.Helper()
+		subjs, err := eventlog.KeySubjects(ctx, hubJS, prefix+".>")
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, _ := hubJS.Stream(ctx, eventlog.KeysStream)
+		var out []string
+		for _, s := range subjs {
+			m, err := keys.GetLastMsgForSubject(ctx, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.Data) > 0 {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+
+	c := start()
+	sealOne(c, 1)
+	before := live()
+	if len(before) != 1 {
+		t.Fatalf("key subjects before the erase: %v", before)
+	}
+	if err := c.EraseKeys(sid, 100); err != nil {
+		t.Fatal(err)
+	}
+	sealOne(c, 2) // the session goes on here: a new data key
+	// Restart before the forwarder destroyed anything.
+	c = start()
+	if toks := eventlog.KeyErasures(c); !slices.Equal(toks, []string{tok}) {
+		t.Fatalf("tombstones owed after a restart: %v, want [%s]", toks, tok)
+	}
+	if err := c.EraseKeys(sid, 100); err != nil { // the erase event replayed
+		t.Fatal(err)
+	}
+	sealOne(c, 3) // and again after the restart
+	if err := eventlog.EraseKeysNow(c, tok, kh); err != nil {
+		t.Fatal(err)
+	}
+	after := live()
+	if len(after) != 2 || slices.Contains(after, before[0]) {
+		t.Fatalf("key messages left: %v; want the two sealed after the erase, not %s", after, before[0])
+	}
+	// Done, and done over a restart: a replay owes nothing.
+	c = start()
+	if err := c.EraseKeys(sid, 100); err != nil {
+		t.Fatal(err)
+	}
+	if toks := eventlog.KeyErasures(c); len(toks) != 0 {
+		t.Fatalf("tombstones owed after the erase was done and replayed: %v", toks)
+	}
+	// A later erase of the session destroys what came since.
+	if err := c.EraseKeys(sid, 200); err != nil {
+		t.Fatal(err)
+	}
+	if err := eventlog.EraseKeysNow(c, tok, kh); err != nil {
+		t.Fatal(err)
+	}
+	if l := live(); len(l) != 0 {
+		t.Fatalf("key messages left after the second erase: %v", l)
+	}
+}
