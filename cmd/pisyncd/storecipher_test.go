@@ -2,13 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pisyncd/pisyncd/config"
 )
 
 // TestStoreCipherProcess: the daemon with PISYNC_STORE_CIPHER keeps a
@@ -102,6 +106,15 @@ func TestHubStoreCipher(t *testing.T) {
 	}
 	if hits := grepTree(b.cfg.StateDir, marker); len(hits) == 0 {
 		t.Fatal("the marker is not in B's plain store either: the search finds nothing")
+	}
+	// The cipher off on the encrypted store: refused, saying which setting.
+	if srv, err := StartHub(context.Background(), &config.Hub{
+		Name: "hub-1", StateDir: hub.dir, LeafListen: hub.leaf, Replicas: 1, MaxStore: 1 << 30, Open: true,
+	}, slog.New(slog.DiscardHandler)); err == nil {
+		srv.Close()
+		t.Fatal("the hub started on its encrypted store with the cipher off")
+	} else if !strings.Contains(err.Error(), "PISYNC_HUB_STORE_CIPHER=chachapoly") {
+		t.Errorf("hub with the cipher off: %v", err)
 	}
 	hub.start()
 	c := newStation(t, "ws-c", hub.url(), "")

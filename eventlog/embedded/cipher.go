@@ -101,7 +101,8 @@ func scanStore(storeDir string) (storeState, error) {
 // it lazily, a block when it is first read, rewriting it in place: blocks
 // never read stay in clear, and a crash mid-rewrite loses the block). On
 // a store with nothing in it yet, it makes the key (0600) at first use.
-func storeKey(stateDir, cipher, keyFile string) (key string, commit func() error, err error) {
+// setting names the variable that sets the cipher, for the errors.
+func storeKey(stateDir, cipher, keyFile, setting string) (key string, commit func() error, err error) {
 	storeDir := filepath.Join(stateDir, server.JetStreamStoreDir)
 	st, err := scanStore(storeDir)
 	if err != nil {
@@ -120,12 +121,12 @@ func storeKey(stateDir, cipher, keyFile string) (key string, commit func() error
 			if was == "" {
 				was = StoreCipherChaChaPoly + " or " + StoreCipherAES
 			}
-			return "", nil, fmt.Errorf("store encryption: the JetStream store %s is encrypted at rest, and store encryption is off: nats-server would skip every stream it cannot read. Set PISYNC_STORE_CIPHER=%s (with its key %s); %s", storeDir, was, keyPath, aside)
+			return "", nil, fmt.Errorf("store encryption: the JetStream store %s is encrypted at rest, and store encryption is off: nats-server would skip every stream it cannot read. Set %s=%s (with its key %s); %s", storeDir, setting, was, keyPath, aside)
 		}
 		return "", nil, nil
 	}
 	if st.plain {
-		return "", nil, fmt.Errorf("store encryption: PISYNC_STORE_CIPHER=%s, but the JetStream store %s holds data in clear, and pisyncd does not convert a store in place (nats-server would encrypt each block only when it next reads it, rewriting the file in place, so blocks never read again stay in clear). Set PISYNC_STORE_CIPHER=off to keep this store, or: %s", cipher, storeDir, aside)
+		return "", nil, fmt.Errorf("store encryption: %s=%s, but the JetStream store %s holds data in clear, and pisyncd does not convert a store in place (nats-server would encrypt each block only when it next reads it, rewriting the file in place, so blocks never read again stay in clear). Set %s=off to keep this store, or: %s", setting, cipher, storeDir, setting, aside)
 	}
 	key, err = readStoreKey(keyPath)
 	switch {
@@ -144,7 +145,7 @@ func storeKey(stateDir, cipher, keyFile string) (key string, commit func() error
 			return "", nil, fmt.Errorf("store encryption: the key in %s is not the key the JetStream store %s was encrypted with (its check value differs from %s): put back the right key file; %s", keyPath, storeDir, markerPath, aside)
 		}
 		if marker.Cipher != cipher {
-			return "", nil, fmt.Errorf("store encryption: the JetStream store %s was encrypted with %s, and PISYNC_STORE_CIPHER is %s: pisyncd does not convert a store from one cipher to the other; set PISYNC_STORE_CIPHER=%s, or: %s", storeDir, marker.Cipher, cipher, marker.Cipher, aside)
+			return "", nil, fmt.Errorf("store encryption: the JetStream store %s was encrypted with %s, and %s is %s: pisyncd does not convert a store from one cipher to the other; set %s=%s, or: %s", storeDir, marker.Cipher, setting, cipher, setting, marker.Cipher, aside)
 		}
 	}
 	if marker.Cipher == cipher && marker.Check == check {

@@ -119,7 +119,7 @@ func StartHub(ctx context.Context, cfg HubConfig) (*Server, error) {
 	s.hub, s.admins = &cfg, map[string]nkeys.KeyPair{}
 	s.storeCipher = cfg.StoreCipher
 	var commitKey func() error
-	if s.storeKey, commitKey, err = storeKey(cfg.StateDir, cfg.StoreCipher, cfg.StoreKeyFile); err != nil {
+	if s.storeKey, commitKey, err = storeKey(cfg.StateDir, cfg.StoreCipher, cfg.StoreKeyFile, "PISYNC_HUB_STORE_CIPHER"); err != nil {
 		lock.release()
 		return nil, fmt.Errorf("embedded: hub: %w", err)
 	}
