@@ -97,10 +97,11 @@ func scanStore(storeDir string) (storeState, error) {
 // start that would leave an encrypted store unread or a plain one half
 // converted: a store encrypted at rest with the cipher off, its key file
 // missing or another key, its cipher changed, and the cipher turned on
-// for a store that holds data in clear (nats-server 2.15.3 would convert
-// it lazily, a block when it is first read, rewriting it in place: blocks
-// never read stay in clear, and a crash mid-rewrite loses the block). On
-// a store with nothing in it yet, it makes the key (0600) at first use.
+// for a store that holds data in clear (nats-server 2.15.3 converts it
+// as it starts, TestNATSConvertsAtStart, but by rewriting each block
+// file in place: a crash or a full disk mid-rewrite tears the block, its
+// clear original gone). On a store with nothing in it yet, it makes the
+// key (0600) at first use.
 // setting names the variable that sets the cipher, for the errors.
 func storeKey(stateDir, cipher, keyFile, setting string) (key string, commit func() error, err error) {
 	storeDir := filepath.Join(stateDir, server.JetStreamStoreDir)
@@ -126,7 +127,7 @@ func storeKey(stateDir, cipher, keyFile, setting string) (key string, commit fun
 		return "", nil, nil
 	}
 	if st.plain {
-		return "", nil, fmt.Errorf("store encryption: %s=%s, but the JetStream store %s holds data in clear, and pisyncd does not convert a store in place (nats-server would encrypt each block only when it next reads it, rewriting the file in place, so blocks never read again stay in clear). Set %s=off to keep this store, or: %s", setting, cipher, storeDir, setting, aside)
+		return "", nil, fmt.Errorf("store encryption: %s=%s, but the JetStream store %s holds data in clear, and pisyncd does not convert a store in place (nats-server would rewrite each block file where it is, and a crash or a full disk during that loses the block). Set %s=off to keep this store, or: %s", setting, cipher, storeDir, setting, aside)
 	}
 	key, err = readStoreKey(keyPath)
 	switch {

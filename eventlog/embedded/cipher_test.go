@@ -5,12 +5,16 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -258,5 +262,57 @@ func TestStoreCipherNewStore(t *testing.T) {
 	writeMarker(t, dir, StoreCipherChaChaPoly, marker)
 	if storeHolds(t, filepath.Join(dir, "jetstream"), marker) {
 		t.Fatal("the new store holds the marker in clear")
+	}
+}
+
+// TestNATSConvertsAtStart records what nats-server 2.15.3 does with a
+// plain store started with a key, the ground for refusing it
+// (storeKey): it encrypts every block at once, while it recovers the
+// stream, with nothing read, so the clear bytes are gone from the files
+// and the messages read back. It does so by rewriting each block file in
+// place (filestore.go, convertToEncrypted: os.WriteFile), which a crash
+// or a full disk can tear with the clear original gone.
+func TestNATSConvertsAtStart(t *testing.T) {
+	dir := t.TempDir()
+	marker := newMarker(t)
+	start := func(key string) (*server.Server, jetstream.JetStream) {
+		ns, err := server.NewServer(&server.Options{ServerName: "probe", DontListen: true, NoSigs: true,
+			JetStream: true, StoreDir: dir, JetStreamKey: key, JetStreamCipher: server.ChaCha})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns.Start()
+		if !ns.ReadyForConnections(10 * time.Second) {
+			t.Fatal("not ready")
+		}
+		nc, err := nats.Connect("", nats.InProcessServer(ns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		js, _ := jetstream.New(nc)
+		return ns, js
+	}
+	stop := func(ns *server.Server) { ns.Shutdown(); ns.WaitForShutdown() }
+	ns, js := start("")
+	createStream(t, js, "SECRET")
+	pad := make([]byte, 64<<10)
+	for i := range 400 { // 25 MiB: four 8 MiB blocks
+		if _, err := js.Publish(testCtx(t), fmt.Sprintf("SECRET.%d", i), append(append([]byte{}, marker...), pad...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop(ns)
+	if !storeHolds(t, dir, marker) {
+		t.Fatal("the plain store does not hold the marker: the search is broken")
+	}
+	ns, js = start(strings.Repeat("k", 44))
+	st, err := js.Stream(testCtx(t), "SECRET")
+	if err != nil || st.CachedInfo().State.Msgs != 400 {
+		t.Fatalf("after a start with a key: %v", err)
+	}
+	stop(ns)
+	if storeHolds(t, dir, marker) {
+		t.Fatal("nats-server left clear blocks after a start with a key: storeKey's comment and SECURITY.md need updating")
 	}
 }
