@@ -181,12 +181,16 @@ func (c *Crypt) EraseKeys(sid string, seq uint64) error {
 		return nil // nothing was sealed here without a keyring
 	}
 	tok := seal.Token(c.ring, sid)
-	if e := c.erasures[tok]; e != nil && e.Seq >= seq {
+	prev := c.erasures[tok]
+	if prev != nil && prev.Seq >= seq {
 		return nil // this erase, replayed, or a later one
 	}
 	c.erasures[tok] = &erasure{Seq: seq}
 	if err := c.saveErasureLocked(tok); err != nil {
-		delete(c.erasures, tok)
+		c.erasures[tok] = prev
+		if prev == nil {
+			delete(c.erasures, tok)
+		}
 		return err
 	}
 	c.signalErasureLocked()
