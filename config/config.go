@@ -174,7 +174,7 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("%s_ENCRYPT %q: want auto, on or off", Prefix, c.Encrypt))
 	}
-	if err := CheckStoreCipher(Prefix, c.StoreCipher); err != nil {
+	if err := checkStoreCipher(Prefix, c.StoreCipher); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Delete != "trash" && c.Delete != "ignore" {
@@ -227,9 +227,9 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// CheckStoreCipher checks a STORE_CIPHER setting (embedded.ParseStoreCipher
-// reads it).
-func CheckStoreCipher(prefix, v string) error {
+// checkStoreCipher checks a STORE_CIPHER setting: the names
+// embedded.ParseStoreCipher takes (config stays clear of nats-server).
+func checkStoreCipher(prefix, v string) error {
 	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "", "off", "chachapoly", "aes":
 		return nil

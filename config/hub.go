@@ -74,7 +74,7 @@ func LoadHub() (*Hub, error) {
 	if (h.TLSCert == "") != (h.TLSKey == "") {
 		errs = append(errs, fmt.Errorf("%s_TLS_CERT and %s_TLS_KEY go together", HubPrefix, HubPrefix))
 	}
-	if err := CheckStoreCipher(HubPrefix, h.StoreCipher); err != nil {
+	if err := checkStoreCipher(HubPrefix, h.StoreCipher); err != nil {
 		errs = append(errs, err)
 	}
 	if h.LeafListen == "" {

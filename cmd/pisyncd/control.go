@@ -104,7 +104,7 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 	st := Status{
 		Build: readBuildInfo(), Node: d.cfg.NodeID, PID: os.Getpid(), Started: d.started,
 		SessionsDir: d.cfg.SessionsDir, StateDir: d.cfg.StateDir, NATSURL: d.srv.ClientURL(),
-		Stream: info, StoreCipher: cmpOr(d.srv.StoreCipher(), "off"), Erased: d.erased.Load(), SessionsDirFreeBytes: freeBytes(d.cfg.SessionsDir),
+		Stream: info, StoreCipher: d.srv.StoreCipher(), Erased: d.erased.Load(), SessionsDirFreeBytes: freeBytes(d.cfg.SessionsDir),
 		MemoryBudget: int64(config.BudgetOrDefault(d.cfg.MemoryBudget)), GoMemoryLimit: debug.SetMemoryLimit(-1),
 	}
 	if err != nil {

@@ -330,7 +330,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if u := d.srv.ClientURL(); u != "" {
 		d.logger.Info("local subscriber listener up (read-only)", "url", u, "credentials", d.srv.CredentialsFile())
 	}
-	d.logger.Info("pisyncd running", "node", d.cfg.NodeID, "sessions_dir", d.cfg.SessionsDir, "state_dir", d.cfg.StateDir, "store_cipher", cmpOr(d.srv.StoreCipher(), "off"))
+	d.logger.Info("pisyncd running", "node", d.cfg.NodeID, "sessions_dir", d.cfg.SessionsDir, "state_dir", d.cfg.StateDir, "store_cipher", d.srv.StoreCipher())
 
 	select {
 	case <-ctx.Done():

@@ -83,7 +83,7 @@ func statusCommand(args []string, stdout io.Writer) error {
 	if st.StreamError != "" {
 		row("stream error", st.StreamError)
 	}
-	if st.StoreCipher != "" && st.StoreCipher != "off" {
+	if st.StoreCipher != embedded.StoreCipherOff {
 		row("event store at rest", "encrypted, cipher "+st.StoreCipher)
 	} else {
 		row("event store at rest", "in clear (PISYNC_STORE_CIPHER=off)")

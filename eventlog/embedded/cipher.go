@@ -44,15 +44,14 @@ type storeMarker struct {
 }
 
 // ParseStoreCipher checks a cipher name and returns it in the form
-// Config.StoreCipher takes ("" for off).
+// Config.StoreCipher takes ("" for off). It takes the names
+// config.checkStoreCipher lets through, no others.
 func ParseStoreCipher(s string) (string, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
+	switch c := strings.ToLower(strings.TrimSpace(s)); c {
 	case "", StoreCipherOff:
 		return "", nil
-	case StoreCipherChaChaPoly, "chacha", "chacha20":
-		return StoreCipherChaChaPoly, nil
-	case StoreCipherAES, "aes-gcm", "aesgcm":
-		return StoreCipherAES, nil
+	case StoreCipherChaChaPoly, StoreCipherAES:
+		return c, nil
 	}
 	return "", fmt.Errorf("store cipher %q: want off, chachapoly or aes", s)
 }

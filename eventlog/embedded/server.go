@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -385,9 +386,9 @@ func (s *Server) setRestarting(on bool) {
 // nats is the current server.Server.
 func (s *Server) nats() *server.Server { return s.ns.Load() }
 
-// StoreCipher is the cipher the store is encrypted with at rest, "" when
-// it is in clear.
-func (s *Server) StoreCipher() string { return s.storeCipher }
+// StoreCipher is the cipher the store is encrypted with at rest,
+// StoreCipherOff when it is in clear.
+func (s *Server) StoreCipher() string { return cmp.Or(s.storeCipher, StoreCipherOff) }
 
 // ClientURL is the loopback listener's URL, or "" without a listener.
 func (s *Server) ClientURL() string { return s.clientURL }
