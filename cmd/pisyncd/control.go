@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -127,7 +128,7 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 		st.ForkedSessions = d.repl.ForkedSessions()
 		as := d.gate.Stats()
 		st.Admission = &as
-		st.Encryption = &encryptionStatus{Mode: cmpOr(d.cfg.Encrypt, "auto"), CryptStatus: d.crypt.Status()}
+		st.Encryption = &encryptionStatus{Mode: cmp.Or(d.cfg.Encrypt, "auto"), CryptStatus: d.crypt.Status()}
 	}
 	return st, err
 }
@@ -215,11 +216,4 @@ func controlClient(stateDir string) *http.Client {
 type encryptionStatus struct {
 	Mode string `json:"mode"` // PISYNC_ENCRYPT
 	eventlog.CryptStatus
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

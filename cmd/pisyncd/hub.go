@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -112,7 +113,7 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 	for _, h := range hubStartHints(cfg, len(nodes)) {
 		logger.Warn(h)
 	}
-	logger.Info("hub running", "name", cfg.Name, "leaf", cfg.LeafListen, "client", cfg.Listen, "cluster", cfg.ClusterListen, "routes", redact.URLs(cfg.Routes), "route_auth", cfg.RouteSecret != "", "replicas", cfg.Replicas, "tls", cfg.TLSCert != "", "nodes_dir", cfg.NodesDir, "store_cipher", cmpOr(cfg.StoreCipher, "off"))
+	logger.Info("hub running", "name", cfg.Name, "leaf", cfg.LeafListen, "client", cfg.Listen, "cluster", cfg.ClusterListen, "routes", redact.URLs(cfg.Routes), "route_auth", cfg.RouteSecret != "", "replicas", cfg.Replicas, "tls", cfg.TLSCert != "", "nodes_dir", cfg.NodesDir, "store_cipher", cmp.Or(cfg.StoreCipher, "off"))
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
