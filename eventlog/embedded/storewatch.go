@@ -209,8 +209,14 @@ func (w *StoreWatch) Run(ctx context.Context) error {
 }
 
 // fail reports the store unwritable: publishers waiting on it give up, and
-// the log says so once.
+// the log says so once. The server's error is often a symptom (a stream
+// whose half-written block leaves "expected sequence does not match
+// store"), so a probe write names the disk's own error first when it fails
+// too: that is what the user can act on.
 func (w *StoreWatch) fail(err error) {
+	if perr := probe(w.dir); perr != nil {
+		err = fmt.Errorf("%w (the server: %w)", perr, err)
+	}
 	free, _ := freeBytes(w.dir)
 	w.mu.Lock()
 	w.state, w.err, w.since = StoreFailing, err, time.Now()
