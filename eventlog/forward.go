@@ -196,11 +196,28 @@ func (f *Forwarder) session(ctx context.Context) error {
 	defer p.Stop()
 
 	asm := map[string]*Assembler{}
-	saved := pos
+	saver := NewPosition(f.state, forwarderKey, pos)
+	defer func() {
+		if err := saver.SaveOnStop(ctx); err != nil {
+			f.logger.Debug("forwarder: position not saved on stop; a restart re-checks from the one before", "err", err)
+		}
+	}()
 	progress := newBacklog(f.logger, "forwarding a backlog to the hub")
 	for {
-		// Block for the first message, then take what is already there.
-		window, last, pending, err := f.read(ctx, p, asm)
+		// Block for the first message, then take what is already there;
+		// while a position waits to be written, wait no longer than that.
+		rctx, cancel := ctx, context.CancelFunc(func() {})
+		if due, ok := saver.Due(time.Now()); ok {
+			rctx, cancel = context.WithTimeout(ctx, due)
+		}
+		window, last, pending, err := f.read(rctx, p, asm)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			if err := saver.Save(ctx); err != nil {
+				return fmt.Errorf("forwarder: %w", err)
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -220,11 +237,8 @@ func (f *Forwarder) session(ctx context.Context) error {
 				done = min(done, s-1)
 			}
 		}
-		if done > saved {
-			if _, err := f.state.Put(ctx, forwarderKey, []byte(strconv.FormatUint(done, 10))); err != nil {
-				return fmt.Errorf("forwarder: save position: %w", err)
-			}
-			saved = done
+		if err := saver.Note(ctx, done); err != nil {
+			return fmt.Errorf("forwarder: %w", err)
 		}
 		f.connected.Store(true)
 	}

@@ -3,6 +3,8 @@ package eventlog
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -68,4 +70,69 @@ func (a *All) ScanSession(ctx context.Context, sid string, withData bool, fn fun
 		return nil
 	}
 	return ReadFiltered(ctx, a.js, AllStream, SessionFilter(sid), info.State.LastSeq, !withData, fn)
+}
+
+// PositionEvery is how often a worker writes its read position at most.
+// Each write is an fsync of the state bucket; a write per line cost one of
+// the few fsyncs a replicated line needs. A position a second old is only
+// a longer re-check after a restart: the forwarder skips what the hub
+// subjects already hold, the replicator what the files already hold.
+const PositionEvery = time.Second
+
+// Position keeps a worker's read position in the state bucket, written at
+// most once per PositionEvery: Note records what is done, the worker calls
+// Save when Due says so (it waits no longer than that for new messages),
+// and once more, best effort, when it stops.
+type Position struct {
+	kv    jetstream.KeyValue
+	key   string
+	every time.Duration
+
+	saved, done uint64
+	at          time.Time // of the last write
+}
+
+// NewPosition keeps key in kv; saved is what it holds now.
+func NewPosition(kv jetstream.KeyValue, key string, saved uint64) *Position {
+	return &Position{kv: kv, key: key, every: PositionEvery, saved: saved, done: saved}
+}
+
+// Note records that everything up to done is handled and durable where it
+// goes, and writes it if the last write is at least PositionEvery old.
+func (p *Position) Note(ctx context.Context, done uint64) error {
+	p.done = max(p.done, done)
+	if time.Since(p.at) < p.every {
+		return nil
+	}
+	return p.Save(ctx)
+}
+
+// Due returns how long until an unwritten position should be written, and
+// false when everything noted is written.
+func (p *Position) Due(now time.Time) (time.Duration, bool) {
+	if p.done <= p.saved {
+		return 0, false
+	}
+	return max(p.every-now.Sub(p.at), 0), true
+}
+
+// Save writes the noted position now, if it is not written yet.
+func (p *Position) Save(ctx context.Context) error {
+	if p.done <= p.saved {
+		return nil
+	}
+	if _, err := p.kv.Put(ctx, p.key, []byte(strconv.FormatUint(p.done, 10))); err != nil {
+		return fmt.Errorf("save position %s: %w", p.key, err)
+	}
+	p.saved, p.at = p.done, time.Now()
+	return nil
+}
+
+// SaveOnStop writes what is noted after the worker's context ended: a
+// restart then re-checks less. Best effort, bounded; the position is a
+// hint, so a failure costs only that re-check.
+func (p *Position) SaveOnStop(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	return p.Save(ctx)
 }

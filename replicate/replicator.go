@@ -238,14 +238,24 @@ func (r *Replicator) run(ctx context.Context) error {
 	}
 	defer p.Stop()
 	asm := map[string]*eventlog.Assembler{}
-	saved, last := pos, pos
+	last := pos
+	saver := eventlog.NewPosition(r.state, positionKey, pos)
+	defer func() {
+		if err := saver.SaveOnStop(ctx); err != nil {
+			r.logger.Debug("replicator: position not saved on stop; a restart re-checks from the one before", "err", err)
+		}
+	}()
 	var msgs []jetstream.Msg
 	for {
 		// Wait for events; while some wait for a busy file, wake up
-		// often enough to retry it.
+		// often enough to retry it, and while a position waits to be
+		// written, no later than that.
 		wait := 5 * time.Second
 		if r.waiting.Load() > 0 {
 			wait = r.opts.Idle / 4
+		}
+		if due, ok := saver.Due(time.Now()); ok {
+			wait = min(wait, max(due, time.Millisecond))
 		}
 		wctx, cancel := context.WithTimeout(ctx, wait)
 		msgs, err = p.Next(wctx, 1000, msgs[:0])
@@ -303,11 +313,10 @@ func (r *Replicator) run(ctx context.Context) error {
 				done = min(done, s-1)
 			}
 		}
-		if done > saved {
-			if _, err := r.state.Put(ctx, positionKey, []byte(strconv.FormatUint(done, 10))); err != nil {
-				return fmt.Errorf("replicator: save position: %w", err)
-			}
-			saved = done
+		// Written at most once a second (eventlog.Position): replayed
+		// lines are found in the files and not written again.
+		if err := saver.Note(ctx, done); err != nil {
+			return fmt.Errorf("replicator: %w", err)
 		}
 	}
 }
