@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSIGKILLReplication kills both workstations with SIGKILL at random
+// moments while pi-like writers append on A, restarts them each time, and
+// checks at the end that the hub holds every line of A's files exactly once
+// and that B's copies are A's files, byte for byte: the forwarder's and the
+// replicator's read positions, written at most once a second
+// (eventlog.Position), lag what is done, so every restart re-reads lines
+// that went through already, and must neither lose nor repeat one.
+func TestSIGKILLReplication(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	hub := startTestHub(t)
+	envOf := func(name string) (sessions string, env []string) {
+		home := t.TempDir()
+		sessions = filepath.Join(home, "sessions")
+		return sessions, []string{
+			"PISYNC_SESSIONS_DIR=" + sessions, "PISYNC_STATE_DIR=" + filepath.Join(home, "state"),
+			"PISYNC_NODE_ID=" + name, "PISYNC_HUB_URLS=" + hub.url(),
+			"PISYNC_RESCAN_INTERVAL=200ms", "PISYNC_IDLE_AFTER=100ms", "PISYNC_LOG_LEVEL=warn",
+		}
+	}
+	aSessions, aEnv := envOf("ws-a")
+	bSessions, bEnv := envOf("ws-b")
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	const sessions = 3
+	w := newSessionWriter(t, aSessions, sessions, seed)
+	rng := rand.New(rand.NewPCG(seed, 3))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var writeErr error
+	wg.Go(func() {
+		tick := time.NewTicker(3 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if err := w.step(); err != nil {
+					writeErr = err
+					return
+				}
+			}
+		}
+	})
+	for k := 0; k < 12; k++ {
+		a, b := startDaemonProc(t, aEnv), startDaemonProc(t, bEnv)
+		// Kill each anywhere from start-up to well into steady state
+		// (positions are written a second apart: some kills come after
+		// one, most between two).
+		for _, p := range []*daemonProc{a, b} {
+			select {
+			case err := <-p.done:
+				t.Fatalf("daemon exited on its own (run %d): %v\n%s", k, err, p.stderr)
+			case <-time.After(time.Duration(rng.IntN(1500)) * time.Millisecond):
+			}
+			p.kill(t, syscall.SIGKILL)
+		}
+	}
+	cancel()
+	wg.Wait()
+	if writeErr != nil {
+		t.Fatal(writeErr)
+	}
+
+	// A last, clean run of both catches up with everything.
+	a, b := startDaemonProc(t, aEnv), startDaemonProc(t, bEnv)
+	defer a.kill(t, syscall.SIGTERM)
+	defer b.kill(t, syscall.SIGTERM)
+	total := 0
+	for i, path := range w.files {
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += strings.Count(string(want), "\n")
+		sid := strings.TrimSuffix(filepath.Base(path)[len("2026-11-30T00-00-00-000Z_"):], ".jsonl")
+		copyPath := filepath.Join(bSessions, sessionRel(fmt.Sprintf("/crash/%d", i), sid))
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			got, _ := os.ReadFile(copyPath)
+			if len(got) >= len(want) {
+				if string(got) != string(want) {
+					t.Fatalf("session %s: B's copy (%d bytes) is not A's file (%d bytes): %s", sid, len(got), len(want), sameFile(path, copyPath))
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("session %s: B's copy has %d of %d bytes\nA: %s\nB: %s", sid, len(got), len(want), a.stderr, b.stderr)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	n, err := hub.count("pi.up.ws-a.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != uint64(total) {
+		t.Fatalf("the hub holds %d messages of A for %d lines", n, total)
+	}
+	t.Logf("%d lines in %d sessions: on the hub once each, B's copies equal", total, sessions)
+}
