@@ -42,7 +42,6 @@ type framer struct {
 
 	examined uint64 // hub sequence of the last message taken
 	skipped  bool   // the messages after the last admitted one were all passed over
-	saved    uint64 // what skipKey holds
 	waitFrom uint64 // first hub sequence of the sealed line being opened
 }
 
@@ -302,20 +301,6 @@ func (f *framer) reject(node, sid, reason, detail string) {
 	f.d.rejected.Add(1)
 	f.skipped = true
 	f.d.opts.Admit.Reject(node, sid, reason, detail)
-}
-
-// saveSkip records, after a round whose last messages were all passed
-// over, that they need not be examined again after a restart. A line
-// still being assembled is read again from its start instead.
-func (f *framer) saveSkip(ctx context.Context) error {
-	if !f.skipped || len(f.run) > 0 || f.examined <= f.saved || f.d.opts.State == nil {
-		return nil
-	}
-	if _, err := f.d.opts.State.Put(ctx, skipKey, []byte(strconv.FormatUint(f.examined, 10))); err != nil {
-		return fmt.Errorf("downloader: save position: %w", err)
-	}
-	f.saved = f.examined
-	return nil
 }
 
 // batchBytes bounds one atomic batch into PI_ALL (one fsync, a bounded

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -164,39 +165,102 @@ func (d *Downloader) session(ctx context.Context) error {
 	defer p.Stop()
 	d.connected.Store(true)
 	progress := newBacklog(d.logger, "copying a backlog from the hub")
+
+	// Two stages: one frames and admits the next round while the other
+	// stores the round before in PI_ALL, so a catch-up does not leave the
+	// store idle while it frames, nor the framing while it waits for the
+	// store's fsync. Each write still states the PI_ALL sequence it
+	// expects, known from the write before's reply: only one is in flight.
+	fctx, stop := context.WithCancel(ctx)
+	rounds := make(chan round, 1)
+	var wg sync.WaitGroup
+	wg.Go(func() { d.frame(fctx, p, rounds) })
+	defer func() {
+		stop()
+		wg.Wait()
+	}()
+	saved := uint64(0)
+	for r := range rounds {
+		if r.err != nil {
+			return r.err
+		}
+		if allSeq, err = d.storeLines(ctx, allSeq, r.lines); err != nil {
+			return err
+		}
+		if r.skipTo > saved && d.opts.State != nil {
+			// Everything up to skipTo was stored or passed over.
+			if _, err := d.opts.State.Put(ctx, skipKey, []byte(strconv.FormatUint(r.skipTo, 10))); err != nil {
+				return fmt.Errorf("downloader: save position: %w", err)
+			}
+			saved = r.skipTo
+		}
+		if r.wait != nil {
+			// Wait for the key: what came before is stored, nothing
+			// after is examined; the next session starts here again.
+			return r.wait
+		}
+		progress.update(r.msgs, r.pending, time.Now())
+	}
+	return ctx.Err()
+}
+
+// round is what the framing stage hands the storing stage: the admitted
+// lines of some hub messages, and what to do once they are stored.
+type round struct {
+	lines   [][]*nats.Msg
+	msgs    int    // hub messages examined
+	pending uint64 // messages the consumer still had after them
+	// skipTo, when set, is the hub sequence up to which every message
+	// was stored or passed over: the last of them were passed over,
+	// which PI_ALL cannot show, so skipKey keeps it.
+	skipTo uint64
+	wait   error // a sealed line waits for its key (seal.ErrNoKey)
+	err    error // the session ends
+}
+
+// frame reads the hub consumer, frames and admits, and sends each round
+// to out, until an error or a line waiting for its key ends the session.
+// It closes out when it returns.
+func (d *Downloader) frame(ctx context.Context, p *Pump, out chan<- round) {
+	defer close(out)
+	send := func(r round) bool {
+		select {
+		case out <- r:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 	fr := &framer{d: d, maxLine: d.opts.MaxLine}
-	var batch []jetstream.Msg
 	for {
 		// A stall watchdog: an ordered consumer whose hub went away
 		// reports it through the error handler; idle otherwise.
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		batch, err = p.Next(wctx, MaxBatch, batch[:0])
+		batch, err := p.Next(wctx, MaxBatch, nil)
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			if err := p.Err(); err != nil {
-				return fmt.Errorf("downloader: %w", err)
+				send(round{err: fmt.Errorf("downloader: %w", err)})
+				return
 			}
 			continue
 		}
 		if err != nil {
-			return err
+			send(round{err: err})
+			return
 		}
 		lines, werr := fr.take(ctx, batch)
 		if werr != nil && !errors.Is(werr, seal.ErrNoKey) {
-			return werr
+			send(round{err: werr})
+			return
 		}
-		if allSeq, err = d.storeLines(ctx, allSeq, lines); err != nil {
-			return err
+		r := round{lines: lines, msgs: len(batch), pending: numPending(batch[len(batch)-1]), wait: werr}
+		if fr.skipped && len(fr.run) == 0 {
+			r.skipTo = fr.examined // a line still being assembled is read again from its start
 		}
-		if err := fr.saveSkip(ctx); err != nil {
-			return err
+		if !send(r) || werr != nil {
+			return
 		}
-		if werr != nil {
-			// Wait for the key: what came before is stored, nothing
-			// after is examined; the next session starts here again.
-			return werr
-		}
-		progress.update(len(batch), numPending(batch[len(batch)-1]), time.Now())
 	}
 }
 
