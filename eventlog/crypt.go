@@ -45,6 +45,7 @@ type Crypt struct {
 	checked time.Time
 	sealer  *seal.Sealer
 	opener  *seal.Opener
+	toks    tokens // of the opener's keyring
 
 	waitFwd, waitDl string // why forwarding / copying waits, "" when it does not
 
@@ -443,10 +444,10 @@ func (c *Crypt) open(node, tok string, srcSeq uint64, envs [][]byte, maxLine int
 	c.waitDl = ""
 	n, k := binary.Uvarint(plain)
 	var in inner
-	if k <= 0 || n > uint64(len(plain)-k) || json.Unmarshal(plain[k:k+int(n)], &in) != nil {
+	if k <= 0 || n > uint64(len(plain)-k) || decodeInner(plain[k:k+int(n)], &in) != nil {
 		return nil, &errUnsealed{RejectUndecryptable, errors.New("sealed line: bad inner headers")}
 	}
-	if seal.Token(c.opener.Ring(), in.SID) != tok {
+	if c.toks.get(c.opener.Ring(), in.SID) != tok {
 		return nil, &errUnsealed{RejectMoved, fmt.Errorf("sealed line of session %q arrived on token %s", in.SID, tok)}
 	}
 	if err := CheckSID(in.SID); err != nil {
