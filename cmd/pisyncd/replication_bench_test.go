@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -464,6 +465,7 @@ func BenchmarkCatchUp(b *testing.B) {
 			}
 			want = append(want, st.Size())
 		}
+		stopProfile := profilePhase(b, "PISYNC_BENCH_CPUPROFILE")
 		b.StartTimer()
 		t1 := time.Now()
 		nb.start()
@@ -482,6 +484,7 @@ func BenchmarkCatchUp(b *testing.B) {
 		})
 		filed := time.Since(t1)
 		b.StopTimer()
+		stopProfile()
 		if stored == 0 {
 			stored = filed
 		}
@@ -502,6 +505,28 @@ func BenchmarkCatchUp(b *testing.B) {
 		b.ReportMetric(float64(n), "lines")
 		nb.stop()
 		na.stop()
+	}
+}
+
+// profilePhase writes a CPU profile of one phase of a benchmark (B's
+// catch-up alone, not the set-up around it) to the file the environment
+// variable env names, if it is set; call the function it returns at the
+// end of the phase.
+func profilePhase(b *testing.B, env string) func() {
+	path := os.Getenv(env)
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
 	}
 }
 
