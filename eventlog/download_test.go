@@ -233,3 +233,47 @@ func TestDownloaderAfterErase(t *testing.T) {
 		t.Fatalf("PI_ALL holds %q of the erased session (%v), want its erase event only", ops, err)
 	}
 }
+
+// TestDownloaderHintsStored: the messages All.Stored hands over are those
+// PI_ALL holds, at the same sequences, with the same subjects, headers and
+// payloads (the replicator takes them in place of its consumer's
+// deliveries).
+func TestDownloaderHintsStored(t *testing.T) {
+	hubJS, ws, all := hubAndLeaf(t)
+	ctx := context.Background()
+	pub := eventlog.NewPublisher(hubJS.Conn(), hubJS, 10*time.Second)
+	stop := runDownloader(t, ws, all, nil, nil)
+	defer stop()
+	last := uint64(0)
+	var err error
+	for i := range 5 { // live lines, one at a time, and a small batch
+		lines := mkLines(1+3*(i%2), 100, fmt.Sprintf("l%d", i))
+		if last, _, err = pub.Publish(ctx, eventlog.UpSubject("n2", "s1"), last, lines); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitCount(t, all, 11)
+	seen := 0
+	for seen < 11 {
+		var hint []jetstream.Msg
+		select {
+		case hint = <-all.Stored():
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d of 11 messages handed over", seen)
+		}
+		for _, h := range hint {
+			meta, _ := h.Metadata()
+			m, err := all.Stream().GetMsg(ctx, meta.Sequence.Stream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Subject != h.Subject() || string(m.Data) != string(h.Data()) || m.Header.Get(eventlog.HdrHubSeq) != h.Headers().Get(eventlog.HdrHubSeq) || m.Header.Get(eventlog.HdrSha) != h.Headers().Get(eventlog.HdrSha) {
+				t.Fatalf("hint at %d differs from PI_ALL's message", meta.Sequence.Stream)
+			}
+			if want := uint64(seen + 1); meta.Sequence.Stream != want {
+				t.Fatalf("hint %d at sequence %d", want, meta.Sequence.Stream)
+			}
+			seen++
+		}
+	}
+}

@@ -45,8 +45,13 @@ func (p *Pump) Next(ctx context.Context, max int, out []jetstream.Msg) ([]jetstr
 	case <-ctx.Done():
 		return out, context.Cause(ctx)
 	case m := <-p.ch:
-		out = append(out, m)
+		return p.fill(ctx, max, append(out, m)), nil
 	}
+}
+
+// fill appends to out, which holds at least one message, what Next takes
+// after the first.
+func (p *Pump) fill(ctx context.Context, max int, out []jetstream.Msg) []jetstream.Msg {
 	for len(out) < max {
 		select {
 		case m := <-p.ch:
@@ -55,16 +60,29 @@ func (p *Pump) Next(ctx context.Context, max int, out []jetstream.Msg) ([]jetstr
 		default:
 		}
 		if !pending(out[len(out)-1]) {
-			return out, nil
+			return out
 		}
 		select {
 		case m := <-p.ch:
 			out = append(out, m)
 		case <-ctx.Done():
-			return out, nil // what we have is a batch
+			return out // what we have is a batch
 		}
 	}
-	return out, nil
+	return out
+}
+
+// NextOr is Next, except that when msgs come on hints first, it returns
+// those (appended to out) instead, and true.
+func (p *Pump) NextOr(ctx context.Context, max int, out []jetstream.Msg, hints <-chan []jetstream.Msg) ([]jetstream.Msg, bool, error) {
+	select {
+	case <-ctx.Done():
+		return out, false, context.Cause(ctx)
+	case msgs := <-hints:
+		return append(out, msgs...), true, nil
+	case m := <-p.ch:
+		return p.fill(ctx, max, append(out, m)), false, nil
+	}
 }
 
 // pending reports whether the consumer had more messages after m.

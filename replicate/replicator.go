@@ -245,6 +245,16 @@ func (r *Replicator) run(ctx context.Context) error {
 			r.logger.Debug("replicator: position not saved on stop; a restart re-checks from the one before", "err", err)
 		}
 	}()
+	// Hints left from before this run may name messages that an erase
+	// has removed since (the stream's consumer never delivers those):
+	// start with none; from here on, a hint is taken only in order.
+	for drained := false; !drained; {
+		select {
+		case <-r.all.Stored():
+		default:
+			drained = true
+		}
+	}
 	var msgs []jetstream.Msg
 	for {
 		// Wait for events; while some wait for a busy file, wake up
@@ -258,7 +268,8 @@ func (r *Replicator) run(ctx context.Context) error {
 			wait = min(wait, max(due, time.Millisecond))
 		}
 		wctx, cancel := context.WithTimeout(ctx, wait)
-		msgs, err = p.Next(wctx, 1000, msgs[:0])
+		var hinted bool
+		msgs, hinted, err = p.NextOr(wctx, 1000, msgs[:0], r.all.Stored())
 		cancel()
 		if ctx.Err() != nil {
 			return nil
@@ -276,7 +287,14 @@ func (r *Replicator) run(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("replicator: read: %w", err)
 			}
-			last = meta.Sequence.Stream
+			seq := meta.Sequence.Stream
+			if seq <= last {
+				continue // handed over by the downloader already (eventlog.All.Stored)
+			}
+			if hinted && seq != last+1 {
+				break // not right after what is handled: the consumer brings it
+			}
+			last = seq
 			a := asm[msg.Subject()]
 			if a == nil {
 				a = eventlog.NewAssembler(false)
