@@ -233,10 +233,10 @@ func (d *Downloader) frame(ctx context.Context, p *Pump, out chan<- round) {
 	}
 	fr := &framer{d: d, maxLine: d.opts.MaxLine}
 	for {
-		// A stall watchdog: an ordered consumer whose hub went away
-		// reports it through the error handler; idle otherwise.
+		// The consumer's errors (a gap, the hub gone) end the wait at
+		// once; the timeout is a watchdog for one that goes silent.
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		batch, err := p.Next(wctx, MaxBatch, nil)
+		batch, err := p.NextOrFail(wctx, MaxBatch, nil)
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			if err := p.Err(); err != nil {
@@ -246,7 +246,7 @@ func (d *Downloader) frame(ctx context.Context, p *Pump, out chan<- round) {
 			continue
 		}
 		if err != nil {
-			send(round{err: err})
+			send(round{err: fmt.Errorf("downloader: %w", err)})
 			return
 		}
 		lines, werr := fr.take(ctx, batch)

@@ -45,13 +45,31 @@ func (p *Pump) Next(ctx context.Context, max int, out []jetstream.Msg) ([]jetstr
 	case <-ctx.Done():
 		return out, context.Cause(ctx)
 	case m := <-p.ch:
-		return p.fill(ctx, max, append(out, m)), nil
+		return p.fill(ctx, max, append(out, m), nil), nil
+	}
+}
+
+// NextOrFail is Next, except that an error the consumer reports while it
+// waits ends the wait at once (returned now, or by the next call when
+// messages came first). The downloader's consumer stops at a gap and
+// reports it that way (orderedPull): nothing comes after it, and a
+// watchdog that looked for the error only after seconds of silence made a
+// catch-up stall that long.
+func (p *Pump) NextOrFail(ctx context.Context, max int, out []jetstream.Msg) ([]jetstream.Msg, error) {
+	select {
+	case <-ctx.Done():
+		return out, context.Cause(ctx)
+	case err := <-p.err:
+		return out, fmt.Errorf("consume: %w", err)
+	case m := <-p.ch:
+		return p.fill(ctx, max, append(out, m), p.err), nil
 	}
 }
 
 // fill appends to out, which holds at least one message, what Next takes
-// after the first.
-func (p *Pump) fill(ctx context.Context, max int, out []jetstream.Msg) []jetstream.Msg {
+// after the first. An error on errc (nil: none looked for) ends the wait
+// and is kept for the next call.
+func (p *Pump) fill(ctx context.Context, max int, out []jetstream.Msg, errc chan error) []jetstream.Msg {
 	for len(out) < max {
 		select {
 		case m := <-p.ch:
@@ -67,6 +85,12 @@ func (p *Pump) fill(ctx context.Context, max int, out []jetstream.Msg) []jetstre
 			out = append(out, m)
 		case <-ctx.Done():
 			return out // what we have is a batch
+		case err := <-errc:
+			select {
+			case errc <- err: // for the next call
+			default:
+			}
+			return out
 		}
 	}
 	return out
@@ -81,7 +105,7 @@ func (p *Pump) NextOr(ctx context.Context, max int, out []jetstream.Msg, hints <
 	case msgs := <-hints:
 		return append(out, msgs...), true, nil
 	case m := <-p.ch:
-		return p.fill(ctx, max, append(out, m)), false, nil
+		return p.fill(ctx, max, append(out, m), nil), false, nil
 	}
 }
 
