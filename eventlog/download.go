@@ -232,6 +232,7 @@ func (d *Downloader) frame(ctx context.Context, p *Pump, out chan<- round) {
 		}
 	}
 	fr := &framer{d: d, maxLine: d.opts.MaxLine}
+	var pending uint64 // what the consumer said was still to come
 	for {
 		// The consumer's errors (a gap, the hub gone) end the wait at
 		// once; the timeout is a watchdog for one that goes silent.
@@ -241,6 +242,14 @@ func (d *Downloader) frame(ctx context.Context, p *Pump, out chan<- round) {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			if err := p.Err(); err != nil {
 				send(round{err: fmt.Errorf("downloader: %w", err)})
+				return
+			}
+			if pending > 0 {
+				// Silent with messages still to come and no error:
+				// seen under load (a pull whose messages never
+				// arrived); a new session pulls afresh from PI_ALL's
+				// position instead of waiting for the pull to expire.
+				send(round{err: fmt.Errorf("downloader: the hub consumer stalled with %d messages pending", pending)})
 				return
 			}
 			continue
@@ -254,7 +263,8 @@ func (d *Downloader) frame(ctx context.Context, p *Pump, out chan<- round) {
 			send(round{err: werr})
 			return
 		}
-		r := round{lines: lines, msgs: len(batch), pending: numPending(batch[len(batch)-1]), wait: werr}
+		pending = numPending(batch[len(batch)-1])
+		r := round{lines: lines, msgs: len(batch), pending: pending, wait: werr}
 		if fr.skipped && len(fr.run) == 0 {
 			r.skipTo = fr.examined // a line still being assembled is read again from its start
 		}
