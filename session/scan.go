@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"unicode/utf8"
 )
@@ -260,6 +261,7 @@ var plain = func() (t [256]bool) {
 // backslash in it.
 func skipString(b []byte, i int) (end int, esc bool, err error) {
 	for i++; i < len(b); i++ {
+		i = skipPlain(b, i)
 		for i < len(b) && plain[b[i]] {
 			i++
 		}
@@ -295,6 +297,26 @@ func skipString(b []byte, i int) (end int, esc bool, err error) {
 		}
 	}
 	return 0, false, errSyntax
+}
+
+// skipPlain skips plain string bytes (see plain) eight at a time, and
+// stops at the word that holds the first byte that is not: the byte loop
+// after it finds that byte. Strings are most of a session's bytes.
+func skipPlain(b []byte, i int) int {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	for i+8 <= len(b) {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q := x ^ (lo * '"')
+		s := x ^ (lo * '\\')
+		// A byte is zero in q or s, or below 0x20 in x: its high bit is set
+		// here (no false alarm below the first such byte, and none at all
+		// without one).
+		if ((q-lo)&^q|(s-lo)&^s|(x-lo*0x20)&^x)&hi != 0 {
+			return i
+		}
+		i += 8
+	}
+	return i
 }
 
 func skipWord(b []byte, i int, w string) (int, error) {
