@@ -66,7 +66,7 @@ func scanMembers(b []byte, i int, fn func(key []byte, at int) (int, error)) (int
 			return 0, err
 		}
 		key := b[i+1 : ke-1]
-		if esc || !utf8.Valid(key) {
+		if esc || !asciiKey(key) && !utf8.Valid(key) {
 			s, ok := jsString(b[i:ke])
 			if !ok {
 				return 0, errSyntax
@@ -98,6 +98,17 @@ func scanMembers(b []byte, i int, fn func(key []byte, at int) (int, error)) (int
 			return 0, errSyntax
 		}
 	}
+}
+
+// asciiKey reports whether a key is ASCII, as nearly every key is: the
+// check is inline, where utf8.Valid is a call per key.
+func asciiKey(k []byte) bool {
+	for _, c := range k {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // eachElement calls fn for every element of the JSON array raw, in order.
