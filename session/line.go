@@ -198,7 +198,7 @@ func ParseLine(raw []byte) Line {
 	}
 	f.ok = true
 	l.Kind = Entry
-	if s, ok := jsString(f.typ); ok {
+	if s, ok := typeName(f.typ); ok {
 		l.Type = s
 		if s == "session" {
 			l.Kind = Header
@@ -210,6 +210,36 @@ func ParseLine(raw []byte) Line {
 		l.Version, _ = strconv.ParseFloat(string(version), 64)
 	}
 	return l
+}
+
+// typeName is jsString of a "type" value, without a copy for the types pi
+// writes.
+func typeName(raw []byte) (string, bool) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		switch string(raw[1 : len(raw)-1]) {
+		case "message":
+			return "message", true
+		case "session":
+			return "session", true
+		case "compaction":
+			return "compaction", true
+		case "model_change":
+			return "model_change", true
+		case "thinking_level_change":
+			return "thinking_level_change", true
+		case "branch_summary":
+			return "branch_summary", true
+		case "custom_message":
+			return "custom_message", true
+		case "custom":
+			return "custom", true
+		case "label":
+			return "label", true
+		case "session_info":
+			return "session_info", true
+		}
+	}
+	return jsString(raw)
 }
 
 // scalarKind classifies a valid JSON value that is not an object: null,

@@ -44,6 +44,11 @@ func LoadRules(data []byte, mode RuleSet) (*File, error) {
 	}
 	f := &File{Tree: NewTree()}
 	f.Tree.SetRules(mode)
+	// Sized once for every line: the count is a fast pass, and growing
+	// the tree's slices and id index step by step copied and rehashed them.
+	n := bytes.Count(data, []byte{'\n'}) + 1
+	f.lines = make([][]byte, 0, n)
+	f.Tree.grow(n)
 	for {
 		line, rest, more := bytes.Cut(data, []byte{'\n'})
 		if err := f.add(line); err != nil {

@@ -125,44 +125,64 @@ func (o *marshalOut) val(v []byte) {
 func compactHTML(dst *bytes.Buffer, v []byte) {
 	dst.Grow(len(v))
 	const hex = "0123456789abcdef"
-	inString, escaped := false, false
 	start := 0 // v[start:i] is pending, to be copied as is
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if !inString {
-			switch c {
-			case ' ', '\t', '\n', '\r':
-				dst.Write(v[start:i])
-				start = i + 1
-			case '"':
-				inString = true
-			}
+	for i := 0; i < len(v); {
+		switch v[i] {
+		case ' ', '\t', '\n', '\r':
+			dst.Write(v[start:i])
+			i++
+			start = i
+			continue
+		case '"':
+		default:
+			i++
 			continue
 		}
-		switch {
-		case escaped:
-			escaped = false
-		case c == '\\':
-			escaped = true
-		case c == '"':
-			inString = false
-		case c == '<' || c == '>' || c == '&':
+		// A string, nearly all of a message: runs of bytes that stay as
+		// they are are skipped by table, not byte by byte through a switch.
+		for i++; i < len(v); {
+			for i < len(v) && !stringSpecial[v[i]] {
+				i++
+			}
+			if i >= len(v) {
+				break
+			}
+			c := v[i]
+			if c == '"' {
+				i++
+				break
+			}
+			if c == '\\' {
+				i += 2 // the escaped byte is ASCII, never one to escape
+				continue
+			}
+			if c == 0xe2 {
+				if i+2 < len(v) && v[i+1] == 0x80 && v[i+2]&^1 == 0xa8 {
+					// U+2028 LINE SEPARATOR, U+2029 PARAGRAPH SEPARATOR
+					dst.Write(v[start:i])
+					dst.WriteString(`\u202`)
+					dst.WriteByte(hex[v[i+2]&0xf])
+					start = i + 3
+				}
+				i++
+				continue
+			}
+			// <, > or &
 			dst.Write(v[start:i])
 			dst.WriteString(`\u00`)
 			dst.WriteByte(hex[c>>4])
 			dst.WriteByte(hex[c&0xf])
-			start = i + 1
-		case c == 0xe2 && i+2 < len(v) && v[i+1] == 0x80 && v[i+2]&^1 == 0xa8:
-			// U+2028 LINE SEPARATOR, U+2029 PARAGRAPH SEPARATOR
-			dst.Write(v[start:i])
-			dst.WriteString(`\u202`)
-			dst.WriteByte(hex[v[i+2]&0xf])
-			i += 2
-			start = i + 1
+			i++
+			start = i
 		}
 	}
 	dst.Write(v[start:])
 }
+
+// stringSpecial marks the bytes compactHTML looks at inside a string: its
+// end, an escape, what json.Marshal escapes for HTML, and the first byte
+// of U+2028 and U+2029.
+var stringSpecial = [256]bool{'"': true, '\\': true, '<': true, '>': true, '&': true, 0xe2: true}
 
 // writeHead writes the corpus shape up to the first message:
 // {"leafId":…,"contextEntryIds":[…],"messages":[

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -166,6 +167,14 @@ func NewTree() *Tree {
 	}
 }
 
+// grow makes room for n more entries.
+func (t *Tree) grow(n int) {
+	t.nodes = slices.Grow(t.nodes, n)
+	if len(t.index) == 0 {
+		t.index = make(map[ID]int32, n)
+	}
+}
+
 // SessionID is the header id.
 func (t *Tree) SessionID() string { return t.sessionID }
 
@@ -215,6 +224,7 @@ func (t *Tree) Append(l Line, ref Ref) error {
 		return nil
 	}
 	var fields *lineFields
+	parsed := l.f.ok // l came from ParseLine: its ID, ParentID and Type are decoded
 	if l.Kind == Entry {
 		fields = &l.f
 		if !fields.ok {
@@ -232,9 +242,9 @@ func (t *Tree) Append(l Line, ref Ref) error {
 	}
 	n := node{ref: ref, ts: math.NaN(), size: uint32(min(len(l.Raw), math.MaxUint32))}
 	if fields != nil {
-		n.id = idFromRaw(fields.id)
-		n.parent = idFromRaw(fields.parent)
-		n.typ = idFromRaw(fields.typ)
+		n.id = lineID(parsed && l.HasID, l.ID, fields.id)
+		n.parent = lineID(parsed && l.HasParent, l.ParentID, fields.parent)
+		n.typ = lineID(parsed && l.Type != "", l.Type, fields.typ)
 		n.ts = dateValue(fields.ts)
 		if dateThrows(fields.ts) {
 			n.flags |= flagBadDate
@@ -273,6 +283,15 @@ func (t *Tree) Append(l Line, ref Ref) error {
 	t.nodes = append(t.nodes, n)
 	t.addNode(idx)
 	return nil
+}
+
+// lineID is the ID of raw, or the string s ParseLine already decoded from
+// it when decoded: not a second copy of it.
+func lineID(decoded bool, s string, raw []byte) ID {
+	if decoded {
+		return StringID(s)
+	}
+	return idFromRaw(raw)
 }
 
 // piRewriteDepth is the deepest nesting pi's rewrite of a migrated file
