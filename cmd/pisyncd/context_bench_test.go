@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
@@ -161,4 +165,85 @@ func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// BenchmarkDaemonContext: `pisyncd context SESSION --json` answered by the
+// running daemon for a 100,000-entry session of 2 KB lines (219 MB, one
+// branch, so the window is every entry and the query reads every body from
+// the store), against one sequential read of the session file (the same
+// bytes, from the page cache: the floor of any answer) in the same run,
+// ABBA-interleaved. It reports the medians, their ratio (x-raw), and the
+// daemon's peak resident set during the queries against its memory budget
+// (the default). The answer is checked against `pisyncd context FILE`
+// once. PISYNC_BENCH_BIN runs another binary; PISYNC_BENCH_ROUNDS sets the
+// rounds (default 3).
+//
+//	go test -run '^$' -bench DaemonContext -benchtime=1x -timeout 30m ./cmd/pisyncd/
+func BenchmarkDaemonContext(b *testing.B) {
+	bin := os.Getenv("PISYNC_BENCH_BIN")
+	if bin == "" {
+		bin = buildPisyncd(b)
+	}
+	rounds := envInt(b, "PISYNC_BENCH_ROUNDS", 3)
+	home := b.TempDir()
+	sessions, state := filepath.Join(home, "sessions"), filepath.Join(home, "state")
+	budget := config.DefaultMemoryBudget
+	env := append(os.Environ(), "PISYNC_SESSIONS_DIR="+sessions, "PISYNC_STATE_DIR="+state,
+		"PISYNC_LOG_LEVEL=warn", fmt.Sprintf("PISYNC_MEMORY_BUDGET=%d", budget), "GOMEMLIMIT=")
+	const sid = "0199ffff-0000-7000-8000-00000000000c"
+	const lines = 100_000
+	path := filepath.Join(sessions, "--ctx--", "2026-11-30T00-00-00-000Z_"+sid+".jsonl")
+	size := writeMemSession(b, path, sid, 0, lines)
+	d := startMemDaemon(b, bin, env)
+	defer d.stop(b)
+	start := time.Now()
+	waitProjected(b, bin, env, 1+lines)
+	b.Logf("%.0f MB projected in %v", float64(size)/1e6, time.Since(start).Round(time.Second))
+	if got, want := daemonContext(b, bin, env, sid), fileContext(b, bin, env, path); got != want {
+		b.Fatalf("the daemon's context is %s, the file's %s", got, want)
+	}
+
+	query := func() time.Duration {
+		cmd := exec.Command(bin, "context", sid, "--json")
+		cmd.Env = env
+		h := &countingHash{Hash: sha256.New()} // a reader that does something with the bytes
+		cmd.Stdout = h
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("pisyncd context %s: %v\n%s", sid, err, d.stderr.String())
+		}
+		return time.Since(start)
+	}
+	raw := func() time.Duration {
+		start := time.Now()
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := io.Copy(io.Discard, bufio.NewReaderSize(f, 1<<20)); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	for b.Loop() {
+		d.resetHWM(b)
+		base := d.rss(b)
+		var qs, rs []time.Duration
+		for range rounds {
+			qs = append(qs, query())
+			rs = append(rs, raw(), raw())
+			qs = append(qs, query())
+		}
+		peak := d.hwm(b)
+		mq, mr := median(qs), median(rs)
+		b.ReportMetric(float64(size)/1e6, "file-MB")
+		b.ReportMetric(mq.Seconds(), "query-s")
+		b.ReportMetric(mr.Seconds(), "raw-read-s")
+		b.ReportMetric(float64(mq)/float64(mr), "x-raw")
+		b.ReportMetric(float64(peak)/1e6, "query-peak-rss-MB")
+		b.ReportMetric(float64(peak)/float64(budget), "of-budget")
+		b.Logf("query %v (%v–%v), raw read %v, daemon RSS %.0f MB before, peak %.0f MB (%.0f%% of the budget)",
+			mq, slices.Min(qs), slices.Max(qs), mr, float64(base)/1e6, float64(peak)/1e6, 100*float64(peak)/float64(budget))
+	}
 }
