@@ -97,9 +97,8 @@ func (o plainOut) val(v []byte) { o.b.Write(v) }
 // marshalOut writes each value as json.Marshal passes on a Marshaler's
 // output: compacted and HTML-escaped. scratch grows to the largest value.
 type marshalOut struct {
-	w       *bufio.Writer
-	compact bytes.Buffer
-	err     error
+	w   *bufio.Writer
+	err error
 }
 
 func (o *marshalOut) lit(s string) {
@@ -112,9 +111,11 @@ func (o *marshalOut) val(v []byte) {
 	if o.err != nil {
 		return
 	}
-	o.compact.Reset()
-	compactHTML(&o.compact, v)
-	_, o.err = o.w.Write(o.compact.Bytes())
+	// Straight into the writer, not through a scratch copy: a context's
+	// bytes are copied once less, and a huge message needs no scratch of
+	// its size. The writer keeps its first error; an empty write reads it.
+	compactHTML(o.w, v)
+	_, o.err = o.w.Write(nil)
 }
 
 // compactHTML appends the JSON value v to dst as json.Compact and then
@@ -122,8 +123,7 @@ func (o *marshalOut) val(v []byte) {
 // U+2028 and U+2029 written as \u escapes. Unlike json.Compact it has no
 // depth limit (10,000 levels there): pi passes content of any depth
 // through, and v was read from a line the reader already took as JSON.
-func compactHTML(dst *bytes.Buffer, v []byte) {
-	dst.Grow(len(v))
+func compactHTML(dst compactWriter, v []byte) {
 	const hex = "0123456789abcdef"
 	start := 0 // v[start:i] is pending, to be copied as is
 	for i := 0; i < len(v); {
@@ -177,6 +177,14 @@ func compactHTML(dst *bytes.Buffer, v []byte) {
 		}
 	}
 	dst.Write(v[start:])
+}
+
+// compactWriter is where compactHTML writes: a bytes.Buffer or a
+// bufio.Writer.
+type compactWriter interface {
+	Write(p []byte) (int, error)
+	WriteString(s string) (int, error)
+	WriteByte(c byte) error
 }
 
 // stringSpecial marks the bytes compactHTML looks at inside a string: its
