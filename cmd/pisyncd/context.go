@@ -52,18 +52,7 @@ func writeFileContext(stdout io.Writer, path, leafArg string, asJSON bool, mode 
 	// The file may be mapped (loadContextFile): a fault on it (the file cut
 	// short by another process while it is read) is an error, not a crash.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			// A fault on an address (SetPanicOnFault) carries it; a bug
-			// (a nil pointer) does not, and stays a crash.
-			fault, ok := r.(interface{ Addr() uintptr })
-			if !ok {
-				panic(r)
-			}
-			re := fault.(error)
-			err = fmt.Errorf("context: %s: the file changed while it was read (%v)", path, re)
-		}
-	}()
+	defer faultAsError(path, &err)
 	file, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("context: %w", err)
@@ -120,6 +109,20 @@ func writeFileContext(stdout io.Writer, path, leafArg string, asJSON bool, mode 
 		return fmt.Errorf("context: %s: %w", path, err)
 	}
 	return sum.print(stdout)
+}
+
+// faultAsError, deferred, turns a fault on an address (a mapped file cut
+// short under SetPanicOnFault) into *err; a bug (a nil pointer, which
+// carries no address) stays a crash.
+func faultAsError(path string, err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if _, ok := r.(interface{ Addr() uintptr }); !ok {
+		panic(r)
+	}
+	*err = fmt.Errorf("context: %s: the file changed while it was read (%v)", path, r)
 }
 
 // wholeFileMax is the largest session file `context FILE` reads into
