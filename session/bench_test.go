@@ -161,3 +161,17 @@ func TestLoadPipelined(t *testing.T) {
 		t.Fatalf("errors: one goroutine %v, pipelined %v", e1, e2)
 	}
 }
+
+// BenchmarkLoad10k: Load of a 10k-entry session (a whole file in memory:
+// every line validated, the tree built), as `pisyncd context FILE` reads
+// a file of up to 32 MiB.
+func BenchmarkLoad10k(b *testing.B) {
+	data := synthSession(10000)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Load(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
