@@ -62,7 +62,7 @@ func writeFileContext(stdout io.Writer, path, leafArg string, asJSON bool, mode 
 	if err != nil {
 		return fmt.Errorf("context: %w", err)
 	}
-	if st.Size() <= wholeFileMax && true {
+	if st.Size() <= wholeFileMax {
 		// A one-shot command: the garbage of one scan of at most 32 MiB
 		// is cheaper to leave than to collect (the collector would run
 		// several times while the heap grows from nothing). The soft limit
