@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -49,8 +50,26 @@ type streamBodies struct {
 	keep      map[session.Ref][]byte
 	keepBytes int64
 
-	fetches, reads int
-	held, peak     int64 // bytes in cache now and at most
+	// pending is the stretch after the one being served, read while the
+	// context is written (nil: none).
+	pending *stretch
+
+	fetches int
+	reads   atomic.Int64
+	held    int64 // bytes in cache now
+	peak    int64 // bytes in cache and pending at most
+}
+
+// stretch is a part of the window read ahead: positions [start, end) of
+// refs, less the bodies known already, read by their own goroutine into
+// bodies.
+type stretch struct {
+	start, end int
+	bytes      int64 // planned, by Index.Sizes
+	bodies     map[session.Ref][]byte
+	err        error
+	cancel     context.CancelFunc
+	done       chan struct{}
 }
 
 // bodyBatch is how many messages one direct get returns at most; bodyBytes
@@ -140,25 +159,77 @@ func (b *streamBodies) put(ref session.Ref, body []byte) {
 	b.peak = max(b.peak, b.held)
 }
 
-// readAhead reads the bodies of the window from position pos on, up to
-// ahead bytes, that are not known already. What an earlier stretch left
-// unserved is dropped first.
+// readAhead serves the bodies of the window from position pos on: the
+// stretch read ahead while the last one was served when it covers pos
+// (else a new one, waited for), and starts reading the next stretch in
+// the background, so that reading the store and writing the context
+// overlap. Each stretch is at most half of ahead bytes (at least one
+// body), so what is held and pending stays within ahead, as it did when
+// one stretch of ahead bytes was read at a time. What an earlier stretch
+// left unserved is dropped first.
 func (b *streamBodies) readAhead(pos int) error {
 	clear(b.cache)
 	b.held = 0
+	st := b.pending
+	b.pending = nil
+	if st != nil && !(st.start <= pos && pos < st.end) {
+		st.stop()
+		st = nil
+	}
+	if st == nil {
+		st = b.startStretch(pos)
+	}
+	<-st.done
+	if st.err != nil {
+		return st.err
+	}
+	for ref, body := range st.bodies {
+		b.put(ref, body)
+	}
+	if st.end < len(b.refs) {
+		b.pending = b.startStretch(st.end)
+		b.peak = max(b.peak, b.held+b.pending.bytes)
+	}
+	return nil
+}
+
+// startStretch plans the stretch from position pos (the bodies not known,
+// up to half of ahead bytes, at least one) and starts reading it.
+func (b *streamBodies) startStretch(pos int) *stretch {
+	st := &stretch{start: pos, end: pos, bodies: map[session.Ref][]byte{}, done: make(chan struct{})}
 	var need []session.Ref
-	var bytes int64
-	for j := pos; j < len(b.refs); j++ {
+	for ; st.end < len(b.refs); st.end++ {
+		j := st.end
 		if _, ok := b.known(b.refs[j]); ok {
 			continue
 		}
-		if len(need) > 0 && bytes+b.sizes[j] > b.ahead {
+		if len(need) > 0 && st.bytes+b.sizes[j] > max(1, b.ahead/2) {
 			break
 		}
-		bytes += b.sizes[j]
+		st.bytes += b.sizes[j]
 		need = append(need, b.refs[j])
 	}
-	return b.prefetch(need)
+	ctx, cancel := context.WithCancel(b.ctx)
+	st.cancel = cancel
+	go func() {
+		defer close(st.done)
+		st.err = b.prefetch(ctx, need, func(ref session.Ref, body []byte) { st.bodies[ref] = body })
+	}()
+	return st
+}
+
+// stop cancels the stretch's read and waits for it.
+func (st *stretch) stop() {
+	st.cancel()
+	<-st.done
+}
+
+// close stops the read ahead of a stretch not served: the query is done.
+func (b *streamBodies) close() {
+	if b.pending != nil {
+		b.pending.stop()
+		b.pending = nil
+	}
 }
 
 // fetchOne reads one body with direct gets, from its ref on (or from the

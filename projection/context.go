@@ -88,6 +88,7 @@ func (w *Worker) eachContext(ctx context.Context, sid, leaf string, mode session
 	}
 	src := newStreamBodies(ctx, w.nc, w.js, w.filters(sid), known, ix, w.opts.ReadAhead, w.opts.MaxBodyBytes)
 	err = use(ix, src)
+	src.close()
 	for peak := w.readAheadPeak.Load(); src.peak > peak && !w.readAheadPeak.CompareAndSwap(peak, src.peak); {
 		peak = w.readAheadPeak.Load()
 	}
@@ -197,6 +198,7 @@ func loadContext(ctx context.Context, nc *nats.Conn, node, sid, leaf string, all
 		return err
 	}
 	src := newStreamBodies(ctx, nc, w.js, w.filters(sid), nil, ix, w.opts.ReadAhead, 0)
+	defer src.close()
 	if err := use(ix, src); err != nil {
 		return fmt.Errorf("projection: context: %w", err)
 	}

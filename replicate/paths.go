@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // ErrUnsafe marks a remote event that would make pisyncd write outside the
@@ -29,18 +30,20 @@ func CwdFolder(cwd string) string {
 }
 
 // sessionIDPattern is what pi accepts as a chosen session id (spec §1).
-var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$`)
+// The patterns here are compiled on first use, not at init: every command
+// would pay for them at start (`context FILE` among them, issue 11).
+var sessionIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$`) })
 
 // fileNamePattern is a name pisyncd is willing to create: what pi makes, or
 // what /import keeps, without separators, hidden names or control bytes.
-var fileNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,250}\.jsonl$`)
+var fileNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,250}\.jsonl$`) })
 
 // timestampName turns an ISO timestamp into pi's file-name prefix.
 func timestampName(ts string) string {
 	return strings.NewReplacer(":", "-", ".", "-").Replace(ts)
 }
 
-var isoPattern = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,3})?Z$`)
+var isoPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,3})?Z$`) })
 
 // target is where a remote session lands here: root/folder/name.
 func target(root, cwd, originFile, sid, timestamp string) (string, error) {
@@ -52,12 +55,12 @@ func target(root, cwd, originFile, sid, timestamp string) (string, error) {
 		return "", fmt.Errorf("%w: cwd %q makes folder %q", ErrUnsafe, cwd, folder)
 	}
 	name := filepath.Base(filepath.FromSlash(originFile))
-	if originFile == "" || !fileNamePattern.MatchString(name) {
-		if !sessionIDPattern.MatchString(sid) || !isoPattern.MatchString(timestamp) {
+	if originFile == "" || !fileNamePattern().MatchString(name) {
+		if !sessionIDPattern().MatchString(sid) || !isoPattern().MatchString(timestamp) {
 			return "", fmt.Errorf("%w: session id %q / timestamp %q make no file name", ErrUnsafe, sid, timestamp)
 		}
 		name = timestampName(timestamp) + "_" + sid + ".jsonl"
-		if !fileNamePattern.MatchString(name) {
+		if !fileNamePattern().MatchString(name) {
 			return "", fmt.Errorf("%w: file name %q", ErrUnsafe, name)
 		}
 	}

@@ -107,3 +107,71 @@ func BenchmarkLoadDeepArrayTimestamp(b *testing.B) {
 		}
 	}
 }
+
+// TestLoadPipelined: Load of an input large enough for two goroutines
+// (loadPipelined) builds what one goroutine builds (loadLines), with
+// lines pi skips among the entries and no '\n' at the end; and it stops
+// at the same error.
+func TestLoadPipelined(t *testing.T) {
+	base := synthSession(12000)
+	var b bytes.Buffer
+	for i, l := range bytes.Split(base, []byte{'\n'}) {
+		b.Write(l)
+		b.WriteByte('\n')
+		switch i % 997 {
+		case 5:
+			b.WriteString("{\"type\":\"message\",\"id\":\"broken\"\n") // malformed: skipped
+		case 7:
+			b.WriteString("\n  \n0\n") // blank and falsy: skipped
+		}
+	}
+	b.WriteString(`{"type":"message","id":"last","parentId":"00002ee0","timestamp":"2025-03-01T10:00:01.000Z","message":{"role":"user","content":"no newline"}}`)
+	data := b.Bytes()
+	if len(data) < 2*pipelineMin {
+		t.Fatalf("input of %d bytes: too small to be pipelined", len(data))
+	}
+	one := &File{Tree: NewTree()}
+	if err := one.loadLines(data); err != nil {
+		t.Fatal(err)
+	}
+	two := &File{Tree: NewTree()}
+	if err := two.loadPipelined(data); err != nil {
+		t.Fatal(err)
+	}
+	if len(one.lines) != len(two.lines) || one.Tree.Len() != two.Tree.Len() || one.Tree.Stats != two.Tree.Stats {
+		t.Fatalf("pipelined: %d lines, %d entries, %+v; one goroutine: %d, %d, %+v",
+			len(two.lines), two.Tree.Len(), two.Tree.Stats, len(one.lines), one.Tree.Len(), one.Tree.Stats)
+	}
+	for i := range one.lines {
+		if !bytes.Equal(one.lines[i], two.lines[i]) {
+			t.Fatalf("line %d differs", i)
+		}
+	}
+	c1, err1 := ContextJSON(one, nil)
+	c2, err2 := ContextJSON(two, nil)
+	if err1 != nil || err2 != nil || !bytes.Equal(c1, c2) {
+		t.Fatalf("contexts differ (%v, %v)", err1, err2)
+	}
+	// A version-1 file whose first entry is a number: pi's migration throws,
+	// and both stop with the same error.
+	bad := append([]byte(`{"type":"session","id":"x","timestamp":"2025-03-01T10:00:00.000Z","cwd":"/x"}`+"\n7\n"), data[bytes.IndexByte(data, '\n')+1:]...)
+	e1 := (&File{Tree: NewTree()}).loadLines(bad)
+	e2 := (&File{Tree: NewTree()}).loadPipelined(bad)
+	if e1 == nil || e2 == nil || e1.Error() != e2.Error() {
+		t.Fatalf("errors: one goroutine %v, pipelined %v", e1, e2)
+	}
+}
+
+// BenchmarkLoad10k: Load of a 10k-entry session (a whole file in memory:
+// every line validated, the tree built), as `pisyncd context FILE` reads
+// a file of up to 32 MiB.
+func BenchmarkLoad10k(b *testing.B) {
+	data := synthSession(10000)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Load(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -154,7 +154,8 @@ func (t *Tree) index0(c *current, leaf ID) (*Index, error) {
 		return nil, err
 	}
 	r := t.Rules()
-	ix := &Index{LeafID: leaf, EntryIDs: make([]ID, len(c.win)), Rules: r, version: t.version}
+	ix := &Index{LeafID: leaf, EntryIDs: make([]ID, len(c.win)), Rules: r, version: t.version,
+		wins: make([]winEntry, 0, len(c.win)), Refs: make([]Ref, 0, len(c.win)), Sizes: make([]int64, 0, len(c.win))}
 	edits := t.windowEdits(c.win, r)
 	for k, i := range c.win {
 		n := &t.nodes[i]

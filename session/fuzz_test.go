@@ -39,7 +39,46 @@ func FuzzParseLine(f *testing.F) {
 		_ = idFromRaw(raw)
 		_ = dateValue(raw)
 		_ = truthy(raw)
+		checkLineFields(t, raw, l)
 	})
+}
+
+// checkLineFields: the members ParseLine takes in its one pass are those
+// objectMap finds (what the tree read before), the message's too.
+func checkLineFields(t *testing.T, raw []byte, l Line) {
+	t.Helper()
+	if l.Kind != Entry && l.Kind != Header {
+		return
+	}
+	m, err := objectMap(raw)
+	if err != nil {
+		t.Fatalf("%q: ParseLine kept it, objectMap: %v", raw, err)
+	}
+	want, got := mapFields(m), l.f
+	if !got.ok {
+		t.Fatalf("%q: no fields", raw)
+	}
+	for i, p := range [][2][]byte{{got.id, want.id}, {got.parent, want.parent}, {got.typ, want.typ}, {got.ts, want.ts},
+		{got.message, want.message}, {got.targetID, want.targetID}, {got.replacement, want.replacement},
+		{got.provider, want.provider}, {got.modelID, want.modelID}, {got.thinking, want.thinking},
+		{got.firstKept, want.firstKept}, {got.retainedTail, want.retainedTail}, {got.systemMsg, want.systemMsg},
+		{got.fkIndex, want.fkIndex}, {got.label, want.label}, {got.name, want.name}} {
+		if !bytes.Equal(p[0], p[1]) || (p[0] == nil) != (p[1] == nil) {
+			t.Fatalf("%q: field %d: ParseLine %q, objectMap %q", raw, i, p[0], p[1])
+		}
+	}
+	if !got.msg.ok {
+		return
+	}
+	mm, err := objectMap(got.message)
+	if err != nil {
+		t.Fatalf("%q: message taken apart, objectMap: %v", raw, err)
+	}
+	for i, p := range [][2][]byte{{got.msg.role, mm["role"]}, {got.msg.usage, mm["usage"]}, {got.msg.provider, mm["provider"]}, {got.msg.model, mm["model"]}} {
+		if !bytes.Equal(p[0], p[1]) || (p[0] == nil) != (p[1] == nil) {
+			t.Fatalf("%q: message field %d: ParseLine %q, objectMap %q", raw, i, p[0], p[1])
+		}
+	}
 }
 
 func FuzzRead(f *testing.F) {

@@ -19,6 +19,11 @@ func dateValue(raw json.RawMessage) float64 {
 	}
 	switch raw[0] {
 	case '"':
+		if len(raw) >= 2 && raw[len(raw)-1] == '"' && plainASCII(raw[1:len(raw)-1]) {
+			// What jsonString would return, without a copy on the heap
+			// (parseDate keeps nothing of it): every entry has one.
+			return parseDate(string(raw[1 : len(raw)-1]))
+		}
 		s, _ := jsonString(raw)
 		return parseDate(s)
 	case '[':
@@ -27,6 +32,17 @@ func dateValue(raw json.RawMessage) float64 {
 		return math.NaN() // "[object Object]"
 	}
 	return timeClip(jsToNumber(raw))
+}
+
+// plainASCII reports printable ASCII with no backslash or quote: a JSON
+// string body that decodes to itself.
+func plainASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x80 || c == '\\' || c == '"' {
+			return false
+		}
+	}
+	return true
 }
 
 // piJoinDepth is the deepest chain of directly nested arrays that

@@ -12,7 +12,20 @@ import (
 // This file holds the JavaScript value semantics pi's rules depend on, for
 // values kept as raw JSON.
 
-func trimWS(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
+func trimWS(b []byte) []byte {
+	// Not bytes.Trim: it builds its set of bytes on every call, and the
+	// tree trims several values of every line.
+	i, j := 0, len(b)
+	for i < j && isWS(b[i]) {
+		i++
+	}
+	for j > i && isWS(b[j-1]) {
+		j--
+	}
+	return b[i:j]
+}
+
+func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 // isAbsent reports whether a field is missing or null (JS `x == null`).
 func isAbsent(raw json.RawMessage) bool {

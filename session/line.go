@@ -51,6 +51,72 @@ type Line struct {
 	HasParent bool
 	// Version is the header's numeric "version", 0 when absent or not a number.
 	Version float64
+
+	// f holds the raw values of the members Tree.Append reads, taken in
+	// ParseLine's one pass over the line, so that Append does not scan the
+	// line again (f.ok false: a Line made without ParseLine).
+	f lineFields
+}
+
+// lineFields are the raw values (nil: absent) of the members of an entry
+// the tree reads (tree.go), the last of duplicate keys winning, as in
+// JSON.parse. Each aliases the line, capped as eachMember caps it.
+type lineFields struct {
+	ok                                           bool
+	id, parent, typ, ts, message                 []byte
+	targetID, replacement, provider, modelID     []byte
+	thinking, firstKept, retainedTail, systemMsg []byte
+	fkIndex, label, name                         []byte
+	msg                                          msgFields
+}
+
+// msgFields are the members of an entry's message object the tree reads;
+// ok false when message is not an object ParseLine took apart (the tree
+// then decodes message itself, as before).
+type msgFields struct {
+	ok                           bool
+	role, usage, provider, model []byte
+}
+
+// mapFields is lineFields from an objectMap of the entry, for a Line that
+// did not come from ParseLine.
+func mapFields(m map[string]json.RawMessage) lineFields {
+	return lineFields{ok: true, id: m["id"], parent: m["parentId"], typ: m["type"], ts: m["timestamp"],
+		message: m["message"], targetID: m["targetId"], replacement: m["replacement"],
+		provider: m["provider"], modelID: m["modelId"], thinking: m["thinkingLevel"],
+		firstKept: m["firstKeptEntryId"], retainedTail: m["retainedTail"], systemMsg: m["systemMessage"],
+		fkIndex: m["firstKeptEntryIndex"], label: m["label"], name: m["name"]}
+}
+
+// scanMessage takes apart the message object at raw[at] in the same pass
+// that validates it, and returns the offset past it. On an error the
+// caller falls back to skipValue, which decides whether the line is
+// malformed, exactly as before.
+func scanMessage(raw []byte, at int, m *msgFields) (int, error) {
+	*m = msgFields{}
+	e, err := scanMembers(raw, at, func(k []byte, at int) (int, error) {
+		ve, err := skipValue(raw, at)
+		if err != nil {
+			return 0, err
+		}
+		switch string(k) {
+		case "role":
+			m.role = raw[at:ve:ve]
+		case "usage":
+			m.usage = raw[at:ve:ve]
+		case "provider":
+			m.provider = raw[at:ve:ve]
+		case "model":
+			m.model = raw[at:ve:ve]
+		}
+		return ve, nil
+	})
+	if err != nil {
+		*m = msgFields{}
+		return 0, err
+	}
+	m.ok = true
+	return e, nil
 }
 
 // ParseLine classifies raw (one line without its '\n') and decodes the
@@ -74,41 +140,106 @@ func ParseLine(raw []byte) Line {
 		l.Kind = scalarKind(raw[i:])
 		return l
 	}
-	var typ, id, parent, version []byte
+	var version []byte
+	f := &l.f
 	e, err := scanMembers(raw, i, func(k []byte, at int) (int, error) {
+		if string(k) == "message" && raw[at] == '{' {
+			// The body of a message entry: taken apart in this pass.
+			if ve, err := scanMessage(raw, at, &f.msg); err == nil {
+				f.message = raw[at:ve:ve]
+				return ve, nil
+			}
+		}
 		ve, err := skipValue(raw, at)
 		if err != nil {
 			return 0, err // a truncated value: the line is malformed
 		}
+		v := raw[at:ve:ve]
 		switch string(k) {
 		case "type":
-			typ = raw[at:ve]
+			f.typ = v
 		case "id":
-			id = raw[at:ve]
+			f.id = v
 		case "parentId":
-			parent = raw[at:ve]
+			f.parent = v
 		case "version":
-			version = raw[at:ve]
+			version = v
+		case "timestamp":
+			f.ts = v
+		case "message":
+			f.message, f.msg = v, msgFields{}
+		case "targetId":
+			f.targetID = v
+		case "replacement":
+			f.replacement = v
+		case "provider":
+			f.provider = v
+		case "modelId":
+			f.modelID = v
+		case "thinkingLevel":
+			f.thinking = v
+		case "firstKeptEntryId":
+			f.firstKept = v
+		case "retainedTail":
+			f.retainedTail = v
+		case "systemMessage":
+			f.systemMsg = v
+		case "firstKeptEntryIndex":
+			f.fkIndex = v
+		case "label":
+			f.label = v
+		case "name":
+			f.name = v
 		}
 		return ve, nil
 	})
 	if err != nil || end(raw, e) != nil {
-		l.Kind = Malformed
-		return l
+		return Line{Raw: raw, Kind: Malformed}
 	}
+	f.ok = true
 	l.Kind = Entry
-	if s, ok := jsString(typ); ok {
+	if s, ok := typeName(f.typ); ok {
 		l.Type = s
 		if s == "session" {
 			l.Kind = Header
 		}
 	}
-	l.ID, l.HasID = jsString(id)
-	l.ParentID, l.HasParent = jsString(parent)
+	l.ID, l.HasID = jsString(f.id)
+	l.ParentID, l.HasParent = jsString(f.parent)
 	if l.Kind == Header && isNumberRaw(version) {
 		l.Version, _ = strconv.ParseFloat(string(version), 64)
 	}
 	return l
+}
+
+// typeName is jsString of a "type" value, without a copy for the types pi
+// writes.
+func typeName(raw []byte) (string, bool) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		switch string(raw[1 : len(raw)-1]) {
+		case "message":
+			return "message", true
+		case "session":
+			return "session", true
+		case "compaction":
+			return "compaction", true
+		case "model_change":
+			return "model_change", true
+		case "thinking_level_change":
+			return "thinking_level_change", true
+		case "branch_summary":
+			return "branch_summary", true
+		case "custom_message":
+			return "custom_message", true
+		case "custom":
+			return "custom", true
+		case "label":
+			return "label", true
+		case "session_info":
+			return "session_info", true
+		}
+	}
+	return jsString(raw)
 }
 
 // scalarKind classifies a valid JSON value that is not an object: null,

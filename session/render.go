@@ -97,9 +97,8 @@ func (o plainOut) val(v []byte) { o.b.Write(v) }
 // marshalOut writes each value as json.Marshal passes on a Marshaler's
 // output: compacted and HTML-escaped. scratch grows to the largest value.
 type marshalOut struct {
-	w       *bufio.Writer
-	compact bytes.Buffer
-	err     error
+	w   *bufio.Writer
+	err error
 }
 
 func (o *marshalOut) lit(s string) {
@@ -112,9 +111,11 @@ func (o *marshalOut) val(v []byte) {
 	if o.err != nil {
 		return
 	}
-	o.compact.Reset()
-	compactHTML(&o.compact, v)
-	_, o.err = o.w.Write(o.compact.Bytes())
+	// Straight into the writer, not through a scratch copy: a context's
+	// bytes are copied once less, and a huge message needs no scratch of
+	// its size. The writer keeps its first error; an empty write reads it.
+	compactHTML(o.w, v)
+	_, o.err = o.w.Write(nil)
 }
 
 // compactHTML appends the JSON value v to dst as json.Compact and then
@@ -122,47 +123,74 @@ func (o *marshalOut) val(v []byte) {
 // U+2028 and U+2029 written as \u escapes. Unlike json.Compact it has no
 // depth limit (10,000 levels there): pi passes content of any depth
 // through, and v was read from a line the reader already took as JSON.
-func compactHTML(dst *bytes.Buffer, v []byte) {
-	dst.Grow(len(v))
+func compactHTML(dst compactWriter, v []byte) {
 	const hex = "0123456789abcdef"
-	inString, escaped := false, false
 	start := 0 // v[start:i] is pending, to be copied as is
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if !inString {
-			switch c {
-			case ' ', '\t', '\n', '\r':
-				dst.Write(v[start:i])
-				start = i + 1
-			case '"':
-				inString = true
-			}
+	for i := 0; i < len(v); {
+		switch v[i] {
+		case ' ', '\t', '\n', '\r':
+			dst.Write(v[start:i])
+			i++
+			start = i
+			continue
+		case '"':
+		default:
+			i++
 			continue
 		}
-		switch {
-		case escaped:
-			escaped = false
-		case c == '\\':
-			escaped = true
-		case c == '"':
-			inString = false
-		case c == '<' || c == '>' || c == '&':
+		// A string, nearly all of a message: runs of bytes that stay as
+		// they are are skipped by table, not byte by byte through a switch.
+		for i++; i < len(v); {
+			for i < len(v) && !stringSpecial[v[i]] {
+				i++
+			}
+			if i >= len(v) {
+				break
+			}
+			c := v[i]
+			if c == '"' {
+				i++
+				break
+			}
+			if c == '\\' {
+				i += 2 // the escaped byte is ASCII, never one to escape
+				continue
+			}
+			if c == 0xe2 {
+				if i+2 < len(v) && v[i+1] == 0x80 && v[i+2]&^1 == 0xa8 {
+					// U+2028 LINE SEPARATOR, U+2029 PARAGRAPH SEPARATOR
+					dst.Write(v[start:i])
+					dst.WriteString(`\u202`)
+					dst.WriteByte(hex[v[i+2]&0xf])
+					start = i + 3
+				}
+				i++
+				continue
+			}
+			// <, > or &
 			dst.Write(v[start:i])
 			dst.WriteString(`\u00`)
 			dst.WriteByte(hex[c>>4])
 			dst.WriteByte(hex[c&0xf])
-			start = i + 1
-		case c == 0xe2 && i+2 < len(v) && v[i+1] == 0x80 && v[i+2]&^1 == 0xa8:
-			// U+2028 LINE SEPARATOR, U+2029 PARAGRAPH SEPARATOR
-			dst.Write(v[start:i])
-			dst.WriteString(`\u202`)
-			dst.WriteByte(hex[v[i+2]&0xf])
-			i += 2
-			start = i + 1
+			i++
+			start = i
 		}
 	}
 	dst.Write(v[start:])
 }
+
+// compactWriter is where compactHTML writes: a bytes.Buffer or a
+// bufio.Writer.
+type compactWriter interface {
+	Write(p []byte) (int, error)
+	WriteString(s string) (int, error)
+	WriteByte(c byte) error
+}
+
+// stringSpecial marks the bytes compactHTML looks at inside a string: its
+// end, an escape, what json.Marshal escapes for HTML, and the first byte
+// of U+2028 and U+2029.
+var stringSpecial = [256]bool{'"': true, '\\': true, '<': true, '>': true, '&': true, 0xe2: true}
 
 // writeHead writes the corpus shape up to the first message:
 // {"leafId":…,"contextEntryIds":[…],"messages":[

@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"unicode/utf8"
 )
@@ -65,7 +66,7 @@ func scanMembers(b []byte, i int, fn func(key []byte, at int) (int, error)) (int
 			return 0, err
 		}
 		key := b[i+1 : ke-1]
-		if esc || !utf8.Valid(key) {
+		if esc || !asciiKey(key) && !utf8.Valid(key) {
 			s, ok := jsString(b[i:ke])
 			if !ok {
 				return 0, errSyntax
@@ -97,6 +98,17 @@ func scanMembers(b []byte, i int, fn func(key []byte, at int) (int, error)) (int
 			return 0, errSyntax
 		}
 	}
+}
+
+// asciiKey reports whether a key is ASCII, as nearly every key is: the
+// check is inline, where utf8.Valid is a call per key.
+func asciiKey(k []byte) bool {
+	for _, c := range k {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // eachElement calls fn for every element of the JSON array raw, in order.
@@ -259,22 +271,41 @@ var plain = func() (t [256]bool) {
 // skipString skips the string starting at b[i] (a '"'); esc reports a
 // backslash in it.
 func skipString(b []byte, i int) (end int, esc bool, err error) {
-	for i++; i < len(b); i++ {
-		for i < len(b) && plain[b[i]] {
-			i++
+	// Keys and ids are short: byte by byte until a string proves long.
+	i++
+	for stop := min(len(b), i+16); i < stop && plain[b[i]]; i++ {
+	}
+	if i < len(b) && b[i] == '"' {
+		return i + 1, false, nil
+	}
+	// A long string, or one that holds an escape or a control byte: the
+	// quote that may end it and the next backslash are found by
+	// bytes.IndexByte (vector instructions), the bytes between them
+	// checked for control bytes eight at a time. quote is reused until an
+	// escaped quote is passed, so each byte is searched once: linear in
+	// the string however many escapes it holds.
+	quote := -1
+	for {
+		if quote < i {
+			j := bytes.IndexByte(b[i:], '"')
+			if j < 0 {
+				return 0, false, errSyntax
+			}
+			quote = i + j
 		}
-		if i >= len(b) {
-			break
+		stop := quote
+		if k := bytes.IndexByte(b[i:quote], '\\'); k >= 0 {
+			stop = i + k
 		}
-		switch c := b[i]; {
-		case c == '"':
-			return i + 1, esc, nil
-		case c < 0x20:
+		if hasControl(b[i:stop]) {
 			return 0, false, errSyntax
 		}
-		// A backslash.
+		if stop == quote {
+			return quote + 1, esc, nil
+		}
+		// A backslash at stop.
 		esc = true
-		i++
+		i = stop + 1
 		if i >= len(b) {
 			return 0, false, errSyntax
 		}
@@ -293,8 +324,29 @@ func skipString(b []byte, i int) (end int, esc bool, err error) {
 		default:
 			return 0, false, errSyntax
 		}
+		i++
 	}
-	return 0, false, errSyntax
+}
+
+// hasControl reports a byte below 0x20 in s, which a JSON string may not
+// hold raw; eight bytes at a time.
+func hasControl(s []byte) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := binary.LittleEndian.Uint64(s[i:])
+		// The high bit of a byte below 0x20 is set here (borrows only
+		// mark bytes above a real one).
+		if (x-lo*0x20)&^x&hi != 0 {
+			return true
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] < 0x20 {
+			return true
+		}
+	}
+	return false
 }
 
 func skipWord(b []byte, i int, w string) (int, error) {

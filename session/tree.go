@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -166,6 +167,14 @@ func NewTree() *Tree {
 	}
 }
 
+// grow makes room for n more entries.
+func (t *Tree) grow(n int) {
+	t.nodes = slices.Grow(t.nodes, n)
+	if len(t.index) == 0 {
+		t.index = make(map[ID]int32, n)
+	}
+}
+
 // SessionID is the header id.
 func (t *Tree) SessionID() string { return t.sessionID }
 
@@ -214,11 +223,16 @@ func (t *Tree) Append(l Line, ref Ref) error {
 		}
 		return nil
 	}
-	var fields map[string]json.RawMessage
+	var fields *lineFields
+	parsed := l.f.ok // l came from ParseLine: its ID, ParentID and Type are decoded
 	if l.Kind == Entry {
-		var err error
-		if fields, err = objectMap(l.Raw); err != nil {
-			return fmt.Errorf("session: decode entry: %w", err)
+		fields = &l.f
+		if !fields.ok {
+			m, err := objectMap(l.Raw)
+			if err != nil {
+				return fmt.Errorf("session: decode entry: %w", err)
+			}
+			*fields = mapFields(m)
 		}
 	} else if t.v1() && trimWS(l.Raw)[0] != '[' {
 		// pi assigns entry.id on every value; strict-mode JS throws for
@@ -228,11 +242,11 @@ func (t *Tree) Append(l Line, ref Ref) error {
 	}
 	n := node{ref: ref, ts: math.NaN(), size: uint32(min(len(l.Raw), math.MaxUint32))}
 	if fields != nil {
-		n.id = idFromRaw(fields["id"])
-		n.parent = idFromRaw(fields["parentId"])
-		n.typ = idFromRaw(fields["type"])
-		n.ts = dateValue(fields["timestamp"])
-		if dateThrows(fields["timestamp"]) {
+		n.id = lineID(parsed && l.HasID, l.ID, fields.id)
+		n.parent = lineID(parsed && l.HasParent, l.ParentID, fields.parent)
+		n.typ = lineID(parsed && l.Type != "", l.Type, fields.typ)
+		n.ts = dateValue(fields.ts)
+		if dateThrows(fields.ts) {
 			n.flags |= flagBadDate
 		}
 		n.x = t.extraFor(&n, fields)
@@ -269,6 +283,15 @@ func (t *Tree) Append(l Line, ref Ref) error {
 	t.nodes = append(t.nodes, n)
 	t.addNode(idx)
 	return nil
+}
+
+// lineID is the ID of raw, or the string s ParseLine already decoded from
+// it when decoded: not a second copy of it.
+func lineID(decoded bool, s string, raw []byte) ID {
+	if decoded {
+		return StringID(s)
+	}
+	return idFromRaw(raw)
 }
 
 // piRewriteDepth is the deepest nesting pi's rewrite of a migrated file
@@ -439,25 +462,29 @@ func v1ID(sessionID string, k int) string {
 }
 
 // extraFor extracts what the rules need from the types that have any.
-func (t *Tree) extraFor(n *node, f map[string]json.RawMessage) *extra {
+func (t *Tree) extraFor(n *node, f *lineFields) *extra {
 	if n.typ.kind != idString {
 		return nil
 	}
 	switch n.typ.s {
 	case "message":
 		t.MessageCount++
-		m := f["message"]
+		m := f.message
 		if isAbsent(m) {
 			return &extra{msgMissing: true}
 		}
 		if !isObject(m) {
 			return nil
 		}
-		msg, err := objectMap(m)
-		if err != nil {
-			return nil
+		msg := f.msg
+		if !msg.ok {
+			mm, err := objectMap(m)
+			if err != nil {
+				return nil
+			}
+			msg = msgFields{ok: true, role: mm["role"], usage: mm["usage"], provider: mm["provider"], model: mm["model"]}
 		}
-		r, _ := rawString(msg["role"])
+		r, _ := rawString(msg.role)
 		if r == "hookMessage" && t.version < 3 {
 			r = "custom" // the v2 → v3 migration's rename
 		}
@@ -471,16 +498,16 @@ func (t *Tree) extraFor(n *node, f map[string]json.RawMessage) *extra {
 		if r != "assistant" {
 			return nil
 		}
-		t.Stats.addUsage(msg["usage"])
-		return &extra{assistant: true, provider: own(msg["provider"]), model: own(msg["model"])}
+		t.Stats.addUsage(msg.usage)
+		return &extra{assistant: true, provider: own(msg.provider), model: own(msg.model)}
 	case "custom_message":
 		n.flags |= flagEditable
 		return nil
 	case "context_edit":
 		t.markNewer()
-		x := &extra{target: idFromRaw(f["targetId"])}
-		switch r, ok := f["replacement"]; {
-		case !ok:
+		x := &extra{target: idFromRaw(f.targetID)}
+		switch r := f.replacement; {
+		case r == nil:
 			x.repl = replAbsent
 		case isAbsent(r):
 			x.repl = replNull
@@ -490,12 +517,12 @@ func (t *Tree) extraFor(n *node, f map[string]json.RawMessage) *extra {
 		t.markNewer()
 		return nil
 	case "model_change":
-		return &extra{provider: own(f["provider"]), model: own(f["modelId"])}
+		return &extra{provider: own(f.provider), model: own(f.modelID)}
 	case "thinking_level_change":
-		return &extra{thinking: own(f["thinkingLevel"])}
+		return &extra{thinking: own(f.thinking)}
 	case "compaction":
-		x := &extra{firstKept: idFromRaw(f["firstKeptEntryId"]), tail: isArray(f["retainedTail"]), fkIndex: math.NaN()}
-		if sys := f["systemMessage"]; truthy(sys) {
+		x := &extra{firstKept: idFromRaw(f.firstKept), tail: isArray(f.retainedTail), fkIndex: math.NaN()}
+		if sys := f.systemMsg; truthy(sys) {
 			t.markNewer()
 			if isObject(sys) {
 				if m, err := objectMap(sys); err == nil {
@@ -505,14 +532,14 @@ func (t *Tree) extraFor(n *node, f map[string]json.RawMessage) *extra {
 				}
 			}
 		}
-		if raw := trimWS(f["firstKeptEntryIndex"]); len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+		if raw := trimWS(f.fkIndex); len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
 			x.fkIndex, _ = strconv.ParseFloat(string(raw), 64)
 		}
 		return x
 	case "label":
-		return &extra{target: idFromRaw(f["targetId"]), label: own(f["label"])}
+		return &extra{target: idFromRaw(f.targetID), label: own(f.label)}
 	case "session_info":
-		return &extra{name: own(f["name"])}
+		return &extra{name: own(f.name)}
 	}
 	return nil
 }
@@ -535,18 +562,29 @@ func editableRole(role string) bool {
 // addUsage adds an assistant message's usage to the running totals
 // (keys matched exactly, as JavaScript does; encoding/json would fold case).
 func (t *Stats) addUsage(raw json.RawMessage) {
-	if !isObject(raw) {
+	// One pass over usage and its cost (no maps): the last of duplicate
+	// keys wins, as objectMap's would.
+	var tokens, cost []byte
+	if !isObject(raw) || eachMember(raw, func(k, v []byte) {
+		switch string(k) {
+		case "totalTokens":
+			tokens = v
+		case "cost":
+			cost = v
+		}
+	}) != nil {
 		return
 	}
-	u, err := objectMap(raw)
-	if err != nil {
-		return
-	}
-	if f, err := strconv.ParseFloat(string(trimWS(u["totalTokens"])), 64); err == nil {
+	if f, err := strconv.ParseFloat(string(trimWS(tokens)), 64); err == nil {
 		t.TotalTokens += f
 	}
-	if c, err := objectMap(u["cost"]); isObject(u["cost"]) && err == nil {
-		if f, err := strconv.ParseFloat(string(trimWS(c["total"])), 64); err == nil {
+	var total []byte
+	if isObject(cost) && eachMember(cost, func(k, v []byte) {
+		if string(k) == "total" {
+			total = v
+		}
+	}) == nil {
+		if f, err := strconv.ParseFloat(string(trimWS(total)), 64); err == nil {
 			t.TotalCost += f
 		}
 	}

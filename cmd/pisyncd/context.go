@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/projection"
@@ -35,10 +38,22 @@ func contextFileCommand(args []string, stdout io.Writer) error {
 		}
 	}
 	pos := fs.Args()
-	// Read line by line; the window's bodies are read back from the file
-	// as the context is written, so a file of any size costs its lines'
-	// metadata and one line at a time.
-	file, err := os.Open(pos[0])
+	return writeFileContext(stdout, pos[0], *leaf, *asJSON, mode)
+}
+
+// writeFileContext writes the context of the session file path at leaf
+// ("" for its own) under the rule set mode: the corpus JSON, or the human
+// summary.
+func writeFileContext(stdout io.Writer, path, leafArg string, asJSON bool, mode session.RuleSet) (err error) {
+	var leaf *string
+	if leafArg != "" {
+		leaf = &leafArg
+	}
+	// The file may be mapped (loadContextFile): a fault on it (the file cut
+	// short by another process while it is read) is an error, not a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer faultAsError(path, &err)
+	file, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("context: %w", err)
 	}
@@ -47,25 +62,38 @@ func contextFileCommand(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("context: %w", err)
 	}
-	f, err := session.ReadSpans(file, st.Size(), mode)
-	if err != nil {
-		return fmt.Errorf("context: %s: %w", pos[0], err)
+	if st.Size() <= wholeFileMax {
+		// A one-shot command: the garbage of one scan of at most 32 MiB
+		// is cheaper to leave than to collect (the collector would run
+		// several times while the heap grows from nothing). The soft limit
+		// still bounds it; both are put back for a caller in the same
+		// process (tests).
+		defer debug.SetGCPercent(debug.SetGCPercent(-1))
+		if os.Getenv("GOMEMLIMIT") == "" {
+			defer debug.SetMemoryLimit(debug.SetMemoryLimit(oneShotMemory + 4*st.Size()))
+		}
 	}
+	tree, f, unmap, err := loadContextFile(file, st.Size(), mode)
+	if err != nil {
+		return fmt.Errorf("context: %s: %w", path, err)
+	}
+	defer unmap()
 	var ix *session.Index
-	if *leaf == "" {
-		ix, err = f.Tree.Index()
+	if leaf == nil {
+		ix, err = tree.Index()
 	} else {
-		ix, err = f.Tree.IndexAt(leaf)
+		ix, err = tree.IndexAt(leaf)
 	}
 	if err != nil {
-		return fmt.Errorf("context: %s: %w", pos[0], err)
+		return fmt.Errorf("context: %s: %w", path, err)
 	}
-	if *asJSON {
+	if asJSON {
 		// Held back up to 1 MiB, so a failure prints nothing unless the
 		// context is larger.
 		bw := bufio.NewWriterSize(stdout, 1<<20)
+		widenPipe(stdout)
 		if err := projection.WriteContextJSON(bw, ix, f, mode); err != nil {
-			return fmt.Errorf("context: %s: %w", pos[0], err)
+			return fmt.Errorf("context: %s: %w", path, err)
 		}
 		bw.WriteByte('\n')
 		return bw.Flush()
@@ -78,10 +106,84 @@ func contextFileCommand(args []string, stdout io.Writer) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("context: %s: %w", pos[0], err)
+		return fmt.Errorf("context: %s: %w", path, err)
 	}
 	return sum.print(stdout)
 }
+
+// faultAsError, deferred, turns a fault on an address (a mapped file cut
+// short under SetPanicOnFault) into *err; a bug (a nil pointer, which
+// carries no address) stays a crash.
+func faultAsError(path string, err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if _, ok := r.(interface{ Addr() uintptr }); !ok {
+		panic(r)
+	}
+	*err = fmt.Errorf("context: %s: the file changed while it was read (%v)", path, r)
+}
+
+// wholeFileMax is the largest session file `context FILE` reads into
+// memory at once; larger ones are read line by line (session.ReadSpans)
+// and their window's bodies read back from the file, so that a file of
+// any size costs its lines' metadata. Below it one read and bodies that
+// alias it save a read and a copy per body.
+const wholeFileMax = 32 << 20
+
+// loadContextFile reads the session file of size bytes under the rule
+// set mode: mapped whole when it is at most wholeFileMax, else line by
+// line, its window's bodies read back from it. unmap releases the mapping
+// once the bodies are written (a no-op when there is none); until then
+// the source's bodies alias it.
+func loadContextFile(file *os.File, size int64, mode session.RuleSet) (tree *session.Tree, src session.BodySource, unmap func(), err error) {
+	if size > wholeFileMax || size == 0 {
+		f, err := session.ReadSpans(file, size, mode)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return f.Tree, f, func() {}, nil
+	}
+	// Mapped rather than read: no copy of the file, and its pages come
+	// from the page cache a batch per fault instead of one fresh page of
+	// heap at a time.
+	data, err := unix.Mmap(int(file.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_PRIVATE)
+	if err != nil {
+		data = make([]byte, size)
+		if _, err := io.ReadFull(file, data); err != nil {
+			return nil, nil, nil, err
+		}
+		unmap = func() {}
+	} else {
+		unix.Madvise(data, unix.MADV_WILLNEED) // read ahead: the scan takes it all, in order
+		unmap = func() { unix.Munmap(data) }
+	}
+	f, err := session.LoadRules(data, mode)
+	if err != nil {
+		unmap()
+		return nil, nil, nil, err
+	}
+	return f.Tree, f, unmap, nil
+}
+
+// widenPipe asks for a 1 MiB pipe when out is one (as when a program
+// reads the context): with the default 64 KiB, writing a context of a few
+// MB waits for the reader every 64 KiB. Best effort: a pipe stays as it is
+// when the system refuses (fs.pipe-max-size).
+func widenPipe(out io.Writer) {
+	f, ok := out.(*os.File)
+	if !ok {
+		return
+	}
+	if st, err := f.Stat(); err == nil && st.Mode()&os.ModeNamedPipe != 0 {
+		unix.FcntlInt(f.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+	}
+}
+
+// oneShotMemory is the Go soft limit of `context FILE` besides four
+// times the file it holds: the runtime, the tree and the output buffer.
+const oneShotMemory = 64 << 20
 
 // contextSummary is what the human form shows of a context: the lines of
 // its messages are short previews, so a context of any size fits.

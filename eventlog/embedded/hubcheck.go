@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/nats-io/nkeys"
 
@@ -18,14 +19,15 @@ import (
 // from a setting or a file someone else may control; none may end the
 // quoted string or the comment it is written into and bring configuration
 // of its own (a newline or a quote in PISYNC_HUB_NAME did).
+// Compiled on first use, not at init, which every command pays for.
 var (
-	serverNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
-	hostPattern       = regexp.MustCompile(`^[A-Za-z0-9.:%_-]*$`)
-	safeToken         = regexp.MustCompile(`^[A-Za-z0-9]+$`)
+	serverNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`) })
+	hostPattern       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9.:%_-]*$`) })
+	safeToken         = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9]+$`) })
 	// A route secret: long enough not to be guessed, and only characters
 	// that need no escaping in the configuration (they are escaped in the
 	// route URLs). base64 and base64url both fit.
-	routeSecretPattern = regexp.MustCompile(`^[A-Za-z0-9._~+/=-]{32,512}$`)
+	routeSecretPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._~+/=-]{32,512}$`) })
 )
 
 // withHubDefaults fills in the limits and replicas a zero HubConfig means.
@@ -48,7 +50,7 @@ func (cfg HubConfig) withHubDefaults() HubConfig {
 func (cfg HubConfig) validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if !serverNamePattern.MatchString(cfg.Name) {
+	if !serverNamePattern().MatchString(cfg.Name) {
 		bad("hub name %q (PISYNC_HUB_NAME): want 1 to 64 letters, digits, '.', '_' or '-', beginning with a letter or digit", cfg.Name)
 	}
 	for _, a := range []struct{ setting, addr string }{
@@ -58,7 +60,7 @@ func (cfg HubConfig) validate() error {
 			continue
 		}
 		h, _, err := hostPort(a.addr)
-		if err != nil || !hostPattern.MatchString(h) {
+		if err != nil || !hostPattern().MatchString(h) {
 			bad("listen address %q (%s): want host:port", a.addr, a.setting)
 		}
 	}
@@ -73,14 +75,14 @@ func (cfg HubConfig) validate() error {
 			bad("path %q (%s): a quote, a backslash or a control character is not allowed", p.path, p.setting)
 		}
 	}
-	if cfg.RouteSecret != "" && !routeSecretPattern.MatchString(cfg.RouteSecret) {
+	if cfg.RouteSecret != "" && !routeSecretPattern().MatchString(cfg.RouteSecret) {
 		bad("route secret (PISYNC_HUB_ROUTE_SECRET): want 32 to 512 characters of [A-Za-z0-9._~+/=-], e.g. `head -c 32 /dev/urandom | base64`")
 	}
 	if cfg.Team.MaxStore < 0 || cfg.Team.MaxMemory < 0 || cfg.Team.MaxStreams < 0 || cfg.Team.MaxConsumers < 0 {
 		bad("team limits (PISYNC_HUB_TEAM_MAX_*): negative")
 	}
 	if cfg.ClusterListen != "" {
-		if !serverNamePattern.MatchString(cfg.ClusterName) {
+		if !serverNamePattern().MatchString(cfg.ClusterName) {
 			bad("cluster name %q (PISYNC_HUB_CLUSTER_NAME): want 1 to 64 letters, digits, '.', '_' or '-', beginning with a letter or digit", cfg.ClusterName)
 		}
 		for _, r := range cfg.Routes {
@@ -111,7 +113,7 @@ func checkRoute(r string) error {
 		return fmt.Errorf("route %q (PISYNC_HUB_ROUTES): want nats://host:port", r)
 	}
 	h, p, err := net.SplitHostPort(u.Host)
-	if err != nil || h == "" || !hostPattern.MatchString(h) || !safeToken.MatchString(p) ||
+	if err != nil || h == "" || !hostPattern().MatchString(h) || !safeToken().MatchString(p) ||
 		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
 		return fmt.Errorf("route %q (PISYNC_HUB_ROUTES): want nats://host:port", r)
 	}
@@ -142,7 +144,7 @@ func (cfg HubConfig) checkRouteSecurity() error {
 
 // validate checks a registration that goes into the configuration.
 func (n Node) validate() error {
-	if !eventlog.ValidNodeID(n.Name) || !teamPattern.MatchString(n.Team) || !nkeys.IsValidPublicUserKey(n.Nkey) {
+	if !eventlog.ValidNodeID(n.Name) || !teamPattern().MatchString(n.Team) || !nkeys.IsValidPublicUserKey(n.Nkey) {
 		return fmt.Errorf("node %q: invalid name, team or nkey", n.Name)
 	}
 	return nil

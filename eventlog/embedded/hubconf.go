@@ -88,7 +88,7 @@ func RenderHubConfig(cfg HubConfig, nodes []Node, admins map[string]string) (str
 		}
 	}
 	for t, pub := range admins {
-		if !teamPattern.MatchString(t) || !safeToken.MatchString(pub) {
+		if !teamPattern().MatchString(t) || !safeToken().MatchString(pub) {
 			return "", fmt.Errorf("hub config: admin of team %q: invalid", t)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/nats-io/nkeys"
@@ -28,7 +29,7 @@ type Node struct {
 	Nkey string `json:"nkey"`
 }
 
-var teamPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`)
+var teamPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`) })
 
 // DefaultTeam is the account of nodes registered without a team.
 const DefaultTeam = "pisyncd"
@@ -43,7 +44,7 @@ func AddNode(dir, name, team string) ([]byte, error) {
 	if team == "" {
 		team = DefaultTeam
 	}
-	if !teamPattern.MatchString(team) || team == "SYS" || team == "$G" {
+	if !teamPattern().MatchString(team) || team == "SYS" || team == "$G" {
 		return nil, fmt.Errorf("team %q: want a letter, then up to 63 of [A-Za-z0-9_-]", team)
 	}
 	kp, err := nkeys.CreateUser()
@@ -125,7 +126,7 @@ func LoadNodes(dir string) ([]Node, error) {
 		if err := json.Unmarshal(b, &n); err != nil {
 			return nil, fmt.Errorf("node file %s: %w", e.Name(), err)
 		}
-		if !eventlog.ValidNodeID(n.Name) || !teamPattern.MatchString(n.Team) || !nkeys.IsValidPublicUserKey(n.Nkey) {
+		if !eventlog.ValidNodeID(n.Name) || !teamPattern().MatchString(n.Team) || !nkeys.IsValidPublicUserKey(n.Nkey) {
 			return nil, fmt.Errorf("node file %s: invalid name, team or nkey", e.Name())
 		}
 		if seen[n.Name] {

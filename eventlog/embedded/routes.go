@@ -24,7 +24,7 @@ func ReadRouteSecret(path string) (string, error) {
 		return "", fmt.Errorf("route secret: %w", err)
 	}
 	s := string(bytes.TrimSpace(b))
-	if !routeSecretPattern.MatchString(s) {
+	if !routeSecretPattern().MatchString(s) {
 		return "", fmt.Errorf("route secret %s: want 32 to 512 characters of [A-Za-z0-9._~+/=-] (e.g. `head -c 32 /dev/urandom | base64`)", path)
 	}
 	return s, nil

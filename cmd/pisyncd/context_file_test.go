@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/pisyncd/pisyncd/projection"
+	"github.com/pisyncd/pisyncd/session"
+)
+
+// TestContextFileShrunk: `context FILE` maps the file; when another
+// process cuts it short before the bodies are written, the read of a body
+// faults, and the command fails with an error instead of crashing.
+func TestContextFileShrunk(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	var b strings.Builder
+	b.WriteString(hdrLine("0199aaaa-0000-7000-8000-0000000000f1", "/x") + "\n")
+	parent := ""
+	for i := range 2000 {
+		id := fmt.Sprintf("e%07d", i)
+		b.WriteString(msgLine(id, parent, strings.Repeat("x", 1000)) + "\n")
+		parent = id
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := func() (err error) {
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer faultAsError(path, &err)
+		file, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer file.Close()
+		st, _ := file.Stat()
+		tree, src, unmap, err := loadContextFile(file, st.Size(), session.RulesAuto)
+		if err != nil {
+			return err
+		}
+		defer unmap()
+		if err := os.Truncate(path, 0); err != nil {
+			t.Fatal(err)
+		}
+		ix, err := tree.Index()
+		if err != nil {
+			return err
+		}
+		return projection.WriteContextJSON(io.Discard, ix, src, session.RulesAuto)
+	}()
+	if err == nil || !strings.Contains(err.Error(), "changed while it was read") {
+		t.Fatalf("context of a file cut short: %v", err)
+	}
+	// And the command itself on an intact file.
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := contextFileCommand([]string{path, "--json"}, &out); err != nil || !bytes.Contains(out.Bytes(), []byte(`"e0001999"`)) {
+		t.Fatalf("context FILE: %v, %.200s", err, out.String())
+	}
+}
