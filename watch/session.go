@@ -14,6 +14,7 @@ type Log interface {
 	First(ctx context.Context, sid string) (*eventlog.Event, error)
 	Scan(ctx context.Context, sid string, upTo uint64, withData bool, fn func(*eventlog.Event) error) error
 	Publish(ctx context.Context, sid string, last uint64, lines []eventlog.Line) (uint64, int, error)
+	PublishGroups(ctx context.Context, groups []eventlog.Group) ([]uint64, error)
 }
 
 var _ Log = (*eventlog.Local)(nil)
