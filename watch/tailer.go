@@ -56,6 +56,14 @@ type Tailer struct {
 	deletedElsewhere func(ctx context.Context, sid string) (bool, error)
 	ready            chan struct{}
 
+	// settled: the stat of each file its worker has fully handled, so
+	// that a rescan passes over files that did not change (settled.go).
+	settledMu sync.Mutex
+	settled   map[string]fileSig
+	// hintless makes discovery drop fsnotify's events (tests: the rescan
+	// alone must find every change).
+	hintless bool
+
 	mu       sync.Mutex
 	sessions map[string]*sessionRef
 	moved    map[string]struct{} // files the replicator moved away
@@ -99,7 +107,7 @@ func New(log Log, o Options) *Tailer {
 	}
 	t := &Tailer{
 		log: log, root: filepath.Clean(o.Root), maxLine: o.MaxLine, rescan: o.RescanInterval, progressEvery: 5 * time.Second,
-		logger: o.Logger, seed: maphash.MakeSeed(), sessions: make(map[string]*sessionRef),
+		logger: o.Logger, seed: maphash.MakeSeed(), sessions: make(map[string]*sessionRef), settled: make(map[string]fileSig),
 		publishSeconds: newPublishHistogram(), mem: newBudget(o.MemoryBudget),
 		known: o.Known, deletedElsewhere: o.Deleted, ready: make(chan struct{}), moved: make(map[string]struct{}),
 	}
