@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"sync"
 	"testing"
 	"time"
@@ -33,7 +34,8 @@ import (
 // raw-lines/s, rate/raw-rate, and, measured while the tailer still
 // follows every file after its first read, after a GC and
 // debug.FreeOSMemory: rss-after-MB (the whole process, the embedded
-// server included) and heap-after-MB.
+// server included) and heap-after-MB. PISYNC_BENCH_HEAPPROFILE=FILE
+// writes a heap profile at that point.
 func BenchmarkScale(b *testing.B) {
 	large := os.Getenv("PISYNC_BENCH_LARGE") != ""
 	cases := []struct {
@@ -186,6 +188,16 @@ func scaleTailer(b *testing.B, c scaleCorpus) (took time.Duration, rssMB, heapMB
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	rssMB, heapMB = float64(procStatus("VmRSS"))/1e6, float64(ms.HeapInuse)/1e6
+	if p := os.Getenv("PISYNC_BENCH_HEAPPROFILE"); p != "" {
+		// What the process holds per followed session (the embedded
+		// server's share included: it runs in this process).
+		f, err := os.Create(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pprof.WriteHeapProfile(f)
+		f.Close()
+	}
 	cancel()
 	if err := <-done; err != nil {
 		b.Fatalf("tailer: %v", err)

@@ -182,7 +182,28 @@ func (t *Tailer) awaitReady(ctx context.Context, d *discovery) {
 	}
 	t.logger.Info("session files found at start are read", "files", d.found,
 		"lines_published", t.published.Load(), "took", time.Since(start).Round(time.Millisecond))
+	t.dropKnown()
 	close(t.ready)
+}
+
+// dropKnown lets go of the hashes and entry ids the first read loaded or
+// learned for each session: most sessions found at start are never written
+// again, and holding every line's hash of every one of them made the
+// daemon's memory grow with the number of sessions (about 1 KB a small
+// session). A session loads them again from its subject the next time one
+// of its files has a line to publish, as after a restart.
+func (t *Tailer) dropKnown() {
+	t.mu.Lock()
+	logs := make([]*sessionLog, 0, len(t.sessions))
+	for _, r := range t.sessions {
+		logs = append(logs, r.s)
+	}
+	t.mu.Unlock()
+	for _, s := range logs {
+		s.mu.Lock()
+		s.known, s.ids = nil, nil
+		s.mu.Unlock()
+	}
 }
 
 // submit marks path as changed; its worker looks at it soon.
