@@ -53,6 +53,12 @@ func (w *worker) keep(ctx context.Context, f *file, p *pending, part partial) bo
 	if g == nil || f.sess == nil || len(p.lines) == 0 || p.bytes > groupMaxFile {
 		return false
 	}
+	if _, failing := w.retry[f.path]; failing {
+		// A failing file is published on its own: its handle must see
+		// the outcome, so that its back-off holds (and its recovery is
+		// logged once, when it happens).
+		return false
+	}
 	msgs := 0
 	for i := range p.lines {
 		msgs += p.lines[i].Chunks()
