@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -140,6 +141,14 @@ func (c scaleCorpus) check(b *testing.B, lg *eventlog.Local) {
 	}
 }
 
+// quiesce starts a measurement on a quiet disk and heap: the files just
+// written (10,000 new files are tens of MB of data and journal) would
+// otherwise be written back during whichever side runs next.
+func quiesce() {
+	syscall.Sync()
+	debug.FreeOSMemory()
+}
+
 // scaleWait bounds a whole first read: the slowest case takes minutes.
 const scaleWait = 20 * time.Minute
 
@@ -160,7 +169,7 @@ func scaleTailer(b *testing.B, c scaleCorpus) (took time.Duration, rssMB, heapMB
 	}
 	srv, lg := benchLog(b, b.TempDir())
 	defer srv.Close()
-	debug.FreeOSMemory()
+	quiesce()
 	b.StartTimer()
 	tl := New(lg, Options{Root: root, Workers: backfillWorkers, RescanInterval: 10 * time.Second, MaxLine: 64 << 20})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -239,6 +248,7 @@ func scaleRaw(b *testing.B, c scaleCorpus) time.Duration {
 		}
 		batches = append(batches, cur)
 	}
+	quiesce()
 	work := make(chan int)
 	var (
 		wg       sync.WaitGroup
