@@ -205,7 +205,8 @@ func (p *Publisher) publishBatch(ctx context.Context, subj string, last uint64, 
 
 // publishAtomic stores msgs as one ADR-50 atomic batch: all or nothing.
 // The first message carries expect: value (an expected last sequence,
-// checked against the stream as it was before the batch). Only the commit
+// checked against the stream as it was before the batch), unless expect
+// is empty: the messages carry their own expectations (PublishGroups). Only the commit
 // is a request; the others are plain publishes on the same connection, so
 // they arrive in order before it.
 func publishAtomic(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg, expect string, value uint64) (uint64, error) {
@@ -213,7 +214,7 @@ func publishAtomic(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg, expect 
 	for i, m := range msgs {
 		m.Header.Set(hdrBatchID, id)
 		m.Header.Set(hdrBatchSeq, strconv.Itoa(i+1))
-		if i == 0 {
+		if i == 0 && expect != "" {
 			m.Header.Set(expect, strconv.FormatUint(value, 10))
 		}
 		if i == len(msgs)-1 {

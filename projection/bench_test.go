@@ -95,7 +95,7 @@ func BenchmarkAppendEntry(b *testing.B) {
 		if err := w.applyEvent(ctx, f, ev); err != nil {
 			b.Fatal(err)
 		}
-		if err := w.writeViews(ctx, s); err != nil {
+		if err := w.writeViewsNow(ctx, s); err != nil {
 			b.Fatal(err)
 		}
 		parent = id

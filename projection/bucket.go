@@ -50,3 +50,61 @@ func openBucket(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue
 	}
 	return kv, nil
 }
+
+// kvSubject is the subject a value of key is stored under (what
+// jetstream.KeyValue.Put publishes to, for a bucket that is neither a
+// mirror nor in another domain).
+func kvSubject(key string) string { return "$KV." + Bucket + "." + key }
+
+// kvPipe is the values of one flush in flight: published, acks pending.
+// A session's written hash is recorded at publish time; a value that is
+// not acknowledged takes it back, so that the value is written again.
+type kvPipe struct {
+	puts []kvPut
+}
+
+type kvPut struct {
+	s   *sessionState
+	key string
+	fut jetstream.PubAckFuture
+}
+
+func (p *kvPipe) add(s *sessionState, key string, fut jetstream.PubAckFuture) {
+	p.puts = append(p.puts, kvPut{s, key, fut})
+}
+
+// wait waits for every ack; on the first failure it forgets what the
+// failed and unanswered values were believed to be, and returns the error.
+func (p *kvPipe) wait(ctx context.Context) error {
+	// As long as a put on its own may take (jetstream's default request
+	// timeout is 5 s) for the last of them: a store that stopped
+	// answering fails the flush, as it failed a put.
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for i, put := range p.puts {
+		select {
+		case <-put.fut.Ok():
+		case err := <-put.fut.Err():
+			p.puts = p.puts[i:]
+			p.abandon()
+			return fmt.Errorf("projection: write %s: %w", put.key, err)
+		case <-ctx.Done():
+			p.puts = p.puts[i:]
+			p.abandon()
+			return fmt.Errorf("projection: write %s: %w", put.key, context.Cause(ctx))
+		}
+	}
+	p.puts = nil
+	return nil
+}
+
+// abandon forgets the values of the puts left: their writes may not have
+// happened.
+func (p *kvPipe) abandon() {
+	for _, put := range p.puts {
+		put.s.mu.Lock()
+		delete(put.s.written, put.key)
+		put.s.mu.Unlock()
+	}
+	p.puts = nil
+}

@@ -104,7 +104,7 @@ func (w *Worker) reproject(ctx context.Context) error {
 		if empty {
 			continue
 		}
-		if err := w.writeViews(ctx, s); err != nil {
+		if err := w.writeViewsNow(ctx, s); err != nil {
 			return fmt.Errorf("projection: rule set %s: %w", want, err)
 		}
 		w.evict()

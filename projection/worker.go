@@ -38,7 +38,15 @@ type Options struct {
 	// ReadAhead bounds the bodies a context query reads ahead of what it
 	// writes (default 16 MiB; a single longer line is read alone).
 	ReadAhead int64
-	Logger    *slog.Logger
+	// StartAfter, when not nil, holds back following the streams (and
+	// re-projecting under a new rule set) until it is closed; the catalog
+	// is loaded and queries are served meanwhile. The daemon passes the
+	// tailer's Ready: during a first read of thousands of sessions the
+	// views of each session would otherwise be written again at every
+	// flush as its lines trickle in, and the writes would compete with
+	// the tailer's publishes; after it, one catch-up writes each view once.
+	StartAfter <-chan struct{}
+	Logger     *slog.Logger
 }
 
 // Worker keeps the views of every session up to date.
@@ -143,6 +151,15 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	close(w.ready)
+	if w.opts.StartAfter != nil {
+		select {
+		case <-w.opts.StartAfter:
+		case <-ctx.Done():
+			close(w.reprojected)
+			w.subs.closeAll()
+			return nil
+		}
+	}
 	streams := []string{eventlog.LocalStream}
 	if w.opts.All {
 		streams = append(streams, eventlog.AllStream)

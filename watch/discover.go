@@ -80,7 +80,9 @@ func (d *discovery) run(ctx context.Context) error {
 			if !ok {
 				return errors.New("watch: fsnotify closed")
 			}
-			d.event(ev)
+			if !d.t.hintless {
+				d.event(ev)
+			}
 		case err, ok := <-d.w.Errors:
 			if !ok {
 				return errors.New("watch: fsnotify closed")
@@ -125,15 +127,22 @@ func (d *discovery) event(ev fsnotify.Event) {
 // taking the file for path if no other path holds it. A path that cannot
 // be looked at is followed: its worker finds out what it is.
 func (d *discovery) claim(path string) bool {
+	ok, _ := d.claimStat(path)
+	return ok
+}
+
+// claimStat is claim, and also returns the file's stat (nil if it could
+// not be taken).
+func (d *discovery) claimStat(path string) (bool, fs.FileInfo) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return true
+		return true, nil
 	}
 	k := keyOf(st)
 	if o, ok := d.owner[k]; ok && o != path {
 		if ost, err := os.Stat(o); err == nil && keyOf(ost) == k {
 			d.dups[path] = struct{}{}
-			return false
+			return false, st
 		}
 		d.release(o) // the owner is gone or another file now
 	}
@@ -141,7 +150,7 @@ func (d *discovery) claim(path string) bool {
 		d.release(path)
 	}
 	d.owner[k], d.keyOf[path] = path, k
-	return true
+	return true, st
 }
 
 // release lets go of what path held.
@@ -258,10 +267,18 @@ func (d *discovery) walkFrom(dir string) error {
 
 // found1 takes a file the walk came across.
 func (d *discovery) found1(path string) {
-	if isSessionFile(path) && d.claim(path) {
-		d.seen[path] = struct{}{}
-		d.t.submit(path)
+	if !isSessionFile(path) {
+		return
 	}
+	ok, st := d.claimStat(path)
+	if !ok {
+		return
+	}
+	d.seen[path] = struct{}{}
+	if st != nil && d.t.isSettled(path, st) {
+		return // its worker handled exactly this (settled.go)
+	}
+	d.t.submit(path)
 }
 
 func (d *discovery) watch(dir string) {

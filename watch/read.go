@@ -196,6 +196,9 @@ func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again b
 			p.skip(&ln)
 		}
 	}
+	if w.keep(ctx, f, p, lr.partial()) {
+		return false, nil // published with the worker's group (group.go)
+	}
 	if err := w.flush(ctx, f, p); err != nil {
 		return false, err
 	}
@@ -217,6 +220,8 @@ func (w *worker) hold(ctx context.Context, f *file, p *pending, n int64) (int64,
 			return 0, err
 		}
 	}
+	// The worker's group holds budget too: publish it before waiting.
+	w.flushGroup(ctx)
 	return w.t.mem.acquire(ctx, n)
 }
 

@@ -70,9 +70,15 @@ func (w *worker) handle(ctx context.Context, path string) {
 		}
 		return
 	}
+	w.failed(ctx, path, err)
+}
+
+// failed schedules another attempt at path after a failure.
+func (w *worker) failed(ctx context.Context, path string, err error) {
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		return
 	}
+	r, failing := w.retry[path]
 	if !failing {
 		if w.rx.since == nil {
 			w.rx.since = make(map[string]time.Time)

@@ -56,6 +56,14 @@ type Tailer struct {
 	deletedElsewhere func(ctx context.Context, sid string) (bool, error)
 	ready            chan struct{}
 
+	// settled: the stat of each file its worker has fully handled, so
+	// that a rescan passes over files that did not change (settled.go).
+	settledMu sync.Mutex
+	settled   map[string]fileSig
+	// hintless makes discovery drop fsnotify's events (tests: the rescan
+	// alone must find every change).
+	hintless bool
+
 	mu       sync.Mutex
 	sessions map[string]*sessionRef
 	moved    map[string]struct{} // files the replicator moved away
@@ -99,7 +107,7 @@ func New(log Log, o Options) *Tailer {
 	}
 	t := &Tailer{
 		log: log, root: filepath.Clean(o.Root), maxLine: o.MaxLine, rescan: o.RescanInterval, progressEvery: 5 * time.Second,
-		logger: o.Logger, seed: maphash.MakeSeed(), sessions: make(map[string]*sessionRef),
+		logger: o.Logger, seed: maphash.MakeSeed(), sessions: make(map[string]*sessionRef), settled: make(map[string]fileSig),
 		publishSeconds: newPublishHistogram(), mem: newBudget(o.MemoryBudget),
 		known: o.Known, deletedElsewhere: o.Deleted, ready: make(chan struct{}), moved: make(map[string]struct{}),
 	}
@@ -174,7 +182,28 @@ func (t *Tailer) awaitReady(ctx context.Context, d *discovery) {
 	}
 	t.logger.Info("session files found at start are read", "files", d.found,
 		"lines_published", t.published.Load(), "took", time.Since(start).Round(time.Millisecond))
+	t.dropKnown()
 	close(t.ready)
+}
+
+// dropKnown lets go of the hashes and entry ids the first read loaded or
+// learned for each session: most sessions found at start are never written
+// again, and holding every line's hash of every one of them made the
+// daemon's memory grow with the number of sessions (about 1 KB a small
+// session). A session loads them again from its subject the next time one
+// of its files has a line to publish, as after a restart.
+func (t *Tailer) dropKnown() {
+	t.mu.Lock()
+	logs := make([]*sessionLog, 0, len(t.sessions))
+	for _, r := range t.sessions {
+		logs = append(logs, r.s)
+	}
+	t.mu.Unlock()
+	for _, s := range logs {
+		s.mu.Lock()
+		s.known, s.ids = nil, nil
+		s.mu.Unlock()
+	}
 }
 
 // submit marks path as changed; its worker looks at it soon.

@@ -21,6 +21,7 @@ type worker struct {
 	barriers []chan struct{} // closed once the paths marked before them are handled
 	wake     chan struct{}
 	rx       retryExtra // retry.go
+	grp      *group     // lines kept back for one batch (group.go); nil: none
 
 	retry map[string]retryState
 }
@@ -80,11 +81,21 @@ func (w *worker) run(ctx context.Context) {
 		}
 		paths, barriers := w.take()
 		w.pending(paths, time.Now())
+		if len(paths) > 1 {
+			w.grp = &group{} // several files: publish their lines together
+		}
 		for p := range paths {
 			if ctx.Err() != nil {
+				w.dropGroup()
 				return
 			}
 			w.handle(ctx, p)
+		}
+		w.flushGroup(ctx)
+		w.grp = nil
+		for p := range paths {
+			_, retrying := w.retry[p]
+			w.t.settle(p, w.files[p], retrying)
 		}
 		for _, b := range barriers {
 			close(b)

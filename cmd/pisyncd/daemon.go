@@ -220,16 +220,17 @@ func (d *Daemon) build(ctx context.Context) error {
 		topts.Known, topts.Deleted = d.repl.KnownLines, d.repl.Deleted
 	}
 	var err error
+	d.tailer = watch.New(d.log, topts)
 	bodies, readAhead := projectionBudget(int64(d.cfg.MemoryBudget))
 	d.proj, err = projection.New(d.nc, projection.Options{
 		Node: d.cfg.NodeID, All: len(d.cfg.HubURLs) > 0, Rules: d.cfg.RuleSet(),
 		Logger:       d.logger.With("component", "projection"),
 		MaxBodyBytes: bodies, ReadAhead: readAhead,
+		StartAfter: d.tailer.Ready(), // one catch-up after the first read
 	})
 	if err != nil {
 		return err
 	}
-	d.tailer = watch.New(d.log, topts)
 	if d.repl != nil {
 		d.repl.SetTracker(d.tailer)
 	}
@@ -288,6 +289,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		fail(d.tailer.Run(ctx))
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.afterFirstRead(ctx)
 	}()
 	if d.fwd != nil {
 		wg.Add(3)

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/testenv"
+)
+
+// BenchmarkDaemonSessions runs the pisyncd binary (built without the race
+// detector) on N small sessions present at start (a header and five
+// entries of ~300 B each, over 50 --cwd-- folders) and measures the whole
+// daemon: its first read (from start until every line is published AND
+// projected) against a raw atomic batch publish of the same lines into a
+// fresh embedded server in the same run (eventlog.Local.PublishGroups,
+// batches of up to MaxBatch messages, 8 publishers), ABBA; the projection's
+// KV writes; then, with every session tracked, an idle stretch (no file
+// changes) of PISYNC_BENCH_IDLE (default 60 s): the daemon's CPU seconds and
+// context switches (wake-ups, all threads) per minute; and its resident set
+// after it.
+//
+//	go test -run '^$' -bench 'DaemonSessions/sessions=10000$' -benchtime=1x -timeout 30m ./cmd/pisyncd/
+func BenchmarkDaemonSessions(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			idle := time.Minute
+			if v := os.Getenv("PISYNC_BENCH_IDLE"); v != "" {
+				d, err := time.ParseDuration(v)
+				if err != nil {
+					b.Fatal(err)
+				}
+				idle = d
+			}
+			bin := buildPisyncd(b)
+			var daemon, pub, raw time.Duration
+			var r scaleReport
+			for b.Loop() {
+				d1, rep1 := daemonSessions(b, bin, n, 0)
+				r1 := rawSessions(b, n)
+				r2 := rawSessions(b, n)
+				d2, rep := daemonSessions(b, bin, n, idle)
+				b.Logf("daemon %v (published after %v), %v (%v); raw %v, %v; kv writes %d; idle %.2f CPU-s/min, %.0f wake-ups/min; RSS %.0f MB before idle, %.0f MB after",
+					d1.Round(time.Millisecond), rep1.published.Round(time.Millisecond), d2.Round(time.Millisecond), rep.published.Round(time.Millisecond), r1.Round(time.Millisecond), r2.Round(time.Millisecond),
+					rep.kvWrites, rep.cpuPerMin, rep.wakePerMin, rep.rssBefore/1e6, rep.rssAfter/1e6)
+				daemon += d1 + d2
+				pub += rep1.published + rep.published
+				raw += r1 + r2
+				r = rep
+			}
+			lines := float64(2 * b.N * n * 6)
+			rate, rawRate := lines/daemon.Seconds(), lines/raw.Seconds()
+			b.ReportMetric(rate, "lines/s")
+			b.ReportMetric(rawRate, "raw-lines/s")
+			b.ReportMetric(rate/rawRate, "rate/raw-rate")
+			// The tailer's share: until every line was published (the
+			// projection's catch-up follows it).
+			b.ReportMetric((lines/pub.Seconds())/rawRate, "pub-rate/raw-rate")
+			b.ReportMetric(float64(r.kvWrites), "kv-writes")
+			b.ReportMetric(r.cpuPerMin, "idle-cpu-s/min")
+			b.ReportMetric(r.wakePerMin, "idle-wakeups/min")
+			b.ReportMetric(r.rssBefore/1e6, "rss-ready-MB")
+			b.ReportMetric(r.rssAfter/1e6, "rss-idle-MB")
+		})
+	}
+}
+
+type scaleReport struct {
+	published             time.Duration // until every line was published (the tailer's share)
+	kvWrites              int64
+	cpuPerMin, wakePerMin float64
+	rssBefore, rssAfter   float64
+}
+
+// scaleSession is session i of the corpus, as text and as lines.
+func scaleSession(i int) (sid, rel string, data []byte, lines []eventlog.Line) {
+	sid = fmt.Sprintf("0199%04x-%04x-7000-8000-000000000000", i>>16, i&0xffff)
+	rel = fmt.Sprintf("--home-u-p%d--/2026-11-30T00-00-00-000Z_%s.jsonl", i%50, sid)
+	var sb strings.Builder
+	add := func(raw, id, parent, typ string) {
+		sb.WriteString(raw)
+		sb.WriteByte('\n')
+		lines = append(lines, eventlog.NewLine([]byte(raw), id, parent, typ, rel, int64(sb.Len())))
+	}
+	add(testenv.Header(sid), sid, "", "session")
+	parent := ""
+	for j := 1; j < 6; j++ {
+		id := fmt.Sprintf("%08x", i*6+j)
+		add(testenv.Entry(id, parent, strings.Repeat("lorem ipsum ", 20)), id, parent, "message")
+		parent = id
+	}
+	return sid, rel, []byte(sb.String()), lines
+}
+
+// daemonSessions writes n sessions, starts the daemon and times it until
+// every line is published and projected; with idle > 0 it then measures
+// the idle daemon.
+func daemonSessions(b *testing.B, bin string, n int, idle time.Duration) (time.Duration, scaleReport) {
+	b.StopTimer()
+	home := b.TempDir()
+	sessions, state := filepath.Join(home, "sessions"), filepath.Join(home, "state")
+	for i := range n {
+		_, rel, data, _ := scaleSession(i)
+		path := filepath.Join(sessions, rel)
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	env := append(os.Environ(), "PISYNC_SESSIONS_DIR="+sessions, "PISYNC_STATE_DIR="+state, "PISYNC_LOG_LEVEL=warn")
+	syscall.Sync() // the files just written are not written back during the run
+	b.StartTimer()
+	start := time.Now()
+	d := startMemDaemon(b, bin, env)
+	want := int64(n * 6)
+	var st Status
+	// Polled every 100 ms: each poll is a process of its own, and the
+	// machine has two cores.
+	deadline := time.Now().Add(20 * time.Minute)
+	var published time.Duration
+	for {
+		st = daemonStatus(b, bin, env)
+		if published == 0 && st.Tailer.LinesPublished >= want {
+			published = time.Since(start)
+		}
+		if st.Tailer.LinesPublished >= want && st.Projection.Applied+st.Projection.Skipped >= want {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d lines published, %d projected\n%s", st.Tailer.LinesPublished, want, st.Projection.Applied, d.stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	took := time.Since(start)
+	b.StopTimer()
+	r := scaleReport{kvWrites: st.Projection.Writes, published: published}
+	if idle > 0 {
+		time.Sleep(5 * time.Second) // let the first read's aftermath (flushes, GC) pass
+		r.rssBefore = float64(d.rss(b))
+		cpu0, sw0 := procCPU(b, d.cmd.Process.Pid)
+		time.Sleep(idle)
+		cpu1, sw1 := procCPU(b, d.cmd.Process.Pid)
+		r.cpuPerMin = (cpu1 - cpu0) / idle.Minutes()
+		r.wakePerMin = float64(sw1-sw0) / idle.Minutes()
+		r.rssAfter = float64(d.rss(b))
+		r.kvWrites = daemonStatus(b, bin, env).Projection.Writes
+	}
+	d.stop(b)
+	b.StartTimer()
+	return took, r
+}
+
+func daemonStatus(b *testing.B, bin string, env []string) Status {
+	b.Helper()
+	cmd := exec.Command(bin, "status", "--json")
+	cmd.Env = env
+	out, err := cmd.Output()
+	var st Status
+	if err == nil {
+		err = json.Unmarshal(out, &st)
+	}
+	_ = err // not up yet: zero counters, polled again
+	return st
+}
+
+// procCPU is a process's user+system CPU seconds and the context switches
+// of all its threads (each a wake-up, voluntary or not).
+func procCPU(b *testing.B, pid int) (float64, int64) {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	stm, _ := strconv.ParseFloat(f[12], 64)
+	var sw int64
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	for _, t := range tasks {
+		data, err := os.ReadFile(t)
+		if err != nil {
+			continue // the thread ended
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
+				n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				sw += n
+			}
+		}
+	}
+	return (ut + stm) / 100, sw // USER_HZ is 100 on Linux
+}
+
+// rawSessions times publishing the same lines straight into a fresh
+// embedded server: batches of whole sessions, 8 publishers.
+func rawSessions(b *testing.B, n int) time.Duration {
+	b.StopTimer()
+	ctx := context.Background()
+	srv, err := embedded.Start(ctx, embedded.Config{StateDir: b.TempDir(), NodeID: "raw-node"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	nc, err := srv.Connect()
+	if err != nil {
+		b.Fatal(err)
+	}
+	lg, err := eventlog.OpenLocal(ctx, nc, "raw-node")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var batches [][]eventlog.Group
+	var cur []eventlog.Group
+	msgs := 0
+	for i := range n {
+		sid, _, _, lines := scaleSession(i)
+		if msgs+len(lines) > eventlog.MaxBatch {
+			batches, cur, msgs = append(batches, cur), nil, 0
+		}
+		cur = append(cur, eventlog.Group{SID: sid, Lines: lines})
+		msgs += len(lines)
+	}
+	batches = append(batches, cur)
+	syscall.Sync()
+	work := make(chan []eventlog.Group)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	b.StartTimer()
+	start := time.Now()
+	for range 8 {
+		wg.Go(func() {
+			for g := range work {
+				if _, err := lg.PublishGroups(ctx, g); err != nil {
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for _, g := range batches {
+		work <- g
+	}
+	close(work)
+	wg.Wait()
+	took := time.Since(start)
+	b.StopTimer()
+	if firstErr != nil {
+		b.Fatal(firstErr)
+	}
+	b.StartTimer()
+	return took
+}
