@@ -231,12 +231,9 @@ func (f *file) verify(r io.ReaderAt) (bool, error) {
 // loading the session's known lines. A file modified since (pi appended
 // while the daemon was down, or edited a line in place) is read whole.
 func (w *worker) resume(ctx context.Context, f *file, fh io.ReaderAt) (bool, error) {
-	seq, last, err := w.t.log.Last(ctx, f.sid)
+	_, last, err := w.t.log.Last(ctx, f.sid)
 	if err != nil {
 		return false, err
-	}
-	if seq == 0 {
-		w.t.primeEmpty(f.sess)
 	}
 	if err := w.t.revive(ctx, f, last); err != nil {
 		return false, err

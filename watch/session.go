@@ -68,22 +68,6 @@ func (s *sessionLog) load(ctx context.Context, log Log, extra func(context.Conte
 	return collisions, nil
 }
 
-// primeEmpty records that the session's subject was just read empty, so
-// that its first publish need not read it again (a first read of 10,000
-// new sessions made 10,000 such reads). Not when lines of other nodes must
-// be learned too (Options.Known). Should the subject have moved on since,
-// the publish's expected sequence fails and the subject is read again.
-func (t *Tailer) primeEmpty(s *sessionLog) {
-	if t.known != nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.known == nil {
-		s.known, s.ids, s.last = make(map[[32]byte]struct{}), make(map[string][32]byte), 0
-	}
-}
-
 // add records a stored line; it reports whether its entry id was already
 // held by a different line.
 func (s *sessionLog) add(l *eventlog.Line) (collision bool) {
