@@ -171,10 +171,13 @@ func TestListenerIsReadOnly(t *testing.T) {
 
 	// Intact.
 	ijs := d.log.JetStream()
-	info, err := ijs.Stream(t.Context(), eventlog.LocalStream)
-	if err != nil {
-		t.Fatalf("PI_LOCAL: %v", err)
-	}
+	// The subscriber sees a publish as it travels, before an atomic batch
+	// commits it: wait for the store to hold the line, then compare.
+	var info jetstream.Stream
+	waitUntil(t, 10*time.Second, func() (bool, string) {
+		info, err = ijs.Stream(t.Context(), eventlog.LocalStream)
+		return err == nil && info.CachedInfo().State.LastSeq >= before.LastSeq, fmt.Sprintf("PI_LOCAL: %v", err)
+	})
 	if st := info.CachedInfo().State; st.Msgs != before.Msgs || st.LastSeq != before.LastSeq || st.NumSubjects != 1 {
 		t.Errorf("PI_LOCAL changed: %+v, was %+v", st, before)
 	}
