@@ -120,13 +120,7 @@ func (w *worker) control(f func(paths map[string]struct{})) {
 // again from the stream's resume point, so this costs about what the
 // first read after a restart costs.
 func (t *Tailer) Reload(ctx context.Context) error {
-	t.mu.Lock()
-	logs := make([]*sessionLog, 0, len(t.sessions))
-	for _, r := range t.sessions {
-		logs = append(logs, r.s)
-	}
-	t.mu.Unlock()
-	for _, s := range logs {
+	for _, s := range t.sessionLogs() {
 		s.mu.Lock()
 		s.known = nil // read the subject again before the next publish
 		s.mu.Unlock()

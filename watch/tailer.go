@@ -193,17 +193,23 @@ func (t *Tailer) awaitReady(ctx context.Context, d *discovery) {
 // session). A session loads them again from its subject the next time one
 // of its files has a line to publish, as after a restart.
 func (t *Tailer) dropKnown() {
-	t.mu.Lock()
-	logs := make([]*sessionLog, 0, len(t.sessions))
-	for _, r := range t.sessions {
-		logs = append(logs, r.s)
-	}
-	t.mu.Unlock()
-	for _, s := range logs {
+	for _, s := range t.sessionLogs() {
 		s.mu.Lock()
 		s.known, s.ids = nil, nil
 		s.mu.Unlock()
 	}
+}
+
+// sessionLogs returns every session's log, taken under t.mu so that each
+// can then be locked on its own without holding the tailer's lock.
+func (t *Tailer) sessionLogs() []*sessionLog {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	logs := make([]*sessionLog, 0, len(t.sessions))
+	for _, r := range t.sessions {
+		logs = append(logs, r.s)
+	}
+	return logs
 }
 
 // submit marks path as changed; its worker looks at it soon.
