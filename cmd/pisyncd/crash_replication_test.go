@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -42,24 +40,7 @@ func TestSIGKILLReplication(t *testing.T) {
 	w := newSessionWriter(t, aSessions, sessions, seed)
 	rng := rand.New(rand.NewPCG(seed, 3))
 
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	var writeErr error
-	wg.Go(func() {
-		tick := time.NewTicker(3 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				if err := w.step(); err != nil {
-					writeErr = err
-					return
-				}
-			}
-		}
-	})
+	stop := writeLoop(w, 3*time.Millisecond)
 	for k := 0; k < 12; k++ {
 		a, b := startDaemonProc(t, aEnv), startDaemonProc(t, bEnv)
 		// Kill each anywhere from start-up to well into steady state
@@ -74,10 +55,8 @@ func TestSIGKILLReplication(t *testing.T) {
 			p.kill(t, syscall.SIGKILL)
 		}
 	}
-	cancel()
-	wg.Wait()
-	if writeErr != nil {
-		t.Fatal(writeErr)
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 
 	// A last, clean run of both catches up with everything.
