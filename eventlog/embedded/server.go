@@ -330,7 +330,7 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	if s.closed.Load() {
 		return nil, errors.New("embedded: connect: server is closed")
 	}
-	opts = append(reconnectOptions(), opts...)
+	opts = append(append(reconnectOptions(), nats.ErrorHandler(s.asyncError)), opts...)
 	opts = append(opts, nats.InProcessServer(inProcess{s}))
 	if s.inProcessKey != nil {
 		pub, err := s.inProcessKey.PublicKey()
@@ -349,6 +349,19 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 // reconnectOptions are an in-process client's defaults: try again
 // forever, at short intervals, buffering what is published meanwhile
 // (nats.go's default buffer).
+// asyncError logs what nats.go reports outside any call (a subscription
+// that fell behind and lost messages, a permission refused to a
+// subscribe): without a handler nats.go prints it to stderr, outside the
+// daemon's log.
+func (s *Server) asyncError(_ *nats.Conn, sub *nats.Subscription, err error) {
+	attrs := []any{"err", err}
+	if sub != nil {
+		msgs, bytes, _ := sub.Pending()
+		attrs = append(attrs, "subject", sub.Subject, "pending_msgs", msgs, "pending_bytes", bytes)
+	}
+	s.logger.log.Warn("nats client", attrs...)
+}
+
 func reconnectOptions() []nats.Option {
 	return []nats.Option{
 		nats.MaxReconnects(-1),

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -249,5 +250,36 @@ func TestFatalAfterStartIsReported(t *testing.T) {
 	}
 	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "simulated: disk gone") {
 		t.Errorf("Err = %v, want the fatal message", err)
+	}
+}
+
+// TestAsyncErrorsLogged: what nats.go reports outside any call (here a
+// subscriber that fell behind and lost messages) reaches the daemon's log,
+// naming the subscription, instead of nats.go's own line on stderr.
+func TestAsyncErrorsLogged(t *testing.T) {
+	var logs logBuffer
+	cfg := testConfig(t, t.TempDir())
+	cfg.Logger = logs.logger()
+	s := startServer(t, cfg)
+	nc := connect(t, s)
+	ch := make(chan *nats.Msg, 1) // room for one: the rest are dropped
+	sub, err := nc.ChanSubscribe("slow.sub", ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	for range 3 {
+		if err := nc.Publish("slow.sub", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the slow consumer logged", func() bool {
+		return strings.Contains(logs.String(), "slow consumer")
+	})
+	if out := logs.String(); !strings.Contains(out, "subject=slow.sub") || !strings.Contains(out, "level=WARN") {
+		t.Errorf("log does not name the subscription at warn level:\n%s", out)
 	}
 }
