@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/pisyncd/pisyncd/internal/testenv"
 )
@@ -172,6 +173,15 @@ func FuzzEachMember(f *testing.F) {
 			t.Fatalf("%q: error %v, encoding/json %v", raw, gerr, werr)
 		}
 		if werr != nil {
+			return
+		}
+		if !utf8.Valid(raw) {
+			// Keys with invalid UTF-8 decode as pi decodes them (a cut
+			// sequence is one U+FFFD, as TextDecoder gives), where
+			// encoding/json gives one U+FFFD per byte: its keys are no
+			// oracle there, and keys that differ may also merge
+			// differently. The differential tests against real pi check
+			// that decoding; here only the errors are compared.
 			return
 		}
 		if len(got) != len(want) {
