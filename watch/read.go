@@ -117,12 +117,7 @@ func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again b
 		} else {
 			sha = sha256.Sum256(raw)
 		}
-		var l session.Line
-		if held > 0 {
-			l = parseLong(raw)
-		} else {
-			l = session.ParseLine(raw)
-		}
+		l := session.ParseLine(raw) // in place: a long line is not copied
 		if f.status == statusPending {
 			switch {
 			case l.Kind == session.Header && l.HasID:

@@ -1,0 +1,221 @@
+package watch
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+)
+
+// BenchmarkBigSession measures the tailer's first read of one large session
+// present at start, against publishing the same lines with
+// eventlog.Local.Publish (calls of up to 64 MiB of lines, atomic batches of
+// up to MaxBatch messages, lines over a chunk split as the tailer splits
+// them) on a fresh server of its own, in the same run, ABBA:
+//
+//   - lines: 100,000 entries of 2 KB (about 200 MB), a long conversation;
+//   - images: entries holding one base64 image of 1-4 MB each, as pi writes
+//     a pasted screenshot (about 200 MB; PISYNC_BENCH_BIG_MB=1024 for the
+//     1 GB session of issue 11).
+//
+// Reported: lines/s and MB/s of each side, and rate/base-rate. The heap the
+// benchmark holds (the corpus, for the baseline) is outside the tailer's.
+//
+//	go test -run '^$' -bench BigSession -benchtime=1x -timeout 60m ./watch/
+func BenchmarkBigSession(b *testing.B) {
+	mb := 200
+	if s := os.Getenv("PISYNC_BENCH_BIG_MB"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 10 {
+			b.Fatalf("PISYNC_BENCH_BIG_MB=%q: want a number of MB ≥ 10", s)
+		}
+		mb = n
+	}
+	b.Run("lines", func(b *testing.B) { benchBigSession(b, bigLines(mb<<20, 2048)) })
+	b.Run("images", func(b *testing.B) { benchBigSession(b, bigImages(mb<<20)) })
+}
+
+func benchBigSession(b *testing.B, s benchSession) {
+	var tail, base time.Duration
+	runs := 0
+	for b.Loop() {
+		t1 := bigTailer(b, s)
+		b1 := bigBaseline(b, s)
+		b2 := bigBaseline(b, s)
+		t2 := bigTailer(b, s)
+		b.Logf("tailer %v, %v; baseline %v, %v", t1.Round(time.Millisecond), t2.Round(time.Millisecond),
+			b1.Round(time.Millisecond), b2.Round(time.Millisecond))
+		tail += t1 + t2
+		base += b1 + b2
+		runs += 2
+	}
+	lines, mbs := float64(runs*len(s.lines)), float64(runs*len(s.data))/1e6
+	b.ReportMetric(lines/tail.Seconds(), "lines/s")
+	b.ReportMetric(lines/base.Seconds(), "base-lines/s")
+	b.ReportMetric(mbs/tail.Seconds(), "MB/s")
+	b.ReportMetric(mbs/base.Seconds(), "base-MB/s")
+	b.ReportMetric(base.Seconds()/tail.Seconds(), "rate/base-rate")
+	b.Logf("%d lines, %.0f MB: tailer %.1f MB/s, baseline %.1f MB/s", len(s.lines), float64(len(s.data))/1e6,
+		mbs/tail.Seconds(), mbs/base.Seconds())
+}
+
+// bigCall bounds the bytes of one baseline Publish call: the tailer's
+// share of the default memory budget (a quarter of 256 MiB).
+const bigCall = 64 << 20
+
+// bigSID is the one session's id.
+const bigSID = "big00000-0000-7000-8000-000000000000"
+
+// bigSession builds a session of the given entry lines after a header.
+func bigSession(n int, line func(i int, id, parent string) string) benchSession {
+	s := benchSession{sid: bigSID, rel: "--home-u-p--/2026-11-29T23-08-16-463Z_" + bigSID + ".jsonl"}
+	var sb strings.Builder
+	add := func(raw, id, parent, typ string) {
+		sb.WriteString(raw)
+		sb.WriteByte('\n')
+		s.lines = append(s.lines, eventlog.Line{Raw: []byte(raw), ID: id, ParentID: parent, Type: typ, File: s.rel, Off: int64(sb.Len())})
+	}
+	add(header(bigSID), bigSID, "", "session")
+	parent := ""
+	for i := range n {
+		id := fmt.Sprintf("%08x", i+1)
+		add(line(i, id, parent), id, parent, "message")
+		parent = id
+	}
+	s.data = []byte(sb.String())
+	// The lines alias the file's bytes, as the tailer's do once read.
+	off := 0
+	for i := range s.lines {
+		n := len(s.lines[i].Raw)
+		s.lines[i] = eventlog.NewLine(s.data[off:off+n], s.lines[i].ID, s.lines[i].ParentID, s.lines[i].Type, s.rel, s.lines[i].Off)
+		off += n + 1
+	}
+	return s
+}
+
+// bigLines is a session of size bytes in lines of about lineSize.
+func bigLines(size, lineSize int) benchSession {
+	return bigSession(size/lineSize, func(_ int, id, parent string) string { return piLine(id, parent, lineSize) })
+}
+
+// bigImages is a session of about size bytes of user messages that each
+// carry one image of 1-4 MB in base64 (random bytes: no compression helps).
+func bigImages(size int) benchSession {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var sizes []int
+	for total := 0; total < size; {
+		n := (1 + rng.IntN(3)) << 20
+		sizes = append(sizes, n)
+		total += n * 4 / 3
+	}
+	raw := make([]byte, 4<<20)
+	for i := range raw {
+		raw[i] = byte(rng.Uint32())
+	}
+	return bigSession(len(sizes), func(i int, id, parent string) string {
+		p := "null"
+		if parent != "" {
+			p = strconv.Quote(parent)
+		}
+		data := base64.StdEncoding.EncodeToString(raw[:sizes[i]])
+		return fmt.Sprintf(`{"type":"message","id":%q,"parentId":%s,"timestamp":"2026-11-29T23:08:17.000Z","message":{"role":"user","content":[{"type":"text","text":"what is on this screen?"},{"type":"image","data":"%s","mimeType":"image/png"}],"timestamp":1}}`, id, p, data)
+	})
+}
+
+// bigTailer times the tailer from Run until every line of s is published.
+func bigTailer(b *testing.B, s benchSession) time.Duration {
+	root := b.TempDir()
+	path := filepath.Join(root, s.rel)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(path, s.data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	srv, lg := benchLog(b, b.TempDir())
+	defer srv.Close()
+	tl := New(lg, Options{Root: root, Workers: backfillWorkers, RescanInterval: 10 * time.Second, MaxLine: 64 << 20})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+
+	start := time.Now()
+	go func() { done <- tl.Run(ctx) }()
+	want := int64(len(s.lines))
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(10 * benchWait)
+	defer deadline.Stop()
+	for tl.Stats().LinesPublished < want {
+		select {
+		case <-tick.C:
+		case err := <-done:
+			b.Fatalf("tailer stopped: %v", err)
+		case <-deadline.C:
+			b.Fatalf("tailer published %+v within %v, want %d lines", tl.Stats(), 10*benchWait, want)
+		}
+	}
+	elapsed := time.Since(start)
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatalf("tailer: %v", err)
+	}
+	checkBig(b, lg, s)
+	return elapsed
+}
+
+// bigBaseline times eventlog publishing of s's lines in one call.
+func bigBaseline(b *testing.B, s benchSession) time.Duration {
+	srv, lg := benchLog(b, b.TempDir())
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*benchWait)
+	defer cancel()
+	start := time.Now()
+	var last uint64
+	for lines := s.lines; len(lines) > 0; {
+		// Calls of at most bigCall bytes, as the tailer holds at most
+		// its memory share of lines at once: one call with every line
+		// would be one atomic batch of hundreds of MB.
+		k, size := 0, 0
+		for k < len(lines) && (k == 0 || size+len(lines[k].Raw) <= bigCall) {
+			size += len(lines[k].Raw)
+			k++
+		}
+		seq, n, err := lg.Publish(ctx, s.sid, last, lines[:k])
+		if err == nil && n != k {
+			err = fmt.Errorf("stored %d of %d lines", n, k)
+		}
+		if err != nil {
+			b.Fatalf("baseline publish: %v", err)
+		}
+		last, lines = seq, lines[k:]
+	}
+	elapsed := time.Since(start)
+	checkBig(b, lg, s)
+	return elapsed
+}
+
+// checkBig fails unless PI_LOCAL holds s's lines (their chunks) on one
+// subject.
+func checkBig(b *testing.B, lg *eventlog.Local, s benchSession) {
+	b.Helper()
+	info, err := lg.Info(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	want := 0
+	for i := range s.lines {
+		want += s.lines[i].Chunks()
+	}
+	if info.Messages != uint64(want) || info.Subjects != 1 {
+		b.Fatalf("PI_LOCAL holds %d messages on %d subjects, want %d on 1", info.Messages, info.Subjects, want)
+	}
+}
