@@ -184,8 +184,7 @@ func bigBaseline(b *testing.B, s benchSession) time.Duration {
 	start := time.Now()
 	var last uint64
 	for lines := s.lines; len(lines) > 0; {
-		// Calls of at most bigCall bytes, as the tailer holds at most
-		// its memory share of lines at once: one call with every line
+		// Calls of at most bigCall bytes: one call with every line
 		// would be one atomic batch of hundreds of MB.
 		k, size := 0, 0
 		for k < len(lines) && (k == 0 || size+len(lines[k].Raw) <= bigCall) {
