@@ -81,7 +81,10 @@ func startDaemon(t testing.TB) *daemon {
 		t.Fatal(err)
 	}
 	d.http = httptest.NewServer(d.web)
-	t.Cleanup(d.http.Close)
+	t.Cleanup(func() {
+		d.http.CloseClientConnections() // a page's event stream ends only so
+		d.http.Close()
+	})
 	return d
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/renderer"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
 )
@@ -28,6 +29,7 @@ func newMarkdown() *markdown {
 	return &markdown{gm: goldmark.New(
 		goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.TaskList, extension.Linkify),
 		goldmark.WithParserOptions(parser.WithASTTransformers(prioritized(urlFilter{}))),
+		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(htmlAsText{}, 0))),
 	)}
 }
 
@@ -88,6 +90,41 @@ func (urlFilter) Transform(doc *ast.Document, reader text.Reader, pc parser.Cont
 			p.ReplaceChild(p, s.old, s.new)
 		}
 	}
+}
+
+// htmlAsText shows raw HTML in markdown as the text it is, escaped, where
+// goldmark would leave it out: a reader sees what was written, and none
+// of it is markup.
+type htmlAsText struct{}
+
+func (htmlAsText) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
+	reg.Register(ast.KindRawHTML, func(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if entering {
+			segs := n.(*ast.RawHTML).Segments
+			for i := 0; i < segs.Len(); i++ {
+				seg := segs.At(i)
+				w.WriteString(html.EscapeString(string(seg.Value(src))))
+			}
+		}
+		return ast.WalkSkipChildren, nil
+	})
+	reg.Register(ast.KindHTMLBlock, func(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		b := n.(*ast.HTMLBlock)
+		w.WriteString(`<pre class="plain">`)
+		lines := b.Lines()
+		for i := 0; i < lines.Len(); i++ {
+			seg := lines.At(i)
+			w.WriteString(html.EscapeString(string(seg.Value(src))))
+		}
+		if b.HasClosure() {
+			w.WriteString(html.EscapeString(string(b.ClosureLine.Value(src))))
+		}
+		w.WriteString(`</pre>`)
+		return ast.WalkSkipChildren, nil
+	})
 }
 
 // safeURL accepts http, https and mailto targets, fragments and paths on
