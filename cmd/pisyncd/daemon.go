@@ -34,20 +34,20 @@ import (
 // Daemon is one running pisyncd: the embedded server, the event log and the
 // workers that feed it.
 type Daemon struct {
-	cfg     *config.Config
-	logger  *slog.Logger
-	srv     *embedded.Server
-	nc      *nats.Conn
-	log     *eventlog.Local
-	tailer  *watch.Tailer
-	fwd     *eventlog.Forwarder
-	dl      *eventlog.Downloader
-	crypt   *eventlog.Crypt // end-to-end encryption; nil without a hub
-	repl    *replicate.Replicator
-	gate    *admit.Gate
-	all     *eventlog.All
-	proj    *projection.Worker
-	web     *web.Server
+	cfg    *config.Config
+	logger *slog.Logger
+	srv    *embedded.Server
+	nc     *nats.Conn
+	log    *eventlog.Local
+	tailer *watch.Tailer
+	fwd    *eventlog.Forwarder
+	dl     *eventlog.Downloader
+	crypt  *eventlog.Crypt // end-to-end encryption; nil without a hub
+	repl   *replicate.Replicator
+	gate   *admit.Gate
+	all    *eventlog.All
+	proj   *projection.Worker
+	web    *web.Server
 	// httpURL is the web view's address once its listener is bound
 	// (pisyncd web); "" without PISYNC_HTTP_ADDR.
 	httpURL atomic.Pointer[string]
