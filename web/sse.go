@@ -103,6 +103,9 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 			buf.Write(body)
 			buf.WriteByte('\n')
 		} else {
+			if name == "ready" {
+				buf.WriteString("retry: 1000\n") // reconnect soon after a drop
+			}
 			buf.WriteString("id: ")
 			buf.WriteString(formatPos(pos))
 			buf.WriteString("\nevent: ")
