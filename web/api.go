@@ -105,7 +105,7 @@ type sessionView struct {
 	ResumeErr string       `json:"resumeError,omitempty"`
 	Pos       string       `json:"pos"` // where the page's live events resume
 	Truncated bool         `json:"truncated,omitempty"`
-	HTML      string       `json:"html"`
+	branchWindow
 }
 
 func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
@@ -138,7 +138,9 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	if _, ok := snap.Tree.Find(v.Selected); !ok {
 		v.Selected = v.Leaf
 	}
-	v.HTML = s.branchHTML(st, v.Selected)
+	path := st.path(v.Selected)
+	start, end := window(st, path, r.URL.Query().Get("at"), -1, -1)
+	v.branchWindow = s.branchHTML(st, path, start, end)
 	writeJSON(w, v)
 }
 
@@ -154,11 +156,23 @@ func (s *Server) serveBranch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := newSessionText(snap)
+	path := st.path(leaf)
+	start, end := window(st, path, r.URL.Query().Get("at"), intParam(r, "start"), intParam(r, "end"))
 	writeJSON(w, struct {
 		Selected string `json:"selected"`
 		Pos      string `json:"pos"`
-		HTML     string `json:"html"`
-	}{leaf, formatPos(snap.Src), s.branchHTML(st, leaf)})
+		branchWindow
+	}{leaf, formatPos(snap.Src), s.branchHTML(st, path, start, end)})
+}
+
+// intParam is a non-negative integer query parameter, -1 when absent or
+// not one.
+func intParam(r *http.Request, name string) int {
+	n, err := strconv.Atoi(r.URL.Query().Get(name))
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
 }
 
 // snapshot reads the session, answering the request itself on failure.

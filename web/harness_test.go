@@ -47,7 +47,7 @@ func startDaemon(t testing.TB) *daemon {
 	if err != nil {
 		t.Fatalf("open log: %v", err)
 	}
-	tl := watch.New(lg, watch.Options{Root: root, Workers: 2, RescanInterval: 100 * time.Millisecond, MaxLine: 16 << 20})
+	tl := watch.New(lg, watch.Options{Root: root, Workers: 2, RescanInterval: 100 * time.Millisecond, MaxLine: 64 << 20})
 	w, err := projection.New(nc, projection.Options{Node: testNode})
 	if err != nil {
 		t.Fatal(err)

@@ -181,14 +181,45 @@ func (st *sessionText) path(id string) []int {
 	return p
 }
 
-// branchHTML renders the branch ending at leaf, each tool result inside
-// the call it answers.
-func (s *Server) branchHTML(st *sessionText, leaf string) string {
-	path := st.path(leaf)
+// pageEntries is how many entries of a branch one answer renders: a
+// 10k-entry branch is sent a page at a time, the newest first, and the
+// page asks for earlier ones as the reader scrolls up.
+const pageEntries = 200
+
+// branchWindow is the part of a branch one answer renders.
+type branchWindow struct {
+	Start int    `json:"start"` // position on the branch of the first entry rendered
+	End   int    `json:"end"`   // after the last
+	Total int    `json:"total"` // entries on the branch
+	HTML  string `json:"html"`
+}
+
+// window picks the entries of path to render: [start, end) when asked,
+// else the page around entry at, else the last page.
+func window(st *sessionText, path []int, at string, start, end int) (int, int) {
+	n := len(path)
+	if start >= 0 && end > start {
+		return min(start, n), min(end, n, start+pageEntries)
+	}
+	if at != "" {
+		for k, i := range path {
+			if st.id(i) == at {
+				s := max(0, k-pageEntries/4)
+				return s, min(n, s+pageEntries)
+			}
+		}
+	}
+	return max(0, n-pageEntries), n
+}
+
+// branchHTML renders entries [start, end) of the branch path, each tool
+// result inside the call it answers when both are rendered.
+func (s *Server) branchHTML(st *sessionText, path []int, start, end int) branchWindow {
+	part := path[start:end]
 	calls := map[string]bool{}
 	results := map[string]*resultRef{}
 	skip := map[int]bool{}
-	for _, i := range path {
+	for _, i := range part {
 		d := st.doc(i)
 		if d == nil || d.Type != "message" || d.Message == nil {
 			continue
@@ -212,7 +243,7 @@ func (s *Server) branchHTML(st *sessionText, leaf string) string {
 	sid := st.snap.Tree.SessionID()
 	images := imagesOf(sid)
 	var b bytes.Buffer
-	for _, i := range path {
+	for _, i := range part {
 		if skip[i] {
 			continue
 		}
@@ -226,7 +257,7 @@ func (s *Server) branchHTML(st *sessionText, leaf string) string {
 		}
 		s.md.entry(&b, raw, c)
 	}
-	return b.String()
+	return branchWindow{Start: start, End: end, Total: len(path), HTML: b.String()}
 }
 
 // usage sums assistant usage per model over every entry of the session.

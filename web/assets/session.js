@@ -86,17 +86,43 @@
     }
   }
 
-  function show(html, sel) {
-    // html is the server's rendering: strings escaped, markdown without raw HTML.
-    $('entries').innerHTML = html;
-    var arts = $('entries').querySelectorAll('article.entry');
-    tip = arts.length ? arts[arts.length - 1].dataset.id : sel;
-    // a paired tool result may be the last entry of the branch
-    if (sel && byId[sel] && !kids[sel]) tip = sel;
-    $('status').textContent = arts.length + ' entries on this branch';
+  var win = {start: 0, end: 0, total: 0}, branchLeaf = '';
+
+  function status() {
+    var n = $('entries').querySelectorAll('article.entry').length;
+    $('status').textContent = win.total > win.end - win.start
+      ? 'entries ' + (win.start + 1) + '–' + win.end + ' of ' + win.total + ' on this branch'
+      : win.total + ' entries on this branch';
+    $('earlier').hidden = win.start === 0;
+    $('earlier').textContent = 'show ' + Math.min(200, win.start) + ' earlier entries';
+    $('later').hidden = win.end >= win.total;
+    $('later').textContent = 'show later entries';
+    return n;
+  }
+
+  // show puts a window of the branch ending at d.selected on the page.
+  function show(d) {
+    // d.html is the server's rendering: strings escaped, markdown without raw HTML.
+    $('entries').innerHTML = d.html;
+    branchLeaf = d.selected;
+    win = {start: d.start, end: d.end, total: d.total};
+    tip = branchLeaf;
+    status();
     $('context-json').href = api + '/context?leaf=' + encodeURIComponent(tip);
     drawTree();
     if (view === 'context') loadContext();
+  }
+
+  function more(earlier) {
+    var s = earlier ? Math.max(0, win.start - 200) : win.end;
+    var e = earlier ? win.start : win.end + 200;
+    return pi.getJSON(api + '/branch?leaf=' + encodeURIComponent(branchLeaf) + '&start=' + s + '&end=' + e).then(function (d) {
+      var first = $('entries').firstElementChild;
+      $('entries').insertAdjacentHTML(earlier ? 'afterbegin' : 'beforeend', d.html); // server-rendered, escaped
+      if (earlier) { win.start = d.start; if (first) first.scrollIntoView(); } else { win.end = d.end; }
+      win.total = d.total;
+      status();
+    });
   }
 
   function scrollTo(id) {
@@ -108,8 +134,8 @@
   function select(id) {
     selected = id;
     var t = tipOf(id);
-    return pi.getJSON(api + '/branch?leaf=' + encodeURIComponent(t)).then(function (d) {
-      show(d.html, d.selected);
+    return pi.getJSON(api + '/branch?leaf=' + encodeURIComponent(t) + '&at=' + encodeURIComponent(id)).then(function (d) {
+      show(d);
       scrollTo(id);
       document.body.dataset.selected = id;
     }).catch(function (e) { $('status').textContent = 'error: ' + e.message; });
@@ -140,13 +166,15 @@
     var parent = byId[r.p];
     r.d = parent ? parent.d + ((kids[r.p] || []).length ? 1 : 0) : 0;
     index(r);
-    var following = e.parentId === tip;
+    var following = e.parentId === tip && win.end === win.total;
     if (following && e.html) {
       var box = document.createElement('div');
       box.innerHTML = e.html; // server-rendered, escaped
       while (box.firstChild) $('entries').appendChild(box.firstChild);
-      tip = e.entryId;
-      $('status').textContent = $('entries').querySelectorAll('article.entry').length + ' entries on this branch';
+      tip = branchLeaf = e.entryId;
+      win.end++;
+      win.total++;
+      status();
       $('context-json').href = api + '/context?leaf=' + encodeURIComponent(tip);
     }
     if (e.parentId === leaf || !leaf) leaf = e.entryId;
@@ -158,6 +186,8 @@
     var li = ev.target.closest('li.node');
     if (li) select(li.dataset.id);
   });
+  $('earlier').addEventListener('click', function () { more(true); });
+  $('later').addEventListener('click', function () { more(false); });
   $('to-leaf').addEventListener('click', function () { select(leaf); });
   $('v-history').addEventListener('click', function () { setView('history'); });
   $('v-context').addEventListener('click', function () { setView('context'); });
@@ -167,13 +197,13 @@
   });
 
   var want = location.hash.indexOf('#e-') === 0 ? decodeURIComponent(location.hash.slice(3)) : '';
-  pi.getJSON(api).then(function (d) {
+  pi.getJSON(api + (want ? '?at=' + encodeURIComponent(want) : '')).then(function (d) {
     d.tree.forEach(index);
     leaf = d.leaf;
     meta(d);
-    if (d.truncated) $('status').textContent = 'session larger than the view holds: later entries not loaded';
-    show(d.html, d.selected);
+    show(d);
     document.body.dataset.ready = '1';
+    performance.mark('pisync-session-drawn'); // for the benchmarks
     var go = want && byId[want] && !document.getElementById('e-' + want) ? select(want) : Promise.resolve(scrollTo(want));
     go.then(function () {
       es = pi.live('/api/events?session=' + encodeURIComponent(sid) + '&render=1&raw=0&after=' + encodeURIComponent(d.pos), onEntry, $('live'));
