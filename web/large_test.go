@@ -2,7 +2,6 @@ package web
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"fmt"
 	"image"
@@ -11,8 +10,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -78,9 +75,12 @@ func TestBrowserLargeSession(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
-	b.do(t, chromedp.Navigate(d.http.URL+"/s/"+sid))
-	b.waitJS(t, 60*time.Second, `document.body.dataset.ready === '1'`)
-	drawn := eval[float64](t, b, `performance.getEntriesByName('pisync-session-drawn')[0].startTime`)
+	var drawn [2]float64 // cold (the renderer starts too), then warm
+	for i := range drawn {
+		b.do(t, chromedp.Navigate(d.http.URL+"/s/"+sid))
+		b.waitJS(t, 60*time.Second, `document.body.dataset.ready === '1'`)
+		drawn[i] = eval[float64](t, b, `performance.getEntriesByName('pisync-session-drawn')[0].startTime`)
+	}
 	if got := eval[int](t, b, `document.querySelectorAll('#entries article.entry').length`); got != pageEntries {
 		t.Errorf("%d entries rendered first, want the last %d", got, pageEntries)
 	}
@@ -95,7 +95,7 @@ func TestBrowserLargeSession(t *testing.T) {
 	// still responsive: a branch switch (to the middle) answers
 	b.do(t, chromedp.Click(chromedp.CSS(`#tree li[data-id="00001388"]`)))
 	b.waitJS(t, 30*time.Second, `document.body.dataset.selected === '00001388' && !!document.getElementById('e-00001388')`)
-	t.Logf("10k-entry session: /api/s %v (%d KiB), page drawn %.0f ms after navigation start", server, len(body)>>10, drawn)
+	t.Logf("10k-entry session: /api/s %v (%d KiB), page drawn %.0f ms (cold) and %.0f ms (warm) after navigation start", server, len(body)>>10, drawn[0], drawn[1])
 }
 
 // TestBrowserLargeImages: images come by URL, lazily, size-capped; one
@@ -148,7 +148,3 @@ func TestBrowserLargeImages(t *testing.T) {
 	}
 	b.screenshot(t, "session-images")
 }
-
-var _ = context.Background
-var _ = os.Getenv
-var _ = filepath.Join
