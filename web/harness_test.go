@@ -102,7 +102,9 @@ func (d *daemon) write(sid string, lines ...string) string {
 // waitEntries waits until the catalog holds sid with n entries.
 func (d *daemon) waitEntries(sid string, n int) {
 	d.t.Helper()
-	testenv.WaitFor(d.t, 20*time.Second, func() (bool, string) {
+	// A deadline, not a wait: 10k entries or 20 MiB lines under -race on
+	// a loaded machine take a while.
+	testenv.WaitFor(d.t, 3*time.Minute, func() (bool, string) {
 		cat, err := d.worker.Catalog(context.Background())
 		if err != nil {
 			return false, err.Error()
