@@ -179,11 +179,26 @@ func ReadSubject(ctx context.Context, js jetstream.JetStream, s jetstream.Stream
 // (which may hold wildcards) up to stream sequence upTo, in stream order;
 // split lines are joined per subject.
 func ReadFiltered(ctx context.Context, js jetstream.JetStream, stream, filter string, upTo uint64, headersOnly bool, fn func(*Event) error) error {
-	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
+	return ReadFilteredFrom(ctx, js, stream, filter, 0, upTo, headersOnly, fn)
+}
+
+// ReadFilteredFrom is ReadFiltered starting at stream sequence from (0 or
+// 1: the start). A resumed reader passes the sequence after the last event
+// it had: an event's Seq is its line's last message, so the next message
+// begins a line.
+func ReadFilteredFrom(ctx context.Context, js jetstream.JetStream, stream, filter string, from, upTo uint64, headersOnly bool, fn func(*Event) error) error {
+	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects:    []string{filter},
 		HeadersOnly:       headersOnly,
 		InactiveThreshold: 30 * time.Second,
-	})
+	}
+	if from > 1 {
+		if from > upTo {
+			return nil
+		}
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
+	}
+	cons, err := js.OrderedConsumer(ctx, stream, cfg)
 	if err != nil {
 		return fmt.Errorf("eventlog: read %s: %w", filter, err)
 	}

@@ -166,25 +166,9 @@ func loadContext(ctx context.Context, nc *nats.Conn, node, sid, leaf string, all
 	if err != nil {
 		return err
 	}
-	upTo := Src{}
-	for stream, filter := range w.filters(sid) {
-		s, err := w.js.Stream(ctx, stream)
-		if err != nil {
-			if stream == eventlog.AllStream && errors.Is(err, jetstream.ErrStreamNotFound) {
-				continue
-			}
-			return fmt.Errorf("projection: context: %w", err)
-		}
-		info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
-		if err != nil {
-			return fmt.Errorf("projection: context: %w", err)
-		}
-		if info.State.Msgs > 0 {
-			upTo[stream] = info.State.LastSeq
-		}
-	}
-	if len(upTo) == 0 {
-		return fmt.Errorf("%w %q", ErrUnknownSession, sid)
+	upTo, err := w.ends(ctx, sid)
+	if err != nil {
+		return fmt.Errorf("projection: context: %w", err)
 	}
 	r, err := w.rebuild(ctx, sid, upTo)
 	if err != nil {
@@ -203,4 +187,30 @@ func loadContext(ctx context.Context, nc *nats.Conn, node, sid, leaf string, all
 		return fmt.Errorf("projection: context: %w", err)
 	}
 	return nil
+}
+
+// ends is where the session's events end now in each stream that holds
+// some; ErrUnknownSession when none does.
+func (w *Worker) ends(ctx context.Context, sid string) (Src, error) {
+	upTo := Src{}
+	for stream, filter := range w.filters(sid) {
+		s, err := w.js.Stream(ctx, stream)
+		if err != nil {
+			if stream == eventlog.AllStream && errors.Is(err, jetstream.ErrStreamNotFound) {
+				continue
+			}
+			return nil, err
+		}
+		info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+		if err != nil {
+			return nil, err
+		}
+		if info.State.Msgs > 0 {
+			upTo[stream] = info.State.LastSeq
+		}
+	}
+	if len(upTo) == 0 {
+		return nil, fmt.Errorf("%w %q", ErrUnknownSession, sid)
+	}
+	return upTo, nil
 }

@@ -33,6 +33,12 @@ func (w *Worker) filters(sid string) map[string]string {
 // been applied interleaved before, which can only move the leaf between
 // the tips of the same tree (see docs/PROJECTIONS.md, open points).
 func (w *Worker) rebuild(ctx context.Context, sid string, upTo Src) (rebuilt, error) {
+	return w.rebuildKeep(ctx, sid, upTo, nil)
+}
+
+// rebuildKeep is rebuild that also hands each line fed to the tree to keep
+// (nil: none).
+func (w *Worker) rebuildKeep(ctx context.Context, sid string, upTo Src, keep func(*eventlog.Event)) (rebuilt, error) {
 	s := newSessionState(sid)
 	s.tree = session.NewTree()
 	s.tree.SetRules(w.opts.Rules)
@@ -46,6 +52,9 @@ func (w *Worker) rebuild(ctx context.Context, sid string, upTo Src) (rebuilt, er
 				return nil
 			}
 			s.feed(ev)
+			if keep != nil {
+				keep(ev)
+			}
 			return nil
 		})
 		if err != nil {

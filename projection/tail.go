@@ -30,6 +30,11 @@ type TailOptions struct {
 	Session   string // "" for every session
 	Type      string // "" for every type; "tombstone" for deletions
 	FromStart bool   // replay what the streams hold first
+	// After resumes a reader: what the streams hold after these positions
+	// (per stream, the Seq of the last entry it had; a stream missing is
+	// read from its start) is replayed first, then live entries follow,
+	// with no entry lost or repeated in between.
+	After Src
 }
 
 func (o *TailOptions) match(ev *eventlog.Event) bool {
@@ -137,7 +142,7 @@ func (w *Worker) Tail(ctx context.Context, o TailOptions, fn func(TailEntry) err
 	// Replayed up to these sequences; live events at or below them were
 	// replayed already.
 	upTo := map[string]uint64{}
-	if o.FromStart {
+	if o.FromStart || o.After != nil {
 		for stream, filter := range w.tailFilters(o.Session) {
 			s, err := w.js.Stream(ctx, stream)
 			if err != nil {
@@ -148,10 +153,14 @@ func (w *Worker) Tail(ctx context.Context, o TailOptions, fn func(TailEntry) err
 				return fmt.Errorf("projection: tail: %w", err)
 			}
 			upTo[stream] = info.State.LastSeq
-			if info.State.LastSeq == 0 {
+			from := o.After[stream] + 1
+			if info.State.LastSeq < from {
+				// Nothing new; live entries at or below the reader's
+				// position are skipped as replayed.
+				upTo[stream] = max(info.State.LastSeq, o.After[stream])
 				continue
 			}
-			err = eventlog.ReadFiltered(ctx, w.js, stream, filter, info.State.LastSeq, false, func(ev *eventlog.Event) error {
+			err = eventlog.ReadFilteredFrom(ctx, w.js, stream, filter, from, info.State.LastSeq, false, func(ev *eventlog.Event) error {
 				if stream == eventlog.AllStream && ev.Node == w.opts.Node {
 					return nil
 				}

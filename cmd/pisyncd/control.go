@@ -158,6 +158,7 @@ func (d *Daemon) controlHandler() http.Handler {
 		}
 	})
 	mux.HandleFunc("GET /healthz", d.healthz)
+	mux.HandleFunc("GET /web", d.serveWebURL)
 	mux.HandleFunc("POST /erase", d.serveErase)
 	ph := d.proj.Handler()
 	mux.Handle("GET /ls", ph)
@@ -170,6 +171,9 @@ func (d *Daemon) metricsHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", d.healthz)
+	if d.web != nil {
+		mux.Handle("/", d.web) // the web view: every other path
+	}
 	return mux
 }
 

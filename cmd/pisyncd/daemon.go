@@ -28,24 +28,29 @@ import (
 	"github.com/pisyncd/pisyncd/projection"
 	"github.com/pisyncd/pisyncd/replicate"
 	"github.com/pisyncd/pisyncd/watch"
+	"github.com/pisyncd/pisyncd/web"
 )
 
 // Daemon is one running pisyncd: the embedded server, the event log and the
 // workers that feed it.
 type Daemon struct {
-	cfg     *config.Config
-	logger  *slog.Logger
-	srv     *embedded.Server
-	nc      *nats.Conn
-	log     *eventlog.Local
-	tailer  *watch.Tailer
-	fwd     *eventlog.Forwarder
-	dl      *eventlog.Downloader
-	crypt   *eventlog.Crypt // end-to-end encryption; nil without a hub
-	repl    *replicate.Replicator
-	gate    *admit.Gate
-	all     *eventlog.All
-	proj    *projection.Worker
+	cfg    *config.Config
+	logger *slog.Logger
+	srv    *embedded.Server
+	nc     *nats.Conn
+	log    *eventlog.Local
+	tailer *watch.Tailer
+	fwd    *eventlog.Forwarder
+	dl     *eventlog.Downloader
+	crypt  *eventlog.Crypt // end-to-end encryption; nil without a hub
+	repl   *replicate.Replicator
+	gate   *admit.Gate
+	all    *eventlog.All
+	proj   *projection.Worker
+	web    *web.Server
+	// httpURL is the web view's address once its listener is bound
+	// (pisyncd web); "" without PISYNC_HTTP_ADDR.
+	httpURL atomic.Pointer[string]
 	store   *embedded.StoreWatch
 	reg     *prometheus.Registry
 	started time.Time
@@ -234,6 +239,9 @@ func (d *Daemon) build(ctx context.Context) error {
 	if d.repl != nil {
 		d.repl.SetTracker(d.tailer)
 	}
+	if d.web, err = newWeb(d); err != nil {
+		return err
+	}
 	if err := d.watchStore(); err != nil {
 		return err
 	}
@@ -320,9 +328,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 	servers := []*http.Server{{Handler: d.controlHandler(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn)}}
 	lns := []net.Listener{ctl}
 	if httpLn != nil {
-		servers = append(servers, &http.Server{Handler: d.metricsHandler(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn)})
+		servers = append(servers, &http.Server{Handler: d.metricsHandler(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn),
+			// The web view's event streams never end by themselves: its
+			// requests end with the daemon's context, so Shutdown does not
+			// wait for them.
+			BaseContext: func(net.Listener) context.Context { return ctx }})
 		lns = append(lns, httpLn)
-		d.logger.Info("serving /metrics and /healthz", "addr", httpLn.Addr().String())
+		u := "http://" + httpLn.Addr().String() + "/"
+		d.httpURL.Store(&u)
+		d.logger.Info("serving the web view, /metrics and /healthz", "url", u)
 	}
 	for i, s := range servers {
 		wg.Add(1)

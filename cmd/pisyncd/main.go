@@ -34,6 +34,8 @@ Usage:
   pisyncd ls [--json]                the catalog of every session, newest first
   pisyncd tail [--session ID] [--type T] [--json] [--from-start]
                                      follow new entries as they arrive
+  pisyncd web                        the web view's URL (every session, live, as a tree; on
+                                     PISYNC_HTTP_ADDR)
   pisyncd erase SESSION-ID [--json]  remove a session from this machine for good (its files, its
                                      copies in the trash, its lines in the store) and, with a hub,
                                      from every machine of the team; then pisyncd hub erase
@@ -74,6 +76,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = tailCommand(args, stdout)
 	case "erase":
 		err = eraseCommand(args, stdout)
+	case "web":
+		err = webCommand(args, stdout)
 	case "hub":
 		err = hubCommand(args, stdout, stderr)
 	case "key":

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/projection"
+	"github.com/pisyncd/pisyncd/replicate"
+	"github.com/pisyncd/pisyncd/session"
+	"github.com/pisyncd/pisyncd/web"
+)
+
+// newWeb builds the web view over the daemon's projection.
+func newWeb(d *Daemon) (*web.Server, error) {
+	pm, err := replicate.ParsePathMap(d.cfg.PathMap)
+	if err != nil {
+		return nil, err
+	}
+	return web.New(web.Options{
+		Source: d.proj,
+		Node:   d.cfg.NodeID,
+		Rules:  d.cfg.RuleSet(),
+		Hosts:  d.cfg.WebHosts,
+		Locate: func(ctx context.Context, c projection.CatalogEntry) (string, error) {
+			return locateSession(d.cfg.SessionsDir, d.cfg.NodeID, pm, c)
+		},
+		Logger: d.logger.With("component", "web"),
+	})
+}
+
+// locateSession finds this machine's copy of a session, the file `pi
+// --session` opens here: this node's own file, else where the replicator
+// puts another machine's session (the cwd mapped, the origin's file
+// name), else whatever file under the sessions dir holds its header (a
+// walk: a copy may have any name).
+func locateSession(root, node string, pm replicate.PathMap, c projection.CatalogEntry) (string, error) {
+	var candidates []string
+	if f := c.Files[node]; f != "" {
+		candidates = append(candidates, filepath.Join(root, filepath.FromSlash(f)))
+	}
+	if c.Cwd != "" {
+		for _, f := range c.Files {
+			candidates = append(candidates, filepath.Join(root, replicate.CwdFolder(pm.Map(c.Cwd)), filepath.Base(filepath.FromSlash(f))))
+		}
+	}
+	for _, p := range candidates {
+		if holdsSession(p, c.SessionID) {
+			return p, nil
+		}
+	}
+	live, _, err := replicate.SessionFiles(root, c.SessionID)
+	if err != nil {
+		return "", err
+	}
+	if len(live) > 0 {
+		return live[0], nil
+	}
+	return "", nil
+}
+
+// holdsSession reports whether the file at p is a session file whose
+// header names sid.
+func holdsSession(p, sid string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	buf := make([]byte, 4096)
+	n, _ := io.ReadFull(f, buf)
+	line := buf[:n]
+	for i, b := range line {
+		if b == '\n' {
+			line = line[:i]
+			break
+		}
+	}
+	l := session.ParseLine(line)
+	return l.Type == "session" && l.HasID && l.ID == sid
+}
+
+// serveWebURL tells `pisyncd web` where the view is.
+func (d *Daemon) serveWebURL(w http.ResponseWriter, r *http.Request) {
+	u := d.httpURL.Load()
+	if u == nil {
+		http.Error(w, webUnset, http.StatusNotFound)
+		return
+	}
+	writeJSON(w, map[string]string{"url": *u})
+}
+
+const webUnset = "the web view is off: PISYNC_HTTP_ADDR is unset. Set it to a loopback address, e.g. PISYNC_HTTP_ADDR=127.0.0.1:9466, and restart pisyncd"
+
+// webCommand prints the web view's URL: the running daemon's, else the
+// configured address.
+func webCommand(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("web", flag.ContinueOnError)
+	if err := parseArgs(fs, args, "pisyncd web", 0); err != nil {
+		return err
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := getControl(ctx, cfg, "/web")
+	if err == nil {
+		defer resp.Body.Close()
+		var v struct{ URL string }
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+			return fmt.Errorf("web: %w", err)
+		}
+		_, err = fmt.Fprintln(stdout, v.URL)
+		return err
+	}
+	var de *daemonError
+	if errors.As(err, &de) && de.status == http.StatusNotFound {
+		return errors.New(de.msg)
+	}
+	if !errors.Is(err, errNotRunning) {
+		return err
+	}
+	if cfg.HTTPAddr == "" {
+		return errors.New(webUnset)
+	}
+	_, err = fmt.Fprintf(stdout, "http://%s/\n(the daemon is not running: start it with pisyncd run)\n", cfg.HTTPAddr)
+	return err
+}

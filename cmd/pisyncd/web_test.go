@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestWebProcess: the web view on PISYNC_HTTP_ADDR of a real daemon
+// process beside /metrics, `pisyncd web` printing its URL (and the fix
+// when the address is unset), an event stream following an append, and
+// SIGTERM stopping the daemon while that stream is open.
+func TestWebProcess(t *testing.T) {
+	home := t.TempDir()
+	sessions, state := filepath.Join(home, "sessions"), filepath.Join(home, "state")
+	base := []string{"PISYNC_SESSIONS_DIR=" + sessions, "PISYNC_STATE_DIR=" + state, "PISYNC_LOG_LEVEL=warn", "GOMEMLIMIT="}
+
+	var out bytes.Buffer
+	if code := runCmd(t, append(base, "PISYNC_HTTP_ADDR="), &out, "web"); code != 1 || !strings.Contains(out.String(), "PISYNC_HTTP_ADDR is unset") {
+		t.Errorf("web without an address: exit %d: %s", code, out.String())
+	}
+	addr := freePort(t)
+	env := append(base, "PISYNC_HTTP_ADDR="+addr)
+	p := startDaemonProc(t, env)
+	path := filepath.Join(sessions, "--p--", "2026-11-30T00-00-00-000Z_sid-1.jsonl")
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	appendLine(t, path, hdrLine("sid-1", "/p"))
+	appendLine(t, path, msgLine("e1", "", "hello"))
+
+	waitUntil(t, 20*time.Second, func() (bool, string) {
+		out.Reset()
+		code := runCmd(t, env, &out, "web")
+		return code == 0 && strings.TrimSpace(out.String()) == "http://"+addr+"/", out.String()
+	})
+	get := func(path string) (*http.Response, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	waitUntil(t, 20*time.Second, func() (bool, string) {
+		_, body := get("/api/sessions")
+		return strings.Contains(body, `"id":"sid-1"`), body
+	})
+	if resp, body := get("/"); resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "script-src 'self'") || !strings.Contains(body, "/assets/list.js") {
+		t.Errorf("/: %d %v", resp.StatusCode, resp.Header)
+	}
+	if resp, body := get("/metrics"); resp.StatusCode != 200 || !strings.Contains(body, "pisyncd_lines_published_total") {
+		t.Errorf("/metrics: %d", resp.StatusCode)
+	}
+	if resp, _ := get("/healthz"); resp.StatusCode != 200 {
+		t.Errorf("/healthz: %d", resp.StatusCode)
+	}
+
+	resp, err := http.Get("http://" + addr + "/api/events?format=ndjson&session=sid-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := make(chan string, 16)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	<-lines // ready
+	appendLine(t, path, msgLine("e2", "e1", "live"))
+	select {
+	case l := <-lines:
+		if !strings.Contains(l, `"entryId":"e2"`) {
+			t.Errorf("event: %s", l)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no event for the append")
+	}
+	start := time.Now()
+	p.kill(t, syscall.SIGTERM) // the stream is still open
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit code after SIGTERM: %d\n%s", code, p.stderr)
+	}
+	t.Logf("stopped %v after SIGTERM with an event stream open", time.Since(start))
+	for range lines {
+	}
+}

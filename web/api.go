@@ -1,0 +1,430 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/projection"
+	"github.com/pisyncd/pisyncd/session"
+)
+
+// listRow is one session of the list, with short keys: 10k of them are
+// one answer the page filters and sorts itself.
+type listRow struct {
+	ID      string   `json:"id"`
+	Name    string   `json:"n,omitempty"`
+	Cwd     string   `json:"c,omitempty"`
+	Nodes   []string `json:"m"`
+	Updated float64  `json:"u"`
+	Entries int      `json:"e"`
+	Tokens  float64  `json:"t"`
+	Cost    float64  `json:"$"`
+	// State lists what is unusual: deleted, collision, error, migrated.
+	State []string `json:"s,omitempty"`
+}
+
+func (s *Server) serveSessions(w http.ResponseWriter, r *http.Request) {
+	cat, err := s.opts.Source.Catalog(r.Context())
+	if err != nil {
+		http.Error(w, "web: sessions: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	rows := make([]listRow, len(cat))
+	for i, c := range cat {
+		rows[i] = listRow{ID: c.SessionID, Name: c.Name, Cwd: c.Cwd, Nodes: c.Nodes, Updated: c.UpdatedMs,
+			Entries: c.Entries, Tokens: c.Tokens, Cost: c.Cost, State: state(c)}
+	}
+	writeJSON(w, struct {
+		Node     string    `json:"node"`
+		Search   bool      `json:"search"`
+		Sessions []listRow `json:"sessions"`
+	}{s.opts.Node, s.opts.Search != nil, rows})
+}
+
+func state(c projection.CatalogEntry) []string {
+	var st []string
+	if c.Deleted {
+		st = append(st, "deleted")
+	}
+	if len(c.Collisions) > 0 {
+		st = append(st, "collision")
+	}
+	if c.Error != "" {
+		st = append(st, "error")
+	}
+	if c.MigratedBy != "" {
+		st = append(st, "migrated")
+	}
+	return st
+}
+
+// treeRow is one entry of the tree panel, in pi's tree order. Depth grows
+// only where the tree branches, so a long chat stays flat.
+type treeRow struct {
+	ID     string  `json:"id"`
+	Parent string  `json:"p,omitempty"`
+	Depth  int     `json:"d"`
+	Type   string  `json:"t"`
+	Text   string  `json:"x,omitempty"`
+	Label  string  `json:"l,omitempty"`
+	Time   float64 `json:"ts,omitempty"`
+}
+
+type modelUsage struct {
+	Model  string  `json:"model"`
+	Count  int     `json:"messages"`
+	Tokens float64 `json:"tokens"`
+	Cost   float64 `json:"cost"`
+}
+
+// sessionView is the session page's data.
+type sessionView struct {
+	ID        string       `json:"id"`
+	Name      string       `json:"name,omitempty"`
+	Cwd       string       `json:"cwd,omitempty"`
+	Nodes     []string     `json:"nodes"`
+	Entries   int          `json:"entries"`
+	Tokens    float64      `json:"tokens"`
+	Cost      float64      `json:"cost"`
+	State     []string     `json:"state,omitempty"`
+	Error     string       `json:"error,omitempty"`
+	Rules     string       `json:"rules,omitempty"`
+	Leaf      string       `json:"leaf"`     // pi's leaf
+	Selected  string       `json:"selected"` // the leaf of the branch rendered
+	Tree      []treeRow    `json:"tree"`
+	Usage     []modelUsage `json:"usage"`
+	Resume    string       `json:"resume,omitempty"`
+	ResumeErr string       `json:"resumeError,omitempty"`
+	Pos       string       `json:"pos"` // where the page's live events resume
+	Truncated bool         `json:"truncated,omitempty"`
+	branchWindow
+}
+
+func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
+	sid := r.PathValue("sid")
+	snap, ok := s.snapshot(w, r, sid)
+	if !ok {
+		return
+	}
+	v := sessionView{ID: sid, Nodes: []string{}, Tree: []treeRow{}, Usage: []modelUsage{}}
+	if c, ok := s.catalogEntry(r.Context(), sid); ok {
+		v.Name, v.Cwd, v.Nodes, v.Entries, v.Tokens, v.Cost, v.State, v.Error, v.Rules =
+			c.Name, c.Cwd, c.Nodes, c.Entries, c.Tokens, c.Cost, state(c), c.Error, c.Rules
+		if s.opts.Locate != nil {
+			if p, err := s.opts.Locate(r.Context(), c); err != nil {
+				v.ResumeErr = err.Error()
+			} else if p != "" {
+				v.Resume = "pi --session " + shellQuote(p)
+			} else {
+				v.ResumeErr = "no copy of this session on this machine"
+			}
+		}
+	}
+	st := newSessionText(snap)
+	v.Leaf = idText(snap.Tree.Leaf())
+	v.Tree = st.tree()
+	v.Usage = st.usage()
+	v.Pos = formatPos(snap.Src)
+	v.Truncated = snap.Truncated
+	v.Selected = r.URL.Query().Get("leaf")
+	if _, ok := snap.Tree.Find(v.Selected); !ok {
+		v.Selected = v.Leaf
+	}
+	path := st.path(v.Selected)
+	start, end := window(st, path, r.URL.Query().Get("at"), -1, -1)
+	v.branchWindow = s.branchHTML(st, path, start, end)
+	writeJSON(w, v)
+}
+
+func (s *Server) serveBranch(w http.ResponseWriter, r *http.Request) {
+	sid := r.PathValue("sid")
+	snap, ok := s.snapshot(w, r, sid)
+	if !ok {
+		return
+	}
+	leaf := r.URL.Query().Get("leaf")
+	if _, ok := snap.Tree.Find(leaf); !ok {
+		http.Error(w, "web: branch: no entry "+strconv.Quote(leaf), http.StatusNotFound)
+		return
+	}
+	st := newSessionText(snap)
+	path := st.path(leaf)
+	start, end := window(st, path, r.URL.Query().Get("at"), intParam(r, "start"), intParam(r, "end"))
+	writeJSON(w, struct {
+		Selected string `json:"selected"`
+		Pos      string `json:"pos"`
+		branchWindow
+	}{leaf, formatPos(snap.Src), s.branchHTML(st, path, start, end)})
+}
+
+// intParam is a non-negative integer query parameter, -1 when absent or
+// not one.
+func intParam(r *http.Request, name string) int {
+	n, err := strconv.Atoi(r.URL.Query().Get(name))
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
+}
+
+// snapshot reads the session, answering the request itself on failure.
+func (s *Server) snapshot(w http.ResponseWriter, r *http.Request, sid string) (*projection.Snapshot, bool) {
+	if err := eventlog.CheckSID(sid); err != nil {
+		http.Error(w, "web: "+err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	snap, err := s.opts.Source.Snapshot(r.Context(), sid, s.opts.MaxSessionBytes)
+	if err != nil {
+		code := http.StatusServiceUnavailable
+		if errors.Is(err, projection.ErrUnknownSession) {
+			code = http.StatusNotFound
+		}
+		http.Error(w, "web: "+err.Error(), code)
+		return nil, false
+	}
+	s.remember(sid, snap)
+	return snap, true
+}
+
+func (s *Server) catalogEntry(ctx context.Context, sid string) (projection.CatalogEntry, bool) {
+	cat, err := s.opts.Source.Catalog(ctx)
+	if err != nil {
+		return projection.CatalogEntry{}, false
+	}
+	for _, c := range cat {
+		if c.SessionID == sid {
+			return c, true
+		}
+	}
+	return projection.CatalogEntry{}, false
+}
+
+// serveContext answers the session's context exactly as `pisyncd context
+// --json` prints it (the control socket's /context).
+func (s *Server) serveContext(w http.ResponseWriter, r *http.Request) {
+	sid := r.PathValue("sid")
+	if err := eventlog.CheckSID(sid); err != nil {
+		http.Error(w, "web: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	var out bytes.Buffer
+	lw := &limitWriter{w: &out, n: s.opts.MaxSessionBytes}
+	err := s.opts.Source.WriteContext(r.Context(), lw, sid, r.URL.Query().Get("leaf"), s.opts.Rules)
+	if err != nil {
+		code := http.StatusUnprocessableEntity
+		if errors.Is(err, projection.ErrUnknownSession) {
+			code = http.StatusNotFound
+		}
+		http.Error(w, "web: context: "+err.Error(), code)
+		return
+	}
+	out.WriteByte('\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(out.Bytes())
+}
+
+// serveContextView renders the context's messages as the page shows them.
+func (s *Server) serveContextView(w http.ResponseWriter, r *http.Request) {
+	sid := r.PathValue("sid")
+	if err := eventlog.CheckSID(sid); err != nil {
+		http.Error(w, "web: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	var out bytes.Buffer
+	lw := &limitWriter{w: &out, n: s.opts.MaxSessionBytes}
+	leaf := r.URL.Query().Get("leaf")
+	if err := s.opts.Source.WriteContext(r.Context(), lw, sid, leaf, s.opts.Rules); err != nil {
+		http.Error(w, "web: context: "+err.Error(), http.StatusUnprocessableEntity)
+		return
+	}
+	var c struct {
+		Rules    string            `json:"rules"`
+		IDs      []json.RawMessage `json:"contextEntryIds"`
+		Messages []json.RawMessage `json:"messages"`
+		Model    json.RawMessage   `json:"model"`
+		Thinking json.RawMessage   `json:"thinkingLevel"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &c); err != nil {
+		http.Error(w, "web: context: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	var b bytes.Buffer
+	for i, raw := range c.Messages {
+		var msg message
+		json.Unmarshal(raw, &msg)
+		ec := &entryCtx{sid: sid, id: "ctx-" + strconv.Itoa(i)}
+		s.md.message(&b, &msg, ec, when(timestampOf(raw)))
+	}
+	writeJSON(w, struct {
+		Rules    string          `json:"rules"`
+		Entries  int             `json:"entries"`
+		Messages int             `json:"messages"`
+		Model    json.RawMessage `json:"model,omitempty"`
+		Thinking json.RawMessage `json:"thinkingLevel,omitempty"`
+		HTML     string          `json:"html"`
+	}{c.Rules, len(c.IDs), len(c.Messages), c.Model, c.Thinking, b.String()})
+}
+
+func timestampOf(raw json.RawMessage) any {
+	var t struct {
+		Timestamp any `json:"timestamp"`
+	}
+	json.Unmarshal(raw, &t)
+	return t.Timestamp
+}
+
+// serveImage serves image n of an entry's content, decoded, with a raster
+// type only.
+func (s *Server) serveImage(w http.ResponseWriter, r *http.Request) {
+	sid, id := r.PathValue("sid"), r.PathValue("entry")
+	n, err := strconv.Atoi(r.PathValue("n"))
+	if err != nil || n < 0 {
+		http.Error(w, "web: image: bad index", http.StatusBadRequest)
+		return
+	}
+	snap := s.recall(sid, id)
+	if snap == nil {
+		var ok bool
+		if snap, ok = s.snapshot(w, r, sid); !ok {
+			return
+		}
+	}
+	i, ok := snap.Tree.Find(id)
+	if !ok {
+		http.Error(w, "web: image: no entry", http.StatusNotFound)
+		return
+	}
+	raw, ok := snap.Line(snap.Tree.Entry(i).Ref)
+	if !ok {
+		http.Error(w, "web: image: entry not loaded", http.StatusNotFound)
+		return
+	}
+	bl, ok := imageBlock(raw, n)
+	if !ok {
+		http.Error(w, "web: image: none at that index", http.StatusNotFound)
+		return
+	}
+	mime, data := imageType(str(bl.MimeType)), str(bl.Data)
+	if mime == "" || len(data) > maxImageB64 {
+		http.Error(w, "web: image: not served (type or size)", http.StatusUnsupportedMediaType)
+		return
+	}
+	img, err := base64.StdEncoding.DecodeString(data)
+	if err != nil {
+		http.Error(w, "web: image: "+err.Error(), http.StatusUnprocessableEntity)
+		return
+	}
+	w.Header().Set("Content-Type", mime)
+	w.Header().Set("Cache-Control", "private, max-age=86400")
+	w.Write(img)
+}
+
+// imageBlock finds the n-th image block of an entry, counted as the
+// renderer counts them.
+func imageBlock(raw []byte, n int) (block, bool) {
+	d, err := parseDoc(raw)
+	if err != nil {
+		return block{}, false
+	}
+	content := d.Content
+	if d.Message != nil {
+		content = d.Message.Content
+	}
+	blocks, _ := parseBlocks(content)
+	for _, bl := range blocks {
+		if bl.Type == "image" {
+			if n == 0 {
+				return bl, true
+			}
+			n--
+		}
+	}
+	return block{}, false
+}
+
+// formatPos writes stream positions as the events' ids carry them:
+// "PI_LOCAL:12,PI_ALL:5", streams sorted.
+func formatPos(src projection.Src) string {
+	keys := make([]string, 0, len(src))
+	for k := range src {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(k)
+		b.WriteByte(':')
+		b.WriteString(strconv.FormatUint(src[k], 10))
+	}
+	return b.String()
+}
+
+// parsePos reads a position written by formatPos; only the daemon's
+// streams are accepted.
+func parsePos(s string) (projection.Src, error) {
+	src := projection.Src{}
+	if s == "" {
+		return src, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		name, seq, ok := strings.Cut(part, ":")
+		if !ok || (name != eventlog.LocalStream && name != eventlog.AllStream) {
+			return nil, errors.New("position: want STREAM:SEQ[,STREAM:SEQ] of PI_LOCAL and PI_ALL")
+		}
+		n, err := strconv.ParseUint(seq, 10, 64)
+		if err != nil {
+			return nil, errors.New("position: bad sequence " + strconv.Quote(seq))
+		}
+		src[name] = n
+	}
+	return src, nil
+}
+
+// shellQuote quotes a path for a POSIX shell when it needs it.
+func shellQuote(p string) string {
+	if p != "" && strings.IndexFunc(p, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '+' || r == ':' || r == '@' || r == ',' ||
+			r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0 {
+		return p
+	}
+	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+}
+
+func idText(id session.ID) string {
+	if s, ok := id.String(); ok {
+		return s
+	}
+	return ""
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(v)
+}
+
+// limitWriter fails a write past n bytes.
+type limitWriter struct {
+	w interface{ Write([]byte) (int, error) }
+	n int64
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > l.n {
+		return 0, errors.New("web: context larger than the view holds")
+	}
+	l.n -= int64(len(p))
+	return l.w.Write(p)
+}

@@ -1,0 +1,151 @@
+'use strict';
+// The sessions list: one compact JSON answer, filtered and sorted here,
+// and only the rows in view are in the DOM (10k sessions stay instant).
+(function () {
+  var ROW = 30; // px, as in style.css .row
+  var all = [], shown = [], sortKey = 'u', sortDir = -1;
+  var list = document.getElementById('list');
+  var inner = document.getElementById('list-inner');
+  var f = {
+    machine: document.getElementById('f-machine'),
+    project: document.getElementById('f-project'),
+    from: document.getElementById('f-from'),
+    to: document.getElementById('f-to'),
+    text: document.getElementById('f-text')
+  };
+
+  function load() {
+    return pi.getJSON('/api/sessions').then(function (d) {
+      document.getElementById('node').textContent = 'this machine: ' + d.node;
+      all = d.sessions;
+      options();
+      apply();
+      if (!d.search) document.getElementById('q').placeholder = 'search not available';
+    }).catch(function (e) {
+      document.getElementById('count').textContent = 'error: ' + e.message;
+    });
+  }
+
+  function fill(sel, values) {
+    var cur = sel.value;
+    while (sel.options.length > 1) sel.remove(1);
+    values.forEach(function (v) { sel.add(new Option(v, v)); });
+    sel.value = values.indexOf(cur) >= 0 ? cur : '';
+  }
+
+  function options() {
+    var m = {}, p = {};
+    all.forEach(function (s) {
+      (s.m || []).forEach(function (n) { m[n] = 1; });
+      if (s.c) p[s.c] = 1;
+    });
+    fill(f.machine, Object.keys(m).sort());
+    fill(f.project, Object.keys(p).sort());
+  }
+
+  function apply() {
+    var mach = f.machine.value, proj = f.project.value, text = f.text.value.toLowerCase();
+    var from = f.from.value ? Date.parse(f.from.value) : 0;
+    var to = f.to.value ? Date.parse(f.to.value) + 86400000 : Infinity;
+    shown = all.filter(function (s) {
+      if (mach && (s.m || []).indexOf(mach) < 0) return false;
+      if (proj && s.c !== proj) return false;
+      if (s.u < from || s.u >= to) return false;
+      if (text && ((s.n || '') + ' ' + (s.c || '') + ' ' + s.id).toLowerCase().indexOf(text) < 0) return false;
+      return true;
+    });
+    var k = sortKey, d = sortDir;
+    shown.sort(function (a, b) {
+      var x = a[k], y = b[k];
+      if (k === 'm') { x = (x || []).join(','); y = (y || []).join(','); }
+      if (k === 'n') { x = a.n || a.id; y = b.n || b.id; }
+      if (x === undefined) x = '';
+      if (y === undefined) y = '';
+      return x < y ? -d : x > y ? d : 0;
+    });
+    document.getElementById('count').textContent = shown.length + ' of ' + all.length + ' sessions';
+    inner.style.height = (shown.length * ROW) + 'px';
+    draw(true);
+    if (!document.body.dataset.ready) {
+      document.body.dataset.ready = '1';
+      performance.mark('pisync-list-drawn'); // for the benchmarks
+    }
+  }
+
+  var drawn = {first: -1, last: -1};
+  function draw(force) {
+    var first = Math.max(0, Math.floor(list.scrollTop / ROW) - 10);
+    var last = Math.min(shown.length, first + Math.ceil(list.clientHeight / ROW) + 20);
+    if (!force && first === drawn.first && last === drawn.last) return;
+    drawn = {first: first, last: last};
+    var frag = document.createDocumentFragment();
+    for (var i = first; i < last; i++) frag.appendChild(row(shown[i], i));
+    inner.replaceChildren(frag);
+  }
+
+  function row(s, i) {
+    var a = pi.el('a', 'row');
+    a.href = pi.sessionURL(s.id);
+    a.dataset.id = s.id;
+    a.style.top = (i * ROW) + 'px';
+    a.appendChild(pi.el('span', 'name', s.n || s.id));
+    a.appendChild(pi.el('span', 'machine', (s.m || []).join(', ')));
+    a.appendChild(pi.el('span', 'project', s.c || ''));
+    a.appendChild(pi.el('span', 'updated', pi.date(s.u)));
+    a.appendChild(pi.el('span', 'num', s.e));
+    a.appendChild(pi.el('span', 'num', pi.tokens(s.t)));
+    a.appendChild(pi.el('span', 'num', pi.cost(s.$)));
+    a.appendChild(pi.el('span', 'state', (s.s || []).join(' ')));
+    if (s.s && s.s.length) a.classList.add('unusual');
+    return a;
+  }
+
+  list.addEventListener('scroll', function () { draw(false); }, {passive: true});
+  window.addEventListener('resize', function () { draw(true); });
+  [f.machine, f.project, f.from, f.to].forEach(function (e) { e.addEventListener('change', apply); });
+  f.text.addEventListener('input', apply);
+  document.getElementById('list-head').addEventListener('click', function (e) {
+    var k = e.target.dataset && e.target.dataset.sort;
+    if (!k) return;
+    sortDir = k === sortKey ? -sortDir : (k === 'u' || k === 'e' || k === 't' || k === '$' ? -1 : 1);
+    sortKey = k;
+    apply();
+  });
+
+  // Search: hits from the search handler, as links to their entries.
+  document.getElementById('search').addEventListener('submit', function (e) {
+    e.preventDefault();
+    var q = document.getElementById('q').value.trim();
+    var out = document.getElementById('search-results');
+    out.hidden = false;
+    out.replaceChildren(pi.el('div', 'note', 'searching…'));
+    if (!q) { out.hidden = true; return; }
+    fetch('/api/search?q=' + encodeURIComponent(q)).then(function (r) {
+      if (r.status === 503) return r.text().then(function (t) { throw new Error(t || 'search not available'); });
+      if (!r.ok) return r.text().then(function (t) { throw new Error(t); });
+      return r.json();
+    }).then(function (d) {
+      var hits = Array.isArray(d) ? d : (d && d.hits) || [];
+      out.replaceChildren(pi.el('div', 'note', hits.length + ' hits'));
+      hits.forEach(function (h) {
+        var a = pi.el('a', 'hit');
+        a.href = pi.sessionURL(h.sessionId, h.entryId);
+        a.appendChild(pi.el('span', 'note', (h.node || '') + ' · ' + (h.type || '') + ' · ' + (h.timestamp || '')));
+        a.appendChild(pi.el('span', 'snippet', h.snippet || ''));
+        out.appendChild(a);
+      });
+    }).catch(function (err) {
+      out.replaceChildren(pi.el('div', 'note search-off', err.message));
+    });
+  });
+
+  // Live: any entry on any machine refreshes the list (at most once a second).
+  var pending = false;
+  load().then(function () {
+    pi.live('/api/events?raw=0', function () {
+      if (pending) return;
+      pending = true;
+      setTimeout(function () { pending = false; load(); }, 1000);
+    }, document.getElementById('live'));
+  });
+})();

@@ -1,0 +1,214 @@
+'use strict';
+// A session: its tree, one branch rendered (HTML from the server, where
+// every string of the session is escaped), the context the model sees,
+// and new entries as they are written, on any machine.
+(function () {
+  var sid = decodeURIComponent(location.pathname.replace(/^\/s\//, ''));
+  var api = '/api/s/' + encodeURIComponent(sid);
+  var rows = [], byId = {}, kids = {};
+  var selected = '', tip = '', leaf = '', view = 'history', es = null;
+  var $ = function (id) { return document.getElementById(id); };
+
+  function index(r) {
+    rows.push(r);
+    byId[r.id] = r;
+    var p = r.p || '';
+    (kids[p] = kids[p] || []).push(r.id);
+  }
+
+  // The tip below an entry: newest child first, as far as it goes.
+  function tipOf(id) {
+    var seen = {};
+    while (kids[id] && kids[id].length && !seen[id]) {
+      seen[id] = 1;
+      var k = kids[id], best = k[0];
+      k.forEach(function (c) { if ((byId[c].ts || 0) >= (byId[best].ts || 0)) best = c; });
+      id = best;
+    }
+    return id;
+  }
+
+  function onPath(id) {
+    var path = {}, guard = 0;
+    while (id && byId[id] && !path[id] && guard++ < rows.length + 1) { path[id] = 1; id = byId[id].p; }
+    return path;
+  }
+
+  function drawTree() {
+    var path = onPath(tip), frag = document.createDocumentFragment();
+    rows.forEach(function (r) {
+      var li = pi.el('li', 'node t-' + (r.t || 'other').replace(/[^A-Za-z0-9_-]/g, ''));
+      li.dataset.id = r.id;
+      li.style.paddingLeft = (4 + 12 * Math.min(r.d, 30)) + 'px';
+      if (path[r.id]) li.classList.add('on-path');
+      if (r.id === leaf) li.classList.add('leaf');
+      if (r.id === selected) li.classList.add('selected');
+      li.appendChild(pi.el('span', 'kind', r.t));
+      if (r.l) li.appendChild(pi.el('span', 'label', r.l));
+      li.appendChild(pi.el('span', 'text', r.x || ''));
+      frag.appendChild(li);
+    });
+    $('tree').replaceChildren(frag);
+  }
+
+  function meta(d) {
+    document.title = 'pisyncd · ' + (d.name || d.id);
+    $('title').textContent = d.name || d.id;
+    var m = $('meta');
+    m.replaceChildren();
+    [['id', d.id], ['project', d.cwd], ['machines', (d.nodes || []).join(', ')], ['entries', d.entries],
+     ['tokens', pi.tokens(d.tokens)], ['cost', pi.cost(d.cost)], ['rules', d.rules],
+     ['state', (d.state || []).join(' ')], ['error', d.error]].forEach(function (kv) {
+      if (kv[1] === undefined || kv[1] === '' || kv[1] === null) return;
+      var r = pi.el('div', 'kv');
+      r.appendChild(pi.el('span', 'k', kv[0]));
+      r.appendChild(pi.el('span', 'v', kv[1]));
+      m.appendChild(r);
+    });
+    $('resume').textContent = d.resume || d.resumeError || '';
+    $('copy').hidden = !d.resume;
+    var u = $('usage');
+    u.replaceChildren();
+    if (d.usage && d.usage.length) {
+      var t = pi.el('table', 'usage-table');
+      var h = pi.el('tr');
+      ['model', 'msgs', 'tokens', 'cost'].forEach(function (x) { h.appendChild(pi.el('th', '', x)); });
+      t.appendChild(h);
+      d.usage.forEach(function (x) {
+        var tr = pi.el('tr');
+        tr.appendChild(pi.el('td', '', x.model));
+        tr.appendChild(pi.el('td', 'num', x.messages));
+        tr.appendChild(pi.el('td', 'num', pi.tokens(x.tokens)));
+        tr.appendChild(pi.el('td', 'num', pi.cost(x.cost)));
+        t.appendChild(tr);
+      });
+      u.appendChild(t);
+    }
+  }
+
+  var win = {start: 0, end: 0, total: 0}, branchLeaf = '';
+
+  function status() {
+    var n = $('entries').querySelectorAll('article.entry').length;
+    $('status').textContent = win.total > win.end - win.start
+      ? 'entries ' + (win.start + 1) + '–' + win.end + ' of ' + win.total + ' on this branch'
+      : win.total + ' entries on this branch';
+    $('earlier').hidden = win.start === 0;
+    $('earlier').textContent = 'show ' + Math.min(200, win.start) + ' earlier entries';
+    $('later').hidden = win.end >= win.total;
+    $('later').textContent = 'show later entries';
+    return n;
+  }
+
+  // show puts a window of the branch ending at d.selected on the page.
+  function show(d) {
+    // d.html is the server's rendering: strings escaped, markdown without raw HTML.
+    $('entries').innerHTML = d.html;
+    branchLeaf = d.selected;
+    win = {start: d.start, end: d.end, total: d.total};
+    tip = branchLeaf;
+    status();
+    $('context-json').href = api + '/context?leaf=' + encodeURIComponent(tip);
+    drawTree();
+    if (view === 'context') loadContext();
+  }
+
+  function more(earlier) {
+    var s = earlier ? Math.max(0, win.start - 200) : win.end;
+    var e = earlier ? win.start : win.end + 200;
+    return pi.getJSON(api + '/branch?leaf=' + encodeURIComponent(branchLeaf) + '&start=' + s + '&end=' + e).then(function (d) {
+      var first = $('entries').firstElementChild;
+      $('entries').insertAdjacentHTML(earlier ? 'afterbegin' : 'beforeend', d.html); // server-rendered, escaped
+      if (earlier) { win.start = d.start; if (first) first.scrollIntoView(); } else { win.end = d.end; }
+      win.total = d.total;
+      status();
+    });
+  }
+
+  function scrollTo(id) {
+    var e = document.getElementById('e-' + id);
+    if (e) { e.scrollIntoView({block: 'start'}); e.classList.add('target'); }
+  }
+
+  // select renders the branch through entry id (continued to its tip).
+  function select(id) {
+    selected = id;
+    var t = tipOf(id);
+    return pi.getJSON(api + '/branch?leaf=' + encodeURIComponent(t) + '&at=' + encodeURIComponent(id)).then(function (d) {
+      show(d);
+      scrollTo(id);
+      document.body.dataset.selected = id;
+    }).catch(function (e) { $('status').textContent = 'error: ' + e.message; });
+  }
+
+  function loadContext() {
+    $('context').replaceChildren(pi.el('div', 'note', 'loading…'));
+    pi.getJSON(api + '/context/view?leaf=' + encodeURIComponent(tip)).then(function (d) {
+      var head = pi.el('div', 'note ctx-head', d.messages + ' messages from ' + d.entries + ' entries · rules ' + d.rules);
+      $('context').innerHTML = d.html; // server-rendered, escaped
+      $('context').prepend(head);
+      $('context').dataset.messages = d.messages;
+    }).catch(function (e) { $('context').replaceChildren(pi.el('div', 'error', e.message)); });
+  }
+
+  function setView(v) {
+    view = v;
+    $('v-history').classList.toggle('on', v === 'history');
+    $('v-context').classList.toggle('on', v === 'context');
+    $('entries').hidden = v !== 'history';
+    $('context').hidden = v !== 'context';
+    if (v === 'context') loadContext();
+  }
+
+  function onEntry(e) {
+    if (!e.entryId || byId[e.entryId]) return;
+    var r = e.row || {id: e.entryId, p: e.parentId, t: e.type};
+    var parent = byId[r.p];
+    r.d = parent ? parent.d + ((kids[r.p] || []).length ? 1 : 0) : 0;
+    index(r);
+    var following = e.parentId === tip && win.end === win.total;
+    if (following && e.html) {
+      var box = document.createElement('div');
+      box.innerHTML = e.html; // server-rendered, escaped
+      while (box.firstChild) $('entries').appendChild(box.firstChild);
+      tip = branchLeaf = e.entryId;
+      win.end++;
+      win.total++;
+      status();
+      $('context-json').href = api + '/context?leaf=' + encodeURIComponent(tip);
+    }
+    if (e.parentId === leaf || !leaf) leaf = e.entryId;
+    drawTree();
+    document.body.dataset.live = (+(document.body.dataset.live || 0) + 1) + '';
+  }
+
+  $('tree').addEventListener('click', function (ev) {
+    var li = ev.target.closest('li.node');
+    if (li) select(li.dataset.id);
+  });
+  $('earlier').addEventListener('click', function () { more(true); });
+  $('later').addEventListener('click', function () { more(false); });
+  $('to-leaf').addEventListener('click', function () { select(leaf); });
+  $('v-history').addEventListener('click', function () { setView('history'); });
+  $('v-context').addEventListener('click', function () { setView('context'); });
+  $('copy').addEventListener('click', function () {
+    var t = $('resume').textContent;
+    if (navigator.clipboard) navigator.clipboard.writeText(t).then(function () { $('copy').textContent = 'copied'; });
+  });
+
+  var want = location.hash.indexOf('#e-') === 0 ? decodeURIComponent(location.hash.slice(3)) : '';
+  pi.getJSON(api + (want ? '?at=' + encodeURIComponent(want) : '')).then(function (d) {
+    d.tree.forEach(index);
+    leaf = d.leaf;
+    meta(d);
+    show(d);
+    document.body.dataset.ready = '1';
+    performance.mark('pisync-session-drawn'); // for the benchmarks
+    var go = want && byId[want] && !document.getElementById('e-' + want) ? select(want) : Promise.resolve(scrollTo(want));
+    go.then(function () {
+      es = pi.live('/api/events?session=' + encodeURIComponent(sid) + '&render=1&raw=0&after=' + encodeURIComponent(d.pos), onEntry, $('live'));
+    });
+  }).catch(function (e) {
+    $('entries').replaceChildren(pi.el('div', 'error', e.message));
+  });
+})();

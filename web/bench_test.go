@@ -1,0 +1,142 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
+)
+
+// BenchmarkSessionRender10k: the session page's data for a 10k-entry
+// session (snapshot, tree, branch HTML), against the baseline of the
+// same session's context as `pisyncd context` computes it.
+func BenchmarkSessionRender10k(b *testing.B) {
+	d := startDaemon(b)
+	const sid = "44444444-0000-4000-8000-000000000004"
+	d.write(sid, bigSession(sid, 10000)...)
+	d.waitEntries(sid, 10000)
+	ctx := context.Background()
+	var snap, tree, branch, base time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		s, err := d.worker.Snapshot(ctx, sid, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		st := newSessionText(s)
+		st.tree()
+		t2 := time.Now()
+		path := st.path(idText(s.Tree.Leaf()))
+		start, end := window(st, path, "", -1, -1)
+		d.web.branchHTML(st, path, start, end)
+		t3 := time.Now()
+		if err := d.worker.WriteContext(ctx, io.Discard, sid, "", d.web.opts.Rules); err != nil {
+			b.Fatal(err)
+		}
+		t4 := time.Now()
+		snap, tree, branch, base = snap+t1.Sub(t0), tree+t2.Sub(t1), branch+t3.Sub(t2), base+t4.Sub(t3)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(snap.Milliseconds())/n, "snapshot-ms")
+	b.ReportMetric(float64(tree.Milliseconds())/n, "tree-ms")
+	b.ReportMetric(float64(branch.Milliseconds())/n, "branch-ms")
+	b.ReportMetric(float64(base.Milliseconds())/n, "context-ms")
+	b.ReportMetric(float64(snap+tree+branch)/float64(base), "x-context")
+}
+
+// BenchmarkSessionsList10k: the list's answer for 10k sessions, against
+// the baseline of the control socket's /ls on the same catalog; then,
+// with chromium, the list page's first rows drawn.
+func BenchmarkSessionsList10k(b *testing.B) {
+	d := startDaemon(b)
+	const n = 10000
+	for i := 0; i < n; i++ {
+		sid := fmt.Sprintf("66666666-0000-4000-8000-%012d", i)
+		cwd := fmt.Sprintf("/home/u/p%d", i%50)
+		p := filepath.Join(d.root, fmt.Sprintf("--home-u-p%d--", i%50), "2026-11-29T23-08-16-463Z_"+sid+".jsonl")
+		testenv.WriteFile(b, p, []byte(testenv.HeaderAt(sid, cwd, "2026-11-29T23:08:16.463Z")+"\n"+testenv.Entry("u1", "", fmt.Sprintf("hello %d", i))+"\n"))
+	}
+	testenv.WaitFor(b, 10*time.Minute, func() (bool, string) {
+		cat, err := d.worker.Catalog(context.Background())
+		return err == nil && len(cat) == n, fmt.Sprintf("%d sessions in the catalog", len(cat))
+	})
+	ls := d.worker.Handler()
+	get := func(h http.Handler, path string) time.Duration {
+		req := httptest.NewRequest("GET", path, nil)
+		req.Host = "127.0.0.1"
+		rec := httptest.NewRecorder()
+		t0 := time.Now()
+		h.ServeHTTP(rec, req)
+		el := time.Since(t0)
+		if rec.Code != 200 {
+			b.Fatalf("%s: %d", path, rec.Code)
+		}
+		return el
+	}
+	var web, base time.Duration
+	for b.Loop() {
+		web += get(d.web, "/api/sessions")
+		base += get(ls, "/ls")
+	}
+	b.ReportMetric(float64(web.Microseconds())/float64(b.N)/1000, "list-ms")
+	b.ReportMetric(float64(base.Microseconds())/float64(b.N)/1000, "ls-ms")
+	b.ReportMetric(float64(web)/float64(base), "x-ls")
+	if _, err := exec.LookPath("chromium"); err != nil {
+		return
+	}
+	br := newBrowser(b)
+	// The first navigation also starts the renderer: reported apart.
+	for _, metric := range []string{"firstpaint-cold-ms", "firstpaint-ms"} {
+		br.do(b, chromedp.Navigate(d.http.URL+"/"))
+		br.waitJS(b, 60*time.Second, `document.body.dataset.ready === '1'`)
+		b.ReportMetric(eval[float64](b, br, `performance.getEntriesByName('pisync-list-drawn')[0].startTime`), metric)
+	}
+	if got := eval[int](b, br, `document.querySelectorAll('#list .row').length`); got > 100 {
+		b.Errorf("%d rows in the DOM: the list is not virtualised", got)
+	}
+	br.screenshot(b, "sessions-10k")
+}
+
+// BenchmarkAppendToPage: pi's append (a line written to the session
+// file) until the entry is in the open page, p50 and p99 over 100
+// appends, each waited for before the next.
+func BenchmarkAppendToPage(b *testing.B) {
+	chromiumPath(b)
+	br := newBrowser(b)
+	d := startDaemon(b)
+	path := d.write(sid1, testenv.Header(sid1), testenv.Entry("u0", "", "start"))
+	d.waitEntries(sid1, 1)
+	br.do(b, chromedp.Navigate(d.http.URL+"/s/"+sid1))
+	br.waitJS(b, 20*time.Second, `document.body.dataset.ready === '1' && document.getElementById('live').className === 'live on'`)
+	// The page's clock and ours are the same machine's: record when each
+	// entry lands in the DOM.
+	eval[bool](b, br, `(() => { window.__seen = {}; new MutationObserver(ms => ms.forEach(m => m.addedNodes.forEach(n => { if (n.dataset && n.dataset.id) window.__seen[n.dataset.id] = Date.now(); }))).observe(document.getElementById('entries'), {childList: true}); return true })()`)
+	var lat []float64
+	parent := "u0"
+	i := 0
+	for b.Loop() {
+		for k := 0; k < 100; k++ {
+			i++
+			id := fmt.Sprintf("n%d", i)
+			t0 := time.Now().UnixMilli()
+			testenv.AppendFile(b, path, testenv.Entry(id, parent, "live "+id)+"\n")
+			parent = id
+			br.waitJS(b, 20*time.Second, fmt.Sprintf(`window.__seen['%s']`, id))
+			lat = append(lat, eval[float64](b, br, fmt.Sprintf(`window.__seen['%s']`, id))-float64(t0))
+		}
+	}
+	sort.Float64s(lat)
+	b.ReportMetric(lat[len(lat)/2], "p50-ms")
+	b.ReportMetric(lat[len(lat)*99/100], "p99-ms")
+}

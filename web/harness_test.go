@@ -1,0 +1,133 @@
+package web
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/testenv"
+	"github.com/pisyncd/pisyncd/projection"
+	"github.com/pisyncd/pisyncd/watch"
+)
+
+const testNode = "web-node"
+
+// daemon is what the view runs on in the daemon: an embedded server, the
+// tailer over a sessions dir and the projection worker, all real.
+type daemon struct {
+	t      testing.TB
+	root   string
+	worker *projection.Worker
+	web    *Server
+	http   *httptest.Server
+}
+
+func startDaemon(t testing.TB) *daemon {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	root, state := t.TempDir(), t.TempDir()
+	srv, err := embedded.Start(ctx, embedded.Config{StateDir: state, NodeID: testNode})
+	if err != nil {
+		t.Fatalf("embedded: %v", err)
+	}
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	lg, err := eventlog.OpenLocal(ctx, nc, testNode)
+	if err != nil {
+		t.Fatalf("open log: %v", err)
+	}
+	tl := watch.New(lg, watch.Options{Root: root, Workers: 2, RescanInterval: 100 * time.Millisecond, MaxLine: 64 << 20})
+	w, err := projection.New(nc, projection.Options{Node: testNode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	go func() { errs <- tl.Run(ctx) }()
+	go func() { errs <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Errorf("worker: %v", err)
+			}
+		}
+		nc.Close()
+		srv.Close()
+	})
+	select {
+	case <-w.Ready():
+	case <-time.After(20 * time.Second):
+		t.Fatal("projection not ready")
+	}
+	d := &daemon{t: t, root: root, worker: w}
+	d.web, err = New(Options{Source: w, Node: testNode, Locate: func(_ context.Context, c projection.CatalogEntry) (string, error) {
+		if f := c.Files[testNode]; f != "" {
+			return filepath.Join(root, f), nil
+		}
+		return "", nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.http = httptest.NewServer(d.web)
+	t.Cleanup(func() {
+		d.http.CloseClientConnections() // a page's event stream ends only so
+		d.http.Close()
+	})
+	return d
+}
+
+// write writes a session file of lines under a project folder.
+func (d *daemon) write(sid string, lines ...string) string {
+	d.t.Helper()
+	p := filepath.Join(d.root, "--home-u-p--", "2026-11-29T23-08-16-463Z_"+sid+".jsonl")
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		d.t.Fatal(err)
+	}
+	testenv.WriteFile(d.t, p, []byte(strings.Join(lines, "\n")+"\n"))
+	return p
+}
+
+// waitEntries waits until the catalog holds sid with n entries.
+func (d *daemon) waitEntries(sid string, n int) {
+	d.t.Helper()
+	// A deadline, not a wait: 10k entries or 20 MiB lines under -race on
+	// a loaded machine take a while.
+	testenv.WaitFor(d.t, 3*time.Minute, func() (bool, string) {
+		cat, err := d.worker.Catalog(context.Background())
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range cat {
+			if c.SessionID == sid {
+				return c.Entries == n, "entries " + itoa(c.Entries)
+			}
+		}
+		return false, "session not in the catalog"
+	})
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// get fetches path from the view with the loopback Host.
+func (d *daemon) get(path string) (*http.Response, string) {
+	d.t.Helper()
+	resp, err := http.Get(d.http.URL + path)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}

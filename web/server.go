@@ -1,0 +1,138 @@
+package web
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"github.com/pisyncd/pisyncd/projection"
+	"github.com/pisyncd/pisyncd/session"
+)
+
+// Source is what the view reads: the projection worker's catalog, session
+// snapshots, contexts and live entries.
+type Source interface {
+	Catalog(ctx context.Context) ([]projection.CatalogEntry, error)
+	Snapshot(ctx context.Context, sid string, maxBytes int64) (*projection.Snapshot, error)
+	WriteContext(ctx context.Context, out io.Writer, sid, leaf string, mode session.RuleSet) error
+	Tail(ctx context.Context, o projection.TailOptions, fn func(projection.TailEntry) error) error
+	Positions(ctx context.Context) (projection.Src, error)
+}
+
+var _ Source = (*projection.Worker)(nil)
+
+// Locator finds this machine's copy of a session: the absolute path of the
+// file `pi --session` should open here, or "" when there is none.
+type Locator func(ctx context.Context, c projection.CatalogEntry) (string, error)
+
+// Options configure the view.
+type Options struct {
+	Source Source
+	// Node is this machine's node id.
+	Node string
+	// Rules is the rule set of the daemon's context (PISYNC_RULES), so
+	// that the view's context equals `pisyncd context --json`.
+	Rules session.RuleSet
+	// Locate maps a session to its file here (the resume command); nil
+	// leaves the command out.
+	Locate Locator
+	// Hosts are Host names the view answers to besides loopback names
+	// and addresses (a name the user set up for this machine).
+	Hosts []string
+	// Token is the secret a request other than GET or HEAD must carry in
+	// TokenHeader; "" makes a random one (Server.Token).
+	Token string
+	// Search serves GET /api/search (package search); nil answers 503.
+	Search http.Handler
+	// MaxSessionBytes bounds the line bytes one page view holds
+	// (default 64 MiB): past it entries show as not loaded.
+	MaxSessionBytes int64
+	Logger          *slog.Logger
+}
+
+//go:embed assets
+var assets embed.FS
+
+// Server is the view's http.Handler.
+type Server struct {
+	opts    Options
+	token   string
+	handler http.Handler
+	md      *markdown
+	log     *slog.Logger
+
+	mu    sync.Mutex
+	snaps []cachedSnap // newest first, at most snapCache
+}
+
+// New returns the view over opts.Source.
+func New(opts Options) (*Server, error) {
+	if opts.Source == nil {
+		return nil, errors.New("web: no source")
+	}
+	if opts.MaxSessionBytes <= 0 {
+		opts.MaxSessionBytes = 64 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{opts: opts, token: opts.Token, md: newMarkdown(), log: opts.Logger}
+	if s.token == "" {
+		t, err := newToken()
+		if err != nil {
+			return nil, err
+		}
+		s.token = t
+	}
+	static, err := fs.Sub(assets, "assets")
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", s.page("index.html"))
+	mux.HandleFunc("GET /s/{sid}", s.page("session.html"))
+	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /api/sessions", s.serveSessions)
+	mux.HandleFunc("GET /api/s/{sid}", s.serveSession)
+	mux.HandleFunc("GET /api/s/{sid}/branch", s.serveBranch)
+	mux.HandleFunc("GET /api/s/{sid}/context", s.serveContext)
+	mux.HandleFunc("GET /api/s/{sid}/context/view", s.serveContextView)
+	mux.HandleFunc("GET /api/s/{sid}/image/{entry}/{n}", s.serveImage)
+	mux.HandleFunc("GET /api/events", s.serveEvents)
+	mux.HandleFunc("GET /api/search", s.serveSearch)
+	s.handler = s.guard(mux)
+	return s, nil
+}
+
+// ServeHTTP serves the view.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Token is the secret that requests other than GET and HEAD must carry.
+func (s *Server) Token() string { return s.token }
+
+// page serves one of the static page shells; the scripts fetch the data.
+func (s *Server) page(name string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		b, err := assets.ReadFile("assets/" + name)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Write(b)
+	}
+}
+
+func (s *Server) serveSearch(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Search == nil {
+		http.Error(w, "search not available: this daemon has no search index", http.StatusServiceUnavailable)
+		return
+	}
+	s.opts.Search.ServeHTTP(w, r)
+}

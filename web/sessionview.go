@@ -1,0 +1,305 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/pisyncd/pisyncd/projection"
+	"github.com/pisyncd/pisyncd/session"
+)
+
+// sessionText is a snapshot's entries as the page shows them.
+type sessionText struct {
+	snap   *projection.Snapshot
+	docs   []*doc // by entry position; nil until parsed or unreadable
+	parsed []bool
+	labels map[string]string
+}
+
+func newSessionText(snap *projection.Snapshot) *sessionText {
+	n := snap.Tree.Len()
+	st := &sessionText{snap: snap, docs: make([]*doc, n), parsed: make([]bool, n), labels: map[string]string{}}
+	for id, raw := range snap.Tree.Labels() {
+		var l string
+		if json.Unmarshal(raw, &l) == nil {
+			st.labels[id] = l
+		}
+	}
+	return st
+}
+
+// doc is entry i parsed, nil when its line is not loaded or unreadable.
+func (st *sessionText) doc(i int) *doc {
+	if !st.parsed[i] {
+		st.parsed[i] = true
+		if raw, ok := st.snap.Line(st.snap.Tree.Entry(i).Ref); ok {
+			st.docs[i], _ = parseDoc(raw)
+		}
+	}
+	return st.docs[i]
+}
+
+func (st *sessionText) id(i int) string { return idText(st.snap.Tree.Entry(i).ID) }
+
+// tree lists the entries in pi's tree order (getTree: children by time),
+// indenting only below a node with more than one child.
+func (st *sessionText) tree() []treeRow {
+	roots, err := st.snap.Tree.GetTree()
+	if err != nil {
+		return []treeRow{}
+	}
+	rows := make([]treeRow, 0, st.snap.Tree.Len())
+	type item struct {
+		n      *session.TreeNode
+		depth  int
+		parent string
+	}
+	stack := make([]item, 0, len(roots))
+	for k := len(roots) - 1; k >= 0; k-- {
+		stack = append(stack, item{roots[k], 0, ""})
+	}
+	seen := make([]bool, st.snap.Tree.Len())
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[it.n.Entry] {
+			continue // a duplicated id's node appears more than once
+		}
+		seen[it.n.Entry] = true
+		info := st.snap.Tree.Entry(it.n.Entry)
+		row := treeRow{ID: st.id(it.n.Entry), Parent: it.parent, Depth: it.depth, Time: info.Timestamp}
+		if math.IsNaN(row.Time) {
+			row.Time = 0
+		}
+		row.Type, row.Text = st.summary(it.n.Entry)
+		row.Label = st.labels[row.ID]
+		rows = append(rows, row)
+		d := it.depth
+		if len(it.n.Children) > 1 {
+			d++
+		}
+		for k := len(it.n.Children) - 1; k >= 0; k-- {
+			stack = append(stack, item{it.n.Children[k], d, row.ID})
+		}
+	}
+	return rows
+}
+
+// summary is an entry's kind and a line of its text for the tree.
+func (st *sessionText) summary(i int) (kind, text string) {
+	d := st.doc(i)
+	if d == nil {
+		if t, ok := st.snap.Tree.Entry(i).Type.String(); ok {
+			return t, ""
+		}
+		return "other", ""
+	}
+	return summarize(d)
+}
+
+// summarize is an entry's kind (its role for a message) and a line of its
+// text.
+func summarize(d *doc) (kind, text string) {
+	switch d.Type {
+	case "message":
+		if d.Message == nil {
+			return "message", ""
+		}
+		role := display(d.Message.Role)
+		switch role {
+		case "bashExecution":
+			return role, display(d.Message.Command)
+		case "toolResult":
+			return role, display(d.Message.ToolName)
+		}
+		blocks, text := parseBlocks(d.Message.Content)
+		for _, b := range blocks {
+			switch b.Type {
+			case "text":
+				if text == "" {
+					text = display(b.Text)
+				}
+			case "toolCall":
+				if text == "" {
+					text = "→ " + display(b.Name)
+				}
+			}
+		}
+		return role, snippet(text)
+	case "compaction", "branch_summary":
+		return d.Type, snippet(display(d.Summary))
+	case "model_change":
+		return d.Type, display(d.ModelID)
+	case "thinking_level_change":
+		return d.Type, display(d.ThinkingLevel)
+	case "label":
+		return d.Type, display(d.Label)
+	case "session_info":
+		return d.Type, display(d.Name)
+	case "custom", "custom_message":
+		return d.Type, display(d.CustomType)
+	}
+	return d.Type, ""
+}
+
+func snippet(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 100 {
+		s = strings.ToValidUTF8(s[:100], "") + "…"
+	}
+	return s
+}
+
+// path is the branch from the root to entry id, as pi's getBranch walks
+// it (parent by parent through the id index).
+func (st *sessionText) path(id string) []int {
+	t := st.snap.Tree
+	i, ok := t.Find(id)
+	if !ok {
+		return nil
+	}
+	var p []int
+	for len(p) <= t.Len() {
+		p = append(p, i)
+		parent, ok := t.Entry(i).ParentID.String()
+		if !ok {
+			break
+		}
+		j, ok := t.Find(parent)
+		if !ok || j == i {
+			break
+		}
+		i = j
+	}
+	for a, b := 0, len(p)-1; a < b; a, b = a+1, b-1 {
+		p[a], p[b] = p[b], p[a]
+	}
+	return p
+}
+
+// pageEntries is how many entries of a branch one answer renders: a
+// 10k-entry branch is sent a page at a time, the newest first, and the
+// page asks for earlier ones as the reader scrolls up.
+const pageEntries = 200
+
+// branchWindow is the part of a branch one answer renders.
+type branchWindow struct {
+	Start int    `json:"start"` // position on the branch of the first entry rendered
+	End   int    `json:"end"`   // after the last
+	Total int    `json:"total"` // entries on the branch
+	HTML  string `json:"html"`
+}
+
+// window picks the entries of path to render: [start, end) when asked,
+// else the page around entry at, else the last page.
+func window(st *sessionText, path []int, at string, start, end int) (int, int) {
+	n := len(path)
+	if start >= 0 && end > start {
+		return min(start, n), min(end, n, start+pageEntries)
+	}
+	if at != "" {
+		for k, i := range path {
+			if st.id(i) == at {
+				s := max(0, k-pageEntries/4)
+				return s, min(n, s+pageEntries)
+			}
+		}
+	}
+	return max(0, n-pageEntries), n
+}
+
+// branchHTML renders entries [start, end) of the branch path, each tool
+// result inside the call it answers when both are rendered.
+func (s *Server) branchHTML(st *sessionText, path []int, start, end int) branchWindow {
+	part := path[start:end]
+	calls := map[string]bool{}
+	results := map[string]*resultRef{}
+	skip := map[int]bool{}
+	for _, i := range part {
+		d := st.doc(i)
+		if d == nil || d.Type != "message" || d.Message == nil {
+			continue
+		}
+		switch display(d.Message.Role) {
+		case "assistant":
+			blocks, _ := parseBlocks(d.Message.Content)
+			for _, b := range blocks {
+				if b.Type == "toolCall" {
+					calls[display(b.ID)] = true
+				}
+			}
+		case "toolResult":
+			cid := display(d.Message.ToolCallID)
+			if calls[cid] && results[cid] == nil {
+				results[cid] = &resultRef{id: st.id(i), doc: d}
+				skip[i] = true
+			}
+		}
+	}
+	sid := st.snap.Tree.SessionID()
+	images := imagesOf(sid)
+	var b bytes.Buffer
+	for _, i := range part {
+		if skip[i] {
+			continue
+		}
+		id := st.id(i)
+		ref := st.snap.Tree.Entry(i).Ref
+		c := &entryCtx{sid: sid, id: id, node: st.snap.Node(ref), label: st.labels[id], results: results, images: images}
+		raw, ok := st.snap.Line(ref)
+		if !ok {
+			s.md.article(&b, c, "other", "entry not loaded (the session is larger than the view holds)", "", nil)
+			continue
+		}
+		s.md.entry(&b, raw, c)
+	}
+	return branchWindow{Start: start, End: end, Total: len(path), HTML: b.String()}
+}
+
+// usage sums assistant usage per model over every entry of the session.
+func (st *sessionText) usage() []modelUsage {
+	by := map[string]*modelUsage{}
+	for i := range st.docs {
+		d := st.doc(i)
+		if d == nil || d.Message == nil || display(d.Message.Role) != "assistant" {
+			continue
+		}
+		model := display(d.Message.Provider) + "/" + display(d.Message.Model)
+		u := by[model]
+		if u == nil {
+			u = &modelUsage{Model: model}
+			by[model] = u
+		}
+		u.Count++
+		var us struct {
+			Total any `json:"totalTokens"`
+			Cost  struct {
+				Total any `json:"total"`
+			} `json:"cost"`
+		}
+		json.Unmarshal(d.Message.Usage, &us)
+		if f, ok := us.Total.(float64); ok {
+			u.Tokens += f
+		}
+		if f, ok := us.Cost.Total.(float64); ok {
+			u.Cost += f
+		}
+	}
+	out := make([]modelUsage, 0, len(by))
+	for _, u := range by {
+		out = append(out, *u)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Tokens > out[b].Tokens })
+	return out
+}
+
+// imagesOf gives the URL prefix of an entry's images in session sid.
+func imagesOf(sid string) func(id string) string {
+	return func(id string) string {
+		return "/api/s/" + url.PathEscape(sid) + "/image/" + url.PathEscape(id) + "/"
+	}
+}

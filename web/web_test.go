@@ -1,0 +1,298 @@
+package web
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
+)
+
+const sid1 = "11111111-0000-4000-8000-000000000001"
+
+// assistant is an assistant entry with a text block and one tool call.
+func assistant(id, parent, text, call string) string {
+	return fmt.Sprintf(`{"type":"message","id":%q,"parentId":%q,"timestamp":"2026-11-29T23:08:18.000Z","message":{"role":"assistant","content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":%q},{"type":"toolCall","id":%q,"name":"edit","arguments":{"path":"a.go","oldText":"x := 1","newText":"x := 2"}}],"provider":"anthropic","model":"claude-x","usage":{"totalTokens":120,"cost":{"total":0.5}},"stopReason":"toolUse","timestamp":2}}`, id, parent, text, call)
+}
+
+func toolResult(id, parent, call, text string) string {
+	return fmt.Sprintf(`{"type":"message","id":%q,"parentId":%q,"timestamp":"2026-11-29T23:08:19.000Z","message":{"role":"toolResult","toolCallId":%q,"toolName":"edit","content":[{"type":"text","text":%q}],"isError":false,"timestamp":3}}`, id, parent, call, text)
+}
+
+func TestSecurityHeadersHostAndToken(t *testing.T) {
+	d := startDaemon(t)
+	for _, path := range []string{"/", "/s/" + sid1, "/assets/list.js", "/api/sessions", "/nope"} {
+		resp, _ := d.get(path)
+		if got := resp.Header.Get("Content-Security-Policy"); got != csp {
+			t.Errorf("%s: CSP %q", path, got)
+		}
+		if resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: no nosniff", path)
+		}
+	}
+	for host, want := range map[string]int{
+		"localhost:1": 200, "127.0.0.1": 200, "[::1]:9": 200, "app.localhost": 200,
+		"evil.example": http.StatusMisdirectedRequest, "127.0.0.1.evil.example:80": http.StatusMisdirectedRequest,
+	} {
+		req, _ := http.NewRequest("GET", d.http.URL+"/api/sessions", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %q: status %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+	for _, tok := range []string{"", "wrong", d.web.Token()} {
+		req, _ := http.NewRequest("POST", d.http.URL+"/api/sessions", strings.NewReader("x"))
+		if tok != "" {
+			req.Header.Set(TokenHeader, tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want := http.StatusForbidden
+		if tok == d.web.Token() {
+			want = http.StatusMethodNotAllowed // no endpoint changes state
+		}
+		if resp.StatusCode != want {
+			t.Errorf("POST with token %q: status %d, want %d", tok, resp.StatusCode, want)
+		}
+	}
+	if resp, body := d.get("/api/search?q=x"); resp.StatusCode != 503 || !strings.Contains(body, "search not available") {
+		t.Errorf("search without index: %d %q", resp.StatusCode, body)
+	}
+}
+
+// xssLines are entries that try to run script in the page.
+var xssPayloads = []string{
+	`<img src=x onerror=alert(1)>`,
+	`<script>alert(2)</script>`,
+	`[click](javascript:alert(3))`,
+	`<a href="javascript:alert(4)">x</a>`,
+	`![i](data:image/svg+xml;base64,PHN2Zz48L3N2Zz4=)`,
+	"```\n</pre><script>alert(5)</script>\n```",
+}
+
+func xssSession(sid string) []string {
+	lines := []string{testenv.Header(sid)}
+	parent := ""
+	for i, p := range xssPayloads {
+		id := fmt.Sprintf("x%07d", i)
+		lines = append(lines, testenv.Entry(id, parent, p))
+		parent = id
+	}
+	// the payload in an id, a label, a tool name and a model name too
+	lines = append(lines,
+		fmt.Sprintf(`{"type":"message","id":"a1","parentId":%q,"timestamp":"2026-11-29T23:08:18.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"<img src=x onerror=alert(6)>","arguments":{"q":"<script>alert(7)</script>"}}],"model":"<script>alert(8)</script>","usage":{"totalTokens":1}}}`, parent),
+		`{"type":"label","id":"l1","parentId":"a1","timestamp":"2026-11-29T23:08:19.000Z","targetId":"a1","label":"<img src=x onerror=alert(9)>"}`,
+		`{"type":"message","id":"\"><img src=x onerror=alert(10)>","parentId":"l1","timestamp":"2026-11-29T23:08:20.000Z","message":{"role":"user","content":"id attack"}}`,
+	)
+	return lines
+}
+
+func TestXSSIsInert(t *testing.T) {
+	d := startDaemon(t)
+	const sid = "22222222-0000-4000-8000-000000000002"
+	lines := xssSession(sid)
+	d.write(sid, lines...)
+	d.waitEntries(sid, len(lines)-1)
+	resp, body := d.get("/api/s/" + sid)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	var v sessionView
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatal(err)
+	}
+	checkInert(t, v.HTML)
+	if !strings.Contains(v.HTML, "&lt;script&gt;alert(2)&lt;/script&gt;") && !strings.Contains(v.HTML, "&lt;script&gt;") {
+		t.Errorf("the script payload is not shown as text")
+	}
+	if len(v.Tree) != len(lines)-1 {
+		t.Errorf("tree has %d rows, want %d", len(v.Tree), len(lines)-1)
+	}
+}
+
+func TestSessionPageData(t *testing.T) {
+	d := startDaemon(t)
+	// a branch: u1 → a1 (call c1) → r1 ; u1 → u2 (a second branch)
+	path := d.write(sid1,
+		testenv.Header(sid1),
+		testenv.Entry("u1", "", "hello **world**"),
+		assistant("a1", "u1", "let me edit", "c1"),
+		toolResult("r1", "a1", "c1", "edited"),
+		testenv.EntryAt("u2", "u1", "2026-11-29T23:08:21.000Z", "other branch"),
+	)
+	d.waitEntries(sid1, 4)
+	_, body := d.get("/api/s/" + sid1)
+	var v sessionView
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Leaf != "u2" || v.Selected != "u2" {
+		t.Errorf("leaf %q selected %q, want u2", v.Leaf, v.Selected)
+	}
+	if v.Resume != "pi --session "+path {
+		t.Errorf("resume %q, want pi --session %s", v.Resume, path)
+	}
+	if !strings.Contains(v.HTML, "<strong>world</strong>") || strings.Contains(v.HTML, "let me edit") {
+		t.Errorf("u2's branch rendered wrong: %s", v.HTML)
+	}
+	var b struct{ HTML string }
+	_, body = d.get("/api/s/" + sid1 + "/branch?leaf=r1")
+	json.Unmarshal([]byte(body), &b)
+	for _, want := range []string{`id="e-a1"`, `id="e-r1"`, `class="paired"`, `<span class="del">- x := 1</span>`, `<span class="add">+ x := 2</span>`, `<details class="thinking">`} {
+		if !strings.Contains(b.HTML, want) {
+			t.Errorf("branch r1 lacks %s:\n%s", want, b.HTML)
+		}
+	}
+	if strings.Count(b.HTML, `<article`) != 2 {
+		t.Errorf("branch r1: want 2 articles (u1, a1 with r1 paired), got %d", strings.Count(b.HTML, "<article"))
+	}
+	if len(v.Usage) != 1 || v.Usage[0].Model != "anthropic/claude-x" || v.Usage[0].Tokens != 120 || v.Usage[0].Cost != 0.5 {
+		t.Errorf("usage %+v", v.Usage)
+	}
+	// the context equals the worker's (what `pisyncd context --json` prints)
+	var want strings.Builder
+	if err := d.worker.WriteContext(context.Background(), &want, sid1, "r1", d.web.opts.Rules); err != nil {
+		t.Fatal(err)
+	}
+	if _, got := d.get("/api/s/" + sid1 + "/context?leaf=r1"); got != want.String()+"\n" {
+		t.Errorf("context:\n%s\nwant\n%s", got, want.String())
+	}
+}
+
+// readEvents reads n NDJSON events (skipping pings and the ready line).
+func readEvents(t *testing.T, sc *bufio.Scanner, n int) []event {
+	t.Helper()
+	var out []event
+	for len(out) < n && sc.Scan() {
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		if e.ID == "" {
+			continue
+		}
+		out = append(out, e)
+	}
+	if len(out) < n {
+		t.Fatalf("stream ended after %d of %d events: %v", len(out), n, sc.Err())
+	}
+	return out
+}
+
+func TestEventsResumeWithoutLossOrDuplicates(t *testing.T) {
+	d := startDaemon(t)
+	path := d.write(sid1, testenv.Header(sid1), testenv.Entry("e0", "", "first"))
+	d.waitEntries(sid1, 1)
+	_, body := d.get("/api/s/" + sid1)
+	var v sessionView
+	json.Unmarshal([]byte(body), &v)
+
+	open := func(after string) (*http.Response, *bufio.Scanner) {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		req, _ := http.NewRequestWithContext(ctx, "GET", d.http.URL+"/api/events?format=ndjson&session="+sid1+"&after="+after, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 200 {
+			t.Fatalf("events: %d", resp.StatusCode)
+		}
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 4<<20)
+		return resp, sc
+	}
+	resp, sc := open(v.Pos)
+	parent := "e0"
+	appendN := func(from, n int) {
+		for i := from; i < from+n; i++ {
+			id := fmt.Sprintf("e%d", i)
+			testenv.AppendFile(t, path, testenv.Entry(id, parent, "line "+id)+"\n")
+			parent = id
+		}
+	}
+	appendN(1, 5)
+	got := readEvents(t, sc, 3)
+	resp.Body.Close() // the client goes away after 3 of 5
+	last := got[len(got)-1].Pos
+	appendN(6, 5) // written while no one listens
+	_, sc = open(last)
+	got = append(got, readEvents(t, sc, 7)...)
+	for i, e := range got {
+		if want := fmt.Sprintf("e%d", i+1); e.ID != want {
+			t.Fatalf("event %d is %s, want %s (all: %v)", i, e.ID, want, ids(got))
+		}
+	}
+	// and a Last-Event-ID header resumes like ?after=
+	req, _ := http.NewRequest("GET", d.http.URL+"/api/events?format=ndjson&session="+sid1, nil)
+	req.Header.Set("Last-Event-ID", got[8].Pos)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc = bufio.NewScanner(resp.Body)
+	if e := readEvents(t, sc, 1); e[0].ID != "e10" {
+		t.Errorf("after Last-Event-ID of e9: %s", e[0].ID)
+	}
+}
+
+// checkInert fails when markup (parsed as a browser tokenizes it) holds
+// a script or another active element, an event handler attribute, or a
+// link or image to a dangerous scheme.
+func checkInert(t *testing.T, markup string) {
+	t.Helper()
+	z := html.NewTokenizer(strings.NewReader(markup))
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			return
+		}
+		if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
+			continue
+		}
+		tok := z.Token()
+		switch tok.Data {
+		case "script", "iframe", "object", "embed", "svg", "form", "base", "meta", "link", "style", "math":
+			t.Errorf("active element <%s> in the markup", tok.Data)
+		}
+		for _, a := range tok.Attr {
+			v := strings.ToLower(strings.TrimSpace(a.Val))
+			switch {
+			case strings.HasPrefix(a.Key, "on"):
+				t.Errorf("<%s %s=%q>: event handler", tok.Data, a.Key, a.Val)
+			case a.Key == "style":
+				t.Errorf("<%s style=%q>: inline style", tok.Data, a.Val)
+			case (a.Key == "href" || a.Key == "src") && (strings.HasPrefix(v, "javascript:") || strings.HasPrefix(v, "vbscript:") || strings.HasPrefix(v, "data:")):
+				t.Errorf("<%s %s=%q>: dangerous URL", tok.Data, a.Key, a.Val)
+			case a.Key == "src" && !strings.HasPrefix(v, "/"):
+				t.Errorf("<%s src=%q>: not this server", tok.Data, a.Val)
+			}
+		}
+	}
+}
+
+func ids(es []event) []string {
+	var s []string
+	for _, e := range es {
+		s = append(s, e.ID)
+	}
+	return s
+}
