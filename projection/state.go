@@ -22,9 +22,9 @@ type sessionState struct {
 	err     error      // the tree's load error, if pi would reject the file
 	lastUse uint64     // LRU clock of the tree
 	bodies  *bodyCache // the last context's bodies, nil for none
-	// written maps a key to the hash of the value last written (content
-	// without Src, so a page rewritten only for its Src is not rewritten).
-	written map[string]uint64
+	// written is the hash of each value last written (content without
+	// Src, so a page rewritten only for its Src is not rewritten).
+	written writtenHashes
 	// erased: dropped on an erase event; a follower that still holds it
 	// writes nothing for it.
 	erased bool
@@ -32,9 +32,8 @@ type sessionState struct {
 
 func newSessionState(sid string) *sessionState {
 	return &sessionState{
-		sid:     sid,
-		cat:     CatalogEntry{SessionID: sid, Nodes: []string{}, Src: Src{}},
-		written: map[string]uint64{},
+		sid: sid,
+		cat: CatalogEntry{SessionID: sid, Nodes: []string{}, Src: Src{}},
 	}
 }
 
