@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,19 +45,29 @@ func (s *sessionState) applied(ev *eventlog.Event) bool { return ev.Seq <= s.cat
 func (s *sessionState) apply(ev *eventlog.Event) {
 	c := &s.cat
 	c.Src[ev.Stream] = ev.Seq
-	if !slices.Contains(c.Nodes, ev.Node) {
-		c.Nodes = append(c.Nodes, ev.Node)
+	// The event's strings are substrings of its message's subject and
+	// header block (nats.go copies the block once): what the entry keeps
+	// is copied, or one session held on to a whole message's headers.
+	node := ev.Node
+	if i := slices.Index(c.Nodes, node); i >= 0 {
+		node = c.Nodes[i]
+	} else {
+		node = strings.Clone(node)
+		c.Nodes = append(c.Nodes, node)
 		slices.Sort(c.Nodes)
 	}
 	if ev.File != "" {
 		if c.Files == nil {
 			c.Files = map[string]string{}
 		}
-		c.Files[ev.Node], c.File = ev.File, ev.File
+		if f, ok := c.Files[node]; !ok || f != ev.File {
+			c.Files[node] = strings.Clone(ev.File)
+		}
+		c.File = c.Files[node]
 	}
 	if ev.Op == eventlog.OpDelete {
-		if !slices.Contains(c.DeletedOn, ev.Node) {
-			c.DeletedOn = append(c.DeletedOn, ev.Node)
+		if !slices.Contains(c.DeletedOn, node) {
+			c.DeletedOn = append(c.DeletedOn, node)
 			slices.Sort(c.DeletedOn)
 		}
 		c.Deleted = len(c.DeletedOn) == len(c.Nodes)
