@@ -22,8 +22,12 @@ type discovery struct {
 	w       *fsnotify.Watcher
 	watched map[string]struct{}
 	seen    map[string]struct{} // *.jsonl paths found by the last walk
-	walked  chan struct{}       // closed after the first walk
-	found   int                 // session files the first walk found; read after walked
+	// spare is the map of the walk before (cleared): the walks take
+	// turns with two maps instead of making one of 10,000 entries each
+	// interval.
+	spare  map[string]struct{}
+	walked chan struct{} // closed after the first walk
+	found  int           // session files the first walk found; read after walked
 
 	// owner is the one path each file (device and inode) is followed
 	// under: a hard link, or two links to one project folder, must not
@@ -190,7 +194,10 @@ func (d *discovery) walk() error {
 	d.full = d.walks%statEvery == 0
 	d.walks++
 	prev := d.seen
-	d.seen = make(map[string]struct{}, len(prev))
+	if d.spare == nil {
+		d.spare = make(map[string]struct{}, len(prev))
+	}
+	d.seen, d.spare = d.spare, nil
 	d.dups = make(map[string]struct{})
 	d.walkUnreadable, d.walkUnwatched = make(map[string]error), make(map[string]error)
 	if err := d.walkFrom(d.t.root); err != nil {
@@ -201,6 +208,8 @@ func (d *discovery) walk() error {
 			d.t.submit(p)
 		}
 	}
+	clear(prev)
+	d.spare = prev
 	// Paths not seen any more hold no file.
 	for p := range d.keyOf {
 		if _, ok := d.seen[p]; !ok {
