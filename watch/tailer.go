@@ -25,7 +25,7 @@ type Options struct {
 	Root           string        // pi's sessions dir
 	MaxLine        int           // longest line published
 	Workers        int           // files handled in parallel
-	RescanInterval time.Duration // full rescan period
+	RescanInterval time.Duration // rescan period (every statEvery-th rescan is full: discover.go)
 	// MemoryBudget bounds the bytes of lines held at once across workers
 	// (0: DefaultMemoryBudget); a line larger than it is handled alone.
 	MemoryBudget int64
