@@ -46,19 +46,37 @@ type discovery struct {
 	// at every file (see found1 and statEvery).
 	walks int
 	full  bool
+	// dirs is what the last walk found in each folder it read or passed
+	// over; reading is what the walk under way finds (nil outside a walk).
+	dirs, reading map[string]*dirState
 }
 
-// statEvery: one walk in statEvery looks at (stats) every session file. The
-// others still read every folder (new, removed and renamed files are found
-// at every walk) and stat every file, except a file that is settled (its
-// worker handled exactly what it last saw: settled.go) in a folder that is
-// watched: a change to such a file makes fsnotify send an event, which
-// hands it to its worker at once. So fsnotify is still only a hint: a
-// change it misses (a write through a memory map, a file system that sends
-// no events for some writes) is found within statEvery rescan intervals
-// (60 s by default) instead of one, and at the next walk after the watcher
-// reports lost events, which is a full one. With 10,000 sessions the stats
-// were most of an idle daemon's CPU.
+// dirState is a folder as a walk read it: its stat, taken before the read
+// (so a change during the read makes the next walk read it again), and
+// the session files in it. A walk that is not full passes over a watched
+// folder without subfolders whose stat is unchanged (no entry was added,
+// removed or renamed: each changes the folder's mtime), and takes its
+// files from here instead of reading it again.
+type dirState struct {
+	sig     fileSig
+	files   []string
+	subdirs bool
+}
+
+// statEvery: one walk in statEvery reads every folder and looks at (stats)
+// every session file. The others stat every folder and read each one whose
+// stat changed (an entry added, removed or renamed changes its mtime), that
+// is not watched or that has subfolders (dirState): new, removed and
+// renamed files are still found at every walk. They stat every file,
+// except a file that is settled (its worker handled exactly what it last
+// saw: settled.go) in a folder that is watched: a change to such a file
+// makes fsnotify send an event, which hands it to its worker at once. So
+// fsnotify is still only a hint: a change it misses (a write through a
+// memory map, a file system that sends no events for some writes) is found
+// within statEvery rescan intervals (60 s by default) instead of one, and
+// at the next walk after the watcher reports lost events, which is a full
+// one. With 10,000 sessions the stats and the reads of every folder were
+// most of an idle daemon's CPU and of its garbage.
 const statEvery = 6
 
 // fileKey identifies a file or folder: device and inode.
@@ -200,7 +218,10 @@ func (d *discovery) walk() error {
 	d.seen, d.spare = d.spare, nil
 	d.dups = make(map[string]struct{})
 	d.walkUnreadable, d.walkUnwatched = make(map[string]error), make(map[string]error)
-	if err := d.walkFrom(d.t.root); err != nil {
+	d.reading = make(map[string]*dirState, len(d.dirs))
+	err := d.walkFrom(d.t.root)
+	d.dirs, d.reading = d.reading, nil
+	if err != nil {
 		return err
 	}
 	for p := range prev {
@@ -268,10 +289,18 @@ func (d *discovery) walkFrom(dir string) error {
 			path = dir
 		}
 		if err == nil && d.linkedFolder(path, de.Type()) {
+			if d.reading != nil {
+				if ds := d.reading[filepath.Dir(path)]; ds != nil {
+					ds.subdirs = true // its files are not taken from here
+				}
+			}
 			d.walkLinked(path)
 			return nil
 		}
 		if err != nil {
+			if d.reading != nil {
+				delete(d.reading, path) // not read: read it again next time
+			}
 			if path == dir && errors.Is(err, fs.ErrNotExist) {
 				return nil
 			}
@@ -285,15 +314,52 @@ func (d *discovery) walkFrom(dir string) error {
 			return err
 		}
 		if de.IsDir() {
+			if d.reading != nil && path != dir {
+				if ds := d.reading[filepath.Dir(path)]; ds != nil {
+					ds.subdirs = true
+				}
+			}
 			if path != d.t.root && skipName(de.Name()) {
 				return filepath.SkipDir
 			}
 			d.watch(path)
+			if d.reading != nil && d.passOver(path) {
+				return filepath.SkipDir
+			}
 			return nil
+		}
+		if d.reading != nil && isSessionFile(path) {
+			if ds := d.reading[filepath.Dir(path)]; ds != nil {
+				ds.files = append(ds.files, path)
+			}
 		}
 		d.found1(path)
 		return nil
 	})
+}
+
+// passOver is called by a walk for each folder before it is read: it
+// records the folder's stat, and, in a walk that is not full, takes the
+// files of a watched folder without subfolders whose stat did not change
+// from what the last walk found in it, and reports that the folder need
+// not be read.
+func (d *discovery) passOver(dir string) bool {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return false // the read says what is wrong
+	}
+	sig := sigOf(st)
+	if prev := d.dirs[dir]; prev != nil && !d.full && !prev.subdirs && prev.sig == sig {
+		if _, ok := d.watched[dir]; ok {
+			d.reading[dir] = prev
+			for _, p := range prev.files {
+				d.found1(p)
+			}
+			return true
+		}
+	}
+	d.reading[dir] = &dirState{sig: sig}
+	return false
 }
 
 // found1 takes a file the walk came across.
