@@ -64,13 +64,14 @@ type kvPipe struct {
 }
 
 type kvPut struct {
-	s   *sessionState
-	key string
-	fut jetstream.PubAckFuture
+	s    *sessionState
+	key  string
+	slot int
+	fut  jetstream.PubAckFuture
 }
 
-func (p *kvPipe) add(s *sessionState, key string, fut jetstream.PubAckFuture) {
-	p.puts = append(p.puts, kvPut{s, key, fut})
+func (p *kvPipe) add(s *sessionState, key string, slot int, fut jetstream.PubAckFuture) {
+	p.puts = append(p.puts, kvPut{s, key, slot, fut})
 }
 
 // wait waits for every ack; on the first failure it forgets what the
@@ -103,7 +104,7 @@ func (p *kvPipe) wait(ctx context.Context) error {
 func (p *kvPipe) abandon() {
 	for _, put := range p.puts {
 		put.s.mu.Lock()
-		delete(put.s.written, put.key)
+		put.s.written.forget(put.slot)
 		put.s.mu.Unlock()
 	}
 	p.puts = nil

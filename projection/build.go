@@ -13,6 +13,7 @@ import (
 // changed.
 type value struct {
 	key  string
+	slot int // in the session's writtenHashes
 	hash uint64
 	data func() []byte
 }
@@ -23,11 +24,11 @@ func (s *sessionState) buildViews() ([]value, int) {
 	t := s.tree
 	src := s.src()
 	var out []value
-	add := func(key string, content any, withSrc func(Src) any) {
+	add := func(key string, slot int, content any, withSrc func(Src) any) {
 		h := fnv.New64a()
 		b, _ := json.Marshal(content)
 		h.Write(b)
-		out = append(out, value{key: key, hash: h.Sum64(), data: func() []byte {
+		out = append(out, value{key: key, slot: slot, hash: h.Sum64(), data: func() []byte {
 			data, _ := json.Marshal(withSrc(src))
 			return data
 		}})
@@ -54,14 +55,14 @@ func (s *sessionState) buildViews() ([]value, int) {
 		// Pages are hashed straight from ids and refs and marshalled only
 		// when changed: an append usually changes the last page alone.
 		pids, prefs := window(ids, p), window(refs, p)
-		out = append(out, value{key: pageKey(s.sid, p), hash: pageHash(pids, prefs), data: func() []byte {
+		out = append(out, value{key: pageKey(s.sid, p), slot: slotPage0 + p, hash: pageHash(pids, prefs), data: func() []byte {
 			pg := ContextPage{Page: p, IDs: rawIDs(pids), Refs: refStrings(prefs), Src: src}
 			truncate(&pg)
 			data, _ := json.Marshal(pg)
 			return data
 		}})
 	}
-	add(sessionKey(s.sid, "ctx"), cv, func(src Src) any { v := cv; v.Src = src; return v })
+	add(sessionKey(s.sid, "ctx"), slotCtx, cv, func(src Src) any { v := cv; v.Src = src; return v })
 
 	// Leaf.
 	lv := LeafView{LeafID: rawID(t.Leaf())}
@@ -70,7 +71,7 @@ func (s *sessionState) buildViews() ([]value, int) {
 		lv.Type, _ = e.Type.String()
 		lv.Ref = refString(e.Ref)
 	}
-	add(sessionKey(s.sid, "leaf"), lv, func(src Src) any { v := lv; v.Src = src; return v })
+	add(sessionKey(s.sid, "leaf"), slotLeaf, lv, func(src Src) any { v := lv; v.Src = src; return v })
 
 	// Heads.
 	heads := t.Heads()
@@ -82,14 +83,14 @@ func (s *sessionState) buildViews() ([]value, int) {
 		e := t.Entry(i)
 		hv.Heads = append(hv.Heads, Head{ID: rawID(e.ID), Ref: refString(e.Ref)})
 	}
-	add(sessionKey(s.sid, "heads"), hv, func(src Src) any { v := hv; v.Src = src; return v })
+	add(sessionKey(s.sid, "heads"), slotHeads, hv, func(src Src) any { v := hv; v.Src = src; return v })
 
 	// The catalog entry last: it carries the applied sequences, so once
 	// it is written everything before it is.
 	s.refreshCatalog(&cv)
 	s.cat.CtxPages = cv.Pages
 	cat := s.cat
-	add(sessionKey(s.sid, "cat"), cat, func(Src) any { return cat })
+	add(sessionKey(s.sid, "cat"), slotCat, cat, func(Src) any { return cat })
 	return out, cv.Pages
 }
 

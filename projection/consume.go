@@ -290,7 +290,7 @@ func (w *Worker) writeViews(ctx context.Context, s *sessionState, pipe *kvPipe) 
 	oldPages := s.cat.CtxPages
 	vals, pages := s.buildViews()
 	for _, v := range vals {
-		if s.written[v.key] == v.hash {
+		if s.written.get(v.slot) == v.hash {
 			continue
 		}
 		data := v.data()
@@ -303,9 +303,9 @@ func (w *Worker) writeViews(ctx context.Context, s *sessionState, pipe *kvPipe) 
 		if err != nil {
 			return fmt.Errorf("projection: write %s: %w", v.key, err)
 		}
-		pipe.add(s, v.key, fut)
+		pipe.add(s, v.key, v.slot, fut)
 		w.writes.Add(1)
-		s.written[v.key] = v.hash
+		s.written.set(v.slot, v.hash)
 	}
 	// Pages past the new end (the window shrank, e.g. after a compaction).
 	for p := pages; p < oldPages; p++ {
@@ -313,7 +313,7 @@ func (w *Worker) writeViews(ctx context.Context, s *sessionState, pipe *kvPipe) 
 		if err := w.kv.Purge(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 			return fmt.Errorf("projection: drop %s: %w", key, err)
 		}
-		delete(s.written, key)
+		s.written.forget(slotPage0 + p)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,9 +23,9 @@ type sessionState struct {
 	err     error      // the tree's load error, if pi would reject the file
 	lastUse uint64     // LRU clock of the tree
 	bodies  *bodyCache // the last context's bodies, nil for none
-	// written maps a key to the hash of the value last written (content
-	// without Src, so a page rewritten only for its Src is not rewritten).
-	written map[string]uint64
+	// written is the hash of each value last written (content without
+	// Src, so a page rewritten only for its Src is not rewritten).
+	written writtenHashes
 	// erased: dropped on an erase event; a follower that still holds it
 	// writes nothing for it.
 	erased bool
@@ -32,9 +33,8 @@ type sessionState struct {
 
 func newSessionState(sid string) *sessionState {
 	return &sessionState{
-		sid:     sid,
-		cat:     CatalogEntry{SessionID: sid, Nodes: []string{}, Src: Src{}},
-		written: map[string]uint64{},
+		sid: sid,
+		cat: CatalogEntry{SessionID: sid, Nodes: []string{}, Src: Src{}},
 	}
 }
 
@@ -45,19 +45,29 @@ func (s *sessionState) applied(ev *eventlog.Event) bool { return ev.Seq <= s.cat
 func (s *sessionState) apply(ev *eventlog.Event) {
 	c := &s.cat
 	c.Src[ev.Stream] = ev.Seq
-	if !slices.Contains(c.Nodes, ev.Node) {
-		c.Nodes = append(c.Nodes, ev.Node)
+	// The event's strings are substrings of its message's subject and
+	// header block (nats.go copies the block once): what the entry keeps
+	// is copied, or one session held on to a whole message's headers.
+	node := ev.Node
+	if i := slices.Index(c.Nodes, node); i >= 0 {
+		node = c.Nodes[i]
+	} else {
+		node = strings.Clone(node)
+		c.Nodes = append(c.Nodes, node)
 		slices.Sort(c.Nodes)
 	}
 	if ev.File != "" {
 		if c.Files == nil {
 			c.Files = map[string]string{}
 		}
-		c.Files[ev.Node], c.File = ev.File, ev.File
+		if f, ok := c.Files[node]; !ok || f != ev.File {
+			c.Files[node] = strings.Clone(ev.File)
+		}
+		c.File = c.Files[node]
 	}
 	if ev.Op == eventlog.OpDelete {
-		if !slices.Contains(c.DeletedOn, ev.Node) {
-			c.DeletedOn = append(c.DeletedOn, ev.Node)
+		if !slices.Contains(c.DeletedOn, node) {
+			c.DeletedOn = append(c.DeletedOn, node)
 			slices.Sort(c.DeletedOn)
 		}
 		c.Deleted = len(c.DeletedOn) == len(c.Nodes)

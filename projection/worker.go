@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -191,6 +192,7 @@ func (w *Worker) lookup(sid string, create bool) *sessionState {
 	defer w.mu.Unlock()
 	s := w.sessions[sid]
 	if s == nil && create {
+		sid = strings.Clone(sid) // a substring of a message's subject
 		s = newSessionState(sid)
 		w.sessions[sid] = s
 	}

@@ -22,8 +22,12 @@ type discovery struct {
 	w       *fsnotify.Watcher
 	watched map[string]struct{}
 	seen    map[string]struct{} // *.jsonl paths found by the last walk
-	walked  chan struct{}       // closed after the first walk
-	found   int                 // session files the first walk found; read after walked
+	// spare is the map of the walk before (cleared): the walks take
+	// turns with two maps instead of making one of 10,000 entries each
+	// interval.
+	spare  map[string]struct{}
+	walked chan struct{} // closed after the first walk
+	found  int           // session files the first walk found; read after walked
 
 	// owner is the one path each file (device and inode) is followed
 	// under: a hard link, or two links to one project folder, must not
@@ -37,7 +41,43 @@ type discovery struct {
 	unreadable, unwatched map[string]error
 	walkUnreadable        map[string]error
 	walkUnwatched         map[string]error
+
+	// walks counts the walks; full says whether the one under way looks
+	// at every file (see found1 and statEvery).
+	walks int
+	full  bool
+	// dirs is what the last walk found in each folder it read or passed
+	// over; reading is what the walk under way finds (nil outside a walk).
+	dirs, reading map[string]*dirState
 }
+
+// dirState is a folder as a walk read it: its stat, taken before the read
+// (so a change during the read makes the next walk read it again), and
+// the session files in it. A walk that is not full passes over a watched
+// folder without subfolders whose stat is unchanged (no entry was added,
+// removed or renamed: each changes the folder's mtime), and takes its
+// files from here instead of reading it again.
+type dirState struct {
+	sig     fileSig
+	files   []string
+	subdirs bool
+}
+
+// statEvery: one walk in statEvery reads every folder and looks at (stats)
+// every session file. The others stat every folder and read each one whose
+// stat changed (an entry added, removed or renamed changes its mtime), that
+// is not watched or that has subfolders (dirState): new, removed and
+// renamed files are still found at every walk. They stat every file,
+// except a file that is settled (its worker handled exactly what it last
+// saw: settled.go) in a folder that is watched: a change to such a file
+// makes fsnotify send an event, which hands it to its worker at once. So
+// fsnotify is still only a hint: a change it misses (a write through a
+// memory map, a file system that sends no events for some writes) is found
+// within statEvery rescan intervals (60 s by default) instead of one, and
+// at the next walk after the watcher reports lost events, which is a full
+// one. With 10,000 sessions the stats and the reads of every folder were
+// most of an idle daemon's CPU and of its garbage.
+const statEvery = 6
 
 // fileKey identifies a file or folder: device and inode.
 type fileKey struct{ dev, ino uint64 }
@@ -87,8 +127,10 @@ func (d *discovery) run(ctx context.Context) error {
 			if !ok {
 				return errors.New("watch: fsnotify closed")
 			}
-			// An overflow means events were lost: the walk finds what changed.
+			// An overflow means events were lost: a full walk finds what
+			// changed.
 			d.t.logger.Warn("file events lost; rescanning", "err", err)
+			d.walks = 0
 			if err := d.walk(); err != nil {
 				d.t.logger.Warn("rescan failed", "err", err)
 			}
@@ -167,11 +209,19 @@ func (d *discovery) release(path string) {
 // seen before that are gone now (their workers notice the deletion).
 func (d *discovery) walk() error {
 	d.t.rescans.Add(1)
+	d.full = d.walks%statEvery == 0
+	d.walks++
 	prev := d.seen
-	d.seen = make(map[string]struct{}, len(prev))
+	if d.spare == nil {
+		d.spare = make(map[string]struct{}, len(prev))
+	}
+	d.seen, d.spare = d.spare, nil
 	d.dups = make(map[string]struct{})
 	d.walkUnreadable, d.walkUnwatched = make(map[string]error), make(map[string]error)
-	if err := d.walkFrom(d.t.root); err != nil {
+	d.reading = make(map[string]*dirState, len(d.dirs))
+	err := d.walkFrom(d.t.root)
+	d.dirs, d.reading = d.reading, nil
+	if err != nil {
 		return err
 	}
 	for p := range prev {
@@ -179,6 +229,8 @@ func (d *discovery) walk() error {
 			d.t.submit(p)
 		}
 	}
+	clear(prev)
+	d.spare = prev
 	// Paths not seen any more hold no file.
 	for p := range d.keyOf {
 		if _, ok := d.seen[p]; !ok {
@@ -237,10 +289,18 @@ func (d *discovery) walkFrom(dir string) error {
 			path = dir
 		}
 		if err == nil && d.linkedFolder(path, de.Type()) {
+			if d.reading != nil {
+				if ds := d.reading[filepath.Dir(path)]; ds != nil {
+					ds.subdirs = true // its files are not taken from here
+				}
+			}
 			d.walkLinked(path)
 			return nil
 		}
 		if err != nil {
+			if d.reading != nil {
+				delete(d.reading, path) // not read: read it again next time
+			}
 			if path == dir && errors.Is(err, fs.ErrNotExist) {
 				return nil
 			}
@@ -254,20 +314,61 @@ func (d *discovery) walkFrom(dir string) error {
 			return err
 		}
 		if de.IsDir() {
+			if d.reading != nil && path != dir {
+				if ds := d.reading[filepath.Dir(path)]; ds != nil {
+					ds.subdirs = true
+				}
+			}
 			if path != d.t.root && skipName(de.Name()) {
 				return filepath.SkipDir
 			}
 			d.watch(path)
+			if d.reading != nil && d.passOver(path) {
+				return filepath.SkipDir
+			}
 			return nil
+		}
+		if d.reading != nil && isSessionFile(path) {
+			if ds := d.reading[filepath.Dir(path)]; ds != nil {
+				ds.files = append(ds.files, path)
+			}
 		}
 		d.found1(path)
 		return nil
 	})
 }
 
+// passOver is called by a walk for each folder before it is read: it
+// records the folder's stat, and, in a walk that is not full, takes the
+// files of a watched folder without subfolders whose stat did not change
+// from what the last walk found in it, and reports that the folder need
+// not be read.
+func (d *discovery) passOver(dir string) bool {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return false // the read says what is wrong
+	}
+	sig := sigOf(st)
+	if prev := d.dirs[dir]; prev != nil && !d.full && !prev.subdirs && prev.sig == sig {
+		if _, ok := d.watched[dir]; ok {
+			d.reading[dir] = prev
+			for _, p := range prev.files {
+				d.found1(p)
+			}
+			return true
+		}
+	}
+	d.reading[dir] = &dirState{sig: sig}
+	return false
+}
+
 // found1 takes a file the walk came across.
 func (d *discovery) found1(path string) {
 	if !isSessionFile(path) {
+		return
+	}
+	if !d.full && d.quiet(path) {
+		d.seen[path] = struct{}{}
 		return
 	}
 	ok, st := d.claimStat(path)
@@ -279,6 +380,20 @@ func (d *discovery) found1(path string) {
 		return // its worker handled exactly this (settled.go)
 	}
 	d.t.submit(path)
+}
+
+// quiet reports whether a walk that is not full may pass over path
+// without a stat (statEvery): the file is the one its path holds (claimed
+// by it, so not a second link to a file followed under another path), its
+// worker settled it, and its folder is watched.
+func (d *discovery) quiet(path string) bool {
+	if _, ok := d.keyOf[path]; !ok {
+		return false
+	}
+	if _, ok := d.watched[filepath.Dir(path)]; !ok {
+		return false
+	}
+	return d.t.hasSettled(path)
 }
 
 func (d *discovery) watch(dir string) {

@@ -55,6 +55,10 @@ type file struct {
 	// place) makes the whole file be read again, at most once per rescan
 	// interval.
 	recheckAt time.Time
+	// deferred: the last look put such a read off until recheckAt; the
+	// file is not settled then (settled.go), so that every walk looks
+	// at it again.
+	deferred bool
 }
 
 func (f *file) reset() {
@@ -142,6 +146,7 @@ func (w *worker) sync(ctx context.Context, path string) error {
 		return nil
 	}
 	defer fh.Close()
+	f.deferred = false
 	dev, ino := devIno(st)
 	if f.ino != ino || f.dev != dev || st.Size() < f.offset+f.part.n || f.status == statusIgnored && f.ignored == ignoreSpecial {
 		if f.offset > 0 || f.status == statusIgnored {
@@ -160,6 +165,7 @@ func (w *worker) sync(ctx context.Context, path string) error {
 		// then mtime stays unrecorded, so the next look tries again.
 		now := time.Now()
 		if now.Before(f.recheckAt) {
+			f.deferred = true
 			return nil
 		}
 		w.t.logger.Debug("session file changed in place; reading it again", "file", f.rel)

@@ -16,7 +16,7 @@ func (t *Tailer) Collectors() []prometheus.Collector {
 		counter("entry_collisions_total", "Entry ids held by two different lines of one session.", t.collisions.Load),
 		counter("publish_errors_total", "Failed publish attempts (retried).", t.publishErrors.Load),
 		counter("files_deleted_total", "Session files that disappeared.", t.deleted.Load),
-		counter("rescans_total", "Full rescans of the sessions tree.", t.rescans.Load),
+		counter("rescans_total", "Rescans of the sessions tree (every 6th stats every session file; the others pass over settled files in watched folders).", t.rescans.Load),
 		gauge("files_tracked", "Files under the sessions dir being followed.", t.filesTracked.Load),
 		gauge("files_ignored", "Files that are not pi sessions.", t.filesIgnored.Load),
 		gauge("sessions_tracked", "Sessions with at least one followed file.", func() int64 { return t.Stats().Sessions }),

@@ -15,9 +15,12 @@ import (
 // from that record in device, inode, size or modification time: the
 // same test the worker applies first (file.statSame), so a file the
 // worker would have passed over is all that is skipped. A change of
-// mtime alone that the worker deferred (file.recheckAt) leaves the
-// record at the old mtime, so the walk keeps submitting it until the
-// worker reads it again.
+// mtime alone that the worker deferred (file.recheckAt) leaves no record,
+// so the walk keeps submitting it until the worker reads it again.
+//
+// A walk that is not full (discover.go, statEvery) does not even stat a
+// settled file in a watched folder: fsnotify hands a changed one to its
+// worker, and the next full walk looks at every file.
 
 // fileSig is what the walk compares.
 type fileSig struct {
@@ -35,7 +38,7 @@ func sigOf(st fs.FileInfo) fileSig {
 func (t *Tailer) settle(path string, f *file, retrying bool) {
 	t.settledMu.Lock()
 	defer t.settledMu.Unlock()
-	if f == nil || retrying || f.gone || (f.status != statusIgnored && f.offset+f.part.n != f.size) {
+	if f == nil || retrying || f.gone || f.deferred || (f.status != statusIgnored && f.offset+f.part.n != f.size) {
 		delete(t.settled, path)
 		return
 	}
@@ -48,4 +51,13 @@ func (t *Tailer) isSettled(path string, st fs.FileInfo) bool {
 	defer t.settledMu.Unlock()
 	s, ok := t.settled[path]
 	return ok && s == sigOf(st)
+}
+
+// hasSettled reports whether the worker recorded path as settled, whatever
+// the file is now.
+func (t *Tailer) hasSettled(path string) bool {
+	t.settledMu.Lock()
+	defer t.settledMu.Unlock()
+	_, ok := t.settled[path]
+	return ok
 }

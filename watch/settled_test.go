@@ -14,7 +14,10 @@ import (
 // periodic walk must still find every change to files it passes over as
 // settled: an append, a same-size edit in place, a new file, a file
 // replaced under its name, a deletion. Many files are settled around
-// them, so that the walk's skipping is what is exercised.
+// them, so that the walk's skipping is what is exercised, and its folders
+// are watched (only the events are dropped), so that the walks that pass
+// over settled files without a stat (statEvery) are exercised too: the
+// changes must be found by the full walk that follows them.
 func TestRescanAloneFindsEveryChange(t *testing.T) {
 	root, state := t.TempDir(), t.TempDir()
 	const others = 40

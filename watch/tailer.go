@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -24,7 +25,7 @@ type Options struct {
 	Root           string        // pi's sessions dir
 	MaxLine        int           // longest line published
 	Workers        int           // files handled in parallel
-	RescanInterval time.Duration // full rescan period
+	RescanInterval time.Duration // rescan period (every statEvery-th rescan is full: discover.go)
 	// MemoryBudget bounds the bytes of lines held at once across workers
 	// (0: DefaultMemoryBudget); a line larger than it is handled alone.
 	MemoryBudget int64
@@ -81,8 +82,10 @@ type Tailer struct {
 }
 
 type sessionRef struct {
-	s     *sessionLog
-	files map[string]struct{}
+	s *sessionLog
+	// files holds the session's paths: almost always one (a slice, not a
+	// map: 10,000 sessions held 10,000 maps of one entry each).
+	files []string
 }
 
 // DefaultMemoryBudget is Options.MemoryBudget when not set.
@@ -233,10 +236,12 @@ func (t *Tailer) track(f *file) *sessionLog {
 	defer t.mu.Unlock()
 	r := t.sessions[f.sid]
 	if r == nil {
-		r = &sessionRef{s: &sessionLog{sid: f.sid}, files: map[string]struct{}{}}
+		r = &sessionRef{s: &sessionLog{sid: f.sid}}
 		t.sessions[f.sid] = r
 	}
-	r.files[f.path] = struct{}{}
+	if !slices.Contains(r.files, f.path) {
+		r.files = append(r.files, f.path)
+	}
 	return r.s
 }
 
@@ -254,7 +259,9 @@ func (t *Tailer) untrack(f *file) (last bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if r := t.sessions[f.sid]; r != nil {
-		delete(r.files, f.path)
+		if i := slices.Index(r.files, f.path); i >= 0 {
+			r.files = slices.Delete(r.files, i, i+1)
+		}
 		if len(r.files) == 0 {
 			delete(t.sessions, f.sid)
 			return true
@@ -328,10 +335,7 @@ func (t *Tailer) FilesFor(sid string) []string {
 	if r == nil {
 		return nil
 	}
-	out := make([]string, 0, len(r.files))
-	for p := range r.files {
-		out = append(out, p)
-	}
+	out := slices.Clone(r.files)
 	sort.Strings(out)
 	return out
 }
