@@ -22,7 +22,7 @@ import (
 // PISYNC_TEST_AS_MAIN mode).
 type daemonProc struct {
 	cmd    *exec.Cmd
-	stderr *bytes.Buffer
+	stderr *lockedWriter // read it with String, safe while the process writes
 	done   chan error
 }
 
@@ -37,8 +37,8 @@ func startDaemonProcArgs(t *testing.T, env []string, out *bytes.Buffer, args ...
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), append([]string{"PISYNC_TEST_AS_MAIN=1"}, env...)...)
-	p := &daemonProc{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
-	cmd.Stderr = &lockedWriter{w: p.stderr}
+	p := &daemonProc{cmd: cmd, stderr: &lockedWriter{w: &bytes.Buffer{}}, done: make(chan error, 1)}
+	cmd.Stderr = p.stderr
 	if out != nil {
 		w := &lockedWriter{w: out}
 		cmd.Stdout, cmd.Stderr = w, w
@@ -59,6 +59,13 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(b)
+}
+
+// String is what was written so far.
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
 }
 
 func (p *daemonProc) kill(t *testing.T, sig syscall.Signal) {
