@@ -32,8 +32,9 @@ const (
 type Index struct {
 	dir string
 	// mu guards idx against Reset; bleve serves concurrent calls itself.
-	mu  sync.RWMutex
-	idx bleve.Index
+	mu     sync.RWMutex
+	idx    bleve.Index
+	closed bool
 	// Rebuilt says the index was made afresh when opened (missing,
 	// unreadable or of another format): the worker reads the streams
 	// from their start.
@@ -117,6 +118,10 @@ func (ix *Index) Reset(why string) error {
 func (ix *Index) Close() error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	if ix.closed {
+		return nil // bleve panics on a second Close
+	}
+	ix.closed = true
 	if err := ix.idx.Close(); err != nil {
 		return fmt.Errorf("search: close: %w", err)
 	}

@@ -21,7 +21,7 @@ const (
 	MaxOffset = 1000
 	// snippetBytes is about how much text a snippet holds around its
 	// first match.
-	snippetBytes = 240
+	snippetBytes  = 240
 	maxHighlights = 32
 )
 
