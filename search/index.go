@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
@@ -212,10 +213,148 @@ func (ix *Index) Write(docs []Doc, stream string, pos uint64) error {
 	return nil
 }
 
-// EraseSession removes every document of the session.
+// EraseSession removes every document of the session, and then merges the
+// index's segments into one: a deleted document stays in its segment file
+// until that segment is merged, and an erase must leave no file holding the
+// session's text. The merge rewrites the whole index (an erase is rare;
+// docs/SECURITY.md says what it costs and what it does not cover).
 func (ix *Index) EraseSession(ctx context.Context, sid string) (int, error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	n, err := ix.deleteSession(ctx, sid)
+	if err != nil || n == 0 {
+		return n, err
+	}
+	if err := ix.compact(ctx); err != nil {
+		return n, fmt.Errorf("search: erase %s: %w", sid, err)
+	}
+	return n, nil
+}
+
+// compact rewrites the index into segments without deleted documents, and
+// waits until the files it replaced are removed.
+func (ix *Index) compact(ctx context.Context) error {
+	adv, err := ix.idx.Advanced()
+	if err != nil {
+		return err
+	}
+	sc, ok := adv.(*scorch.Scorch)
+	if !ok {
+		return fmt.Errorf("the index is not scorch (%T)", adv)
+	}
+	for attempt := 0; ; attempt++ {
+		// A lone segment holding deleted documents is left as it is by
+		// a forced merge: a marker document makes a second one. The
+		// marker holds no text; its own deletion may stay.
+		if err := ix.idx.Index(compactMarker, Doc{Type: compactMarker}); err != nil {
+			return err
+		}
+		if err := sc.ForceMerge(ctx, nil); err != nil {
+			return fmt.Errorf("merge: %w", err)
+		}
+		if err := ix.idx.Delete(compactMarker); err != nil {
+			return err
+		}
+		// A merge the merger began before the deletes may have been
+		// introduced after them, with the deleted documents in it.
+		dirty, err := holdsDeleted(sc)
+		if err != nil {
+			return err
+		}
+		if !dirty {
+			break
+		}
+		if attempt == 10 {
+			return errors.New("deleted documents remain after 10 merges")
+		}
+	}
+	// The persister removes replaced files after it persists a snapshot,
+	// once no reader holds them: each write here is persisted and lets
+	// it run again, until only the live segments' files are left.
+	for i := 0; ; i++ {
+		if err := ix.idx.SetInternal([]byte("pisyncd.compacted"), []byte(strconv.FormatInt(time.Now().UnixNano(), 10))); err != nil {
+			return err
+		}
+		stale, err := ix.staleFiles(sc)
+		if err != nil || len(stale) == 0 {
+			return err
+		}
+		if i == 100 {
+			return fmt.Errorf("replaced files still there: %v", stale)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// staleFiles are the segment files in the index's directory that no live
+// segment is read from.
+func (ix *Index) staleFiles(sc *scorch.Scorch) ([]string, error) {
+	r, err := sc.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	snap, ok := r.(*scorch.IndexSnapshot)
+	if !ok {
+		return nil, fmt.Errorf("unexpected reader %T", r)
+	}
+	live := map[string]bool{}
+	for _, seg := range snap.Segments() {
+		if p, ok := seg.Segment().(interface{ Path() string }); ok {
+			live[filepath.Base(p.Path())] = true
+		}
+	}
+	ents, err := os.ReadDir(filepath.Join(ix.dir, "store"))
+	if err != nil {
+		return nil, err
+	}
+	var stale []string
+	for _, e := range ents {
+		if filepath.Ext(e.Name()) == ".zap" && !live[e.Name()] {
+			stale = append(stale, e.Name())
+		}
+	}
+	return stale, nil
+}
+
+const compactMarker = "pisyncd.compact"
+
+// holdsDeleted reports whether a segment of the index holds a deleted
+// document other than the compaction marker.
+func holdsDeleted(sc *scorch.Scorch) (bool, error) {
+	r, err := sc.Reader()
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	snap, ok := r.(*scorch.IndexSnapshot)
+	if !ok {
+		return false, fmt.Errorf("unexpected reader %T", r)
+	}
+	for _, seg := range snap.Segments() {
+		del := seg.Deleted()
+		if del == nil {
+			continue
+		}
+		it := del.Iterator()
+		for it.HasNext() {
+			id, err := seg.DocID(uint64(it.Next()))
+			if err != nil {
+				return false, err
+			}
+			if string(id) != compactMarker {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+func (ix *Index) deleteSession(ctx context.Context, sid string) (int, error) {
 	n := 0
 	for {
 		q := bleve.NewTermQuery(sid)

@@ -278,3 +278,50 @@ func TestHandler(t *testing.T) {
 		t.Errorf("POST: %d", resp.StatusCode)
 	}
 }
+
+func TestEraseLeavesNoText(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "search")
+	ix := openTest(t, dir)
+	const secret = "hunter2-0a9c77e1"
+	// Several batches: several segments, the secret in one of them.
+	if err := ix.Write(testDocs(), "PI_LOCAL", 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Write([]Doc{{SessionID: "sx", EntryID: "k", Type: "message", Text: "my key is " + secret}}, "PI_LOCAL", 6); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Write([]Doc{{SessionID: "s9", EntryID: "z", Type: "message", Text: "later"}}, "PI_LOCAL", 7); err != nil {
+		t.Fatal(err)
+	}
+	if find(t, ix, secret).Total != 1 {
+		t.Fatal("the secret is not indexed to begin with")
+	}
+	ix.Close()
+	if len(grepDir(t, dir, secret)) == 0 {
+		t.Fatal("the secret is in no file to begin with: the test shows nothing")
+	}
+	ix = openTest(t, dir)
+	if n, err := ix.EraseSession(context.Background(), "sx"); err != nil || n != 1 {
+		t.Fatalf("erase: %d, %v", n, err)
+	}
+	if find(t, ix, secret).Total != 0 || find(t, ix, "later").Total != 1 {
+		t.Fatal("erase removed the wrong documents")
+	}
+	ix.Close()
+	if hits := grepDir(t, dir, secret); len(hits) > 0 {
+		t.Errorf("the secret is still in %v", hits)
+	}
+}
+
+func grepDir(t *testing.T, dir, s string) []string {
+	var hits []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), s) {
+				hits = append(hits, p)
+			}
+		}
+		return nil
+	})
+	return hits
+}

@@ -78,13 +78,19 @@ type Stats struct {
 	Batches int64 `json:"batches"`
 	// Lag is the messages the followers have still to read.
 	Lag int64 `json:"lag"`
+	// Docs and IndexBytes are the index's documents and the size of its
+	// files.
+	Docs       uint64 `json:"docs"`
+	IndexBytes int64  `json:"indexBytes"`
 }
 
 // Stats returns the counters.
 func (w *Worker) Stats() Stats {
+	docs, _ := w.ix.DocCount()
 	return Stats{
 		Indexed: w.indexed.Load(), Skipped: w.skipped.Load(), Erased: w.erased.Load(),
 		Batches: w.batches.Load(), Lag: w.lagLocal.Load() + w.lagAll.Load(),
+		Docs: docs, IndexBytes: w.ix.DiskBytes(),
 	}
 }
 
