@@ -83,14 +83,14 @@ func TestIndexSearch(t *testing.T) {
 	if len(r.Hits) != 1 {
 		t.Fatalf("hits %v", ids(r))
 	}
-	sn := r.Hits[0].Snippet
-	u := utf16.Encode([]rune(sn.Text))
+	hit := r.Hits[0]
+	u := utf16.Encode([]rune(hit.Snippet))
 	var marked []string
-	for _, h := range sn.Highlights {
+	for _, h := range hit.Highlights {
 		marked = append(marked, string(utf16.Decode(u[h[0]:h[1]])))
 	}
 	if strings.Join(marked, ",") != "frobnicator,émoji" {
-		t.Errorf("highlighted %q in %q", marked, sn.Text)
+		t.Errorf("highlighted %q in %q", marked, hit.Snippet)
 	}
 	if pos, err := ix.Position("PI_LOCAL"); err != nil || pos != 5 {
 		t.Errorf("position %d, %v", pos, err)
@@ -116,13 +116,14 @@ func TestSnippetLongText(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := find(t, ix, "needle")
-	sn := r.Hits[0].Snippet
-	if !sn.Before || !sn.After || len(sn.Text) > snippetBytes+8 || len(sn.Highlights) != 1 {
-		t.Fatalf("snippet %+v", sn)
+	hit := r.Hits[0]
+	if !strings.HasPrefix(hit.Snippet, "…") || !strings.HasSuffix(hit.Snippet, "…") || len(hit.Snippet) > snippetBytes+8 || len(hit.Highlights) != 1 {
+		t.Fatalf("snippet %q %v", hit.Snippet, hit.Highlights)
 	}
-	h := sn.Highlights[0]
-	if sn.Text[h[0]:h[1]] != "needle" { // ASCII: UTF-16 units are bytes
-		t.Errorf("highlight %v over %q", h, sn.Text)
+	h := hit.Highlights[0]
+	u := utf16.Encode([]rune(hit.Snippet))
+	if got := string(utf16.Decode(u[h[0]:h[1]])); got != "needle" {
+		t.Errorf("highlight %v over %q: %q", h, hit.Snippet, got)
 	}
 }
 
@@ -234,7 +235,7 @@ func TestHandler(t *testing.T) {
 		t.Fatalf("session only: %d %v", code, body)
 	}
 	h := body["hits"].([]any)[0].(map[string]any)
-	for _, k := range []string{"sessionId", "entryId", "node", "type", "snippet", "score"} {
+	for _, k := range []string{"sessionId", "entryId", "node", "type", "snippet", "highlights", "score"} {
 		if _, ok := h[k]; !ok {
 			t.Errorf("hit lacks %s: %v", k, h)
 		}

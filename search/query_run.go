@@ -27,25 +27,20 @@ const (
 
 // Hit is one entry found.
 type Hit struct {
-	SessionID string  `json:"sessionId"`
-	EntryID   string  `json:"entryId"`
-	Node      string  `json:"node"`
-	Type      string  `json:"type"`
-	Role      string  `json:"role,omitempty"`
-	Timestamp string  `json:"timestamp,omitempty"`
-	Snippet   Snippet `json:"snippet"`
-	Score     float64 `json:"score"`
-}
-
-// Snippet is plain text around the first match with the matches' ranges.
-// Ranges are [start, end) offsets in UTF-16 code units of Text (the unit
-// of a JavaScript string), so a page can cut Text and escape each part.
-type Snippet struct {
-	Text       string   `json:"text"`
+	SessionID string `json:"sessionId"`
+	EntryID   string `json:"entryId"` // "" for a session's header (its cwd)
+	Node      string `json:"node"`
+	Type      string `json:"type"`
+	Role      string `json:"role,omitempty"`
+	Timestamp string `json:"timestamp,omitempty"`
+	// Snippet is plain text around the first match (never HTML: a page
+	// escapes it), with "…" at an end where text of the entry was left
+	// out. Highlights are the matches' [start, end) offsets in UTF-16
+	// code units of Snippet (the unit of a JavaScript string), so a page
+	// can cut it and escape each part.
+	Snippet    string   `json:"snippet"`
 	Highlights [][2]int `json:"highlights"`
-	// Before and After say text of the entry was left out on that side.
-	Before bool `json:"before,omitempty"`
-	After  bool `json:"after,omitempty"`
+	Score      float64  `json:"score"`
 }
 
 // Result is one page of hits.
@@ -79,10 +74,11 @@ func (ix *Index) Search(ctx context.Context, q Query, limit, offset int) (Result
 	out := Result{Total: res.Total, Hits: make([]Hit, 0, len(res.Hits))}
 	for _, h := range res.Hits {
 		str := func(f string) string { s, _ := h.Fields[f].(string); return s }
+		snip, marks := makeSnippet(str("text"), h.Locations["text"])
 		out.Hits = append(out.Hits, Hit{
 			SessionID: str("sessionId"), EntryID: str("entryId"), Node: str("node"),
 			Type: str("type"), Role: str("role"), Timestamp: str("timestamp"),
-			Snippet: makeSnippet(str("text"), h.Locations["text"]), Score: h.Score,
+			Snippet: snip, Highlights: marks, Score: h.Score,
 		})
 	}
 	if n := offset + len(res.Hits); uint64(n) < res.Total && n <= MaxOffset {
@@ -118,8 +114,9 @@ func (q Query) bleve() query.Query {
 	return b
 }
 
-// makeSnippet cuts text around its first match, on rune boundaries.
-func makeSnippet(text string, terms search.TermLocationMap) Snippet {
+// makeSnippet cuts text around its first match, on rune boundaries, and
+// returns the matches' ranges in it.
+func makeSnippet(text string, terms search.TermLocationMap) (string, [][2]int) {
 	var locs []*search.Location
 	for _, ls := range terms {
 		locs = append(locs, ls...)
@@ -137,7 +134,16 @@ func makeSnippet(text string, terms search.TermLocationMap) Snippet {
 	for hi < len(text) && !utf8.RuneStart(text[hi]) {
 		hi++
 	}
-	s := Snippet{Text: text[lo:hi], Before: lo > 0, After: hi < len(text), Highlights: [][2]int{}}
+	prefix := ""
+	if lo > 0 {
+		prefix = "…"
+	}
+	snip := prefix + text[lo:hi]
+	if hi < len(text) {
+		snip += "…"
+	}
+	shift := utf16Len(prefix)
+	marks := [][2]int{}
 	last := -1
 	for _, l := range locs {
 		st, en := int(l.Start), int(l.End)
@@ -145,12 +151,12 @@ func makeSnippet(text string, terms search.TermLocationMap) Snippet {
 			continue
 		}
 		last = en
-		s.Highlights = append(s.Highlights, [2]int{utf16Len(text[lo:st]), utf16Len(text[lo:en])})
-		if len(s.Highlights) == maxHighlights {
+		marks = append(marks, [2]int{shift + utf16Len(text[lo:st]), shift + utf16Len(text[lo:en])})
+		if len(marks) == maxHighlights {
 			break
 		}
 	}
-	return s
+	return snip, marks
 }
 
 func utf16Len(s string) int {

@@ -99,7 +99,7 @@ func printHits(w io.Writer, res search.Result) error {
 			kind += "/" + h.Role
 		}
 		fmt.Fprintf(w, "\n%s  %s  entry %s  %s  %s\n", orDash(shortTime(h.Timestamp)), terminalSafe(h.SessionID), orDash(terminalSafe(h.EntryID)), terminalSafe(h.Node), terminalSafe(kind))
-		fmt.Fprintf(w, "    %s\n", terminalSafe(marked(h.Snippet)))
+		fmt.Fprintf(w, "    %s\n", terminalSafe(marked(h.Snippet, h.Highlights)))
 	}
 	if res.Next > 0 {
 		fmt.Fprintf(w, "\nmore: --after %s\n", strconv.Itoa(res.Next))
@@ -107,26 +107,20 @@ func printHits(w io.Writer, res search.Result) error {
 	return nil
 }
 
-// marked is the snippet's text with its highlights in «».
-func marked(s search.Snippet) string {
-	u := utf16.Encode([]rune(s.Text))
+// marked is the snippet with its highlights in «».
+func marked(snippet string, highlights [][2]int) string {
+	u := utf16.Encode([]rune(snippet))
 	var b strings.Builder
-	if s.Before {
-		b.WriteString("…")
-	}
 	at := 0
-	for _, h := range s.Highlights {
+	for _, h := range highlights {
 		if h[0] < at || h[1] > len(u) || h[0] > h[1] {
-			continue
+			continue // not from our daemon: shown unmarked
 		}
 		b.WriteString(string(utf16.Decode(u[at:h[0]])))
 		b.WriteString("«" + string(utf16.Decode(u[h[0]:h[1]])) + "»")
 		at = h[1]
 	}
 	b.WriteString(string(utf16.Decode(u[at:])))
-	if s.After {
-		b.WriteString("…")
-	}
 	return b.String()
 }
 
