@@ -18,6 +18,7 @@ import (
 )
 
 var benchBytes = flag.Int64("search.bytes", 1<<30, "bytes of session files BenchmarkSearch generates")
+var benchDir = flag.String("search.dir", "", "keep the corpus and the index here, and reuse them when a former run left them (queries only)")
 var benchBatch = flag.Int("search.batch", 2<<20, "bytes of text a batch holds (Options.BatchBytes)")
 
 // corpus generates pi sessions that look like real ones to an index: words
@@ -214,7 +215,20 @@ func resetPeak() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
 //
 //	go test -run '^$' -bench BenchmarkSearch -benchtime 1x -timeout 60m ./search/
 func BenchmarkSearch(b *testing.B) {
-	dir := b.TempDir()
+	dir := *benchDir
+	if dir == "" {
+		dir = b.TempDir()
+	}
+	if _, err := os.Stat(filepath.Join(dir, "built")); err == nil {
+		ix, err := Open(filepath.Join(dir, "search"))
+		if err != nil || ix.Rebuilt {
+			b.Fatalf("reuse %s: %v", dir, err)
+		}
+		defer ix.Close()
+		b.Logf("reusing the index in %s (%d MiB)", dir, ix.DiskBytes()>>20)
+		benchQueries(b, ix)
+		return
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "sessions"), 0o700); err != nil {
 		b.Fatal(err)
 	}
@@ -269,7 +283,24 @@ func BenchmarkSearch(b *testing.B) {
 	_, peak := rss()
 	n, _ := ix.DocCount()
 	diskAfterBuild := ix.DiskBytes()
+	os.WriteFile(filepath.Join(dir, "built"), nil, 0o600)
+	mb := float64(size) / (1 << 20)
+	b.ReportMetric(mb/build.Seconds(), "build-MB/s")
+	report(b, "corpus: %d files, %.0f MiB, %d lines indexed into %d documents (%d by Extract)", len(files), mb, seq, n, docs)
+	report(b, "raw read %.1fs (%.0f MB/s); Extract %.1fs (%.0f MB/s, %.2fx raw); build %.1fs (%.1f MB/s, %.1fx raw)",
+		raw.Seconds(), mb/raw.Seconds(), extract.Seconds(), mb/extract.Seconds(), extract.Seconds()/raw.Seconds(),
+		build.Seconds(), mb/build.Seconds(), build.Seconds()/raw.Seconds())
+	report(b, "index %.0f MiB (%.2fx the sessions); RSS before the build %.0f MiB, peak during the build %.0f MiB",
+		float64(diskAfterBuild)/(1<<20), float64(diskAfterBuild)/float64(size), float64(rssBefore)/(1<<20), float64(peak)/(1<<20))
+	benchQueries(b, ix)
+}
 
+// report logs a line to stderr too (a benchmark's log is cut at ten lines).
+func report(b *testing.B, format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
+
+func benchQueries(b *testing.B, ix *Index) {
 	c := newCorpus(1) // the same vocabulary
 	v := c.vocab
 	queries := []string{
@@ -288,8 +319,9 @@ func BenchmarkSearch(b *testing.B) {
 	}
 	var lat []time.Duration
 	hits := map[string]uint64{}
+	per := map[string][]time.Duration{}
 	ctx := context.Background()
-	for round := range 30 {
+	for round := range 16 {
 		for _, q := range queries {
 			pq, err := ParseQuery(q)
 			if err != nil {
@@ -303,6 +335,7 @@ func BenchmarkSearch(b *testing.B) {
 			}
 			if round > 0 { // the first round warms the caches
 				lat = append(lat, d)
+				per[q] = append(per[q], d)
 			}
 			hits[q] = res.Total
 		}
@@ -310,20 +343,14 @@ func BenchmarkSearch(b *testing.B) {
 	slices.Sort(lat)
 	p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
 	_, peakAll := rss()
-	mb := float64(size) / (1 << 20)
-	b.ReportMetric(mb/build.Seconds(), "build-MB/s")
 	b.ReportMetric(float64(p(0.5).Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(p(0.99).Microseconds())/1000, "p99-ms")
 	load, _ := os.ReadFile("/proc/loadavg")
-	b.Logf("corpus: %d files, %.0f MiB, %d lines indexed into %d documents (%d by Extract)", len(files), mb, seq, n, docs)
-	b.Logf("raw read %.1fs (%.0f MB/s); Extract %.1fs (%.0f MB/s, %.2fx raw); build %.1fs (%.1f MB/s, %.1fx raw)",
-		raw.Seconds(), mb/raw.Seconds(), extract.Seconds(), mb/extract.Seconds(), extract.Seconds()/raw.Seconds(),
-		build.Seconds(), mb/build.Seconds(), build.Seconds()/raw.Seconds())
-	b.Logf("index %.0f MiB (%.2fx the sessions); RSS before the build %.0f MiB, peak during the build %.0f MiB, peak with queries %.0f MiB",
-		float64(diskAfterBuild)/(1<<20), float64(diskAfterBuild)/float64(size), float64(rssBefore)/(1<<20), float64(peak)/(1<<20), float64(peakAll)/(1<<20))
-	b.Logf("queries: %d timed, p50 %v, p90 %v, p99 %v, max %v", len(lat), p(0.5), p(0.9), p(0.99), lat[len(lat)-1])
+	report(b, "queries: %d timed, p50 %v, p90 %v, p99 %v, max %v; peak RSS %.0f MiB", len(lat), p(0.5), p(0.9), p(0.99), lat[len(lat)-1], float64(peakAll)/(1<<20))
 	for _, q := range queries {
-		b.Logf("  %-40q %d hits", q, hits[q])
+		ql := per[q]
+		slices.Sort(ql)
+		report(b, "  %-40q %7d hits  p50 %v  max %v", q, hits[q], ql[len(ql)/2], ql[len(ql)-1])
 	}
-	b.Logf("load average: %s", strings.TrimSpace(string(load)))
+	report(b, "load average: %s", strings.TrimSpace(string(load)))
 }

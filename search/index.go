@@ -129,19 +129,21 @@ func (ix *Index) Close() error {
 	return nil
 }
 
+const analyzerName = "pitext"
+
 func newMapping() mapping.IndexMapping {
 	im := bleve.NewIndexMapping()
 	// Words are Unicode word segments, lower-cased; no stemming and no stop
 	// words: sessions are code and commands as much as prose, and "is" or
 	// "go" are worth finding there.
-	if err := im.AddCustomAnalyzer("pitext", map[string]any{
+	if err := im.AddCustomAnalyzer(analyzerName, map[string]any{
 		"type":          custom.Name,
 		"tokenizer":     unicode.Name,
 		"token_filters": []string{lowercase.Name},
 	}); err != nil {
 		panic(err) // a constant mapping
 	}
-	im.DefaultAnalyzer = "pitext"
+	im.DefaultAnalyzer = analyzerName
 	im.IndexDynamic, im.StoreDynamic, im.DocValuesDynamic = false, false, false
 	dm := bleve.NewDocumentStaticMapping()
 	kw := func(store bool) *mapping.FieldMapping {
@@ -155,7 +157,7 @@ func newMapping() mapping.IndexMapping {
 		return f
 	}
 	text := bleve.NewTextFieldMapping()
-	text.Analyzer = "pitext"
+	text.Analyzer = analyzerName
 	// Term vectors give phrase matching and the hit locations snippets
 	// are cut around.
 	text.Store, text.IncludeTermVectors, text.IncludeInAll, text.DocValues = true, true, false, false

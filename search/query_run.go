@@ -3,12 +3,11 @@ package search
 import (
 	"context"
 	"fmt"
-	"sort"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/search/query"
 )
 
@@ -62,11 +61,18 @@ func (ix *Index) Search(ctx context.Context, q Query, limit, offset int) (Result
 	if offset < 0 || offset > MaxOffset {
 		return Result{}, badQuery("after must be 0 to %d", MaxOffset)
 	}
-	req := bleve.NewSearchRequestOptions(q.bleve(), limit, offset, false)
-	req.Fields = []string{"sessionId", "node", "type", "role", "entryId", "timestamp", "text"}
-	req.IncludeLocations = true
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	an := ix.idx.Mapping().AnalyzerNamed(analyzerName)
+	if an == nil {
+		return Result{}, fmt.Errorf("search: no analyzer %s", analyzerName)
+	}
+	bq, words := q.bleve(an)
+	req := bleve.NewSearchRequestOptions(bq, limit, offset, false)
+	req.Fields = []string{"sessionId", "node", "type", "role", "entryId", "timestamp", "text"}
+	// No hit locations from the index: bleve would read the term vectors
+	// of every match (hundreds of thousands for a common word) to return
+	// those of a page. The page's snippets find their matches themselves.
 	res, err := ix.idx.SearchInContext(ctx, req)
 	if err != nil {
 		return Result{}, fmt.Errorf("search: %w", err)
@@ -74,7 +80,7 @@ func (ix *Index) Search(ctx context.Context, q Query, limit, offset int) (Result
 	out := Result{Total: res.Total, Hits: make([]Hit, 0, len(res.Hits))}
 	for _, h := range res.Hits {
 		str := func(f string) string { s, _ := h.Fields[f].(string); return s }
-		snip, marks := makeSnippet(str("text"), h.Locations["text"])
+		snip, marks := makeSnippet(str("text"), matches(an, str("text"), words))
 		out.Hits = append(out.Hits, Hit{
 			SessionID: str("sessionId"), EntryID: str("entryId"), Node: str("node"),
 			Type: str("type"), Role: str("role"), Timestamp: str("timestamp"),
@@ -87,19 +93,31 @@ func (ix *Index) Search(ctx context.Context, q Query, limit, offset int) (Result
 	return out, nil
 }
 
-// bleve builds the index query: every term a phrase in the text (a word
-// of several tokens, "foo.bar", matches them in order), filters exact.
-func (q Query) bleve() query.Query {
+// bleve builds the index query: a term of one token is a term query, one
+// of several ("foo.bar") a phrase; filters are exact. It returns the
+// tokens of the terms, which snippets mark.
+func (q Query) bleve(an analysis.Analyzer) (query.Query, map[string]bool) {
+	words := map[string]bool{}
+	text := func(t string) query.Query {
+		toks := an.Analyze([]byte(t))
+		if len(toks) == 1 {
+			tq := bleve.NewTermQuery(string(toks[0].Term))
+			tq.SetField("text")
+			return tq
+		}
+		p := bleve.NewMatchPhraseQuery(t)
+		p.SetField("text")
+		return p
+	}
 	b := bleve.NewBooleanQuery()
 	for _, t := range q.Terms {
-		p := bleve.NewMatchPhraseQuery(t)
-		p.SetField("text")
-		b.AddMust(p)
+		b.AddMust(text(t))
+		for _, tok := range an.Analyze([]byte(t)) {
+			words[string(tok.Term)] = true
+		}
 	}
 	for _, t := range q.Not {
-		p := bleve.NewMatchPhraseQuery(t)
-		p.SetField("text")
-		b.AddMustNot(p)
+		b.AddMustNot(text(t))
 	}
 	for _, f := range []struct{ field, val string }{{"sessionId", q.Session}, {"node", q.Node}, {"type", q.Type}, {"role", q.Role}} {
 		if f.val != "" {
@@ -111,20 +129,40 @@ func (q Query) bleve() query.Query {
 	if len(q.Terms) == 0 {
 		b.AddMust(bleve.NewMatchAllQuery()) // filters only
 	}
-	return b
+	return b, words
+}
+
+// highlightScan bounds the text of a hit searched for its matches.
+const highlightScan = 32 << 10
+
+// matches are the byte ranges of text's tokens that are query words, in
+// its first highlightScan bytes.
+func matches(an analysis.Analyzer, text string, words map[string]bool) [][2]int {
+	if len(words) == 0 {
+		return nil
+	}
+	if len(text) > highlightScan {
+		end := highlightScan
+		for end > 0 && !utf8.RuneStart(text[end]) {
+			end--
+		}
+		text = text[:end]
+	}
+	var out [][2]int
+	for _, tok := range an.Analyze([]byte(text)) {
+		if words[string(tok.Term)] {
+			out = append(out, [2]int{tok.Start, tok.End})
+		}
+	}
+	return out
 }
 
 // makeSnippet cuts text around its first match, on rune boundaries, and
-// returns the matches' ranges in it.
-func makeSnippet(text string, terms search.TermLocationMap) (string, [][2]int) {
-	var locs []*search.Location
-	for _, ls := range terms {
-		locs = append(locs, ls...)
-	}
-	sort.Slice(locs, func(i, j int) bool { return locs[i].Start < locs[j].Start })
+// returns the matches' ranges in it. locs are sorted byte ranges.
+func makeSnippet(text string, locs [][2]int) (string, [][2]int) {
 	lo, hi := 0, min(len(text), snippetBytes)
 	if len(locs) > 0 {
-		first := int(min(locs[0].Start, uint64(len(text))))
+		first := min(locs[0][0], len(text))
 		lo = max(0, first-snippetBytes/4)
 		hi = min(len(text), lo+snippetBytes)
 	}
@@ -146,7 +184,7 @@ func makeSnippet(text string, terms search.TermLocationMap) (string, [][2]int) {
 	marks := [][2]int{}
 	last := -1
 	for _, l := range locs {
-		st, en := int(l.Start), int(l.End)
+		st, en := l[0], l[1]
 		if st < lo || en > hi || st >= en || st < last {
 			continue
 		}

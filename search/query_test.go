@@ -67,6 +67,6 @@ func FuzzParseQuery(f *testing.F) {
 		if len(q.Terms) == 0 && q.Session == "" && q.Node == "" && q.Type == "" && q.Role == "" {
 			t.Fatal("an empty query was accepted")
 		}
-		q.bleve() // builds without panicking
+		q.bleve(newMapping().AnalyzerNamed(analyzerName)) // builds without panicking
 	})
 }
