@@ -47,7 +47,7 @@ type Daemon struct {
 	gate   *admit.Gate
 	all    *eventlog.All
 	proj   *projection.Worker
-	// The full-text index and its worker; nil with PISYNC_SEARCH=false.
+	// The full-text index and its worker; nil when PISYNC_SEARCH is off.
 	searchIx *search.Index
 	searchW  *search.Worker
 	store    *embedded.StoreWatch
@@ -241,7 +241,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	if d.repl != nil {
 		d.repl.SetTracker(d.tailer)
 	}
-	if d.cfg.Search {
+	if d.cfg.SearchOn() {
 		if err := d.openSearch(); err != nil {
 			return err
 		}
@@ -415,7 +415,7 @@ func (d *Daemon) SearchHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintln(w, `{"error":"search is off on this machine (PISYNC_SEARCH=false)"}`)
+		fmt.Fprintln(w, `{"error":"search is off on this machine (PISYNC_SEARCH, docs/SEARCH.md)"}`)
 	})
 }
 

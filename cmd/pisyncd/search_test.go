@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,8 +14,8 @@ import (
 )
 
 // searchOn turns the full-text index on in a station's configuration (the
-// test configurations leave it off, as the zero value).
-func searchOn(c *config.Config) { c.Search = true }
+// test configurations leave it off: "" is off).
+func searchOn(c *config.Config) { c.Search = "on" }
 
 // searchVia runs `pisyncd search ARGS --json` against s's daemon.
 func searchVia(t *testing.T, s *station, args ...string) (search.Result, error) {
@@ -96,9 +97,11 @@ func TestSearchAcrossMachines(t *testing.T) {
 	if err != nil || st.Search == nil || st.Search.Docs < 3 || st.Search.IndexBytes == 0 {
 		t.Fatalf("status: %+v, %v", st.Search, err)
 	}
-	if v := metricValue(t, b, "pisyncd_search_docs_indexed_total"); v < 3 {
-		t.Errorf("pisyncd_search_docs_indexed_total = %v", v)
-	}
+	// The counter follows the batch's write, which searches see first.
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		v := metricValue(t, b, "pisyncd_search_docs_indexed_total")
+		return v >= 3, fmt.Sprintf("pisyncd_search_docs_indexed_total = %v", v)
+	})
 
 	// A restart resumes: nothing is indexed again, the index answers.
 	b.stop()
