@@ -55,6 +55,8 @@ type Config struct {
 
 	Rules string `envconfig:"RULES" default:"auto" desc:"the context rules every session's context and views follow: auto (pi-1.6 for a session holding a line only pi >= 0.86 writes, seed otherwise), seed (pi 0.85.1 plus retainedTail, the project's contract) or pi-1.6 (docs/RULES.md)"`
 
+	Search string `envconfig:"SEARCH" default:"auto" desc:"keep a full-text index of every session in STATE_DIR/search for pisyncd search and the web view's /api/search: on, off, or auto (on, except with PISYNC_STORE_CIPHER: the index is plaintext and would sit in clear beside the encrypted store) (docs/SEARCH.md, docs/SECURITY.md)"`
+
 	KeyFile string `envconfig:"KEY_FILE" desc:"the team keyring for end-to-end encryption, 0600 (default: STATE_DIR/team-key.json; pisyncd key init|import writes it)"`
 	Encrypt string `envconfig:"ENCRYPT" default:"auto" desc:"seal every line before it goes to the hub: on (fail closed: without a team key nothing is forwarded), off, or auto (on while a team key is here); sealed lines from others are opened whenever a key is here (docs/SECURITY.md)"`
 
@@ -73,6 +75,19 @@ type Config struct {
 	MemoryBudget    ByteSize      `envconfig:"MEMORY_BUDGET" default:"512MiB" desc:"the bound on the daemon's peak resident memory: 256MiB of it is a reserve (runtime, binary, the embedded server's block buffers, the collector's room), and of the rest a quarter is for lines the tailer holds (read, not yet stored), a quarter for bodies kept for repeated context queries, an eighth read ahead by one, the rest for the server's copies; the Go memory limit is this less 160MiB (GOMEMLIMIT wins); want at least 256MiB + 4 × PISYNC_MAX_LINE"`
 	Workers         int           `envconfig:"WORKERS" default:"8" desc:"files read and published in parallel"`
 	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"10s" desc:"bound on a graceful stop; a second signal exits at once"`
+}
+
+// SearchOn reports whether the daemon keeps the search index
+// (PISYNC_SEARCH): on, or auto without a store cipher. "" (a Config
+// literal) is off.
+func (c *Config) SearchOn() bool {
+	switch c.Search {
+	case "on":
+		return true
+	case "auto":
+		return c.StoreCipher == "" || c.StoreCipher == "off"
+	}
+	return false
 }
 
 // Trusted returns the nodes whose lines are written into any session, nil
@@ -174,6 +189,11 @@ func (c *Config) Validate() error {
 	case "", "auto", "on", "off":
 	default:
 		errs = append(errs, fmt.Errorf("%s_ENCRYPT %q: want auto, on or off", Prefix, c.Encrypt))
+	}
+	switch c.Search {
+	case "", "auto", "on", "off":
+	default:
+		errs = append(errs, fmt.Errorf("%s_SEARCH %q: want auto, on or off", Prefix, c.Search))
 	}
 	if err := checkStoreCipher(Prefix, c.StoreCipher); err != nil {
 		errs = append(errs, err)

@@ -220,3 +220,22 @@ func TestRules(t *testing.T) {
 		}
 	}
 }
+
+func TestSearchOn(t *testing.T) {
+	for _, tc := range []struct {
+		search, cipher string
+		want           bool
+	}{
+		{"auto", "", true}, {"auto", "off", true}, {"auto", "aes", false},
+		{"on", "aes", true}, {"off", "", false}, {"", "", false},
+	} {
+		c := Config{Search: tc.search, StoreCipher: tc.cipher}
+		if got := c.SearchOn(); got != tc.want {
+			t.Errorf("PISYNC_SEARCH=%q with cipher %q: on %v, want %v", tc.search, tc.cipher, got, tc.want)
+		}
+	}
+	c := Config{Search: "yes", LogLevel: "info", LogFormat: "text"}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "PISYNC_SEARCH") {
+		t.Errorf("PISYNC_SEARCH=yes: %v", err)
+	}
+}

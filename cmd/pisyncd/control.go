@@ -22,6 +22,7 @@ import (
 	"github.com/pisyncd/pisyncd/internal/redact"
 	"github.com/pisyncd/pisyncd/projection"
 	"github.com/pisyncd/pisyncd/replicate"
+	"github.com/pisyncd/pisyncd/search"
 	"github.com/pisyncd/pisyncd/watch"
 )
 
@@ -80,6 +81,7 @@ type Status struct {
 	Admission      *admit.Stats              `json:"admission,omitempty"`
 	Encryption     *encryptionStatus         `json:"encryption,omitempty"`
 	Projection     projection.Stats          `json:"projection"`
+	Search         *search.Stats             `json:"search,omitempty"`
 	ForkedSessions []string                  `json:"forkedSessions,omitempty"`
 	// Erased counts the sessions erased here at the user's request
 	// (pisyncd erase); those erased for other machines are the
@@ -121,6 +123,10 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 	}
 	if d.proj != nil {
 		st.Projection = d.proj.Stats()
+	}
+	if d.searchW != nil {
+		ss := d.searchW.Stats()
+		st.Search = &ss
 	}
 	if d.fwd != nil {
 		fs, ds, rs := d.fwd.Stats(), d.dl.Stats(), d.repl.Stats()
@@ -164,6 +170,7 @@ func (d *Daemon) controlHandler() http.Handler {
 	mux.Handle("GET /ls", ph)
 	mux.Handle("GET /context", ph)
 	mux.Handle("GET /tail", ph)
+	mux.Handle("GET /api/search", d.SearchHandler())
 	return mux
 }
 

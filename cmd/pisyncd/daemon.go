@@ -27,6 +27,7 @@ import (
 	"github.com/pisyncd/pisyncd/keyring"
 	"github.com/pisyncd/pisyncd/projection"
 	"github.com/pisyncd/pisyncd/replicate"
+	"github.com/pisyncd/pisyncd/search"
 	"github.com/pisyncd/pisyncd/watch"
 	"github.com/pisyncd/pisyncd/web"
 )
@@ -51,9 +52,12 @@ type Daemon struct {
 	// httpURL is the web view's address once its listener is bound
 	// (pisyncd web); "" without PISYNC_HTTP_ADDR.
 	httpURL atomic.Pointer[string]
-	store   *embedded.StoreWatch
-	reg     *prometheus.Registry
-	started time.Time
+	// The full-text index and its worker; nil when PISYNC_SEARCH is off.
+	searchIx *search.Index
+	searchW  *search.Worker
+	store    *embedded.StoreWatch
+	reg      *prometheus.Registry
+	started  time.Time
 
 	eraseMu sync.Mutex   // one erase at a time (erase.go)
 	erased  atomic.Int64 // sessions erased here on request
@@ -180,6 +184,9 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 // Close stops the connection and the server and releases the state dir.
 func (d *Daemon) Close() error {
 	var errs []error
+	if d.searchIx != nil {
+		errs = append(errs, d.searchIx.Close())
+	}
 	if d.nc != nil {
 		// A connection still reconnecting after a restart of the event
 		// store (embedded.StoreWatch) has nothing in flight to drain: the
@@ -239,6 +246,11 @@ func (d *Daemon) build(ctx context.Context) error {
 	if d.repl != nil {
 		d.repl.SetTracker(d.tailer)
 	}
+	if d.cfg.SearchOn() {
+		if err := d.openSearch(); err != nil {
+			return err
+		}
+	}
 	if d.web, err = newWeb(d); err != nil {
 		return err
 	}
@@ -252,6 +264,9 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.reg.MustRegister(d.store.Collectors()...)
 	d.reg.MustRegister(diskCollectors(d.cfg)...)
 	d.reg.MustRegister(d.proj.Collectors()...)
+	if d.searchW != nil {
+		d.reg.MustRegister(d.searchW.Collectors()...)
+	}
 	d.reg.MustRegister(metrics.Counter("sessions_erased_total", "Sessions erased on this machine at the user's request (pisyncd erase).", d.erased.Load))
 	if d.repl != nil {
 		d.reg.MustRegister(d.repl.Collectors()...)
@@ -298,6 +313,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 		defer wg.Done()
 		fail(d.tailer.Run(ctx))
 	}()
+	if d.searchW != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fail(d.searchW.Run(ctx))
+		}()
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -376,6 +398,39 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return nil // asked to stop: not an error
 	}
 	return cause
+}
+
+// openSearch opens the full-text index (made afresh when missing, unreadable
+// or of another format) and builds its worker.
+func (d *Daemon) openSearch() error {
+	ix, err := search.Open(filepath.Join(d.cfg.StateDir, "search"))
+	if err != nil {
+		return err
+	}
+	w, err := search.NewWorker(d.nc, ix, search.Options{
+		Node: d.cfg.NodeID, All: len(d.cfg.HubURLs) > 0,
+		StartAfter: d.tailer.Ready(), // the first read is not slowed by indexing
+		Logger:     d.logger.With("component", "search"),
+	})
+	if err != nil {
+		ix.Close()
+		return err
+	}
+	d.searchIx, d.searchW = ix, w
+	return nil
+}
+
+// SearchHandler serves GET /api/search (search.Index.Handler), or answers
+// 503 saying why when the index is off.
+func (d *Daemon) SearchHandler() http.Handler {
+	if d.searchIx != nil {
+		return d.searchIx.Handler()
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, `{"error":"search is off on this machine (PISYNC_SEARCH, docs/SEARCH.md)"}`)
+	})
 }
 
 func runCommand(args []string, stderr io.Writer) error {

@@ -149,8 +149,10 @@ func (h *testHub) hubLines(t *testing.T, sid string) (total, events int) {
 func TestEraseSession(t *testing.T) {
 	hub := startTestHub(t)
 	startHubControl(t, hub)
-	a := newStation(t, "ws-a", hub.url(), "")
-	b := newStation(t, "ws-b", hub.url(), "")
+	// The search index on: the erase must leave nothing of the session
+	// in it either (the grep of the state dirs at the end).
+	a := newStationWith(t, "ws-a", hub.url(), "", searchOn)
+	b := newStationWith(t, "ws-b", hub.url(), "", searchOn)
 
 	sid := "0199ffff-0000-7000-8000-000000000001"
 	rel := sessionRel("/work/leak", sid)
@@ -181,6 +183,7 @@ func TestEraseSession(t *testing.T) {
 	other := writeSentinel(t, a, "0199ffff-0000-7000-8000-000000000002")
 	waitUntil(t, 30*time.Second, func() (bool, string) { return len(b.sessionFiles()[other]) == 2, "other session on B" })
 	for _, s := range []*station{a, b} {
+		waitSearch(t, s, 2, leaked) // e2 and b1 (e3's text is past search.MaxText)
 		if len(grepTree(s.cfg.StateDir, leaked)) == 0 {
 			t.Fatalf("%s: the secret is not in the store to begin with: the test shows nothing", s.name)
 		}
@@ -213,6 +216,11 @@ func TestEraseSession(t *testing.T) {
 		left := leftOf(t, a, sid)
 		return left == "", "A keeps " + left
 	})
+	for _, s := range []*station{a, b} {
+		waitSearch(t, s, 0, leaked)
+		waitSearch(t, s, 0, "--session", sid)
+		waitSearch(t, s, 2, "--session", "0199ffff-0000-7000-8000-000000000002") // the other session stays
+	}
 	sa, err := a.status()
 	if err != nil {
 		t.Fatal(err)

@@ -32,6 +32,9 @@ Usage:
                                      the LLM context pi would build: from FILE (pi's rules, no daemon
                                      needed) or from the live projection of a session
   pisyncd ls [--json]                the catalog of every session, newest first
+  pisyncd search QUERY... [--json] [--limit N] [--session ID]
+                                     full-text search of every session known here (words, "phrases",
+                                     -excluded, session:/node:/type:/role: filters)
   pisyncd tail [--session ID] [--type T] [--json] [--from-start]
                                      follow new entries as they arrive
   pisyncd web                        the web view's URL (every session, live, as a tree; on
@@ -74,6 +77,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = lsCommand(args, stdout)
 	case "tail":
 		err = tailCommand(args, stdout)
+	case "search":
+		err = searchCommand(args, stdout)
 	case "erase":
 		err = eraseCommand(args, stdout)
 	case "web":

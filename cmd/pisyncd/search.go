@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf16"
+
+	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/search"
+)
+
+const searchUsage = `pisyncd search QUERY... [--json] [--limit N] [--after N] [--session ID] [--node ID]
+
+Searches every session known here (the running daemon's index): all words
+must match; "quoted phrases" match in order; -word excludes; session:ID,
+node:ID, type:TYPE and role:ROLE filter. Flags may come anywhere; every
+other argument is part of the query.`
+
+// searchCommand asks the running daemon's index. Its own flags are picked
+// out by name; every other argument is the query, so that -word (an
+// exclusion) is not taken for a flag.
+func searchCommand(args []string, stdout io.Writer) error {
+	params := url.Values{}
+	asJSON := false
+	var words []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") {
+			words = append(words, a)
+			continue
+		}
+		switch name {
+		case "h", "help":
+			return &helpRequest{usage: searchUsage}
+		case "json":
+			asJSON = true
+		case "limit", "after", "session", "node":
+			if !hasVal {
+				if i+1 >= len(args) {
+					return &usageError{msg: "search: --" + name + " needs a value", usage: searchUsage}
+				}
+				i++
+				val = args[i]
+			}
+			params.Set(name, val)
+		default:
+			words = append(words, a)
+		}
+	}
+	params.Set("q", strings.Join(words, " "))
+	if len(words) == 0 && params.Get("session") == "" && params.Get("node") == "" {
+		return &usageError{msg: "search: missing the query", usage: searchUsage}
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), search.QueryTimeout+5*time.Second)
+	defer cancel()
+	resp, err := getControl(ctx, cfg, "/api/search?"+params.Encode())
+	if err != nil {
+		var de *daemonError
+		if errors.As(err, &de) {
+			var body struct{ Error string }
+			if json.Unmarshal([]byte(de.msg), &body) == nil && body.Error != "" {
+				de.msg = body.Error
+			}
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	var res search.Result
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&res); err != nil {
+		return fmt.Errorf("search: %w", err)
+	}
+	if asJSON {
+		return json.NewEncoder(stdout).Encode(res)
+	}
+	return printHits(stdout, res)
+}
+
+// printHits prints one hit in two lines: where, then the snippet with the
+// matches in «». Session text is attacker-controlled: control characters
+// (escape sequences a terminal would obey) are shown as spaces.
+func printHits(w io.Writer, res search.Result) error {
+	fmt.Fprintf(w, "%d hits\n", res.Total)
+	for _, h := range res.Hits {
+		kind := h.Type
+		if h.Role != "" {
+			kind += "/" + h.Role
+		}
+		fmt.Fprintf(w, "\n%s  %s  entry %s  %s  %s\n", orDash(shortTime(h.Timestamp)), terminalSafe(h.SessionID), orDash(terminalSafe(h.EntryID)), terminalSafe(h.Node), terminalSafe(kind))
+		fmt.Fprintf(w, "    %s\n", terminalSafe(marked(h.Snippet, h.Highlights)))
+	}
+	if res.Next > 0 {
+		fmt.Fprintf(w, "\nmore: --after %s\n", strconv.Itoa(res.Next))
+	}
+	return nil
+}
+
+// marked is the snippet with its highlights in «».
+func marked(snippet string, highlights [][2]int) string {
+	u := utf16.Encode([]rune(snippet))
+	var b strings.Builder
+	at := 0
+	for _, h := range highlights {
+		if h[0] < at || h[1] > len(u) || h[0] > h[1] {
+			continue // not from our daemon: shown unmarked
+		}
+		b.WriteString(string(utf16.Decode(u[at:h[0]])))
+		b.WriteString("«" + string(utf16.Decode(u[h[0]:h[1]])) + "»")
+		at = h[1]
+	}
+	b.WriteString(string(utf16.Decode(u[at:])))
+	return b.String()
+}
+
+func terminalSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r) {
+			return ' '
+		}
+		return r
+	}, s)
+}

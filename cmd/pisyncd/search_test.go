@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/search"
+)
+
+// searchOn turns the full-text index on in a station's configuration (the
+// test configurations leave it off: "" is off).
+func searchOn(c *config.Config) { c.Search = "on" }
+
+// searchVia runs `pisyncd search ARGS --json` against s's daemon.
+func searchVia(t *testing.T, s *station, args ...string) (search.Result, error) {
+	t.Helper()
+	stationEnv(t, s.cfg)
+	var out bytes.Buffer
+	err := searchCommand(append(args, "--json"), &out)
+	var res search.Result
+	if err == nil {
+		if derr := json.Unmarshal(out.Bytes(), &res); derr != nil {
+			t.Fatalf("search output %q: %v", out.String(), derr)
+		}
+	}
+	return res, err
+}
+
+// waitSearch waits until s's index answers q with want hits.
+func waitSearch(t *testing.T, s *station, want uint64, args ...string) search.Result {
+	t.Helper()
+	var res search.Result
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		var err error
+		res, err = searchVia(t, s, args...)
+		return err == nil && res.Total == want, s.name + ": " + strings.Join(args, " ") + ": " + describe(res, err)
+	})
+	return res
+}
+
+func describe(res search.Result, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	b, _ := json.Marshal(res)
+	return string(b)
+}
+
+// TestSearchAcrossMachines: a line written on A is found on B, with A as
+// its node, through `pisyncd search` over B's control socket; the text
+// output makes a hostile line inert on a terminal; a bad query is refused
+// with the reason; a restart keeps the index and indexes nothing again.
+func TestSearchAcrossMachines(t *testing.T) {
+	hub := startTestHub(t)
+	a := newStationWith(t, "ws-a", hub.url(), "", searchOn)
+	b := newStationWith(t, "ws-b", hub.url(), "", searchOn)
+
+	sid := "0199ffff-0000-7000-8000-00000000a001"
+	rel := sessionRel("/work/frob", sid)
+	mustWriteLines(t, filepath.Join(a.cfg.SessionsDir, rel), []string{
+		hdrLine(sid, "/work/frob"),
+		msgLine("e1", "", "please fix the frobnicator"),
+		// JSON escapes: the line is valid, its text holds the controls.
+		`{"type":"message","id":"e2","parentId":"e1","timestamp":"2026-11-30T00:00:02.000Z","message":{"role":"user","content":"evil \u001b]0;pwned\u0007 \u001b[2J frobnicator output","timestamp":2}}`,
+	})
+	res := waitSearch(t, b, 2, "frobnicator")
+	for _, h := range res.Hits {
+		if h.SessionID != sid || h.Node != "ws-a" || h.Type != "message" || h.Role != "user" {
+			t.Errorf("hit on B: %+v", h)
+		}
+	}
+	waitSearch(t, a, 2, "frobnicator", "--session", sid)
+	waitSearch(t, b, 1, `"fix the frobnicator"`)
+	waitSearch(t, b, 1, "frobnicator", "-please")
+	waitSearch(t, b, 0, "frobnicator", "--node", "ws-b")
+
+	// Text output: the escape sequences are gone, the match is marked.
+	stationEnv(t, b.cfg)
+	var out bytes.Buffer
+	if err := searchCommand([]string{"frobnicator", "output"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsRune(out.String(), '\x1b') || strings.ContainsRune(out.String(), '\x07') || !strings.Contains(out.String(), "«frobnicator»") || !strings.Contains(out.String(), sid) {
+		t.Errorf("text output:\n%q", out.String())
+	}
+	// A bad query: the reason, not a status line or JSON.
+	if _, err := searchVia(t, b, `"unclosed`); err == nil || !strings.Contains(err.Error(), "unclosed quote") || strings.Contains(err.Error(), "{") {
+		t.Errorf("bad query: %v", err)
+	}
+	st, err := b.status()
+	if err != nil || st.Search == nil || st.Search.Docs < 3 || st.Search.IndexBytes == 0 {
+		t.Fatalf("status: %+v, %v", st.Search, err)
+	}
+	// The counter follows the batch's write, which searches see first.
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		v := metricValue(t, b, "pisyncd_search_docs_indexed_total")
+		return v >= 3, fmt.Sprintf("pisyncd_search_docs_indexed_total = %v", v)
+	})
+
+	// A restart resumes: nothing is indexed again, the index answers.
+	b.stop()
+	b.start()
+	waitSearch(t, b, 2, "frobnicator")
+	appendLine(t, filepath.Join(a.cfg.SessionsDir, rel), msgLine("e3", "e2", "zanzibar arrives later"))
+	waitSearch(t, b, 1, "zanzibar")
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		st, err = b.status()
+		return err == nil && st.Search != nil && st.Search.Indexed >= 1, "the new line counted"
+	})
+	if st.Search.Indexed != 1 {
+		t.Errorf("after the restart B indexed %+v (want 1 document: the new line)", st.Search)
+	}
+}

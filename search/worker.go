@@ -1,0 +1,392 @@
+package search
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+)
+
+// Options configure a Worker.
+type Options struct {
+	// Node is this node's id: its PI_ALL subjects are skipped (PI_LOCAL
+	// holds them already).
+	Node string
+	// All consumes PI_ALL too (a workstation with a hub); the stream must
+	// exist before Run.
+	All bool
+	// BatchBytes bounds the text held before it is written to the index
+	// (default 2 MiB): with the consumer's pull limit, the worker's memory
+	// whatever the backlog.
+	BatchBytes int
+	// StartAfter, when not nil, holds back indexing until it is closed
+	// (the daemon passes the tailer's Ready: the first read of a large
+	// sessions tree is not slowed by indexing at the same time).
+	StartAfter <-chan struct{}
+	Logger     *slog.Logger
+}
+
+// maxBatchDocs bounds the documents of one batch whatever their size.
+const maxBatchDocs = 4096
+
+// Worker keeps the index up to date with the streams.
+type Worker struct {
+	js     jetstream.JetStream
+	ix     *Index
+	opts   Options
+	logger *slog.Logger
+
+	// writeMu orders a follower's batch against the other's erase: a
+	// batch written before an erase is erased with the session, one
+	// written after leaves out what the erase covered (erasedBelow).
+	writeMu     sync.Mutex
+	erasedBelow map[string]map[string]uint64 // sid → stream → sequence
+
+	indexed, skipped, erased, batches atomic.Int64
+	lagLocal, lagAll                  atomic.Int64
+	handledLocal, handledAll          atomic.Uint64
+}
+
+// NewWorker returns a worker that keeps ix up to date from the streams on
+// nc; Run starts it.
+func NewWorker(nc *nats.Conn, ix *Index, opts Options) (*Worker, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	if opts.BatchBytes <= 0 {
+		opts.BatchBytes = 2 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Worker{js: js, ix: ix, opts: opts, logger: opts.Logger, erasedBelow: map[string]map[string]uint64{}}, nil
+}
+
+// Stats are the worker's counters since it started.
+type Stats struct {
+	Indexed int64 `json:"docsIndexed"`
+	Skipped int64 `json:"linesSkipped"` // lines with nothing to search
+	Erased  int64 `json:"sessionsErased"`
+	Batches int64 `json:"batches"`
+	// Lag is the messages the followers have still to read.
+	Lag int64 `json:"lag"`
+	// Docs and IndexBytes are the index's documents and the size of its
+	// files.
+	Docs       uint64 `json:"docs"`
+	IndexBytes int64  `json:"indexBytes"`
+}
+
+// Stats returns the counters.
+func (w *Worker) Stats() Stats {
+	docs, _ := w.ix.DocCount()
+	return Stats{
+		Indexed: w.indexed.Load(), Skipped: w.skipped.Load(), Erased: w.erased.Load(),
+		Batches: w.batches.Load(), Lag: w.lagLocal.Load() + w.lagAll.Load(),
+		Docs: docs, IndexBytes: w.ix.DiskBytes(),
+	}
+}
+
+func (w *Worker) streams() []string {
+	if w.opts.All {
+		return []string{eventlog.LocalStream, eventlog.AllStream}
+	}
+	return []string{eventlog.LocalStream}
+}
+
+// Run follows the streams until ctx ends. A follower that fails reads
+// again from the index's position after a pause; Run itself ends only with
+// ctx.
+func (w *Worker) Run(ctx context.Context) error {
+	if w.opts.StartAfter != nil {
+		select {
+		case <-w.opts.StartAfter:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	if err := w.checkStreams(ctx); err != nil {
+		// Not fatal: the index stays, and is checked again at the next start.
+		w.logger.Warn("search: could not check the index against the streams", "err", err)
+	}
+	if w.ix.Rebuilt && w.ix.Why != "" {
+		w.logger.Info("search index rebuilt from the streams", "why", w.ix.Why)
+	}
+	var wg sync.WaitGroup
+	for _, s := range w.streams() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.follow(ctx, s)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// checkStreams empties the index when a position is past its stream's
+// end: the store under the index was made afresh, and what the index holds
+// is not in it.
+func (w *Worker) checkStreams(ctx context.Context) error {
+	for _, stream := range w.streams() {
+		pos, err := w.ix.Position(stream)
+		if err != nil || pos == 0 {
+			continue // an unreadable position reads the stream again
+		}
+		s, err := w.js.Stream(ctx, stream)
+		if err != nil {
+			return fmt.Errorf("search: %s: %w", stream, err)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("search: %s: %w", stream, err)
+		}
+		if pos > info.State.LastSeq {
+			return w.ix.Reset(fmt.Sprintf("indexed %s up to %d, the stream ends at %d", stream, pos, info.State.LastSeq))
+		}
+	}
+	return nil
+}
+
+// follow consumes one stream until ctx ends, restarting after failures
+// with backoff.
+func (w *Worker) follow(ctx context.Context, stream string) {
+	const first, most = 100 * time.Millisecond, 5 * time.Second
+	backoff := first
+	for failures := 1; ; failures++ {
+		progressed, err := w.consume(ctx, stream)
+		if ctx.Err() != nil {
+			return
+		}
+		if progressed {
+			backoff, failures = first, 1
+		}
+		if failures == 1 || failures%20 == 0 {
+			w.logger.Warn("search indexing paused; retrying", "stream", stream, "err", err, "attempt", failures, "retry_in", backoff)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, most)
+	}
+}
+
+// pending is a document waiting for its batch, with the sequence of its
+// line (an erase between the line and the batch leaves it out).
+type pending struct {
+	doc Doc
+	seq uint64
+}
+
+// consume indexes the stream from the index's position on, writing a batch
+// whenever it has caught up or holds BatchBytes. progressed says a batch
+// was written.
+func (w *Worker) consume(ctx context.Context, stream string) (progressed bool, err error) {
+	pos, err := w.ix.Position(stream)
+	if err != nil {
+		return false, err
+	}
+	filter := eventlog.LocalPrefix + ".>"
+	if stream == eventlog.AllStream {
+		filter = eventlog.AllPrefix + ".>"
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}}
+	if pos > 0 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = pos + 1
+	}
+	cons, err := w.js.OrderedConsumer(ctx, stream, cfg)
+	if err != nil {
+		return false, fmt.Errorf("search: consumer on %s: %w", stream, err)
+	}
+	it, err := cons.Messages(eventlog.PullLimit(8 << 20))
+	if err != nil {
+		return false, fmt.Errorf("search: consumer on %s: %w", stream, err)
+	}
+	defer it.Stop()
+	lag := &w.lagLocal
+	handled := &w.handledLocal
+	if stream == eventlog.AllStream {
+		lag, handled = &w.lagAll, &w.handledAll
+	}
+	asm := map[string]*eventlog.Assembler{}
+	var batch []pending
+	bytes := 0
+	flush := func(last uint64) error {
+		done := last
+		for _, a := range asm {
+			if p := a.PendingStart(); p > 0 {
+				done = min(done, p-1) // a split line still missing chunks
+			}
+		}
+		if done <= pos {
+			done = 0 // position unchanged
+		}
+		if len(batch) == 0 && done == 0 {
+			return nil
+		}
+		if err := w.write(stream, batch, done); err != nil {
+			return err
+		}
+		if done > 0 {
+			pos = done
+		}
+		progressed = true
+		batch, bytes = batch[:0], 0
+		return nil
+	}
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return progressed, fmt.Errorf("search: read %s: %w", stream, err)
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			return progressed, fmt.Errorf("search: read %s: %w", stream, err)
+		}
+		seq := meta.Sequence.Stream
+		ev := w.assemble(stream, asm, msg, seq)
+		if ev != nil && ev.Op == eventlog.OpErase {
+			// Everything read before the erase is written first, so that
+			// the erase removes it with the rest.
+			if err := flush(seq - 1); err != nil {
+				return progressed, err
+			}
+			if err := w.erase(ctx, ev); err != nil {
+				return progressed, err
+			}
+		} else if ev != nil && ev.Op == "" {
+			if d, ok := Extract(ev.Raw); ok {
+				d.SessionID, d.Node = ev.SID, ev.Node
+				batch = append(batch, pending{d, seq})
+				bytes += len(d.Text) + 256
+			} else {
+				w.skipped.Add(1)
+			}
+		}
+		handled.Store(seq)
+		lag.Store(int64(meta.NumPending))
+		if meta.NumPending == 0 || bytes >= w.opts.BatchBytes || len(batch) >= maxBatchDocs {
+			if err := flush(seq); err != nil {
+				return progressed, err
+			}
+		}
+	}
+}
+
+// assemble returns the event msg completes, nil when there is none or it
+// is not to be indexed from this stream.
+func (w *Worker) assemble(stream string, asm map[string]*eventlog.Assembler, msg jetstream.Msg, seq uint64) *eventlog.Event {
+	subj := msg.Subject()
+	node, sid, err := eventlog.ParseSubject(subj)
+	if err != nil {
+		return nil
+	}
+	if stream == eventlog.AllStream && node == w.opts.Node {
+		// This node's own lines and erases come back through the hub:
+		// PI_LOCAL has them, and the PI_LOCAL follower handled them.
+		return nil
+	}
+	a := asm[subj]
+	if a == nil {
+		a = eventlog.NewAssembler(false)
+		asm[subj] = a
+	}
+	ev, err := a.Add(stream, subj, seq, msg.Headers(), msg.Data())
+	if err != nil {
+		w.logger.Warn("search: skipping an unreadable message", "stream", stream, "subject", subj, "seq", seq, "err", err)
+		return nil
+	}
+	if ev != nil {
+		ev.SID = sid
+		if ev.Op == "" && len(ev.Raw) == 0 {
+			return nil
+		}
+	}
+	return ev
+}
+
+// write writes a batch and the stream's position (0: unchanged), leaving
+// out documents of sessions erased after their line.
+func (w *Worker) write(stream string, batch []pending, pos uint64) error {
+	w.writeMu.Lock()
+	defer w.writeMu.Unlock()
+	docs := make([]Doc, 0, len(batch))
+	for _, p := range batch {
+		if below, ok := w.erasedBelow[p.doc.SessionID]; ok && p.seq <= below[stream] {
+			continue
+		}
+		docs = append(docs, p.doc)
+	}
+	if err := w.ix.Write(docs, stream, pos); err != nil {
+		return err
+	}
+	w.indexed.Add(int64(len(docs)))
+	w.batches.Add(1)
+	return nil
+}
+
+// erase removes ev's session from the index. Lines of it that a stream
+// delivers later but that were stored before the erase reached us (the
+// other stream may be behind) are left out: erasedBelow keeps, per
+// session, the sequences up to which its lines are gone. Lines after them
+// are a new session.
+func (w *Worker) erase(ctx context.Context, ev *eventlog.Event) error {
+	below := map[string]uint64{ev.Stream: ev.Seq}
+	for _, stream := range w.streams() {
+		if stream == ev.Stream {
+			continue
+		}
+		s, err := w.js.Stream(ctx, stream)
+		if err != nil {
+			return fmt.Errorf("search: erase %s: %w", ev.SID, err)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("search: erase %s: %w", ev.SID, err)
+		}
+		below[stream] = info.State.LastSeq
+	}
+	w.writeMu.Lock()
+	defer w.writeMu.Unlock()
+	for stream, seq := range w.erasedBelow[ev.SID] {
+		below[stream] = max(below[stream], seq)
+	}
+	w.erasedBelow[ev.SID] = below
+	n, err := w.ix.EraseSession(ctx, ev.SID)
+	if err != nil {
+		return err
+	}
+	w.erased.Add(1)
+	w.logger.Info("search: session erased from the index", "session", ev.SID, "documents", n)
+	return nil
+}
+
+// WaitHandled returns once the follower of stream has read the message at
+// seq (an erase: its session is gone from the index then), or with an
+// error when ctx ends first.
+func (w *Worker) WaitHandled(ctx context.Context, stream string, seq uint64) error {
+	h := &w.handledLocal
+	if stream == eventlog.AllStream {
+		h = &w.handledAll
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for h.Load() < seq {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("search: wait for %s seq %d: %w", stream, seq, ctx.Err())
+		case <-tick.C:
+		}
+	}
+	return nil
+}

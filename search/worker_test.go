@@ -1,0 +1,221 @@
+package search
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/testenv"
+)
+
+const testNode = "test-node"
+
+// rig is an embedded server with PI_LOCAL and an index with its worker, as
+// the daemon runs them.
+type rig struct {
+	t     *testing.T
+	nc    *nats.Conn
+	log   *eventlog.Local
+	dir   string
+	ix    *Index
+	w     *Worker
+	stop  context.CancelFunc
+	done  chan error
+	lasts map[string]uint64
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	state := t.TempDir()
+	srv, err := embedded.Start(context.Background(), embedded.Config{StateDir: state, NodeID: testNode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lg, err := eventlog.OpenLocal(context.Background(), nc, testNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{t: t, nc: nc, log: lg, dir: filepath.Join(state, "search"), lasts: map[string]uint64{}}
+	t.Cleanup(func() {
+		r.stopWorker()
+		nc.Close()
+		srv.Close()
+	})
+	r.startWorker()
+	return r
+}
+
+func (r *rig) startWorker() {
+	r.t.Helper()
+	ix, err := Open(r.dir)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	w, err := NewWorker(r.nc, ix, Options{Node: testNode, BatchBytes: 4096})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.ix, r.w, r.stop, r.done = ix, w, cancel, make(chan error, 1)
+	go func() { r.done <- w.Run(ctx) }()
+}
+
+func (r *rig) stopWorker() {
+	if r.stop == nil {
+		return
+	}
+	r.stop()
+	if err := <-r.done; err != nil {
+		r.t.Errorf("worker: %v", err)
+	}
+	if err := r.ix.Close(); err != nil {
+		r.t.Error(err)
+	}
+	r.stop = nil
+}
+
+// publish appends lines to the session's subject as the tailer would.
+func (r *rig) publish(sid string, lines ...string) uint64 {
+	r.t.Helper()
+	var ls []eventlog.Line
+	for i, l := range lines {
+		ls = append(ls, eventlog.NewLine([]byte(l), fmt.Sprint(i), "", "message", sid+".jsonl", int64(i+1)))
+	}
+	last, _, err := r.log.Publish(context.Background(), sid, r.lasts[sid], ls)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.lasts[sid] = last
+	return last
+}
+
+func (r *rig) waitTotal(q string, want uint64) Result {
+	r.t.Helper()
+	pq, err := ParseQuery(q)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var res Result
+	testenv.WaitFor(r.t, 20*time.Second, func() (bool, string) {
+		res, err = r.ix.Search(context.Background(), pq, 100, 0)
+		return err == nil && res.Total == want, fmt.Sprintf("%q: %d hits (%v), want %d", q, res.Total, err, want)
+	})
+	return res
+}
+
+func (r *rig) waitPosition(seq uint64) {
+	r.t.Helper()
+	testenv.WaitFor(r.t, 20*time.Second, func() (bool, string) {
+		pos, err := r.ix.Position(eventlog.LocalStream)
+		return err == nil && pos >= seq, fmt.Sprintf("position %d (%v), want %d", pos, err, seq)
+	})
+}
+
+func session(sid string, n int, word string) []string {
+	lines := []string{testenv.Header(sid)}
+	parent := ""
+	for i := range n {
+		id := fmt.Sprintf("%s-e%d", sid, i)
+		lines = append(lines, testenv.Entry(id, parent, fmt.Sprintf("%s line %d of %s", word, i, sid)))
+		parent = id
+	}
+	return lines
+}
+
+func TestWorkerIndexesResumesAndErases(t *testing.T) {
+	r := newRig(t)
+	r.publish("s1", session("s1", 50, "alpha")...)
+	last := r.publish("s2", session("s2", 30, "beta")...)
+	res := r.waitTotal("alpha", 50)
+	h := res.Hits[0]
+	if h.SessionID != "s1" || h.Node != testNode || h.Type != "message" || h.Role != "user" || h.Timestamp == "" {
+		t.Errorf("hit %+v", h)
+	}
+	r.waitTotal("beta", 30)
+	r.waitTotal("/home/u/p", 2) // the headers' cwd
+	r.waitPosition(last)
+
+	// A restart resumes after the saved position: nothing is indexed again.
+	r.stopWorker()
+	r.startWorker()
+	if r.ix.Rebuilt {
+		t.Fatal("the index was rebuilt on restart")
+	}
+	last = r.publish("s2", testenv.Entry("s2-late", "s2-e29", "gamma arrives after the restart"))
+	r.waitTotal("gamma", 1)
+	r.waitPosition(last)
+	testenv.WaitFor(t, 20*time.Second, func() (bool, string) { return r.w.Stats().Indexed >= 1, "the new line counted" })
+	if st := r.w.Stats(); st.Indexed != 1 {
+		t.Errorf("after the restart %d documents were indexed, want 1 (the new line)", st.Indexed)
+	}
+	r.waitTotal("beta", 30)
+
+	// An erase event removes the session; the other stays.
+	seq, err := r.log.PublishErase(context.Background(), "s1", eventlog.EraseLine("s1.jsonl", time.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := r.w.WaitHandled(ctx, eventlog.LocalStream, seq); err != nil {
+		t.Fatal(err)
+	}
+	r.waitTotal("session:s1", 0)
+	r.waitTotal("alpha", 0)
+	r.waitTotal("beta", 30)
+	if st := r.w.Stats(); st.Erased != 1 {
+		t.Errorf("stats %+v", st)
+	}
+	// Lines of the session after the erase are a new session, indexed.
+	r.lasts["s1"] = seq
+	r.publish("s1", testenv.HeaderAt("s1", "/home/u/q", "2026-11-30T00:00:00.000Z"), testenv.Entry("n1", "", "delta reborn"))
+	r.waitTotal("delta", 1)
+}
+
+func TestWorkerRebuildsMissingIndex(t *testing.T) {
+	r := newRig(t)
+	last := r.publish("s1", session("s1", 20, "alpha")...)
+	r.waitTotal("alpha", 20)
+	r.waitPosition(last)
+	r.stopWorker()
+	if err := removeAll(r.dir); err != nil {
+		t.Fatal(err)
+	}
+	r.startWorker()
+	if !r.ix.Rebuilt {
+		t.Fatal("not rebuilt")
+	}
+	r.waitTotal("alpha", 20)
+}
+
+func TestWorkerResetsIndexOfAnotherStore(t *testing.T) {
+	r := newRig(t)
+	last := r.publish("s1", session("s1", 5, "alpha")...)
+	r.waitPosition(last)
+	r.stopWorker()
+	// The index says it read past the stream's end: a store made afresh.
+	ix, err := Open(r.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Write([]Doc{{SessionID: "ghost", EntryID: "g", Type: "message", Text: "phantom"}}, eventlog.LocalStream, last+1000); err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	r.startWorker()
+	r.waitTotal("phantom", 0)
+	r.waitTotal("alpha", 5)
+}
+
+func removeAll(dir string) error { return os.RemoveAll(dir) }
