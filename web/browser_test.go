@@ -169,7 +169,7 @@ func TestBrowserListAndFilter(t *testing.T) {
 	b.waitJS(t, 10*time.Second, `document.querySelectorAll('#list .row').length === 0`)
 	// search without an index says so
 	b.do(t, chromedp.SendKeys(chromedp.CSS(`#q`), "hello\n"))
-	b.waitJS(t, 10*time.Second, `(document.querySelector('#search-results .search-off')||{}).textContent?.includes('search not available')`)
+	b.waitJS(t, 10*time.Second, `(document.querySelector('#search-results .search-off')||{}).textContent?.includes('search is off')`)
 }
 
 func TestBrowserBranchSwitchAndContext(t *testing.T) {

@@ -131,7 +131,7 @@ func (s *Server) page(name string) http.HandlerFunc {
 
 func (s *Server) serveSearch(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Search == nil {
-		http.Error(w, "search not available: this daemon has no search index", http.StatusServiceUnavailable)
+		http.Error(w, "search is off on this machine: start the daemon with PISYNC_SEARCH=on (docs/SEARCH.md)", http.StatusServiceUnavailable)
 		return
 	}
 	s.opts.Search.ServeHTTP(w, r)

@@ -70,7 +70,7 @@ func TestSecurityHeadersHostAndToken(t *testing.T) {
 			t.Errorf("POST with token %q: status %d, want %d", tok, resp.StatusCode, want)
 		}
 	}
-	if resp, body := d.get("/api/search?q=x"); resp.StatusCode != 503 || !strings.Contains(body, "search not available") {
+	if resp, body := d.get("/api/search?q=x"); resp.StatusCode != 503 || !strings.Contains(body, "search is off") {
 		t.Errorf("search without index: %d %q", resp.StatusCode, body)
 	}
 }

@@ -25,8 +25,13 @@ func newWeb(d *Daemon) (*web.Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	var searchH http.Handler // nil: the view says search is off
+	if d.searchIx != nil {
+		searchH = d.searchIx.Handler()
+	}
 	return web.New(web.Options{
 		Source: d.proj,
+		Search: searchH,
 		Node:   d.cfg.NodeID,
 		Rules:  d.cfg.RuleSet(),
 		Hosts:  d.cfg.WebHosts,

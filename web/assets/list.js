@@ -20,7 +20,7 @@
       all = d.sessions;
       options();
       apply();
-      if (!d.search) document.getElementById('q').placeholder = 'search not available';
+      if (!d.search) document.getElementById('q').placeholder = 'search is off (PISYNC_SEARCH=on)';
     }).catch(function (e) {
       document.getElementById('count').textContent = 'error: ' + e.message;
     });
