@@ -54,10 +54,16 @@ type streamBodies struct {
 	// context is written (nil: none).
 	pending *stretch
 
+	// files serves the bodies of this machine's lines from its session
+	// files first (filebodies.go); nil: the store serves every body.
+	files *fileBodies
+
 	fetches int
 	reads   atomic.Int64
-	held    int64 // bytes in cache now
-	peak    int64 // bytes in cache and pending at most
+	// fromFile and fromStore count the bodies each source served.
+	fromFile, fromStore atomic.Int64
+	held                int64 // bytes in cache now
+	peak                int64 // bytes in cache and pending at most
 }
 
 // stretch is a part of the window read ahead: positions [start, end) of
@@ -213,7 +219,20 @@ func (b *streamBodies) startStretch(pos int) *stretch {
 	st.cancel = cancel
 	go func() {
 		defer close(st.done)
-		st.err = b.prefetch(ctx, need, func(ref session.Ref, body []byte) { st.bodies[ref] = body })
+		put := func(ref session.Ref, body []byte) { st.bodies[ref] = body }
+		if b.files != nil {
+			rest, err := b.files.read(ctx, need, put)
+			if err != nil {
+				st.err = err
+				return
+			}
+			b.fromFile.Add(int64(len(need) - len(rest)))
+			need = rest
+		}
+		st.err = b.prefetch(ctx, need, func(ref session.Ref, body []byte) {
+			b.fromStore.Add(1)
+			put(ref, body)
+		})
 	}()
 	return st
 }
@@ -224,12 +243,17 @@ func (st *stretch) stop() {
 	<-st.done
 }
 
-// close stops the read ahead of a stretch not served: the query is done.
-func (b *streamBodies) close() {
+// close stops the read ahead of a stretch not served and closes the
+// files read: the query is done.
+func (b *streamBodies) close() error {
 	if b.pending != nil {
 		b.pending.stop()
 		b.pending = nil
 	}
+	if b.files != nil {
+		return b.files.close()
+	}
+	return nil
 }
 
 // fetchOne reads one body with direct gets, from its ref on (or from the
@@ -248,6 +272,7 @@ func (b *streamBodies) fetchOne(ref session.Ref) ([]byte, error) {
 			return nil, err
 		}
 		if body, ok := got[ref]; ok {
+			b.fromStore.Add(1)
 			return body, nil
 		}
 		// The ref's message is the last chunk of a split line: its

@@ -87,8 +87,15 @@ func (w *Worker) eachContext(ctx context.Context, sid, leaf string, mode session
 		return b, ok
 	}
 	src := newStreamBodies(ctx, w.nc, w.js, w.filters(sid), known, ix, w.opts.ReadAhead, w.opts.MaxBodyBytes)
+	s.mu.Lock()
+	src.files = newFileBodies(w.opts.SessionsDir, s.locs)
+	s.mu.Unlock()
 	err = use(ix, src)
-	src.close()
+	if cerr := src.close(); err == nil {
+		err = cerr
+	}
+	w.bodiesFromFile.Add(src.fromFile.Load())
+	w.bodiesFromStore.Add(src.fromStore.Load())
 	for peak := w.readAheadPeak.Load(); src.peak > peak && !w.readAheadPeak.CompareAndSwap(peak, src.peak); {
 		peak = w.readAheadPeak.Load()
 	}
