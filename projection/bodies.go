@@ -57,6 +57,12 @@ type streamBodies struct {
 	// files serves the bodies of this machine's lines from its session
 	// files first (filebodies.go); nil: the store serves every body.
 	files *fileBodies
+	// recycle: the caller holds a body only until it asks for the one
+	// after the next (EachMessage: an entry and its edit), and the window
+	// is not kept, so the chunks of the stretch served before the last
+	// can be read into again (fileBodies.release).
+	recycle     bool
+	prev, older *chunks
 
 	fetches int
 	reads   atomic.Int64
@@ -73,6 +79,7 @@ type stretch struct {
 	start, end int
 	bytes      int64 // planned, by Index.Sizes
 	bodies     map[session.Ref][]byte
+	chunks     *chunks // what the files' lines were read into
 	err        error
 	cancel     context.CancelFunc
 	done       chan struct{}
@@ -180,6 +187,9 @@ func (b *streamBodies) readAhead(pos int) error {
 	b.pending = nil
 	if st != nil && !(st.start <= pos && pos < st.end) {
 		st.stop()
+		if b.recycle {
+			b.files.release(st.chunks) // never served
+		}
 		st = nil
 	}
 	if st == nil {
@@ -188,6 +198,13 @@ func (b *streamBodies) readAhead(pos int) error {
 	<-st.done
 	if st.err != nil {
 		return st.err
+	}
+	if b.recycle {
+		// The caller may still hold a body of the stretch served last
+		// (an entry whose edit it asks for now), not one of the stretch
+		// before it.
+		b.files.release(b.older)
+		b.older, b.prev = b.prev, st.chunks
 	}
 	for ref, body := range st.bodies {
 		b.put(ref, body)
@@ -221,7 +238,8 @@ func (b *streamBodies) startStretch(pos int) *stretch {
 		defer close(st.done)
 		put := func(ref session.Ref, body []byte) { st.bodies[ref] = body }
 		if b.files != nil {
-			rest, err := b.files.read(ctx, need, put)
+			st.chunks = &chunks{fb: b.files}
+			rest, err := b.files.read(ctx, need, st.chunks, put)
 			if err != nil {
 				st.err = err
 				return

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"syscall"
 
 	"github.com/pisyncd/pisyncd/eventlog"
@@ -33,6 +34,59 @@ type fileBodies struct {
 	root  string
 	locs  lineLocs // a copy taken under the session's lock
 	files map[string]*openFile
+
+	// free holds chunks no body refers to any more (release), for the
+	// next stretches' reads: a 200 MB context then reads into a few
+	// chunks instead of allocating (and zeroing, and collecting) 200 MB.
+	mu   sync.Mutex
+	free [][]byte
+}
+
+// fileChunk is the size of the chunks lines are read into; a run longer
+// than it (one line longer than fileRead) gets a buffer of its own.
+const fileChunk = fileRead
+
+// chunks is where one stretch reads its lines: runs are carved from
+// chunks, taken from the free list when there are any.
+type chunks struct {
+	fb   *fileBodies
+	cur  []byte   // the unused rest of the last chunk
+	used [][]byte // every chunk taken, for release
+}
+
+func (c *chunks) alloc(n int64) []byte {
+	if n > fileChunk {
+		return make([]byte, n)
+	}
+	if int64(len(c.cur)) < n {
+		c.fb.mu.Lock()
+		if k := len(c.fb.free); k > 0 {
+			c.cur = c.fb.free[k-1]
+			c.fb.free = c.fb.free[:k-1]
+		}
+		c.fb.mu.Unlock()
+		if int64(len(c.cur)) < n {
+			c.cur = make([]byte, fileChunk)
+		}
+		c.used = append(c.used, c.cur)
+	}
+	b := c.cur[:n:n]
+	c.cur = c.cur[n:]
+	return b
+}
+
+// release gives the chunks of a stretch back: the caller knows that no
+// body read into them is referred to any more.
+func (fb *fileBodies) release(c *chunks) {
+	if c == nil {
+		return
+	}
+	fb.mu.Lock()
+	for _, b := range c.used {
+		fb.free = append(fb.free, b[:cap(b)])
+	}
+	fb.mu.Unlock()
+	c.used, c.cur = nil, nil
 }
 
 type openFile struct {
@@ -67,7 +121,8 @@ func (l fileLine) start() int64 { return l.loc.end - l.loc.n - 1 }
 
 // read serves what it can of refs from the files through put and returns
 // the rest, for the store. Only the context's end stops it early.
-func (fb *fileBodies) read(ctx context.Context, refs []session.Ref, put func(session.Ref, []byte)) (rest []session.Ref, err error) {
+// Lines are read into buf's chunks.
+func (fb *fileBodies) read(ctx context.Context, refs []session.Ref, buf *chunks, put func(session.Ref, []byte)) (rest []session.Ref, err error) {
 	byFile := map[string][]fileLine{}
 	for _, r := range refs {
 		if refStream(r) != eventlog.LocalStream {
@@ -95,7 +150,7 @@ func (fb *fileBodies) read(ctx context.Context, refs []session.Ref, put func(ses
 			}
 			run := lines[:n]
 			lines = lines[n:]
-			rest = append(rest, fb.readRun(of, run, put)...)
+			rest = append(rest, fb.readRun(of, run, buf, put)...)
 		}
 	}
 	return rest, nil
@@ -103,11 +158,11 @@ func (fb *fileBodies) read(ctx context.Context, refs []session.Ref, put func(ses
 
 // readRun reads the lines of run (sorted, not overlapping) with one read
 // and serves those that match their sha; it returns the others.
-func (fb *fileBodies) readRun(of *openFile, run []fileLine, put func(session.Ref, []byte)) (rest []session.Ref) {
+func (fb *fileBodies) readRun(of *openFile, run []fileLine, c *chunks, put func(session.Ref, []byte)) (rest []session.Ref) {
 	lo, hi := run[0].start(), run[len(run)-1].loc.end
 	var buf []byte
 	if of.f != nil && hi <= of.size {
-		buf = make([]byte, hi-lo)
+		buf = c.alloc(hi - lo)
 		n, err := of.f.ReadAt(buf, lo)
 		if err != nil && !errors.Is(err, io.EOF) {
 			n = 0 // read error: all to the store
