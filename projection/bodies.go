@@ -238,7 +238,7 @@ func (b *streamBodies) startStretch(pos int) *stretch {
 		defer close(st.done)
 		put := func(ref session.Ref, body []byte) { st.bodies[ref] = body }
 		if b.files != nil {
-			st.chunks = &chunks{fb: b.files}
+			st.chunks = &chunks{fb: b.files, size: min(fileChunk, max(64<<10, b.ahead/2)), recycle: b.recycle}
 			rest, err := b.files.read(ctx, need, st.chunks, put)
 			if err != nil {
 				st.err = err

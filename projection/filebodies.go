@@ -42,31 +42,38 @@ type fileBodies struct {
 	free [][]byte
 }
 
-// fileChunk is the size of the chunks lines are read into; a run longer
-// than it (one line longer than fileRead) gets a buffer of its own.
+// fileChunk is the largest chunk lines are read into.
 const fileChunk = fileRead
 
-// chunks is where one stretch reads its lines: runs are carved from
-// chunks, taken from the free list when there are any.
+// chunks is where one stretch reads its lines. When the query recycles
+// (streamBodies.recycle), runs are carved from chunks of size bytes (half
+// the read-ahead, at most fileChunk), taken from the free list when there
+// are any, so what the chunks hold stays within a few stretches; a longer
+// run gets a buffer of its own. Otherwise each run gets a buffer of its
+// size: its bodies may be kept (the body cache, a built Context), and a
+// kept body must not hold a chunk much larger than itself.
 type chunks struct {
-	fb   *fileBodies
-	cur  []byte   // the unused rest of the last chunk
-	used [][]byte // every chunk taken, for release
+	fb      *fileBodies
+	size    int64
+	recycle bool
+	cur     []byte   // the unused rest of the last chunk
+	used    [][]byte // every chunk taken, for release
 }
 
 func (c *chunks) alloc(n int64) []byte {
-	if n > fileChunk {
+	if !c.recycle || n > c.size {
 		return make([]byte, n)
 	}
 	if int64(len(c.cur)) < n {
+		c.cur = nil
 		c.fb.mu.Lock()
 		if k := len(c.fb.free); k > 0 {
 			c.cur = c.fb.free[k-1]
 			c.fb.free = c.fb.free[:k-1]
 		}
 		c.fb.mu.Unlock()
-		if int64(len(c.cur)) < n {
-			c.cur = make([]byte, fileChunk)
+		if c.cur == nil {
+			c.cur = make([]byte, c.size)
 		}
 		c.used = append(c.used, c.cur)
 	}
