@@ -54,10 +54,22 @@ type streamBodies struct {
 	// context is written (nil: none).
 	pending *stretch
 
+	// files serves the bodies of this machine's lines from its session
+	// files first (filebodies.go); nil: the store serves every body.
+	files *fileBodies
+	// recycle: the caller holds a body only until it asks for the one
+	// after the next (EachMessage: an entry and its edit), and the window
+	// is not kept, so the chunks of the stretch served before the last
+	// can be read into again (fileBodies.release).
+	recycle     bool
+	prev, older *chunks
+
 	fetches int
 	reads   atomic.Int64
-	held    int64 // bytes in cache now
-	peak    int64 // bytes in cache and pending at most
+	// fromFile and fromStore count the bodies each source served.
+	fromFile, fromStore atomic.Int64
+	held                int64 // bytes in cache now
+	peak                int64 // bytes in cache and pending at most
 }
 
 // stretch is a part of the window read ahead: positions [start, end) of
@@ -67,6 +79,7 @@ type stretch struct {
 	start, end int
 	bytes      int64 // planned, by Index.Sizes
 	bodies     map[session.Ref][]byte
+	chunks     *chunks // what the files' lines were read into
 	err        error
 	cancel     context.CancelFunc
 	done       chan struct{}
@@ -174,6 +187,9 @@ func (b *streamBodies) readAhead(pos int) error {
 	b.pending = nil
 	if st != nil && !(st.start <= pos && pos < st.end) {
 		st.stop()
+		if b.recycle {
+			b.files.release(st.chunks) // never served
+		}
 		st = nil
 	}
 	if st == nil {
@@ -182,6 +198,13 @@ func (b *streamBodies) readAhead(pos int) error {
 	<-st.done
 	if st.err != nil {
 		return st.err
+	}
+	if b.recycle {
+		// The caller may still hold a body of the stretch served last
+		// (an entry whose edit it asks for now), not one of the stretch
+		// before it.
+		b.files.release(b.older)
+		b.older, b.prev = b.prev, st.chunks
 	}
 	for ref, body := range st.bodies {
 		b.put(ref, body)
@@ -213,7 +236,21 @@ func (b *streamBodies) startStretch(pos int) *stretch {
 	st.cancel = cancel
 	go func() {
 		defer close(st.done)
-		st.err = b.prefetch(ctx, need, func(ref session.Ref, body []byte) { st.bodies[ref] = body })
+		put := func(ref session.Ref, body []byte) { st.bodies[ref] = body }
+		if b.files != nil {
+			st.chunks = &chunks{fb: b.files, size: min(fileChunk, max(64<<10, b.ahead/2)), recycle: b.recycle}
+			rest, err := b.files.read(ctx, need, st.chunks, put)
+			if err != nil {
+				st.err = err
+				return
+			}
+			b.fromFile.Add(int64(len(need) - len(rest)))
+			need = rest
+		}
+		st.err = b.prefetch(ctx, need, func(ref session.Ref, body []byte) {
+			b.fromStore.Add(1)
+			put(ref, body)
+		})
 	}()
 	return st
 }
@@ -224,12 +261,17 @@ func (st *stretch) stop() {
 	<-st.done
 }
 
-// close stops the read ahead of a stretch not served: the query is done.
-func (b *streamBodies) close() {
+// close stops the read ahead of a stretch not served and closes the
+// files read: the query is done.
+func (b *streamBodies) close() error {
 	if b.pending != nil {
 		b.pending.stop()
 		b.pending = nil
 	}
+	if b.files != nil {
+		return b.files.close()
+	}
+	return nil
 }
 
 // fetchOne reads one body with direct gets, from its ref on (or from the
@@ -248,6 +290,7 @@ func (b *streamBodies) fetchOne(ref session.Ref) ([]byte, error) {
 			return nil, err
 		}
 		if body, ok := got[ref]; ok {
+			b.fromStore.Add(1)
 			return body, nil
 		}
 		// The ref's message is the last chunk of a split line: its

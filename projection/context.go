@@ -40,7 +40,7 @@ func (w *Worker) ContextAt(ctx context.Context, sid, leaf string) (*session.Cont
 // the tree follows mode for this query only.
 func (w *Worker) ContextRules(ctx context.Context, sid, leaf string, mode session.RuleSet) (*session.Context, error) {
 	var c *session.Context
-	err := w.eachContext(ctx, sid, leaf, mode, func(ix *session.Index, src session.BodySource) error {
+	err := w.eachContext(ctx, sid, leaf, mode, false, func(ix *session.Index, src session.BodySource) error {
 		var err error
 		c, err = ix.Context(src)
 		return err
@@ -54,7 +54,7 @@ func (w *Worker) ContextRules(ctx context.Context, sid, leaf string, mode sessio
 // read-ahead at a time as the messages are written. An error after the
 // first byte leaves out holding a prefix.
 func (w *Worker) WriteContext(ctx context.Context, out io.Writer, sid, leaf string, mode session.RuleSet) error {
-	return w.eachContext(ctx, sid, leaf, mode, func(ix *session.Index, src session.BodySource) error {
+	return w.eachContext(ctx, sid, leaf, mode, true, func(ix *session.Index, src session.BodySource) error {
 		return WriteContextJSON(out, ix, src, mode)
 	})
 }
@@ -62,8 +62,10 @@ func (w *Worker) WriteContext(ctx context.Context, out io.Writer, sid, leaf stri
 // eachContext hands the index of the session's context at leaf, and a
 // source of its bodies, to use. The session's bodies kept from the last
 // query serve first; the window's bodies are kept for the next query when
-// they fit the worker's body cache.
-func (w *Worker) eachContext(ctx context.Context, sid, leaf string, mode session.RuleSet, use func(*session.Index, session.BodySource) error) error {
+// they fit the worker's body cache. streaming says that use holds a body
+// no longer than until it asks for the one after the next
+// (Index.EachMessage: an entry, then its edit), not all of them.
+func (w *Worker) eachContext(ctx context.Context, sid, leaf string, mode session.RuleSet, streaming bool, use func(*session.Index, session.BodySource) error) error {
 	select {
 	case <-w.ready:
 	case <-ctx.Done():
@@ -87,8 +89,16 @@ func (w *Worker) eachContext(ctx context.Context, sid, leaf string, mode session
 		return b, ok
 	}
 	src := newStreamBodies(ctx, w.nc, w.js, w.filters(sid), known, ix, w.opts.ReadAhead, w.opts.MaxBodyBytes)
+	s.mu.Lock()
+	src.files = newFileBodies(w.opts.SessionsDir, s.locs)
+	s.mu.Unlock()
+	src.recycle = streaming && src.files != nil && src.keep == nil
 	err = use(ix, src)
-	src.close()
+	if cerr := src.close(); err == nil {
+		err = cerr
+	}
+	w.bodiesFromFile.Add(src.fromFile.Load())
+	w.bodiesFromStore.Add(src.fromStore.Load())
 	for peak := w.readAheadPeak.Load(); src.peak > peak && !w.readAheadPeak.CompareAndSwap(peak, src.peak); {
 		peak = w.readAheadPeak.Load()
 	}

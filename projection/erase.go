@@ -78,7 +78,7 @@ func (w *Worker) erase(ctx context.Context, f *follower, ev *eventlog.Event) err
 		s.mu.Lock()
 		s.erased = true
 		if s.tree != nil {
-			s.tree = nil
+			s.tree, s.locs = nil, lineLocs{}
 			w.mu.Lock()
 			w.trees--
 			s.lastUse = 0

@@ -65,7 +65,7 @@ func startNode(t testing.TB, root, state string) *node {
 
 func (n *node) startWorker() {
 	n.t.Helper()
-	w, err := New(n.nc, Options{Node: testNode, Rules: n.rules})
+	w, err := New(n.nc, Options{Node: testNode, Rules: n.rules, SessionsDir: n.root})
 	if err != nil {
 		n.t.Fatal(err)
 	}

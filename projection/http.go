@@ -1,6 +1,7 @@
 package projection
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -69,7 +70,9 @@ func (w *Worker) serveContext(rw http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 		out.commit()
+		out.flush()
 	case out.committed:
+		out.flush()
 		rw.Header().Set(http.TrailerPrefix+ErrorTrailer, err.Error())
 	case errors.Is(err, ErrUnknownSession):
 		http.Error(rw, err.Error(), http.StatusNotFound)
@@ -86,12 +89,16 @@ const ErrorTrailer = "Pisync-Error"
 const pendingMax = 1 << 20
 
 // pendingWriter holds the first pendingMax bytes of a JSON answer, then
-// sends them and everything after as it comes.
+// sends them and everything after as it comes, in writes of sendSize
+// (a 200 MB context in 200 chunks of the response, not 3,200).
 type pendingWriter struct {
 	rw        http.ResponseWriter
 	buf       []byte
+	w         *bufio.Writer // after commit
 	committed bool
 }
+
+const sendSize = 1 << 20
 
 func (p *pendingWriter) Write(b []byte) (int, error) {
 	if !p.committed && len(p.buf)+len(b) <= pendingMax {
@@ -101,7 +108,15 @@ func (p *pendingWriter) Write(b []byte) (int, error) {
 	if err := p.commit(); err != nil {
 		return 0, err
 	}
-	return p.rw.Write(b)
+	return p.w.Write(b)
+}
+
+// flush sends what is buffered.
+func (p *pendingWriter) flush() error {
+	if p.w == nil {
+		return nil
+	}
+	return p.w.Flush()
 }
 
 // commit sends the status and what is held.
@@ -111,7 +126,8 @@ func (p *pendingWriter) commit() error {
 	}
 	p.committed = true
 	p.rw.Header().Set("Content-Type", "application/json")
-	_, err := p.rw.Write(p.buf)
+	p.w = bufio.NewWriterSize(p.rw, sendSize)
+	_, err := p.w.Write(p.buf)
 	p.buf = nil
 	return err
 }

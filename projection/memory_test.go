@@ -161,6 +161,7 @@ func TestContextErrorAfterStreamBegan(t *testing.T) {
 	}
 	n := startNode(t, root, t.TempDir())
 	n.worker.opts.MaxBodyBytes = 1 // keep no window: every query reads the stream
+	n.worker.opts.SessionsDir = "" // and only the stream: the files still hold the line deleted below
 	srv := httptest.NewServer(n.worker.Handler())
 	defer srv.Close()
 	ctx := context.Background()

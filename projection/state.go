@@ -23,6 +23,9 @@ type sessionState struct {
 	err     error      // the tree's load error, if pi would reject the file
 	lastUse uint64     // LRU clock of the tree
 	bodies  *bodyCache // the last context's bodies, nil for none
+	// locs: where the tree's own lines sit in this machine's files
+	// (locs.go); emptied with the tree.
+	locs lineLocs
 	// written is the hash of each value last written (content without
 	// Src, so a page rewritten only for its Src is not rewritten).
 	written writtenHashes
@@ -126,6 +129,7 @@ func (s *sessionState) appendLine(ev *eventlog.Event) {
 	if err := s.tree.Append(l, makeRef(ev.Stream, ev.Seq)); err != nil && s.err == nil {
 		s.err = err
 	}
+	s.locs.add(ev)
 }
 
 // refreshCatalog copies what the tree knows into the catalog entry.

@@ -39,6 +39,11 @@ type Options struct {
 	// ReadAhead bounds the bodies a context query reads ahead of what it
 	// writes (default 16 MiB; a single longer line is read alone).
 	ReadAhead int64
+	// SessionsDir is the sessions root the tailer reads (the root of
+	// Pi-File). A context query reads this machine's own lines there, each
+	// checked against its event's sha-256, before it asks the store
+	// (filebodies.go); "" reads every body from the store.
+	SessionsDir string
 	// StartAfter, when not nil, holds back following the streams (and
 	// re-projecting under a new rule set) until it is closed; the catalog
 	// is loaded and queries are served meanwhile. The daemon passes the
@@ -80,6 +85,7 @@ type Worker struct {
 
 	applied, skipped, rebuilds, writes, flushes, erased atomic.Int64
 	readAheadPeak                                       atomic.Int64
+	bodiesFromFile, bodiesFromStore                     atomic.Int64
 }
 
 // Stats are the worker's counters since it started.
@@ -95,6 +101,10 @@ type Stats struct {
 	// ReadAheadPeak is the most bytes of bodies one context query held
 	// read ahead of what it wrote (Options.ReadAhead, or one longer line).
 	ReadAheadPeak int64 `json:"contextReadAheadPeak"`
+	// Bodies of context queries read from this machine's session files
+	// (checked against their sha-256) and from the store.
+	BodiesFromFile  int64 `json:"contextBodiesFromFile"`
+	BodiesFromStore int64 `json:"contextBodiesFromStore"`
 }
 
 // New returns a worker over the connection nc; Run starts it.
@@ -133,6 +143,7 @@ func (w *Worker) Stats() Stats {
 		Sessions: n, Trees: t, Applied: w.applied.Load(), Skipped: w.skipped.Load(),
 		Rebuilds: w.rebuilds.Load(), Writes: w.writes.Load(), Flushes: w.flushes.Load(),
 		Erased: w.erased.Load(), ReadAheadPeak: w.readAheadPeak.Load(),
+		BodiesFromFile: w.bodiesFromFile.Load(), BodiesFromStore: w.bodiesFromStore.Load(),
 	}
 }
 
@@ -214,7 +225,7 @@ func (w *Worker) ensureTree(ctx context.Context, s *sessionState) error {
 	if err != nil {
 		return err
 	}
-	s.tree, s.err = t.tree, t.err
+	s.tree, s.err, s.locs = t.tree, t.err, t.locs
 	s.cat.MigratedBy, s.cat.MigrationLosers = t.migratedBy, t.losers
 	w.mu.Lock()
 	w.trees++
@@ -255,7 +266,7 @@ func (w *Worker) evict() {
 			continue // in use: keep it
 		}
 		if s.tree != nil {
-			s.tree = nil
+			s.tree, s.locs = nil, lineLocs{}
 			w.mu.Lock()
 			w.trees--
 			s.lastUse = 0

@@ -3,6 +3,7 @@ package session
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -141,6 +142,9 @@ func compactHTML(dst compactWriter, v []byte) {
 		// A string, nearly all of a message: runs of bytes that stay as
 		// they are are skipped by table, not byte by byte through a switch.
 		for i++; i < len(v); {
+			for i+8 <= len(v) && !mayBeSpecial(binary.LittleEndian.Uint64(v[i:])) {
+				i += 8
+			}
 			for i < len(v) && !stringSpecial[v[i]] {
 				i++
 			}
@@ -191,6 +195,17 @@ type compactWriter interface {
 // end, an escape, what json.Marshal escapes for HTML, and the first byte
 // of U+2028 and U+2029.
 var stringSpecial = [256]bool{'"': true, '\\': true, '<': true, '>': true, '&': true, 0xe2: true}
+
+// mayBeSpecial reports whether one of the eight bytes of x may be one that
+// stringSpecial marks: a '"', '\\', '<', '>' or '&', or any byte of 0x80
+// or more (0xe2 among them; the table decides). Eight bytes are passed
+// over at once where a string holds none: most of a message's text.
+func mayBeSpecial(x uint64) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	// A byte of y is 0 when (y-lo)&^y&hi is not (exact when any is).
+	q, b, a, amp := x^('"'*lo), x^('\\'*lo), (x|0x02*lo)^('>'*lo), x^('&'*lo)
+	return (x|(q-lo)&^q|(b-lo)&^b|(a-lo)&^a|(amp-lo)&^amp)&hi != 0
+}
 
 // writeHead writes the corpus shape up to the first message:
 // {"leafId":…,"contextEntryIds":[…],"messages":[

@@ -155,6 +155,13 @@ func TestCompactHTMLEqualsEncodingJSON(t *testing.T) {
 		`"a\\"`, `"\\\"<"`, `["\"", " ", "\\", "` + "\xe2\x80" + `"]`,
 		"{\"k\":\"\xff\xfe bytes\", \"e\":\"\u00e9\u4e16\U0001F600\"}",
 	}
+	// Long plain runs, with one character that needs care at every
+	// position of the eight bytes compactHTML passes over at once.
+	for _, c := range []string{`<`, `>`, `&`, "\u2028", "\u2029", "\u00e9", `\"`, `\\`, `\n`, `=`, `?`, `$`, "\xe2", "\xe2\x80", "\xff"} {
+		for p := range 24 {
+			values = append(values, `"`+strings.Repeat("a", p)+c+strings.Repeat("b", 20)+`"`)
+		}
+	}
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 2000 {
 		values = append(values, randomJSON(r, 4))

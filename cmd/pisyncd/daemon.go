@@ -237,7 +237,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.proj, err = projection.New(d.nc, projection.Options{
 		Node: d.cfg.NodeID, All: len(d.cfg.HubURLs) > 0, Rules: d.cfg.RuleSet(),
 		Logger:       d.logger.With("component", "projection"),
-		MaxBodyBytes: bodies, ReadAhead: readAhead,
+		MaxBodyBytes: bodies, ReadAhead: readAhead, SessionsDir: d.cfg.SessionsDir,
 		StartAfter: d.tailer.Ready(), // one catch-up after the first read
 	})
 	if err != nil {

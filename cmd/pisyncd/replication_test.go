@@ -92,6 +92,29 @@ func TestReplicationRoundTrip(t *testing.T) {
 	if n := metricValue(t, b, "pisyncd_replica_lines_written_total"); n != 3 {
 		t.Errorf("B wrote %v lines, want 3 (header and two entries)", n)
 	}
+
+	// A context query reads a station's own lines from its file and the
+	// other's from the store: nothing records where the replicator wrote
+	// them. Both answers are the same.
+	var answers []string
+	for _, c := range []struct {
+		s           *station
+		file, store int64
+	}{{a, 2, 1}, {b, 1, 2}} {
+		st0 := c.s.d.proj.Stats()
+		var out strings.Builder
+		if err := c.s.d.proj.WriteContext(t.Context(), &out, sid, "", c.s.d.proj.Rules()); err != nil {
+			t.Fatalf("%s: context: %v", c.s.name, err)
+		}
+		st := c.s.d.proj.Stats()
+		if file, store := st.BodiesFromFile-st0.BodiesFromFile, st.BodiesFromStore-st0.BodiesFromStore; file != c.file || store != c.store {
+			t.Errorf("%s: %d bodies from its file, %d from the store; want %d and %d", c.s.name, file, store, c.file, c.store)
+		}
+		answers = append(answers, out.String())
+	}
+	if answers[0] != answers[1] || !strings.Contains(answers[0], "continued on B") {
+		t.Errorf("contexts differ:\nA %s\nB %s", answers[0], answers[1])
+	}
 }
 
 // metricValue reads one metric of a station's registry, as /metrics serves it.
