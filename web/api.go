@@ -207,42 +207,42 @@ func (s *Server) catalogEntry(ctx context.Context, sid string) (projection.Catal
 	return projection.CatalogEntry{}, false
 }
 
-// serveContext answers the session's context exactly as `pisyncd context
-// --json` prints it (the control socket's /context).
-func (s *Server) serveContext(w http.ResponseWriter, r *http.Request) {
-	sid := r.PathValue("sid")
+// contextJSON computes the session's context as `pisyncd context --json`
+// prints it, within the view's limit; on failure it has answered already.
+func (s *Server) contextJSON(w http.ResponseWriter, r *http.Request) (sid string, body []byte, ok bool) {
+	sid = r.PathValue("sid")
 	if err := eventlog.CheckSID(sid); err != nil {
 		http.Error(w, "web: "+err.Error(), http.StatusBadRequest)
-		return
+		return "", nil, false
 	}
 	var out bytes.Buffer
 	lw := &limitWriter{w: &out, n: s.opts.MaxSessionBytes}
-	err := s.opts.Source.WriteContext(r.Context(), lw, sid, r.URL.Query().Get("leaf"), s.opts.Rules)
-	if err != nil {
+	if err := s.opts.Source.WriteContext(r.Context(), lw, sid, r.URL.Query().Get("leaf"), s.opts.Rules); err != nil {
 		code := http.StatusUnprocessableEntity
 		if errors.Is(err, projection.ErrUnknownSession) {
 			code = http.StatusNotFound
 		}
 		http.Error(w, "web: context: "+err.Error(), code)
+		return "", nil, false
+	}
+	return sid, out.Bytes(), true
+}
+
+// serveContext answers the session's context exactly as `pisyncd context
+// --json` prints it (the control socket's /context).
+func (s *Server) serveContext(w http.ResponseWriter, r *http.Request) {
+	_, body, ok := s.contextJSON(w, r)
+	if !ok {
 		return
 	}
-	out.WriteByte('\n')
 	w.Header().Set("Content-Type", "application/json")
-	w.Write(out.Bytes())
+	w.Write(append(body, '\n'))
 }
 
 // serveContextView renders the context's messages as the page shows them.
 func (s *Server) serveContextView(w http.ResponseWriter, r *http.Request) {
-	sid := r.PathValue("sid")
-	if err := eventlog.CheckSID(sid); err != nil {
-		http.Error(w, "web: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	var out bytes.Buffer
-	lw := &limitWriter{w: &out, n: s.opts.MaxSessionBytes}
-	leaf := r.URL.Query().Get("leaf")
-	if err := s.opts.Source.WriteContext(r.Context(), lw, sid, leaf, s.opts.Rules); err != nil {
-		http.Error(w, "web: context: "+err.Error(), http.StatusUnprocessableEntity)
+	sid, body, ok := s.contextJSON(w, r)
+	if !ok {
 		return
 	}
 	var c struct {
@@ -252,7 +252,7 @@ func (s *Server) serveContextView(w http.ResponseWriter, r *http.Request) {
 		Model    json.RawMessage   `json:"model"`
 		Thinking json.RawMessage   `json:"thinkingLevel"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &c); err != nil {
+	if err := json.Unmarshal(body, &c); err != nil {
 		http.Error(w, "web: context: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
