@@ -220,9 +220,11 @@ func (w *StoreWatch) fail(err error) {
 	free, _ := freeBytes(w.dir)
 	w.mu.Lock()
 	w.state, w.err, w.since = StoreFailing, err, time.Now()
+	// Counted before publishes are told: a caller that sees its publish
+	// fail then reads the failure in Stats (it read 0 once, in CI).
+	w.failures.Add(1)
 	w.cancel(err)
 	w.mu.Unlock()
-	w.failures.Add(1)
 	w.opts.Logger.Error("the event store cannot write (disk full?); publishing waits, and the embedded server is restarted once the disk takes writes again",
 		"err", err, "free_bytes", free, "store", w.dir)
 }
