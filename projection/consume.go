@@ -79,24 +79,11 @@ func (w *Worker) consume(ctx context.Context, f *follower) error {
 		return err
 	}
 	f.saved = pos
-	filter := eventlog.LocalPrefix + ".>"
-	if f.stream == eventlog.AllStream {
-		filter = eventlog.AllPrefix + ".>"
-	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}}
-	if pos > 0 {
-		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-		cfg.OptStartSeq = pos + 1
-	}
-	cons, err := w.js.OrderedConsumer(ctx, f.stream, cfg)
-	if err != nil {
-		return fmt.Errorf("projection: consumer on %s: %w", f.stream, err)
-	}
 	// Bounded by bytes: a message is up to a chunk (256 KiB), and 1024 of
 	// them would be 256 MiB buffered here.
-	it, err := cons.Messages(eventlog.PullLimit(bodyBytes))
+	it, err := eventlog.Follow(ctx, w.js, f.stream, pos, bodyBytes)
 	if err != nil {
-		return fmt.Errorf("projection: consumer on %s: %w", f.stream, err)
+		return fmt.Errorf("projection: %w", err)
 	}
 	defer it.Stop()
 	asm := map[string]*eventlog.Assembler{}

@@ -3,8 +3,6 @@ package projection
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -131,7 +129,7 @@ func (w *Worker) streams() []string {
 }
 
 // handledSeq is the last sequence of stream that its follower handled.
-func (w *Worker) handledSeq(stream string) *atomic.Uint64 {
+func (w *Worker) handledSeq(stream string) *eventlog.Handled {
 	if stream == eventlog.AllStream {
 		return &w.handledAll
 	}
@@ -142,14 +140,8 @@ func (w *Worker) handledSeq(stream string) *atomic.Uint64 {
 // seq (an erase event: the session is gone from the views then), or with
 // an error when ctx ends first.
 func (w *Worker) WaitHandled(ctx context.Context, stream string, seq uint64) error {
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for w.handledSeq(stream).Load() < seq {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("projection: wait for %s seq %d: %w", stream, seq, ctx.Err())
-		case <-tick.C:
-		}
+	if err := w.handledSeq(stream).Wait(ctx, seq); err != nil {
+		return fmt.Errorf("projection: %s: %w", stream, err)
 	}
 	return nil
 }

@@ -81,7 +81,7 @@ type Worker struct {
 	// its events are gone (erase.go). Guarded by mu.
 	erasedBelow map[string]Src
 	// The last sequence each follower handled (WaitHandled).
-	handledLocal, handledAll atomic.Uint64
+	handledLocal, handledAll eventlog.Handled
 
 	applied, skipped, rebuilds, writes, flushes, erased atomic.Int64
 	readAheadPeak                                       atomic.Int64

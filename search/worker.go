@@ -51,7 +51,7 @@ type Worker struct {
 
 	indexed, skipped, erased, batches atomic.Int64
 	lagLocal, lagAll                  atomic.Int64
-	handledLocal, handledAll          atomic.Uint64
+	handledLocal, handledAll          eventlog.Handled
 }
 
 // NewWorker returns a worker that keeps ix up to date from the streams on
@@ -195,22 +195,9 @@ func (w *Worker) consume(ctx context.Context, stream string) (progressed bool, e
 	if err != nil {
 		return false, err
 	}
-	filter := eventlog.LocalPrefix + ".>"
-	if stream == eventlog.AllStream {
-		filter = eventlog.AllPrefix + ".>"
-	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}}
-	if pos > 0 {
-		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-		cfg.OptStartSeq = pos + 1
-	}
-	cons, err := w.js.OrderedConsumer(ctx, stream, cfg)
+	it, err := eventlog.Follow(ctx, w.js, stream, pos, 8<<20)
 	if err != nil {
-		return false, fmt.Errorf("search: consumer on %s: %w", stream, err)
-	}
-	it, err := cons.Messages(eventlog.PullLimit(8 << 20))
-	if err != nil {
-		return false, fmt.Errorf("search: consumer on %s: %w", stream, err)
+		return false, fmt.Errorf("search: %w", err)
 	}
 	defer it.Stop()
 	lag := &w.lagLocal
@@ -379,14 +366,8 @@ func (w *Worker) WaitHandled(ctx context.Context, stream string, seq uint64) err
 	if stream == eventlog.AllStream {
 		h = &w.handledAll
 	}
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for h.Load() < seq {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("search: wait for %s seq %d: %w", stream, seq, ctx.Err())
-		case <-tick.C:
-		}
+	if err := h.Wait(ctx, seq); err != nil {
+		return fmt.Errorf("search: %s: %w", stream, err)
 	}
 	return nil
 }
