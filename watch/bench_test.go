@@ -306,21 +306,9 @@ func backfillCorpus() []benchSession {
 // tailer has workers, on a fresh server.
 func BenchmarkBackfill(b *testing.B) {
 	corpus := backfillCorpus()
-	var tail, base time.Duration
-	runs := 0
-	for b.Loop() {
-		// Tailer, baseline, baseline, tailer: a disk or a neighbour that
-		// slows down during the workload weighs on both sides alike.
-		t1 := backfillTailer(b, corpus)
-		b1 := backfillBaseline(b, corpus)
-		b2 := backfillBaseline(b, corpus)
-		t2 := backfillTailer(b, corpus)
-		b.Logf("tailer %v, %v; baseline %v, %v", t1.Round(time.Millisecond), t2.Round(time.Millisecond),
-			b1.Round(time.Millisecond), b2.Round(time.Millisecond))
-		tail += t1 + t2
-		base += b1 + b2
-		runs += 2
-	}
+	tail, base, runs := abba(b,
+		func() time.Duration { return backfillTailer(b, corpus) },
+		func() time.Duration { return backfillBaseline(b, corpus) })
 	lines := float64(runs * backfillSessions * backfillLines)
 	tailRate, baseRate := lines/tail.Seconds(), lines/base.Seconds()
 	b.ReportMetric(tailRate, "lines/s")
@@ -328,6 +316,25 @@ func BenchmarkBackfill(b *testing.B) {
 	b.ReportMetric(tailRate/baseRate, "rate/base-rate")
 	b.Logf("%d sessions × %d lines of ~%d B, %d workers, %d runs each: tailer %.0f lines/s, baseline %.0f lines/s",
 		backfillSessions, backfillLines, backfillSize, backfillWorkers, runs, tailRate, baseRate)
+}
+
+// abba runs the tailer and the baseline as tailer, baseline, baseline,
+// tailer per b.Loop iteration, so that a disk or a neighbour that slows
+// down during the workload weighs on both sides alike, and returns each
+// side's total time and how many runs each made.
+func abba(b *testing.B, tailer, baseline func() time.Duration) (tail, base time.Duration, runs int) {
+	for b.Loop() {
+		t1 := tailer()
+		b1 := baseline()
+		b2 := baseline()
+		t2 := tailer()
+		b.Logf("tailer %v, %v; baseline %v, %v", t1.Round(time.Millisecond), t2.Round(time.Millisecond),
+			b1.Round(time.Millisecond), b2.Round(time.Millisecond))
+		tail += t1 + t2
+		base += b1 + b2
+		runs += 2
+	}
+	return tail, base, runs
 }
 
 // benchLog starts a fresh embedded server with PI_LOCAL, as the daemon does.
@@ -351,22 +358,35 @@ func benchLog(b *testing.B, state string) (*embedded.Server, *eventlog.Local) {
 	return srv, lg
 }
 
-// checkStored fails unless PI_LOCAL holds exactly the corpus.
-func checkStored(b *testing.B, lg *eventlog.Local) {
+// checkStored fails unless PI_LOCAL holds exactly the corpus: each line's
+// messages, one subject a session.
+func checkStored(b *testing.B, lg *eventlog.Local, corpus []benchSession) {
 	b.Helper()
 	info, err := lg.Info(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
-	if info.Messages != backfillSessions*backfillLines || info.Subjects != backfillSessions {
+	want := 0
+	for i := range corpus {
+		for j := range corpus[i].lines {
+			want += corpus[i].lines[j].Chunks()
+		}
+	}
+	if info.Messages != uint64(want) || info.Subjects != uint64(len(corpus)) {
 		b.Fatalf("PI_LOCAL holds %d messages on %d subjects, want %d on %d",
-			info.Messages, info.Subjects, backfillSessions*backfillLines, backfillSessions)
+			info.Messages, info.Subjects, want, len(corpus))
 	}
 }
 
 // backfillTailer times the tailer from Run until every line is published
 // (the counter moves only after the PubAck, so the lines are durable).
 func backfillTailer(b *testing.B, corpus []benchSession) time.Duration {
+	return tailerRun(b, corpus, benchWait)
+}
+
+// tailerRun times a tailer over a fresh root holding corpus, from Run until
+// every line is published, waiting at most wait.
+func tailerRun(b *testing.B, corpus []benchSession, wait time.Duration) time.Duration {
 	root := b.TempDir()
 	for i := range corpus {
 		writeFile(b, filepath.Join(root, corpus[i].rel), string(corpus[i].data))
@@ -380,10 +400,13 @@ func backfillTailer(b *testing.B, corpus []benchSession) time.Duration {
 
 	start := time.Now()
 	go func() { done <- tl.Run(ctx) }()
-	want := int64(backfillSessions * backfillLines)
+	want := int64(0)
+	for i := range corpus {
+		want += int64(len(corpus[i].lines))
+	}
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
-	deadline := time.NewTimer(benchWait)
+	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for tl.Stats().LinesPublished < want {
 		select {
@@ -391,7 +414,7 @@ func backfillTailer(b *testing.B, corpus []benchSession) time.Duration {
 		case err := <-done:
 			b.Fatalf("tailer stopped: %v", err)
 		case <-deadline.C:
-			b.Fatalf("tailer published %+v within %v, want %d lines", tl.Stats(), benchWait, want)
+			b.Fatalf("tailer published %+v within %v, want %d lines", tl.Stats(), wait, want)
 		}
 	}
 	elapsed := time.Since(start)
@@ -403,7 +426,7 @@ func backfillTailer(b *testing.B, corpus []benchSession) time.Duration {
 	if st := tl.Stats(); st.LinesPublished != want || st.PublishErrors != 0 {
 		b.Fatalf("tailer stats %+v", st)
 	}
-	checkStored(b, lg)
+	checkStored(b, lg, corpus)
 	return elapsed
 }
 
@@ -448,7 +471,7 @@ func backfillBaseline(b *testing.B, corpus []benchSession) time.Duration {
 	if firstErr != nil {
 		b.Fatalf("baseline publish: %v", firstErr)
 	}
-	checkStored(b, lg)
+	checkStored(b, lg, corpus)
 	return elapsed
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,19 +43,9 @@ func BenchmarkBigSession(b *testing.B) {
 }
 
 func benchBigSession(b *testing.B, s benchSession) {
-	var tail, base time.Duration
-	runs := 0
-	for b.Loop() {
-		t1 := bigTailer(b, s)
-		b1 := bigBaseline(b, s)
-		b2 := bigBaseline(b, s)
-		t2 := bigTailer(b, s)
-		b.Logf("tailer %v, %v; baseline %v, %v", t1.Round(time.Millisecond), t2.Round(time.Millisecond),
-			b1.Round(time.Millisecond), b2.Round(time.Millisecond))
-		tail += t1 + t2
-		base += b1 + b2
-		runs += 2
-	}
+	tail, base, runs := abba(b,
+		func() time.Duration { return tailerRun(b, []benchSession{s}, 10*benchWait) },
+		func() time.Duration { return bigBaseline(b, s) })
 	lines, mbs := float64(runs*len(s.lines)), float64(runs*len(s.data))/1e6
 	b.ReportMetric(lines/tail.Seconds(), "lines/s")
 	b.ReportMetric(lines/base.Seconds(), "base-lines/s")
@@ -133,49 +122,7 @@ func bigImages(size int) benchSession {
 	})
 }
 
-// bigTailer times the tailer from Run until every line of s is published.
-func bigTailer(b *testing.B, s benchSession) time.Duration {
-	root := b.TempDir()
-	path := filepath.Join(root, s.rel)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(path, s.data, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	srv, lg := benchLog(b, b.TempDir())
-	defer srv.Close()
-	tl := New(lg, Options{Root: root, Workers: backfillWorkers, RescanInterval: 10 * time.Second, MaxLine: 64 << 20})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-
-	start := time.Now()
-	go func() { done <- tl.Run(ctx) }()
-	want := int64(len(s.lines))
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	deadline := time.NewTimer(10 * benchWait)
-	defer deadline.Stop()
-	for tl.Stats().LinesPublished < want {
-		select {
-		case <-tick.C:
-		case err := <-done:
-			b.Fatalf("tailer stopped: %v", err)
-		case <-deadline.C:
-			b.Fatalf("tailer published %+v within %v, want %d lines", tl.Stats(), 10*benchWait, want)
-		}
-	}
-	elapsed := time.Since(start)
-	cancel()
-	if err := <-done; err != nil {
-		b.Fatalf("tailer: %v", err)
-	}
-	checkBig(b, lg, s)
-	return elapsed
-}
-
-// bigBaseline times eventlog publishing of s's lines in one call.
+// bigBaseline times eventlog publishing of s's lines, bigCall bytes a call.
 func bigBaseline(b *testing.B, s benchSession) time.Duration {
 	srv, lg := benchLog(b, b.TempDir())
 	defer srv.Close()
@@ -201,23 +148,6 @@ func bigBaseline(b *testing.B, s benchSession) time.Duration {
 		last, lines = seq, lines[k:]
 	}
 	elapsed := time.Since(start)
-	checkBig(b, lg, s)
+	checkStored(b, lg, []benchSession{s})
 	return elapsed
-}
-
-// checkBig fails unless PI_LOCAL holds s's lines (their chunks) on one
-// subject.
-func checkBig(b *testing.B, lg *eventlog.Local, s benchSession) {
-	b.Helper()
-	info, err := lg.Info(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	want := 0
-	for i := range s.lines {
-		want += s.lines[i].Chunks()
-	}
-	if info.Messages != uint64(want) || info.Subjects != 1 {
-		b.Fatalf("PI_LOCAL holds %d messages on %d subjects, want %d on 1", info.Messages, info.Subjects, want)
-	}
 }
