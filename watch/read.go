@@ -24,6 +24,7 @@ type pending struct {
 	tail      []byte // the last bytes of the line before off
 	tailNew   bool
 	malformed int
+	ahead     *inflight // the batch before these lines, being stored (ahead.go)
 }
 
 // skip moves past ln: everything before its end is handled once the
@@ -82,7 +83,14 @@ func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again b
 		return false, fmt.Errorf("seek: %w", err)
 	}
 	p := &pending{off: f.offset}
-	defer func() { w.t.mem.release(p.held) }()
+	defer func() {
+		// Whatever ends the read, the batch in flight is waited for (and
+		// committed if it was stored): no publish outlives its read.
+		if serr := w.settle(f, p); serr != nil && err == nil {
+			err = serr
+		}
+		w.t.mem.release(p.held)
+	}()
 	for {
 		ln, err := lr.next()
 		if errors.Is(err, io.EOF) {
@@ -179,7 +187,7 @@ func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again b
 			p.bytes += len(raw)
 			p.held += held
 			if len(p.lines) >= flushLines || p.bytes >= flushBytes {
-				if err := w.flush(ctx, f, p); err != nil {
+				if err := w.flushAhead(ctx, f, p); err != nil {
 					return false, err
 				}
 			}
@@ -190,6 +198,9 @@ func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again b
 			w.t.mem.release(held)
 			p.skip(&ln)
 		}
+	}
+	if err := w.settle(f, p); err != nil {
+		return false, err
 	}
 	if w.keep(ctx, f, p, lr.partial()) {
 		return false, nil // published with the worker's group (group.go)
@@ -210,7 +221,9 @@ func (w *worker) hold(ctx context.Context, f *file, p *pending, n int64) (int64,
 	if got, ok := w.t.mem.tryAcquire(n); ok {
 		return got, nil
 	}
-	if len(p.lines) > 0 || p.held > 0 {
+	if len(p.lines) > 0 || p.held > 0 || p.ahead != nil {
+		// The batch in flight holds budget too: it is given back once
+		// stored (flush settles it first).
 		if err := w.flush(ctx, f, p); err != nil {
 			return 0, err
 		}
@@ -245,8 +258,12 @@ func (w *worker) readBack(ctx context.Context, f *file, r io.ReaderAt, p *pendin
 }
 
 // flush publishes the pending lines the session does not hold yet and, once
-// they are durable, commits the read position.
+// they are durable, commits the read position. The batch in flight before
+// them, if any, is stored and committed first.
 func (w *worker) flush(ctx context.Context, f *file, p *pending) error {
+	if err := w.settle(f, p); err != nil {
+		return err
+	}
 	if len(p.lines) > 0 {
 		if err := w.t.publish(ctx, f.sess, p.lines); err != nil {
 			return err
