@@ -16,6 +16,7 @@ import (
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
 	"github.com/pisyncd/pisyncd/internal/testenv"
 	"github.com/pisyncd/pisyncd/projection"
+	"github.com/pisyncd/pisyncd/search"
 	"github.com/pisyncd/pisyncd/watch"
 )
 
@@ -31,7 +32,11 @@ type daemon struct {
 	http   *httptest.Server
 }
 
-func startDaemon(t testing.TB) *daemon {
+func startDaemon(t testing.TB) *daemon { t.Helper(); return startDaemonSearch(t, false) }
+
+// startDaemonSearch is startDaemon with, when withSearch, a real search
+// index (package search) following the streams behind /api/search.
+func startDaemonSearch(t testing.TB, withSearch bool) *daemon {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	root, state := t.TempDir(), t.TempDir()
@@ -52,12 +57,28 @@ func startDaemon(t testing.TB) *daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	errs := make(chan error, 2)
+	errs := make(chan error, 3)
 	go func() { errs <- tl.Run(ctx) }()
 	go func() { errs <- w.Run(ctx) }()
+	runs := 2
+	var searchAPI http.Handler
+	if withSearch {
+		ix, err := search.Open(filepath.Join(state, "search"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sw, err := search.NewWorker(nc, ix, search.Options{Node: testNode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs++
+		go func() { errs <- sw.Run(ctx) }()
+		t.Cleanup(func() { ix.Close() }) // after the worker stopped: cleanups run last first
+		searchAPI = ix.Handler()
+	}
 	t.Cleanup(func() {
 		cancel()
-		for range 2 {
+		for range runs {
 			if err := <-errs; err != nil {
 				t.Errorf("worker: %v", err)
 			}
@@ -71,7 +92,7 @@ func startDaemon(t testing.TB) *daemon {
 		t.Fatal("projection not ready")
 	}
 	d := &daemon{t: t, root: root, worker: w}
-	d.web, err = New(Options{Source: w, Node: testNode, Locate: func(_ context.Context, c projection.CatalogEntry) (string, error) {
+	d.web, err = New(Options{Source: w, Node: testNode, Search: searchAPI, Locate: func(_ context.Context, c projection.CatalogEntry) (string, error) {
 		if f := c.Files[testNode]; f != "" {
 			return filepath.Join(root, f), nil
 		}

@@ -112,6 +112,20 @@
     apply();
   });
 
+  // snippet shows a hit's text with its matches marked; every part is
+  // text (textContent), the offsets are UTF-16 units as JavaScript's.
+  function snippet(text, marks) {
+    var span = pi.el('span', 'snippet'), at = 0;
+    marks.forEach(function (m) {
+      var a = Math.max(at, Math.min(m[0], text.length)), b = Math.min(Math.max(m[1], a), text.length);
+      if (a > at) span.appendChild(document.createTextNode(text.slice(at, a)));
+      if (b > a) span.appendChild(pi.el('mark', '', text.slice(a, b)));
+      at = Math.max(at, b);
+    });
+    if (at < text.length) span.appendChild(document.createTextNode(text.slice(at)));
+    return span;
+  }
+
   // Search: hits from the search handler, as links to their entries.
   document.getElementById('search').addEventListener('submit', function (e) {
     e.preventDefault();
@@ -126,12 +140,13 @@
       return r.json();
     }).then(function (d) {
       var hits = Array.isArray(d) ? d : (d && d.hits) || [];
-      out.replaceChildren(pi.el('div', 'note', hits.length + ' hits'));
+      var total = (d && d.total) || hits.length;
+      out.replaceChildren(pi.el('div', 'note', total === 1 ? '1 hit' : total + ' hits' + (total > hits.length ? ' (best ' + hits.length + ' shown)' : '')));
       hits.forEach(function (h) {
         var a = pi.el('a', 'hit');
         a.href = pi.sessionURL(h.sessionId, h.entryId);
-        a.appendChild(pi.el('span', 'note', (h.node || '') + ' · ' + (h.type || '') + ' · ' + (h.timestamp || '')));
-        a.appendChild(pi.el('span', 'snippet', h.snippet || ''));
+        a.appendChild(pi.el('span', 'note', (h.node || '') + ' · ' + (h.role || h.type || '') + ' · ' + (h.timestamp || '')));
+        a.appendChild(snippet(h.snippet || '', h.highlights || []));
         out.appendChild(a);
       });
     }).catch(function (err) {

@@ -1,0 +1,75 @@
+package web
+
+import (
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
+)
+
+// TestBrowserSearchHitToEntry: a word from an entry off the leaf's branch,
+// typed in the list's search box, gives a hit whose link opens the session
+// on that entry's branch with the entry marked; a query that matches
+// nothing says so; a hit's snippet of hostile text stays text.
+func TestBrowserSearchHitToEntry(t *testing.T) {
+	b := newBrowser(t)
+	d := startDaemonSearch(t, true)
+	d.write(sid1,
+		testenv.Header(sid1),
+		testenv.Entry("u1", "", "hello"),
+		assistant("a1", "u1", "the zanzibarquux plan <img src=x onerror=alert(1)>", "c1"),
+		toolResult("r1", "a1", "c1", "done"),
+		testenv.EntryAt("u2", "u1", "2026-11-29T23:08:21.000Z", "another branch, the leaf"),
+	)
+	d.waitEntries(sid1, 4)
+	// The index follows the stream: wait for the hit through the API.
+	testenv.WaitFor(t, time.Minute, func() (bool, string) {
+		_, body := d.get("/api/search?q=" + url.QueryEscape("zanzibarquux"))
+		var r struct {
+			Hits []struct {
+				SessionID string `json:"sessionId"`
+				EntryID   string `json:"entryId"`
+			} `json:"hits"`
+		}
+		if json.Unmarshal([]byte(body), &r) != nil {
+			return false, body
+		}
+		return len(r.Hits) == 1 && r.Hits[0].EntryID == "a1", body
+	})
+
+	b.do(t, chromedp.Navigate(d.http.URL+"/"))
+	b.waitJS(t, 20*time.Second, `document.readyState === 'complete'`)
+	b.do(t, chromedp.SendKeys(chromedp.CSS(`#q`), "nothingmatchesthis\n"))
+	b.waitJS(t, 10*time.Second, `document.querySelector('#search-results .note')?.textContent === '0 hits'`)
+
+	eval[bool](t, b, `(document.getElementById('q').value = '') === ''`)
+	b.do(t, chromedp.SendKeys(chromedp.CSS(`#q`), "zanzibarquux\n"))
+	b.waitJS(t, 10*time.Second, `document.querySelectorAll('#search-results a.hit').length === 1`)
+	if snip := eval[string](t, b, `document.querySelector('#search-results a.hit .snippet').textContent`); !strings.Contains(snip, "zanzibarquux") {
+		t.Errorf("hit snippet %q does not show the word", snip)
+	}
+	if m := eval[string](t, b, `[...document.querySelectorAll('#search-results a.hit mark')].map(e => e.textContent).join('|')`); m != "zanzibarquux" {
+		t.Errorf("marked in the snippet: %q, want the word", m)
+	}
+	if n := eval[string](t, b, `document.querySelector('#search-results .note').textContent`); n != "1 hit" {
+		t.Errorf("count %q", n)
+	}
+	if n := eval[int](t, b, `document.querySelectorAll('#search-results img').length`); n != 0 {
+		t.Errorf("the snippet's <img> became an element (%d)", n)
+	}
+	b.screenshot(t, "search")
+	b.do(t, chromedp.Click(chromedp.CSS(`#search-results a.hit`)))
+	// a1 is off the leaf's branch (u2): the page switches to it and marks it.
+	b.waitJS(t, 20*time.Second, `document.body.dataset.ready === '1' && document.getElementById('e-a1')?.classList.contains('target')`)
+	if eval[bool](t, b, `!!document.getElementById('e-u2')`) {
+		t.Error("the leaf's branch is shown, not the hit's")
+	}
+	if b.dialogs.Load() != 0 {
+		t.Error("a session's text opened a dialog")
+	}
+}
