@@ -89,10 +89,20 @@ func TestBrowserLargeSession(t *testing.T) {
 	}
 	b.do(t, chromedp.Click(chromedp.CSS(`#earlier`)))
 	b.waitJS(t, 3*time.Minute, fmt.Sprintf(`document.querySelectorAll('#entries article.entry').length === %d`, 2*pageEntries))
-	if got := eval[int](t, b, `document.querySelectorAll('#tree li').length`); got != n {
+	if got := eval[int](t, b, `+document.getElementById('tree').dataset.rows`); got != n {
 		t.Errorf("%d tree rows, want %d", got, n)
 	}
-	// still responsive: a branch switch (to the middle) answers
+	if got := eval[int](t, b, `document.querySelectorAll('#tree li').length`); got > 200 {
+		t.Errorf("%d tree rows in the DOM: only those in view should be", got)
+	}
+	// still responsive: a branch switch (to the middle) answers; the
+	// tree panel is scrolled to that row first (as a user would)
+	eval[bool](t, b, `(() => {
+		const tree = document.getElementById('tree'), side = tree.closest('.side');
+		side.scrollTop = tree.offsetTop + 4999 * +tree.dataset.rowHeight - 100;
+		return true;
+	})()`)
+	b.waitJS(t, 10*time.Second, `!!document.querySelector('#tree li[data-id="00001388"]')`)
 	b.do(t, chromedp.Click(chromedp.CSS(`#tree li[data-id="00001388"]`)))
 	b.waitJS(t, 3*time.Minute, `document.body.dataset.selected === '00001388' && !!document.getElementById('e-00001388')`)
 	t.Logf("10k-entry session: /api/s %v (%d KiB), page drawn %.0f ms (cold) and %.0f ms (warm) after navigation start", server, len(body)>>10, drawn[0], drawn[1])

@@ -34,21 +34,53 @@
     return path;
   }
 
+  // The tree panel holds a row per entry, 10k and more: only the rows in
+  // view (and a margin) are in the DOM, placed at their offset, as the
+  // sessions list does. TREE_ROW is .tree .node's height in style.css.
+  var TREE_ROW = 18, onTip = {}, treeDrawn = {first: -1, last: -1};
+
   function drawTree() {
-    var path = onPath(tip), frag = document.createDocumentFragment();
-    rows.forEach(function (r) {
-      var li = pi.el('li', 'node t-' + (r.t || 'other').replace(/[^A-Za-z0-9_-]/g, ''));
-      li.dataset.id = r.id;
-      li.style.paddingLeft = (4 + 12 * Math.min(r.d, 30)) + 'px';
-      if (path[r.id]) li.classList.add('on-path');
-      if (r.id === leaf) li.classList.add('leaf');
-      if (r.id === selected) li.classList.add('selected');
-      li.appendChild(pi.el('span', 'kind', r.t));
-      if (r.l) li.appendChild(pi.el('span', 'label', r.l));
-      li.appendChild(pi.el('span', 'text', r.x || ''));
-      frag.appendChild(li);
-    });
-    $('tree').replaceChildren(frag);
+    onTip = onPath(tip);
+    $('tree').style.height = (rows.length * TREE_ROW) + 'px';
+    $('tree').dataset.rows = rows.length;
+    $('tree').dataset.rowHeight = TREE_ROW;
+    treeRows(true);
+  }
+
+  function treeRows(force) {
+    var side = $('tree').closest('.side'), tree = $('tree');
+    var top = side.scrollTop - tree.offsetTop;
+    var first = Math.max(0, Math.floor(top / TREE_ROW) - 20);
+    var last = Math.min(rows.length, Math.max(first, Math.floor(top / TREE_ROW)) + Math.ceil(side.clientHeight / TREE_ROW) + 20);
+    if (!force && first === treeDrawn.first && last === treeDrawn.last) return;
+    treeDrawn = {first: first, last: last};
+    var frag = document.createDocumentFragment();
+    for (var i = first; i < last; i++) frag.appendChild(treeRow(rows[i], i));
+    tree.replaceChildren(frag);
+  }
+
+  function treeRow(r, i) {
+    var li = pi.el('li', 'node t-' + (r.t || 'other').replace(/[^A-Za-z0-9_-]/g, ''));
+    li.dataset.id = r.id;
+    li.style.top = (i * TREE_ROW) + 'px';
+    li.style.paddingLeft = (4 + 12 * Math.min(r.d, 30)) + 'px';
+    if (onTip[r.id]) li.classList.add('on-path');
+    if (r.id === leaf) li.classList.add('leaf');
+    if (r.id === selected) li.classList.add('selected');
+    li.appendChild(pi.el('span', 'kind', r.t));
+    if (r.l) li.appendChild(pi.el('span', 'label', r.l));
+    li.appendChild(pi.el('span', 'text', r.x || ''));
+    return li;
+  }
+
+  // revealTree scrolls the tree panel to entry id's row when it is out of view.
+  function revealTree(id) {
+    var i = rows.indexOf(byId[id]);
+    if (i < 0) return;
+    var side = $('tree').closest('.side'), y = $('tree').offsetTop + i * TREE_ROW;
+    if (y < side.scrollTop || y + TREE_ROW > side.scrollTop + side.clientHeight) {
+      side.scrollTop = y - side.clientHeight / 3;
+    }
   }
 
   function meta(d) {
@@ -137,6 +169,7 @@
     return pi.getJSON(api + '/branch?leaf=' + encodeURIComponent(t) + '&at=' + encodeURIComponent(id)).then(function (d) {
       show(d);
       scrollTo(id);
+      revealTree(id);
       document.body.dataset.selected = id;
     }).catch(function (e) { $('status').textContent = 'error: ' + e.message; });
   }
@@ -186,6 +219,8 @@
     var li = ev.target.closest('li.node');
     if (li) select(li.dataset.id);
   });
+  $('tree').closest('.side').addEventListener('scroll', function () { treeRows(false); }, {passive: true});
+  window.addEventListener('resize', function () { treeRows(true); });
   $('earlier').addEventListener('click', function () { more(true); });
   $('later').addEventListener('click', function () { more(false); });
   $('to-leaf').addEventListener('click', function () { select(leaf); });
@@ -204,7 +239,13 @@
     show(d);
     document.body.dataset.ready = '1';
     performance.mark('pisync-session-drawn'); // for the benchmarks
-    var go = want && byId[want] && !document.getElementById('e-' + want) ? select(want) : Promise.resolve(scrollTo(want));
+    var go = Promise.resolve();
+    if (want && byId[want] && !document.getElementById('e-' + want)) {
+      go = select(want);
+    } else {
+      scrollTo(want);
+      revealTree(want);
+    }
     go.then(function () {
       es = pi.live('/api/events?session=' + encodeURIComponent(sid) + '&render=1&raw=0&after=' + encodeURIComponent(d.pos), onEntry, $('live'));
     });
