@@ -130,8 +130,7 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	}
 	st := newSessionText(snap)
 	v.Leaf = idText(snap.Tree.Leaf())
-	v.Tree = st.tree()
-	v.Usage = st.usage()
+	v.Tree, v.Usage = s.treeAndUsage(sid, snap, st)
 	v.Pos = formatPos(snap.Src)
 	v.Truncated = snap.Truncated
 	v.Selected = r.URL.Query().Get("leaf")
@@ -175,11 +174,17 @@ func intParam(r *http.Request, name string) int {
 	return n
 }
 
-// snapshot reads the session, answering the request itself on failure.
+// snapshot reads the session (or takes the kept snapshot the catalog shows
+// is still current: cache.go), answering the request itself on failure.
 func (s *Server) snapshot(w http.ResponseWriter, r *http.Request, sid string) (*projection.Snapshot, bool) {
 	if err := eventlog.CheckSID(sid); err != nil {
 		http.Error(w, "web: "+err.Error(), http.StatusBadRequest)
 		return nil, false
+	}
+	if c, ok := s.catalogEntry(r.Context(), sid); ok {
+		if snap := s.current(c); snap != nil {
+			return snap, true
+		}
 	}
 	snap, err := s.opts.Source.Snapshot(r.Context(), sid, s.opts.MaxSessionBytes)
 	if err != nil {
@@ -290,7 +295,12 @@ func (s *Server) serveImage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "web: image: bad index", http.StatusBadRequest)
 		return
 	}
-	snap := s.recall(sid, id)
+	var snap *projection.Snapshot
+	if _, ok := s.catalogEntry(r.Context(), sid); ok {
+		// A kept snapshot only of a session still known: an erased
+		// session's images are gone with it.
+		snap = s.recall(sid, id)
+	}
 	if snap == nil {
 		var ok bool
 		if snap, ok = s.snapshot(w, r, sid); !ok {

@@ -2,24 +2,40 @@ package web
 
 import "github.com/pisyncd/pisyncd/projection"
 
-// Image requests come in bursts right after a page is rendered: they
-// reuse the snapshot that page was rendered from rather than read the
-// session again. An entry's line never changes, so a cached snapshot that
-// holds the entry serves its images as well as a fresh one.
+// Snapshots are kept for the pages that follow the one they were read for.
+// Image requests come in bursts right after a page is rendered, and a
+// reload, a branch switch or the next window of a branch asks for the same
+// session again: reading a 10k-entry session from the streams and parsing
+// every entry for the tree took most of a page's 150 ms. A kept snapshot
+// serves them while the catalog says the session has not moved past it
+// (each stream's last applied sequence at or below what the snapshot read);
+// the page follows live entries from the snapshot's own position, so an
+// entry the catalog has not applied yet still reaches it. An entry's line
+// never changes, so a kept snapshot that holds the entry serves its images
+// as well as a fresh one.
 
 const snapCache = 2
 
 type cachedSnap struct {
 	sid  string
 	snap *projection.Snapshot
+	// rows and usage are the tree panel and the tokens by model computed
+	// from snap, once (nil until then).
+	rows  []treeRow
+	usage []modelUsage
 }
 
 func (s *Server) remember(sid string, snap *projection.Snapshot) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.snaps = append([]cachedSnap{{sid, snap}}, s.snaps...)
+	s.keep(cachedSnap{sid: sid, snap: snap})
+}
+
+// keep puts c first (replacing the session's older entry); s.mu is held.
+func (s *Server) keep(c cachedSnap) {
+	s.snaps = append([]cachedSnap{c}, s.snaps...)
 	for i := 1; i < len(s.snaps); i++ {
-		if s.snaps[i].sid == sid {
+		if s.snaps[i].sid == c.sid {
 			s.snaps = append(s.snaps[:i], s.snaps[i+1:]...)
 			break
 		}
@@ -27,6 +43,48 @@ func (s *Server) remember(sid string, snap *projection.Snapshot) {
 	if len(s.snaps) > snapCache {
 		s.snaps = s.snaps[:snapCache]
 	}
+}
+
+// current returns the kept snapshot of sid when the catalog entry c shows
+// nothing applied past it, or nil.
+func (s *Server) current(c projection.CatalogEntry) *projection.Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range s.snaps {
+		if k.sid != c.SessionID {
+			continue
+		}
+		for stream, seq := range c.Src {
+			if seq > k.snap.Src[stream] {
+				return nil
+			}
+		}
+		s.keep(k)
+		return k.snap
+	}
+	return nil
+}
+
+// treeAndUsage returns the tree rows and usage of snap, computed once per
+// kept snapshot.
+func (s *Server) treeAndUsage(sid string, snap *projection.Snapshot, st *sessionText) ([]treeRow, []modelUsage) {
+	s.mu.Lock()
+	for _, k := range s.snaps {
+		if k.sid == sid && k.snap == snap && k.rows != nil {
+			s.mu.Unlock()
+			return k.rows, k.usage
+		}
+	}
+	s.mu.Unlock()
+	rows, usage := st.tree(), st.usage()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.snaps {
+		if s.snaps[i].sid == sid && s.snaps[i].snap == snap {
+			s.snaps[i].rows, s.snaps[i].usage = rows, usage
+		}
+	}
+	return rows, usage
 }
 
 // recall returns a cached snapshot of sid that holds entry id, or nil.

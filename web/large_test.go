@@ -69,17 +69,20 @@ func TestBrowserLargeSession(t *testing.T) {
 	const n = 10000
 	d.write(sid, bigSession(sid, n)...)
 	d.waitEntries(sid, n)
+	// Drawn twice: first with nothing kept (the renderer starting, the
+	// session read from the streams), then a reload (the snapshot kept:
+	// cache.go); then the answer alone, from the kept snapshot.
+	var drawn [2]float64
+	for i := range drawn {
+		b.do(t, chromedp.Navigate(d.http.URL+"/s/"+sid))
+		b.waitJS(t, 3*time.Minute, `document.body.dataset.ready === '1'`)
+		drawn[i] = eval[float64](t, b, `performance.getEntriesByName('pisync-session-drawn')[0].startTime`)
+	}
 	start := time.Now()
 	resp, body := d.get("/api/s/" + sid)
 	server := time.Since(start)
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
-	}
-	var drawn [2]float64 // cold (the renderer starts too), then warm
-	for i := range drawn {
-		b.do(t, chromedp.Navigate(d.http.URL+"/s/"+sid))
-		b.waitJS(t, 3*time.Minute, `document.body.dataset.ready === '1'`)
-		drawn[i] = eval[float64](t, b, `performance.getEntriesByName('pisync-session-drawn')[0].startTime`)
 	}
 	if got := eval[int](t, b, `document.querySelectorAll('#entries article.entry').length`); got != pageEntries {
 		t.Errorf("%d entries rendered first, want the last %d", got, pageEntries)
@@ -105,7 +108,7 @@ func TestBrowserLargeSession(t *testing.T) {
 	b.waitJS(t, 10*time.Second, `!!document.querySelector('#tree li[data-id="00001388"]')`)
 	b.do(t, chromedp.Click(chromedp.CSS(`#tree li[data-id="00001388"]`)))
 	b.waitJS(t, 3*time.Minute, `document.body.dataset.selected === '00001388' && !!document.getElementById('e-00001388')`)
-	t.Logf("10k-entry session: /api/s %v (%d KiB), page drawn %.0f ms (cold) and %.0f ms (warm) after navigation start", server, len(body)>>10, drawn[0], drawn[1])
+	t.Logf("10k-entry session: page drawn %.0f ms (first visit, nothing kept) and %.0f ms (reload) after navigation start; /api/s from the kept snapshot %v (%d KiB)", drawn[0], drawn[1], server, len(body)>>10)
 }
 
 // TestBrowserLargeImages: images come by URL, lazily, size-capped; one
