@@ -82,3 +82,17 @@ func TestKeptSnapshotWhileCurrent(t *testing.T) {
 		t.Errorf("after an append: %d rows, leaf %q, pos %q (was %q)", len(after.Tree), after.Leaf, after.Pos, first.Pos)
 	}
 }
+
+// TestSessionPagePreloadsItsData: the session page names its data URL in
+// a preload Link header, exactly as session.js asks for it, so the fetch
+// starts while the scripts load; an id that would need escaping gets none.
+func TestSessionPagePreloadsItsData(t *testing.T) {
+	d := startDaemon(t)
+	resp, _ := d.get("/s/" + sid1)
+	if got, want := resp.Header.Get("Link"), "</api/s/"+sid1+">; rel=preload; as=fetch; crossorigin"; got != want {
+		t.Errorf("Link %q, want %q", got, want)
+	}
+	if resp, _ := d.get("/s/a%3Cb"); resp.Header.Get("Link") != "" {
+		t.Errorf("an id with '<' got a preload: %q", resp.Header.Get("Link"))
+	}
+}

@@ -125,8 +125,25 @@ func (s *Server) page(name string) http.HandlerFunc {
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-cache")
+		if sid := r.PathValue("sid"); sid != "" && plainID(sid) {
+			// The session's data is fetched while the scripts load,
+			// rather than after (session.js asks for the same URL).
+			w.Header().Set("Link", "</api/s/"+sid+">; rel=preload; as=fetch; crossorigin")
+		}
 		w.Write(b)
 	}
+}
+
+// plainID reports whether id needs no escaping in a URL path (session
+// ids are UUIDs): only then is the page's data URL known to the server as
+// the script spells it.
+func plainID(id string) bool {
+	for _, c := range []byte(id) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Server) serveSearch(w http.ResponseWriter, r *http.Request) {
