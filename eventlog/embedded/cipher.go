@@ -259,9 +259,21 @@ func checkStoreOpened(ns *server.Server, stateDir string) error {
 		streams, _ := os.ReadDir(filepath.Join(storeDir, a.Name(), "streams"))
 		onDisk := 0
 		for _, st := range streams {
-			if _, err := os.Stat(filepath.Join(storeDir, a.Name(), "streams", st.Name(), server.JetStreamMetaFileKey)); err == nil {
-				onDisk++
+			dir := filepath.Join(storeDir, a.Name(), "streams", st.Name())
+			if strings.HasPrefix(st.Name(), ".") {
+				continue // a stream being deleted: nats-server removes it
 			}
+			if _, err := os.Stat(filepath.Join(dir, server.JetStreamMetaFileKey)); err != nil {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(dir, server.JetStreamMetaFile)); err != nil {
+				// Its key was written, its config (atomically, before
+				// any message) never was: a kill while nats-server
+				// created it. It skips such a directory, which holds
+				// nothing, and the stream is created again in it.
+				continue
+			}
+			onDisk++
 		}
 		if onDisk == 0 {
 			continue

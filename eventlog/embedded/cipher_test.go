@@ -249,6 +249,48 @@ func TestStoreCipherRefusals(t *testing.T) {
 	}
 }
 
+// TestStoreCipherHalfCreatedStream: a kill while nats-server created a
+// stream leaves its directory with the stream's key and no config (and a
+// kill while it deleted one, a "."-named directory): nats-server skips
+// both, holding nothing, so the start goes on and reads the store, where
+// it used to refuse as if the store key were wrong.
+func TestStoreCipherHalfCreatedStream(t *testing.T) {
+	dir := t.TempDir()
+	marker := newMarker(t)
+	writeMarker(t, dir, StoreCipherChaChaPoly, marker)
+	streams := filepath.Join(dir, "jetstream", "$G", "streams")
+	key, err := os.ReadFile(filepath.Join(streams, "SECRET", "meta.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := os.ReadFile(filepath.Join(streams, "SECRET", "meta.inf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, files := range map[string]map[string][]byte{
+		"HALF":     {"meta.key": key},
+		".DELETED": {"meta.key": key, "meta.inf": meta},
+	} {
+		if err := os.MkdirAll(filepath.Join(streams, name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for f, b := range files {
+			if err := os.WriteFile(filepath.Join(streams, name, f), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cfg := testConfig(t, dir)
+	cfg.StoreCipher = StoreCipherChaChaPoly
+	got, err := readBack(t, cfg)
+	if err != nil {
+		t.Fatalf("start with a half-created stream: %v", err)
+	}
+	if !bytes.Equal(got, marker) {
+		t.Fatalf("read back %q", got)
+	}
+}
+
 // TestStoreCipherNewStore: a store moved aside (as the refusals advise)
 // starts again, encrypted, with the key already there.
 func TestStoreCipherNewStore(t *testing.T) {
