@@ -169,7 +169,8 @@ func loadContextFile(file *os.File, size int64, mode session.RuleSet) (tree *ses
 		unix.Madvise(data, unix.MADV_WILLNEED) // read ahead: the scan takes it all, in order
 		unmap = func() { unix.Munmap(data) }
 	}
-	f, err := session.LoadRules(data, mode)
+	// The catalog's usage totals are no part of a context: not kept.
+	f, err := session.LoadWith(data, session.LoadOptions{Rules: mode, NoStats: true})
 	if err != nil {
 		unmap()
 		return nil, nil, nil, err
