@@ -3,9 +3,9 @@
 // session file, as `pisyncd context FILE` does (the same code,
 // internal/cli), in a binary without the embedded NATS server, the search
 // index, the web view or the metrics, so that a one-shot call starts in a
-// few milliseconds instead of pisyncd's ten to fifteen. Everything that needs the
-// daemon or its store stays in pisyncd (the split of tailscale and
-// tailscaled).
+// few milliseconds instead of pisyncd's ten to fifteen. Everything that
+// needs the daemon or its store stays in pisyncd (the split of tailscale
+// and tailscaled).
 package main
 
 import (
