@@ -1,4 +1,5 @@
-# pisyncd:dev, FROM scratch: the statically linked binary and nothing else.
+# pisyncd:dev, FROM scratch: the statically linked binaries (/pisyncd, and
+# /pisync, the lean client for one-shot commands on a file) and nothing else.
 #
 # Built by scripts/docker-build (make images), whose build context is a
 # staged root file system (bin/rootfs), not this repository: scratch has no
@@ -6,7 +7,7 @@
 # home whose state the compose file keeps in a volume) are made there with
 # their modes and copied in as they are.
 FROM scratch
-# The version scripts/docker-build linked into the binary (-X main.version).
+# The version scripts/docker-build linked into the binaries (-X main.version).
 ARG VERSION=devel
 LABEL org.opencontainers.image.version=$VERSION
 COPY . /

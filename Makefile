@@ -2,8 +2,9 @@
 # Docker (docker-compose v1 or the compose plugin); images are FROM scratch,
 # nothing is pulled.
 #
-#   make               bin/pisyncd and the image pisyncd:dev
-#   make images        the same (the binary is part of the image build)
+#   make               bin/pisyncd, bin/pisync and the image pisyncd:dev
+#   make binary        bin/pisyncd and bin/pisync (the lean client) only
+#   make images        the same as make (the binaries are part of the image build)
 #   make up / down     the demo: docker-compose up -d (hubs first) / down -v
 #   make demo          up, then write a session on ws1 and show it on ws2
 #   make test          scripts/test: go test -race ./..., then what skipped and why

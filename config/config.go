@@ -315,19 +315,6 @@ func (c *Config) RuleSet() session.RuleSet {
 	return r
 }
 
-// LoadRules reads PISYNC_RULES alone, for the commands that need no other
-// setting (`context FILE`): a folder or home directory that cannot be
-// worked out must not stop them.
-func LoadRules() (session.RuleSet, error) {
-	var c struct {
-		Rules string `envconfig:"RULES" default:"auto"`
-	}
-	if err := envconfig.Process(Prefix, &c); err != nil {
-		return 0, fmt.Errorf("config: %w", err)
-	}
-	return parseRules(c.Rules)
-}
-
 // parseRules reads a PISYNC_RULES value; the error names the variable.
 // "" is auto: the zero Config (a literal in a test or a program embedding
 // pisyncd) means the default, as for the other settings.

@@ -49,13 +49,13 @@ func (w *Worker) ContextRules(ctx context.Context, sid, leaf string, mode sessio
 }
 
 // WriteContext writes the session's context at leaf ("" for its own)
-// under the rule set mode to out, byte for byte what ContextJSON of
+// under the rule set mode to out, byte for byte what session.ReportJSON of
 // ContextRules writes, one message at a time: the bodies are read a
 // read-ahead at a time as the messages are written. An error after the
 // first byte leaves out holding a prefix.
 func (w *Worker) WriteContext(ctx context.Context, out io.Writer, sid, leaf string, mode session.RuleSet) error {
 	return w.eachContext(ctx, sid, leaf, mode, true, func(ix *session.Index, src session.BodySource) error {
-		return WriteContextJSON(out, ix, src, mode)
+		return session.WriteReport(out, ix, src, mode)
 	})
 }
 
@@ -167,7 +167,7 @@ func LoadContext(ctx context.Context, nc *nats.Conn, node, sid, leaf string, all
 // it: what `pisyncd context SESSION-ID` does when no daemon runs.
 func WriteStoredContext(ctx context.Context, out io.Writer, nc *nats.Conn, node, sid, leaf string, all bool, rules session.RuleSet) error {
 	return loadContext(ctx, nc, node, sid, leaf, all, rules, func(ix *session.Index, src session.BodySource) error {
-		return WriteContextJSON(out, ix, src, rules)
+		return session.WriteReport(out, ix, src, rules)
 	})
 }
 

@@ -135,7 +135,7 @@ func (n *node) writtenContext(sid string) string {
 	if err := n.worker.WriteContext(ctx, &b, sid, "", n.worker.Rules()); err != nil {
 		return "error: " + err.Error()
 	}
-	// The rule set fields come first (ContextJSON; TestRulesViews checks
+	// The rule set fields come first (session.ReportJSON; TestRulesViews checks
 	// them); the rest is the corpus shape that contextJSON marshals.
 	return rulesFields.ReplaceAllString(b.String(), "{")
 }

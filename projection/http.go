@@ -16,7 +16,7 @@ import (
 //	GET /ls                                   the catalog, newest first (JSON array)
 //	GET /context?session=ID[&leaf=ID][&rules=auto|seed|pi-1.6]
 //	                                          the full context: corpus JSON with the rule set
-//	                                          (ContextJSON), streamed (serveContext)
+//	                                          (session.ReportJSON), streamed (serveContext)
 //	GET /tail?session=&type=&from=start|now   NDJSON, one TailEntry a line, until the client goes
 //
 // Errors are plain text with a status; an error after a stream began is a

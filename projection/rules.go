@@ -2,70 +2,11 @@ package projection
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/pisyncd/pisyncd/session"
 )
-
-// ContextJSON is a context as `/context` and `pisyncd context --json`
-// print it: the corpus shape with the rule set that built it first,
-//
-//	{"rules":"pi-1.6","rulesMode":"auto","leafId":…,"contextEntryIds":…}
-//
-// rules is the set the context followed (seed or pi-1.6); rulesMode is
-// the one asked for (PISYNC_RULES or --rules): auto when the session's
-// lines chose rules. Both are additions: a reader of the corpus shape
-// ignores them.
-func ContextJSON(c *session.Context, mode session.RuleSet) ([]byte, error) {
-	body, err := c.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	return append(rulesHead(c.Rules, mode), body[1:]...), nil
-}
-
-// rulesHead opens the context object with the rule set used and the one
-// asked for: {"rules":…,"rulesMode":…, (the corpus shape follows without
-// its opening brace).
-func rulesHead(used, asked session.RuleSet) []byte {
-	u, _ := json.Marshal(used.String())
-	a, _ := json.Marshal(asked.String())
-	head := append([]byte(`{"rules":`), u...)
-	head = append(head, `,"rulesMode":`...)
-	head = append(head, a...)
-	return append(head, ',')
-}
-
-// WriteContextJSON writes ix as ContextJSON would, streaming the messages:
-// the rules fields, then ix.WriteContext's object without its opening
-// brace.
-func WriteContextJSON(out io.Writer, ix *session.Index, src session.BodySource, mode session.RuleSet) error {
-	if _, err := out.Write(rulesHead(ix.Rules, mode)); err != nil {
-		return err
-	}
-	return ix.WriteContext(&skipFirstByte{w: out}, src)
-}
-
-// skipFirstByte drops the first byte written through it (the opening
-// brace that writeContextJSON has already written).
-type skipFirstByte struct {
-	w       io.Writer
-	skipped bool
-}
-
-func (s *skipFirstByte) Write(p []byte) (int, error) {
-	if s.skipped || len(p) == 0 {
-		return s.w.Write(p)
-	}
-	s.skipped = true
-	n, err := s.w.Write(p[1:])
-	return n + 1, err
-}
 
 // rulesKey holds the name of the rule set mode (auto, seed, pi-1.6) the
 // views were last computed under.

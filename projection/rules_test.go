@@ -32,7 +32,7 @@ func rulesContext(t *testing.T, data []byte, mode session.RuleSet) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := ContextJSON(c, mode)
+	b, err := session.ReportJSON(c, mode)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -175,3 +175,29 @@ func BenchmarkLoad10k(b *testing.B) {
 		}
 	}
 }
+
+// TestLoadNoStats: LoadOptions.NoStats leaves the usage totals at zero
+// and changes nothing else: the same entries and the same context, bodies
+// included.
+func TestLoadNoStats(t *testing.T) {
+	data := synthSession(3000)
+	with, err := LoadWith(data, LoadOptions{Rules: RulesAuto})
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := LoadWith(data, LoadOptions{Rules: RulesAuto, NoStats: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if with.Tree.TotalTokens == 0 || with.Tree.TotalCost == 0 {
+		t.Fatalf("with stats: %+v, want the usage totals", with.Tree.Stats)
+	}
+	if without.Tree.TotalTokens != 0 || without.Tree.TotalCost != 0 || without.Tree.MessageCount != with.Tree.MessageCount {
+		t.Fatalf("NoStats: %+v (with: %+v), want no usage totals and the same message count", without.Tree.Stats, with.Tree.Stats)
+	}
+	c1, err1 := ContextJSON(with, nil)
+	c2, err2 := ContextJSON(without, nil)
+	if err1 != nil || err2 != nil || !bytes.Equal(c1, c2) || with.Tree.Len() != without.Tree.Len() {
+		t.Fatalf("contexts differ (%v, %v)", err1, err2)
+	}
+}

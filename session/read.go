@@ -41,11 +41,27 @@ func Load(data []byte) (*File, error) { return LoadRules(data, RulesAuto) }
 
 // LoadRules is Load under the rule set mode.
 func LoadRules(data []byte, mode RuleSet) (*File, error) {
+	return LoadWith(data, LoadOptions{Rules: mode})
+}
+
+// LoadOptions say how LoadWith reads a file.
+type LoadOptions struct {
+	// Rules is the rule set (RulesAuto: chosen per session).
+	Rules RuleSet
+	// NoStats leaves the tree's token and cost totals (Stats) at zero: a
+	// reader that wants only a context (`context FILE`) skips the second
+	// scan of every assistant message's usage, about a tenth of a load.
+	NoStats bool
+}
+
+// LoadWith is Load with options.
+func LoadWith(data []byte, o LoadOptions) (*File, error) {
 	if len(data) == 0 {
 		return nil, ErrEmptyFile
 	}
 	f := &File{Tree: NewTree()}
-	f.Tree.SetRules(mode)
+	f.Tree.SetRules(o.Rules)
+	f.Tree.noStats = o.NoStats
 	// Sized once for every line: the count is a fast pass, and growing
 	// the tree's slices and id index step by step copied and rehashed them.
 	n := bytes.Count(data, []byte{'\n'}) + 1

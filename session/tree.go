@@ -145,6 +145,7 @@ type Tree struct {
 	heads   []int
 	headsOK bool
 	Stats
+	noStats bool // Stats' usage totals are not kept (LoadOptions.NoStats)
 }
 
 // Stats are running totals over assistant messages, for a catalog.
@@ -498,7 +499,9 @@ func (t *Tree) extraFor(n *node, f *lineFields) *extra {
 		if r != "assistant" {
 			return nil
 		}
-		t.Stats.addUsage(msg.usage)
+		if !t.noStats {
+			t.Stats.addUsage(msg.usage)
+		}
 		return &extra{assistant: true, provider: own(msg.provider), model: own(msg.model)}
 	case "custom_message":
 		n.flags |= flagEditable

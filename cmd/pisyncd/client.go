@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/pisyncd/pisyncd/config"
@@ -93,27 +92,6 @@ func askDaemon(ctx context.Context, cfg *config.Config, path string, fromDaemon 
 	}
 	defer d.Close()
 	return fromStore(d)
-}
-
-// reorder moves flags before positional arguments, so `events ID --json`
-// works as well as `events --json ID`. valued names the flags that take a
-// value in the next argument (--leaf ID).
-func reorder(args []string, valued ...string) []string {
-	var flags, pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			pos = append(pos, a)
-			continue
-		}
-		flags = append(flags, a)
-		name := strings.TrimLeft(a, "-")
-		if !strings.Contains(name, "=") && slices.Contains(valued, name) && i+1 < len(args) {
-			i++
-			flags = append(flags, args[i])
-		}
-	}
-	return append(flags, pos...)
 }
 
 // trailerCheck reads an answer's body and, at its end, turns an error the

@@ -19,16 +19,19 @@ import (
 	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
-// BenchmarkContextFile: `pisyncd context FILE --json`, one shot (process
+// BenchmarkContextFile: `pisync context FILE --json`, one shot (process
 // start included, as a user pays it), against real pi's context of the
 // same file (`pi-oracle context FILE`: node and pi's own loader), in the
-// same run, ABBA-interleaved. The file is a 10,000-entry session (about
-// 5.5 MB: user, assistant with a tool call, tool result, a compaction
-// every 2,700) written by pi's own writer (pi-oracle write), so the
-// benchmark needs node and skips without it (PISYNC_ORACLE: the oracle's
-// path). It reports the medians and x-faster, pi's time over ours.
-// PISYNC_BENCH_BIN runs another binary (an older build) instead of this
-// package's; PISYNC_BENCH_ROUNDS sets the rounds (default 10).
+// same run, ABBA-interleaved with pisyncd's `context FILE --json` (the same
+// code in the full binary, whose start alone costs more than pisync's whole
+// answer). The file is a 10,000-entry session (about 6 MB: user,
+// assistant with a tool call, tool result, a compaction every 2,700)
+// written by pi's own writer (pi-oracle write), so the benchmark needs node
+// and skips without it (PISYNC_ORACLE: the oracle's path). It reports the
+// medians and x-faster, pi's time over pisync's (pisyncd-x-faster: over
+// pisyncd's). PISYNC_BENCH_BIN runs another pisyncd (an older build)
+// instead of this package's, PISYNC_BENCH_CLIENT another pisync instead of
+// ../pisync's; PISYNC_BENCH_ROUNDS sets the rounds (default 10).
 //
 //	go test -run '^$' -bench ContextFile -benchtime=1x ./cmd/pisyncd/
 func BenchmarkContextFile(b *testing.B) {
@@ -40,6 +43,10 @@ func BenchmarkContextFile(b *testing.B) {
 	if bin == "" {
 		bin = buildPisyncd(b)
 	}
+	client := os.Getenv("PISYNC_BENCH_CLIENT")
+	if client == "" {
+		client = buildPisync(b)
+	}
 	rounds := envInt(b, "PISYNC_BENCH_ROUNDS", 10)
 	file := piSessionFile(b, 10_000)
 	st, err := os.Stat(file)
@@ -47,43 +54,67 @@ func BenchmarkContextFile(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	// Both answer the same context (the window's ids), checked once.
-	ours := runOnce(b, bin, "context", file, "--json")
+	// All three answer the same context (the window's ids), checked once;
+	// both binaries of ours print the same bytes.
+	ours := runOnce(b, client, "context", file, "--json")
+	if full := runOnce(b, bin, "context", file, "--json"); !bytes.Equal(ours, full) {
+		b.Fatalf("pisync and pisyncd print different contexts (%d and %d bytes)", len(ours), len(full))
+	}
 	theirs := runOnce(b, "node", oracle, "context", file)
 	var a, p struct {
 		LeafID          string   `json:"leafId"`
 		ContextEntryIDs []string `json:"contextEntryIds"`
 	}
 	if err := json.Unmarshal(ours, &a); err != nil {
-		b.Fatalf("pisyncd context: %v", err)
+		b.Fatalf("pisync context: %v", err)
 	}
 	if err := json.Unmarshal(theirs, &p); err != nil {
 		b.Fatalf("pi-oracle context: %v", err)
 	}
 	if a.LeafID != p.LeafID || !slices.Equal(a.ContextEntryIDs, p.ContextEntryIDs) {
-		b.Fatalf("pisyncd and pi disagree: leaf %s/%s, %d/%d entries", a.LeafID, p.LeafID, len(a.ContextEntryIDs), len(p.ContextEntryIDs))
+		b.Fatalf("pisync and pi disagree: leaf %s/%s, %d/%d entries", a.LeafID, p.LeafID, len(a.ContextEntryIDs), len(p.ContextEntryIDs))
 	}
 
 	for b.Loop() {
-		var us, pi, start []time.Duration
+		var us, full, pi, start, fullStart []time.Duration
 		for r := 0; r < rounds; r++ {
-			// ABBA: each side runs first and last in turn.
-			us = append(us, timeRun(b, bin, "context", file, "--json"))
+			// ABCCBA: each runs first and last in turn, and every pair
+			// sees the same mix of neighbours.
+			us = append(us, timeRun(b, client, "context", file, "--json"))
 			pi = append(pi, timeRun(b, "node", oracle, "context", file))
+			full = append(full, timeRun(b, bin, "context", file, "--json"))
+			full = append(full, timeRun(b, bin, "context", file, "--json"))
 			pi = append(pi, timeRun(b, "node", oracle, "context", file))
-			us = append(us, timeRun(b, bin, "context", file, "--json"))
-			start = append(start, timeRun(b, bin, "version"))
+			us = append(us, timeRun(b, client, "context", file, "--json"))
+			start = append(start, timeRun(b, client, "version"))
+			fullStart = append(fullStart, timeRun(b, bin, "version"))
 		}
-		mu, mp, ms := median(us), median(pi), median(start)
+		mu, mf, mp, ms, mfs := median(us), median(full), median(pi), median(start), median(fullStart)
 		b.ReportMetric(float64(st.Size())/1e6, "file-MB")
+		b.ReportMetric(float64(len(ours))/1e6, "output-MB")
 		b.ReportMetric(float64(len(a.ContextEntryIDs)), "window-entries")
 		b.ReportMetric(ms.Seconds()*1e3, "start-ms")
-		b.ReportMetric(mu.Seconds()*1e3, "pisyncd-ms")
+		b.ReportMetric(mfs.Seconds()*1e3, "pisyncd-start-ms")
+		b.ReportMetric(mu.Seconds()*1e3, "pisync-ms")
+		b.ReportMetric(mf.Seconds()*1e3, "pisyncd-ms")
 		b.ReportMetric(mp.Seconds()*1e3, "pi-ms")
 		b.ReportMetric(float64(mp)/float64(mu), "x-faster")
-		b.Logf("pisyncd %v (%v–%v), pi %v (%v–%v), process start %v: %.1f× faster",
-			mu, slices.Min(us), slices.Max(us), mp, slices.Min(pi), slices.Max(pi), ms, float64(mp)/float64(mu))
+		b.ReportMetric(float64(mp)/float64(mf), "pisyncd-x-faster")
+		b.Logf("pisync %v (%v–%v), pisyncd %v (%v–%v), pi %v (%v–%v), process start %v (pisyncd %v): %.1f× faster (pisyncd %.1f×)",
+			mu, slices.Min(us), slices.Max(us), mf, slices.Min(full), slices.Max(full), mp, slices.Min(pi), slices.Max(pi),
+			ms, mfs, float64(mp)/float64(mu), float64(mp)/float64(mf))
 	}
+}
+
+// buildPisync builds the lean client (cmd/pisync) into a temporary dir.
+func buildPisync(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "pisync")
+	build := exec.Command("go", "build", "-o", bin, "../pisync")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ../pisync: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // piSessionFile writes a linear session of n entries with pi's writer

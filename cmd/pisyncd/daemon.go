@@ -258,7 +258,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 	d.reg = prometheus.NewRegistry()
-	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), readBuildInfo().collector())
+	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfoCollector(readBuildInfo()))
 	d.reg.MustRegister(d.tailer.Collectors()...)
 	d.reg.MustRegister(d.tailer.RetryCollectors()...)
 	d.reg.MustRegister(d.store.Collectors()...)
@@ -435,10 +435,10 @@ func (d *Daemon) SearchHandler() http.Handler {
 
 func runCommand(args []string, stderr io.Writer) error {
 	if wantsHelp(args) {
-		return &helpRequest{usage: "pisyncd [run]   (settings are PISYNC_* variables: pisyncd help)"}
+		return &helpRequest{Usage: "pisyncd [run]   (settings are PISYNC_* variables: pisyncd help)"}
 	}
 	if len(args) > 0 {
-		return &usageError{msg: fmt.Sprintf("run takes no arguments, got %q; settings are PISYNC_* variables (pisyncd help)", args)}
+		return &usageError{Msg: fmt.Sprintf("run takes no arguments, got %q; settings are PISYNC_* variables (pisyncd help)", args)}
 	}
 	cfg, err := config.Load()
 	if err != nil {

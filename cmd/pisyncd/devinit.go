@@ -37,7 +37,7 @@ func devInitCommand(args []string, stdout io.Writer) error {
 	}
 	hs, ns := splitList(*hosts), splitList(*nodes)
 	if len(hs) == 0 || len(ns) == 0 {
-		return &usageError{msg: "dev-init: --hosts and --nodes are required", usage: usage}
+		return &usageError{Msg: "dev-init: --hosts and --nodes are required", Usage: usage}
 	}
 	for _, n := range ns {
 		if !eventlog.ValidNodeID(n) {

@@ -258,7 +258,7 @@ func eraseCommand(args []string, stdout io.Writer) error {
 		return err
 	}
 	if fs.Arg(0) == "" {
-		return &usageError{msg: "erase: empty SESSION-ID", usage: "pisyncd erase SESSION-ID [--json]"}
+		return &usageError{Msg: "erase: empty SESSION-ID", Usage: "pisyncd erase SESSION-ID [--json]"}
 	}
 	sid := fs.Arg(0)
 	cfg, err := config.Load()

@@ -87,7 +87,7 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 			_, err = fmt.Fprint(stdout, conf)
 			return err
 		default:
-			return &usageError{msg: fmt.Sprintf("unknown hub command %q (pisyncd hub help lists them)", args[0])}
+			return &usageError{Msg: fmt.Sprintf("unknown hub command %q (pisyncd hub help lists them)", args[0])}
 		}
 	}
 	cfg, err := config.LoadHub()
@@ -347,7 +347,7 @@ func certsCommand(args []string, stdout io.Writer) error {
 		return err
 	}
 	if *hosts == "" {
-		return &usageError{msg: "certs: --hosts is required", usage: usage}
+		return &usageError{Msg: "certs: --hosts is required", Usage: usage}
 	}
 	hs := splitList(*hosts)
 	if err := embedded.GenerateDevCerts(fs.Arg(0), hs); err != nil {

@@ -125,7 +125,7 @@ func hubEraseCommand(args []string, stdout io.Writer) error {
 		return err
 	}
 	if fs.Arg(0) == "" {
-		return &usageError{msg: "hub erase: empty SESSION-ID", usage: hubEraseUsage}
+		return &usageError{Msg: "hub erase: empty SESSION-ID", Usage: hubEraseUsage}
 	}
 	sid := fs.Arg(0)
 	ctx, stop := signalContext(io.Discard)
@@ -218,10 +218,10 @@ func hubEraseError(sid string, err error) error {
 // once, on one node of a cluster, for a PI_HUB made by an older pisyncd).
 func hubUpgradeCommand(args []string, stdout io.Writer) error {
 	if wantsHelp(args) {
-		return &helpRequest{usage: "pisyncd hub upgrade"}
+		return &helpRequest{Usage: "pisyncd hub upgrade"}
 	}
 	if len(args) > 0 {
-		return &usageError{msg: fmt.Sprintf("hub upgrade takes no arguments, got %q", args), usage: "pisyncd hub upgrade"}
+		return &usageError{Msg: fmt.Sprintf("hub upgrade takes no arguments, got %q", args), Usage: "pisyncd hub upgrade"}
 	}
 	cfg, err := config.LoadHub()
 	if err != nil {

@@ -22,9 +22,9 @@ const keyUsage = "pisyncd key init|export|import [FILE]|status|rotate|token SESS
 func keyCommand(args []string, stdout io.Writer) error {
 	if len(args) == 0 || wantsHelp(args) {
 		if len(args) == 0 {
-			return &usageError{msg: "key: missing subcommand", usage: keyUsage}
+			return &usageError{Msg: "key: missing subcommand", Usage: keyUsage}
 		}
-		return &helpRequest{usage: keyUsage}
+		return &helpRequest{Usage: keyUsage}
 	}
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("key "+sub, flag.ContinueOnError)
@@ -37,13 +37,13 @@ func keyCommand(args []string, stdout io.Writer) error {
 		want = 1
 	case "init", "export", "status", "rotate":
 	default:
-		return &usageError{msg: fmt.Sprintf("key: unknown subcommand %q", sub), usage: keyUsage}
+		return &usageError{Msg: fmt.Sprintf("key: unknown subcommand %q", sub), Usage: keyUsage}
 	}
 	if err := parseArgs(fs, reorder(args), keyUsage, want); err != nil {
 		return err
 	}
 	if sub == "import" && fs.NArg() > 1 {
-		return &usageError{msg: "key import: one FILE at most", usage: keyUsage}
+		return &usageError{Msg: "key import: one FILE at most", Usage: keyUsage}
 	}
 	cfg, err := config.Load()
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/internal/cli"
 	"github.com/pisyncd/pisyncd/projection"
 )
 
@@ -116,7 +117,7 @@ func catalogNotes(e projection.CatalogEntry) []string {
 func shortTime(ts string) string {
 	t, err := time.Parse(time.RFC3339Nano, ts)
 	if err != nil {
-		return orDash(ts)
+		return cli.OrDash(ts)
 	}
 	return t.Local().Format("2006-01-02 15:04")
 }

@@ -19,9 +19,6 @@ func main() {
 	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// errUsage marks a command-line mistake (exit code 2).
-var errUsage = errors.New("usage")
-
 const usageText = `pisyncd: every line pi appends to a session file, as an immutable event on NATS JetStream.
 
 Usage:
@@ -51,7 +48,8 @@ Usage:
   pisyncd version                    this binary's version, VCS revision and Go version
   pisyncd help                       this text and every setting
 
-Every command takes -h for its own flags.
+Every command takes -h for its own flags. pisync (go install ./cmd/pisync) runs the one-shot
+context FILE with the same code in a lean binary that starts in a fraction of pisyncd's time.
 
 Settings are environment variables:
 `
@@ -91,7 +89,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = serviceCommand(args, stdout)
 	case "version", "--version", "-version":
 		if len(args) > 0 && !wantsHelp(args) {
-			err = &usageError{msg: "version takes no arguments", usage: "pisyncd version"}
+			err = &usageError{Msg: "version takes no arguments", Usage: "pisyncd version"}
 			break
 		}
 		fmt.Fprintf(stdout, "pisyncd %s\n", readBuildInfo())
@@ -104,14 +102,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	default:
-		err = &usageError{msg: fmt.Sprintf("unknown command %q (pisyncd help lists them)", cmd)}
+		err = &usageError{Msg: fmt.Sprintf("unknown command %q (pisyncd help lists them)", cmd)}
 	}
 	if err == nil {
 		return 0
 	}
 	var help *helpRequest
 	if errors.As(err, &help) {
-		help.print(stdout)
+		help.Print(stdout)
 		return 0
 	}
 	fmt.Fprintln(stderr, "pisyncd:", err)

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pisyncd/pisyncd/internal/cli"
 )
 
 // mainIn runs one command in this process against env's state, as a
@@ -212,7 +214,7 @@ func TestModelName(t *testing.T) {
 		`"gpt-5"`:             "gpt-5",
 		`null`:                "",
 	} {
-		if got := modelName(json.RawMessage(raw)); got != want {
+		if got := cli.ModelName(json.RawMessage(raw)); got != want {
 			t.Errorf("modelName(%s) = %q, want %q", raw, got, want)
 		}
 	}

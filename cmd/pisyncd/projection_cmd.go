@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/internal/cli"
 	"github.com/pisyncd/pisyncd/projection"
 	"github.com/pisyncd/pisyncd/session"
 )
@@ -65,12 +66,12 @@ func contextCommand(args []string, stdout io.Writer) error {
 		return bw.Flush()
 	}
 	pr, pw := io.Pipe()
-	var sum *contextSummary
+	var sum *cli.Summary
 	var rerr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		sum, rerr = readContextSummary(pr)
+		sum, rerr = cli.ReadSummary(pr)
 		if rerr == nil {
 			io.Copy(io.Discard, pr) // the '\n' after the context
 		}
@@ -85,10 +86,10 @@ func contextCommand(args []string, stdout io.Writer) error {
 	case err != nil:
 		return err
 	}
-	if *rules != "" && sum.rules == "" {
+	if *rules != "" && sum.Rules == "" {
 		return errors.New("context: the running daemon does not know --rules (it predates it): restart it")
 	}
-	return sum.print(stdout)
+	return sum.Print(stdout)
 }
 
 const contextUsage = "pisyncd context FILE|SESSION-ID [--leaf ID] [--rules auto|seed|pi-1.6] [--json]"

@@ -14,6 +14,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/internal/cli"
 	"github.com/pisyncd/pisyncd/search"
 )
 
@@ -40,13 +41,13 @@ func searchCommand(args []string, stdout io.Writer) error {
 		}
 		switch name {
 		case "h", "help":
-			return &helpRequest{usage: searchUsage}
+			return &helpRequest{Usage: searchUsage}
 		case "json":
 			asJSON = true
 		case "limit", "after", "session", "node":
 			if !hasVal {
 				if i+1 >= len(args) {
-					return &usageError{msg: "search: --" + name + " needs a value", usage: searchUsage}
+					return &usageError{Msg: "search: --" + name + " needs a value", Usage: searchUsage}
 				}
 				i++
 				val = args[i]
@@ -58,7 +59,7 @@ func searchCommand(args []string, stdout io.Writer) error {
 	}
 	params.Set("q", strings.Join(words, " "))
 	if len(words) == 0 && params.Get("session") == "" && params.Get("node") == "" {
-		return &usageError{msg: "search: missing the query", usage: searchUsage}
+		return &usageError{Msg: "search: missing the query", Usage: searchUsage}
 	}
 	cfg, err := config.Load()
 	if err != nil {
@@ -98,7 +99,7 @@ func printHits(w io.Writer, res search.Result) error {
 		if h.Role != "" {
 			kind += "/" + h.Role
 		}
-		fmt.Fprintf(w, "\n%s  %s  entry %s  %s  %s\n", orDash(shortTime(h.Timestamp)), terminalSafe(h.SessionID), orDash(terminalSafe(h.EntryID)), terminalSafe(h.Node), terminalSafe(kind))
+		fmt.Fprintf(w, "\n%s  %s  entry %s  %s  %s\n", cli.OrDash(shortTime(h.Timestamp)), terminalSafe(h.SessionID), cli.OrDash(terminalSafe(h.EntryID)), terminalSafe(h.Node), terminalSafe(kind))
 		fmt.Fprintf(w, "    %s\n", terminalSafe(marked(h.Snippet, h.Highlights)))
 	}
 	if res.Next > 0 {

@@ -85,7 +85,7 @@ func temporaryBuild(exe string) bool {
 func serviceFile(kind, exe, home string) ([]byte, error) {
 	text, ok := serviceTemplates[kind]
 	if !ok {
-		return nil, &usageError{msg: fmt.Sprintf("service: unknown kind %q", kind), usage: serviceUsage}
+		return nil, &usageError{Msg: fmt.Sprintf("service: unknown kind %q", kind), Usage: serviceUsage}
 	}
 	var b bytes.Buffer
 	err := template.Must(template.New(kind).Parse(text)).Execute(&b, struct{ Exe, Home string }{exe, home})
@@ -100,12 +100,12 @@ func serviceCommand(args []string, stdout io.Writer) error {
 		case a == "--install" || a == "-install":
 			install = true
 		case a == "-h" || a == "--help" || a == "-help":
-			return &helpRequest{usage: serviceUsage}
+			return &helpRequest{Usage: serviceUsage}
 		case strings.HasPrefix(a, "-"):
-			return &usageError{msg: "service: flag provided but not defined: " + a, usage: serviceUsage}
+			return &usageError{Msg: "service: flag provided but not defined: " + a, Usage: serviceUsage}
 		default:
 			if kind != "" {
-				return &usageError{msg: fmt.Sprintf("service: one kind, got %q and %q", kind, a), usage: serviceUsage}
+				return &usageError{Msg: fmt.Sprintf("service: one kind, got %q and %q", kind, a), Usage: serviceUsage}
 			}
 			kind = a
 		}

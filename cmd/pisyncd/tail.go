@@ -10,6 +10,7 @@ import (
 	"net/url"
 
 	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/internal/cli"
 	"github.com/pisyncd/pisyncd/projection"
 )
 
@@ -83,7 +84,7 @@ func printTailEntry(w io.Writer, e *projection.TailEntry) {
 			} `json:"message"`
 		}
 		json.Unmarshal(e.Entry, &m)
-		text = m.Message.Role + ": " + contentText(m.Message.Content)
+		text = m.Message.Role + ": " + cli.ContentText(m.Message.Content)
 	}
-	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", e.Session, orDash(typ), orDash(id), orDash(e.ParentID), preview(text, 100))
+	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", e.Session, cli.OrDash(typ), cli.OrDash(id), cli.OrDash(e.ParentID), cli.Preview(text, 100))
 }

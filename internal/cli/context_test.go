@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pisyncd/pisyncd/projection"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 	"github.com/pisyncd/pisyncd/session"
 )
 
@@ -20,11 +20,11 @@ import (
 func TestContextFileShrunk(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.jsonl")
 	var b strings.Builder
-	b.WriteString(hdrLine("0199aaaa-0000-7000-8000-0000000000f1", "/x") + "\n")
+	b.WriteString(testenv.HeaderAt("0199aaaa-0000-7000-8000-0000000000f1", "/x", "2026-11-30T00:00:00.000Z") + "\n")
 	parent := ""
 	for i := range 2000 {
 		id := fmt.Sprintf("e%07d", i)
-		b.WriteString(msgLine(id, parent, strings.Repeat("x", 1000)) + "\n")
+		b.WriteString(testenv.EntryAt(id, parent, "2026-11-30T00:00:01.000Z", strings.Repeat("x", 1000)) + "\n")
 		parent = id
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
@@ -51,7 +51,7 @@ func TestContextFileShrunk(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return projection.WriteContextJSON(io.Discard, ix, src, session.RulesAuto)
+		return session.WriteReport(io.Discard, ix, src, session.RulesAuto)
 	}()
 	if err == nil || !strings.Contains(err.Error(), "changed while it was read") {
 		t.Fatalf("context of a file cut short: %v", err)
@@ -61,7 +61,10 @@ func TestContextFileShrunk(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := contextFileCommand([]string{path, "--json"}, &out); err != nil || !bytes.Contains(out.Bytes(), []byte(`"e0001999"`)) {
+	if err := ContextFile([]string{path, "--json"}, &out, "pisync context FILE", noEnv); err != nil || !bytes.Contains(out.Bytes(), []byte(`"e0001999"`)) {
 		t.Fatalf("context FILE: %v, %.200s", err, out.String())
 	}
 }
+
+// noEnv is an empty environment: PISYNC_RULES unset.
+func noEnv(string) (string, bool) { return "", false }
