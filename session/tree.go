@@ -144,6 +144,8 @@ type Tree struct {
 	// heads is Heads(), kept by Append while headsOK.
 	heads   []int
 	headsOK bool
+	// first is FirstMessage (firstmessage.go), set once.
+	first string
 	Stats
 }
 
@@ -490,6 +492,9 @@ func (t *Tree) extraFor(n *node, f *lineFields) *extra {
 		}
 		if editableRole(r) {
 			n.flags |= flagEditable
+		}
+		if r == "user" && t.first == "" {
+			t.noteFirst(m)
 		}
 		if r == "system" {
 			n.flags |= flagSystem
