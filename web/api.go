@@ -33,29 +33,36 @@ type listRow struct {
 	State []string `json:"s,omitempty"`
 }
 
-func (s *Server) serveSessions(w http.ResponseWriter, r *http.Request) {
-	cat, err := s.opts.Source.Catalog(r.Context())
-	if err != nil {
-		http.Error(w, "web: sessions: "+err.Error(), http.StatusServiceUnavailable)
-		return
-	}
+// listAnswer is the list's answer: the newest limit sessions of the
+// catalog (newest first), all of them when limit is negative.
+type listAnswer struct {
+	Node     string    `json:"node"`
+	Search   bool      `json:"search"`
+	Total    int       `json:"total"` // sessions in the catalog, also when limited
+	Sessions []listRow `json:"sessions"`
+}
+
+func (s *Server) listAnswer(cat []projection.CatalogEntry, limit int) listAnswer {
 	total := len(cat)
-	// ?limit=N: the newest N alone, for the page's first paint while the
-	// whole list is on its way (the catalog is newest first).
-	if n := intParam(r, "limit"); n >= 0 && n < len(cat) {
-		cat = cat[:n]
+	if limit >= 0 && limit < len(cat) {
+		cat = cat[:limit]
 	}
 	rows := make([]listRow, len(cat))
 	for i, c := range cat {
 		rows[i] = listRow{ID: c.SessionID, Name: c.Name, Cwd: c.Cwd, First: c.FirstMessage, Nodes: c.Nodes, Updated: c.UpdatedMs,
 			Entries: c.Entries, Tokens: c.Tokens, Cost: c.Cost, State: state(c)}
 	}
-	writeJSON(w, struct {
-		Node     string    `json:"node"`
-		Search   bool      `json:"search"`
-		Total    int       `json:"total"` // sessions in the catalog, also when limited
-		Sessions []listRow `json:"sessions"`
-	}{s.opts.Node, s.opts.Search != nil, total, rows})
+	return listAnswer{s.opts.Node, s.opts.Search != nil, total, rows}
+}
+
+func (s *Server) serveSessions(w http.ResponseWriter, r *http.Request) {
+	cat, err := s.opts.Source.Catalog(r.Context())
+	if err != nil {
+		http.Error(w, "web: sessions: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	// ?limit=N: the newest N alone (what the page draws first).
+	writeJSON(w, s.listAnswer(cat, intParam(r, "limit")))
 }
 
 func state(c projection.CatalogEntry) []string {
