@@ -36,6 +36,7 @@ type Index struct {
 	mu     sync.RWMutex
 	idx    bleve.Index
 	closed bool
+	trim   *trimmer
 	// Rebuilt says the index was made afresh when opened (missing,
 	// unreadable or of another format): the worker reads the streams
 	// from their start.
@@ -57,6 +58,7 @@ func Open(dir string) (*Index, error) {
 			v, verr := idx.GetInternal([]byte(keyFormat))
 			if verr == nil && string(v) == Format {
 				ix.idx = idx
+				ix.startTrimmer()
 				return ix, nil
 			}
 			idx.Close()
@@ -76,6 +78,7 @@ func Open(dir string) (*Index, error) {
 		return nil, err
 	}
 	ix.idx, ix.Rebuilt = idx, true
+	ix.startTrimmer()
 	return ix, nil
 }
 
@@ -117,6 +120,8 @@ func (ix *Index) Reset(why string) error {
 
 // Close closes the index.
 func (ix *Index) Close() error {
+	// The trimmer takes ix.mu itself: it is stopped before.
+	ix.trim.stop()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ix.closed {
@@ -196,6 +201,7 @@ func (ix *Index) Position(stream string) (uint64, error) {
 func (ix *Index) Write(docs []Doc, stream string, pos uint64) error {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	ix.trim.touch()
 	b := ix.idx.NewBatch()
 	for i := range docs {
 		d := &docs[i]
@@ -223,6 +229,7 @@ func (ix *Index) Write(docs []Doc, stream string, pos uint64) error {
 func (ix *Index) EraseSession(ctx context.Context, sid string) (int, error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	ix.trim.touch()
 	n, err := ix.deleteSession(ctx, sid)
 	if err != nil || n == 0 {
 		return n, err
