@@ -37,6 +37,8 @@ type Index struct {
 	idx    bleve.Index
 	closed bool
 	trim   *trimmer
+	// phraseBudget is PhraseBudget (a test shortens it).
+	phraseBudget time.Duration
 	// Rebuilt says the index was made afresh when opened (missing,
 	// unreadable or of another format): the worker reads the streams
 	// from their start.
@@ -51,7 +53,7 @@ func Open(dir string) (*Index, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return nil, fmt.Errorf("search: open %s: %w", dir, err)
 	}
-	ix := &Index{dir: dir}
+	ix := &Index{dir: dir, phraseBudget: PhraseBudget}
 	if _, err := os.Stat(dir); err == nil {
 		idx, err := bleve.Open(dir)
 		if err == nil {

@@ -126,7 +126,8 @@
       return r.json();
     }).then(function (d) {
       var hits = Array.isArray(d) ? d : (d && d.hits) || [];
-      out.replaceChildren(pi.el('div', 'note', hits.length + ' hits'));
+      out.replaceChildren(pi.el('div', 'note', hits.length + ' hits' +
+        (d && d.approximate ? ' (phrases matched as their words in any order: in order took too long)' : '')));
       hits.forEach(function (h) {
         var a = pi.el('a', 'hit');
         a.href = pi.sessionURL(h.sessionId, h.entryId);
