@@ -21,9 +21,10 @@ import (
 
 var benchBytes = flag.Int64("search.bytes", 1<<30, "bytes of session files BenchmarkSearch generates")
 var benchDir = flag.String("search.dir", "", "keep the corpus and the index here, and reuse them when a former run left them (queries only)")
-var benchBatch = flag.Int("search.batch", 2<<20, "bytes of text a batch holds (Options.BatchBytes)")
+var benchBatch = flag.Int("search.batch", 1<<20, "bytes of text a batch holds (Options.BatchBytes)")
 var benchNoQueries = flag.Bool("search.noqueries", false, "build the index, and time no queries")
 var benchHeap = flag.String("search.heapprofile", "", "write the heap profile at the build's peak (of the heap after a collection) here")
+var benchCorpusOnly = flag.Bool("search.corpusonly", false, "with -search.dir, write the corpus and stop (for a daemon to read)")
 var benchRebuild = flag.Bool("search.rebuild", false, "with -search.dir holding a former run's corpus, build its index again (the corpus is kept)")
 
 // corpus generates pi sessions that look like real ones to an index: words
@@ -317,6 +318,9 @@ func BenchmarkSearch(b *testing.B) {
 		b.Fatal(err)
 	}
 	files, _ := writeCorpus(b, filepath.Join(dir, "sessions"), *benchBytes)
+	if *benchCorpusOnly {
+		return
+	}
 	// Raw read: the same files, line by line (warm page cache after the
 	// write, as for the build).
 	start := time.Now()
