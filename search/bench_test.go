@@ -424,6 +424,7 @@ func benchQueries(b *testing.B, ix *Index) {
 	}
 	var lat []time.Duration
 	hits := map[string]uint64{}
+	approx := map[string]int{} // timed runs whose phrases were matched as words (PhraseBudget)
 	per := map[string][]time.Duration{}
 	ctx := context.Background()
 	for round := range 16 {
@@ -441,6 +442,9 @@ func benchQueries(b *testing.B, ix *Index) {
 			if round > 0 { // the first round warms the caches
 				lat = append(lat, d)
 				per[q] = append(per[q], d)
+				if res.Approximate {
+					approx[q]++
+				}
 			}
 			hits[q] = res.Total
 		}
@@ -455,7 +459,7 @@ func benchQueries(b *testing.B, ix *Index) {
 	for _, q := range queries {
 		ql := per[q]
 		slices.Sort(ql)
-		report(b, "  %-40q %7d hits  p50 %v  max %v", q, hits[q], ql[len(ql)/2], ql[len(ql)-1])
+		report(b, "  %-40q %7d hits  p50 %v  max %v  approximate %d of %d", q, hits[q], ql[len(ql)/2], ql[len(ql)-1], approx[q], len(ql))
 	}
 	report(b, "load average: %s", strings.TrimSpace(string(load)))
 }
