@@ -55,7 +55,7 @@ type Config struct {
 
 	Rules string `envconfig:"RULES" default:"auto" desc:"the context rules every session's context and views follow: auto (pi-1.6 for a session holding a line only pi >= 0.86 writes, seed otherwise), seed (pi 0.85.1 plus retainedTail, the project's contract) or pi-1.6 (docs/RULES.md)"`
 
-	Search string `envconfig:"SEARCH" default:"off" desc:"keep a full-text index of every session in STATE_DIR/search for pisyncd search and the web view's search: off (the default, until its first build fits the memory budget), on, or auto (on, except with PISYNC_STORE_CIPHER: the index is plaintext and would sit in clear beside the encrypted store) (docs/SEARCH.md, docs/SECURITY.md)"`
+	Search string `envconfig:"SEARCH" default:"auto" desc:"keep a full-text index of every session in STATE_DIR/search for pisyncd search and the web view's search: auto (the default: on, except with PISYNC_STORE_CIPHER: the index is plaintext and would sit in clear beside the encrypted store), on, or off; about 1.5× the sessions' size on disk, built from the streams at first start (docs/SEARCH.md, docs/SECURITY.md)"`
 
 	KeyFile string `envconfig:"KEY_FILE" desc:"the team keyring for end-to-end encryption, 0600 (default: STATE_DIR/team-key.json; pisyncd key init|import writes it)"`
 	Encrypt string `envconfig:"ENCRYPT" default:"auto" desc:"seal every line before it goes to the hub: on (fail closed: without a team key nothing is forwarded), off, or auto (on while a team key is here); sealed lines from others are opened whenever a key is here (docs/SECURITY.md)"`
@@ -72,7 +72,7 @@ type Config struct {
 	MaxLine         ByteSize      `envconfig:"MAX_LINE" default:"64MiB" desc:"longest line published; longer lines are counted as malformed and skipped (at most a quarter of PISYNC_MEMORY_BUDGET less its 256MiB reserve)"`
 	MaxStore        ByteSize      `envconfig:"MAX_STORE" default:"16GiB" desc:"JetStream file store limit"`
 	MaxMemory       ByteSize      `envconfig:"MAX_MEMORY" default:"256MiB" desc:"JetStream memory store limit"`
-	MemoryBudget    ByteSize      `envconfig:"MEMORY_BUDGET" default:"512MiB" desc:"the bound on the daemon's peak resident memory: 256MiB of it is a reserve (runtime, binary, the embedded server's block buffers, the collector's room), and of the rest a quarter is for lines the tailer holds (read, not yet stored), a quarter for bodies kept for repeated context queries, an eighth read ahead by one, the rest for the server's copies; the Go memory limit is this less 160MiB (GOMEMLIMIT wins); want at least 256MiB + 4 × PISYNC_MAX_LINE"`
+	MemoryBudget    ByteSize      `envconfig:"MEMORY_BUDGET" default:"512MiB" desc:"the bound on the daemon's peak resident memory: 256MiB of it is a reserve (runtime, binary, the embedded server's block buffers, the collector's room), and of the rest a quarter is for lines the tailer holds (read, not yet stored), a quarter for bodies kept for repeated context queries, an eighth read ahead by one, an eighth for the search index's batch (the pages of its mapped files it leaves are in the reserve), the rest for the server's copies; the Go memory limit is this less 160MiB (GOMEMLIMIT wins); want at least 256MiB + 4 × PISYNC_MAX_LINE"`
 	Workers         int           `envconfig:"WORKERS" default:"8" desc:"files read and published in parallel"`
 	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"10s" desc:"bound on a graceful stop; a second signal exits at once"`
 }

@@ -46,6 +46,10 @@ func TestLoadAndValidate(t *testing.T) {
 	if c.MaxLine != 64<<20 || c.Workers != 8 || c.LogLevel != "info" || c.MemoryBudget != DefaultMemoryBudget || DefaultMemoryBudget != 512<<20 {
 		t.Errorf("defaults: %+v", c)
 	}
+	// Search is on by default, except with a store cipher (auto).
+	if c.Search != "auto" || !c.SearchOn() {
+		t.Errorf("search by default: %q, on %v; want auto, on", c.Search, c.SearchOn())
+	}
 	for k, v := range map[string]string{
 		"PISYNC_NODE_ID":         "a.b",
 		"PISYNC_LOG_LEVEL":       "loud",

@@ -25,8 +25,9 @@ const MemoryReserve = 256 << 20
 // WorkMemory is what PISYNC_MEMORY_BUDGET (the default when 0) leaves the
 // daemon's work once MemoryReserve is taken off: a quarter of it for the
 // lines the tailer holds, a quarter for the bodies kept for repeated
-// context queries, an eighth for a query's read-ahead, the rest for the
-// server's copies of what it stores. Validate keeps it at least four
+// context queries, an eighth for a query's read-ahead, an eighth for the
+// search index's batch, the rest for the server's copies of what it
+// stores. Validate keeps it at least four
 // times PISYNC_MAX_LINE; the floor of 1 MiB is for a Config never
 // validated.
 func WorkMemory(budget ByteSize) int64 {

@@ -10,16 +10,22 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
 
 var benchBytes = flag.Int64("search.bytes", 1<<30, "bytes of session files BenchmarkSearch generates")
 var benchDir = flag.String("search.dir", "", "keep the corpus and the index here, and reuse them when a former run left them (queries only)")
-var benchBatch = flag.Int("search.batch", 2<<20, "bytes of text a batch holds (Options.BatchBytes)")
+var benchBatch = flag.Int("search.batch", 1<<20, "bytes of text a batch holds (Options.BatchBytes)")
+var benchNoQueries = flag.Bool("search.noqueries", false, "build the index, and time no queries")
+var benchHeap = flag.String("search.heapprofile", "", "write the heap profile at the build's peak (of the heap after a collection) here")
+var benchCorpusOnly = flag.Bool("search.corpusonly", false, "with -search.dir, write the corpus and stop (for a daemon to read)")
+var benchRebuild = flag.Bool("search.rebuild", false, "with -search.dir holding a former run's corpus, build its index again (the corpus is kept)")
 
 // corpus generates pi sessions that look like real ones to an index: words
 // drawn from a 30,000-word vocabulary with a Zipf distribution (a few words
@@ -205,6 +211,70 @@ func rss() (cur, peak int64) {
 	return cur, peak
 }
 
+// memPeaks samples /proc/self/smaps_rollup until stop is closed, and
+// returns the peaks of the resident set, its anonymous part (the heap,
+// stacks) and its file-backed part (mapped files: the index's segments and
+// the binary), in bytes. Each is its own peak: they need not fall at the
+// same sample.
+func memPeaks(stop <-chan struct{}) (done func() (rss, anon, file int64)) {
+	var prss, panon, pfile int64
+	var peakHeap uint64
+	sample := func() {
+		b, _ := os.ReadFile("/proc/self/smaps_rollup")
+		var r, a int64
+		for _, l := range strings.Split(string(b), "\n") {
+			f := strings.Fields(l)
+			if len(f) < 2 {
+				continue
+			}
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			switch f[0] {
+			case "Rss:":
+				r = kb << 10
+			case "Anonymous:":
+				a = kb << 10
+			}
+		}
+		prss, panon, pfile = max(prss, r), max(panon, a), max(pfile, r-a)
+		if *benchHeap != "" {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peakHeap {
+				peakHeap = ms.HeapInuse
+				if f, err := os.Create(*benchHeap); err == nil {
+					pprof.Lookup("heap").WriteTo(f, 0)
+					f.Close()
+				}
+			}
+		}
+	}
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			sample()
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() (int64, int64, int64) {
+		<-ended
+		return prss, panon, pfile
+	}
+}
+
+// cpuTime is the CPU time (user and system) this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // resetPeak resets VmHWM (Linux: clear_refs 5).
 func resetPeak() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
 
@@ -221,6 +291,19 @@ func BenchmarkSearch(b *testing.B) {
 	if dir == "" {
 		dir = b.TempDir()
 	}
+	if _, err := os.Stat(filepath.Join(dir, "built")); err == nil && *benchRebuild {
+		if err := os.RemoveAll(filepath.Join(dir, "search")); err != nil {
+			b.Fatal(err)
+		}
+		files, err := filepath.Glob(filepath.Join(dir, "sessions", "*.jsonl"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		forLines(b, files, func(string, []byte) {})
+		benchBuild(b, dir, files, 0, time.Since(start))
+		return
+	}
 	if _, err := os.Stat(filepath.Join(dir, "built")); err == nil {
 		ix, err := Open(filepath.Join(dir, "search"))
 		if err != nil || ix.Rebuilt {
@@ -235,6 +318,9 @@ func BenchmarkSearch(b *testing.B) {
 		b.Fatal(err)
 	}
 	files, _ := writeCorpus(b, filepath.Join(dir, "sessions"), *benchBytes)
+	if *benchCorpusOnly {
+		return
+	}
 	// Raw read: the same files, line by line (warm page cache after the
 	// write, as for the build).
 	start := time.Now()
@@ -249,10 +335,19 @@ func BenchmarkSearch(b *testing.B) {
 		}
 	})
 	extract := time.Since(start)
+	report(b, "raw read %.1fs (%.0f MB/s); Extract %.1fs (%.0f MB/s, %.2fx raw)",
+		raw.Seconds(), float64(size)/(1<<20)/raw.Seconds(), extract.Seconds(), float64(size)/(1<<20)/extract.Seconds(), extract.Seconds()/raw.Seconds())
+	benchBuild(b, dir, files, docs, raw)
+}
 
+// benchBuild builds the index of files in dir/search the way the worker
+// does, reports its speed and memory, and times the queries.
+func benchBuild(b *testing.B, dir string, files []string, docs int, raw time.Duration) {
 	runtime.GC()
 	rssBefore, _ := rss()
 	resetPeak()
+	stop := make(chan struct{})
+	peaks := memPeaks(stop)
 	ix, err := Open(filepath.Join(dir, "search"))
 	if err != nil {
 		b.Fatal(err)
@@ -261,8 +356,9 @@ func BenchmarkSearch(b *testing.B) {
 	batchBytes := *benchBatch
 	var batch []Doc
 	bytes, seq := 0, uint64(0)
-	start = time.Now()
-	forLines(b, files, func(sid string, l []byte) {
+	cpu0 := cpuTime()
+	start := time.Now()
+	size := forLines(b, files, func(sid string, l []byte) {
 		seq++
 		d, ok := Extract(l)
 		if !ok {
@@ -282,19 +378,26 @@ func BenchmarkSearch(b *testing.B) {
 		b.Fatal(err)
 	}
 	build := time.Since(start)
+	cpu := cpuTime() - cpu0
 	_, peak := rss()
+	close(stop)
+	prss, panon, pfile := peaks()
 	n, _ := ix.DocCount()
 	diskAfterBuild := ix.DiskBytes()
 	os.WriteFile(filepath.Join(dir, "built"), nil, 0o600)
 	mb := float64(size) / (1 << 20)
 	b.ReportMetric(mb/build.Seconds(), "build-MB/s")
 	report(b, "corpus: %d files, %.0f MiB, %d lines indexed into %d documents (%d by Extract)", len(files), mb, seq, n, docs)
-	report(b, "raw read %.1fs (%.0f MB/s); Extract %.1fs (%.0f MB/s, %.2fx raw); build %.1fs (%.1f MB/s, %.1fx raw)",
-		raw.Seconds(), mb/raw.Seconds(), extract.Seconds(), mb/extract.Seconds(), extract.Seconds()/raw.Seconds(),
-		build.Seconds(), mb/build.Seconds(), build.Seconds()/raw.Seconds())
-	report(b, "index %.0f MiB (%.2fx the sessions); RSS before the build %.0f MiB, peak during the build %.0f MiB",
-		float64(diskAfterBuild)/(1<<20), float64(diskAfterBuild)/float64(size), float64(rssBefore)/(1<<20), float64(peak)/(1<<20))
-	benchQueries(b, ix)
+	report(b, "build %.1fs (%.1f MB/s, %.1fx raw); CPU %.1fs (%.1f MB per CPU second; the merges after the last batch not counted)",
+		build.Seconds(), mb/build.Seconds(), build.Seconds()/raw.Seconds(), cpu.Seconds(), mb/cpu.Seconds())
+	report(b, "index %.0f MiB (%.2fx the sessions); RSS before the build %.0f MiB, peak during the build %.0f MiB (VmHWM); sampled peaks: RSS %.0f MiB, anonymous %.0f MiB, file-backed %.0f MiB",
+		float64(diskAfterBuild)/(1<<20), float64(diskAfterBuild)/float64(size), float64(rssBefore)/(1<<20), float64(peak)/(1<<20),
+		float64(prss)/(1<<20), float64(panon)/(1<<20), float64(pfile)/(1<<20))
+	load, _ := os.ReadFile("/proc/loadavg")
+	report(b, "load average: %s", strings.TrimSpace(string(load)))
+	if !*benchNoQueries {
+		benchQueries(b, ix)
+	}
 }
 
 // report logs a line to stderr too (a benchmark's log is cut at ten lines).
@@ -321,6 +424,7 @@ func benchQueries(b *testing.B, ix *Index) {
 	}
 	var lat []time.Duration
 	hits := map[string]uint64{}
+	approx := map[string]int{} // timed runs whose phrases were matched as words (PhraseBudget)
 	per := map[string][]time.Duration{}
 	ctx := context.Background()
 	for round := range 16 {
@@ -338,6 +442,9 @@ func benchQueries(b *testing.B, ix *Index) {
 			if round > 0 { // the first round warms the caches
 				lat = append(lat, d)
 				per[q] = append(per[q], d)
+				if res.Approximate {
+					approx[q]++
+				}
 			}
 			hits[q] = res.Total
 		}
@@ -352,7 +459,7 @@ func benchQueries(b *testing.B, ix *Index) {
 	for _, q := range queries {
 		ql := per[q]
 		slices.Sort(ql)
-		report(b, "  %-40q %7d hits  p50 %v  max %v", q, hits[q], ql[len(ql)/2], ql[len(ql)-1])
+		report(b, "  %-40q %7d hits  p50 %v  max %v  approximate %d of %d", q, hits[q], ql[len(ql)/2], ql[len(ql)-1], approx[q], len(ql))
 	}
 	report(b, "load average: %s", strings.TrimSpace(string(load)))
 }

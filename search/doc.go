@@ -19,13 +19,17 @@
 // and a hit inside them would point at text the reader does not see.
 //
 // The index is bleve (scorch on disk) in STATE_DIR/search: pure Go, bounded
-// memory (batches are bounded in bytes, segments live on disk), a tested
+// memory (batches are bounded in bytes, segments live on disk, and the
+// pages of their memory-mapped files are kept out of the resident set:
+// resident.go), a tested
 // tokenizer and scorer. docs/PERFORMANCE.md ("Search") has the comparison
 // with a small index of our own, and the numbers.
 //
 // Queries are parsed here (query.go), not by bleve's query-string syntax:
 // words (all must match), "quoted phrases", -excluded words and the
-// filters session:, node:, type:, role:. No regular expressions, wildcards
+// filters session:, node:, type:, role:. A search whose phrases take longer
+// than PhraseBudget to match in order is answered with each phrase as its
+// words, and says so (Result.Approximate). No regular expressions, wildcards
 // or fuzzy terms: a local client is untrusted and those expand to any
 // number of terms.
 package search

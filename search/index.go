@@ -36,6 +36,9 @@ type Index struct {
 	mu     sync.RWMutex
 	idx    bleve.Index
 	closed bool
+	trim   *trimmer
+	// phraseBudget is PhraseBudget (a test shortens it).
+	phraseBudget time.Duration
 	// Rebuilt says the index was made afresh when opened (missing,
 	// unreadable or of another format): the worker reads the streams
 	// from their start.
@@ -50,13 +53,14 @@ func Open(dir string) (*Index, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return nil, fmt.Errorf("search: open %s: %w", dir, err)
 	}
-	ix := &Index{dir: dir}
+	ix := &Index{dir: dir, phraseBudget: PhraseBudget}
 	if _, err := os.Stat(dir); err == nil {
 		idx, err := bleve.Open(dir)
 		if err == nil {
 			v, verr := idx.GetInternal([]byte(keyFormat))
 			if verr == nil && string(v) == Format {
 				ix.idx = idx
+				ix.startTrimmer()
 				return ix, nil
 			}
 			idx.Close()
@@ -76,6 +80,7 @@ func Open(dir string) (*Index, error) {
 		return nil, err
 	}
 	ix.idx, ix.Rebuilt = idx, true
+	ix.startTrimmer()
 	return ix, nil
 }
 
@@ -117,6 +122,8 @@ func (ix *Index) Reset(why string) error {
 
 // Close closes the index.
 func (ix *Index) Close() error {
+	// The trimmer takes ix.mu itself: it is stopped before.
+	ix.trim.stop()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ix.closed {
@@ -196,6 +203,7 @@ func (ix *Index) Position(stream string) (uint64, error) {
 func (ix *Index) Write(docs []Doc, stream string, pos uint64) error {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	ix.trim.touch()
 	b := ix.idx.NewBatch()
 	for i := range docs {
 		d := &docs[i]
@@ -223,6 +231,7 @@ func (ix *Index) Write(docs []Doc, stream string, pos uint64) error {
 func (ix *Index) EraseSession(ctx context.Context, sid string) (int, error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	ix.trim.touch()
 	n, err := ix.deleteSession(ctx, sid)
 	if err != nil || n == 0 {
 		return n, err

@@ -326,3 +326,37 @@ func grepDir(t *testing.T, dir, s string) []string {
 	})
 	return hits
 }
+
+// TestPhraseBudget: a search whose phrases take longer than the budget to
+// match in order is run again with each phrase as its words, and says so;
+// excluded phrases stay phrases.
+func TestPhraseBudget(t *testing.T) {
+	ix := openTest(t, filepath.Join(t.TempDir(), "search"))
+	docs := []Doc{
+		{SessionID: "s1", EntryID: "a", Type: "message", Text: "fix the frob now"},
+		{SessionID: "s1", EntryID: "b", Type: "message", Text: "the frob needs a fix"},
+		{SessionID: "s1", EntryID: "c", Type: "message", Text: "fix nothing"},
+		{SessionID: "s1", EntryID: "d", Type: "message", Text: "frob fix, then fix the frob again"},
+	}
+	if err := ix.Write(docs, "PI_LOCAL", 4); err != nil {
+		t.Fatal(err)
+	}
+	r := find(t, ix, `"fix the frob"`)
+	if got := strings.Join(sorted(strings.Fields(ids(r))), " "); got != "s1/a s1/d" || r.Approximate {
+		t.Errorf("within the budget: %q, approximate %v; want s1/a s1/d, exact", got, r.Approximate)
+	}
+	ix.phraseBudget = 0 // every phrase past its budget
+	r = find(t, ix, `"fix the frob"`)
+	if got := strings.Join(sorted(strings.Fields(ids(r))), " "); got != "s1/a s1/b s1/d" || !r.Approximate {
+		t.Errorf("past the budget: %q, approximate %v; want s1/a s1/b s1/d, approximate", got, r.Approximate)
+	}
+	// An excluded phrase stays a phrase: b holds its words, not in order.
+	r = find(t, ix, `fix -"frob fix"`)
+	if got := strings.Join(sorted(strings.Fields(ids(r))), " "); got != "s1/a s1/b s1/c" {
+		t.Errorf("fix -\"frob fix\": %q, want s1/a s1/b s1/c", got)
+	}
+	// A query without phrases is exact whatever the budget.
+	if r := find(t, ix, "frob"); r.Approximate || r.Total != 3 {
+		t.Errorf("frob: %d hits, approximate %v", r.Total, r.Approximate)
+	}
+}

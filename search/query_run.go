@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"fmt"
+	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -49,7 +50,19 @@ type Result struct {
 	Hits  []Hit  `json:"hits"`
 	// Next is the after value of the next page, 0 when there is none.
 	Next int `json:"next,omitempty"`
+	// Approximate says the query's phrases were matched as their words
+	// (all of them, in any order): matching them in order took longer
+	// than PhraseBudget.
+	Approximate bool `json:"approximate,omitempty"`
 }
+
+// PhraseBudget bounds the time a search with phrases spends matching them
+// in order. bleve matches a phrase by reading the positions of its words
+// in every entry holding all of them: for two words in most entries that
+// is seconds over a GiB of sessions (docs/PERFORMANCE.md, "Search").
+// Past it the search is run again with each phrase as its words, which
+// reads no positions, and its result says it is approximate.
+const PhraseBudget = time.Second
 
 // Search runs q, returning limit hits after the first offset ones, best
 // first.
@@ -63,21 +76,41 @@ func (ix *Index) Search(ctx context.Context, q Query, limit, offset int) (Result
 	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	ix.trim.touch()
 	an := ix.idx.Mapping().AnalyzerNamed(analyzerName)
 	if an == nil {
 		return Result{}, fmt.Errorf("search: no analyzer %s", analyzerName)
 	}
-	bq, words := q.bleve(an)
-	req := bleve.NewSearchRequestOptions(bq, limit, offset, false)
-	req.Fields = []string{"sessionId", "node", "type", "role", "entryId", "timestamp", "text"}
-	// No hit locations from the index: bleve would read the term vectors
-	// of every match (hundreds of thousands for a common word) to return
-	// those of a page. The page's snippets find their matches themselves.
-	res, err := ix.idx.SearchInContext(ctx, req)
+	bq, words, phrases := q.bleve(an, true)
+	run := func(ctx context.Context, bq query.Query) (*bleve.SearchResult, error) {
+		req := bleve.NewSearchRequestOptions(bq, limit, offset, false)
+		req.Fields = []string{"sessionId", "node", "type", "role", "entryId", "timestamp", "text"}
+		// No hit locations from the index: bleve would read the term
+		// vectors of every match (hundreds of thousands for a common
+		// word) to return those of a page. The page's snippets find their
+		// matches themselves.
+		return ix.idx.SearchInContext(ctx, req)
+	}
+	approximate := false
+	var res *bleve.SearchResult
+	var err error
+	if phrases {
+		pctx, cancel := context.WithTimeout(ctx, ix.phraseBudget)
+		res, err = run(pctx, bq)
+		timedOut := pctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if err != nil && timedOut {
+			bq, _, _ = q.bleve(an, false)
+			approximate = true
+			res, err = run(ctx, bq)
+		}
+	} else {
+		res, err = run(ctx, bq)
+	}
 	if err != nil {
 		return Result{}, fmt.Errorf("search: %w", err)
 	}
-	out := Result{Total: res.Total, Hits: make([]Hit, 0, len(res.Hits))}
+	out := Result{Total: res.Total, Hits: make([]Hit, 0, len(res.Hits)), Approximate: approximate}
 	for _, h := range res.Hits {
 		str := func(f string) string { s, _ := h.Fields[f].(string); return s }
 		snip, marks := makeSnippet(str("text"), matches(an, str("text"), words))
@@ -94,30 +127,43 @@ func (ix *Index) Search(ctx context.Context, q Query, limit, offset int) (Result
 }
 
 // bleve builds the index query: a term of one token is a term query, one
-// of several ("foo.bar") a phrase; filters are exact. It returns the
-// tokens of the terms, which snippets mark.
-func (q Query) bleve(an analysis.Analyzer) (query.Query, map[string]bool) {
+// of several ("foo.bar") a phrase, or, without inOrder, each of its tokens
+// (the excluded ones stay phrases: excluding their words would leave out
+// more); filters are exact. It returns the tokens of the terms, which
+// snippets mark, and whether the query holds a phrase.
+func (q Query) bleve(an analysis.Analyzer, inOrder bool) (query.Query, map[string]bool, bool) {
 	words := map[string]bool{}
-	text := func(t string) query.Query {
+	phrases := false
+	text := func(t string, inOrder bool) query.Query {
 		toks := an.Analyze([]byte(t))
 		if len(toks) == 1 {
 			tq := bleve.NewTermQuery(string(toks[0].Term))
 			tq.SetField("text")
 			return tq
 		}
+		if !inOrder && len(toks) > 1 {
+			c := bleve.NewConjunctionQuery()
+			for _, tok := range toks {
+				tq := bleve.NewTermQuery(string(tok.Term))
+				tq.SetField("text")
+				c.AddQuery(tq)
+			}
+			return c
+		}
+		phrases = true
 		p := bleve.NewMatchPhraseQuery(t)
 		p.SetField("text")
 		return p
 	}
 	b := bleve.NewBooleanQuery()
 	for _, t := range q.Terms {
-		b.AddMust(text(t))
+		b.AddMust(text(t, inOrder))
 		for _, tok := range an.Analyze([]byte(t)) {
 			words[string(tok.Term)] = true
 		}
 	}
 	for _, t := range q.Not {
-		b.AddMustNot(text(t))
+		b.AddMustNot(text(t, true))
 	}
 	for _, f := range []struct{ field, val string }{{"sessionId", q.Session}, {"node", q.Node}, {"type", q.Type}, {"role", q.Role}} {
 		if f.val != "" {
@@ -129,7 +175,7 @@ func (q Query) bleve(an analysis.Analyzer) (query.Query, map[string]bool) {
 	if len(q.Terms) == 0 {
 		b.AddMust(bleve.NewMatchAllQuery()) // filters only
 	}
-	return b, words
+	return b, words, phrases
 }
 
 // highlightScan bounds the text of a hit searched for its matches.

@@ -67,6 +67,8 @@ func FuzzParseQuery(f *testing.F) {
 		if len(q.Terms) == 0 && q.Session == "" && q.Node == "" && q.Type == "" && q.Role == "" {
 			t.Fatal("an empty query was accepted")
 		}
-		q.bleve(newMapping().AnalyzerNamed(analyzerName)) // builds without panicking
+		an := newMapping().AnalyzerNamed(analyzerName)
+		q.bleve(an, true) // builds without panicking
+		q.bleve(an, false)
 	})
 }

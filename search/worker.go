@@ -23,7 +23,7 @@ type Options struct {
 	// exist before Run.
 	All bool
 	// BatchBytes bounds the text held before it is written to the index
-	// (default 2 MiB): with the consumer's pull limit, the worker's memory
+	// (default 1 MiB): with the consumer's pull limit, the worker's memory
 	// whatever the backlog.
 	BatchBytes int
 	// StartAfter, when not nil, holds back indexing until it is closed
@@ -62,7 +62,7 @@ func NewWorker(nc *nats.Conn, ix *Index, opts Options) (*Worker, error) {
 		return nil, fmt.Errorf("search: %w", err)
 	}
 	if opts.BatchBytes <= 0 {
-		opts.BatchBytes = 2 << 20
+		opts.BatchBytes = 1 << 20
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

@@ -409,6 +409,7 @@ func (d *Daemon) openSearch() error {
 	}
 	w, err := search.NewWorker(d.nc, ix, search.Options{
 		Node: d.cfg.NodeID, All: len(d.cfg.HubURLs) > 0,
+		BatchBytes: searchBatch(int64(d.cfg.MemoryBudget)),
 		StartAfter: d.tailer.Ready(), // the first read is not slowed by indexing
 		Logger:     d.logger.With("component", "search"),
 	})

@@ -12,8 +12,9 @@ import (
 // config.MemoryReserve (256 MiB) is taken off the top for what the work's
 // shares do not size; the rest, config.WorkMemory, is split below: a
 // quarter for the tailer's lines, a quarter for the bodies kept for
-// repeated context queries, an eighth read ahead by a query, the rest for
-// the embedded server's copies of what it stores. The Go soft limit is
+// repeated context queries, an eighth read ahead by a query, an eighth for
+// the search index's batch, the rest (a quarter) for the embedded server's
+// copies of what it stores. The Go soft limit is
 // the work share plus memoryBase, the budget less 160 MiB.
 
 // memoryBase is the part of the reserve below the Go soft limit: the room
@@ -70,3 +71,13 @@ func projectionBudget(budget int64) (bodies, readAhead int64) {
 	w := workMemory(budget)
 	return w / 4, w / 8
 }
+
+// searchBatch is the bytes of text the search index takes in one batch
+// (search.Options.BatchBytes). The index's share is an eighth of the work
+// share (32 MiB by default): bleve holds about 35 times a batch's text
+// while it analyses it and builds its segment (every word's positions;
+// 36.7 MB in use at the peak of a build of 1 MiB batches), so the batch is
+// a 40th of the share (819 KiB by default). The pages of the index's
+// segment files that its trimmer leaves mapped are measured with the
+// reserve (docs/PERFORMANCE.md, "Search").
+func searchBatch(budget int64) int { return int(max(workMemory(budget)/8/40, 64<<10)) }

@@ -29,6 +29,13 @@ func TestMemoryLimit(t *testing.T) {
 	if tb := tailerBudget(320 << 20); tb != 16<<20 {
 		t.Errorf("tailer's share of 320 MiB: %d, want 16 MiB", tb)
 	}
+	// The search index's batch: a 40th of its eighth of the work share.
+	if b := searchBatch(0); b != 256<<20/8/40 {
+		t.Errorf("search batch of the default budget: %d, want %d", b, 256<<20/8/40)
+	}
+	if b := searchBatch(256<<20 + 1<<20); b != 64<<10 {
+		t.Errorf("search batch of a 257 MiB budget: %d, want its floor 64 KiB", b)
+	}
 
 	// What GOMEMLIMIT set (the runtime reads it at start) stays.
 	debug.SetMemoryLimit(300 << 20)

@@ -94,6 +94,9 @@ func searchCommand(args []string, stdout io.Writer) error {
 // (escape sequences a terminal would obey) are shown as spaces.
 func printHits(w io.Writer, res search.Result) error {
 	fmt.Fprintf(w, "%d hits\n", res.Total)
+	if res.Approximate {
+		fmt.Fprintf(w, "(phrases matched as their words in any order: in order took longer than %v)\n", search.PhraseBudget)
+	}
 	for _, h := range res.Hits {
 		kind := h.Type
 		if h.Role != "" {

@@ -182,7 +182,9 @@
     }).then(function (d) {
       var hits = Array.isArray(d) ? d : (d && d.hits) || [];
       var total = (d && d.total) || hits.length;
-      out.replaceChildren(pi.el('div', 'note', total === 1 ? '1 hit' : total + ' hits' + (total > hits.length ? ' (best ' + hits.length + ' shown)' : '')));
+      out.replaceChildren(pi.el('div', 'note', (total === 1 ? '1 hit' : total + ' hits') +
+        (total > hits.length ? ' (best ' + hits.length + ' shown)' : '') +
+        (d && d.approximate ? ' (phrases matched as their words in any order: in order took too long)' : '')));
       hits.forEach(function (h) {
         var a = pi.el('a', 'hit');
         a.href = pi.sessionURL(h.sessionId, h.entryId);
