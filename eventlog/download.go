@@ -101,6 +101,10 @@ func (d *Downloader) Run(ctx context.Context) error {
 	return nil
 }
 
+// hubHeartbeat is how often the hub tells an idle pull of the downloader
+// that it is still there; two missed, and nats.go pulls again.
+const hubHeartbeat = 2 * time.Second
+
 // skipKey is the state key of the hub sequence up to which every message
 // was examined, when the last of them were rejected.
 const skipKey = "downloader.skipped"
@@ -158,7 +162,14 @@ func (d *Downloader) session(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("downloader: hub consumer: %w", err)
 	}
-	p, err := NewPump(cons, 512, 8<<20)
+	// A short heartbeat: the hub drops a waiting pull without a word
+	// when it sees no interest in its reply subject (the leaf link down
+	// for a moment, at any time past the pull's first 2 s), and nats.go
+	// pulls again only once two heartbeats are missed. With its default
+	// (15 s for a 30 s pull) a line published while the link was down
+	// reached PI_ALL up to 30 s late, and a catch-up waited for the
+	// watchdog below (TestDownloaderPullLostWithTheLeaf).
+	p, err := NewPump(cons, 512, 8<<20, jetstream.PullHeartbeat(hubHeartbeat))
 	if err != nil {
 		return fmt.Errorf("downloader: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pisyncd/pisyncd/admit"
@@ -291,4 +292,51 @@ func TestDownloaderHintsStored(t *testing.T) {
 			prev = meta.Sequence.Stream
 		}
 	}
+}
+
+// TestDownloaderPullLostWithTheLeaf: a line published on the hub while the
+// leaf link is down for a moment reaches PI_ALL soon after the link is
+// back. The hub dropped the downloader's waiting pull without a word (no
+// interest in its reply subject while the link was down), and nats.go
+// pulled again only after two missed heartbeats: 30 s with the default
+// heartbeat of a 30 s pull (27.6 s measured before the fix).
+func TestDownloaderPullLostWithTheLeaf(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ages a pull past the hub's 2 s grace")
+	}
+	hubJS, ws, all := hubAndLeaf(t)
+	ctx := context.Background()
+	pub := eventlog.NewPublisher(hubJS.Conn(), hubJS, 10*time.Second)
+	last, _, err := pub.Publish(ctx, eventlog.UpSubject("n2", "s1"), 0, mkLines(5, 100, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runDownloader(t, ws, all, nil, nil)
+	defer stop()
+	waitCount(t, all, 5)
+	// The hub keeps a pull it sees no interest for during its first 2 s
+	// (the interest may still be on its way): let the waiting pull age
+	// past that. Not a synchronisation: the scenario is an older pull.
+	time.Sleep(2500 * time.Millisecond)
+	lz, err := ws.NATS().Leafz(&server.LeafzOptions{})
+	if err != nil || len(lz.Leafs) == 0 {
+		t.Fatalf("no leaf connection: %v", err)
+	}
+	for _, l := range lz.Leafs {
+		if err := ws.NATS().DisconnectClientByID(l.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Published while the link is down: the hub finds the pull without
+	// interest and drops it.
+	if _, _, err := pub.Publish(ctx, eventlog.UpSubject("n2", "s1"), last, mkLines(1, 100, "b")); err != nil {
+		t.Fatal(err)
+	}
+	// The link comes back within a second (the leaf's reconnect
+	// interval); two missed heartbeats (4 s) and a new pull follow. 15 s
+	// is far from both, and half of what the old heartbeat needed.
+	testenv.WaitFor(t, 15*time.Second, func() (bool, string) {
+		n := allCount(t, all)
+		return n == 6, fmt.Sprintf("the line published while the leaf was down in PI_ALL (%d of 6 messages)", n)
+	})
 }

@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -9,11 +10,37 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// followQueue is how many messages a Follower holds that its reader has
+// not taken yet: few, since a message can be a 256 KiB chunk; the pull
+// (maxBytes) bounds the rest.
+const followQueue = 16
+
+// Follower reads a stream in order; see Follow.
+type Follower struct {
+	p      *Pump
+	closed <-chan struct{} // the consumer stopped (nats.go makes a goroutine per Closed call: asked once)
+}
+
+// ErrFollowerClosed is returned by Follower.Next once its consumer has
+// stopped for good (the connection closed).
+var ErrFollowerClosed = errors.New("eventlog: follower closed")
+
 // Follow reads every line subject of stream (PI_LOCAL or PI_ALL) after
 // stream sequence after (0: from the start), through an ordered consumer
 // that pulls at most maxBytes at a time: the way the views and the search
-// index follow the streams. The caller stops the iterator.
-func Follow(ctx context.Context, js jetstream.JetStream, stream string, after uint64, maxBytes int) (jetstream.MessagesContext, error) {
+// index follow the streams. The caller stops the Follower.
+//
+// It consumes through a callback into a small queue (Pump) rather than
+// through jetstream's Messages iterator: that iterator's subscription is a
+// channel exactly as long as one pull, and the server's idle heartbeats
+// and status replies take places in it too. A reader busy for longer than
+// two heartbeats (a search batch written under load) with a pull nearly
+// delivered filled it, and nats.go dropped what came next ("slow
+// consumer"): a heartbeat, or a line, which made the ordered consumer start
+// over. A callback that blocks holds the messages in nats.go's
+// subscription instead (limits far above one pull) and stops its
+// heartbeat check while it waits, so a slow reader only slows the pulls.
+func Follow(ctx context.Context, js jetstream.JetStream, stream string, after uint64, maxBytes int) (*Follower, error) {
 	filter := LocalPrefix + ".>"
 	if stream == AllStream {
 		filter = AllPrefix + ".>"
@@ -27,12 +54,34 @@ func Follow(ctx context.Context, js jetstream.JetStream, stream string, after ui
 	if err != nil {
 		return nil, fmt.Errorf("consumer on %s: %w", stream, err)
 	}
-	it, err := cons.Messages(PullLimit(maxBytes))
+	p, err := NewPump(cons, followQueue, maxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("consumer on %s: %w", stream, err)
 	}
-	return it, nil
+	return &Follower{p: p, closed: p.cc.Closed()}, nil
 }
+
+// Next waits for the next message. The ordered consumer recovers from
+// what it reports on the way (a missed heartbeat, a gap) by itself; Next
+// ends early only when ctx does or the consumer has stopped for good.
+func (f *Follower) Next(ctx context.Context) (jetstream.Msg, error) {
+	select {
+	case m := <-f.p.ch:
+		return m, nil
+	default:
+	}
+	select {
+	case m := <-f.p.ch:
+		return m, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	case <-f.closed:
+		return nil, ErrFollowerClosed
+	}
+}
+
+// Stop ends the consumer and waits for its callback to return.
+func (f *Follower) Stop() { f.p.Stop() }
 
 // Handled is the last stream sequence a follower has handled, for others
 // to wait on (an erase: its session is gone from what the follower keeps

@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -18,17 +19,25 @@ type Pump struct {
 }
 
 // NewPump consumes into a queue of size messages, pulling at most maxBytes
-// at a time: together they bound the memory a fast producer can take.
-func NewPump(cons jetstream.Consumer, size, maxBytes int) (*Pump, error) {
+// at a time: together they bound the memory a fast producer can take. opts
+// add to the pull's settings (a heartbeat).
+func NewPump(cons jetstream.Consumer, size, maxBytes int, opts ...jetstream.PullConsumeOpt) (*Pump, error) {
 	p := &Pump{ch: make(chan jetstream.Msg, size), err: make(chan error, 1)}
+	opts = append([]jetstream.PullConsumeOpt{PullLimit(maxBytes)}, opts...)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		p.ch <- m // blocks when full: back-pressure, never an unbounded queue
-	}, PullLimit(maxBytes), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	}, append(opts, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		if errors.Is(err, jetstream.ErrNoHeartbeat) {
+			// nats.go has already acted on it: a plain consumer
+			// pulls again, an ordered one starts over. Reporting it
+			// would end the reader's session for nothing.
+			return
+		}
 		select {
 		case p.err <- err:
 		default:
 		}
-	}))
+	}))...)
 	if err != nil {
 		return nil, fmt.Errorf("consume: %w", err)
 	}

@@ -90,7 +90,7 @@ func (w *Worker) consume(ctx context.Context, f *follower) error {
 	var last uint64
 	n := 0
 	for {
-		msg, err := it.Next(jetstream.NextContext(ctx))
+		msg, err := it.Next(ctx)
 		if err != nil {
 			return fmt.Errorf("projection: read %s: %w", f.stream, err)
 		}

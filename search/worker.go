@@ -232,7 +232,7 @@ func (w *Worker) consume(ctx context.Context, stream string) (progressed bool, e
 		return nil
 	}
 	for {
-		msg, err := it.Next(jetstream.NextContext(ctx))
+		msg, err := it.Next(ctx)
 		if err != nil {
 			return progressed, fmt.Errorf("search: read %s: %w", stream, err)
 		}
