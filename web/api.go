@@ -110,16 +110,17 @@ type sessionView struct {
 
 func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	sid := r.PathValue("sid")
-	snap, ok := s.snapshot(w, r, sid)
+	c := s.catalogEntry(r.Context(), sid)
+	snap, ok := s.snapshot(w, r, sid, c)
 	if !ok {
 		return
 	}
 	v := sessionView{ID: sid, Nodes: []string{}, Tree: []treeRow{}, Usage: []modelUsage{}}
-	if c, ok := s.catalogEntry(r.Context(), sid); ok {
+	if c != nil {
 		v.Name, v.Cwd, v.Nodes, v.Entries, v.Tokens, v.Cost, v.State, v.Error, v.Rules =
-			c.Name, c.Cwd, c.Nodes, c.Entries, c.Tokens, c.Cost, state(c), c.Error, c.Rules
+			c.Name, c.Cwd, c.Nodes, c.Entries, c.Tokens, c.Cost, state(*c), c.Error, c.Rules
 		if s.opts.Locate != nil {
-			if p, err := s.opts.Locate(r.Context(), c); err != nil {
+			if p, err := s.opts.Locate(r.Context(), *c); err != nil {
 				v.ResumeErr = err.Error()
 			} else if p != "" {
 				v.Resume = "pi --session " + shellQuote(p)
@@ -145,7 +146,7 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) serveBranch(w http.ResponseWriter, r *http.Request) {
 	sid := r.PathValue("sid")
-	snap, ok := s.snapshot(w, r, sid)
+	snap, ok := s.snapshot(w, r, sid, s.catalogEntry(r.Context(), sid))
 	if !ok {
 		return
 	}
@@ -174,15 +175,16 @@ func intParam(r *http.Request, name string) int {
 	return n
 }
 
-// snapshot reads the session (or takes the kept snapshot the catalog shows
-// is still current: cache.go), answering the request itself on failure.
-func (s *Server) snapshot(w http.ResponseWriter, r *http.Request, sid string) (*projection.Snapshot, bool) {
+// snapshot reads the session (or takes the kept snapshot its catalog entry
+// c shows is still current: cache.go; nil: not in the catalog), answering
+// the request itself on failure.
+func (s *Server) snapshot(w http.ResponseWriter, r *http.Request, sid string, c *projection.CatalogEntry) (*projection.Snapshot, bool) {
 	if err := eventlog.CheckSID(sid); err != nil {
 		http.Error(w, "web: "+err.Error(), http.StatusBadRequest)
 		return nil, false
 	}
-	if c, ok := s.catalogEntry(r.Context(), sid); ok {
-		if snap := s.current(c); snap != nil {
+	if c != nil {
+		if snap := s.current(*c); snap != nil {
 			return snap, true
 		}
 	}
@@ -199,17 +201,19 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request, sid string) (*
 	return snap, true
 }
 
-func (s *Server) catalogEntry(ctx context.Context, sid string) (projection.CatalogEntry, bool) {
+// catalogEntry is sid's catalog entry, nil when the catalog has none (or
+// cannot be read). It copies the whole catalog: a request looks it up once.
+func (s *Server) catalogEntry(ctx context.Context, sid string) *projection.CatalogEntry {
 	cat, err := s.opts.Source.Catalog(ctx)
 	if err != nil {
-		return projection.CatalogEntry{}, false
+		return nil
 	}
-	for _, c := range cat {
-		if c.SessionID == sid {
-			return c, true
+	for i := range cat {
+		if cat[i].SessionID == sid {
+			return &cat[i]
 		}
 	}
-	return projection.CatalogEntry{}, false
+	return nil
 }
 
 // contextJSON computes the session's context as `pisyncd context --json`
@@ -296,14 +300,15 @@ func (s *Server) serveImage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var snap *projection.Snapshot
-	if _, ok := s.catalogEntry(r.Context(), sid); ok {
+	c := s.catalogEntry(r.Context(), sid)
+	if c != nil {
 		// A kept snapshot only of a session still known: an erased
 		// session's images are gone with it.
 		snap = s.recall(sid, id)
 	}
 	if snap == nil {
 		var ok bool
-		if snap, ok = s.snapshot(w, r, sid); !ok {
+		if snap, ok = s.snapshot(w, r, sid, c); !ok {
 			return
 		}
 	}
