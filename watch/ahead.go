@@ -31,8 +31,7 @@ func (w *worker) flushAhead(ctx context.Context, f *file, p *pending) error {
 	if err := w.settle(f, p); err != nil {
 		return err
 	}
-	a := &inflight{p: *p, done: make(chan error, 1)}
-	a.p.ahead = nil
+	a := &inflight{p: *p, done: make(chan error, 1)} // p.ahead is nil: settled
 	*p = pending{off: p.off, ahead: a}
 	s, lines := f.sess, a.p.lines
 	go func() { a.done <- w.t.publish(ctx, s, lines) }()
