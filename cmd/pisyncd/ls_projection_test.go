@@ -116,6 +116,16 @@ func TestProjectionCommands(t *testing.T) {
 	if byID.String() != byFile.String() {
 		t.Fatalf("context by id:\n%s\nby file:\n%s", byID.String(), byFile.String())
 	}
+	// The daemon's answer goes through the 1 MiB buffer: a stdout with a
+	// ReadFrom of its own (an *os.File) is not handed the copy, which
+	// would write each 32 KiB read straight through.
+	var rec writeRecorder
+	if err := contextCommand([]string{sid, "--json"}, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.readFroms != 0 || rec.writes != 1 || rec.buf.String() != byFile.String() {
+		t.Fatalf("context by id: %d ReadFrom calls, %d writes (want 0, 1)\n%s", rec.readFroms, rec.writes, rec.buf.String())
+	}
 	var human bytes.Buffer
 	if err := contextCommand([]string{sid}, &human); err != nil || !strings.Contains(human.String(), "leaf m2") {
 		t.Fatalf("human context: %v\n%s", err, human.String())
@@ -166,4 +176,20 @@ func TestProjectionCommands(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("tail did not end")
 	}
+}
+
+// writeRecorder counts how a command writes to it.
+type writeRecorder struct {
+	buf               bytes.Buffer
+	writes, readFroms int
+}
+
+func (w *writeRecorder) Write(p []byte) (int, error) {
+	w.writes++
+	return w.buf.Write(p)
+}
+
+func (w *writeRecorder) ReadFrom(r io.Reader) (int64, error) {
+	w.readFroms++
+	return w.buf.ReadFrom(r)
 }

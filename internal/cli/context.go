@@ -101,7 +101,7 @@ func WriteFileContext(stdout io.Writer, path, leafArg string, asJSON bool, mode 
 		// Held back up to 1 MiB, so a failure prints nothing unless the
 		// context is larger.
 		bw := bufio.NewWriterSize(stdout, 1<<20)
-		widenPipe(stdout)
+		WidenPipe(stdout)
 		if err := session.WriteReport(bw, ix, f, mode); err != nil {
 			return fmt.Errorf("context: %s: %w", path, err)
 		}
@@ -178,11 +178,11 @@ func loadContextFile(file *os.File, size int64, mode session.RuleSet) (tree *ses
 	return f.Tree, f, unmap, nil
 }
 
-// widenPipe asks for a 1 MiB pipe when out is one (as when a program
+// WidenPipe asks for a 1 MiB pipe when out is one (as when a program
 // reads the context): with the default 64 KiB, writing a context of a few
 // MB waits for the reader every 64 KiB. Best effort: a pipe stays as it is
 // when the system refuses (fs.pipe-max-size).
-func widenPipe(out io.Writer) {
+func WidenPipe(out io.Writer) {
 	f, ok := out.(*os.File)
 	if !ok {
 		return
