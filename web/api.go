@@ -110,11 +110,14 @@ type sessionView struct {
 
 func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	sid := r.PathValue("sid")
+	tm := newTimings()
 	c := s.catalogEntry(r.Context(), sid)
+	tm.mark("catalog")
 	snap, ok := s.snapshot(w, r, sid, c)
 	if !ok {
 		return
 	}
+	tm.mark("snapshot")
 	v := sessionView{ID: sid, Nodes: []string{}, Tree: []treeRow{}, Usage: []modelUsage{}}
 	if c != nil {
 		v.Name, v.Cwd, v.Nodes, v.Entries, v.Tokens, v.Cost, v.State, v.Error, v.Rules =
@@ -132,6 +135,7 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	st := newSessionText(snap)
 	v.Leaf = idText(snap.Tree.Leaf())
 	v.Tree, v.Usage = s.treeAndUsage(sid, snap, st)
+	tm.mark("tree")
 	v.Pos = formatPos(snap.Src)
 	v.Truncated = snap.Truncated
 	v.Selected = r.URL.Query().Get("leaf")
@@ -141,7 +145,8 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	path := st.path(v.Selected)
 	start, end := window(st, path, r.URL.Query().Get("at"), -1, -1)
 	v.branchWindow = s.branchHTML(st, path, start, end)
-	writeJSON(w, v)
+	tm.mark("branch")
+	tm.writeJSON(w, v)
 }
 
 func (s *Server) serveBranch(w http.ResponseWriter, r *http.Request) {
