@@ -66,8 +66,9 @@ type Server struct {
 	md      *markdown
 	log     *slog.Logger
 
-	mu    sync.Mutex
-	snaps []cachedSnap // newest first, at most snapCache
+	mu      sync.Mutex
+	snaps   []cachedSnap       // newest first, at most snapCache
+	reading map[string]*flight // reads under way, by session
 }
 
 // New returns the view over opts.Source.
@@ -81,7 +82,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, token: opts.Token, md: newMarkdown(), log: opts.Logger}
+	s := &Server{opts: opts, token: opts.Token, md: newMarkdown(), log: opts.Logger, reading: map[string]*flight{}}
 	if s.token == "" {
 		t, err := newToken()
 		if err != nil {
@@ -99,6 +100,7 @@ func New(opts Options) (*Server, error) {
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /api/sessions", s.serveSessions)
 	mux.HandleFunc("GET /api/s/{sid}", s.serveSession)
+	mux.HandleFunc("GET /api/s/{sid}/tree", s.serveTree)
 	mux.HandleFunc("GET /api/s/{sid}/branch", s.serveBranch)
 	mux.HandleFunc("GET /api/s/{sid}/context", s.serveContext)
 	mux.HandleFunc("GET /api/s/{sid}/context/view", s.serveContextView)
@@ -126,9 +128,10 @@ func (s *Server) page(name string) http.HandlerFunc {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-cache")
 		if sid := r.PathValue("sid"); sid != "" && plainID(sid) {
-			// The session's data is fetched while the scripts load,
-			// rather than after (session.js asks for the same URL).
-			w.Header().Set("Link", "</api/s/"+sid+">; rel=preload; as=fetch; crossorigin")
+			// The session's data and its tree are fetched while the
+			// scripts load, rather than after (session.js asks for the
+			// same URLs), and together: they share one read.
+			w.Header().Set("Link", "</api/s/"+sid+">; rel=preload; as=fetch; crossorigin, </api/s/"+sid+"/tree>; rel=preload; as=fetch; crossorigin")
 		}
 		w.Write(b)
 	}
