@@ -150,6 +150,50 @@ func TestPageAndTreeShareOneRead(t *testing.T) {
 	}
 }
 
+// TestSessionPageReadsAhead: the session page's own request reads the
+// session (after the page is sent), and its data is then served from that
+// read; the page's connection is not reused meanwhile.
+func TestSessionPageReadsAhead(t *testing.T) {
+	d := startDaemon(t)
+	d.write(sid1, testenv.Header(sid1), testenv.Entry("u1", "", "hello"))
+	d.waitEntries(sid1, 1)
+	src := &countingSource{Source: d.worker}
+	view, err := New(Options{Source: src, Node: testNode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(view)
+	defer srv.Close()
+	get := func(path string) *http.Response {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: status %d", path, resp.StatusCode)
+		}
+		return resp
+	}
+	if resp := get("/s/" + sid1); !resp.Close {
+		t.Error("the page's connection stays open for another request while it reads")
+	}
+	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
+		return src.reads.Load() == 1, "the page's read"
+	})
+	get("/api/s/" + sid1)
+	get("/api/s/" + sid1 + "/tree")
+	if n := src.reads.Load(); n != 1 {
+		t.Errorf("%d reads for the page, its data and its tree, want 1", n)
+	}
+	get("/") // the list page reads nothing
+	if n := src.reads.Load(); n != 1 {
+		t.Errorf("%d reads after the list page, want 1", n)
+	}
+}
+
 // TestSessionPagePreloadsItsData: the session page names its data URL in
 // a preload Link header (and its tree's), exactly as session.js asks for
 // them, so the fetches start while the scripts load; an id that would need escaping gets none.

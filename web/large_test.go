@@ -122,7 +122,7 @@ const pageTimings = `(() => {
 	out.push('html ' + f(nav.requestStart) + '/' + f(nav.responseStart) + '/' + f(nav.responseEnd));
 	for (const r of performance.getEntriesByType('resource')) {
 		const st = (r.serverTiming || []).map(x => x.name + '=' + x.duration).join(' ');
-		out.push(new URL(r.name).pathname.split('/').slice(-2).join('/') + ' ' + f(r.startTime) + '/' + f(r.responseStart) + '/' + f(r.responseEnd) + (st ? ' [' + st + ']' : '') + ' ' + (r.encodedBodySize >> 10) + 'KiB');
+		out.push(new URL(r.name).pathname.split('/').slice(-2).join('/') + ' ' + f(r.startTime) + '/' + f(r.connectStart) + '/' + f(r.requestStart) + '/' + f(r.responseStart) + '/' + f(r.responseEnd) + (st ? ' [' + st + ']' : '') + ' ' + (r.encodedBodySize >> 10) + 'KiB');
 	}
 	for (const m of performance.getEntriesByType('mark')) out.push(m.name + ' ' + f(m.startTime));
 	return out.join('; ');

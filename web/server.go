@@ -8,8 +8,11 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
+	"time"
 
+	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/projection"
 	"github.com/pisyncd/pisyncd/session"
 )
@@ -127,14 +130,50 @@ func (s *Server) page(name string) http.HandlerFunc {
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-cache")
-		if sid := r.PathValue("sid"); sid != "" && plainID(sid) {
+		sid := r.PathValue("sid")
+		if sid != "" && plainID(sid) {
 			// The session's data and its tree are fetched while the
 			// scripts load, rather than after (session.js asks for the
 			// same URLs), and together: they share one read.
 			w.Header().Set("Link", "</api/s/"+sid+">; rel=preload; as=fetch; crossorigin, </api/s/"+sid+"/tree>; rel=preload; as=fetch; crossorigin")
 		}
+		ahead := sid != "" && eventlog.CheckSID(sid) == nil
+		if ahead {
+			// The connection is busy with the read below: the
+			// browser is not to send its next request on it.
+			w.Header().Set("Connection", "close")
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 		w.Write(b)
+		if ahead {
+			// The page is complete for the browser (its length is
+			// known); the session's read starts now, not when the
+			// preloads arrive (on a first visit they come tens of ms
+			// later, once the browser has a renderer for the page),
+			// and they wait for it. Within the request, so that
+			// the read ends with it and a shutdown waits for it.
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
+			// The browser closes the connection once it has the page:
+			// the read is not the request's to cancel, and is bounded
+			// on its own.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), readAheadTimeout)
+			defer cancel()
+			s.readAhead(ctx, sid)
+		}
 	}
+}
+
+// readAheadTimeout bounds a read no request waits for yet.
+const readAheadTimeout = 30 * time.Second
+
+// readAhead reads session sid unless a kept snapshot is current.
+func (s *Server) readAhead(ctx context.Context, sid string) {
+	if c := s.catalogEntry(ctx, sid); c != nil && s.current(*c) != nil {
+		return
+	}
+	s.read(ctx, sid) // a failure is the page's data request's to report
 }
 
 // plainID reports whether id needs no escaping in a URL path (session

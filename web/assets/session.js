@@ -269,6 +269,7 @@
   var treeData = pi.getJSON(api + '/tree');
   treeData.catch(function () {}); // reported below, once the branch is drawn
   pi.getJSON(api + (want ? '?at=' + encodeURIComponent(want) : '')).then(function (d) {
+    performance.mark('pisync-session-data');
     leaf = d.leaf;
     meta(d);
     show(d);
@@ -276,6 +277,7 @@
     performance.mark('pisync-session-drawn'); // for the benchmarks
     if (document.getElementById('e-' + want)) scrollTo(want);
     return treeData.then(function (t) {
+      performance.mark('pisync-tree-data');
       t.tree.forEach(index);
       usage(t.usage);
       drawTree();
