@@ -137,7 +137,7 @@ func (s *Server) page(name string) http.HandlerFunc {
 			// same URLs), and together: they share one read.
 			w.Header().Set("Link", "</api/s/"+sid+">; rel=preload; as=fetch; crossorigin, </api/s/"+sid+"/tree>; rel=preload; as=fetch; crossorigin")
 		}
-		ahead := sid != "" && eventlog.CheckSID(sid) == nil
+		ahead := r.Method == http.MethodGet && sid != "" && eventlog.CheckSID(sid) == nil
 		if ahead {
 			// The connection is busy with the read below: the
 			// browser is not to send its next request on it.
