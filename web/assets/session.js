@@ -266,8 +266,10 @@
   // line of every entry: most of the bytes) is asked for at the same time
   // (both are preloaded by the page's Link header) and drawn after.
   var want = location.hash.indexOf('#e-') === 0 ? decodeURIComponent(location.hash.slice(3)) : '';
-  var treeData = pi.getJSON(api + '/tree');
-  treeData.catch(function () {}); // reported below, once the branch is drawn
+  // The tree's answer is parsed only once the branch is drawn: parsing its
+  // ~1 MiB first would hold the branch back.
+  var treeResp = fetch(api + '/tree', {credentials: 'same-origin'});
+  treeResp.catch(function () {}); // reported below, once the branch is drawn
   pi.getJSON(api + (want ? '?at=' + encodeURIComponent(want) : '')).then(function (d) {
     performance.mark('pisync-session-data');
     leaf = d.leaf;
@@ -276,7 +278,10 @@
     document.body.dataset.drawn = '1';
     performance.mark('pisync-session-drawn'); // for the benchmarks
     if (document.getElementById('e-' + want)) scrollTo(want);
-    return treeData.then(function (t) {
+    return treeResp.then(function (r) {
+      if (!r.ok) return r.text().then(function (t) { throw new Error(t || r.statusText); });
+      return r.json();
+    }).then(function (t) {
       performance.mark('pisync-tree-data');
       t.tree.forEach(index);
       usage(t.usage);
