@@ -298,7 +298,9 @@
         es = pi.live('/api/events?session=' + encodeURIComponent(sid) + '&render=1&raw=0&after=' + encodeURIComponent(earliest(d.pos, t.pos)), onEntry, $('live'));
       });
     }, function (e) {
+      // The branch stays, and follows what is written.
       $('tree').replaceChildren(pi.el('li', 'error', 'tree: ' + e.message));
+      es = pi.live('/api/events?session=' + encodeURIComponent(sid) + '&render=1&raw=0&after=' + encodeURIComponent(d.pos), onEntry, $('live'));
     });
   }).catch(function (e) {
     $('entries').replaceChildren(pi.el('div', 'error', e.message));
