@@ -152,7 +152,7 @@ func TestPageAndTreeShareOneRead(t *testing.T) {
 
 // TestSessionPageReadsAhead: the session page's own request reads the
 // session (after the page is sent), and its data is then served from that
-// read; the page's connection is not reused meanwhile.
+// read.
 func TestSessionPageReadsAhead(t *testing.T) {
 	d := startDaemon(t)
 	d.write(sid1, testenv.Header(sid1), testenv.Entry("u1", "", "hello"))
@@ -177,9 +177,7 @@ func TestSessionPageReadsAhead(t *testing.T) {
 		}
 		return resp
 	}
-	if resp := get("/s/" + sid1); !resp.Close {
-		t.Error("the page's connection stays open for another request while it reads")
-	}
+	get("/s/" + sid1)
 	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
 		return src.reads.Load() == 1, "the page's read"
 	})

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/projection"
@@ -137,36 +136,26 @@ func (s *Server) page(name string) http.HandlerFunc {
 			// same URLs), and together: they share one read.
 			w.Header().Set("Link", "</api/s/"+sid+">; rel=preload; as=fetch; crossorigin, </api/s/"+sid+"/tree>; rel=preload; as=fetch; crossorigin")
 		}
-		ahead := r.Method == http.MethodGet && sid != "" && eventlog.CheckSID(sid) == nil
-		if ahead {
-			// The connection is busy with the read below: the
-			// browser is not to send its next request on it.
-			w.Header().Set("Connection", "close")
-		}
 		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 		w.Write(b)
-		if ahead {
+		if r.Method == http.MethodGet && sid != "" && eventlog.CheckSID(sid) == nil {
 			// The page is complete for the browser (its length is
 			// known); the session's read starts now, not when the
 			// preloads arrive (on a first visit they come tens of ms
 			// later, once the browser has a renderer for the page),
-			// and they wait for it. Within the request, so that
-			// the read ends with it and a shutdown waits for it.
+			// and they wait for it. Within the request, so that the
+			// read ends when the browser goes away or the daemon
+			// stops. The connection is busy meanwhile: the browser
+			// sends the next request on it (its preloads come first:
+			// they are asked for when the headers arrive) after the
+			// read, which that request needed anyway.
 			if f, ok := w.(http.Flusher); ok {
 				f.Flush()
 			}
-			// The browser closes the connection once it has the page:
-			// the read is not the request's to cancel, and is bounded
-			// on its own.
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), readAheadTimeout)
-			defer cancel()
-			s.readAhead(ctx, sid)
+			s.readAhead(r.Context(), sid)
 		}
 	}
 }
-
-// readAheadTimeout bounds a read no request waits for yet.
-const readAheadTimeout = 30 * time.Second
 
 // readAhead reads session sid unless a kept snapshot is current.
 func (s *Server) readAhead(ctx context.Context, sid string) {
