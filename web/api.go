@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
@@ -85,37 +86,39 @@ type modelUsage struct {
 	Cost   float64 `json:"cost"`
 }
 
-// sessionView is the session page's data.
+// sessionView is the session page's data but for the tree panel and the
+// usage by model (treeView): what the page draws first.
 type sessionView struct {
-	ID        string       `json:"id"`
-	Name      string       `json:"name,omitempty"`
-	Cwd       string       `json:"cwd,omitempty"`
-	Nodes     []string     `json:"nodes"`
-	Entries   int          `json:"entries"`
-	Tokens    float64      `json:"tokens"`
-	Cost      float64      `json:"cost"`
-	State     []string     `json:"state,omitempty"`
-	Error     string       `json:"error,omitempty"`
-	Rules     string       `json:"rules,omitempty"`
-	Leaf      string       `json:"leaf"`     // pi's leaf
-	Selected  string       `json:"selected"` // the leaf of the branch rendered
-	Tree      []treeRow    `json:"tree"`
-	Usage     []modelUsage `json:"usage"`
-	Resume    string       `json:"resume,omitempty"`
-	ResumeErr string       `json:"resumeError,omitempty"`
-	Pos       string       `json:"pos"` // where the page's live events resume
-	Truncated bool         `json:"truncated,omitempty"`
+	ID        string   `json:"id"`
+	Name      string   `json:"name,omitempty"`
+	Cwd       string   `json:"cwd,omitempty"`
+	Nodes     []string `json:"nodes"`
+	Entries   int      `json:"entries"`
+	Tokens    float64  `json:"tokens"`
+	Cost      float64  `json:"cost"`
+	State     []string `json:"state,omitempty"`
+	Error     string   `json:"error,omitempty"`
+	Rules     string   `json:"rules,omitempty"`
+	Leaf      string   `json:"leaf"`     // pi's leaf
+	Selected  string   `json:"selected"` // the leaf of the branch rendered
+	Resume    string   `json:"resume,omitempty"`
+	ResumeErr string   `json:"resumeError,omitempty"`
+	Pos       string   `json:"pos"` // where the page's live events resume
+	Truncated bool     `json:"truncated,omitempty"`
 	branchWindow
 }
 
 func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	sid := r.PathValue("sid")
+	tm := newTimings()
 	c := s.catalogEntry(r.Context(), sid)
+	tm.mark("catalog")
 	snap, ok := s.snapshot(w, r, sid, c)
 	if !ok {
 		return
 	}
-	v := sessionView{ID: sid, Nodes: []string{}, Tree: []treeRow{}, Usage: []modelUsage{}}
+	tm.mark("snapshot")
+	v := sessionView{ID: sid, Nodes: []string{}}
 	if c != nil {
 		v.Name, v.Cwd, v.Nodes, v.Entries, v.Tokens, v.Cost, v.State, v.Error, v.Rules =
 			c.Name, c.Cwd, c.Nodes, c.Entries, c.Tokens, c.Cost, state(*c), c.Error, c.Rules
@@ -131,7 +134,6 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	}
 	st := newSessionText(snap)
 	v.Leaf = idText(snap.Tree.Leaf())
-	v.Tree, v.Usage = s.treeAndUsage(sid, snap, st)
 	v.Pos = formatPos(snap.Src)
 	v.Truncated = snap.Truncated
 	v.Selected = r.URL.Query().Get("leaf")
@@ -141,7 +143,8 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	path := st.path(v.Selected)
 	start, end := window(st, path, r.URL.Query().Get("at"), -1, -1)
 	v.branchWindow = s.branchHTML(st, path, start, end)
-	writeJSON(w, v)
+	tm.mark("branch")
+	tm.writeJSON(w, v)
 }
 
 func (s *Server) serveBranch(w http.ResponseWriter, r *http.Request) {
@@ -188,7 +191,7 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request, sid string, c 
 			return snap, true
 		}
 	}
-	snap, err := s.opts.Source.Snapshot(r.Context(), sid, s.opts.MaxSessionBytes)
+	snap, err := s.read(r.Context(), sid)
 	if err != nil {
 		code := http.StatusServiceUnavailable
 		if errors.Is(err, projection.ErrUnknownSession) {
@@ -197,8 +200,44 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request, sid string, c 
 		http.Error(w, "web: "+err.Error(), code)
 		return nil, false
 	}
-	s.remember(sid, snap)
 	return snap, true
+}
+
+// read reads the session from the source, kept for the requests that
+// follow (cache.go). A request for a session being read already waits for
+// that read: a page's data and its tree come together and need the same
+// session. The read is at least as new as the wait's start, and the page
+// follows live entries from the snapshot's own position.
+func (s *Server) read(ctx context.Context, sid string) (*projection.Snapshot, error) {
+	s.mu.Lock()
+	f := s.reading[sid]
+	if f == nil {
+		f = &flight{done: make(chan struct{})}
+		s.reading[sid] = f
+		s.mu.Unlock()
+		f.snap, f.err = s.opts.Source.Snapshot(ctx, sid, s.opts.MaxSessionBytes)
+		s.mu.Lock()
+		delete(s.reading, sid)
+		if f.err == nil {
+			s.keep(cachedSnap{sid: sid, snap: f.snap})
+		}
+		s.mu.Unlock()
+		close(f.done)
+		return f.snap, f.err
+	}
+	f.waiting++
+	s.mu.Unlock()
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("snapshot: %w", ctx.Err())
+	}
+	if f.err != nil && ctx.Err() == nil {
+		// The other request's failure may be its own (it went away):
+		// this one reads for itself.
+		return s.opts.Source.Snapshot(ctx, sid, s.opts.MaxSessionBytes)
+	}
+	return f.snap, f.err
 }
 
 // catalogEntry is sid's catalog entry, nil when the catalog has none (or

@@ -25,10 +25,12 @@ type cachedSnap struct {
 	usage []modelUsage
 }
 
-func (s *Server) remember(sid string, snap *projection.Snapshot) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.keep(cachedSnap{sid: sid, snap: snap})
+// flight is a read of a session under way (Server.read).
+type flight struct {
+	done    chan struct{} // closed when snap or err is set
+	snap    *projection.Snapshot
+	err     error
+	waiting int // other requests waiting for it (under Server.mu)
 }
 
 // keep puts c first (replacing the session's older entry); s.mu is held.
@@ -67,7 +69,7 @@ func (s *Server) current(c projection.CatalogEntry) *projection.Snapshot {
 
 // treeAndUsage returns the tree rows and usage of snap, computed once per
 // kept snapshot.
-func (s *Server) treeAndUsage(sid string, snap *projection.Snapshot, st *sessionText) ([]treeRow, []modelUsage) {
+func (s *Server) treeAndUsage(sid string, snap *projection.Snapshot) ([]treeRow, []modelUsage) {
 	s.mu.Lock()
 	for _, k := range s.snaps {
 		if k.sid == sid && k.snap == snap && k.rows != nil {
@@ -76,7 +78,8 @@ func (s *Server) treeAndUsage(sid string, snap *projection.Snapshot, st *session
 		}
 	}
 	s.mu.Unlock()
-	rows, usage := st.tree(), st.usage()
+	ls := lines(snap)
+	rows, usage := tree(snap, ls), usage(ls)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range s.snaps {

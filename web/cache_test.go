@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/pisyncd/pisyncd/internal/testenv"
 	"github.com/pisyncd/pisyncd/projection"
@@ -44,7 +46,7 @@ func TestKeptSnapshotWhileCurrent(t *testing.T) {
 	}
 	srv := httptest.NewServer(view)
 	defer srv.Close()
-	page := func(path string) sessionView {
+	get := func(path string, v any) {
 		t.Helper()
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
@@ -55,41 +57,149 @@ func TestKeptSnapshotWhileCurrent(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("%s: %d %s", path, resp.StatusCode, b)
 		}
-		var v sessionView
-		if err := json.Unmarshal(b, &v); err != nil {
+		if err := json.Unmarshal(b, v); err != nil {
 			t.Fatal(err)
 		}
-		return v
+	}
+	page := func() (v sessionView, tv treeView) {
+		get("/api/s/"+sid1, &v)
+		get("/api/s/"+sid1+"/tree", &tv)
+		return v, tv
 	}
 
-	first := page("/api/s/" + sid1)
-	again := page("/api/s/" + sid1)
-	page("/api/s/" + sid1 + "/branch?leaf=a1")
+	first, _ := page()
+	again, againTree := page()
+	get("/api/s/"+sid1+"/branch?leaf=a1", new(struct{}))
 	if n := src.reads.Load(); n != 1 {
-		t.Errorf("%d reads of the session for a page, a reload and a branch switch; want 1", n)
+		t.Errorf("%d reads of the session for a page and its tree, a reload and a branch switch; want 1", n)
 	}
-	if len(again.Tree) != 3 || again.Pos != first.Pos || again.Usage[0].Tokens != first.Usage[0].Tokens {
-		t.Errorf("the reload differs: %d rows, pos %q/%q", len(again.Tree), again.Pos, first.Pos)
+	if len(againTree.Tree) != 3 || again.Pos != first.Pos || againTree.Pos != first.Pos || againTree.Usage[0].Count != 1 {
+		t.Errorf("the reload differs: %d rows, pos %q/%q/%q", len(againTree.Tree), again.Pos, againTree.Pos, first.Pos)
 	}
 
 	testenv.AppendFile(t, path, testenv.Entry("u2", "r1", "more")+"\n")
 	d.waitEntries(sid1, 4)
-	after := page("/api/s/" + sid1)
+	after, afterTree := page()
 	if n := src.reads.Load(); n != 2 {
 		t.Errorf("%d reads after the session moved, want 2", n)
 	}
-	if len(after.Tree) != 4 || after.Leaf != "u2" || after.Pos == first.Pos {
-		t.Errorf("after an append: %d rows, leaf %q, pos %q (was %q)", len(after.Tree), after.Leaf, after.Pos, first.Pos)
+	if len(afterTree.Tree) != 4 || after.Leaf != "u2" || afterTree.Leaf != "u2" || after.Pos == first.Pos {
+		t.Errorf("after an append: %d rows, leaf %q, pos %q (was %q)", len(afterTree.Tree), after.Leaf, after.Pos, first.Pos)
+	}
+}
+
+// gatedSource is the real worker whose snapshots wait for release.
+type gatedSource struct {
+	Source
+	reads   atomic.Int64
+	release chan struct{}
+}
+
+func (g *gatedSource) Snapshot(ctx context.Context, sid string, maxBytes int64) (*projection.Snapshot, error) {
+	g.reads.Add(1)
+	<-g.release
+	return g.Source.Snapshot(ctx, sid, maxBytes)
+}
+
+// TestPageAndTreeShareOneRead: the page's data and its tree, asked
+// together (as the page's preloads ask), wait for one read of the session.
+func TestPageAndTreeShareOneRead(t *testing.T) {
+	d := startDaemon(t)
+	d.write(sid1, testenv.Header(sid1), testenv.Entry("u1", "", "hello"))
+	d.waitEntries(sid1, 1)
+	src := &gatedSource{Source: d.worker, release: make(chan struct{})}
+	view, err := New(Options{Source: src, Node: testNode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(view)
+	defer srv.Close()
+	var once sync.Once
+	release := func() { once.Do(func() { close(src.release) }) }
+	defer release() // before the server's Close, which waits for the requests
+	codes := make(chan int, 2)
+	get := func(path string) {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			codes <- 0
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		codes <- resp.StatusCode
+	}
+	go get("/api/s/" + sid1)
+	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
+		return src.reads.Load() == 1, "the first request reading"
+	})
+	go get("/api/s/" + sid1 + "/tree")
+	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
+		view.mu.Lock()
+		defer view.mu.Unlock()
+		f := view.reading[sid1]
+		return f != nil && f.waiting == 1, "the second request waiting for the first's read"
+	})
+	release()
+	for range 2 {
+		if c := <-codes; c != 200 {
+			t.Errorf("status %d", c)
+		}
+	}
+	if n := src.reads.Load(); n != 1 {
+		t.Errorf("%d reads for the page and its tree together, want 1", n)
+	}
+}
+
+// TestSessionPageReadsAhead: the session page's own request reads the
+// session (after the page is sent), and its data is then served from that
+// read.
+func TestSessionPageReadsAhead(t *testing.T) {
+	d := startDaemon(t)
+	d.write(sid1, testenv.Header(sid1), testenv.Entry("u1", "", "hello"))
+	d.waitEntries(sid1, 1)
+	src := &countingSource{Source: d.worker}
+	view, err := New(Options{Source: src, Node: testNode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(view)
+	defer srv.Close()
+	get := func(path string) *http.Response {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: status %d", path, resp.StatusCode)
+		}
+		return resp
+	}
+	get("/s/" + sid1)
+	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
+		return src.reads.Load() == 1, "the page's read"
+	})
+	get("/api/s/" + sid1)
+	get("/api/s/" + sid1 + "/tree")
+	if n := src.reads.Load(); n != 1 {
+		t.Errorf("%d reads for the page, its data and its tree, want 1", n)
+	}
+	get("/") // the list page reads nothing
+	if n := src.reads.Load(); n != 1 {
+		t.Errorf("%d reads after the list page, want 1", n)
 	}
 }
 
 // TestSessionPagePreloadsItsData: the session page names its data URL in
-// a preload Link header, exactly as session.js asks for it, so the fetch
-// starts while the scripts load; an id that would need escaping gets none.
+// a preload Link header (and its tree's), exactly as session.js asks for
+// them, so the fetches start while the scripts load; an id that would need escaping gets none.
 func TestSessionPagePreloadsItsData(t *testing.T) {
 	d := startDaemon(t)
 	resp, _ := d.get("/s/" + sid1)
-	if got, want := resp.Header.Get("Link"), "</api/s/"+sid1+">; rel=preload; as=fetch; crossorigin"; got != want {
+	want := "</api/s/" + sid1 + ">; rel=preload; as=fetch; crossorigin, </api/s/" + sid1 + "/tree>; rel=preload; as=fetch; crossorigin"
+	if got := resp.Header.Get("Link"); got != want {
 		t.Errorf("Link %q, want %q", got, want)
 	}
 	if resp, _ := d.get("/s/a%3Cb"); resp.Header.Get("Link") != "" {

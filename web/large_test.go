@@ -77,6 +77,7 @@ func TestBrowserLargeSession(t *testing.T) {
 		b.do(t, chromedp.Navigate(d.http.URL+"/s/"+sid))
 		b.waitJS(t, 3*time.Minute, `document.body.dataset.ready === '1'`)
 		drawn[i] = eval[float64](t, b, `performance.getEntriesByName('pisync-session-drawn')[0].startTime`)
+		t.Logf("visit %d: %s", i+1, eval[string](t, b, pageTimings))
 	}
 	start := time.Now()
 	resp, body := d.get("/api/s/" + sid)
@@ -110,6 +111,22 @@ func TestBrowserLargeSession(t *testing.T) {
 	b.waitJS(t, 3*time.Minute, `document.body.dataset.selected === '00001388' && !!document.getElementById('e-00001388')`)
 	t.Logf("10k-entry session: page drawn %.0f ms (first visit, nothing kept) and %.0f ms (reload) after navigation start; /api/s from the kept snapshot %v (%d KiB)", drawn[0], drawn[1], server, len(body)>>10)
 }
+
+// pageTimings is where a page's time went, from its performance entries:
+// each request's start, first byte and end (ms after navigation start) with
+// the server's parts (Server-Timing), and the page's marks.
+const pageTimings = `(() => {
+	const f = x => Math.round(x);
+	const out = [];
+	const nav = performance.getEntriesByType('navigation')[0];
+	out.push('html ' + f(nav.requestStart) + '/' + f(nav.responseStart) + '/' + f(nav.responseEnd));
+	for (const r of performance.getEntriesByType('resource')) {
+		const st = (r.serverTiming || []).map(x => x.name + '=' + x.duration).join(' ');
+		out.push(new URL(r.name).pathname.split('/').slice(-2).join('/') + ' ' + f(r.startTime) + '/' + f(r.connectStart) + '/' + f(r.requestStart) + '/' + f(r.responseStart) + '/' + f(r.responseEnd) + (st ? ' [' + st + ']' : '') + ' ' + (r.encodedBodySize >> 10) + 'KiB');
+	}
+	for (const m of performance.getEntriesByType('mark')) out.push(m.name + ' ' + f(m.startTime));
+	return out.join('; ');
+})()`
 
 // TestBrowserLargeImages: images come by URL, lazily, size-capped; one
 // over the cap is a note, not a download.

@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 
+	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/projection"
 	"github.com/pisyncd/pisyncd/session"
 )
@@ -66,8 +68,9 @@ type Server struct {
 	md      *markdown
 	log     *slog.Logger
 
-	mu    sync.Mutex
-	snaps []cachedSnap // newest first, at most snapCache
+	mu      sync.Mutex
+	snaps   []cachedSnap       // newest first, at most snapCache
+	reading map[string]*flight // reads under way, by session
 }
 
 // New returns the view over opts.Source.
@@ -81,7 +84,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, token: opts.Token, md: newMarkdown(), log: opts.Logger}
+	s := &Server{opts: opts, token: opts.Token, md: newMarkdown(), log: opts.Logger, reading: map[string]*flight{}}
 	if s.token == "" {
 		t, err := newToken()
 		if err != nil {
@@ -99,6 +102,7 @@ func New(opts Options) (*Server, error) {
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /api/sessions", s.serveSessions)
 	mux.HandleFunc("GET /api/s/{sid}", s.serveSession)
+	mux.HandleFunc("GET /api/s/{sid}/tree", s.serveTree)
 	mux.HandleFunc("GET /api/s/{sid}/branch", s.serveBranch)
 	mux.HandleFunc("GET /api/s/{sid}/context", s.serveContext)
 	mux.HandleFunc("GET /api/s/{sid}/context/view", s.serveContextView)
@@ -125,13 +129,40 @@ func (s *Server) page(name string) http.HandlerFunc {
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-cache")
-		if sid := r.PathValue("sid"); sid != "" && plainID(sid) {
-			// The session's data is fetched while the scripts load,
-			// rather than after (session.js asks for the same URL).
-			w.Header().Set("Link", "</api/s/"+sid+">; rel=preload; as=fetch; crossorigin")
+		sid := r.PathValue("sid")
+		if sid != "" && plainID(sid) {
+			// The session's data and its tree are fetched while the
+			// scripts load, rather than after (session.js asks for the
+			// same URLs), and together: they share one read.
+			w.Header().Set("Link", "</api/s/"+sid+">; rel=preload; as=fetch; crossorigin, </api/s/"+sid+"/tree>; rel=preload; as=fetch; crossorigin")
 		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 		w.Write(b)
+		if r.Method == http.MethodGet && sid != "" && eventlog.CheckSID(sid) == nil {
+			// The page is complete for the browser (its length is
+			// known); the session's read starts now, not when the
+			// preloads arrive (on a first visit they come tens of ms
+			// later, once the browser has a renderer for the page),
+			// and they wait for it. Within the request, so that the
+			// read ends when the browser goes away or the daemon
+			// stops. The connection is busy meanwhile: the browser
+			// sends the next request on it (its preloads come first:
+			// they are asked for when the headers arrive) after the
+			// read, which that request needed anyway.
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
+			s.readAhead(r.Context(), sid)
+		}
 	}
+}
+
+// readAhead reads session sid unless a kept snapshot is current.
+func (s *Server) readAhead(ctx context.Context, sid string) {
+	if c := s.catalogEntry(ctx, sid); c != nil && s.current(*c) != nil {
+		return
+	}
+	s.read(ctx, sid) // a failure is the page's data request's to report
 }
 
 // plainID reports whether id needs no escaping in a URL path (session

@@ -3,13 +3,10 @@ package web
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"net/url"
-	"sort"
 	"strings"
 
 	"github.com/pisyncd/pisyncd/projection"
-	"github.com/pisyncd/pisyncd/session"
 )
 
 // sessionText is a snapshot's entries as the page shows them.
@@ -22,14 +19,19 @@ type sessionText struct {
 
 func newSessionText(snap *projection.Snapshot) *sessionText {
 	n := snap.Tree.Len()
-	st := &sessionText{snap: snap, docs: make([]*doc, n), parsed: make([]bool, n), labels: map[string]string{}}
+	return &sessionText{snap: snap, docs: make([]*doc, n), parsed: make([]bool, n), labels: labelsOf(snap)}
+}
+
+// labelsOf is the label of each labelled entry, by id.
+func labelsOf(snap *projection.Snapshot) map[string]string {
+	labels := map[string]string{}
 	for id, raw := range snap.Tree.Labels() {
 		var l string
 		if json.Unmarshal(raw, &l) == nil {
-			st.labels[id] = l
+			labels[id] = l
 		}
 	}
-	return st
+	return labels
 }
 
 // doc is entry i parsed, nil when its line is not loaded or unreadable.
@@ -44,107 +46,6 @@ func (st *sessionText) doc(i int) *doc {
 }
 
 func (st *sessionText) id(i int) string { return idText(st.snap.Tree.Entry(i).ID) }
-
-// tree lists the entries in pi's tree order (getTree: children by time),
-// indenting only below a node with more than one child.
-func (st *sessionText) tree() []treeRow {
-	roots, err := st.snap.Tree.GetTree()
-	if err != nil {
-		return []treeRow{}
-	}
-	rows := make([]treeRow, 0, st.snap.Tree.Len())
-	type item struct {
-		n      *session.TreeNode
-		depth  int
-		parent string
-	}
-	stack := make([]item, 0, len(roots))
-	for k := len(roots) - 1; k >= 0; k-- {
-		stack = append(stack, item{roots[k], 0, ""})
-	}
-	seen := make([]bool, st.snap.Tree.Len())
-	for len(stack) > 0 {
-		it := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if seen[it.n.Entry] {
-			continue // a duplicated id's node appears more than once
-		}
-		seen[it.n.Entry] = true
-		info := st.snap.Tree.Entry(it.n.Entry)
-		row := treeRow{ID: st.id(it.n.Entry), Parent: it.parent, Depth: it.depth, Time: info.Timestamp}
-		if math.IsNaN(row.Time) {
-			row.Time = 0
-		}
-		row.Type, row.Text = st.summary(it.n.Entry)
-		row.Label = st.labels[row.ID]
-		rows = append(rows, row)
-		d := it.depth
-		if len(it.n.Children) > 1 {
-			d++
-		}
-		for k := len(it.n.Children) - 1; k >= 0; k-- {
-			stack = append(stack, item{it.n.Children[k], d, row.ID})
-		}
-	}
-	return rows
-}
-
-// summary is an entry's kind and a line of its text for the tree.
-func (st *sessionText) summary(i int) (kind, text string) {
-	d := st.doc(i)
-	if d == nil {
-		if t, ok := st.snap.Tree.Entry(i).Type.String(); ok {
-			return t, ""
-		}
-		return "other", ""
-	}
-	return summarize(d)
-}
-
-// summarize is an entry's kind (its role for a message) and a line of its
-// text.
-func summarize(d *doc) (kind, text string) {
-	switch d.Type {
-	case "message":
-		if d.Message == nil {
-			return "message", ""
-		}
-		role := display(d.Message.Role)
-		switch role {
-		case "bashExecution":
-			return role, display(d.Message.Command)
-		case "toolResult":
-			return role, display(d.Message.ToolName)
-		}
-		blocks, text := parseBlocks(d.Message.Content)
-		for _, b := range blocks {
-			switch b.Type {
-			case "text":
-				if text == "" {
-					text = display(b.Text)
-				}
-			case "toolCall":
-				if text == "" {
-					text = "→ " + display(b.Name)
-				}
-			}
-		}
-		return role, snippet(text)
-	case "compaction", "branch_summary":
-		return d.Type, snippet(display(d.Summary))
-	case "model_change":
-		return d.Type, display(d.ModelID)
-	case "thinking_level_change":
-		return d.Type, display(d.ThinkingLevel)
-	case "label":
-		return d.Type, display(d.Label)
-	case "session_info":
-		return d.Type, display(d.Name)
-	case "custom", "custom_message":
-		return d.Type, display(d.CustomType)
-	}
-	return d.Type, ""
-}
 
 func snippet(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
@@ -258,43 +159,6 @@ func (s *Server) branchHTML(st *sessionText, path []int, start, end int) branchW
 		s.md.entry(&b, raw, c)
 	}
 	return branchWindow{Start: start, End: end, Total: len(path), HTML: b.String()}
-}
-
-// usage sums assistant usage per model over every entry of the session.
-func (st *sessionText) usage() []modelUsage {
-	by := map[string]*modelUsage{}
-	for i := range st.docs {
-		d := st.doc(i)
-		if d == nil || d.Message == nil || display(d.Message.Role) != "assistant" {
-			continue
-		}
-		model := display(d.Message.Provider) + "/" + display(d.Message.Model)
-		u := by[model]
-		if u == nil {
-			u = &modelUsage{Model: model}
-			by[model] = u
-		}
-		u.Count++
-		var us struct {
-			Total any `json:"totalTokens"`
-			Cost  struct {
-				Total any `json:"total"`
-			} `json:"cost"`
-		}
-		json.Unmarshal(d.Message.Usage, &us)
-		if f, ok := us.Total.(float64); ok {
-			u.Tokens += f
-		}
-		if f, ok := us.Cost.Total.(float64); ok {
-			u.Cost += f
-		}
-	}
-	out := make([]modelUsage, 0, len(by))
-	for _, u := range by {
-		out = append(out, *u)
-	}
-	sort.Slice(out, func(a, b int) bool { return out[a].Tokens > out[b].Tokens })
-	return out
 }
 
 // imagesOf gives the URL prefix of an entry's images in session sid.

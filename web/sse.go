@@ -197,7 +197,7 @@ func (s *Server) renderOne(e projection.TailEntry) (string, *treeRow) {
 	c := &entryCtx{sid: e.Session, id: e.ID, node: e.Node, images: imagesOf(e.Session)}
 	s.md.entry(&b, e.Entry, c)
 	row := &treeRow{ID: e.ID, Parent: e.ParentID, Type: e.Type}
-	if d, err := parseDoc(e.Entry); err == nil {
+	if d, err := parseLean(e.Entry); err == nil {
 		row.Type, row.Text = summarize(d)
 	}
 	return b.String(), row

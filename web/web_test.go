@@ -120,8 +120,13 @@ func TestXSSIsInert(t *testing.T) {
 	if !strings.Contains(v.HTML, "&lt;script&gt;alert(2)&lt;/script&gt;") && !strings.Contains(v.HTML, "&lt;script&gt;") {
 		t.Errorf("the script payload is not shown as text")
 	}
-	if len(v.Tree) != len(lines)-1 {
-		t.Errorf("tree has %d rows, want %d", len(v.Tree), len(lines)-1)
+	resp, body = d.get("/api/s/" + sid + "/tree")
+	var tv treeView
+	if err := json.Unmarshal([]byte(body), &tv); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("tree: status %d, %v", resp.StatusCode, err)
+	}
+	if len(tv.Tree) != len(lines)-1 {
+		t.Errorf("tree has %d rows, want %d", len(tv.Tree), len(lines)-1)
 	}
 }
 
@@ -161,8 +166,14 @@ func TestSessionPageData(t *testing.T) {
 	if strings.Count(b.HTML, `<article`) != 2 {
 		t.Errorf("branch r1: want 2 articles (u1, a1 with r1 paired), got %d", strings.Count(b.HTML, "<article"))
 	}
-	if len(v.Usage) != 1 || v.Usage[0].Model != "anthropic/claude-x" || v.Usage[0].Tokens != 120 || v.Usage[0].Cost != 0.5 {
-		t.Errorf("usage %+v", v.Usage)
+	var tv treeView
+	_, body = d.get("/api/s/" + sid1 + "/tree")
+	json.Unmarshal([]byte(body), &tv)
+	if tv.Leaf != "u2" || len(tv.Tree) != 4 || tv.Pos != v.Pos {
+		t.Errorf("tree: leaf %q, %d rows, pos %q (the page's %q)", tv.Leaf, len(tv.Tree), tv.Pos, v.Pos)
+	}
+	if len(tv.Usage) != 1 || tv.Usage[0].Model != "anthropic/claude-x" || tv.Usage[0].Tokens != 120 || tv.Usage[0].Cost != 0.5 {
+		t.Errorf("usage %+v", tv.Usage)
 	}
 	// the context equals the worker's (what `pisyncd context --json` prints)
 	var want strings.Builder

@@ -99,14 +99,18 @@
     });
     $('resume').textContent = d.resume || d.resumeError || '';
     $('copy').hidden = !d.resume;
+  }
+
+  // usage draws the tokens and cost by model (from the tree's answer).
+  function usage(list) {
     var u = $('usage');
     u.replaceChildren();
-    if (d.usage && d.usage.length) {
+    if (list && list.length) {
       var t = pi.el('table', 'usage-table');
       var h = pi.el('tr');
       ['model', 'msgs', 'tokens', 'cost'].forEach(function (x) { h.appendChild(pi.el('th', '', x)); });
       t.appendChild(h);
-      d.usage.forEach(function (x) {
+      list.forEach(function (x) {
         var tr = pi.el('tr');
         tr.appendChild(pi.el('td', '', x.model));
         tr.appendChild(pi.el('td', 'num', x.messages));
@@ -193,13 +197,24 @@
     if (v === 'context') loadContext();
   }
 
+  // onEntry adds an entry that arrived live. The tree and the branch may
+  // come from reads a moment apart (two requests): live entries follow the
+  // older one, so an entry one of them holds already can come again, and
+  // is only added where it is missing.
   function onEntry(e) {
-    if (!e.entryId || byId[e.entryId]) return;
-    var r = e.row || {id: e.entryId, p: e.parentId, t: e.type};
-    var parent = byId[r.p];
-    r.d = parent ? parent.d + ((kids[r.p] || []).length ? 1 : 0) : 0;
-    index(r);
-    var following = e.parentId === tip && win.end === win.total;
+    if (!e.entryId) return;
+    var known = !!byId[e.entryId];
+    if (!known) {
+      var r = e.row || {id: e.entryId, p: e.parentId, t: e.type};
+      var parent = byId[r.p];
+      r.d = parent ? parent.d + ((kids[r.p] || []).length ? 1 : 0) : 0;
+      index(r);
+    }
+    var following = e.parentId === tip && win.end === win.total && !document.getElementById('e-' + e.entryId);
+    if (known && !(following && e.html)) {
+      if (e.parentId === leaf) leaf = e.entryId;
+      return;
+    }
     if (following && e.html) {
       var box = document.createElement('div');
       box.innerHTML = e.html; // server-rendered, escaped
@@ -231,22 +246,60 @@
     if (navigator.clipboard) navigator.clipboard.writeText(t).then(function () { $('copy').textContent = 'copied'; });
   });
 
+  // earliest is the older of two positions ("STREAM:SEQ,…"), stream by
+  // stream.
+  function earliest(a, b) {
+    if (a === b) return a;
+    var m = {};
+    [a, b].forEach(function (p) {
+      (p || '').split(',').forEach(function (part) {
+        var kv = part.split(':');
+        if (kv.length !== 2) return;
+        var n = +kv[1];
+        if (!(kv[0] in m) || n < m[kv[0]]) m[kv[0]] = n;
+      });
+    });
+    return Object.keys(m).sort().map(function (k) { return k + ':' + m[k]; }).join(',');
+  }
+
+  // The branch is drawn as soon as its answer comes; the tree panel's (a
+  // line of every entry: most of the bytes) is asked for at the same time
+  // (both are preloaded by the page's Link header) and drawn after.
   var want = location.hash.indexOf('#e-') === 0 ? decodeURIComponent(location.hash.slice(3)) : '';
+  // The tree's answer is parsed only once the branch is drawn: parsing its
+  // ~1 MiB first would hold the branch back.
+  var treeResp = fetch(api + '/tree', {credentials: 'same-origin'});
+  treeResp.catch(function () {}); // reported below, once the branch is drawn
   pi.getJSON(api + (want ? '?at=' + encodeURIComponent(want) : '')).then(function (d) {
-    d.tree.forEach(index);
+    performance.mark('pisync-session-data');
     leaf = d.leaf;
     meta(d);
     show(d);
-    document.body.dataset.ready = '1';
+    document.body.dataset.drawn = '1';
     performance.mark('pisync-session-drawn'); // for the benchmarks
-    var go = Promise.resolve();
-    if (want && byId[want] && !document.getElementById('e-' + want)) {
-      go = select(want);
-    } else {
-      scrollTo(want);
-      revealTree(want);
-    }
-    go.then(function () {
+    if (document.getElementById('e-' + want)) scrollTo(want);
+    return treeResp.then(function (r) {
+      if (!r.ok) return r.text().then(function (t) { throw new Error(t || r.statusText); });
+      return r.json();
+    }).then(function (t) {
+      performance.mark('pisync-tree-data');
+      t.tree.forEach(index);
+      usage(t.usage);
+      drawTree();
+      document.body.dataset.ready = '1';
+      performance.mark('pisync-tree-drawn');
+      var go = Promise.resolve();
+      if (want && byId[want] && !document.getElementById('e-' + want)) {
+        go = select(want);
+      } else {
+        revealTree(want);
+      }
+      return go.then(function () {
+        es = pi.live('/api/events?session=' + encodeURIComponent(sid) + '&render=1&raw=0&after=' + encodeURIComponent(earliest(d.pos, t.pos)), onEntry, $('live'));
+      });
+    }, function (e) {
+      // The branch stays, and follows what is written.
+      $('tree').replaceChildren(pi.el('li', 'error', 'tree: ' + e.message));
       es = pi.live('/api/events?session=' + encodeURIComponent(sid) + '&render=1&raw=0&after=' + encodeURIComponent(d.pos), onEntry, $('live'));
     });
   }).catch(function (e) {
