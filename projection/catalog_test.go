@@ -1,13 +1,17 @@
 package projection
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/session"
@@ -66,8 +70,9 @@ func TestCatalogFirstMessageAndFork(t *testing.T) {
 
 // TestCatalogFirstMessageLive: through the tailer and the worker, the first
 // message arrives after the header and is set then; a forked session says
-// so; a projection rebuilt from the streams holds the same values; an
-// erase drops them with the session.
+// so; a projection rebuilt from the streams holds the same values, and so
+// does a worker restarted on the bucket, which holds no first message (it
+// is read back from the streams); an erase drops them with the session.
 func TestCatalogFirstMessageLive(t *testing.T) {
 	root := t.TempDir()
 	const sid, fork = "0199cccc-0000-7000-8000-000000000001", "0199cccc-0000-7000-8000-000000000002"
@@ -79,8 +84,9 @@ func TestCatalogFirstMessageLive(t *testing.T) {
 		t.Helper()
 		var c CatalogEntry
 		waitFor(t, 20*time.Second, func() (bool, string) {
-			c = CatalogEntry{}
-			return n.kvGet(sessionKey(sid, "cat"), &c) && ok(c), fmt.Sprintf("%+v", c)
+			var found bool
+			c, found = n.catalogEntry(sid)
+			return found && ok(c), fmt.Sprintf("%+v", c)
 		})
 		return c
 	}
@@ -96,6 +102,18 @@ func TestCatalogFirstMessageLive(t *testing.T) {
 	cat(fork, func(c CatalogEntry) bool {
 		return c.Forked && c.ParentSession == path && c.FirstMessage == "forked question"
 	})
+
+	// No value of the bucket, in any revision still in its stream, holds
+	// a first message.
+	noText := func(when string) {
+		t.Helper()
+		for _, text := range []string{"what does", "forked question"} {
+			if key := n.bucketHolds(text); key != "" {
+				t.Errorf("%s: the bucket holds %q in %s", when, text, key)
+			}
+		}
+	}
+	noText("live")
 
 	// Rebuilt from the streams: the bucket dropped, a new worker catches up.
 	want := map[string]CatalogEntry{}
@@ -119,6 +137,22 @@ func TestCatalogFirstMessageLive(t *testing.T) {
 		}
 	}
 
+	// Restarted on the bucket: no tree is loaded (no line comes), so the
+	// first messages come from the background read of the streams.
+	n.stopWorker()
+	n.startWorker()
+	for id, w := range want {
+		c := cat(id, func(c CatalogEntry) bool { return c.FirstMessage != "" })
+		if c.FirstMessage != w.FirstMessage || c.ParentSession != w.ParentSession || c.Forked != w.Forked {
+			t.Errorf("%s restarted: first %q parent %q forked %v, want %q %q %v", id, c.FirstMessage, c.ParentSession, c.Forked,
+				w.FirstMessage, w.ParentSession, w.Forked)
+		}
+	}
+	if st := n.worker.Stats(); st.FirstMessagesRead != 2 || st.Trees != 0 {
+		t.Errorf("restarted: %d first messages read back, %d trees loaded; want 2, 0", st.FirstMessagesRead, st.Trees)
+	}
+	noText("restarted")
+
 	// Erased: the entry goes, and its values with it.
 	if err := os.Remove(forkPath); err != nil {
 		t.Fatal(err)
@@ -140,4 +174,37 @@ func TestCatalogFirstMessageLive(t *testing.T) {
 		}
 		return err == nil, fmt.Sprint(err)
 	})
+}
+
+// bucketHolds is the subject of a message of the bucket's stream (every
+// revision it still holds, purged or superseded ones' bytes aside) whose
+// value contains text, "" for none.
+func (n *node) bucketHolds(text string) string {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st, err := n.worker.js.Stream(ctx, "KV_"+Bucket)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	if info.State.Msgs == 0 {
+		n.t.Fatal("the bucket's stream is empty")
+	}
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			n.t.Fatal(err)
+		}
+		if bytes.Contains(m.Data, []byte(text)) {
+			return m.Subject
+		}
+	}
+	return ""
 }

@@ -70,7 +70,9 @@ func (w *Worker) erase(ctx context.Context, f *follower, ev *eventlog.Event) err
 		below[stream] = max(below[stream], seq)
 	}
 	w.erasedBelow[ev.SID] = below
-	w.catDirty = true
+	// The catalog served last goes too: it holds the session's first
+	// message, which must not outlive the erase in memory.
+	w.catalog, w.catDirty = nil, true
 	w.mu.Unlock()
 	if s != nil {
 		s.mu.Lock()

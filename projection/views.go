@@ -49,7 +49,9 @@ type CatalogEntry struct {
 	// FirstMessage is the text of the first user message with text, in
 	// the order the lines were applied, as pi's session list shows it
 	// (spec §9), cut to session.FirstMessageMax bytes at a rune boundary;
-	// "" when there is none (pi shows "(no messages)").
+	// "" when there is none (pi shows "(no messages)"), or when it is not
+	// read yet. It is kept in the worker's memory only, never written to
+	// the bucket (firstmessage.go): ReadCatalog has none.
 	FirstMessage string `json:"firstMessage,omitempty"`
 	// ParentSession is the header's parentSession when it is a string:
 	// the path of the file this session was forked, cloned or branched
