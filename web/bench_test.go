@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/pisyncd/pisyncd/internal/testenv"
+	"github.com/pisyncd/pisyncd/projection"
 )
 
 // BenchmarkSessionRender10k: the session page's data for a 10k-entry
@@ -93,6 +94,7 @@ func BenchmarkSessionsList10k(b *testing.B) {
 	b.ReportMetric(float64(web.Microseconds())/float64(b.N)/1000, "list-ms")
 	b.ReportMetric(float64(base.Microseconds())/float64(b.N)/1000, "ls-ms")
 	b.ReportMetric(float64(web)/float64(base), "x-ls")
+	b.ReportMetric(firstMessagesBack(b, d, n), "fill-ms")
 	if _, err := exec.LookPath("chromium"); err != nil {
 		return
 	}
@@ -168,4 +170,31 @@ func BenchmarkAppendToPage(b *testing.B) {
 	sort.Float64s(lat)
 	b.ReportMetric(lat[len(lat)/2], "p50-ms")
 	b.ReportMetric(lat[len(lat)*99/100], "p99-ms")
+}
+
+// firstMessagesBack is how long a worker started on the bucket d's worker
+// wrote takes to read every session's first message back from the streams
+// (the bucket holds none), in ms: what a restart costs before the list
+// shows them all. The second worker never follows the streams (StartAfter
+// is never closed), so it writes nothing beside d's.
+func firstMessagesBack(b *testing.B, d *daemon, n int) float64 {
+	b.Helper()
+	w, err := projection.New(d.nc, projection.Options{Node: testNode, StartAfter: make(chan struct{})})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	t0 := time.Now()
+	go func() { done <- w.Run(ctx) }()
+	testenv.WaitFor(b, 10*time.Minute, func() (bool, string) {
+		st := w.Stats()
+		return st.FirstMessagesRead == int64(n), fmt.Sprintf("%d of %d first messages read back", st.FirstMessagesRead, n)
+	})
+	el := time.Since(t0)
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	return float64(el.Microseconds()) / 1000
 }
