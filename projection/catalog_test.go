@@ -208,3 +208,47 @@ func (n *node) bucketHolds(text string) string {
 	}
 	return ""
 }
+
+// TestFirstMessageReadBounded: the read after a restart joins a first
+// message split into chunks, and gives up on a session whose first user
+// message comes after firstMaxMsgs messages (its tree, when loaded, sets
+// it), reading no further than the bound.
+func TestFirstMessageReadBounded(t *testing.T) {
+	root := t.TempDir()
+	const big, late = "0199dddd-0000-7000-8000-000000000001", "0199dddd-0000-7000-8000-000000000002"
+	long := strings.Repeat("a long pasted text ", 40<<10) // ~760 KiB: a line of several chunks
+	writeFile(t, filepath.Join(root, "--p--", "2026-11-29T23-08-16-463Z_"+big+".jsonl"), []byte(header(big)+"\n"+entry("u1", "", long)+"\n"))
+	lines := []string{header(late)}
+	parent := ""
+	for i := 0; i < firstMaxMsgs+10; i++ {
+		id := fmt.Sprintf("a%d", i)
+		lines = append(lines, assistant(id, parent, 1))
+		parent = id
+	}
+	lines = append(lines, entry("u1", parent, "the late question"))
+	writeFile(t, filepath.Join(root, "--p--", "2026-11-29T23-09-16-463Z_"+late+".jsonl"), []byte(strings.Join(lines, "\n")+"\n"))
+	n := startNode(t, root, t.TempDir())
+	for sid, want := range map[string]string{big: long[:session.FirstMessageMax], late: "the late question"} {
+		waitFor(t, 30*time.Second, func() (bool, string) {
+			c, _ := n.catalogEntry(sid)
+			return c.FirstMessage == want, fmt.Sprintf("live: %.40q", c.FirstMessage)
+		})
+	}
+	src := func(sid string) Src {
+		n.worker.mu.Lock()
+		s := n.worker.sessions[sid]
+		n.worker.mu.Unlock()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.src()
+	}
+	ctx := context.Background()
+	tr, err := n.worker.readFirstMessage(ctx, big, src(big))
+	if err != nil || tr.FirstMessage() != long[:session.FirstMessageMax] {
+		t.Errorf("a first message of several chunks read back: %v %.40q", err, tr.FirstMessage())
+	}
+	tr, err = n.worker.readFirstMessage(ctx, late, src(late))
+	if err != nil || tr.FirstMessage() != "" || tr.Len() >= firstMaxMsgs+1 {
+		t.Errorf("past the bound: %v, %q after %d entries, want none within %d", err, tr.FirstMessage(), tr.Len(), firstMaxMsgs)
+	}
+}
