@@ -77,6 +77,9 @@ func (w *Worker) erase(ctx context.Context, f *follower, ev *eventlog.Event) err
 	if s != nil {
 		s.mu.Lock()
 		s.erased = true
+		// Whoever still holds the state (the first-message read after a
+		// start holds every session loaded) holds no text of it.
+		s.cat.FirstMessage = ""
 		if s.tree != nil {
 			s.tree, s.locs = nil, lineLocs{}
 			w.mu.Lock()
