@@ -106,6 +106,10 @@ func (w *Worker) Catalog(ctx context.Context) ([]CatalogEntry, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("projection: catalog: %w", errNotReady)
 	}
+	// One rebuild at a time: a caller arriving during one waits for it
+	// rather than take the catalog before it (nil after an erase).
+	w.catMu.Lock()
+	defer w.catMu.Unlock()
 	w.mu.Lock()
 	if !w.catDirty {
 		out := w.catalog
@@ -128,7 +132,12 @@ func (w *Worker) Catalog(ctx context.Context) ([]CatalogEntry, error) {
 	}
 	sortCatalog(out)
 	w.mu.Lock()
-	w.catalog = out
+	if !w.catDirty {
+		// Kept only while nothing changed since the states were taken:
+		// an erase meanwhile must not leave its session's entry (and
+		// first message) cached.
+		w.catalog = out
+	}
 	w.mu.Unlock()
 	return out, nil
 }

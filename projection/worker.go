@@ -72,6 +72,8 @@ type Worker struct {
 	trees    int    // loaded trees
 	catalog  []CatalogEntry
 	catDirty bool
+	// catMu serializes Catalog's rebuilds of catalog (taken before mu).
+	catMu sync.Mutex
 	// bodyBytes is the size of every session's body cache.
 	bodyBytes int64
 
