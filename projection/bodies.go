@@ -313,52 +313,69 @@ type firstMsg struct {
 // every complete line by its ref.
 func (b *streamBodies) fetch(stream, filter string, seq uint64, got map[session.Ref][]byte) (firstMsg, error) {
 	b.fetches++
-	req, _ := json.Marshal(map[string]any{"seq": seq, "next_by_subj": filter, "batch": bodyBatch, "max_bytes": bodyBytes})
-	inbox := b.nc.NewRespInbox()
-	sub, err := b.nc.SubscribeSync(inbox)
-	if err != nil {
-		return firstMsg{}, fmt.Errorf("projection: direct get: %w", err)
-	}
-	defer sub.Unsubscribe()
-	if err := b.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
-		return firstMsg{}, fmt.Errorf("projection: direct get: %w", err)
-	}
 	asm := map[string]*eventlog.Assembler{}
 	var first firstMsg
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
-	for n := 0; ; n++ {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			return first, fmt.Errorf("projection: direct get %s from %d: %w", filter, seq, err)
-		}
-		if st := m.Header.Get("Status"); st != "" {
-			if st == "204" || st == "404" {
-				return first, nil // end of batch, or nothing there
-			}
-			return first, fmt.Errorf("projection: direct get %s from %d: status %s %s", filter, seq, st, m.Header.Get("Description"))
-		}
-		subj := m.Header.Get("Nats-Subject")
-		mseq, err := strconv.ParseUint(m.Header.Get("Nats-Sequence"), 10, 64)
-		if err != nil {
-			return first, fmt.Errorf("projection: direct get: bad sequence header: %w", err)
-		}
-		if n == 0 {
+	err := directGet(ctx, b.nc, stream, filter, seq, bodyBatch, bodyBytes, func(m *nats.Msg, mseq uint64) {
+		if first.seq == 0 {
 			i, _, _ := eventlog.ParseChunk(m.Header.Get(eventlog.HdrChunk))
 			first = firstMsg{seq: mseq, chunk: i}
 		}
-		a := asm[subj]
-		if a == nil {
-			a = eventlog.NewAssembler(false)
-			asm[subj] = a
-		}
-		ev, err := a.Add(stream, subj, mseq, m.Header, m.Data)
-		if err != nil || ev == nil {
-			continue // a chunk run that starts before the batch, or control events
-		}
-		if ev.Op == "" {
+		if ev := assemble(asm, stream, mseq, m); ev != nil && ev.Op == "" {
 			got[makeRef(stream, ev.Seq)] = session.ToValidUTF8(ev.Raw)
 		}
+	})
+	return first, err
+}
+
+// assemble adds a message read by directGet to its subject's assembler
+// and returns the line it completes, nil for none: a chunk run that
+// starts before the batch, or a message that cannot be read, is skipped.
+func assemble(asm map[string]*eventlog.Assembler, stream string, seq uint64, m *nats.Msg) *eventlog.Event {
+	subj := m.Header.Get("Nats-Subject")
+	a := asm[subj]
+	if a == nil {
+		a = eventlog.NewAssembler(false)
+		asm[subj] = a
+	}
+	ev, err := a.Add(stream, subj, seq, m.Header, m.Data)
+	if err != nil {
+		return nil
+	}
+	return ev
+}
+
+// directGet asks stream in one direct get for up to batch messages of
+// filter from seq on (at most maxBytes of them) and hands each to fn in
+// stream order: no consumer is made, so a short read costs one round trip.
+func directGet(ctx context.Context, nc *nats.Conn, stream, filter string, seq uint64, batch, maxBytes int, fn func(m *nats.Msg, seq uint64)) error {
+	req, _ := json.Marshal(map[string]any{"seq": seq, "next_by_subj": filter, "batch": batch, "max_bytes": maxBytes})
+	inbox := nc.NewRespInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return fmt.Errorf("projection: direct get: %w", err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
+		return fmt.Errorf("projection: direct get: %w", err)
+	}
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return fmt.Errorf("projection: direct get %s from %d: %w", filter, seq, err)
+		}
+		if st := m.Header.Get("Status"); st != "" {
+			if st == "204" || st == "404" {
+				return nil // end of batch, or nothing there
+			}
+			return fmt.Errorf("projection: direct get %s from %d: status %s %s", filter, seq, st, m.Header.Get("Description"))
+		}
+		mseq, err := strconv.ParseUint(m.Header.Get("Nats-Sequence"), 10, 64)
+		if err != nil {
+			return fmt.Errorf("projection: direct get: bad sequence header: %w", err)
+		}
+		fn(m, mseq)
 	}
 }
 

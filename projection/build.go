@@ -89,7 +89,10 @@ func (s *sessionState) buildViews() ([]value, int) {
 	// it is written everything before it is.
 	s.refreshCatalog(&cv)
 	s.cat.CtxPages = cv.Pages
+	// Session text stays out of the bucket: a purged value's bytes
+	// outlive an erase in the bucket stream's blocks (firstmessage.go).
 	cat := s.cat
+	cat.FirstMessage = ""
 	add(sessionKey(s.sid, "cat"), slotCat, cat, func(Src) any { return cat })
 	return out, cv.Pages
 }

@@ -14,14 +14,16 @@ import (
 
 // loadCatalog reads every catalog entry once (a KV watch delivers the
 // current values, then a nil marker) and keeps them in memory: they carry
-// the per-session applied sequences, and Catalog is served from them.
-func (w *Worker) loadCatalog(ctx context.Context) error {
+// the per-session applied sequences, and Catalog is served from them. It
+// returns the sessions loaded, newest first.
+func (w *Worker) loadCatalog(ctx context.Context) ([]*sessionState, error) {
 	entries, err := ReadCatalog(ctx, w.kv)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	loaded := make([]*sessionState, 0, len(entries))
 	for _, c := range entries {
 		s := newSessionState(c.SessionID)
 		s.cat = c
@@ -32,13 +34,15 @@ func (w *Worker) loadCatalog(ctx context.Context) error {
 			s.cat.Nodes = []string{}
 		}
 		w.sessions[c.SessionID] = s
+		loaded = append(loaded, s)
 	}
 	w.catDirty = true
-	return nil
+	return loaded, nil
 }
 
 // ReadCatalog reads the catalog from the bucket, newest first. It is what
-// Catalog serves, for a caller without a running worker.
+// Catalog serves, for a caller without a running worker, less the first
+// messages, which the bucket does not hold (firstmessage.go).
 func ReadCatalog(ctx context.Context, kv jetstream.KeyValue) ([]CatalogEntry, error) {
 	wt, err := kv.WatchFiltered(ctx, []string{catalogFilter}, jetstream.IgnoreDeletes())
 	if err != nil {
@@ -62,6 +66,9 @@ func ReadCatalog(ctx context.Context, kv jetstream.KeyValue) ([]CatalogEntry, er
 			if err := json.Unmarshal(e.Value(), &c); err != nil {
 				return nil, fmt.Errorf("projection: catalog entry %s: %w", e.Key(), err)
 			}
+			// A value written by a version that kept it there is not
+			// shown either: the stream is its only source.
+			c.FirstMessage = ""
 			out = append(out, c)
 		}
 	}
@@ -99,6 +106,10 @@ func (w *Worker) Catalog(ctx context.Context) ([]CatalogEntry, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("projection: catalog: %w", errNotReady)
 	}
+	// One rebuild at a time: a caller arriving during one waits for it
+	// rather than take the catalog before it (nil after an erase).
+	w.catMu.Lock()
+	defer w.catMu.Unlock()
 	w.mu.Lock()
 	if !w.catDirty {
 		out := w.catalog
@@ -121,7 +132,12 @@ func (w *Worker) Catalog(ctx context.Context) ([]CatalogEntry, error) {
 	}
 	sortCatalog(out)
 	w.mu.Lock()
-	w.catalog = out
+	if !w.catDirty {
+		// Kept only while nothing changed since the states were taken:
+		// an erase meanwhile must not leave its session's entry (and
+		// first message) cached.
+		w.catalog = out
+	}
 	w.mu.Unlock()
 	return out, nil
 }

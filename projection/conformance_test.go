@@ -3,6 +3,7 @@ package projection
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -68,7 +69,10 @@ func TestConformance(t *testing.T) {
 		t.Fatal("no corpus files")
 	}
 	root := t.TempDir()
-	type tc struct{ name, sid, want string }
+	type tc struct {
+		name, sid, want string
+		list            *listInfo // pi's list of the file, nil where it drops it
+	}
 	var cases []tc
 	for i, path := range files {
 		data, err := os.ReadFile(path)
@@ -91,7 +95,7 @@ func TestConformance(t *testing.T) {
 		if fc := fileContext(t, data); fc != want {
 			t.Logf("%s: the stream holds what the tailer publishes, which pi reads differently from the file:\n file      %.300s\n published %.300s", name, fc, want)
 		}
-		cases = append(cases, tc{name, sid, want})
+		cases = append(cases, tc{name, sid, want, expectedList(t, path, sid)})
 		writeFile(t, filepath.Join(root, "--conf--", fmt.Sprintf("2026-01-01T00-00-00-000Z_%03d.jsonl", i)), data)
 	}
 	n := startNode(t, root, t.TempDir())
@@ -106,10 +110,76 @@ func TestConformance(t *testing.T) {
 				return
 			}
 			n.waitContext(c.sid, c.want)
+			if c.list != nil {
+				n.waitListFields(c.sid, *c.list)
+			}
 		})
+	}
+	n.t = t
+	// Restarted on the same bucket: the first messages, which the bucket
+	// does not hold, are read back from the streams.
+	n.stopWorker()
+	n.startWorker()
+	for _, c := range cases {
+		if c.list != nil {
+			t.Run(c.name+"/restarted", func(t *testing.T) {
+				n.t = t
+				n.waitListFields(c.sid, *c.list)
+			})
+		}
 	}
 	n.t = t
 	if len(cases) < 40 {
 		t.Errorf("only %d corpus cases compared", len(cases))
 	}
+}
+
+// listInfo is what pi's session list (the corpus's "list" result) says
+// of the fields the catalog shares with it.
+type listInfo struct {
+	FirstMessage      string `json:"firstMessage"`
+	ParentSessionPath any    `json:"parentSessionPath"`
+	SameAs            string `json:"sameAs"` // the result is that pi version's
+}
+
+// expectedList reads the seed rules' list result of a corpus file, with
+// the case's session id; nil where pi's list leaves the file out.
+func expectedList(t *testing.T, path, sid string) *listInfo {
+	t.Helper()
+	data, err := os.ReadFile(strings.TrimSuffix(path, ".jsonl") + ".expected.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = bytes.ReplaceAll(data, []byte(sharedSID), []byte(sid))
+	var exp struct {
+		Results map[string]struct {
+			List *listInfo `json:"list"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(data, &exp); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	l := exp.Results["seed"].List
+	for i := 0; l != nil && l.SameAs != "" && i < len(exp.Results); i++ {
+		l = exp.Results[l.SameAs].List
+	}
+	return l
+}
+
+// waitListFields waits until the catalog entry of sid has pi's first
+// message (cut to session.FirstMessageMax; "(no messages)" is "") and
+// parent session.
+func (n *node) waitListFields(sid string, l listInfo) {
+	n.t.Helper()
+	first := l.FirstMessage
+	if first == "(no messages)" {
+		first = ""
+	}
+	first = session.CutUTF8(first, session.FirstMessageMax)
+	parent, _ := l.ParentSessionPath.(string)
+	waitFor(n.t, 30*time.Second, func() (bool, string) {
+		c, ok := n.catalogEntry(sid)
+		ok = ok && c.FirstMessage == first && c.ParentSession == parent && c.Forked == (parent != "")
+		return ok, fmt.Sprintf("catalog first %q parent %q forked %v, pi's list: %q %q", c.FirstMessage, c.ParentSession, c.Forked, first, parent)
+	})
 }

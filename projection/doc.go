@@ -26,6 +26,11 @@
 //     (trees are kept in a bounded LRU). The catalog, which carries the
 //     per-stream sequences, is loaded into memory at start through one KV
 //     watch and serves Catalog() without touching KV again.
+//   - No message text is written to the bucket: an erase purges a
+//     session's keys, but purged and superseded values' bytes stay in the
+//     bucket stream's blocks. The catalog's first message is held in memory
+//     only, and read back from each session's stream in the background
+//     after a start (firstmessage.go).
 //   - The context index is paged (ctx.<n> keys, 2048 window entries a page),
 //     so no value comes near NATS's 1 MiB limit whatever the session size,
 //     and an append rewrites only the pages that changed.

@@ -70,11 +70,16 @@ func (w *Worker) erase(ctx context.Context, f *follower, ev *eventlog.Event) err
 		below[stream] = max(below[stream], seq)
 	}
 	w.erasedBelow[ev.SID] = below
-	w.catDirty = true
+	// The catalog served last goes too: it holds the session's first
+	// message, which must not outlive the erase in memory.
+	w.catalog, w.catDirty = nil, true
 	w.mu.Unlock()
 	if s != nil {
 		s.mu.Lock()
 		s.erased = true
+		// Whoever still holds the state (the first-message read after a
+		// start holds every session loaded) holds no text of it.
+		s.cat.FirstMessage = ""
 		if s.tree != nil {
 			s.tree, s.locs = nil, lineLocs{}
 			w.mu.Lock()

@@ -156,6 +156,23 @@ func (n *node) waitContext(sid, want string) {
 	})
 }
 
+// catalogEntry is sid's entry in the worker's catalog (what Catalog
+// serves, first messages included).
+func (n *node) catalogEntry(sid string) (CatalogEntry, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cat, err := n.worker.Catalog(ctx)
+	if err != nil {
+		return CatalogEntry{}, false
+	}
+	for _, c := range cat {
+		if c.SessionID == sid {
+			return c, true
+		}
+	}
+	return CatalogEntry{}, false
+}
+
 func (n *node) kvGet(key string, v any) bool {
 	n.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

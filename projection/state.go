@@ -32,6 +32,9 @@ type sessionState struct {
 	// erased: dropped on an erase event; a follower that still holds it
 	// writes nothing for it.
 	erased bool
+	// parentRead: the header's parentSession was read into the catalog
+	// (once a process: a catalog written by an older version lacks it).
+	parentRead bool
 }
 
 func newSessionState(sid string) *sessionState {
@@ -155,6 +158,12 @@ func (s *sessionState) refreshCatalog(ctxView *ContextView) {
 			}
 		}
 	}
+	c.FirstMessage = t.FirstMessage()
+	if !s.parentRead && t.Header() != nil {
+		c.ParentSession = parentSession(t.Header())
+		c.Forked = c.ParentSession != ""
+		s.parentRead = true
+	}
 	c.Error = ""
 	if s.err != nil {
 		c.Error = s.err.Error()
@@ -163,6 +172,25 @@ func (s *sessionState) refreshCatalog(ctxView *ContextView) {
 	if ctxView != nil {
 		c.LeafID, c.Model, c.Thinking, c.Rules = ctxView.LeafID, ctxView.Model, ctxView.Thinking, ctxView.Rules
 	}
+}
+
+// maxParentSession bounds the parent path kept (PATH_MAX): a hostile
+// header does not make every catalog read carry a megabyte.
+const maxParentSession = 4096
+
+// parentSession is the header's parentSession when it is a non-empty
+// string, well-formed and bounded; keys are matched exactly, the last of
+// duplicates winning, as JSON.parse does.
+func parentSession(header json.RawMessage) string {
+	var h map[string]json.RawMessage
+	if json.Unmarshal(header, &h) != nil {
+		return ""
+	}
+	p, ok := session.JSString(h["parentSession"])
+	if !ok {
+		return ""
+	}
+	return strings.Clone(session.CutUTF8(session.ToWellFormed(p), maxParentSession))
 }
 
 func isoMs(ms float64) string {

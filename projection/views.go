@@ -45,6 +45,19 @@ type CatalogEntry struct {
 	// CtxPages is how many context pages are written, so pages past a
 	// shrunken window are dropped even after a restart.
 	CtxPages int `json:"ctxPages"`
+
+	// FirstMessage is the text of the first user message with text, in
+	// the order the lines were applied, as pi's session list shows it
+	// (spec §9), cut to session.FirstMessageMax bytes at a rune boundary;
+	// "" when there is none (pi shows "(no messages)"), or when it is not
+	// read yet. It is kept in the worker's memory only, never written to
+	// the bucket (firstmessage.go): ReadCatalog has none.
+	FirstMessage string `json:"firstMessage,omitempty"`
+	// ParentSession is the header's parentSession when it is a string:
+	// the path of the file this session was forked, cloned or branched
+	// from, on the machine that did it. Forked says it is there.
+	ParentSession string `json:"parentSession,omitempty"`
+	Forked        bool   `json:"forked,omitempty"`
 }
 
 // Collision is an entry id claimed by two different lines.

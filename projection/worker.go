@@ -72,6 +72,8 @@ type Worker struct {
 	trees    int    // loaded trees
 	catalog  []CatalogEntry
 	catDirty bool
+	// catMu serializes Catalog's rebuilds of catalog (taken before mu).
+	catMu sync.Mutex
 	// bodyBytes is the size of every session's body cache.
 	bodyBytes int64
 
@@ -86,6 +88,9 @@ type Worker struct {
 	applied, skipped, rebuilds, writes, flushes, erased atomic.Int64
 	readAheadPeak                                       atomic.Int64
 	bodiesFromFile, bodiesFromStore                     atomic.Int64
+	// firstRead counts first messages read back from the streams after a
+	// start (firstmessage.go).
+	firstRead atomic.Int64
 }
 
 // Stats are the worker's counters since it started.
@@ -105,6 +110,9 @@ type Stats struct {
 	// (checked against their sha-256) and from the store.
 	BodiesFromFile  int64 `json:"contextBodiesFromFile"`
 	BodiesFromStore int64 `json:"contextBodiesFromStore"`
+	// FirstMessagesRead is how many catalog entries loaded from the
+	// bucket had their first message read back from the streams.
+	FirstMessagesRead int64 `json:"firstMessagesRead"`
 }
 
 // New returns a worker over the connection nc; Run starts it.
@@ -144,6 +152,7 @@ func (w *Worker) Stats() Stats {
 		Rebuilds: w.rebuilds.Load(), Writes: w.writes.Load(), Flushes: w.flushes.Load(),
 		Erased: w.erased.Load(), ReadAheadPeak: w.readAheadPeak.Load(),
 		BodiesFromFile: w.bodiesFromFile.Load(), BodiesFromStore: w.bodiesFromStore.Load(),
+		FirstMessagesRead: w.firstRead.Load(),
 	}
 }
 
@@ -156,13 +165,23 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.kv = kv
-	if err := w.loadCatalog(ctx); err != nil {
+	loaded, err := w.loadCatalog(ctx)
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
 	close(w.ready)
+	// The bucket holds no first messages: they are read back from the
+	// streams beside everything else (firstmessage.go).
+	var fill sync.WaitGroup
+	defer fill.Wait()
+	fill.Add(1)
+	go func() {
+		defer fill.Done()
+		w.fillFirstMessages(ctx, loaded)
+	}()
 	if w.opts.StartAfter != nil {
 		select {
 		case <-w.opts.StartAfter:

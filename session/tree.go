@@ -144,6 +144,8 @@ type Tree struct {
 	// heads is Heads(), kept by Append while headsOK.
 	heads   []int
 	headsOK bool
+	// first is FirstMessage (firstmessage.go), set once.
+	first string
 	Stats
 	noStats bool // Stats' usage totals are not kept (LoadOptions.NoStats)
 }
@@ -491,6 +493,9 @@ func (t *Tree) extraFor(n *node, f *lineFields) *extra {
 		}
 		if editableRole(r) {
 			n.flags |= flagEditable
+		}
+		if r == "user" && t.first == "" {
+			t.noteFirst(m)
 		}
 		if r == "system" {
 			n.flags |= flagSystem

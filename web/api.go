@@ -23,13 +23,37 @@ type listRow struct {
 	ID      string   `json:"id"`
 	Name    string   `json:"n,omitempty"`
 	Cwd     string   `json:"c,omitempty"`
+	First   string   `json:"f,omitempty"` // first user message (the catalog's, bounded)
 	Nodes   []string `json:"m"`
 	Updated float64  `json:"u"`
 	Entries int      `json:"e"`
 	Tokens  float64  `json:"t"`
 	Cost    float64  `json:"$"`
-	// State lists what is unusual: deleted, collision, error, migrated.
+	// State lists what is unusual: forked, deleted, collision, error,
+	// migrated.
 	State []string `json:"s,omitempty"`
+}
+
+// listAnswer is the list's answer: the newest limit sessions of the
+// catalog (newest first), all of them when limit is negative.
+type listAnswer struct {
+	Node     string    `json:"node"`
+	Search   bool      `json:"search"`
+	Total    int       `json:"total"` // sessions in the catalog, also when limited
+	Sessions []listRow `json:"sessions"`
+}
+
+func (s *Server) listAnswer(cat []projection.CatalogEntry, limit int) listAnswer {
+	total := len(cat)
+	if limit >= 0 && limit < len(cat) {
+		cat = cat[:limit]
+	}
+	rows := make([]listRow, len(cat))
+	for i, c := range cat {
+		rows[i] = listRow{ID: c.SessionID, Name: c.Name, Cwd: c.Cwd, First: c.FirstMessage, Nodes: c.Nodes, Updated: c.UpdatedMs,
+			Entries: c.Entries, Tokens: c.Tokens, Cost: c.Cost, State: state(c)}
+	}
+	return listAnswer{s.opts.Node, s.opts.Search != nil, total, rows}
 }
 
 func (s *Server) serveSessions(w http.ResponseWriter, r *http.Request) {
@@ -38,20 +62,15 @@ func (s *Server) serveSessions(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "web: sessions: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	rows := make([]listRow, len(cat))
-	for i, c := range cat {
-		rows[i] = listRow{ID: c.SessionID, Name: c.Name, Cwd: c.Cwd, Nodes: c.Nodes, Updated: c.UpdatedMs,
-			Entries: c.Entries, Tokens: c.Tokens, Cost: c.Cost, State: state(c)}
-	}
-	writeJSON(w, struct {
-		Node     string    `json:"node"`
-		Search   bool      `json:"search"`
-		Sessions []listRow `json:"sessions"`
-	}{s.opts.Node, s.opts.Search != nil, rows})
+	// ?limit=N: the newest N alone (what the page draws first).
+	writeJSON(w, s.listAnswer(cat, intParam(r, "limit")))
 }
 
 func state(c projection.CatalogEntry) []string {
 	var st []string
+	if c.Forked {
+		st = append(st, "forked")
+	}
 	if c.Deleted {
 		st = append(st, "deleted")
 	}
@@ -92,6 +111,7 @@ type sessionView struct {
 	ID        string   `json:"id"`
 	Name      string   `json:"name,omitempty"`
 	Cwd       string   `json:"cwd,omitempty"`
+	Parent    string   `json:"parent,omitempty"` // the file it was forked from
 	Nodes     []string `json:"nodes"`
 	Entries   int      `json:"entries"`
 	Tokens    float64  `json:"tokens"`
@@ -122,6 +142,7 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	if c != nil {
 		v.Name, v.Cwd, v.Nodes, v.Entries, v.Tokens, v.Cost, v.State, v.Error, v.Rules =
 			c.Name, c.Cwd, c.Nodes, c.Entries, c.Tokens, c.Cost, state(*c), c.Error, c.Rules
+		v.Parent = c.ParentSession
 		if s.opts.Locate != nil {
 			if p, err := s.opts.Locate(r.Context(), *c); err != nil {
 				v.ResumeErr = err.Error()

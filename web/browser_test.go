@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -137,25 +138,59 @@ func (b *browser) screenshot(t testing.TB, name string) {
 	}
 }
 
+// TestBrowserListAndFilter: the list shows each session's first message
+// as text (a payload in it stays inert) and a forked badge, and filters
+// by project, state and text.
 func TestBrowserListAndFilter(t *testing.T) {
 	b := newBrowser(t)
 	d := startDaemon(t)
+	const payload = `<img src=x onerror=alert(1)><script>alert(2)</script>`
+	firsts := []string{"hello " + payload, "fix the parser in /home/u/alpha", "hello /home/u/beta"}
 	for i, cwd := range []string{"/home/u/alpha", "/home/u/alpha", "/home/u/beta"} {
 		sid := fmt.Sprintf("33333333-0000-4000-8000-00000000000%d", i)
 		p := filepath.Join(d.root, "--home-u-"+filepath.Base(cwd)+"--", "2026-11-29T23-08-16-463Z_"+sid+".jsonl")
-		testenv.WriteFile(t, p, []byte(testenv.HeaderAt(sid, cwd, "2026-11-29T23:08:16.463Z")+"\n"+
-			testenv.Entry("u1", "", "hello "+cwd)+"\n"+
-			fmt.Sprintf(`{"type":"session_info","id":"n1","parentId":"u1","timestamp":"2026-11-29T23:08:18.000Z","name":"session %d <b>bold</b>"}`, i)+"\n"))
-		d.waitEntries(sid, 2)
+		hdr := testenv.HeaderAt(sid, cwd, "2026-11-29T23:08:16.463Z")
+		if i == 1 { // forked from session 0
+			hdr = strings.TrimSuffix(hdr, "}") + fmt.Sprintf(`,"parentSession":%q}`, strings.Replace(p, "001.jsonl", "000.jsonl", 1))
+		}
+		testenv.WriteFile(t, p, []byte(hdr+"\n"+
+			testenv.Entry("u1", "", firsts[i])+"\n"+
+			testenv.Entry("u2", "u1", "not the first")+"\n"+
+			fmt.Sprintf(`{"type":"session_info","id":"n1","parentId":"u2","timestamp":"2026-11-29T23:08:18.000Z","name":"session %d <b>bold</b>"}`, i)+"\n"))
+		d.waitEntries(sid, 3)
 	}
 	b.do(t, chromedp.Navigate(d.http.URL+"/"))
-	b.waitJS(t, 20*time.Second, `document.querySelectorAll('#list .row').length === 3`)
+	b.waitJS(t, 20*time.Second, `document.body.dataset.ready === '1' && document.querySelectorAll('#list .row').length === 3`)
 	b.screenshot(t, "sessions")
 	// the name is text, not markup
 	names := eval[[]string](t, b, `[...document.querySelectorAll('#list .row .name')].map(e => e.textContent)`)
 	if len(names) != 3 || !strings.Contains(strings.Join(names, "|"), "<b>bold</b>") {
 		t.Errorf("names %q", names)
 	}
+	// the first message, as text: the payload is shown, not run
+	got := eval[[]string](t, b, `[...document.querySelectorAll('#list .row .first')].map(e => e.textContent).sort()`)
+	want := append([]string(nil), firsts...)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("first messages %q, want %q", got, want)
+	}
+	if n := eval[int](t, b, `document.querySelectorAll('#list img, #list script').length + document.scripts.length - 3`); n != 0 || b.dialogs.Load() != 0 {
+		t.Errorf("the first message's payload is markup: %d elements, %d dialogs", n, b.dialogs.Load())
+	}
+	// the forked session has the badge, and the state filter finds it alone
+	forked := eval[[]string](t, b, `[...document.querySelectorAll('#list .row')].filter(r => r.querySelector('.badge.b-forked')).map(r => r.dataset.id)`)
+	if len(forked) != 1 || forked[0] != "33333333-0000-4000-8000-000000000001" {
+		t.Errorf("rows with a forked badge: %q", forked)
+	}
+	b.do(t, chromedp.SetValue(chromedp.CSS(`#f-state`), "forked"))
+	eval[bool](t, b, `document.getElementById('f-state').dispatchEvent(new Event('change'))`)
+	b.waitJS(t, 10*time.Second, `document.querySelectorAll('#list .row').length === 1 && document.querySelector('#list .row').dataset.id.endsWith('001')`)
+	eval[bool](t, b, `(e => (e.value = '', e.dispatchEvent(new Event('change'))))(document.getElementById('f-state'))`)
+	// the text filter reads the first message
+	b.do(t, chromedp.SendKeys(chromedp.CSS(`#f-text`), "parser"))
+	b.waitJS(t, 10*time.Second, `document.querySelectorAll('#list .row').length === 1 && document.querySelector('#list .row').dataset.id.endsWith('001')`)
+	eval[bool](t, b, `(e => (e.value = '', e.dispatchEvent(new Event('input'))))(document.getElementById('f-text'))`)
+	b.waitJS(t, 10*time.Second, `document.querySelectorAll('#list .row').length === 3`)
 	// filter by project
 	b.do(t, chromedp.SetValue(chromedp.CSS(`#f-project`), "/home/u/beta"))
 	eval[bool](t, b, `document.getElementById('f-project').dispatchEvent(new Event('change'))`)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
 	"github.com/pisyncd/pisyncd/internal/testenv"
@@ -28,6 +30,7 @@ type daemon struct {
 	t      testing.TB
 	root   string
 	worker *projection.Worker
+	nc     *nats.Conn
 	web    *Server
 	http   *httptest.Server
 }
@@ -91,7 +94,7 @@ func startDaemonSearch(t testing.TB, withSearch bool) *daemon {
 	case <-time.After(20 * time.Second):
 		t.Fatal("projection not ready")
 	}
-	d := &daemon{t: t, root: root, worker: w}
+	d := &daemon{t: t, root: root, worker: w, nc: nc}
 	d.web, err = New(Options{Source: w, Node: testNode, Search: searchAPI, Locate: func(_ context.Context, c projection.CatalogEntry) (string, error) {
 		if f := c.Files[testNode]; f != "" {
 			return filepath.Join(root, f), nil

@@ -97,7 +97,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", s.page("index.html"))
+	mux.HandleFunc("GET /{$}", s.serveList)
 	mux.HandleFunc("GET /s/{sid}", s.page("session.html"))
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /api/sessions", s.serveSessions)

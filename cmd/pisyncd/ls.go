@@ -66,8 +66,8 @@ func fetchCatalog(ctx context.Context, cfg *config.Config) ([]projection.Catalog
 // printCatalog is the table of `pisyncd ls`: one line a session, about 110
 // columns for a session id and a short path. NODES is always how many
 // machines wrote to the session (--json names them). What does not fit a
-// column (deleted, unreadable, entry-id collisions) follows the table, one
-// line a note, with the session id.
+// column (deleted, unreadable, forked, entry-id collisions) follows the
+// table, one line a note, with the session id.
 func printCatalog(w io.Writer, entries []projection.CatalogEntry) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "UPDATED\tSESSION\tENTRIES\tTOKENS\tCOST\tNODES\tNAME / CWD")
@@ -106,6 +106,9 @@ func catalogNotes(e projection.CatalogEntry) []string {
 	}
 	if e.Error != "" {
 		notes = append(notes, fmt.Sprintf("%s: unreadable: %s", e.SessionID, e.Error))
+	}
+	if e.Forked {
+		notes = append(notes, fmt.Sprintf("%s: forked from %s", e.SessionID, e.ParentSession))
 	}
 	for _, c := range e.Collisions {
 		notes = append(notes, fmt.Sprintf("%s: entry %s claimed by %s and %s", e.SessionID, c.ID, c.Nodes[0], c.Nodes[1]))

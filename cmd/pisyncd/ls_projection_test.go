@@ -93,6 +93,10 @@ func TestProjectionCommands(t *testing.T) {
 		var cat []projection.CatalogEntry
 		json.Unmarshal(out.Bytes(), &cat)
 		if len(cat) == 1 && cat[0].Entries == 2 && cat[0].Tokens == 7 && cat[0].Cwd == "/home/u/cmd" {
+			// The catalog's first message is in the JSON, under pi's name.
+			if !strings.Contains(out.String(), `"firstMessage":"hello"`) || strings.Contains(out.String(), `"forked"`) {
+				t.Fatalf("ls --json: %s", out.String())
+			}
 			break
 		}
 		if time.Now().After(deadline) {

@@ -1,9 +1,16 @@
 'use strict';
 // The sessions list: one compact JSON answer, filtered and sorted here,
 // and only the rows in view are in the DOM (10k sessions stay instant).
+// The first paint does not wait for the whole list: the page comes with
+// the newest sessions in it (#list-first, a JSON data block the server
+// fills), which are drawn at once while the rest is on its way (the
+// default order, newest first, is the server's). A page without them (a
+// worker still starting) asks for the newest HEAD first.
 (function () {
+  performance.mark('pisync-list-script'); // for the benchmarks
   var ROW = 30; // px, as in style.css .row
-  var all = [], shown = [], sortKey = 'u', sortDir = -1;
+  var HEAD = 100; // rows enough to fill a tall screen
+  var all = [], shown = [], sortKey = 'u', sortDir = -1, total = 0, complete = false;
   var list = document.getElementById('list');
   var inner = document.getElementById('list-inner');
   var f = {
@@ -11,19 +18,41 @@
     project: document.getElementById('f-project'),
     from: document.getElementById('f-from'),
     to: document.getElementById('f-to'),
+    state: document.getElementById('f-state'),
     text: document.getElementById('f-text')
   };
 
+  // take draws an answer: the whole list (options filled, the page ready)
+  // or the newest rows while the rest is on its way.
+  function take(d, whole) {
+    document.getElementById('node').textContent = 'this machine: ' + d.node;
+    if (!d.search) document.getElementById('q').placeholder = 'search is off (PISYNC_SEARCH=on)';
+    all = d.sessions;
+    total = d.total;
+    complete = whole || all.length >= total;
+    if (complete) options();
+    apply();
+    if (complete && !document.body.dataset.ready) {
+      document.body.dataset.ready = '1';
+      performance.mark('pisync-list-complete'); // for the benchmarks
+    }
+  }
+
   function load() {
     return pi.getJSON('/api/sessions').then(function (d) {
-      document.getElementById('node').textContent = 'this machine: ' + d.node;
-      all = d.sessions;
-      options();
-      apply();
-      if (!d.search) document.getElementById('q').placeholder = 'search is off (PISYNC_SEARCH=on)';
+      performance.mark('pisync-list-parsed');
+      take(d, true);
     }).catch(function (e) {
       document.getElementById('count').textContent = 'error: ' + e.message;
     });
+  }
+
+  // The newest rows first; dropped if the whole list came before them.
+  function loadHead() {
+    return pi.getJSON('/api/sessions?limit=' + HEAD).then(function (d) {
+      performance.mark('pisync-list-head-parsed'); // the fallback's answer
+      if (!complete) take(d, false);
+    }).catch(function () {}); // the whole list says what went wrong
   }
 
   function fill(sel, values) {
@@ -43,15 +72,22 @@
     fill(f.project, Object.keys(p).sort());
   }
 
+  // Text filter: name, first message, project, id, lower-cased once per row.
+  function hay(s) {
+    if (s._h === undefined) s._h = ((s.n || '') + ' ' + (s.f || '') + ' ' + (s.c || '') + ' ' + s.id).toLowerCase();
+    return s._h;
+  }
+
   function apply() {
-    var mach = f.machine.value, proj = f.project.value, text = f.text.value.toLowerCase();
+    var mach = f.machine.value, proj = f.project.value, st = f.state.value, text = f.text.value.toLowerCase();
     var from = f.from.value ? Date.parse(f.from.value) : 0;
     var to = f.to.value ? Date.parse(f.to.value) + 86400000 : Infinity;
     shown = all.filter(function (s) {
       if (mach && (s.m || []).indexOf(mach) < 0) return false;
       if (proj && s.c !== proj) return false;
       if (s.u < from || s.u >= to) return false;
-      if (text && ((s.n || '') + ' ' + (s.c || '') + ' ' + s.id).toLowerCase().indexOf(text) < 0) return false;
+      if (st === 'plain' ? s.s && s.s.length : st && (s.s || []).indexOf(st) < 0) return false;
+      if (text && hay(s).indexOf(text) < 0) return false;
       return true;
     });
     var k = sortKey, d = sortDir;
@@ -59,16 +95,18 @@
       var x = a[k], y = b[k];
       if (k === 'm') { x = (x || []).join(','); y = (y || []).join(','); }
       if (k === 'n') { x = a.n || a.id; y = b.n || b.id; }
+    if (k === 's') { x = (x || []).join(','); y = (y || []).join(','); }
       if (x === undefined) x = '';
       if (y === undefined) y = '';
       return x < y ? -d : x > y ? d : 0;
     });
-    document.getElementById('count').textContent = shown.length + ' of ' + all.length + ' sessions';
+    document.getElementById('count').textContent = complete ? shown.length + ' of ' + all.length + ' sessions' :
+      'the newest ' + shown.length + ' of ' + total + ' sessions; loading the rest…';
     inner.style.height = (shown.length * ROW) + 'px';
     draw(true);
-    if (!document.body.dataset.ready) {
-      document.body.dataset.ready = '1';
-      performance.mark('pisync-list-drawn'); // for the benchmarks
+    if (!document.body.dataset.drawn) {
+      document.body.dataset.drawn = '1';
+      performance.mark('pisync-list-drawn'); // the first paint, for the benchmarks
     }
   }
 
@@ -89,20 +127,23 @@
     a.dataset.id = s.id;
     a.style.top = (i * ROW) + 'px';
     a.appendChild(pi.el('span', 'name', s.n || s.id));
+    a.appendChild(pi.el('span', s.f ? 'first' : 'first none', s.f || '(no messages)'));
     a.appendChild(pi.el('span', 'machine', (s.m || []).join(', ')));
     a.appendChild(pi.el('span', 'project', s.c || ''));
     a.appendChild(pi.el('span', 'updated', pi.date(s.u)));
     a.appendChild(pi.el('span', 'num', s.e));
     a.appendChild(pi.el('span', 'num', pi.tokens(s.t)));
     a.appendChild(pi.el('span', 'num', pi.cost(s.$)));
-    a.appendChild(pi.el('span', 'state', (s.s || []).join(' ')));
-    if (s.s && s.s.length) a.classList.add('unusual');
+    var st = pi.el('span', 'state');
+    (s.s || []).forEach(function (k) { st.appendChild(pi.el('span', 'badge b-' + k, k)); });
+    a.appendChild(st);
+    if ((s.s || []).some(function (k) { return k !== 'forked'; })) a.classList.add('unusual');
     return a;
   }
 
   list.addEventListener('scroll', function () { draw(false); }, {passive: true});
   window.addEventListener('resize', function () { draw(true); });
-  [f.machine, f.project, f.from, f.to].forEach(function (e) { e.addEventListener('change', apply); });
+  [f.machine, f.project, f.state, f.from, f.to].forEach(function (e) { e.addEventListener('change', apply); });
   f.text.addEventListener('input', apply);
   document.getElementById('list-head').addEventListener('click', function (e) {
     var k = e.target.dataset && e.target.dataset.sort;
@@ -158,6 +199,9 @@
 
   // Live: any entry on any machine refreshes the list (at most once a second).
   var pending = false;
+  var inline = JSON.parse(document.getElementById('list-first').textContent);
+  if (inline) take(inline, false);
+  else loadHead();
   load().then(function () {
     pi.live('/api/events?raw=0', function () {
       if (pending) return;

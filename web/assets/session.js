@@ -90,7 +90,7 @@
     m.replaceChildren();
     [['id', d.id], ['project', d.cwd], ['machines', (d.nodes || []).join(', ')], ['entries', d.entries],
      ['tokens', pi.tokens(d.tokens)], ['cost', pi.cost(d.cost)], ['rules', d.rules],
-     ['state', (d.state || []).join(' ')], ['error', d.error]].forEach(function (kv) {
+     ['state', (d.state || []).join(' ')], ['forked from', d.parent], ['error', d.error]].forEach(function (kv) {
       if (kv[1] === undefined || kv[1] === '' || kv[1] === null) return;
       var r = pi.el('div', 'kv');
       r.appendChild(pi.el('span', 'k', kv[0]));

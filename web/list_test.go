@@ -1,0 +1,90 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
+)
+
+// TestSessionsListAnswer: the list's rows carry the first message and the
+// forked state; ?limit=N is the newest N of the same order, with the
+// total; the session page names the parent file.
+func TestSessionsListAnswer(t *testing.T) {
+	d := startDaemon(t)
+	var sids []string
+	firsts := []string{"question 0", `</script><script>alert(1)</script><!-- question 1`, "question 2"}
+	for i := 0; i < 3; i++ {
+		sid := fmt.Sprintf("55555555-0000-4000-8000-00000000000%d", i)
+		hdr := testenv.HeaderAt(sid, "/home/u/p", fmt.Sprintf("2026-11-29T23:08:1%d.000Z", i))
+		if i == 2 {
+			hdr = strings.TrimSuffix(hdr, "}") + `,"parentSession":"/home/u/.pi/agent/sessions/--home-u-p--/old.jsonl"}`
+		}
+		d.write(sid, hdr, testenv.EntryAt("u1", "", fmt.Sprintf("2026-11-29T23:09:1%d.000Z", i), firsts[i]))
+		d.waitEntries(sid, 1)
+		sids = append(sids, sid)
+	}
+	type answer struct {
+		Total    int       `json:"total"`
+		Sessions []listRow `json:"sessions"`
+	}
+	get := func(path string) answer {
+		t.Helper()
+		resp, body := d.get(path)
+		var a answer
+		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &a) != nil {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, body)
+		}
+		return a
+	}
+	all := get("/api/sessions")
+	if all.Total != 3 || len(all.Sessions) != 3 {
+		t.Fatalf("whole list: %+v", all)
+	}
+	for i, r := range all.Sessions { // newest first
+		k := 2 - i
+		if r.ID != sids[k] || r.First != firsts[k] || (k == 2) != (strings.Join(r.State, ",") == "forked") {
+			t.Errorf("row %d: %+v", i, r)
+		}
+	}
+	head := get("/api/sessions?limit=2")
+	if head.Total != 3 || len(head.Sessions) != 2 || head.Sessions[0].ID != sids[2] || head.Sessions[1].ID != sids[1] {
+		t.Errorf("limit 2: %+v", head)
+	}
+	if a := get("/api/sessions?limit=0"); a.Total != 3 || len(a.Sessions) != 0 {
+		t.Errorf("limit 0: %+v", a)
+	}
+	if a := get("/api/sessions?limit=x"); len(a.Sessions) != 3 {
+		t.Errorf("a limit that is no number is none: %+v", a)
+	}
+	// The page carries the newest rows in a data block that no first
+	// message can close.
+	_, page := d.get("/")
+	doc, err := html.Parse(strings.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scripts []*html.Node
+	for n := range doc.Descendants() {
+		if n.Type == html.ElementNode && n.Data == "script" {
+			scripts = append(scripts, n)
+		}
+	}
+	if len(scripts) != 3 || scripts[2].FirstChild == nil {
+		t.Fatalf("%d scripts in the page:\n%s", len(scripts), page)
+	}
+	var inline answer
+	if err := json.Unmarshal([]byte(scripts[2].FirstChild.Data), &inline); err != nil || inline.Total != 3 || len(inline.Sessions) != 3 ||
+		inline.Sessions[1].First != firsts[1] {
+		t.Errorf("the page's rows: %+v (%v)", inline, err)
+	}
+	_, body := d.get("/api/s/" + sids[2])
+	var v sessionView
+	if err := json.Unmarshal([]byte(body), &v); err != nil || v.Parent != "/home/u/.pi/agent/sessions/--home-u-p--/old.jsonl" {
+		t.Errorf("session page's parent %q (%v)", v.Parent, err)
+	}
+}
