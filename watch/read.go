@@ -109,12 +109,12 @@ func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again b
 		raw, sha, held := ln.raw, ln.sha, int64(0)
 		if raw == nil {
 			// A line that did not come whole: if the session holds it
-			// already it is not read back (nor kept). Not asked while a
-			// batch of this read is being stored: the answer would wait
-			// for the store (its publish holds the session), which
-			// undid the read ahead for long lines; a held line read
-			// back is still not published again (publish passes over
-			// what the session holds).
+			// already it is not read back (a kept copy is let go). Not
+			// asked while a batch of this read is being stored: the
+			// answer would wait for the store (its publish holds the
+			// session), which undid the read ahead for long lines; a
+			// held line read back is still not published again
+			// (publish passes over what the session holds).
 			if f.status == statusSession && !ln.resumed && p.ahead == nil {
 				ok, err := w.t.holds(ctx, f.sess, sha)
 				if err != nil {
