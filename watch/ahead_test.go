@@ -42,14 +42,30 @@ func longSession(t *testing.T, path, sid string, n, size int) (lines []string, e
 // failed if that never happens), which the read-one-batch-then-wait order
 // could never do; then every line is stored once, in file order.
 func TestFirstReadReadsWhileStoring(t *testing.T) {
-	root := t.TempDir()
-	path := filepath.Join(root, "--p--", "long.jsonl")
-	const sid = "long0000-0000-7000-8000-000000000000"
 	// Three and a half batches of flushLines; the first ends at line
 	// flushLines, the second batch's reading is well under way at
 	// 1.9 × flushLines (the read buffer is far smaller than a batch).
-	want, ends := longSession(t, path, sid, 3*flushLines+flushLines/2, 1024)
-	past := ends[flushLines*19/10]
+	readsWhileStoring(t, "long0000-0000-7000-8000-000000000000", 3*flushLines+flushLines/2, 1024, flushLines)
+}
+
+// TestFirstReadReadsLongLinesWhileStoring: the same with lines of 1 MiB,
+// four times the read buffer (pi's base64 images are 1-4 MB), which are
+// kept as they go by: asking whether the session holds one must not
+// wait for the batch being stored (its publish holds the session).
+func TestFirstReadReadsLongLinesWhileStoring(t *testing.T) {
+	const size = 4 * readBufSize
+	batch := (flushBytes + size - 1) / size // lines of the first batch
+	readsWhileStoring(t, "long0000-0000-7000-8000-000000000002", 3*batch+batch/2, size, batch)
+}
+
+// readsWhileStoring writes a session of entries of about size bytes each,
+// holds the store's first publish (a batch of batch lines) until the
+// tailer has read to 1.9 batches, and waits for every line.
+func readsWhileStoring(t *testing.T, sid string, entries, size, batch int) {
+	root := t.TempDir()
+	path := filepath.Join(root, "--p--", "long.jsonl")
+	want, ends := longSession(t, path, sid, entries, size)
+	past := ends[batch*19/10]
 
 	var (
 		calls   atomic.Int64

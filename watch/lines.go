@@ -13,7 +13,8 @@ import (
 
 // readBufSize is the line reader's buffer. A line that fits in it and
 // arrives whole is handed out straight from the buffer; any other line is
-// hashed as it goes by and read back once, when its '\n' is there.
+// hashed as it goes by and, unless it was kept as it went by (keepLong),
+// read back once, when its '\n' is there.
 const readBufSize = 256 << 10
 
 // checkWindow bounds what rewrite detection reads per look at a file: the
@@ -41,6 +42,14 @@ type lineReader struct {
 	over    bool      // longer than max: skipped
 	resumed bool      // begun in an earlier read
 	tail    []byte    // its last checkWindow-1 bytes at most
+
+	// Keeping long lines (keepLong): the line's bytes so far, copied as
+	// they went by, and the budget they hold. keeping is false once the
+	// line cannot be kept (no room, begun in an earlier read, over max).
+	keep     *budget
+	keeping  bool
+	chunks   [][]byte
+	keptHeld int64
 }
 
 // line is one complete line. raw is set when the line came whole from the
@@ -53,6 +62,10 @@ type line struct {
 	oversize   bool
 	resumed    bool   // begun in an earlier read: read it back to be sure of its bytes
 	tail       []byte // its last bytes, at most checkWindow-1 (valid until the next call)
+	// own is a long line's bytes kept as they went by (keepLong), whose
+	// sha is sha: the caller's, holding held bytes of the budget.
+	own  []byte
+	held int64
 }
 
 func (l *line) size() int64 { return l.end - 1 - l.start }
@@ -92,6 +105,62 @@ func newLineReader(r io.Reader, start int64, max int, br *bufio.Reader, p partia
 	return lr
 }
 
+// keepLong has the reader copy the bytes of a line that does not come
+// whole from the buffer as they go by, within b (taken without waiting),
+// and hand them out with it once complete: such a line is then read
+// once and hashed once, instead of being read back and hashed again. A
+// line it has no room for, one begun in an earlier read, or one over max
+// is not kept (the caller reads it back as before); a partial line's
+// copy is dropped at the end of the read.
+func (lr *lineReader) keepLong(b *budget) { lr.keep = b }
+
+// dropKept gives back what is kept of the current line and keeps no more
+// of it.
+func (lr *lineReader) dropKept() {
+	if lr.keptHeld > 0 {
+		lr.keep.release(lr.keptHeld)
+	}
+	clear(lr.chunks)
+	lr.chunks, lr.keptHeld, lr.keeping = lr.chunks[:0], 0, false
+}
+
+// keepChunk copies b, the next bytes of the line being kept, within the
+// budget.
+func (lr *lineReader) keepChunk(b []byte) {
+	n := int64(len(b))
+	if n == 0 {
+		return
+	}
+	got, ok := lr.keep.tryAcquire(n)
+	if !ok || got != n {
+		if ok {
+			lr.keep.release(got)
+		}
+		lr.dropKept()
+		return
+	}
+	lr.keptHeld += got
+	lr.chunks = append(lr.chunks, bytes.Clone(b))
+}
+
+// takeKept joins the kept line into one buffer of its size (within the
+// budget: the copies are given back once joined) and hands it out with
+// the budget it holds; nil when there is no room or nothing kept.
+func (lr *lineReader) takeKept() (own []byte, held int64) {
+	defer lr.dropKept()
+	if !lr.keeping || lr.n != lr.keptHeld {
+		return nil, 0
+	}
+	got, ok := lr.keep.tryAcquire(lr.n)
+	if !ok || got != lr.n {
+		if ok {
+			lr.keep.release(got)
+		}
+		return nil, 0
+	}
+	return bytes.Join(lr.chunks, nil), got
+}
+
 // partial returns the progress into the line without its '\n' at the end
 // of the read (zero when the read ended on a line boundary).
 func (lr *lineReader) partial() partial {
@@ -111,6 +180,9 @@ func (lr *lineReader) partial() partial {
 
 // add takes bytes of the current line that are not its whole.
 func (lr *lineReader) add(b []byte) {
+	if lr.n == 0 && !lr.resumed {
+		lr.keeping = lr.keep != nil // the line's first bytes
+	}
 	lr.n += int64(len(b))
 	lr.tail = appendTail(lr.tail, b)
 	if lr.over {
@@ -118,12 +190,16 @@ func (lr *lineReader) add(b []byte) {
 	}
 	if lr.n > lr.max {
 		lr.over, lr.h = true, nil
+		lr.dropKept()
 		return
 	}
 	if lr.h == nil {
 		lr.h = sha256.New()
 	}
 	lr.h.Write(b)
+	if lr.keeping {
+		lr.keepChunk(b)
+	}
 }
 
 // appendTail keeps the last checkWindow-1 bytes of tail+b.
@@ -160,6 +236,7 @@ func (lr *lineReader) next() (line, error) {
 				l.tail, l.oversize = lr.tail, lr.over
 				if !lr.over {
 					lr.h.Sum(l.sha[:0])
+					l.own, l.held = lr.takeKept()
 				}
 			}
 			lr.start, lr.n, lr.h, lr.over, lr.resumed = lr.off, 0, nil, false, false
@@ -169,8 +246,10 @@ func (lr *lineReader) next() (line, error) {
 			lr.add(chunk)
 		case errors.Is(err, io.EOF):
 			lr.add(chunk) // a partial line: not final, but read
+			lr.dropKept() // its progress is partial's hash state
 			return line{}, io.EOF
 		default:
+			lr.dropKept()
 			return line{}, err
 		}
 	}

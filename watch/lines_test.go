@@ -38,8 +38,38 @@ func (c *countReader) Read(b []byte) (int, error) {
 
 // checkReader reads data as a file that grows to each of cuts in turn (and
 // to its full length last), one lineReader per look as the tailer does,
-// and checks the lines against splitRef and that every byte was read once.
+// and checks the lines against splitRef and that every byte was read once;
+// then again keeping long lines within budgets of several sizes.
 func checkReader(t *testing.T, data []byte, max int, cuts ...int) {
+	t.Helper()
+	checkReaderKeep(t, data, max, nil, cuts...)
+	for _, size := range []int64{1 << 30, readBufSize + 1, 1} {
+		b := newBudget(size)
+		kept := checkReaderKeep(t, data, max, b, cuts...)
+		if used, _, _ := b.state(); used != 0 {
+			t.Fatalf("budget of %d: %d bytes still held after the lines were given back", size, used)
+		}
+		if size == 1<<30 && len(cuts) == 0 {
+			// Read whole with room to spare: every line that does
+			// not fit the buffer, within max, is kept.
+			want, _, _ := splitRef(data, max)
+			long := 0
+			for _, l := range want {
+				if len(l) >= readBufSize && len(l) <= max {
+					long++
+				}
+			}
+			if kept != long {
+				t.Fatalf("%d lines kept, want the %d long ones", kept, long)
+			}
+		}
+	}
+}
+
+// checkReaderKeep is checkReader with long lines kept within keep (nil:
+// none kept). The lines' kept bytes are checked, and given back; it
+// returns how many lines were kept.
+func checkReaderKeep(t *testing.T, data []byte, max int, keep *budget, cuts ...int) (kept int) {
 	t.Helper()
 	want, wantOver, consumed := splitRef(data, max)
 	var got []line
@@ -54,6 +84,9 @@ func checkReader(t *testing.T, data []byte, max int, cuts ...int) {
 		}
 		r := bytes.NewReader(data[:cut])
 		lr := newLineReader(nil, off, max, nil, part)
+		if keep != nil {
+			lr.keepLong(keep)
+		}
 		r.Seek(lr.off, io.SeekStart)
 		cr := &countReader{r: r}
 		lr.br.Reset(cr)
@@ -64,6 +97,24 @@ func checkReader(t *testing.T, data []byte, max int, cuts ...int) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if l.own != nil {
+				if keep == nil || l.raw != nil || l.resumed || l.oversize {
+					t.Fatalf("line at %d kept (budget %v, whole %v, resumed %v, oversize %v)", l.start, keep != nil, l.raw != nil, l.resumed, l.oversize)
+				}
+				if l.held != int64(len(l.own)) {
+					t.Fatalf("line at %d: %d bytes kept holding %d", l.start, len(l.own), l.held)
+				}
+				if used, _, _ := keep.state(); used != l.held {
+					t.Fatalf("line at %d: the budget has %d bytes held, the line %d", l.start, used, l.held)
+				}
+				l.raw = l.own
+				keep.release(l.held)
+				kept++
+			} else if keep != nil {
+				if used, _, _ := keep.state(); used != 0 {
+					t.Fatalf("line at %d not kept, yet %d bytes held", l.start, used)
+				}
 			}
 			got = append(got, l)
 			raws = append(raws, bytes.Clone(l.raw))
@@ -98,11 +149,15 @@ func checkReader(t *testing.T, data []byte, max int, cuts ...int) {
 			if !bytes.Equal(raws[i], want[i]) {
 				t.Fatalf("line %d: %q, want %q", i, raws[i], want[i])
 			}
+			if l.own != nil && l.sha != sha256.Sum256(want[i]) {
+				t.Fatalf("line %d (%d bytes, kept): wrong hash", i, len(want[i]))
+			}
 		case l.sha != sha256.Sum256(want[i]):
 			t.Fatalf("line %d (%d bytes, not held): wrong hash", i, len(want[i]))
 		}
 		pos = l.end
 	}
+	return kept
 }
 
 func TestLineReader(t *testing.T) {

@@ -78,6 +78,7 @@ func (w *worker) read(ctx context.Context, f *file, fh *os.File) error {
 // again: the resume hint moved f.offset; read from there.
 func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again bool, err error) {
 	lr := newLineReader(r, f.offset, w.t.maxLine, w.buf, f.part)
+	lr.keepLong(w.t.mem)
 	f.part = partial{} // taken; given back at the end of a read that went well
 	if _, err := r.f.Seek(lr.off, io.SeekStart); err != nil {
 		return false, fmt.Errorf("seek: %w", err)
@@ -108,18 +109,29 @@ func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again b
 		raw, sha, held := ln.raw, ln.sha, int64(0)
 		if raw == nil {
 			// A line that did not come whole: if the session holds it
-			// already it is not read again at all.
-			if f.status == statusSession && !ln.resumed {
+			// already it is not read back (a kept copy is let go). Not
+			// asked while a batch of this read is being stored: the
+			// answer would wait for the store (its publish holds the
+			// session), which undid the read ahead for long lines; a
+			// held line read back is still not published again
+			// (publish passes over what the session holds).
+			if f.status == statusSession && !ln.resumed && p.ahead == nil {
 				ok, err := w.t.holds(ctx, f.sess, sha)
 				if err != nil {
+					w.t.mem.release(ln.held)
 					return false, err
 				}
 				if ok {
+					w.t.mem.release(ln.held)
 					p.skip(&ln)
 					continue
 				}
 			}
-			if raw, held, err = w.readBack(ctx, f, r, p, &ln); err != nil {
+			if ln.own != nil {
+				// Kept as it went by: read once, and sha is of
+				// these very bytes.
+				raw, held = ln.own, ln.held
+			} else if raw, held, err = w.readBack(ctx, f, r, p, &ln); err != nil {
 				return false, err
 			}
 		} else {
