@@ -24,11 +24,7 @@ const catalogWait = 50 * time.Millisecond
 
 // serveList serves the sessions page with the newest sessions in it.
 func (s *Server) serveList(w http.ResponseWriter, r *http.Request) {
-	page, err := assets.ReadFile("assets/index.html")
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
+	page := s.assets.pages["index.html"]
 	ctx, cancel := context.WithTimeout(r.Context(), catalogWait)
 	defer cancel()
 	if cat, err := s.opts.Source.Catalog(ctx); err == nil {

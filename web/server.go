@@ -67,6 +67,7 @@ type Server struct {
 	handler http.Handler
 	md      *markdown
 	log     *slog.Logger
+	assets  *assetSet
 
 	mu      sync.Mutex
 	snaps   []cachedSnap       // newest first, at most snapCache
@@ -96,10 +97,13 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.assets, err = loadAssets(static); err != nil {
+		return nil, err
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.serveList)
 	mux.HandleFunc("GET /s/{sid}", s.page("session.html"))
-	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(static)))
+	mux.Handle("GET /assets/", s.assets.serve(static))
 	mux.HandleFunc("GET /api/sessions", s.serveSessions)
 	mux.HandleFunc("GET /api/s/{sid}", s.serveSession)
 	mux.HandleFunc("GET /api/s/{sid}/tree", s.serveTree)
@@ -122,11 +126,7 @@ func (s *Server) Token() string { return s.token }
 // page serves one of the static page shells; the scripts fetch the data.
 func (s *Server) page(name string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		b, err := assets.ReadFile("assets/" + name)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
+		b := s.assets.pages[name]
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-cache")
 		sid := r.PathValue("sid")
