@@ -233,17 +233,22 @@ func (s *Server) read(ctx context.Context, sid string) (*projection.Snapshot, er
 	s.mu.Lock()
 	f := s.reading[sid]
 	if f == nil {
-		f = &flight{done: make(chan struct{})}
+		// errReadPanicked until the read returns: a read that panics
+		// (net/http recovers it) is still ended, or every later request
+		// for the session would wait for it until its own deadline.
+		f = &flight{done: make(chan struct{}), err: errReadPanicked}
 		s.reading[sid] = f
 		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			delete(s.reading, sid)
+			if f.err == nil {
+				s.keep(cachedSnap{sid: sid, snap: f.snap})
+			}
+			s.mu.Unlock()
+			close(f.done)
+		}()
 		f.snap, f.err = s.opts.Source.Snapshot(ctx, sid, s.opts.MaxSessionBytes)
-		s.mu.Lock()
-		delete(s.reading, sid)
-		if f.err == nil {
-			s.keep(cachedSnap{sid: sid, snap: f.snap})
-		}
-		s.mu.Unlock()
-		close(f.done)
 		return f.snap, f.err
 	}
 	f.waiting++
@@ -260,6 +265,10 @@ func (s *Server) read(ctx context.Context, sid string) (*projection.Snapshot, er
 	}
 	return f.snap, f.err
 }
+
+// errReadPanicked is the outcome of a read that panicked, for the requests
+// that waited for it (they read for themselves).
+var errReadPanicked = errors.New("web: snapshot: the read panicked")
 
 // catalogEntry is sid's catalog entry, nil when the catalog has none (or
 // cannot be read). It copies the whole catalog: a request looks it up once.

@@ -108,7 +108,9 @@ func catalogNotes(e projection.CatalogEntry) []string {
 		notes = append(notes, fmt.Sprintf("%s: unreadable: %s", e.SessionID, e.Error))
 	}
 	if e.Forked {
-		notes = append(notes, fmt.Sprintf("%s: forked from %s", e.SessionID, e.ParentSession))
+		// The header's parentSession is session text: its escape
+		// sequences must not drive the terminal.
+		notes = append(notes, fmt.Sprintf("%s: forked from %s", e.SessionID, terminalSafe(e.ParentSession)))
 	}
 	for _, c := range e.Collisions {
 		notes = append(notes, fmt.Sprintf("%s: entry %s claimed by %s and %s", e.SessionID, c.ID, c.Nodes[0], c.Nodes[1]))
