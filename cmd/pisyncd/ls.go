@@ -73,9 +73,11 @@ func printCatalog(w io.Writer, entries []projection.CatalogEntry) error {
 	fmt.Fprintln(tw, "UPDATED\tSESSION\tENTRIES\tTOKENS\tCOST\tNODES\tNAME / CWD")
 	var notes []string
 	for _, e := range entries {
-		label := e.Name
+		// The name and the cwd are session text: a hostile file's
+		// escape sequences must not drive the terminal.
+		label := terminalSafe(e.Name)
 		if label == "" {
-			label = e.Cwd
+			label = terminalSafe(e.Cwd)
 		}
 		n := catalogNotes(e)
 		if len(n) > 0 {
@@ -105,15 +107,13 @@ func catalogNotes(e projection.CatalogEntry) []string {
 		notes = append(notes, fmt.Sprintf("%s: deleted (on %s)", e.SessionID, strings.Join(e.DeletedOn, ", ")))
 	}
 	if e.Error != "" {
-		notes = append(notes, fmt.Sprintf("%s: unreadable: %s", e.SessionID, e.Error))
+		notes = append(notes, fmt.Sprintf("%s: unreadable: %s", e.SessionID, terminalSafe(e.Error)))
 	}
 	if e.Forked {
-		// The header's parentSession is session text: its escape
-		// sequences must not drive the terminal.
 		notes = append(notes, fmt.Sprintf("%s: forked from %s", e.SessionID, terminalSafe(e.ParentSession)))
 	}
 	for _, c := range e.Collisions {
-		notes = append(notes, fmt.Sprintf("%s: entry %s claimed by %s and %s", e.SessionID, c.ID, c.Nodes[0], c.Nodes[1]))
+		notes = append(notes, fmt.Sprintf("%s: entry %s claimed by %s and %s", e.SessionID, terminalSafe(c.ID), c.Nodes[0], c.Nodes[1]))
 	}
 	return notes
 }
