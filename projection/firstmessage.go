@@ -25,17 +25,19 @@ import (
 // Catalog do not wait for it.
 
 const (
-	// fillWorkers is how many sessions are read at once.
-	fillWorkers = 4
+	// fillWorkers is how many sessions are read at once. The read is
+	// outside the daemon's memory budget: at most fillWorkers ×
+	// (firstMaxBytes + firstBatchBytes), 20 MiB, and only while it runs.
+	fillWorkers = 2
 	// A session's first events are read in direct gets of firstBatch
 	// messages (at most firstBatchBytes); a session is given up on after
 	// firstMaxMsgs messages or firstMaxBytes bytes (a first message with
 	// a large image is a few chunks of 256 KiB). A tree loaded later sets
 	// it from every line.
 	firstBatch      = 32
-	firstBatchBytes = 4 << 20
+	firstBatchBytes = 2 << 20
 	firstMaxMsgs    = 256
-	firstMaxBytes   = 16 << 20
+	firstMaxBytes   = 8 << 20
 )
 
 // fillFirstMessages reads the first message of each session in states
