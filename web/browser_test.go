@@ -185,6 +185,11 @@ func TestBrowserListAndFilter(t *testing.T) {
 	b.do(t, chromedp.SetValue(chromedp.CSS(`#f-state`), "forked"))
 	eval[bool](t, b, `document.getElementById('f-state').dispatchEvent(new Event('change'))`)
 	b.waitJS(t, 10*time.Second, `document.querySelectorAll('#list .row').length === 1 && document.querySelector('#list .row').dataset.id.endsWith('001')`)
+	// forked is not unusual (its row is not marked so): "nothing
+	// unusual" keeps it with the others
+	b.do(t, chromedp.SetValue(chromedp.CSS(`#f-state`), "plain"))
+	eval[bool](t, b, `document.getElementById('f-state').dispatchEvent(new Event('change'))`)
+	b.waitJS(t, 10*time.Second, `document.querySelectorAll('#list .row').length === 3`)
 	eval[bool](t, b, `(e => (e.value = '', e.dispatchEvent(new Event('change'))))(document.getElementById('f-state'))`)
 	// the text filter reads the first message
 	b.do(t, chromedp.SendKeys(chromedp.CSS(`#f-text`), "parser"))

@@ -78,6 +78,12 @@
     return s._h;
   }
 
+  // unusual: a state that asks for a look; forked is how a session began,
+  // not a problem.
+  function unusual(s) {
+    return (s.s || []).some(function (k) { return k !== 'forked'; });
+  }
+
   function apply() {
     var mach = f.machine.value, proj = f.project.value, st = f.state.value, text = f.text.value.toLowerCase();
     var from = f.from.value ? Date.parse(f.from.value) : 0;
@@ -86,7 +92,7 @@
       if (mach && (s.m || []).indexOf(mach) < 0) return false;
       if (proj && s.c !== proj) return false;
       if (s.u < from || s.u >= to) return false;
-      if (st === 'plain' ? s.s && s.s.length : st && (s.s || []).indexOf(st) < 0) return false;
+      if (st === 'plain' ? unusual(s) : st && (s.s || []).indexOf(st) < 0) return false;
       if (text && hay(s).indexOf(text) < 0) return false;
       return true;
     });
@@ -95,7 +101,7 @@
       var x = a[k], y = b[k];
       if (k === 'm') { x = (x || []).join(','); y = (y || []).join(','); }
       if (k === 'n') { x = a.n || a.id; y = b.n || b.id; }
-    if (k === 's') { x = (x || []).join(','); y = (y || []).join(','); }
+      if (k === 's') { x = (x || []).join(','); y = (y || []).join(','); }
       if (x === undefined) x = '';
       if (y === undefined) y = '';
       return x < y ? -d : x > y ? d : 0;
@@ -137,7 +143,7 @@
     var st = pi.el('span', 'state');
     (s.s || []).forEach(function (k) { st.appendChild(pi.el('span', 'badge b-' + k, k)); });
     a.appendChild(st);
-    if ((s.s || []).some(function (k) { return k !== 'forked'; })) a.classList.add('unusual');
+    if (unusual(s)) a.classList.add('unusual');
     return a;
   }
 
