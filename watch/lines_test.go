@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -191,4 +192,42 @@ func FuzzLineReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, max uint16, cut1, cut2 uint16) {
 		checkReader(t, data, int(max)+1, int(cut1), int(cut1)+int(cut2))
 	})
+}
+
+// TestSameAsFile: a line kept from several reads is published only if the
+// file still holds it; a file rewritten past the line's first read (the
+// splice of two versions a kept line could be), or shrunk, is an error,
+// which makes the worker read again.
+func TestSameAsFile(t *testing.T) {
+	line := bytes.Repeat([]byte("0123456789abcdef"), 20000) // 320,000 bytes: five reads of the scratch
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(path, append([]byte("head\n"), line...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rf, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rf.Close()
+	wf, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wf.Close()
+	scratch := make([]byte, 64<<10)
+	if err := sameAsFile(rf, 5, line, scratch); err != nil {
+		t.Fatalf("the file holds the line: %v", err)
+	}
+	if _, err := wf.WriteAt([]byte("X"), 5+200000); err != nil {
+		t.Fatal(err)
+	}
+	if err := sameAsFile(rf, 5, line, scratch); err == nil || !strings.Contains(err.Error(), "changed while it was read") {
+		t.Errorf("rewritten past the first read: %v", err)
+	}
+	if err := wf.Truncate(100000); err != nil {
+		t.Fatal(err)
+	}
+	if err := sameAsFile(rf, 5, line, scratch); err == nil || !strings.Contains(err.Error(), "shrank") {
+		t.Errorf("shrunk: %v", err)
+	}
 }

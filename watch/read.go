@@ -128,8 +128,15 @@ func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again b
 				}
 			}
 			if ln.own != nil {
-				// Kept as it went by: read once, and sha is of
-				// these very bytes.
+				// Kept as it went by, and sha is of these very
+				// bytes; but they came in several reads, and a file
+				// rewritten between two of them gives a line of
+				// neither version: compared with the file once more
+				// (a copy and a compare, not a second hash).
+				if err := sameAsFile(r.f, ln.start, ln.own, w.scratch()); err != nil {
+					w.t.mem.release(ln.held)
+					return false, err
+				}
 				raw, held = ln.own, ln.held
 			} else if raw, held, err = w.readBack(ctx, f, r, p, &ln); err != nil {
 				return false, err
@@ -267,6 +274,25 @@ func (w *worker) readBack(ctx context.Context, f *file, r io.ReaderAt, p *pendin
 		return nil, 0, fmt.Errorf("line at offset %d changed while it was read; reading it again", ln.start)
 	}
 	return buf, held, nil
+}
+
+// sameAsFile reports an error unless the file holds b at off, reading it
+// through scratch.
+func sameAsFile(r io.ReaderAt, off int64, b, scratch []byte) error {
+	for done := 0; done < len(b); {
+		n := min(len(scratch), len(b)-done)
+		if _, err := r.ReadAt(scratch[:n], off+int64(done)); err != nil {
+			if errors.Is(err, io.EOF) {
+				return fmt.Errorf("line at offset %d: the file shrank while it was read", off)
+			}
+			return fmt.Errorf("read: %w", err)
+		}
+		if !bytes.Equal(scratch[:n], b[done:done+n]) {
+			return fmt.Errorf("line at offset %d changed while it was read; reading it again", off)
+		}
+		done += n
+	}
+	return nil
 }
 
 // flush publishes the pending lines the session does not hold yet and, once
