@@ -30,8 +30,17 @@ type Options struct {
 	// (the daemon passes the tailer's Ready: the first read of a large
 	// sessions tree is not slowed by indexing at the same time).
 	StartAfter <-chan struct{}
-	Logger     *slog.Logger
+	// Foreground, when set, is waited on before each batch is written
+	// (foreground.Gate): a person's query goes first and the index
+	// catches up after it, at most maxYield later.
+	Foreground interface {
+		Wait(ctx context.Context, max time.Duration) error
+	}
+	Logger *slog.Logger
 }
+
+// maxYield bounds how long a batch waits for foreground work to end.
+const maxYield = 2 * time.Second
 
 // maxBatchDocs bounds the documents of one batch whatever their size.
 const maxBatchDocs = 4096
@@ -220,6 +229,11 @@ func (w *Worker) consume(ctx context.Context, stream string) (progressed bool, e
 		}
 		if len(batch) == 0 && done == 0 {
 			return nil
+		}
+		if w.opts.Foreground != nil {
+			if err := w.opts.Foreground.Wait(ctx, maxYield); err != nil {
+				return err
+			}
 		}
 		if err := w.write(stream, batch, done); err != nil {
 			return err

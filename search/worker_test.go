@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,10 @@ type rig struct {
 	stop  context.CancelFunc
 	done  chan error
 	lasts map[string]uint64
+	// fg is the worker's Options.Foreground (nil: none).
+	fg interface {
+		Wait(ctx context.Context, max time.Duration) error
+	}
 }
 
 func newRig(t *testing.T) *rig {
@@ -62,7 +67,7 @@ func (r *rig) startWorker() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	w, err := NewWorker(r.nc, ix, Options{Node: testNode, BatchBytes: 4096})
+	w, err := NewWorker(r.nc, ix, Options{Node: testNode, BatchBytes: 4096, Foreground: r.fg})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -181,6 +186,40 @@ func TestWorkerIndexesResumesAndErases(t *testing.T) {
 	r.lasts["s1"] = seq
 	r.publish("s1", testenv.HeaderAt("s1", "/home/u/q", "2026-11-30T00:00:00.000Z"), testenv.Entry("n1", "", "delta reborn"))
 	r.waitTotal("delta", 1)
+}
+
+// holdGate is foreground work under way until release is closed.
+type holdGate struct {
+	waits   atomic.Int32
+	release chan struct{}
+}
+
+func (h *holdGate) Wait(ctx context.Context, _ time.Duration) error {
+	h.waits.Add(1)
+	select {
+	case <-h.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// TestWorkerWaitsForForeground: while a person waits on a query the
+// worker writes no batch; it writes once the query is over.
+func TestWorkerWaitsForForeground(t *testing.T) {
+	r := newRig(t)
+	r.stopWorker()
+	h := &holdGate{release: make(chan struct{})}
+	r.fg = h
+	r.startWorker()
+	last := r.publish("s1", session("s1", 3, "alpha")...)
+	testenv.WaitFor(t, 20*time.Second, func() (bool, string) { return h.waits.Load() >= 1, "the worker waits for the foreground" })
+	if n, err := r.ix.DocCount(); err != nil || n != 0 || r.w.Stats().Batches != 0 {
+		t.Fatalf("written while foreground work was under way: %d documents (%v)", n, err)
+	}
+	close(h.release)
+	r.waitTotal("alpha", 3)
+	r.waitPosition(last)
 }
 
 func TestWorkerRebuildsMissingIndex(t *testing.T) {

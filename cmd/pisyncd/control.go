@@ -168,7 +168,7 @@ func (d *Daemon) controlHandler() http.Handler {
 	mux.HandleFunc("POST /erase", d.serveErase)
 	ph := d.proj.Handler()
 	mux.Handle("GET /ls", ph)
-	mux.Handle("GET /context", ph)
+	mux.Handle("GET /context", d.fg.Handler(ph))
 	mux.Handle("GET /tail", ph)
 	mux.Handle("GET /api/search", d.SearchHandler())
 	return mux
@@ -179,7 +179,12 @@ func (d *Daemon) metricsHandler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", d.healthz)
 	if d.web != nil {
-		mux.Handle("/", d.web) // the web view: every other path
+		// The web view: every other path. Its session pages read a whole
+		// session: foreground work, as a context is (not the event
+		// streams, which stay open).
+		mux.Handle("/", d.web)
+		mux.Handle("GET /s/", d.fg.Handler(d.web))
+		mux.Handle("GET /api/s/", d.fg.Handler(d.web))
 	}
 	return mux
 }

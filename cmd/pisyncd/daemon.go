@@ -23,6 +23,7 @@ import (
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/foreground"
 	"github.com/pisyncd/pisyncd/internal/metrics"
 	"github.com/pisyncd/pisyncd/keyring"
 	"github.com/pisyncd/pisyncd/projection"
@@ -55,9 +56,12 @@ type Daemon struct {
 	// The full-text index and its worker; nil when PISYNC_SEARCH is off.
 	searchIx *search.Index
 	searchW  *search.Worker
-	store    *embedded.StoreWatch
-	reg      *prometheus.Registry
-	started  time.Time
+	// fg is held while a person waits on a context or a session page:
+	// the search index's batches wait for it.
+	fg      *foreground.Gate
+	store   *embedded.StoreWatch
+	reg     *prometheus.Registry
+	started time.Time
 
 	eraseMu sync.Mutex   // one erase at a time (erase.go)
 	erased  atomic.Int64 // sessions erased here on request
@@ -131,7 +135,7 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 		srv.Close()
 		return nil, err
 	}
-	return &Daemon{cfg: cfg, logger: logger, srv: srv, nc: nc, log: lg, started: time.Now()}, nil
+	return &Daemon{cfg: cfg, logger: logger, srv: srv, nc: nc, log: lg, started: time.Now(), fg: foreground.New()}, nil
 }
 
 // openReplication sets up the hub side: the state bucket, PI_ALL, the
@@ -411,6 +415,7 @@ func (d *Daemon) openSearch() error {
 		Node: d.cfg.NodeID, All: len(d.cfg.HubURLs) > 0,
 		BatchBytes: searchBatch(int64(d.cfg.MemoryBudget)),
 		StartAfter: d.tailer.Ready(), // the first read is not slowed by indexing
+		Foreground: d.fg,
 		Logger:     d.logger.With("component", "search"),
 	})
 	if err != nil {

@@ -1,0 +1,85 @@
+// Package foreground lets background work give way while a person waits
+// on an answer: the search index's batches (minutes of CPU after a large
+// first read) pause while a `context` query or a session page is being
+// served, which otherwise share the two cores with them.
+package foreground
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Gate counts foreground work under way. The zero Gate is not ready; use
+// New. A nil *Gate never holds anything back.
+type Gate struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed while n == 0
+}
+
+// New returns a gate with nothing under way.
+func New() *Gate {
+	g := &Gate{idle: make(chan struct{})}
+	close(g.idle)
+	return g
+}
+
+// Enter marks foreground work under way until leave is called (once;
+// more calls do nothing).
+func (g *Gate) Enter() (leave func()) {
+	if g == nil {
+		return func() {}
+	}
+	g.mu.Lock()
+	if g.n == 0 {
+		g.idle = make(chan struct{})
+	}
+	g.n++
+	g.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			if g.n--; g.n == 0 {
+				close(g.idle)
+			}
+			g.mu.Unlock()
+		})
+	}
+}
+
+// Wait returns once no foreground work is under way, or after max even
+// if some is (a stream of queries slows the background down, never
+// stops it), or with ctx's error when ctx ends first.
+func (g *Gate) Wait(ctx context.Context, max time.Duration) error {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	idle := g.idle
+	g.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	default:
+	}
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// Handler marks each request h serves as foreground work.
+func (g *Gate) Handler(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer g.Enter()()
+		h.ServeHTTP(w, r)
+	})
+}
