@@ -147,7 +147,7 @@ func (w *Worker) Catalog(ctx context.Context) ([]CatalogEntry, error) {
 func (c CatalogEntry) clone() CatalogEntry {
 	c.Nodes = slices.Clone(c.Nodes)
 	c.DeletedOn = slices.Clone(c.DeletedOn)
-	c.Files = maps.Clone(c.Files)
+	c.Files = slices.Clone(c.Files)
 	c.Src = maps.Clone(c.Src)
 	return c
 }

@@ -63,13 +63,7 @@ func (s *sessionState) apply(ev *eventlog.Event) {
 		slices.Sort(c.Nodes)
 	}
 	if ev.File != "" {
-		if c.Files == nil {
-			c.Files = map[string]string{}
-		}
-		if f, ok := c.Files[node]; !ok || f != ev.File {
-			c.Files[node] = strings.Clone(ev.File)
-		}
-		c.File = c.Files[node]
+		c.File = c.Files.set(node, ev.File)
 	}
 	if ev.Op == eventlog.OpDelete {
 		if !slices.Contains(c.DeletedOn, node) {

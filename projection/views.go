@@ -10,21 +10,21 @@ type Src map[string]uint64
 
 // CatalogEntry is one session in the catalog (key s.<tok>.cat).
 type CatalogEntry struct {
-	SessionID string            `json:"sessionId"`
-	Name      string            `json:"name,omitempty"`
-	Cwd       string            `json:"cwd,omitempty"`
-	Nodes     []string          `json:"nodes"`          // origin nodes, sorted
-	File      string            `json:"file,omitempty"` // file of the last line applied, relative to its node's sessions root
-	Files     map[string]string `json:"files,omitempty"`
-	Entries   int               `json:"entries"`  // kept entries (header excluded)
-	Messages  int               `json:"messages"` // message entries
-	Created   string            `json:"created,omitempty"`
-	Updated   string            `json:"updated,omitempty"` // newest entry timestamp, else created
-	UpdatedMs float64           `json:"updatedMs,omitempty"`
-	LeafID    json.RawMessage   `json:"leafId,omitempty"`
-	Model     json.RawMessage   `json:"model,omitempty"`
-	Thinking  json.RawMessage   `json:"thinkingLevel,omitempty"`
-	Tokens    float64           `json:"totalTokens"`
+	SessionID string          `json:"sessionId"`
+	Name      string          `json:"name,omitempty"`
+	Cwd       string          `json:"cwd,omitempty"`
+	Nodes     []string        `json:"nodes"`          // origin nodes, sorted
+	File      string          `json:"file,omitempty"` // file of the last line applied, relative to its node's sessions root
+	Files     NodeFiles       `json:"files,omitempty"`
+	Entries   int             `json:"entries"`  // kept entries (header excluded)
+	Messages  int             `json:"messages"` // message entries
+	Created   string          `json:"created,omitempty"`
+	Updated   string          `json:"updated,omitempty"` // newest entry timestamp, else created
+	UpdatedMs float64         `json:"updatedMs,omitempty"`
+	LeafID    json.RawMessage `json:"leafId,omitempty"`
+	Model     json.RawMessage `json:"model,omitempty"`
+	Thinking  json.RawMessage `json:"thinkingLevel,omitempty"`
+	Tokens    float64         `json:"totalTokens"`
 	// Rules is the rule set the context view was computed with (seed or
 	// pi-1.6; docs/RULES.md).
 	Rules     string   `json:"rules,omitempty"`

@@ -96,7 +96,7 @@ func startDaemonSearch(t testing.TB, withSearch bool) *daemon {
 	}
 	d := &daemon{t: t, root: root, worker: w, nc: nc}
 	d.web, err = New(Options{Source: w, Node: testNode, Search: searchAPI, Locate: func(_ context.Context, c projection.CatalogEntry) (string, error) {
-		if f := c.Files[testNode]; f != "" {
+		if f := c.Files.Get(testNode); f != "" {
 			return filepath.Join(root, f), nil
 		}
 		return "", nil

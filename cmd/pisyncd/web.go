@@ -49,12 +49,12 @@ func newWeb(d *Daemon) (*web.Server, error) {
 // walk: a copy may have any name).
 func locateSession(root, node string, pm replicate.PathMap, c projection.CatalogEntry) (string, error) {
 	var candidates []string
-	if f := c.Files[node]; f != "" {
+	if f := c.Files.Get(node); f != "" {
 		candidates = append(candidates, filepath.Join(root, filepath.FromSlash(f)))
 	}
 	if c.Cwd != "" {
 		for _, f := range c.Files {
-			candidates = append(candidates, filepath.Join(root, replicate.CwdFolder(pm.Map(c.Cwd)), filepath.Base(filepath.FromSlash(f))))
+			candidates = append(candidates, filepath.Join(root, replicate.CwdFolder(pm.Map(c.Cwd)), filepath.Base(filepath.FromSlash(f.File))))
 		}
 	}
 	for _, p := range candidates {
