@@ -83,7 +83,7 @@ func BenchmarkAppendEntry(b *testing.B) {
 	ctx := context.Background()
 	s := w.lookup(sid, false)
 	f := &follower{stream: eventlog.LocalStream, dirty: map[*sessionState]struct{}{}}
-	seq := s.cat.Src[eventlog.LocalStream]
+	seq := s.cat.Src.Get(eventlog.LocalStream)
 	parent := "e0009999"
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -111,7 +111,7 @@ func BenchmarkCatalog10k(b *testing.B) {
 	for i := 0; i < 10000; i++ {
 		sid := fmt.Sprintf("0199eeee-0000-7000-8000-%012d", i)
 		c := CatalogEntry{SessionID: sid, Cwd: "/home/u/p", Nodes: []string{testNode}, Entries: i,
-			UpdatedMs: float64(1_700_000_000_000 + i), Src: Src{eventlog.LocalStream: uint64(i + 1)}}
+			UpdatedMs: float64(1_700_000_000_000 + i), Src: Applied{{eventlog.LocalStream, uint64(i + 1)}}}
 		v, _ := json.Marshal(c)
 		if _, err := n.worker.kv.Put(ctx, sessionKey(sid, "cat"), v); err != nil {
 			b.Fatal(err)

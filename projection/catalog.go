@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,9 +26,6 @@ func (w *Worker) loadCatalog(ctx context.Context) ([]*sessionState, error) {
 	for _, c := range entries {
 		s := newSessionState(c.SessionID)
 		s.cat = c
-		if s.cat.Src == nil {
-			s.cat.Src = Src{}
-		}
 		if s.cat.Nodes == nil {
 			s.cat.Nodes = []string{}
 		}
@@ -125,7 +121,7 @@ func (w *Worker) Catalog(ctx context.Context) ([]CatalogEntry, error) {
 	out := make([]CatalogEntry, 0, len(states))
 	for _, s := range states {
 		s.mu.Lock()
-		if s.cat.Src != nil && len(s.cat.Src) > 0 {
+		if len(s.cat.Src) > 0 {
 			out = append(out, s.cat.clone())
 		}
 		s.mu.Unlock()
@@ -148,6 +144,6 @@ func (c CatalogEntry) clone() CatalogEntry {
 	c.Nodes = slices.Clone(c.Nodes)
 	c.DeletedOn = slices.Clone(c.DeletedOn)
 	c.Files = slices.Clone(c.Files)
-	c.Src = maps.Clone(c.Src)
+	c.Src = slices.Clone(c.Src)
 	return c
 }

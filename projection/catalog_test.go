@@ -90,7 +90,9 @@ func TestCatalogFirstMessageLive(t *testing.T) {
 		})
 		return c
 	}
-	cat(sid, func(c CatalogEntry) bool { return c.Src[eventlog.LocalStream] > 0 && c.FirstMessage == "" && !c.Forked })
+	cat(sid, func(c CatalogEntry) bool {
+		return c.Src.Get(eventlog.LocalStream) > 0 && c.FirstMessage == "" && !c.Forked
+	})
 
 	appendFile(t, path, assistant("a0", "", 10)+"\n")
 	cat(sid, func(c CatalogEntry) bool { return c.Entries == 1 && c.FirstMessage == "" })

@@ -35,7 +35,7 @@ func (w *Worker) erase(ctx context.Context, f *follower, ev *eventlog.Event) err
 		w.mu.Unlock()
 		if s != nil {
 			s.mu.Lock()
-			again := s.cat.Src[eventlog.LocalStream] > ev.SrcSeq
+			again := s.cat.Src.Get(eventlog.LocalStream) > ev.SrcSeq
 			s.mu.Unlock()
 			if again {
 				return nil

@@ -41,7 +41,7 @@ func TestRestartIncrementalTombstone(t *testing.T) {
 				return false, "no catalog entry"
 			}
 			ok := cat.Entries == 51 && cat.Tokens == 1234 && cat.Cost == 0.5 && string(cat.LeafID) == `"a1"` &&
-				string(cat.Model) == `{"provider":"anthropic","modelId":"claude"}` && cat.Cwd == "/home/u/p" && cat.Src["PI_LOCAL"] > 0
+				string(cat.Model) == `{"provider":"anthropic","modelId":"claude"}` && cat.Cwd == "/home/u/p" && cat.Src.Get("PI_LOCAL") > 0
 			return ok, fmt.Sprintf("%+v", cat)
 		})
 	}

@@ -40,17 +40,17 @@ type sessionState struct {
 func newSessionState(sid string) *sessionState {
 	return &sessionState{
 		sid: sid,
-		cat: CatalogEntry{SessionID: sid, Nodes: []string{}, Src: Src{}},
+		cat: CatalogEntry{SessionID: sid, Nodes: []string{}},
 	}
 }
 
 // applied reports whether the event is already in the views.
-func (s *sessionState) applied(ev *eventlog.Event) bool { return ev.Seq <= s.cat.Src[ev.Stream] }
+func (s *sessionState) applied(ev *eventlog.Event) bool { return ev.Seq <= s.cat.Src.Get(ev.Stream) }
 
 // apply adds one event to the tree (loaded by the caller) and the catalog.
 func (s *sessionState) apply(ev *eventlog.Event) {
 	c := &s.cat
-	c.Src[ev.Stream] = ev.Seq
+	c.Src.set(ev.Stream, ev.Seq)
 	// The event's strings are substrings of its message's subject and
 	// header block (nats.go copies the block once): what the entry keeps
 	// is copied, or one session held on to a whole message's headers.
@@ -192,9 +192,5 @@ func isoMs(ms float64) string {
 }
 
 func (s *sessionState) src() Src {
-	out := make(Src, len(s.cat.Src))
-	for k, v := range s.cat.Src {
-		out[k] = v
-	}
-	return out
+	return s.cat.Src.Src()
 }

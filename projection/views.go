@@ -41,7 +41,7 @@ type CatalogEntry struct {
 	// the files: see replicate/migrate.go).
 	MigratedBy      string   `json:"migratedBy,omitempty"`
 	MigrationLosers []string `json:"migrationLosers,omitempty"`
-	Src             Src      `json:"src"`
+	Src             Applied  `json:"src"`
 	// CtxPages is how many context pages are written, so pages past a
 	// shrunken window are dropped even after a restart.
 	CtxPages int `json:"ctxPages"`

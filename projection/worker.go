@@ -240,7 +240,7 @@ func (w *Worker) ensureTree(ctx context.Context, s *sessionState) error {
 	if s.tree != nil {
 		return nil
 	}
-	t, err := w.rebuild(ctx, s.sid, s.cat.Src)
+	t, err := w.rebuild(ctx, s.sid, s.cat.Src.Src())
 	if err != nil {
 		return err
 	}

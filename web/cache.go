@@ -56,8 +56,8 @@ func (s *Server) current(c projection.CatalogEntry) *projection.Snapshot {
 		if k.sid != c.SessionID {
 			continue
 		}
-		for stream, seq := range c.Src {
-			if seq > k.snap.Src[stream] {
+		for _, e := range c.Src {
+			if e.Seq > k.snap.Src[e.Stream] {
 				return nil
 			}
 		}

@@ -1,0 +1,69 @@
+package projection
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"testing"
+)
+
+// The catalog entry's src in the bucket and as served must stay what the
+// Src map gave: an object with sorted keys ({} when empty), read back.
+func TestAppliedJSONAsTheMap(t *testing.T) {
+	for _, m := range []Src{
+		{},
+		{"PI_LOCAL": 7},
+		{"PI_LOCAL": 18446744073709551615, "PI_ALL": 3, "X\"<y>": 1},
+	} {
+		var a Applied
+		for s, seq := range m {
+			a.set(s, seq)
+		}
+		for s, seq := range m {
+			if got := a.Get(s); got != seq {
+				t.Errorf("Get(%q) = %d, want %d", s, got, seq)
+			}
+		}
+		type withMap struct {
+			Src Src `json:"src"`
+		}
+		type withSlice struct {
+			Src Applied `json:"src"`
+		}
+		want, err := json.Marshal(withMap{m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := json.Marshal(withSlice{a})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("encoded %s, the map gave %s", got, want)
+		}
+		var back withSlice
+		if err := json.Unmarshal(want, &back); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(back.Src, a) {
+			t.Errorf("read back %v, want %v", back.Src, a)
+		}
+		if !maps.Equal(a.Src(), m) {
+			t.Errorf("as a map %v, want %v", a.Src(), m)
+		}
+	}
+}
+
+func TestAppliedSetKeepsOrder(t *testing.T) {
+	var a Applied
+	a.set("PI_LOCAL", 5)
+	a.set("PI_ALL", 9)
+	a.set("PI_LOCAL", 6)
+	want := Applied{{"PI_ALL", 9}, {"PI_LOCAL", 6}}
+	if !slices.Equal(a, want) {
+		t.Errorf("applied %v, want %v", a, want)
+	}
+	if a.Get("PI_OTHER") != 0 {
+		t.Error("a stream never applied has a sequence")
+	}
+}
