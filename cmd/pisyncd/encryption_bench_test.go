@@ -24,12 +24,18 @@ import (
 // machine: the latency samples go plain, sealed, sealed, plain, … between
 // two pairs running at once, and the catch-ups run plain, sealed, sealed,
 // plain, PISYNC_BENCH_ROUNDS times (default 1), each side's rate being
-// its lines over its time.
+// its lines over its time. PISYNC_BENCH_AA=1 runs the control: both sides
+// plain, the ratios then being the machine's noise alone.
 func BenchmarkEncryption(b *testing.B) {
 	samples, n := envInt(b, "PISYNC_BENCH_SAMPLES", 300), envInt(b, "PISYNC_BENCH_CATCHUP", 20000)
 	rounds := envInt(b, "PISYNC_BENCH_ROUNDS", 1)
 	for iter := 0; iter < b.N; iter++ {
 		rings := map[string]*keyring.Ring{"plain": nil, "sealed": keyring.New(time.Now())}
+		if os.Getenv("PISYNC_BENCH_AA") != "" {
+			// The control: both sides plain, so the "sealed/plain"
+			// ratios are the run-to-run noise of the machine alone.
+			rings["sealed"] = nil
+		}
 		lat := encLatency(b, rings, samples)
 		var took [2]time.Duration
 		for r := 0; r < rounds; r++ {
