@@ -1,11 +1,7 @@
 package projection
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -26,20 +22,18 @@ type StreamSeq struct {
 
 // Get is the stream's sequence, 0 for none.
 func (a Applied) Get(stream string) uint64 {
-	if i, ok := a.find(stream); ok {
+	if i, ok := findSorted(a, stream, streamOf); ok {
 		return a[i].Seq
 	}
 	return 0
 }
 
-func (a Applied) find(stream string) (int, bool) {
-	return slices.BinarySearchFunc(a, stream, func(e StreamSeq, s string) int { return strings.Compare(e.Stream, s) })
-}
+func streamOf(e StreamSeq) string { return e.Stream }
 
 // set records the stream's sequence; a new stream's name is copied (it
 // may be a substring of a message the entry must not keep alive).
 func (a *Applied) set(stream string, seq uint64) {
-	i, ok := a.find(stream)
+	i, ok := findSorted(*a, stream, streamOf)
 	if ok {
 		(*a)[i].Seq = seq
 		return
@@ -59,36 +53,16 @@ func (a Applied) Src() Src {
 // MarshalJSON writes the object {"stream": seq, ...}, keys sorted; {}
 // when empty, as the entry's map never was nil.
 func (a Applied) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, e := range a {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, err := json.Marshal(e.Stream)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.WriteString(strconv.FormatUint(e.Seq, 10))
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return marshalSorted(a, func(e StreamSeq) (string, any) { return e.Stream, e.Seq })
 }
 
 // UnmarshalJSON reads the object MarshalJSON writes (or null: nothing
 // applied).
 func (a *Applied) UnmarshalJSON(data []byte) error {
-	var m Src
-	if err := json.Unmarshal(data, &m); err != nil {
-		return fmt.Errorf("applied positions: %w", err)
+	out, err := unmarshalSorted(data, "applied positions", func(s string, seq uint64) StreamSeq { return StreamSeq{s, seq} }, streamOf)
+	if err != nil {
+		return err
 	}
-	out := make(Applied, 0, len(m))
-	for s, seq := range m {
-		out = append(out, StreamSeq{Stream: s, Seq: seq})
-	}
-	slices.SortFunc(out, func(x, y StreamSeq) int { return strings.Compare(x.Stream, y.Stream) })
 	*a = out
 	return nil
 }

@@ -30,24 +30,7 @@ func TestAppliedJSONAsTheMap(t *testing.T) {
 		type withSlice struct {
 			Src Applied `json:"src"`
 		}
-		want, err := json.Marshal(withMap{m})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := json.Marshal(withSlice{a})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("encoded %s, the map gave %s", got, want)
-		}
-		var back withSlice
-		if err := json.Unmarshal(want, &back); err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(back.Src, a) {
-			t.Errorf("read back %v, want %v", back.Src, a)
-		}
+		sameJSONAs(t, withMap{m}, withSlice{a}, func(x, y withSlice) bool { return slices.Equal(x.Src, y.Src) })
 		if !maps.Equal(a.Src(), m) {
 			t.Errorf("as a map %v, want %v", a.Src(), m)
 		}
@@ -65,5 +48,29 @@ func TestAppliedSetKeepsOrder(t *testing.T) {
 	}
 	if a.Get("PI_OTHER") != 0 {
 		t.Error("a stream never applied has a sequence")
+	}
+}
+
+// sameJSONAs checks that sliceForm encodes as mapForm does, and that
+// mapForm's encoding reads back as sliceForm (equal says when two are).
+func sameJSONAs[T any](t *testing.T, mapForm any, sliceForm T, equal func(a, b T) bool) {
+	t.Helper()
+	want, err := json.Marshal(mapForm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(sliceForm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("encoded %s, the map gave %s", got, want)
+	}
+	var back T
+	if err := json.Unmarshal(want, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !equal(back, sliceForm) {
+		t.Errorf("read back %+v, want %+v", back, sliceForm)
 	}
 }

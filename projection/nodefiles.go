@@ -1,9 +1,6 @@
 package projection
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 )
@@ -24,21 +21,19 @@ type NodeFile struct {
 
 // Get is the node's file, "" if the session has none there.
 func (f NodeFiles) Get(node string) string {
-	if i, ok := f.find(node); ok {
+	if i, ok := findSorted(f, node, nodeOf); ok {
 		return f[i].File
 	}
 	return ""
 }
 
-func (f NodeFiles) find(node string) (int, bool) {
-	return slices.BinarySearchFunc(f, node, func(e NodeFile, n string) int { return strings.Compare(e.Node, n) })
-}
+func nodeOf(e NodeFile) string { return e.Node }
 
 // set records the node's file and returns the string kept: the one
 // already there when unchanged, else a copy of file (which may be a
 // substring of a message the entry must not keep alive).
 func (f *NodeFiles) set(node, file string) string {
-	i, ok := f.find(node)
+	i, ok := findSorted(*f, node, nodeOf)
 	if ok {
 		if (*f)[i].File != file {
 			(*f)[i].File = strings.Clone(file)
@@ -54,43 +49,15 @@ func (f NodeFiles) MarshalJSON() ([]byte, error) {
 	if f == nil {
 		return []byte("null"), nil
 	}
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, e := range f {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, err := json.Marshal(e.Node)
-		if err != nil {
-			return nil, err
-		}
-		v, err := json.Marshal(e.File)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return marshalSorted(f, func(e NodeFile) (string, any) { return e.Node, e.File })
 }
 
 // UnmarshalJSON reads the object MarshalJSON writes (or null: no files).
 func (f *NodeFiles) UnmarshalJSON(data []byte) error {
-	var m map[string]string
-	if err := json.Unmarshal(data, &m); err != nil {
-		return fmt.Errorf("node files: %w", err)
+	out, err := unmarshalSorted(data, "node files", func(n, file string) NodeFile { return NodeFile{n, file} }, nodeOf)
+	if err != nil {
+		return err
 	}
-	if m == nil {
-		*f = nil
-		return nil
-	}
-	out := make(NodeFiles, 0, len(m))
-	for n, file := range m {
-		out = append(out, NodeFile{Node: n, File: file})
-	}
-	slices.SortFunc(out, func(a, b NodeFile) int { return strings.Compare(a.Node, b.Node) })
 	*f = out
 	return nil
 }

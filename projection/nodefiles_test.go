@@ -1,7 +1,6 @@
 package projection
 
 import (
-	"encoding/json"
 	"slices"
 	"testing"
 )
@@ -29,24 +28,7 @@ func TestNodeFilesJSONAsTheMap(t *testing.T) {
 		type withSlice struct {
 			Files NodeFiles `json:"files,omitempty"`
 		}
-		want, err := json.Marshal(withMap{m})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := json.Marshal(withSlice{f})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("encoded %s, the map gave %s", got, want)
-		}
-		var back withSlice
-		if err := json.Unmarshal(want, &back); err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(back.Files, f) {
-			t.Errorf("read back %v, want %v", back.Files, f)
-		}
+		sameJSONAs(t, withMap{m}, withSlice{f}, func(x, y withSlice) bool { return slices.Equal(x.Files, y.Files) })
 	}
 }
 
