@@ -30,7 +30,7 @@ type flight struct {
 	done    chan struct{} // closed when snap or err is set
 	snap    *projection.Snapshot
 	err     error
-	waiting int // other requests waiting for it (under Server.mu)
+	waiting int // other requests waiting for it (under Server.mu; TestPageAndTreeShareOneRead waits on it)
 }
 
 // keep puts c first (replacing the session's older entry); s.mu is held.

@@ -26,6 +26,20 @@ func (c *countingSource) Snapshot(ctx context.Context, sid string, maxBytes int6
 	return c.Source.Snapshot(ctx, sid, maxBytes)
 }
 
+// countedView serves a view over d's worker that counts its reads; the
+// server is closed with the test.
+func countedView(t *testing.T, d *daemon) (*countingSource, *httptest.Server) {
+	t.Helper()
+	src := &countingSource{Source: d.worker}
+	view, err := New(Options{Source: src, Node: testNode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(view)
+	t.Cleanup(srv.Close)
+	return src, srv
+}
+
 // TestKeptSnapshotWhileCurrent: a reload and a branch switch of a session
 // that has not moved reuse the snapshot the page was rendered from; once
 // the catalog has applied a new entry, the next page reads the session
@@ -39,13 +53,7 @@ func TestKeptSnapshotWhileCurrent(t *testing.T) {
 		toolResult("r1", "a1", "c1", "edited"),
 	)
 	d.waitEntries(sid1, 3)
-	src := &countingSource{Source: d.worker}
-	view, err := New(Options{Source: src, Node: testNode})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(view)
-	defer srv.Close()
+	src, srv := countedView(t, d)
 	get := func(path string, v any) {
 		t.Helper()
 		resp, err := http.Get(srv.URL + path)
@@ -157,13 +165,7 @@ func TestSessionPageReadsAhead(t *testing.T) {
 	d := startDaemon(t)
 	d.write(sid1, testenv.Header(sid1), testenv.Entry("u1", "", "hello"))
 	d.waitEntries(sid1, 1)
-	src := &countingSource{Source: d.worker}
-	view, err := New(Options{Source: src, Node: testNode})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(view)
-	defer srv.Close()
+	src, srv := countedView(t, d)
 	get := func(path string) *http.Response {
 		t.Helper()
 		resp, err := http.Get(srv.URL + path)

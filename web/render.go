@@ -88,26 +88,39 @@ func parseDoc(raw []byte) (*doc, error) {
 	return &d, nil
 }
 
-func parseBlocks(raw json.RawMessage) (blocks []block, text string) {
+// parseBlocks reads a message's content with every field of a block.
+func parseBlocks(raw json.RawMessage) ([]block, string) { return contentBlocks[block](raw) }
+
+// contentBlocks reads a message's content: a string is its text, an array
+// its blocks, B being the part of a block the caller reads (a block that
+// does not decode as B is left out; the array is decoded whole first, one
+// block at a time only when that fails).
+func contentBlocks[B any](raw json.RawMessage) (blocks []B, text string) {
 	if len(raw) == 0 {
 		return nil, ""
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return nil, s
-	}
-	var generic []json.RawMessage
-	if json.Unmarshal(raw, &generic) != nil {
-		return nil, ""
-	}
-	for _, g := range generic {
-		var b block
-		if json.Unmarshal(g, &b) != nil {
-			continue
+	switch raw[0] {
+	case '"':
+		json.Unmarshal(raw, &text)
+		return nil, text
+	case '[':
+		if json.Unmarshal(raw, &blocks) == nil {
+			return blocks, ""
 		}
-		blocks = append(blocks, b)
+		var generic []json.RawMessage
+		if json.Unmarshal(raw, &generic) != nil {
+			return nil, ""
+		}
+		blocks = blocks[:0]
+		for _, g := range generic {
+			var b B
+			if json.Unmarshal(g, &b) == nil {
+				blocks = append(blocks, b)
+			}
+		}
+		return blocks, ""
 	}
-	return blocks, ""
+	return nil, ""
 }
 
 // str is v when it is a string, else "".

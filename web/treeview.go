@@ -84,36 +84,6 @@ func parseLean(raw []byte) (*lean, error) {
 	return &d, nil
 }
 
-// leanBlocks reads content as parseBlocks does: a string is the text, an
-// array its blocks (one that does not decode is left out).
-func leanBlocks(raw json.RawMessage) (blocks []leanBlock, text string) {
-	if len(raw) == 0 {
-		return nil, ""
-	}
-	switch raw[0] {
-	case '"':
-		json.Unmarshal(raw, &text)
-		return nil, text
-	case '[':
-		if json.Unmarshal(raw, &blocks) == nil {
-			return blocks, ""
-		}
-		var generic []json.RawMessage
-		if json.Unmarshal(raw, &generic) != nil {
-			return nil, ""
-		}
-		blocks = blocks[:0]
-		for _, g := range generic {
-			var b leanBlock
-			if json.Unmarshal(g, &b) == nil {
-				blocks = append(blocks, b)
-			}
-		}
-		return blocks, ""
-	}
-	return nil, ""
-}
-
 // summarize is an entry's kind (its role for a message) and a line of its
 // text.
 func summarize(d *lean) (kind, text string) {
@@ -129,7 +99,7 @@ func summarize(d *lean) (kind, text string) {
 		case "toolResult":
 			return role, display(d.Message.ToolName)
 		}
-		blocks, text := leanBlocks(d.Message.Content)
+		blocks, text := contentBlocks[leanBlock](d.Message.Content)
 		for _, b := range blocks {
 			switch b.Type {
 			case "text":
