@@ -264,14 +264,11 @@ func (w *worker) readBack(ctx context.Context, f *file, r io.ReaderAt, p *pendin
 	buf := make([]byte, size)
 	if _, err := r.ReadAt(buf, ln.start); err != nil {
 		w.t.mem.release(held)
-		if errors.Is(err, io.EOF) {
-			return nil, 0, fmt.Errorf("line at offset %d: the file shrank while it was read", ln.start)
-		}
-		return nil, 0, fmt.Errorf("read: %w", err)
+		return nil, 0, readBackErr(ln.start, err)
 	}
 	if sha256.Sum256(buf) != ln.sha {
 		w.t.mem.release(held)
-		return nil, 0, fmt.Errorf("line at offset %d changed while it was read; reading it again", ln.start)
+		return nil, 0, lineChanged(ln.start)
 	}
 	return buf, held, nil
 }
@@ -282,17 +279,28 @@ func sameAsFile(r io.ReaderAt, off int64, b, scratch []byte) error {
 	for done := 0; done < len(b); {
 		n := min(len(scratch), len(b)-done)
 		if _, err := r.ReadAt(scratch[:n], off+int64(done)); err != nil {
-			if errors.Is(err, io.EOF) {
-				return fmt.Errorf("line at offset %d: the file shrank while it was read", off)
-			}
-			return fmt.Errorf("read: %w", err)
+			return readBackErr(off, err)
 		}
 		if !bytes.Equal(scratch[:n], b[done:done+n]) {
-			return fmt.Errorf("line at offset %d changed while it was read; reading it again", off)
+			return lineChanged(off)
 		}
 		done += n
 	}
 	return nil
+}
+
+// readBackErr is the error of reading back the line at off: the worker
+// reads the file again.
+func readBackErr(off int64, err error) error {
+	if errors.Is(err, io.EOF) {
+		return fmt.Errorf("line at offset %d: the file shrank while it was read", off)
+	}
+	return fmt.Errorf("read: %w", err)
+}
+
+// lineChanged says the line at off is not what was read of it.
+func lineChanged(off int64) error {
+	return fmt.Errorf("line at offset %d changed while it was read; reading it again", off)
 }
 
 // flush publishes the pending lines the session does not hold yet and, once
