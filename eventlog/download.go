@@ -337,6 +337,6 @@ func (d *Downloader) store(ctx context.Context, last uint64, out []*nats.Msg) (u
 	}
 	d.copied.Add(int64(len(out)))
 	// Stored after last, so at last+1 on: the write stated it.
-	d.all.hintStored(last+1, out)
+	d.all.stored.offer(last+1, out)
 	return seq, nil
 }

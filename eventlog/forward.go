@@ -196,6 +196,10 @@ func (f *Forwarder) session(ctx context.Context) error {
 	defer p.Stop()
 
 	asm := map[string]*Assembler{}
+	// Hints from before this run may name messages an erase removed
+	// since; from here on, one is taken only right after the last handled.
+	DrainHints(f.local.Stored())
+	handled := pos
 	saver := NewPosition(f.state, forwarderKey, pos)
 	defer func() {
 		if err := saver.SaveOnStop(ctx); err != nil {
@@ -210,7 +214,7 @@ func (f *Forwarder) session(ctx context.Context) error {
 		if due, ok := saver.Due(time.Now()); ok {
 			rctx, cancel = context.WithTimeout(ctx, due)
 		}
-		window, last, pending, err := f.read(rctx, p, asm)
+		window, last, pending, err := f.read(rctx, p, asm, handled)
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			if err := saver.Save(ctx); err != nil {
@@ -221,6 +225,10 @@ func (f *Forwarder) session(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if last == handled {
+			continue // only messages handed over already
+		}
+		handled = last
 		if err := f.forward(ctx, window); err != nil {
 			return err
 		}
@@ -246,21 +254,31 @@ func (f *Forwarder) session(ctx context.Context) error {
 
 const forwardWindow = 1000
 
-// read collects complete lines: it waits for the first message, then takes
-// what has already arrived, up to a window, without waiting any longer.
-func (f *Forwarder) read(ctx context.Context, p *Pump, asm map[string]*Assembler) (window map[string][]Line, last, pending uint64, err error) {
+// read collects complete lines after sequence handled: it waits for the
+// first message, then takes what has already arrived, up to a window,
+// without waiting any longer. A live line the tailer has just stored comes
+// handed over (Local.Stored), and again from the consumer, which read skips.
+func (f *Forwarder) read(ctx context.Context, p *Pump, asm map[string]*Assembler, handled uint64) (window map[string][]Line, last, pending uint64, err error) {
 	window = map[string][]Line{}
-	msgs, err := p.Next(ctx, forwardWindow, nil)
+	msgs, hinted, err := p.NextOr(ctx, forwardWindow, nil, f.local.Stored())
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("forwarder: read: %w", err)
 	}
+	last = handled
 	for _, msg := range msgs {
 		meta, err := msg.Metadata()
 		if err != nil {
 			return nil, 0, 0, fmt.Errorf("forwarder: read: %w", err)
 		}
+		seq := meta.Sequence.Stream
+		if seq <= last {
+			continue // handed over already
+		}
+		if hinted && seq != last+1 {
+			break // not right after what is handled: the consumer brings it
+		}
 		pending = meta.NumPending
-		last = meta.Sequence.Stream
+		last = seq
 		subj := msg.Subject()
 		a := asm[subj]
 		if a == nil {

@@ -31,8 +31,16 @@ func OpenLocal(ctx context.Context, nc *nats.Conn, node string) (*Local, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &Local{Node: node, js: js, stream: s, pub: NewPublisher(nc, js, 30*time.Second)}, nil
+	pub := NewPublisher(nc, js, 30*time.Second)
+	pub.stored = newHints(LocalStream, true)
+	return &Local{Node: node, js: js, stream: s, pub: pub}, nil
 }
+
+// Stored hands the lines the tailer has just stored one by one (a live
+// append) to one reader in this process, the forwarder, so that a line
+// goes on to the hub without waiting for PI_LOCAL's consumer to deliver it
+// (see hints). Batches are not handed over.
+func (l *Local) Stored() <-chan []jetstream.Msg { return l.pub.stored.c }
 
 // JetStream returns the JetStream context the log uses.
 func (l *Local) JetStream() jetstream.JetStream { return l.js }

@@ -58,6 +58,7 @@ type Publisher struct {
 	js       jetstream.JetStream
 	timeout  time.Duration
 	writable Writable // nil: always try
+	stored   hints    // the local log's: what a single publish stored (Local.Stored)
 }
 
 // NewPublisher returns a publisher over nc. timeout bounds each request.
@@ -185,6 +186,7 @@ func (p *Publisher) publishOne(ctx context.Context, subj string, last uint64, l 
 		}
 		return 0, fmt.Errorf("eventlog: publish %s: %w", subj, cause(ctx, err))
 	}
+	p.stored.offer(ack.Sequence, []*nats.Msg{m})
 	return ack.Sequence, nil
 }
 

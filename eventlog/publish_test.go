@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
 )
@@ -106,5 +108,50 @@ func TestPublishRefusesAStalePosition(t *testing.T) {
 	}
 	if got := len(readAll(t, lg, "s")); got != 41 {
 		t.Fatalf("subject holds %d events, want 41", got)
+	}
+}
+
+// TestLocalHintsStored: what Local.Stored hands the forwarder is what
+// PI_LOCAL holds, at the same sequence, even when the caller reuses the
+// line's bytes after the publish (the tailer's read buffer); a batch is
+// not handed over.
+func TestLocalHintsStored(t *testing.T) {
+	lg := openLog(t)
+	ctx := context.Background()
+	sid := "hinted"
+	var last uint64
+	for i := range 3 {
+		l := mkLines(1, 50, fmt.Sprintf("h%d-", i))
+		seq, _, err := lg.Publish(ctx, sid, last, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = seq
+		for j := range l[0].Raw {
+			l[0].Raw[j] = 'x' // the buffer read next
+		}
+		var hint []jetstream.Msg
+		select {
+		case hint = <-lg.Stored():
+		default:
+			t.Fatalf("publish %d: no hint", i)
+		}
+		meta, _ := hint[0].Metadata()
+		m, err := lg.Stream().GetMsg(ctx, meta.Sequence.Stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hint) != 1 || meta.Sequence.Stream != seq || m.Subject != hint[0].Subject() ||
+			!bytes.Equal(m.Data, hint[0].Data()) || m.Header.Get(eventlog.HdrSha) != hint[0].Headers().Get(eventlog.HdrSha) {
+			t.Fatalf("publish %d: hint at %d (%q) differs from PI_LOCAL's message at %d (%q)", i, meta.Sequence.Stream, hint[0].Data(), seq, m.Data)
+		}
+	}
+	if _, _, err := lg.Publish(ctx, sid, last, mkLines(40, 10, "b")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case h := <-lg.Stored():
+		t.Fatalf("a batch was handed over (%d messages)", len(h))
+	default:
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -34,7 +33,7 @@ func OpenState(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue,
 type All struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream
-	stored chan []jetstream.Msg // see Stored
+	stored hints // see Stored
 }
 
 // OpenAll makes sure PI_ALL exists. A PI_ALL left by an older pisyncd as a
@@ -49,65 +48,14 @@ func OpenAll(ctx context.Context, js jetstream.JetStream) (*All, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &All{js: js, stream: s, stored: make(chan []jetstream.Msg, storedHints)}, nil
+	return &All{js: js, stream: s, stored: newHints(AllStream, false)}, nil
 }
-
-// storedHints is how many small writes Stored holds for a reader that is
-// busy; more are dropped (they are hints).
-const storedHints = 8
-
-// storedHintBytes bounds the writes Stored hands over: live lines, not a
-// catch-up's batches (its reader reads those from the stream anyway).
-const storedHintBytes = 64 << 10
 
 // Stored hands the messages the downloader has just stored in PI_ALL, in
 // order, to one reader in this process (the replicator), so that a live
-// line reaches the files without waiting for a consumer to deliver it:
-// each delivery on the way costs a wake-up of the server and the client.
-// They are hints: whatever it drops, or a reader misses, the stream's
-// consumers deliver as before, and a reader takes a hint only when it is
-// the sequence right after the last it handled.
-func (a *All) Stored() <-chan []jetstream.Msg { return a.stored }
-
-// hintStored offers msgs, stored in PI_ALL from sequence first on, to
-// Stored's reader, never waiting.
-func (a *All) hintStored(first uint64, msgs []*nats.Msg) {
-	size := 0
-	for _, m := range msgs {
-		size += len(m.Data)
-	}
-	if a.stored == nil || size > storedHintBytes {
-		return
-	}
-	out := make([]jetstream.Msg, len(msgs))
-	now := time.Now()
-	for i, m := range msgs {
-		out[i] = &storedMsg{msg: m, meta: jetstream.MsgMetadata{
-			Sequence: jetstream.SequencePair{Stream: first + uint64(i)}, Stream: AllStream, Timestamp: now,
-			NumPending: uint64(len(msgs) - 1 - i),
-		}}
-	}
-	select {
-	case a.stored <- out:
-	default:
-	}
-}
-
-// storedMsg is a message as stored in PI_ALL, handed over by Stored. It
-// has what a reader of the stream uses (subject, headers, data and the
-// stream sequence); it was not delivered by a consumer, so there is
-// nothing to acknowledge.
-type storedMsg struct {
-	jetstream.Msg // nil: the acknowledgement methods are not to be called
-	msg           *nats.Msg
-	meta          jetstream.MsgMetadata
-}
-
-func (m *storedMsg) Metadata() (*jetstream.MsgMetadata, error) { return &m.meta, nil }
-func (m *storedMsg) Data() []byte                              { return m.msg.Data }
-func (m *storedMsg) Headers() nats.Header                      { return m.msg.Header }
-func (m *storedMsg) Subject() string                           { return m.msg.Subject }
-func (m *storedMsg) Reply() string                             { return "" }
+// line reaches the files without waiting for a consumer to deliver it
+// (see hints).
+func (a *All) Stored() <-chan []jetstream.Msg { return a.stored.c }
 
 // Stream returns PI_ALL.
 func (a *All) Stream() jetstream.Stream { return a.stream }

@@ -248,13 +248,7 @@ func (r *Replicator) run(ctx context.Context) error {
 	// Hints left from before this run may name messages that an erase
 	// has removed since (the stream's consumer never delivers those):
 	// start with none; from here on, a hint is taken only in order.
-	for drained := false; !drained; {
-		select {
-		case <-r.all.Stored():
-		default:
-			drained = true
-		}
-	}
+	eventlog.DrainHints(r.all.Stored())
 	var msgs []jetstream.Msg
 	for {
 		// Wait for events; while some wait for a busy file, wake up
