@@ -54,9 +54,9 @@ func BenchmarkDaemonSessions(b *testing.B) {
 				r1 := rawSessions(b, n)
 				r2 := rawSessions(b, n)
 				d2, rep := daemonSessions(b, bin, n, idle)
-				b.Logf("daemon %v (published after %v), %v (%v); raw %v, %v; kv writes %d; idle %.2f CPU-s/min, %.0f wake-ups/min; RSS %.0f MB before idle, %.0f MB after",
+				b.Logf("daemon %v (published after %v), %v (%v); raw %v, %v; kv writes %d; peak RSS %.0f / %.0f MB; idle %.2f CPU-s/min, %.0f wake-ups/min; RSS %.0f MB before idle, %.0f MB after",
 					d1.Round(time.Millisecond), rep1.published.Round(time.Millisecond), d2.Round(time.Millisecond), rep.published.Round(time.Millisecond), r1.Round(time.Millisecond), r2.Round(time.Millisecond),
-					rep.kvWrites, rep.cpuPerMin, rep.wakePerMin, rep.rssBefore/1e6, rep.rssAfter/1e6)
+					rep.kvWrites, rep1.rssPeak/1e6, rep.rssPeak/1e6, rep.cpuPerMin, rep.wakePerMin, rep.rssBefore/1e6, rep.rssAfter/1e6)
 				daemon += d1 + d2
 				pub += rep1.published + rep.published
 				raw += r1 + r2
@@ -73,6 +73,7 @@ func BenchmarkDaemonSessions(b *testing.B) {
 			b.ReportMetric(float64(r.kvWrites), "kv-writes")
 			b.ReportMetric(r.cpuPerMin, "idle-cpu-s/min")
 			b.ReportMetric(r.wakePerMin, "idle-wakeups/min")
+			b.ReportMetric(r.rssPeak/1e6, "rss-peak-MB")
 			b.ReportMetric(r.rssBefore/1e6, "rss-ready-MB")
 			b.ReportMetric(r.rssAfter/1e6, "rss-idle-MB")
 		})
@@ -83,6 +84,7 @@ type scaleReport struct {
 	published             time.Duration // until every line was published (the tailer's share)
 	kvWrites              int64
 	cpuPerMin, wakePerMin float64
+	rssPeak               float64 // VmHWM once projected: the first read's peak
 	rssBefore, rssAfter   float64
 }
 
@@ -152,7 +154,7 @@ func daemonSessions(b *testing.B, bin string, n int, idle time.Duration) (time.D
 	}
 	took := time.Since(start)
 	b.StopTimer()
-	r := scaleReport{kvWrites: st.Projection.Writes, published: published}
+	r := scaleReport{kvWrites: st.Projection.Writes, published: published, rssPeak: float64(d.status(b, "VmHWM"))}
 	if idle > 0 {
 		time.Sleep(5 * time.Second) // let the first read's aftermath (flushes, GC) pass
 		r.rssBefore = float64(d.rss(b))
