@@ -442,7 +442,7 @@ func BenchmarkCatchUp(b *testing.B) {
 		nb := benchStation(b, "ws-b", hubURL)
 		aPaths, bPaths := catchUpSessions(b, na, nb, sessions)
 		payload := []byte(msgLine("s0l0000000", "root", backlogText))
-		before := rawBatchRate(b, nb.d.srv, payload, n)
+		before := rawBatchRate(b, nb.d.srv, payload, nil, n)
 		nb.stop()
 		t0 := time.Now()
 		per := n / sessions
@@ -499,12 +499,21 @@ func BenchmarkCatchUp(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		after := rawBatchRate(b, nb.d.srv, payload, n)
+		after := rawBatchRate(b, nb.d.srv, payload, nil, n)
+		// The same, with the message PI_ALL stores for a line: its
+		// payload and its Pi-* headers (about as many bytes again).
+		last, err := nb.d.all.Stream().GetMsg(context.Background(), total)
+		if err != nil {
+			b.Fatal(err)
+		}
+		asStored := rawBatchRate(b, nb.d.srv, last.Data, last.Header, n)
 		base := (before + after) / 2
 		rate := float64(n) / filed.Seconds()
 		b.ReportMetric(before, "baseline-before-batch-lines/s")
 		b.ReportMetric(after, "baseline-after-batch-lines/s")
 		b.ReportMetric(rate/base, "x-baseline")
+		b.ReportMetric(asStored, "baseline-pi_all-msg-lines/s")
+		b.ReportMetric(rate/asStored, "x-baseline-pi_all-msg")
 		b.ReportMetric(rate, "lines/s")
 		b.ReportMetric(float64(n)/stored.Seconds(), "pi_all-lines/s")
 		// From B's start to its first copied line: the start-up (the
@@ -554,10 +563,11 @@ func streamCount(js jetstream.JetStream, name string) uint64 {
 	return info.State.Msgs
 }
 
-// rawBatchRate is the rate (messages/s) of n messages of payload stored as
-// atomic batches of eventlog.MaxBatch, one after the other, into a new file
-// stream on srv: the most one stream takes from one writer.
-func rawBatchRate(tb testing.TB, srv *embedded.Server, payload []byte, n int) float64 {
+// rawBatchRate is the rate (messages/s) of n messages of payload (with the
+// headers hdr, but for its Nats-* ones; nil: none) stored as atomic batches
+// of eventlog.MaxBatch, one after the other, into a new file stream on srv:
+// the most one stream takes from one writer.
+func rawBatchRate(tb testing.TB, srv *embedded.Server, payload []byte, hdr nats.Header, n int) float64 {
 	tb.Helper()
 	nc, err := srv.Connect()
 	if err != nil {
@@ -585,6 +595,11 @@ func rawBatchRate(tb testing.TB, srv *embedded.Server, payload []byte, n int) fl
 		for i := 1; i <= k; i++ {
 			m := nats.NewMsg("bench.batch")
 			m.Data = payload
+			for k, v := range hdr {
+				if !strings.HasPrefix(k, "Nats-") {
+					m.Header[k] = v
+				}
+			}
 			m.Header.Set("Nats-Batch-Id", id)
 			m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i))
 			if i < k {
