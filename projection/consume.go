@@ -89,28 +89,10 @@ func (w *Worker) consume(ctx context.Context, f *follower) error {
 	asm := map[string]*eventlog.Assembler{}
 	var last uint64
 	n := 0
-	// Until WriteAfter closes, catching up does not write the views:
-	// every flushEvery events do, and its closing does.
-	hold := w.opts.WriteAfter
 	for {
-		var wake <-chan struct{}
-		if n > 0 {
-			wake = hold
-		}
-		msg, woke, err := it.NextOr(ctx, wake)
+		msg, err := it.Next(ctx)
 		if err != nil {
 			return fmt.Errorf("projection: read %s: %w", f.stream, err)
-		}
-		if woke {
-			hold = nil
-			if err := w.flush(ctx, f, asm, last); err != nil {
-				return err
-			}
-			n = 0
-			continue
-		}
-		if hold != nil && closed(hold) {
-			hold = nil
 		}
 		meta, err := msg.Metadata()
 		if err != nil {
@@ -122,7 +104,7 @@ func (w *Worker) consume(ctx context.Context, f *follower) error {
 		}
 		w.handledSeq(f.stream).Store(last)
 		n++
-		if (meta.NumPending == 0 && hold == nil) || n >= flushEvery {
+		if meta.NumPending == 0 || n >= flushEvery {
 			if err := w.flush(ctx, f, asm, last); err != nil {
 				return err
 			}
@@ -321,14 +303,4 @@ func (w *Worker) writeViews(ctx context.Context, s *sessionState, pipe *kvPipe) 
 		s.written.forget(slotPage0 + p)
 	}
 	return nil
-}
-
-// closed reports whether c is closed.
-func closed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
 }

@@ -34,8 +34,6 @@ type node struct {
 	wdone  chan error
 	wstop  context.CancelFunc
 	rules  session.RuleSet // the worker's Options.Rules (startWorker)
-	// writeAfter is the worker's Options.WriteAfter (startWorker).
-	writeAfter <-chan struct{}
 }
 
 func startNode(t testing.TB, root, state string) *node {
@@ -67,7 +65,7 @@ func startNode(t testing.TB, root, state string) *node {
 
 func (n *node) startWorker() {
 	n.t.Helper()
-	w, err := New(n.nc, Options{Node: testNode, Rules: n.rules, SessionsDir: n.root, WriteAfter: n.writeAfter})
+	w, err := New(n.nc, Options{Node: testNode, Rules: n.rules, SessionsDir: n.root})
 	if err != nil {
 		n.t.Fatal(err)
 	}
