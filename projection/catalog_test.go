@@ -153,6 +153,10 @@ func TestCatalogFirstMessageLive(t *testing.T) {
 	if st := n.worker.Stats(); st.FirstMessagesRead != 2 || st.Trees != 0 {
 		t.Errorf("restarted: %d first messages read back, %d trees loaded; want 2, 0", st.FirstMessagesRead, st.Trees)
 	}
+	// The web list asks again while this says so: it must end.
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		return !n.worker.FillingFirstMessages(), "still filling first messages after reading them all back"
+	})
 	noText("restarted")
 
 	// Erased: the entry goes, and its values with it.

@@ -46,6 +46,7 @@ const (
 // loaded meanwhile, or that already has its first message, is skipped: the
 // tree sets it.
 func (w *Worker) fillFirstMessages(ctx context.Context, states []*sessionState) {
+	defer w.filling.Store(false)
 	todo := make(chan *sessionState)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -81,6 +82,11 @@ func (w *Worker) fillFirstMessages(ctx context.Context, states []*sessionState) 
 		w.logger.Warn("projection: first messages left unread", "sessions", failed, "err", lastErr)
 	}
 }
+
+// FillingFirstMessages reports whether the catalog's first messages are
+// still being read back after a start: a list drawn now lacks some, and
+// the web view asks again.
+func (w *Worker) FillingFirstMessages() bool { return w.filling.Load() }
 
 // fillFirstMessage reads and sets one session's first message.
 func (w *Worker) fillFirstMessage(ctx context.Context, s *sessionState) error {

@@ -91,6 +91,9 @@ type Worker struct {
 	// firstRead counts first messages read back from the streams after a
 	// start (firstmessage.go).
 	firstRead atomic.Int64
+	// filling is set while the first messages are being read back
+	// (FillingFirstMessages).
+	filling atomic.Bool
 }
 
 // Stats are the worker's counters since it started.
@@ -172,6 +175,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	w.filling.Store(len(loaded) > 0)
 	close(w.ready)
 	// The bucket holds no first messages: they are read back from the
 	// streams beside everything else (firstmessage.go).

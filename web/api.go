@@ -41,7 +41,16 @@ type listAnswer struct {
 	Search   bool      `json:"search"`
 	Total    int       `json:"total"` // sessions in the catalog, also when limited
 	Sessions []listRow `json:"sessions"`
+	// Filling: the first messages are still being read back after the
+	// daemon's start; the page asks again.
+	Filling bool `json:"filling,omitempty"`
 }
+
+// filler is the part of a Source that says the first messages are still
+// being read back (projection.Worker).
+type filler interface{ FillingFirstMessages() bool }
+
+var _ filler = (*projection.Worker)(nil)
 
 func (s *Server) listAnswer(cat []projection.CatalogEntry, limit int) listAnswer {
 	total := len(cat)
@@ -53,7 +62,8 @@ func (s *Server) listAnswer(cat []projection.CatalogEntry, limit int) listAnswer
 		rows[i] = listRow{ID: c.SessionID, Name: c.Name, Cwd: c.Cwd, First: c.FirstMessage, Nodes: c.Nodes, Updated: c.UpdatedMs,
 			Entries: c.Entries, Tokens: c.Tokens, Cost: c.Cost, State: state(c)}
 	}
-	return listAnswer{s.opts.Node, s.opts.Search != nil, total, rows}
+	f, ok := s.opts.Source.(filler)
+	return listAnswer{Node: s.opts.Node, Search: s.opts.Search != nil, Total: total, Sessions: rows, Filling: ok && f.FillingFirstMessages()}
 }
 
 func (s *Server) serveSessions(w http.ResponseWriter, r *http.Request) {

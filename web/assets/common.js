@@ -30,14 +30,19 @@ var pi = {
     return '/s/' + encodeURIComponent(id) + (entry ? '#e-' + encodeURIComponent(entry) : '');
   },
   // live follows /api/events with EventSource; the browser reconnects
-  // with Last-Event-ID, and the server resumes from it.
-  live: function (url, onEntry, dot) {
-    var es = new EventSource(url);
-    es.addEventListener('ready', function () { dot.className = 'live on'; });
+  // with Last-Event-ID, and the server resumes from it. onReconnect (if
+  // given) is called when the stream is back after a break.
+  live: function (url, onEntry, dot, onReconnect) {
+    var es = new EventSource(url), broke = false;
+    es.addEventListener('ready', function () {
+      dot.className = 'live on';
+      if (broke && onReconnect) onReconnect();
+      broke = false;
+    });
     es.addEventListener('entry', function (m) { onEntry(JSON.parse(m.data), m.lastEventId); });
     es.addEventListener('delete', function (m) { onEntry(JSON.parse(m.data), m.lastEventId); });
     es.addEventListener('restore', function (m) { onEntry(JSON.parse(m.data), m.lastEventId); });
-    es.onerror = function () { dot.className = 'live off'; };
+    es.onerror = function () { dot.className = 'live off'; broke = true; };
     return es;
   }
 };

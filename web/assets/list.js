@@ -38,10 +38,15 @@
     }
   }
 
+  // The daemon reads the first messages back after its start: while it
+  // says so, the list is asked for again (once a second).
+  var refill = null, filling = false;
   function load() {
     return pi.getJSON('/api/sessions').then(function (d) {
       performance.mark('pisync-list-parsed');
+      filling = !!d.filling;
       take(d, true);
+      if (filling && !refill) refill = setTimeout(function () { refill = null; load(); }, 1000);
     }).catch(function (e) {
       document.getElementById('count').textContent = 'error: ' + e.message;
     });
@@ -133,7 +138,7 @@
     a.dataset.id = s.id;
     a.style.top = (i * ROW) + 'px';
     a.appendChild(pi.el('span', 'name', s.n || s.id));
-    a.appendChild(pi.el('span', s.f ? 'first' : 'first none', s.f || '(no messages)'));
+    a.appendChild(pi.el('span', s.f ? 'first' : 'first none', s.f || (filling ? '…' : '(no messages)')));
     a.appendChild(pi.el('span', 'machine', (s.m || []).join(', ')));
     a.appendChild(pi.el('span', 'project', s.c || ''));
     a.appendChild(pi.el('span', 'updated', pi.date(s.u)));
@@ -213,6 +218,6 @@
       if (pending) return;
       pending = true;
       setTimeout(function () { pending = false; load(); }, 1000);
-    }, document.getElementById('live'));
+    }, document.getElementById('live'), load); // back after a restart: the list again
   });
 })();
