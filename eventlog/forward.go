@@ -195,7 +195,7 @@ func (f *Forwarder) session(ctx context.Context) error {
 	}
 	defer p.Stop()
 
-	asm := map[string]*Assembler{}
+	asm := NewAssemblers(false)
 	// Hints from before this run may name messages an erase removed
 	// since; from here on, one is taken only right after the last handled.
 	DrainHints(f.local.Stored())
@@ -240,10 +240,8 @@ func (f *Forwarder) session(ctx context.Context) error {
 		// Everything up to last is on the hub, except split lines whose
 		// chunks have not all arrived: start again before those.
 		done := last
-		for _, a := range asm {
-			if s := a.PendingStart(); s > 0 {
-				done = min(done, s-1)
-			}
+		if s := asm.PendingStart(); s > 0 {
+			done = min(done, s-1)
 		}
 		if err := saver.Note(ctx, done); err != nil {
 			return fmt.Errorf("forwarder: %w", err)
@@ -258,7 +256,7 @@ const forwardWindow = 1000
 // first message, then takes what has already arrived, up to a window,
 // without waiting any longer. A live line the tailer has just stored comes
 // handed over (Local.Stored), and again from the consumer, which read skips.
-func (f *Forwarder) read(ctx context.Context, p *Pump, asm map[string]*Assembler, handled uint64) (window map[string][]Line, last, pending uint64, err error) {
+func (f *Forwarder) read(ctx context.Context, p *Pump, asm *Assemblers, handled uint64) (window map[string][]Line, last, pending uint64, err error) {
 	window = map[string][]Line{}
 	msgs, hinted, err := p.NextOr(ctx, forwardWindow, nil, f.local.Stored())
 	if err != nil {
@@ -280,12 +278,7 @@ func (f *Forwarder) read(ctx context.Context, p *Pump, asm map[string]*Assembler
 		pending = meta.NumPending
 		last = seq
 		subj := msg.Subject()
-		a := asm[subj]
-		if a == nil {
-			a = NewAssembler(false)
-			asm[subj] = a
-		}
-		ev, err := a.Add(LocalStream, subj, last, msg.Headers(), msg.Data())
+		ev, err := asm.Add(LocalStream, subj, last, msg.Headers(), msg.Data())
 		if err != nil {
 			// A message that is not ours to forward (it never came
 			// from the tailer): skip it rather than stall every session.

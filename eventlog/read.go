@@ -222,7 +222,7 @@ func ReadFilteredFrom(ctx context.Context, js jetstream.JetStream, stream, filte
 		return fmt.Errorf("eventlog: read %s: %w", filter, err)
 	}
 	defer it.Stop()
-	asm := map[string]*Assembler{}
+	asm := NewAssemblers(headersOnly)
 	for {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
@@ -239,12 +239,7 @@ func ReadFilteredFrom(ctx context.Context, js jetstream.JetStream, stream, filte
 		if headersOnly {
 			data = nil
 		}
-		a := asm[msg.Subject()]
-		if a == nil {
-			a = NewAssembler(headersOnly)
-			asm[msg.Subject()] = a
-		}
-		ev, err := a.Add(stream, msg.Subject(), meta.Sequence.Stream, msg.Headers(), data)
+		ev, err := asm.Add(stream, msg.Subject(), meta.Sequence.Stream, msg.Headers(), data)
 		if err != nil {
 			return err
 		}

@@ -313,7 +313,7 @@ type firstMsg struct {
 // every complete line by its ref.
 func (b *streamBodies) fetch(stream, filter string, seq uint64, got map[session.Ref][]byte) (firstMsg, error) {
 	b.fetches++
-	asm := map[string]*eventlog.Assembler{}
+	asm := eventlog.NewAssemblers(false)
 	var first firstMsg
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
@@ -332,14 +332,9 @@ func (b *streamBodies) fetch(stream, filter string, seq uint64, got map[session.
 // assemble adds a message read by directGet to its subject's assembler
 // and returns the line it completes, nil for none: a chunk run that
 // starts before the batch, or a message that cannot be read, is skipped.
-func assemble(asm map[string]*eventlog.Assembler, stream string, seq uint64, m *nats.Msg) *eventlog.Event {
+func assemble(asm *eventlog.Assemblers, stream string, seq uint64, m *nats.Msg) *eventlog.Event {
 	subj := m.Header.Get("Nats-Subject")
-	a := asm[subj]
-	if a == nil {
-		a = eventlog.NewAssembler(false)
-		asm[subj] = a
-	}
-	ev, err := a.Add(stream, subj, seq, m.Header, m.Data)
+	ev, err := asm.Add(stream, subj, seq, m.Header, m.Data)
 	if err != nil {
 		return nil
 	}

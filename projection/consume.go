@@ -86,7 +86,7 @@ func (w *Worker) consume(ctx context.Context, f *follower) error {
 		return fmt.Errorf("projection: %w", err)
 	}
 	defer it.Stop()
-	asm := map[string]*eventlog.Assembler{}
+	asm := eventlog.NewAssemblers(false)
 	var last uint64
 	n := 0
 	for {
@@ -114,7 +114,7 @@ func (w *Worker) consume(ctx context.Context, f *follower) error {
 }
 
 // handle applies one message.
-func (w *Worker) handle(ctx context.Context, f *follower, asm map[string]*eventlog.Assembler, msg jetstream.Msg, seq uint64) error {
+func (w *Worker) handle(ctx context.Context, f *follower, asm *eventlog.Assemblers, msg jetstream.Msg, seq uint64) error {
 	subj := msg.Subject()
 	node, sid, err := eventlog.ParseSubject(subj)
 	if err != nil {
@@ -126,12 +126,7 @@ func (w *Worker) handle(ctx context.Context, f *follower, asm map[string]*eventl
 		// meanwhile go with them.
 		return nil
 	}
-	a := asm[subj]
-	if a == nil {
-		a = eventlog.NewAssembler(false)
-		asm[subj] = a
-	}
-	ev, err := a.Add(f.stream, subj, seq, msg.Headers(), msg.Data())
+	ev, err := asm.Add(f.stream, subj, seq, msg.Headers(), msg.Data())
 	if err != nil {
 		w.logger.Warn("projection: skipping an unreadable message", "stream", f.stream, "subject", subj, "seq", seq, "err", err)
 		return nil
@@ -212,7 +207,7 @@ func (w *Worker) refNode(ctx context.Context, ref session.Ref) string {
 
 // flush writes the views of the dirty sessions, then the stream position
 // up to last (before any split line still missing chunks).
-func (w *Worker) flush(ctx context.Context, f *follower, asm map[string]*eventlog.Assembler, last uint64) error {
+func (w *Worker) flush(ctx context.Context, f *follower, asm *eventlog.Assemblers, last uint64) error {
 	// The values are published without waiting for each one's ack (one
 	// round trip per value made a catch-up of 10,000 sessions wait ~50,000
 	// times); the acks are all awaited before the position is saved.
@@ -232,10 +227,8 @@ func (w *Worker) flush(ctx context.Context, f *follower, asm map[string]*eventlo
 	w.catDirty = true
 	w.mu.Unlock()
 	done := last
-	for _, a := range asm {
-		if p := a.PendingStart(); p > 0 {
-			done = min(done, p-1)
-		}
+	if p := asm.PendingStart(); p > 0 {
+		done = min(done, p-1)
 	}
 	if done > f.saved {
 		if _, err := w.kv.Put(ctx, posKey(f.stream), []byte(strconv.FormatUint(done, 10))); err != nil {

@@ -140,7 +140,7 @@ func (w *Worker) readFirstMessage(ctx context.Context, sid string, upTo Src) (*s
 		if !ok || upTo[stream] == 0 {
 			continue
 		}
-		asm := map[string]*eventlog.Assembler{}
+		asm := eventlog.NewAssemblers(false)
 		for seq := uint64(1); s.tree.FirstMessage() == "" && seq <= upTo[stream]; {
 			if msgs >= firstMaxMsgs || size >= firstMaxBytes {
 				return s.tree, nil

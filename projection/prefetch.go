@@ -91,7 +91,7 @@ func (b *streamBodies) read(ctx context.Context, stream, filter string, from, to
 		return fmt.Errorf("projection: read bodies: %w", err)
 	}
 	defer it.Stop()
-	asm := map[string]*eventlog.Assembler{}
+	asm := eventlog.NewAssemblers(false)
 	for {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
@@ -106,12 +106,7 @@ func (b *streamBodies) read(ctx context.Context, stream, filter string, from, to
 			return nil
 		}
 		subj := msg.Subject()
-		a := asm[subj]
-		if a == nil {
-			a = eventlog.NewAssembler(false)
-			asm[subj] = a
-		}
-		if ev, err := a.Add(stream, subj, seq, msg.Headers(), msg.Data()); err == nil && ev != nil && ev.Op == "" && need[ev.Seq] {
+		if ev, err := asm.Add(stream, subj, seq, msg.Headers(), msg.Data()); err == nil && ev != nil && ev.Op == "" && need[ev.Seq] {
 			put(makeRef(stream, ev.Seq), session.ToValidUTF8(ev.Raw))
 		}
 		if seq >= to || meta.NumPending == 0 {

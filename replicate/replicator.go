@@ -237,7 +237,7 @@ func (r *Replicator) run(ctx context.Context) error {
 		return fmt.Errorf("replicator: %w", err)
 	}
 	defer p.Stop()
-	asm := map[string]*eventlog.Assembler{}
+	asm := eventlog.NewAssemblers(false)
 	last := pos
 	saver := eventlog.NewPosition(r.state, positionKey, pos)
 	defer func() {
@@ -289,12 +289,7 @@ func (r *Replicator) run(ctx context.Context) error {
 				break // not right after what is handled: the consumer brings it
 			}
 			last = seq
-			a := asm[msg.Subject()]
-			if a == nil {
-				a = eventlog.NewAssembler(false)
-				asm[msg.Subject()] = a
-			}
-			ev, err := a.Add(eventlog.AllStream, msg.Subject(), last, msg.Headers(), msg.Data())
+			ev, err := asm.Add(eventlog.AllStream, msg.Subject(), last, msg.Headers(), msg.Data())
 			if err != nil {
 				r.logger.Warn("replicator: skipping an unreadable event", "subject", msg.Subject(), "seq", last, "err", err)
 				continue
@@ -320,10 +315,8 @@ func (r *Replicator) run(ctx context.Context) error {
 				done = min(done, ev.Seq-1)
 			}
 		}
-		for _, a := range asm {
-			if s := a.PendingStart(); s > 0 {
-				done = min(done, s-1)
-			}
+		if s := asm.PendingStart(); s > 0 {
+			done = min(done, s-1)
 		}
 		// Written at most once a second (eventlog.Position): replayed
 		// lines are found in the files and not written again.

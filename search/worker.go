@@ -214,15 +214,13 @@ func (w *Worker) consume(ctx context.Context, stream string) (progressed bool, e
 	if stream == eventlog.AllStream {
 		lag, handled = &w.lagAll, &w.handledAll
 	}
-	asm := map[string]*eventlog.Assembler{}
+	asm := eventlog.NewAssemblers(false)
 	var batch []pending
 	bytes := 0
 	flush := func(last uint64) error {
 		done := last
-		for _, a := range asm {
-			if p := a.PendingStart(); p > 0 {
-				done = min(done, p-1) // a split line still missing chunks
-			}
+		if p := asm.PendingStart(); p > 0 {
+			done = min(done, p-1) // a split line still missing chunks
 		}
 		if done <= pos {
 			done = 0 // position unchanged
@@ -286,7 +284,7 @@ func (w *Worker) consume(ctx context.Context, stream string) (progressed bool, e
 
 // assemble returns the event msg completes, nil when there is none or it
 // is not to be indexed from this stream.
-func (w *Worker) assemble(stream string, asm map[string]*eventlog.Assembler, msg jetstream.Msg, seq uint64) *eventlog.Event {
+func (w *Worker) assemble(stream string, asm *eventlog.Assemblers, msg jetstream.Msg, seq uint64) *eventlog.Event {
 	subj := msg.Subject()
 	node, sid, err := eventlog.ParseSubject(subj)
 	if err != nil {
@@ -297,12 +295,7 @@ func (w *Worker) assemble(stream string, asm map[string]*eventlog.Assembler, msg
 		// PI_LOCAL has them, and the PI_LOCAL follower handled them.
 		return nil
 	}
-	a := asm[subj]
-	if a == nil {
-		a = eventlog.NewAssembler(false)
-		asm[subj] = a
-	}
-	ev, err := a.Add(stream, subj, seq, msg.Headers(), msg.Data())
+	ev, err := asm.Add(stream, subj, seq, msg.Headers(), msg.Data())
 	if err != nil {
 		w.logger.Warn("search: skipping an unreadable message", "stream", stream, "subject", subj, "seq", seq, "err", err)
 		return nil
