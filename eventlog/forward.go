@@ -269,11 +269,12 @@ func (f *Forwarder) read(ctx context.Context, p *Pump, asm *Assemblers, handled 
 			return nil, 0, 0, fmt.Errorf("forwarder: read: %w", err)
 		}
 		seq := meta.Sequence.Stream
-		if seq <= last {
-			continue // handed over already
+		take, stop := InOrder(seq, last, hinted)
+		if stop {
+			break
 		}
-		if hinted && seq != last+1 {
-			break // not right after what is handled: the consumer brings it
+		if !take {
+			continue
 		}
 		pending = meta.NumPending
 		last = seq

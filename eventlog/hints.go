@@ -63,6 +63,21 @@ func (h hints) offer(first uint64, msgs []*nats.Msg) {
 	}
 }
 
+// InOrder is what a reader that has handled every message up to last does
+// with the next one, at seq, which came as a hint (hinted) or from its
+// consumer: take it; skip it (handled already: a hint was taken before the
+// consumer brought it); or stop there, for a hint that is not right after
+// last (the consumer brings it, in order).
+func InOrder(seq, last uint64, hinted bool) (take, stop bool) {
+	switch {
+	case seq <= last:
+		return false, false
+	case hinted && seq != last+1:
+		return false, true
+	}
+	return true, false
+}
+
 // DrainHints drops the hints left over: a reader starting (again) takes
 // none from before, since they may name messages an erase removed since
 // (the stream's consumers never deliver those).

@@ -155,3 +155,26 @@ func TestLocalHintsStored(t *testing.T) {
 	default:
 	}
 }
+
+// TestInOrder: a reader takes the message right after what it handled,
+// skips what it handled, and stops at a hint that skips ahead (its
+// consumer brings that one, in order); a consumer's message past a gap is
+// taken (the consumer delivers only what the stream holds, in order).
+func TestInOrder(t *testing.T) {
+	for _, c := range []struct {
+		seq, last  uint64
+		hinted     bool
+		take, stop bool
+	}{
+		{5, 4, true, true, false},
+		{5, 4, false, true, false},
+		{4, 4, true, false, false},
+		{3, 4, false, false, false},
+		{6, 4, true, false, true},
+		{6, 4, false, true, false},
+	} {
+		if take, stop := eventlog.InOrder(c.seq, c.last, c.hinted); take != c.take || stop != c.stop {
+			t.Errorf("InOrder(%d, %d, %v) = %v, %v; want %v, %v", c.seq, c.last, c.hinted, take, stop, c.take, c.stop)
+		}
+	}
+}

@@ -282,11 +282,12 @@ func (r *Replicator) run(ctx context.Context) error {
 				return fmt.Errorf("replicator: read: %w", err)
 			}
 			seq := meta.Sequence.Stream
-			if seq <= last {
-				continue // handed over by the downloader already (eventlog.All.Stored)
+			take, stop := eventlog.InOrder(seq, last, hinted) // hints: eventlog.All.Stored
+			if stop {
+				break
 			}
-			if hinted && seq != last+1 {
-				break // not right after what is handled: the consumer brings it
+			if !take {
+				continue
 			}
 			last = seq
 			ev, err := asm.Add(eventlog.AllStream, msg.Subject(), last, msg.Headers(), msg.Data())
