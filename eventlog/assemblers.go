@@ -49,6 +49,3 @@ func (as *Assemblers) PendingStart() uint64 {
 	}
 	return first
 }
-
-// Held is how many subjects have a split line waiting for chunks.
-func (as *Assemblers) Held() int { return len(as.held) }

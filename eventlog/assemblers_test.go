@@ -39,8 +39,8 @@ func TestAssemblersHoldOnlySplitLines(t *testing.T) {
 	for i := range 100 {
 		whole(i)
 	}
-	if as.Held() != 0 || as.PendingStart() != 0 {
-		t.Fatalf("after whole lines: %d held, pending from %d", as.Held(), as.PendingStart())
+	if len(as.held) != 0 || as.PendingStart() != 0 {
+		t.Fatalf("after whole lines: %d held, pending from %d", len(as.held), as.PendingStart())
 	}
 	var first uint64
 	for c, m := range chunks {
@@ -53,8 +53,8 @@ func TestAssemblersHoldOnlySplitLines(t *testing.T) {
 			t.Fatal(err)
 		}
 		if c < len(chunks)-1 {
-			if ev != nil || as.Held() != 1 || as.PendingStart() != first {
-				t.Fatalf("chunk %d: event %v, %d held, pending from %d (want %d)", c+1, ev != nil, as.Held(), as.PendingStart(), first)
+			if ev != nil || len(as.held) != 1 || as.PendingStart() != first {
+				t.Fatalf("chunk %d: event %v, %d held, pending from %d (want %d)", c+1, ev != nil, len(as.held), as.PendingStart(), first)
 			}
 			whole(100 + c) // other subjects meanwhile
 			continue
@@ -63,8 +63,8 @@ func TestAssemblersHoldOnlySplitLines(t *testing.T) {
 			t.Fatalf("split line: %v", ev)
 		}
 	}
-	if as.Held() != 0 || as.PendingStart() != 0 {
-		t.Fatalf("after the split line: %d held, pending from %d", as.Held(), as.PendingStart())
+	if len(as.held) != 0 || as.PendingStart() != 0 {
+		t.Fatalf("after the split line: %d held, pending from %d", len(as.held), as.PendingStart())
 	}
 	// A chunk without its start is an error, as with one assembler.
 	seq++
@@ -125,8 +125,8 @@ func FuzzAssemblers(f *testing.F) {
 					}
 				}
 			}
-			if as.Held() != pending || as.PendingStart() != first {
-				t.Fatalf("seq %d: %d held from %d, want %d from %d", seq, as.Held(), as.PendingStart(), pending, first)
+			if len(as.held) != pending || as.PendingStart() != first {
+				t.Fatalf("seq %d: %d held from %d, want %d from %d", seq, len(as.held), as.PendingStart(), pending, first)
 			}
 		}
 	})
