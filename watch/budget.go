@@ -44,6 +44,16 @@ func (b *budget) tryAcquire(n int64) (int64, bool) {
 	return n, true
 }
 
+// tryAcquireAll takes exactly n bytes if they are free now and nobody
+// waits; never part of them (a request over the whole budget gets none).
+func (b *budget) tryAcquireAll(n int64) bool {
+	if n > b.size {
+		return false
+	}
+	_, ok := b.tryAcquire(n)
+	return ok
+}
+
 // acquire takes n bytes (clamped), waiting for them; it returns what it
 // took.
 func (b *budget) acquire(ctx context.Context, n int64) (int64, error) {

@@ -56,3 +56,21 @@ func TestBudget(t *testing.T) {
 		t.Fatalf("used %d peak %d", used, peak)
 	}
 }
+
+// TestBudgetTryAcquireAll: exactly what is asked or nothing, never the
+// clamped part of a request over the whole budget.
+func TestBudgetTryAcquireAll(t *testing.T) {
+	b := newBudget(100)
+	if b.tryAcquireAll(101) {
+		t.Fatal("took a request over the whole budget")
+	}
+	if !b.tryAcquireAll(60) {
+		t.Fatal("60 of 100 free: refused")
+	}
+	if b.tryAcquireAll(41) {
+		t.Fatal("41 with 40 free: taken")
+	}
+	if held, _, _ := b.state(); held != 60 {
+		t.Fatalf("held %d after the refusals, want 60", held)
+	}
+}

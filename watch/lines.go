@@ -131,15 +131,11 @@ func (lr *lineReader) keepChunk(b []byte) {
 	if n == 0 {
 		return
 	}
-	got, ok := lr.keep.tryAcquire(n)
-	if !ok || got != n {
-		if ok {
-			lr.keep.release(got)
-		}
+	if !lr.keep.tryAcquireAll(n) {
 		lr.dropKept()
 		return
 	}
-	lr.keptHeld += got
+	lr.keptHeld += n
 	lr.chunks = append(lr.chunks, bytes.Clone(b))
 }
 
@@ -151,14 +147,10 @@ func (lr *lineReader) takeKept() (own []byte, held int64) {
 	if !lr.keeping || lr.n != lr.keptHeld {
 		return nil, 0
 	}
-	got, ok := lr.keep.tryAcquire(lr.n)
-	if !ok || got != lr.n {
-		if ok {
-			lr.keep.release(got)
-		}
+	if !lr.keep.tryAcquireAll(lr.n) {
 		return nil, 0
 	}
-	return bytes.Join(lr.chunks, nil), got
+	return bytes.Join(lr.chunks, nil), lr.n
 }
 
 // partial returns the progress into the line without its '\n' at the end
