@@ -109,12 +109,8 @@ func (w *Worker) fillFirstMessage(ctx context.Context, s *sessionState) error {
 	if set {
 		s.cat.FirstMessage = text
 	}
-	if !s.erased && !s.parentRead && t.Header() != nil {
-		// The header is read anyway: a catalog written by a version
-		// without ParentSession gets it here.
-		s.cat.ParentSession = parentSession(t.Header())
-		s.cat.Forked = s.cat.ParentSession != ""
-		s.parentRead = true
+	if !s.erased {
+		s.readParent(t.Header()) // the header is read anyway
 	}
 	s.mu.Unlock()
 	if set {

@@ -153,11 +153,7 @@ func (s *sessionState) refreshCatalog(ctxView *ContextView) {
 		}
 	}
 	c.FirstMessage = t.FirstMessage()
-	if !s.parentRead && t.Header() != nil {
-		c.ParentSession = parentSession(t.Header())
-		c.Forked = c.ParentSession != ""
-		s.parentRead = true
-	}
+	s.readParent(t.Header())
 	c.Error = ""
 	if s.err != nil {
 		c.Error = s.err.Error()
@@ -166,6 +162,17 @@ func (s *sessionState) refreshCatalog(ctxView *ContextView) {
 	if ctxView != nil {
 		c.LeafID, c.Model, c.Thinking, c.Rules = ctxView.LeafID, ctxView.Model, ctxView.Thinking, ctxView.Rules
 	}
+}
+
+// readParent sets the catalog's parent session from the header, once a
+// process (a catalog written by a version without it gets it then).
+func (s *sessionState) readParent(header json.RawMessage) {
+	if s.parentRead || header == nil {
+		return
+	}
+	s.cat.ParentSession = parentSession(header)
+	s.cat.Forked = s.cat.ParentSession != ""
+	s.parentRead = true
 }
 
 // maxParentSession bounds the parent path kept (PATH_MAX): a hostile
