@@ -258,3 +258,44 @@ func TestFirstMessageReadBounded(t *testing.T) {
 		t.Errorf("past the bound: %v, %q after %d entries, want none within %d", err, tr.FirstMessage(), tr.Len(), firstMaxMsgs)
 	}
 }
+
+// TestFirstMessageReadBackMarksParent: the read-back after a start also
+// sets a catalog written without parentSession; a session with no user
+// message to read back changes only that, and the catalog served already
+// must show it too (it was kept: only a first message marked it changed).
+func TestFirstMessageReadBackMarksParent(t *testing.T) {
+	root := t.TempDir()
+	n := startNode(t, root, t.TempDir())
+	sid := "0199aaaa-0000-7000-8000-0000000000fe"
+	hdr := strings.TrimSuffix(header(sid), "}") + `,"parentSession":"/home/u/.pi/agent/sessions/p/a.jsonl"}`
+	writeFile(t, filepath.Join(root, "--work--", "2026-11-30T00-00-00-000Z_"+sid+".jsonl"),
+		[]byte(hdr+"\n"+assistant("a1", "", 5)+"\n"))
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		c, ok := n.catalogEntry(sid)
+		return ok && c.Forked, fmt.Sprintf("catalog entry %+v", c)
+	})
+	n.stopWorker()
+	n.startWorker()
+	waitFor(t, 20*time.Second, func() (bool, string) { return !n.worker.FillingFirstMessages(), "first messages still being read back" })
+
+	// As a catalog written by a version without parentSession, served
+	// (and kept) before the read-back reaches the session.
+	n.worker.mu.Lock()
+	s := n.worker.sessions[sid]
+	n.worker.mu.Unlock()
+	s.mu.Lock()
+	s.parentRead, s.cat.ParentSession, s.cat.Forked = false, "", false
+	s.mu.Unlock()
+	n.worker.mu.Lock()
+	n.worker.catDirty = true
+	n.worker.mu.Unlock()
+	if c, ok := n.catalogEntry(sid); !ok || c.Forked {
+		t.Fatalf("catalog before the read-back: %+v, %v", c, ok)
+	}
+	if err := n.worker.fillFirstMessage(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := n.catalogEntry(sid); !ok || !c.Forked || c.ParentSession == "" || c.FirstMessage != "" {
+		t.Fatalf("catalog after the read-back: %+v, %v", c, ok)
+	}
+}

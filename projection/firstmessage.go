@@ -109,12 +109,13 @@ func (w *Worker) fillFirstMessage(ctx context.Context, s *sessionState) error {
 	if set {
 		s.cat.FirstMessage = text
 	}
-	if !s.erased {
-		s.readParent(t.Header()) // the header is read anyway
-	}
+	// The header is read anyway.
+	parent := !s.erased && s.readParent(t.Header())
 	s.mu.Unlock()
 	if set {
 		w.firstRead.Add(1)
+	}
+	if set || parent {
 		w.mu.Lock()
 		w.catDirty = true
 		w.mu.Unlock()

@@ -165,14 +165,16 @@ func (s *sessionState) refreshCatalog(ctxView *ContextView) {
 }
 
 // readParent sets the catalog's parent session from the header, once a
-// process (a catalog written by a version without it gets it then).
-func (s *sessionState) readParent(header json.RawMessage) {
+// process (a catalog written by a version without it gets it then); it
+// reports whether the entry changed.
+func (s *sessionState) readParent(header json.RawMessage) bool {
 	if s.parentRead || header == nil {
-		return
+		return false
 	}
-	s.cat.ParentSession = parentSession(header)
-	s.cat.Forked = s.cat.ParentSession != ""
-	s.parentRead = true
+	p := parentSession(header)
+	changed := p != s.cat.ParentSession
+	s.cat.ParentSession, s.cat.Forked, s.parentRead = p, p != "", true
+	return changed
 }
 
 // maxParentSession bounds the parent path kept (PATH_MAX): a hostile
