@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -57,10 +56,7 @@ func contextCommand(args []string, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if *asJSON {
-		// Copied as it comes; held back up to 1 MiB, so a failure prints
-		// nothing unless the context is larger.
-		bw := bufio.NewWriterSize(stdout, 1<<20)
-		cli.WidenPipe(stdout)
+		bw := cli.HoldBack(stdout) // copied as it comes
 		if err := writeSessionContext(ctx, cfg, arg, *leaf, *rules, bw); err != nil {
 			return err
 		}

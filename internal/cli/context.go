@@ -98,10 +98,7 @@ func WriteFileContext(stdout io.Writer, path, leafArg string, asJSON bool, mode 
 		return fmt.Errorf("context: %s: %w", path, err)
 	}
 	if asJSON {
-		// Held back up to 1 MiB, so a failure prints nothing unless the
-		// context is larger.
-		bw := bufio.NewWriterSize(stdout, 1<<20)
-		WidenPipe(stdout)
+		bw := HoldBack(stdout)
 		if err := session.WriteReport(bw, ix, f, mode); err != nil {
 			return fmt.Errorf("context: %s: %w", path, err)
 		}
@@ -178,17 +175,28 @@ func loadContextFile(file *os.File, size int64, mode session.RuleSet) (tree *ses
 	return f.Tree, f, unmap, nil
 }
 
-// WidenPipe asks for a 1 MiB pipe when out is one (as when a program
-// reads the context): with the default 64 KiB, writing a context of a few
-// MB waits for the reader every 64 KiB. Best effort: a pipe stays as it is
-// when the system refuses (fs.pipe-max-size).
-func WidenPipe(out io.Writer) {
+// heldBack is what a context's JSON output holds back: a failure prints
+// nothing unless the context is larger.
+const heldBack = 1 << 20
+
+// HoldBack is the writer of a context's JSON to stdout: it holds back up to
+// heldBack bytes, and writes them to a pipe as wide (widenPipe).
+func HoldBack(stdout io.Writer) *bufio.Writer {
+	widenPipe(stdout)
+	return bufio.NewWriterSize(stdout, heldBack)
+}
+
+// widenPipe asks for a heldBack-byte pipe when out is one (as when a
+// program reads the context): with the default 64 KiB, writing a context
+// of a few MB waits for the reader every 64 KiB. Best effort: a pipe stays
+// as it is when the system refuses (fs.pipe-max-size).
+func widenPipe(out io.Writer) {
 	f, ok := out.(*os.File)
 	if !ok {
 		return
 	}
 	if st, err := f.Stat(); err == nil && st.Mode()&os.ModeNamedPipe != 0 {
-		unix.FcntlInt(f.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+		unix.FcntlInt(f.Fd(), unix.F_SETPIPE_SZ, heldBack)
 	}
 }
 
