@@ -504,9 +504,15 @@ func idText(id session.ID) string {
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
+	jsonHeaders(w)
+	json.NewEncoder(w).Encode(v)
+}
+
+// jsonHeaders are the headers of every JSON answer: never cached, since a
+// session changes as it is read.
+func jsonHeaders(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	json.NewEncoder(w).Encode(v)
 }
 
 // limitWriter fails a write past n bytes.

@@ -36,7 +36,6 @@ func (t *timings) writeJSON(w http.ResponseWriter, v any) {
 	}
 	t.mark("json")
 	w.Header().Set("Server-Timing", strings.Join(t.parts, ", "))
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
+	jsonHeaders(w)
 	w.Write(b.Bytes())
 }
