@@ -29,6 +29,7 @@
     if (!d.search) document.getElementById('q').placeholder = 'search is off (PISYNC_SEARCH=on)';
     all = d.sessions;
     total = d.total;
+    filling = !!d.filling; // first messages still on their way: shown as …
     complete = whole || all.length >= total;
     if (complete) options();
     apply();
@@ -44,7 +45,6 @@
   function load() {
     return pi.getJSON('/api/sessions').then(function (d) {
       performance.mark('pisync-list-parsed');
-      filling = !!d.filling;
       take(d, true);
       if (filling && !refill) refill = setTimeout(function () { refill = null; load(); }, 1000);
     }).catch(function (e) {
