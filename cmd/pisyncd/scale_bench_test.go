@@ -23,13 +23,15 @@ import (
 // detector) on N small sessions present at start (a header and five
 // entries of ~300 B each, over 50 --cwd-- folders) and measures the whole
 // daemon: its first read (from start until every line is published AND
-// projected) against a raw atomic batch publish of the same lines into a
-// fresh embedded server in the same run (eventlog.Local.PublishGroups,
-// batches of up to MaxBatch messages, 8 publishers), ABBA; the projection's
-// KV writes; then, with every session tracked, an idle stretch (no file
-// changes) of PISYNC_BENCH_IDLE (default 60 s): the daemon's CPU seconds and
-// context switches (wake-ups, all threads) per minute; and its resident set
-// after it.
+// projected: applied, and each session's five views handed to the store)
+// against a raw atomic batch publish of the same lines into a fresh
+// embedded server in the same run (eventlog.Local.PublishGroups, batches
+// of up to MaxBatch messages, 8 publishers), ABBA; the projection's KV
+// writes; the first read's peak resident set; then, with every session
+// tracked, an idle stretch (no file changes) of PISYNC_BENCH_IDLE (default
+// 60 s): the daemon's CPU seconds and context switches (wake-ups, all
+// threads) per minute; and its resident set after it. PISYNC_BENCH_BIN
+// runs another pisyncd binary (a "before") with the same harness.
 //
 //	go test -run '^$' -bench 'DaemonSessions/sessions=10000$' -benchtime=1x -timeout 30m ./cmd/pisyncd/
 func BenchmarkDaemonSessions(b *testing.B) {
