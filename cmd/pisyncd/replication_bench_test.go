@@ -425,7 +425,9 @@ func BenchmarkReplicationLatency(b *testing.B) {
 // hub, and as the baseline the rate of raw atomic batches (of
 // eventlog.MaxBatch lines like the backlog's) into one stream on B's
 // server, measured just before and just after B's catch-up in the same run
-// (their mean), so that both see the same load.
+// (their mean), so that both see the same load; and a second baseline, the
+// same raw batches made of the message PI_ALL stored for the last line
+// (its Pi-* headers too), right after.
 func BenchmarkCatchUp(b *testing.B) {
 	n := 100000
 	if s := os.Getenv("PISYNC_BENCH_CATCHUP"); s != "" {
