@@ -80,6 +80,26 @@ func (f *Follower) Next(ctx context.Context) (jetstream.Msg, error) {
 	}
 }
 
+// NextOr is Next, except that it also returns, with no message and true,
+// once wake is closed (nil: never) and no message is waiting.
+func (f *Follower) NextOr(ctx context.Context, wake <-chan struct{}) (jetstream.Msg, bool, error) {
+	select {
+	case m := <-f.p.ch:
+		return m, false, nil
+	default:
+	}
+	select {
+	case m := <-f.p.ch:
+		return m, false, nil
+	case <-wake:
+		return nil, true, nil
+	case <-ctx.Done():
+		return nil, false, context.Cause(ctx)
+	case <-f.closed:
+		return nil, false, ErrFollowerClosed
+	}
+}
+
 // Stop ends the consumer and waits for its callback to return.
 func (f *Follower) Stop() { f.p.Stop() }
 

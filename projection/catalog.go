@@ -25,7 +25,7 @@ func (w *Worker) loadCatalog(ctx context.Context) ([]*sessionState, error) {
 	loaded := make([]*sessionState, 0, len(entries))
 	for _, c := range entries {
 		s := newSessionState(c.SessionID)
-		s.cat = c
+		s.cat, s.listed = c, true
 		if s.cat.Nodes == nil {
 			s.cat.Nodes = []string{}
 		}
@@ -121,7 +121,7 @@ func (w *Worker) Catalog(ctx context.Context) ([]CatalogEntry, error) {
 	out := make([]CatalogEntry, 0, len(states))
 	for _, s := range states {
 		s.mu.Lock()
-		if len(s.cat.Src) > 0 {
+		if len(s.cat.Src) > 0 && s.listed {
 			out = append(out, s.cat.clone())
 		}
 		s.mu.Unlock()

@@ -85,14 +85,59 @@ func (w *Worker) consume(ctx context.Context, f *follower) error {
 	if err != nil {
 		return fmt.Errorf("projection: %w", err)
 	}
-	defer it.Stop()
+	defer func() { it.Stop() }()
 	asm := eventlog.NewAssemblers(false)
 	var last uint64
 	n := 0
+	// Until WriteAfter closes, catching up does not write the views:
+	// every flushEvery events do, and its closing does.
+	hold := w.opts.WriteAfter
+	var held int64               // bytes taken while hold is open
+	heldBy := map[string]int64{} // and of each subject (session)
 	for {
-		msg, err := it.Next(ctx)
+		var wake <-chan struct{}
+		if n > 0 {
+			wake = hold
+		}
+		msg, woke, err := it.NextOr(ctx, wake)
 		if err != nil {
 			return fmt.Errorf("projection: read %s: %w", f.stream, err)
+		}
+		if woke {
+			hold = nil
+			if err := w.flush(ctx, f, asm, last); err != nil {
+				return err
+			}
+			n = 0
+			continue
+		}
+		if hold != nil && closed(hold) {
+			hold = nil
+		}
+		if hold != nil {
+			size := len(msg.Data())
+			held += int64(size)
+			heldBy[msg.Subject()] += int64(size)
+			if w.overlapEnds(held, heldBy[msg.Subject()], size) {
+				// The consumer stops while it waits, and with it what it
+				// would have read ahead; another delivers this message
+				// again once the tailer is done.
+				it.Stop()
+				select {
+				case <-hold:
+				case <-ctx.Done():
+					return context.Cause(ctx)
+				}
+				hold, heldBy = nil, nil
+				from := pos
+				if last > 0 {
+					from = last
+				}
+				if it, err = eventlog.Follow(ctx, w.js, f.stream, from, bodyBytes); err != nil {
+					return fmt.Errorf("projection: %w", err)
+				}
+				continue
+			}
 		}
 		meta, err := msg.Metadata()
 		if err != nil {
@@ -104,13 +149,32 @@ func (w *Worker) consume(ctx context.Context, f *follower) error {
 		}
 		w.handledSeq(f.stream).Store(last)
 		n++
-		if meta.NumPending == 0 || n >= flushEvery {
+		if (meta.NumPending == 0 && hold == nil) || n >= flushEvery {
 			if err := w.flush(ctx, f, asm, last); err != nil {
 				return err
 			}
 			n = 0
 		}
 	}
+}
+
+// While WriteAfter is open a follower applies small sessions only: it
+// stops, and waits for it to close, at a message longer than overlapLine
+// (a chunk of an image, a long tool output) or one that takes its session
+// past overlapSession bytes. A large session's tree and the garbage of
+// applying it are large, and held alongside the tailer's and the store's
+// memory they raise the first read's peak (docs/PERFORMANCE.md).
+const (
+	overlapLine    = 64 << 10
+	overlapSession = 1 << 20
+)
+
+// overlapEnds reports whether a follower that has taken held bytes while
+// WriteAfter is open, session of them for the last message's session and
+// size for the message itself, waits for it to close before applying it.
+func (w *Worker) overlapEnds(held, session int64, size int) bool {
+	return size > overlapLine || session > overlapSession ||
+		(w.opts.WriteAfterBytes > 0 && held > w.opts.WriteAfterBytes)
 }
 
 // handle applies one message.
@@ -296,4 +360,14 @@ func (w *Worker) writeViews(ctx context.Context, s *sessionState, pipe *kvPipe) 
 		s.written.forget(slotPage0 + p)
 	}
 	return nil
+}
+
+// closed reports whether c is closed.
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }

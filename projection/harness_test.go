@@ -34,6 +34,8 @@ type node struct {
 	wdone  chan error
 	wstop  context.CancelFunc
 	rules  session.RuleSet // the worker's Options.Rules (startWorker)
+	// writeAfter is the worker's Options.WriteAfter (startWorker).
+	writeAfter <-chan struct{}
 }
 
 func startNode(t testing.TB, root, state string) *node {
@@ -65,7 +67,7 @@ func startNode(t testing.TB, root, state string) *node {
 
 func (n *node) startWorker() {
 	n.t.Helper()
-	w, err := New(n.nc, Options{Node: testNode, Rules: n.rules, SessionsDir: n.root})
+	w, err := New(n.nc, Options{Node: testNode, Rules: n.rules, SessionsDir: n.root, WriteAfter: n.writeAfter})
 	if err != nil {
 		n.t.Fatal(err)
 	}

@@ -35,6 +35,10 @@ type sessionState struct {
 	// parentRead: the header's parentSession was read into the catalog
 	// (once a process: a catalog written by an older version lacks it).
 	parentRead bool
+	// listed: the catalog entry was filled from the tree (or read from the
+	// bucket), so Catalog lists it. A session first seen while views are
+	// held back (Options.WriteAfter) has events applied but no entry yet.
+	listed bool
 }
 
 func newSessionState(sid string) *sessionState {
@@ -132,6 +136,7 @@ func (s *sessionState) appendLine(ev *eventlog.Event) {
 // refreshCatalog copies what the tree knows into the catalog entry.
 func (s *sessionState) refreshCatalog(ctxView *ContextView) {
 	c, t := &s.cat, s.tree
+	s.listed = true
 	c.Entries, c.Messages = t.Len(), t.MessageCount
 	c.Tokens, c.Cost = t.TotalTokens, t.TotalCost
 	c.Name = ""

@@ -46,13 +46,25 @@ type Options struct {
 	SessionsDir string
 	// StartAfter, when not nil, holds back following the streams (and
 	// re-projecting under a new rule set) until it is closed; the catalog
-	// is loaded and queries are served meanwhile. The daemon passes the
-	// tailer's Ready: during a first read of thousands of sessions the
-	// views of each session would otherwise be written again at every
-	// flush as its lines trickle in, and the writes would compete with
-	// the tailer's publishes; after it, one catch-up writes each view once.
+	// is loaded and queries are served meanwhile.
 	StartAfter <-chan struct{}
-	Logger     *slog.Logger
+	// WriteAfter, when not nil, holds back writing views each time the
+	// followers catch up, and re-projecting under a new rule set, until it
+	// is closed: events are applied as they come, and their views written
+	// every flushEvery events and once it closes. The daemon passes the
+	// tailer's Ready: during a first read of thousands of sessions the
+	// followers catch up with the tailer again and again, and each time
+	// would write the views of sessions whose lines are still coming; held
+	// back, each view is written about once, and applying the events uses
+	// the CPU the tailer leaves idle (it waits on its stores' fsyncs)
+	// instead of following it (docs/PERFORMANCE.md).
+	WriteAfter <-chan struct{}
+	// WriteAfterBytes bounds what is applied while WriteAfter is open:
+	// once a follower has taken this many bytes of events it waits for it
+	// to close and applies the rest after (as it does at a large session:
+	// overlapEnds). 0: no bound but that.
+	WriteAfterBytes int64
+	Logger          *slog.Logger
 }
 
 // Worker keeps the views of every session up to date.
@@ -204,6 +216,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		defer close(w.reprojected)
+		if w.opts.WriteAfter != nil {
+			select {
+			case <-w.opts.WriteAfter:
+			case <-ctx.Done():
+				return
+			}
+		}
 		if err := w.reproject(ctx); err != nil && ctx.Err() == nil {
 			w.logger.Warn("projection: views left under their former rule set until the next start", "err", err)
 		}

@@ -242,7 +242,8 @@ func (d *Daemon) build(ctx context.Context) error {
 		Node: d.cfg.NodeID, All: len(d.cfg.HubURLs) > 0, Rules: d.cfg.RuleSet(),
 		Logger:       d.logger.With("component", "projection"),
 		MaxBodyBytes: bodies, ReadAhead: readAhead, SessionsDir: d.cfg.SessionsDir,
-		StartAfter: d.tailer.Ready(), // one catch-up after the first read
+		WriteAfter:      d.tailer.Ready(), // views written about once during the first read
+		WriteAfterBytes: firstReadOverlap(int64(d.cfg.MemoryBudget)),
 	})
 	if err != nil {
 		return err

@@ -72,6 +72,14 @@ func projectionBudget(budget int64) (bodies, readAhead int64) {
 	return w / 4, w / 8
 }
 
+// firstReadOverlap is how much of the tailer's first read the projection
+// applies while the tailer is still reading (projection.Options.
+// WriteAfterBytes): an eighth of the work share (32 MiB by default), all of
+// thousands of small sessions, only the start of a session of hundreds of
+// megabytes (the rest after, so that the two do not hold their memory at
+// once).
+func firstReadOverlap(budget int64) int64 { return workMemory(budget) / 8 }
+
 // searchBatch is the bytes of text the search index takes in one batch
 // (search.Options.BatchBytes). The index's share is an eighth of the work
 // share (32 MiB by default): bleve holds about 35 times a batch's text
