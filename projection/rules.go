@@ -15,12 +15,14 @@ const rulesKey = "rules"
 // reproject brings the views to the worker's rule set after a restart
 // under another PISYNC_RULES (or over views of a version that did not
 // record one): events only rewrite the sessions they touch, so without it
-// a session nobody writes to would keep views of the old rules. Every
-// session's views are written again (their trees are rebuilt from the
-// streams, one at a time, within MaxTrees), then the set is recorded. It
-// runs beside the followers; an interrupted pass starts over at the next
-// start.
-func (w *Worker) reproject(ctx context.Context) error {
+// a session nobody writes to would keep views of the old rules. The views
+// of every session loaded from the bucket at start (loaded) are written
+// again (their trees are rebuilt from the streams, one at a time, within
+// MaxTrees), then the set is recorded; a session this process projected
+// first has its views under the rule set already (on a first start, all of
+// them). It runs beside the followers; an interrupted pass starts over at
+// the next start.
+func (w *Worker) reproject(ctx context.Context, loaded []*sessionState) error {
 	want := w.opts.Rules.String()
 	e, err := w.kv.Get(ctx, rulesKey)
 	switch {
@@ -29,16 +31,10 @@ func (w *Worker) reproject(ctx context.Context) error {
 	case err != nil && !errors.Is(err, jetstream.ErrKeyNotFound):
 		return fmt.Errorf("projection: rule set of the views: %w", err)
 	}
-	w.mu.Lock()
-	states := make([]*sessionState, 0, len(w.sessions))
-	for _, s := range w.sessions {
-		states = append(states, s)
+	if len(loaded) > 0 {
+		w.logger.Info("projection: computing every session's views under the rule set", "rules", want, "sessions", len(loaded))
 	}
-	w.mu.Unlock()
-	if len(states) > 0 {
-		w.logger.Info("projection: computing every session's views under the rule set", "rules", want, "sessions", len(states))
-	}
-	for _, s := range states {
+	for _, s := range loaded {
 		s.mu.Lock()
 		empty := len(s.cat.Src) == 0
 		s.mu.Unlock()

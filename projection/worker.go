@@ -210,7 +210,7 @@ func (w *Worker) Run(ctx context.Context) error {
 				return
 			}
 		}
-		if err := w.reproject(ctx); err != nil && ctx.Err() == nil {
+		if err := w.reproject(ctx, loaded); err != nil && ctx.Err() == nil {
 			w.logger.Warn("projection: views left under their former rule set until the next start", "err", err)
 		}
 	}()
