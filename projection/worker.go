@@ -44,6 +44,10 @@ type Options struct {
 	// checked against its event's sha-256, before it asks the store
 	// (filebodies.go); "" reads every body from the store.
 	SessionsDir string
+	// StartAfter, when not nil, holds back following the streams (and
+	// re-projecting under a new rule set) until it is closed; the catalog
+	// is loaded and queries are served meanwhile.
+	StartAfter <-chan struct{}
 	// WriteAfter, when not nil, holds back writing views each time the
 	// followers catch up, and re-projecting under a new rule set, until it
 	// is closed: events are applied as they come, and their views written
@@ -194,6 +198,15 @@ func (w *Worker) Run(ctx context.Context) error {
 		defer fill.Done()
 		w.fillFirstMessages(ctx, loaded)
 	}()
+	if w.opts.StartAfter != nil {
+		select {
+		case <-w.opts.StartAfter:
+		case <-ctx.Done():
+			close(w.reprojected)
+			w.subs.closeAll()
+			return nil
+		}
+	}
 	streams := []string{eventlog.LocalStream}
 	if w.opts.All {
 		streams = append(streams, eventlog.AllStream)
