@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -98,6 +99,26 @@ type Info struct {
 	FirstSeq uint64 `json:"firstSeq"`
 	LastSeq  uint64 `json:"lastSeq"`
 	Subjects uint64 `json:"subjects"`
+}
+
+// Held is the sessions whose subject in PI_LOCAL holds a message: one
+// request (paged by the server past 100,000 subjects) instead of one per
+// session.
+func (l *Local) Held(ctx context.Context) (map[string]struct{}, error) {
+	prefix := LocalPrefix + "." + l.Node + "."
+	si, err := l.stream.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: subjects of %s: %w", LocalStream, err)
+	}
+	held := make(map[string]struct{}, len(si.State.Subjects))
+	for subj := range si.State.Subjects {
+		sid, err := DecodeSID(strings.TrimPrefix(subj, prefix))
+		if err != nil {
+			return nil, fmt.Errorf("eventlog: subjects of %s: %w", LocalStream, err)
+		}
+		held[sid] = struct{}{}
+	}
+	return held, nil
 }
 
 // Info reads PI_LOCAL's current state.

@@ -237,7 +237,7 @@ func (f *file) verify(r io.ReaderAt) (bool, error) {
 // loading the session's known lines. A file modified since (pi appended
 // while the daemon was down, or edited a line in place) is read whole.
 func (w *worker) resume(ctx context.Context, f *file, fh io.ReaderAt) (bool, error) {
-	_, last, err := w.t.log.Last(ctx, f.sid)
+	_, last, err := w.t.lastOf(ctx, f.sid)
 	if err != nil {
 		return false, err
 	}

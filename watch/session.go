@@ -15,6 +15,8 @@ type Log interface {
 	Scan(ctx context.Context, sid string, upTo uint64, withData bool, fn func(*eventlog.Event) error) error
 	Publish(ctx context.Context, sid string, last uint64, lines []eventlog.Line) (uint64, int, error)
 	PublishGroups(ctx context.Context, groups []eventlog.Group) ([]uint64, error)
+	// Held is the sessions whose subject holds a message.
+	Held(ctx context.Context) (map[string]struct{}, error)
 }
 
 var _ Log = (*eventlog.Local)(nil)
@@ -36,10 +38,12 @@ type sessionLog struct {
 }
 
 // load reads the subject's stored lines (headers only).
-func (s *sessionLog) load(ctx context.Context, log Log, extra func(context.Context, string, func([32]byte)) error) (collisions int, err error) {
-	last, _, err := log.Last(ctx, s.sid)
-	if err != nil {
-		return 0, err
+func (s *sessionLog) load(ctx context.Context, log Log, extra func(context.Context, string, func([32]byte)) error, empty bool) (collisions int, err error) {
+	var last uint64
+	if !empty {
+		if last, _, err = log.Last(ctx, s.sid); err != nil {
+			return 0, err
+		}
 	}
 	known := make(map[[32]byte]struct{})
 	ids := make(map[string][32]byte)

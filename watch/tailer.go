@@ -56,6 +56,7 @@ type Tailer struct {
 	known            func(ctx context.Context, sid string, add func([32]byte)) error
 	deletedElsewhere func(ctx context.Context, sid string) (bool, error)
 	ready            chan struct{}
+	heldAtStart      heldAtStart
 
 	// settled: the stat of each file its worker has fully handled, so
 	// that a rescan passes over files that did not change (settled.go).
@@ -129,6 +130,10 @@ func (t *Tailer) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := t.heldAtStart.read(ctx, t.log); err != nil {
+		// Each session's subject is read on its own instead.
+		t.logger.Warn("watch: sessions held in the store not read at start", "err", err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for _, w := range t.workers {
@@ -186,6 +191,7 @@ func (t *Tailer) awaitReady(ctx context.Context, d *discovery) {
 	t.logger.Info("session files found at start are read", "files", d.found,
 		"lines_published", t.published.Load(), "took", time.Since(start).Round(time.Millisecond))
 	t.dropKnown()
+	t.heldAtStart.drop()
 	close(t.ready)
 }
 
@@ -379,7 +385,7 @@ func (t *Tailer) loadLocked(ctx context.Context, s *sessionLog) error {
 	if s.known != nil {
 		return nil
 	}
-	n, err := s.load(ctx, t.log, t.known)
+	n, err := s.load(ctx, t.log, t.known, t.heldAtStart.empty(s.sid, true))
 	if err != nil {
 		return err
 	}
