@@ -36,20 +36,23 @@ import (
 // Daemon is one running pisyncd: the embedded server, the event log and the
 // workers that feed it.
 type Daemon struct {
-	cfg    *config.Config
-	logger *slog.Logger
-	srv    *embedded.Server
-	nc     *nats.Conn
-	log    *eventlog.Local
-	tailer *watch.Tailer
-	fwd    *eventlog.Forwarder
-	dl     *eventlog.Downloader
-	crypt  *eventlog.Crypt // end-to-end encryption; nil without a hub
-	repl   *replicate.Replicator
-	gate   *admit.Gate
-	all    *eventlog.All
-	proj   *projection.Worker
-	web    *web.Server
+	// caughtUp is closed once the projection has caught up with the
+	// tailer's first read (afterFirstRead): the search index starts then.
+	caughtUp chan struct{}
+	cfg      *config.Config
+	logger   *slog.Logger
+	srv      *embedded.Server
+	nc       *nats.Conn
+	log      *eventlog.Local
+	tailer   *watch.Tailer
+	fwd      *eventlog.Forwarder
+	dl       *eventlog.Downloader
+	crypt    *eventlog.Crypt // end-to-end encryption; nil without a hub
+	repl     *replicate.Replicator
+	gate     *admit.Gate
+	all      *eventlog.All
+	proj     *projection.Worker
+	web      *web.Server
 	// httpURL is the web view's address once its listener is bound
 	// (pisyncd web); "" without PISYNC_HTTP_ADDR.
 	httpURL atomic.Pointer[string]
@@ -135,7 +138,7 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 		srv.Close()
 		return nil, err
 	}
-	return &Daemon{cfg: cfg, logger: logger, srv: srv, nc: nc, log: lg, started: time.Now(), fg: foreground.New()}, nil
+	return &Daemon{cfg: cfg, logger: logger, srv: srv, nc: nc, log: lg, started: time.Now(), fg: foreground.New(), caughtUp: make(chan struct{})}, nil
 }
 
 // openReplication sets up the hub side: the state bucket, PI_ALL, the
@@ -415,7 +418,7 @@ func (d *Daemon) openSearch() error {
 	w, err := search.NewWorker(d.nc, ix, search.Options{
 		Node: d.cfg.NodeID, All: len(d.cfg.HubURLs) > 0,
 		BatchBytes: searchBatch(int64(d.cfg.MemoryBudget)),
-		StartAfter: d.tailer.Ready(), // the first read is not slowed by indexing
+		StartAfter: d.caughtUp, // the first read is not slowed by indexing
 		Foreground: d.fg,
 		Logger:     d.logger.With("component", "search"),
 	})
