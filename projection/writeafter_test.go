@@ -9,19 +9,24 @@ import (
 	"time"
 )
 
+// holdingNode is a node whose worker runs with an open WriteAfter (hold),
+// and the path of session sid's file under its root.
+func holdingNode(t *testing.T, sid string) (n *node, path string, hold chan struct{}) {
+	root := t.TempDir()
+	n = startNode(t, root, t.TempDir())
+	n.stopWorker()
+	hold = make(chan struct{})
+	n.writeAfter = hold
+	n.startWorker()
+	return n, filepath.Join(root, "--work--", "2026-11-30T00-00-00-000Z_"+sid+".jsonl"), hold
+}
+
 // TestWriteAfterHoldsViews: while Options.WriteAfter is open the worker
 // applies events as they come but writes no view when it catches up (the
 // daemon's first read); once it closes, the views are written.
 func TestWriteAfterHoldsViews(t *testing.T) {
-	root := t.TempDir()
-	n := startNode(t, root, t.TempDir())
-	n.stopWorker()
-	hold := make(chan struct{})
-	n.writeAfter = hold
-	n.startWorker()
-
 	sid := "0199aaaa-0000-7000-8000-00000000beef"
-	path := filepath.Join(root, "--work--", "2026-11-30T00-00-00-000Z_"+sid+".jsonl")
+	n, path, hold := holdingNode(t, sid)
 	writeFile(t, path, linear(sid, 5, 10))
 	applied := func(want int64) {
 		waitFor(t, 20*time.Second, func() (bool, string) {
@@ -66,15 +71,8 @@ func TestWriteAfterHoldsViews(t *testing.T) {
 // overlapLine it stops its consumer and waits, and once WriteAfter closes
 // a new consumer delivers that line and the rest, each applied once.
 func TestWriteAfterStopsAtLargeSession(t *testing.T) {
-	root := t.TempDir()
-	n := startNode(t, root, t.TempDir())
-	n.stopWorker()
-	hold := make(chan struct{})
-	n.writeAfter = hold
-	n.startWorker()
-
 	sid := "0199aaaa-0000-7000-8000-00000000cafe"
-	path := filepath.Join(root, "--work--", "2026-11-30T00-00-00-000Z_"+sid+".jsonl")
+	n, path, hold := holdingNode(t, sid)
 	writeFile(t, path, linear(sid, 2, 10)) // the header and two entries
 	waitFor(t, 20*time.Second, func() (bool, string) {
 		st := n.worker.Stats()
