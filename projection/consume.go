@@ -119,24 +119,15 @@ func (w *Worker) consume(ctx context.Context, f *follower) error {
 			held += int64(size)
 			heldBy[msg.Subject()] += int64(size)
 			if w.overlapEnds(held, heldBy[msg.Subject()], size) {
-				// The consumer stops while it waits, and with it what it
-				// would have read ahead; another delivers this message
-				// again once the tailer is done.
-				it.Stop()
-				select {
-				case <-hold:
-				case <-ctx.Done():
-					return context.Cause(ctx)
-				}
-				hold, heldBy = nil, nil
 				from := pos
 				if last > 0 {
 					from = last
 				}
-				if it, err = eventlog.Follow(ctx, w.js, f.stream, from, bodyBytes); err != nil {
-					return fmt.Errorf("projection: %w", err)
+				if it, err = w.followAfter(ctx, f, it, hold, from); err != nil {
+					return err
 				}
-				continue
+				hold, heldBy = nil, nil
+				continue // the new consumer delivers msg again
 			}
 		}
 		meta, err := msg.Metadata()
@@ -156,6 +147,22 @@ func (w *Worker) consume(ctx context.Context, f *follower) error {
 			n = 0
 		}
 	}
+}
+
+// followAfter stops it, and with it what it would have read ahead, waits
+// for hold to close, and follows the stream again after from.
+func (w *Worker) followAfter(ctx context.Context, f *follower, it *eventlog.Follower, hold <-chan struct{}, from uint64) (*eventlog.Follower, error) {
+	it.Stop()
+	select {
+	case <-hold:
+	case <-ctx.Done():
+		return it, context.Cause(ctx)
+	}
+	next, err := eventlog.Follow(ctx, w.js, f.stream, from, bodyBytes)
+	if err != nil {
+		return it, fmt.Errorf("projection: %w", err)
+	}
+	return next, nil
 }
 
 // While WriteAfter is open a follower applies small sessions only: it
