@@ -274,6 +274,13 @@ func TestFirstMessageReadBackMarksParent(t *testing.T) {
 		c, ok := n.catalogEntry(sid)
 		return ok && c.Forked, fmt.Sprintf("catalog entry %+v", c)
 	})
+	// Stopped before its position is saved, the worker would apply the
+	// two lines again after the restart, and a session with its tree
+	// loaded is not read back.
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		pos, err := n.worker.loadPos(context.Background(), eventlog.LocalStream)
+		return err == nil && pos >= 2, fmt.Sprintf("position saved: %d (%v)", pos, err)
+	})
 	n.stopWorker()
 	n.startWorker()
 	waitFor(t, 20*time.Second, func() (bool, string) { return !n.worker.FillingFirstMessages(), "first messages still being read back" })
