@@ -75,9 +75,9 @@ func projectionBudget(budget int64) (bodies, readAhead int64) {
 // firstReadOverlap is how much of the tailer's first read the projection
 // applies while the tailer is still reading (projection.Options.
 // WriteAfterBytes): an eighth of the work share (32 MiB by default), all of
-// thousands of small sessions, only the start of a session of hundreds of
-// megabytes (the rest after, so that the two do not hold their memory at
-// once).
+// thousands of small sessions (a large session stops it at once). It is
+// the search index's eighth: the index starts once the projection has
+// caught up with the first read (firstReadProjected).
 func firstReadOverlap(budget int64) int64 { return workMemory(budget) / 8 }
 
 // searchBatch is the bytes of text the search index takes in one batch
