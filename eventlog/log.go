@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -105,14 +104,13 @@ type Info struct {
 // request (paged by the server past 100,000 subjects) instead of one per
 // session.
 func (l *Local) Held(ctx context.Context) (map[string]struct{}, error) {
-	prefix := LocalPrefix + "." + l.Node + "."
-	si, err := l.stream.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	si, err := l.stream.Info(ctx, jetstream.WithSubjectFilter(LocalPrefix+"."+l.Node+".>"))
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: subjects of %s: %w", LocalStream, err)
 	}
 	held := make(map[string]struct{}, len(si.State.Subjects))
 	for subj := range si.State.Subjects {
-		sid, err := DecodeSID(strings.TrimPrefix(subj, prefix))
+		_, sid, err := ParseSubject(subj)
 		if err != nil {
 			return nil, fmt.Errorf("eventlog: subjects of %s: %w", LocalStream, err)
 		}
