@@ -103,22 +103,21 @@ func (w *Worker) consume(ctx context.Context, f *follower) error {
 		if err != nil {
 			return fmt.Errorf("projection: read %s: %w", f.stream, err)
 		}
+		if hold != nil && closed(hold) {
+			hold, heldBy = nil, nil // woke is true when it closed while waiting
+		}
 		if woke {
-			hold = nil
 			if err := w.flush(ctx, f, asm, last); err != nil {
 				return err
 			}
 			n = 0
 			continue
 		}
-		if hold != nil && closed(hold) {
-			hold = nil
-		}
 		if hold != nil {
-			size := len(msg.Data())
+			subj, size := msg.Subject(), len(msg.Data())
 			held += int64(size)
-			heldBy[msg.Subject()] += int64(size)
-			if w.overlapEnds(held, heldBy[msg.Subject()], size) {
+			heldBy[subj] += int64(size)
+			if w.overlapEnds(held, heldBy[subj], size) {
 				from := pos
 				if last > 0 {
 					from = last
