@@ -36,29 +36,29 @@ import (
 // Daemon is one running pisyncd: the embedded server, the event log and the
 // workers that feed it.
 type Daemon struct {
-	// caughtUp is closed once the projection has caught up with the
-	// tailer's first read (afterFirstRead): the search index starts then.
-	caughtUp chan struct{}
-	cfg      *config.Config
-	logger   *slog.Logger
-	srv      *embedded.Server
-	nc       *nats.Conn
-	log      *eventlog.Local
-	tailer   *watch.Tailer
-	fwd      *eventlog.Forwarder
-	dl       *eventlog.Downloader
-	crypt    *eventlog.Crypt // end-to-end encryption; nil without a hub
-	repl     *replicate.Replicator
-	gate     *admit.Gate
-	all      *eventlog.All
-	proj     *projection.Worker
-	web      *web.Server
+	cfg    *config.Config
+	logger *slog.Logger
+	srv    *embedded.Server
+	nc     *nats.Conn
+	log    *eventlog.Local
+	tailer *watch.Tailer
+	fwd    *eventlog.Forwarder
+	dl     *eventlog.Downloader
+	crypt  *eventlog.Crypt // end-to-end encryption; nil without a hub
+	repl   *replicate.Replicator
+	gate   *admit.Gate
+	all    *eventlog.All
+	proj   *projection.Worker
+	web    *web.Server
 	// httpURL is the web view's address once its listener is bound
 	// (pisyncd web); "" without PISYNC_HTTP_ADDR.
 	httpURL atomic.Pointer[string]
 	// The full-text index and its worker; nil when PISYNC_SEARCH is off.
 	searchIx *search.Index
 	searchW  *search.Worker
+	// caughtUp is closed once the projection has caught up with the
+	// tailer's first read (afterFirstRead): the search index starts then.
+	caughtUp chan struct{}
 	// fg is held while a person waits on a context or a session page:
 	// the search index's batches wait for it.
 	fg      *foreground.Gate
@@ -418,7 +418,7 @@ func (d *Daemon) openSearch() error {
 	w, err := search.NewWorker(d.nc, ix, search.Options{
 		Node: d.cfg.NodeID, All: len(d.cfg.HubURLs) > 0,
 		BatchBytes: searchBatch(int64(d.cfg.MemoryBudget)),
-		StartAfter: d.caughtUp, // the first read is not slowed by indexing
+		StartAfter: d.caughtUp, // neither the first read nor its projection is slowed by indexing
 		Foreground: d.fg,
 		Logger:     d.logger.With("component", "search"),
 	})
