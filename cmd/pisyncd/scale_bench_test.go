@@ -26,7 +26,8 @@ import (
 // projected: applied, and each session's five views handed to the store)
 // against a raw atomic batch publish of the same lines into a fresh
 // embedded server in the same run (eventlog.Local.PublishGroups, batches
-// of up to MaxBatch messages, 8 publishers), ABBA; the projection's KV
+// of up to MaxBatch messages, 8 publishers), ABBA; the CPU seconds each
+// took (the daemon's from its start, the raw run's in this process); the projection's KV
 // writes; the first read's peak resident set; then, with every session
 // tracked, an idle stretch (no file changes) of PISYNC_BENCH_IDLE (default
 // 60 s): the daemon's CPU seconds and context switches (wake-ups, all
@@ -50,18 +51,23 @@ func BenchmarkDaemonSessions(b *testing.B) {
 				bin = buildPisyncd(b)
 			}
 			var daemon, pub, raw time.Duration
+			var daemonCPU, rawCPU float64
 			var r scaleReport
 			for b.Loop() {
 				d1, rep1 := daemonSessions(b, bin, n, 0)
-				r1 := rawSessions(b, n)
-				r2 := rawSessions(b, n)
+				r1, c1 := rawSessions(b, n)
+				r2, c2 := rawSessions(b, n)
 				d2, rep := daemonSessions(b, bin, n, idle)
+				b.Logf("CPU seconds: daemon %.2f, %.2f (%.2f, %.2f cores busy); raw %.2f, %.2f (%.2f, %.2f cores busy)",
+					rep1.cpu, rep.cpu, rep1.cpu/d1.Seconds(), rep.cpu/d2.Seconds(), c1, c2, c1/r1.Seconds(), c2/r2.Seconds())
 				b.Logf("daemon %v (published after %v), %v (%v); raw %v, %v; kv writes %d; peak RSS %.0f / %.0f MB; idle %.2f CPU-s/min, %.0f wake-ups/min; RSS %.0f MB before idle, %.0f MB after",
 					d1.Round(time.Millisecond), rep1.published.Round(time.Millisecond), d2.Round(time.Millisecond), rep.published.Round(time.Millisecond), r1.Round(time.Millisecond), r2.Round(time.Millisecond),
 					rep.kvWrites, rep1.rssPeak/1e6, rep.rssPeak/1e6, rep.cpuPerMin, rep.wakePerMin, rep.rssBefore/1e6, rep.rssAfter/1e6)
 				daemon += d1 + d2
 				pub += rep1.published + rep.published
 				raw += r1 + r2
+				daemonCPU += rep1.cpu + rep.cpu
+				rawCPU += c1 + c2
 				r = rep
 			}
 			lines := float64(2 * b.N * n * 6)
@@ -72,6 +78,9 @@ func BenchmarkDaemonSessions(b *testing.B) {
 			// The tailer's share: until every line was published (the
 			// projection's catch-up follows it).
 			b.ReportMetric((lines/pub.Seconds())/rawRate, "pub-rate/raw-rate")
+			// The work against the raw batch's: on two cores busy in
+			// both, the rate ratio cannot pass the inverse of this.
+			b.ReportMetric(daemonCPU/rawCPU, "cpu/raw-cpu")
 			b.ReportMetric(float64(r.kvWrites), "kv-writes")
 			b.ReportMetric(r.cpuPerMin, "idle-cpu-s/min")
 			b.ReportMetric(r.wakePerMin, "idle-wakeups/min")
@@ -84,6 +93,7 @@ func BenchmarkDaemonSessions(b *testing.B) {
 
 type scaleReport struct {
 	published             time.Duration // until every line was published (the tailer's share)
+	cpu                   float64       // the daemon's CPU seconds from its start until projected
 	kvWrites              int64
 	cpuPerMin, wakePerMin float64
 	rssPeak               float64 // VmHWM once projected: the first read's peak
@@ -160,7 +170,8 @@ func daemonSessions(b *testing.B, bin string, n int, idle time.Duration) (time.D
 	}
 	took := time.Since(start)
 	b.StopTimer()
-	r := scaleReport{kvWrites: st.Projection.Writes, published: published, rssPeak: float64(d.status(b, "VmHWM"))}
+	cpu, _ := procCPU(b, d.cmd.Process.Pid)
+	r := scaleReport{kvWrites: st.Projection.Writes, published: published, cpu: cpu, rssPeak: float64(d.status(b, "VmHWM"))}
 	if idle > 0 {
 		time.Sleep(5 * time.Second) // let the first read's aftermath (flushes, GC) pass
 		r.rssBefore = float64(d.rss(b))
@@ -221,8 +232,10 @@ func procCPU(b *testing.B, pid int) (float64, int64) {
 }
 
 // rawSessions times publishing the same lines straight into a fresh
-// embedded server: batches of whole sessions, 8 publishers.
-func rawSessions(b *testing.B, n int) time.Duration {
+// embedded server: batches of whole sessions, 8 publishers. It returns
+// the wall time and the CPU seconds this process spent meanwhile (the
+// server's and the publishers': nothing else runs in it then).
+func rawSessions(b *testing.B, n int) (time.Duration, float64) {
 	b.StopTimer()
 	ctx := context.Background()
 	srv, err := embedded.Start(ctx, embedded.Config{StateDir: b.TempDir(), NodeID: "raw-node"})
@@ -256,6 +269,7 @@ func rawSessions(b *testing.B, n int) time.Duration {
 	var mu sync.Mutex
 	var firstErr error
 	b.StartTimer()
+	cpu0 := selfCPU(b)
 	start := time.Now()
 	for range 8 {
 		wg.Go(func() {
@@ -274,10 +288,21 @@ func rawSessions(b *testing.B, n int) time.Duration {
 	close(work)
 	wg.Wait()
 	took := time.Since(start)
+	cpu := selfCPU(b) - cpu0
 	b.StopTimer()
 	if firstErr != nil {
 		b.Fatal(firstErr)
 	}
 	b.StartTimer()
-	return took
+	return took, cpu
+}
+
+// selfCPU is this process's user+system CPU seconds so far.
+func selfCPU(b *testing.B) float64 {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
