@@ -19,11 +19,12 @@ type Pump struct {
 }
 
 // NewPump consumes into a queue of size messages, pulling at most maxBytes
-// at a time: together they bound the memory a fast producer can take. opts
-// add to the pull's settings (a heartbeat).
+// at a time: together they bound the memory a fast producer can take. Its
+// pulls ask for LocalHeartbeat; opts add to the pull's settings or replace
+// them (the hub's heartbeat).
 func NewPump(cons jetstream.Consumer, size, maxBytes int, opts ...jetstream.PullConsumeOpt) (*Pump, error) {
 	p := &Pump{ch: make(chan jetstream.Msg, size), err: make(chan error, 1)}
-	opts = append([]jetstream.PullConsumeOpt{PullLimit(maxBytes)}, opts...)
+	opts = append([]jetstream.PullConsumeOpt{PullLimit(maxBytes), LocalHeartbeat()}, opts...)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		p.ch <- m // blocks when full: back-pressure, never an unbounded queue
 	}, append(opts, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {

@@ -217,7 +217,7 @@ func ReadFilteredFrom(ctx context.Context, js jetstream.JetStream, stream, filte
 		return nil
 	}
 	// Bounded by bytes: 512 chunks of a huge line would be 128 MiB buffered.
-	it, err := cons.Messages(PullLimit(8 << 20))
+	it, err := cons.Messages(PullLimit(8<<20), LocalHeartbeat())
 	if err != nil {
 		return fmt.Errorf("eventlog: read %s: %w", filter, err)
 	}

@@ -86,7 +86,7 @@ func (b *streamBodies) read(ctx context.Context, stream, filter string, from, to
 	if info := cons.CachedInfo(); info != nil && info.NumPending == 0 {
 		return nil
 	}
-	it, err := cons.Messages(eventlog.PullLimit(bodyBytes)) // bounded by bytes: messages are up to a chunk (256 KiB) each
+	it, err := cons.Messages(eventlog.PullLimit(bodyBytes), eventlog.LocalHeartbeat()) // bounded by bytes: messages are up to a chunk (256 KiB) each
 	if err != nil {
 		return fmt.Errorf("projection: read bodies: %w", err)
 	}
