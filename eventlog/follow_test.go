@@ -116,20 +116,7 @@ func TestFollowBusyReaderLosesNothing(t *testing.T) {
 // well under half a pull, so the client keeps waiting for the rest.
 func TestFollowRecoversLostPull(t *testing.T) {
 	ctx := context.Background()
-	srv, err := embedded.Start(ctx, embedded.Config{StateDir: t.TempDir(), NodeID: "n1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	lg, err := eventlog.OpenLocal(ctx, nc, "n1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	lg := openLog(t)
 	js := lg.JetStream()
 	// Messages without headers: a message's size on the wire is then its
 	// subject, its reply subject (the ack subject, the same length for
