@@ -26,13 +26,14 @@ func PullLimit(maxBytes int) PullOpt {
 // localHeartbeat is how often the local server tells a waiting pull that
 // it is still there. Two missed, and nats.go pulls again (an ordered
 // consumer starts over from its cursor): its only way to learn that a pull
-// it counts as outstanding is gone. One went in about one first read of 25
-// of 10,000 sessions: the server held no pull and 45,000 messages
-// undelivered while the client still counted more than half a pull to
-// come. With nats.go's default for an ordered consumer (5 s) the views
-// waited 10 s for it (docs/PERFORMANCE.md, "The stall"). Its cause, in
-// the client or the server, was not found. An idle pull costs a wake-up a
-// second for it.
+// it counts as outstanding is gone. One went missing in about one first
+// read in 25 of 10,000 sessions: the server held no pull and 45,000
+// messages undelivered while the client still counted more than half a
+// pull to come. With nats.go's default for an ordered consumer (5 s) the
+// views waited 10 s for it (docs/PERFORMANCE.md, "The stall, found"). Its
+// cause, in the client or the server, was not found; a pull whose bytes
+// run out exactly at a message ends the same way (TestFollowRecoversLostPull).
+// An idle pull costs a wake-up a second for it.
 const localHeartbeat = time.Second
 
 // LocalHeartbeat makes a pull of the local server ask for localHeartbeat.
