@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -15,8 +16,16 @@ import (
 // a duplicate.
 const StateBucket = "pi_state"
 
-// OpenState creates or opens the state bucket.
+// OpenState creates or opens the state bucket. An existing bucket is
+// opened, not updated: an update rewrites its stream's meta files at every
+// start, which a kill -9 can leave unreadable in an encrypted store
+// (EnsureStream).
 func OpenState(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue, error) {
+	if kv, err := js.KeyValue(ctx, StateBucket); err == nil {
+		return kv, nil
+	} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("eventlog: state bucket: %w", err)
+	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      StateBucket,
 		Description: "pisyncd: read positions of the forwarder and the replicator",

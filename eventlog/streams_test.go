@@ -1,0 +1,70 @@
+package eventlog_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+)
+
+// TestEnsureStreamLeavesSettledStream: opening the log, PI_ALL and the
+// state bucket again (every start does) leaves each stream that already
+// has its settings as it is. An update
+// rewrites the meta file and then its checksum file; in an encrypted store
+// the meta file's bytes change at every write, and a kill -9 between the
+// two writes left a stream the server would not open
+// (TestSIGKILLExactlyOnceStoreCipher). The meta files' bytes, unchanged
+// across the second open, show no write happened.
+func TestEnsureStreamLeavesSettledStream(t *testing.T) {
+	ctx := context.Background()
+	state := t.TempDir()
+	srv, err := embedded.Start(ctx, embedded.Config{StateDir: state, NodeID: "n1", StoreCipher: "chachapoly"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	open := func() {
+		t.Helper()
+		lg, err := eventlog.OpenLocal(ctx, nc, "n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := eventlog.OpenAll(ctx, lg.JetStream()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := eventlog.OpenState(ctx, lg.JetStream()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	metas := func() map[string][]byte {
+		t.Helper()
+		out := map[string][]byte{}
+		for _, stream := range []string{eventlog.LocalStream, eventlog.AllStream, "KV_" + eventlog.StateBucket} {
+			files, err := filepath.Glob(filepath.Join(state, "jetstream", "*", "streams", stream, "meta.inf"))
+			if err != nil || len(files) != 1 {
+				t.Fatalf("meta file of %s: %v %v", stream, files, err)
+			}
+			if out[stream], err = os.ReadFile(files[0]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	open()
+	before := metas()
+	open()
+	for stream, after := range metas() {
+		if !bytes.Equal(before[stream], after) {
+			t.Errorf("opening the log again rewrote %s's meta file", stream)
+		}
+	}
+}
