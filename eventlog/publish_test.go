@@ -16,7 +16,13 @@ import (
 
 func openLog(t *testing.T) *eventlog.Local {
 	t.Helper()
-	srv, err := embedded.Start(context.Background(), embedded.Config{StateDir: t.TempDir(), NodeID: "n1"})
+	return openLogWith(t, embedded.Config{StateDir: t.TempDir(), NodeID: "n1"})
+}
+
+// openLogWith is openLog on a server started with cfg.
+func openLogWith(t *testing.T, cfg embedded.Config) *eventlog.Local {
+	t.Helper()
+	srv, err := embedded.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,19 +22,10 @@ import (
 func TestEnsureStreamLeavesSettledStream(t *testing.T) {
 	ctx := context.Background()
 	state := t.TempDir()
-	srv, err := embedded.Start(ctx, embedded.Config{StateDir: state, NodeID: "n1", StoreCipher: "chachapoly"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	first := openLogWith(t, embedded.Config{StateDir: state, NodeID: "n1", StoreCipher: "chachapoly"})
 	open := func() {
 		t.Helper()
-		lg, err := eventlog.OpenLocal(ctx, nc, "n1")
+		lg, err := eventlog.OpenLocal(ctx, first.JetStream().Conn(), "n1")
 		if err != nil {
 			t.Fatal(err)
 		}
