@@ -266,11 +266,9 @@ func checkStoreOpened(ns *server.Server, stateDir string) error {
 			if _, err := os.Stat(filepath.Join(dir, server.JetStreamMetaFileKey)); err != nil {
 				continue
 			}
-			if _, err := os.Stat(filepath.Join(dir, server.JetStreamMetaFile)); err != nil {
-				// Its key was written, its config (atomically, before
-				// any message) never was: a kill while nats-server
-				// created it. It skips such a directory, which holds
-				// nothing, and the stream is created again in it.
+			if !finished(dir) {
+				// A kill while nats-server created it, left by
+				// setAsideUnfinished only if it appeared since.
 				continue
 			}
 			onDisk++

@@ -134,6 +134,9 @@ func start(ctx context.Context, cfg Config, lock *dirLock) (s *Server, err error
 	if err := os.MkdirAll(filepath.Join(cfg.StateDir, server.JetStreamStoreDir), 0o700); err != nil {
 		return nil, fmt.Errorf("store dir: %w", err)
 	}
+	if err := setAsideUnfinished(cfg.StateDir, cfg.Logger); err != nil {
+		return nil, err
+	}
 	storeKey, commitKey, err := storeKey(cfg.StateDir, cfg.StoreCipher, cfg.StoreKeyFile, "PISYNC_STORE_CIPHER")
 	if err != nil {
 		return nil, err
