@@ -24,17 +24,11 @@ func TestUnfinishedStreamSetAside(t *testing.T) {
 				cfg := jetstream.StreamConfig{Name: "X", Subjects: []string{"x.>"}}
 				use := func() {
 					t.Helper()
-					s, err := Start(ctx, Config{StateDir: state, NodeID: "n1", StoreCipher: cipher})
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer s.Close()
-					nc, err := s.Connect()
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer nc.Close()
-					js, err := jetstream.New(nc)
+					c := testConfig(t, state)
+					c.StoreCipher = cipher
+					s := startServer(t, c)
+					defer s.Close() // the next use opens the same state dir
+					js, err := jetstream.New(connect(t, s))
 					if err != nil {
 						t.Fatal(err)
 					}
