@@ -38,6 +38,9 @@ func setAsideUnfinished(stateDir string, logger *slog.Logger) error {
 		return fmt.Errorf("store: %w", err)
 	}
 	for _, a := range accs {
+		if !a.IsDir() {
+			continue // nats-server's probe of the dir, left by a kill
+		}
 		streams, err := os.ReadDir(filepath.Join(storeDir, a.Name(), "streams"))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("store: %w", err)
