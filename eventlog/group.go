@@ -64,14 +64,14 @@ func (p *Publisher) publishGroups(ctx context.Context, subject func(string) stri
 		}
 		ends[i] = len(msgs) - 1
 	}
-	ctx, cancel, err := p.request(ctx)
+	rctx, cancel, err := p.request(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: group of %d sessions: %w", len(groups), err)
 	}
 	defer cancel()
-	seq, err := publishAtomic(ctx, p.nc, msgs, "", 0)
+	seq, err := publishAtomic(rctx, p.nc, msgs, "", 0)
 	if err != nil {
-		return nil, fmt.Errorf("eventlog: group of %d sessions: %w", len(groups), cause(ctx, err))
+		return nil, p.failed(ctx, fmt.Errorf("eventlog: group of %d sessions: %w", len(groups), cause(rctx, err)))
 	}
 	// The batch is stored contiguously: its first message is at
 	// seq-len(msgs)+1. A subject's new last sequence is the stream

@@ -58,6 +58,7 @@ type Publisher struct {
 	js       jetstream.JetStream
 	timeout  time.Duration
 	writable Writable // nil: always try
+	suspect  func()   // nil: nobody to tell (SetSuspect)
 	stored   hints    // the local log's: what a single publish stored (Local.Stored)
 }
 
@@ -72,6 +73,26 @@ func NewPublisher(nc *nats.Conn, js jetstream.JetStream, timeout time.Duration) 
 // SetWritable makes the local log's publisher consult w (see Writable).
 // Call it before the first publish.
 func (l *Local) SetWritable(w Writable) { l.pub.writable = w }
+
+// SetSuspect makes the local log's publisher call suspect after a write
+// that failed for no reason of the publisher's own: not an expected
+// sequence, not a store already known to fail, not the caller giving up.
+// The stream's health does not show every full disk: an atomic batch is
+// staged apart from the stream, and a batch the disk cannot stage fails as
+// "incomplete" while the stream stays healthy, so the store's owner checks
+// the disk itself (embedded.StoreWatch.Suspect). Call it before the first
+// publish.
+func (l *Local) SetSuspect(suspect func()) { l.pub.suspect = suspect }
+
+// failed reports err, a request's failure, to the suspect hook when it
+// may be the store's (see SetSuspect), and returns it.
+func (p *Publisher) failed(ctx context.Context, err error) error {
+	if p.suspect != nil && ctx.Err() == nil &&
+		!errors.Is(err, ErrWrongLastSequence) && !errors.Is(err, ErrStoreUnavailable) {
+		p.suspect()
+	}
+	return err
+}
 
 // request bounds one request by the publisher's timeout and, with a
 // Writable, by the store staying writable. It fails at once, with
@@ -174,17 +195,17 @@ func msgID(subj string, l *Line) string {
 
 func (p *Publisher) publishOne(ctx context.Context, subj string, last uint64, l *Line) (uint64, error) {
 	m := l.messages(subj, msgID(subj, l))[0]
-	ctx, cancel, err := p.request(ctx)
+	rctx, cancel, err := p.request(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("eventlog: publish %s: %w", subj, err)
 	}
 	defer cancel()
-	ack, err := p.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(last))
+	ack, err := p.js.PublishMsg(rctx, m, jetstream.WithExpectLastSequencePerSubject(last))
 	if err != nil {
 		if IsWrongLastSequence(err) {
 			return 0, fmt.Errorf("%w: %s after %d", ErrWrongLastSequence, subj, last)
 		}
-		return 0, fmt.Errorf("eventlog: publish %s: %w", subj, cause(ctx, err))
+		return 0, p.failed(ctx, fmt.Errorf("eventlog: publish %s: %w", subj, cause(rctx, err)))
 	}
 	p.stored.offer(ack.Sequence, []*nats.Msg{m})
 	return ack.Sequence, nil
@@ -204,14 +225,14 @@ func (p *Publisher) publishBatch(ctx context.Context, subj string, last uint64, 
 	for i := range lines {
 		msgs = append(msgs, lines[i].messages(subj, msgID(subj, &lines[i]))...)
 	}
-	ctx, cancel, err := p.request(ctx)
+	rctx, cancel, err := p.request(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("eventlog: batch %s: %w", subj, err)
 	}
 	defer cancel()
-	seq, err := publishAtomic(ctx, p.nc, msgs, hdrExpLastSubj, last)
+	seq, err := publishAtomic(rctx, p.nc, msgs, hdrExpLastSubj, last)
 	if err != nil {
-		return 0, fmt.Errorf("eventlog: batch %s: %w", subj, cause(ctx, err))
+		return 0, p.failed(ctx, fmt.Errorf("eventlog: batch %s: %w", subj, cause(rctx, err)))
 	}
 	return seq, nil
 }

@@ -3,7 +3,9 @@ package eventlog_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,28 +22,7 @@ import (
 func TestPublishOnFullStore(t *testing.T) {
 	disk := t.TempDir()
 	testenv.Tmpfs(t, disk, 8<<20)
-	srv, err := embedded.Start(context.Background(), embedded.Config{StateDir: filepath.Join(disk, "state"), NodeID: "n1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	w, err := srv.WatchStore(embedded.StoreWatchOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
-	defer func() { stop(); <-done }()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	lg, err := eventlog.OpenLocal(context.Background(), nc, "n1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	lg, w := watchedLog(t, disk)
 	lg.SetWritable(w.Writable)
 	ctx := context.Background()
 	const sid = "s1"
@@ -98,5 +79,82 @@ func TestPublishOnFullStore(t *testing.T) {
 		if ev.Sha != lines[i].Sha {
 			t.Fatalf("event %d is not line %d", i, i)
 		}
+	}
+}
+
+// watchedLog starts a server with its store in disk, a store watch over it
+// (running until the test ends) and the local log on it.
+func watchedLog(t *testing.T, disk string) (*eventlog.Local, *embedded.StoreWatch) {
+	t.Helper()
+	srv, err := embedded.Start(context.Background(), embedded.Config{StateDir: filepath.Join(disk, "state"), NodeID: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	w, err := srv.WatchStore(embedded.StoreWatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	t.Cleanup(func() { stop(); <-done })
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	lg, err := eventlog.OpenLocal(context.Background(), nc, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lg, w
+}
+
+// TestBatchOnFullDiskSuspected: on a full disk an atomic batch fails before
+// its stream does (the server stages a batch apart, and calls one it could
+// not stage "incomplete"), so the server's health stays good. The failed
+// publish makes the store watch probe the disk: the store is reported
+// failing with the disk's error, and once space is freed it comes back and
+// the same batch is stored.
+func TestBatchOnFullDiskSuspected(t *testing.T) {
+	disk := t.TempDir()
+	testenv.Tmpfs(t, disk, 8<<20)
+	lg, w := watchedLog(t, disk)
+	lg.SetWritable(w.Writable)
+	lg.SetSuspect(w.Suspect)
+	ctx := context.Background()
+	lines := mkLines(100, 3000, "b")
+	last, n, err := lg.Publish(ctx, "s1", 0, lines[:50])
+	if err != nil || n != 50 {
+		t.Fatalf("batch before the disk is full: %d, %v", n, err)
+	}
+
+	free := testenv.Fill(t, disk)
+	if _, n, err := lg.Publish(ctx, "s1", last, lines[50:]); err == nil || n != 0 {
+		t.Fatalf("batch on a full disk: %d stored, %v", n, err)
+	} else {
+		t.Logf("the batch on a full disk: %v", err)
+	}
+	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
+		st := w.Stats()
+		return st.State == embedded.StoreFailing && strings.Contains(st.Error, "no space left"), fmt.Sprintf("%+v", st)
+	})
+	if _, _, err := lg.Publish(ctx, "s1", last, lines[50:]); !errors.Is(err, eventlog.ErrStoreUnavailable) {
+		t.Fatalf("batch on a store reported failing: %v, want ErrStoreUnavailable", err)
+	}
+
+	free()
+	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
+		return w.Writable().Err() == nil, w.Stats().Error
+	})
+	if _, n, err := lg.Publish(ctx, "s1", last, lines[50:]); err != nil || n != 50 {
+		t.Fatalf("batch after recovery: %d, %v", n, err)
+	}
+	if evs := readAll(t, lg, "s1"); len(evs) != len(lines) {
+		t.Fatalf("the subject holds %d lines, want %d", len(evs), len(lines))
+	}
+	if st := w.Stats(); st.WriteFailures != 1 || st.Recoveries != 1 {
+		t.Errorf("store stats after the outage: %+v", st)
 	}
 }

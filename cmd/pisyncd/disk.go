@@ -61,6 +61,7 @@ func (d *Daemon) watchStore() error {
 	}
 	d.store = w
 	d.log.SetWritable(w.Writable)
+	d.log.SetSuspect(w.Suspect)
 	return nil
 }
 

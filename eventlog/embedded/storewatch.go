@@ -98,9 +98,10 @@ type StoreWatchOptions struct {
 // goroutine (Run) owns the recovery; Writable and Stats may be called from
 // any goroutine.
 type StoreWatch struct {
-	s    *Server
-	dir  string // the state dir, which holds the store
-	opts StoreWatchOptions
+	s       *Server
+	dir     string // the state dir, which holds the store
+	opts    StoreWatchOptions
+	suspect chan struct{} // a write failed unexplained (Suspect)
 
 	mu       sync.Mutex
 	writable context.Context // done while the store cannot take writes
@@ -126,7 +127,7 @@ func (s *Server) WatchStore(o StoreWatchOptions) (*StoreWatch, error) {
 	if o.Interval <= 0 {
 		o.Interval = watchInterval
 	}
-	w := &StoreWatch{s: s, dir: s.opts.StoreDir, opts: o, state: StoreOK}
+	w := &StoreWatch{s: s, dir: s.opts.StoreDir, opts: o, state: StoreOK, suspect: make(chan struct{}, 1)}
 	w.writable, w.cancel = context.WithCancelCause(context.Background())
 	return w, nil
 }
@@ -188,35 +189,70 @@ func (w *StoreWatch) Collectors() []prometheus.Collector {
 	}
 }
 
+// Suspect asks for a check of the store now, the disk's included: a write
+// failed and the server gave no reason a health check shows. An atomic
+// batch is staged apart from its stream, so a disk too full to stage it
+// fails the batch as "incomplete" and leaves every stream healthy; a
+// daemon started on a full disk saw nothing else (eventlog.SetSuspect).
+// It never blocks; suspicions while a check is due are one.
+func (w *StoreWatch) Suspect() {
+	select {
+	case w.suspect <- struct{}{}:
+	default:
+	}
+}
+
 // Run watches the store until ctx ends. Cancellation is not an error.
 func (w *StoreWatch) Run(ctx context.Context) error {
 	tick := time.NewTicker(w.opts.Interval)
 	defer tick.Stop()
 	for {
+		suspected := false
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
 		case <-w.s.storeHint:
+		case <-w.suspect:
+			suspected = true
 		}
 		err := w.s.storeErr()
-		if err == nil {
+		switch {
+		case err != nil:
+			err = w.withDisk(err)
+		case suspected:
+			// The server is healthy by its own account: only the disk
+			// can tell. A probe that fails is the store's failure too.
+			if err = probe(w.dir); err == nil {
+				continue
+			}
+		default:
 			continue
 		}
 		w.fail(err)
 		w.recover(ctx)
+		// What was suspected before the recovery is answered by it.
+		select {
+		case <-w.suspect:
+		default:
+		}
 	}
 }
 
-// fail reports the store unwritable: publishers waiting on it give up, and
-// the log says so once. The server's error is often a symptom (a stream
-// whose half-written block leaves "expected sequence does not match
-// store"), so a probe write names the disk's own error first when it fails
-// too: that is what the user can act on.
-func (w *StoreWatch) fail(err error) {
+// withDisk names the disk's own error first when a probe write fails too:
+// the server's error is often a symptom (a stream whose half-written block
+// leaves "expected sequence does not match store"), and the disk is what
+// the user can act on.
+func (w *StoreWatch) withDisk(err error) error {
 	if perr := probe(w.dir); perr != nil {
-		err = fmt.Errorf("%w (the server: %w)", perr, err)
+		return fmt.Errorf("%w (the server: %w)", perr, err)
 	}
+	return err
+}
+
+// fail reports the store unwritable: publishers waiting on it give up, and
+// the log says so once.
+func (w *StoreWatch) fail(err error) {
 	free, _ := freeBytes(w.dir)
 	w.mu.Lock()
 	w.state, w.err, w.since = StoreFailing, err, time.Now()
