@@ -320,19 +320,19 @@ func (d *Downloader) store(ctx context.Context, last uint64, out []*nats.Msg) (u
 	if len(out) == 0 {
 		return last, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var seq uint64
 	if len(out) == 1 {
-		ack, err := d.local.PublishMsg(ctx, out[0], jetstream.WithExpectLastSequence(last))
+		ack, err := d.local.PublishMsg(rctx, out[0], jetstream.WithExpectLastSequence(last))
 		if err != nil {
-			return last, fmt.Errorf("downloader: store: %w", err)
+			return last, suspectStore(d.all.suspect, ctx, fmt.Errorf("downloader: store: %w", err))
 		}
 		seq = ack.Sequence
 	} else {
 		var err error
-		if seq, err = publishAtomic(ctx, d.nc, out, hdrExpLastSeq, last); err != nil {
-			return last, fmt.Errorf("downloader: store: %w", err)
+		if seq, err = publishAtomic(rctx, d.nc, out, hdrExpLastSeq, last); err != nil {
+			return last, suspectStore(d.all.suspect, ctx, fmt.Errorf("downloader: store: %w", err))
 		}
 	}
 	d.copied.Add(int64(len(out)))

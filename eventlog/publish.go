@@ -87,9 +87,16 @@ func (l *Local) SetSuspect(suspect func()) { l.pub.suspect = suspect }
 // failed reports err, a request's failure, to the suspect hook when it
 // may be the store's (see SetSuspect), and returns it.
 func (p *Publisher) failed(ctx context.Context, err error) error {
-	if p.suspect != nil && ctx.Err() == nil &&
-		!errors.Is(err, ErrWrongLastSequence) && !errors.Is(err, ErrStoreUnavailable) {
-		p.suspect()
+	return suspectStore(p.suspect, ctx, err)
+}
+
+// suspectStore calls suspect (when set) unless err is the caller's own
+// doing: an expected sequence that did not hold, a store already known to
+// fail, or ctx, the caller's context, ending. It returns err.
+func suspectStore(suspect func(), ctx context.Context, err error) error {
+	if suspect != nil && ctx.Err() == nil &&
+		!errors.Is(err, ErrWrongLastSequence) && !IsWrongLastSequence(err) && !errors.Is(err, ErrStoreUnavailable) {
+		suspect()
 	}
 	return err
 }

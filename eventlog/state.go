@@ -40,10 +40,16 @@ func OpenState(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue,
 
 // All is a workstation's PI_ALL: every node's events, copied from the hub.
 type All struct {
-	js     jetstream.JetStream
-	stream jetstream.Stream
-	stored hints // see Stored
+	js      jetstream.JetStream
+	stream  jetstream.Stream
+	stored  hints  // see Stored
+	suspect func() // see SetSuspect
 }
+
+// SetSuspect makes the downloader's writes into PI_ALL call suspect when
+// they fail for no reason of their own, as Local.SetSuspect does for the
+// tailer's. Call it before the downloader runs.
+func (a *All) SetSuspect(suspect func()) { a.suspect = suspect }
 
 // OpenAll makes sure PI_ALL exists. A PI_ALL left by an older pisyncd as a
 // native mirror is replaced: it holds only derived data.

@@ -62,6 +62,9 @@ func (d *Daemon) watchStore() error {
 	d.store = w
 	d.log.SetWritable(w.Writable)
 	d.log.SetSuspect(w.Suspect)
+	if d.all != nil {
+		d.all.SetSuspect(w.Suspect)
+	}
 	return nil
 }
 

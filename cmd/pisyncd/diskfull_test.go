@@ -276,6 +276,70 @@ func TestStateDirDiskFull(t *testing.T) {
 	t.Logf("B holds every line %v after space was freed on A", time.Since(freed).Round(time.Millisecond))
 }
 
+// TestCatchUpOnFullDisk: B comes back to a backlog on the hub with its
+// state disk full. Its downloader stores the backlog as atomic batches,
+// which a full disk fails as "incomplete" with every stream healthy: the
+// failed writes make the store watch probe the disk, so B's status says
+// the store cannot write, and once space is freed B holds every line.
+func TestCatchUpOnFullDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	hub := startTestHub(t)
+	a := newStation(t, "cfull-a", hub.url(), "")
+	cfg := stationConfig(t, "cfull-b", hub.url())
+	testenv.Tmpfs(t, cfg.StateDir, 16<<20)
+	b := runStation(t, cfg)
+
+	w := newSessionWriter(t, a.cfg.SessionsDir, 3, uint64(time.Now().UnixNano()))
+	bHolds := func() (bool, string) {
+		fb := b.sessionFiles()
+		for _, path := range w.files {
+			want, _ := os.ReadFile(path)
+			var got []string
+			for rel, l := range fb {
+				if filepath.Base(rel) == filepath.Base(path) {
+					got = l
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(splitLines(string(want)), "\n") {
+				return false, fmt.Sprintf("B's copy of %s: %d of %d lines", filepath.Base(path), len(got), len(splitLines(string(want))))
+			}
+		}
+		return true, ""
+	}
+	waitUntil(t, 30*time.Second, bHolds)
+
+	b.stop()
+	for range 300 {
+		if err := w.step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		ok, why, _ := streamMatchesFiles(a.cfg.StateDir, w.files)
+		return ok, why
+	})
+	free := testenv.Fill(t, cfg.StateDir)
+	b.start()
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		st, err := statusWithin(cfg.StateDir, 10*time.Second)
+		if err != nil || st.Store == nil {
+			return false, fmt.Sprint(err)
+		}
+		return st.Store.State == embedded.StoreFailing && strings.Contains(st.Store.Error, "no space left"), fmt.Sprintf("%+v", st.Store)
+	})
+	free()
+	waitUntil(t, 60*time.Second, bHolds)
+	st, err := statusWithin(cfg.StateDir, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Store.State != embedded.StoreOK || st.Store.Recoveries < 1 {
+		t.Errorf("B's store after space was freed: %+v", st.Store)
+	}
+}
+
 // TestSessionsDirDiskFull fills the real disk under B's sessions dir while A
 // writes sessions that replicate to B, then frees it: B keeps answering
 // status and reports the full disk, its replicator retries (quarantining
