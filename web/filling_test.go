@@ -69,10 +69,7 @@ func TestBrowserListFillsFirstMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := httptest.NewServer(s)
-	t.Cleanup(func() {
-		h.CloseClientConnections()
-		h.Close()
-	})
+	t.Cleanup(func() { closeServer(h) })
 	b.do(t, chromedp.Navigate(h.URL+"/"))
 	b.waitJS(t, 20*time.Second, `document.body.dataset.ready === '1' && document.querySelectorAll('#list .row').length === 1`)
 	// Not "(no messages)": it is on its way.

@@ -105,11 +105,19 @@ func startDaemonSearch(t testing.TB, withSearch bool) *daemon {
 		t.Fatal(err)
 	}
 	d.http = httptest.NewServer(d.web)
-	t.Cleanup(func() {
-		d.http.CloseClientConnections() // a page's event stream ends only so
-		d.http.Close()
-	})
+	t.Cleanup(func() { closeServer(d.http) })
 	return d
+}
+
+// closeServer closes h for good. Close waits for every request in
+// progress, and a browser the test still has open (its cleanup runs after
+// this one when it was made first) keeps its page's event stream going:
+// it reconnects 1 s after a drop. So no new connection is taken first,
+// then the open ones end (their handlers see it), then Close.
+func closeServer(h *httptest.Server) {
+	h.Listener.Close()
+	h.CloseClientConnections()
+	h.Close()
 }
 
 // write writes a session file of lines under a project folder.
