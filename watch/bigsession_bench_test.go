@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,7 +21,8 @@ import (
 // once, lines over a chunk split as the tailer splits them) on a fresh
 // server of its own, in the same run, ABBA:
 //
-//   - lines: 100,000 entries of 2 KB (about 200 MB), a long conversation;
+//   - lines: 100,000 entries of 2 KB (about 200 MB), a long conversation
+//     (PISYNC_BENCH_LINE_BYTES sets another size: how cost grows with it);
 //   - images: entries holding one base64 image of 1-4 MB each, as pi writes
 //     a pasted screenshot (about 200 MB; PISYNC_BENCH_BIG_MB=1024 for the
 //     1 GB session of issue 11).
@@ -38,13 +40,29 @@ func BenchmarkBigSession(b *testing.B) {
 		}
 		mb = n
 	}
-	b.Run("lines", func(b *testing.B) { benchBigSession(b, bigLines(mb<<20, 2048)) })
+	line := 2048
+	if s := os.Getenv("PISYNC_BENCH_LINE_BYTES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 256 || n > mb<<20 {
+			b.Fatalf("PISYNC_BENCH_LINE_BYTES=%q: want a number of bytes from 256 to the session's size", s)
+		}
+		line = n
+	}
+	b.Run("lines", func(b *testing.B) { benchBigSession(b, bigLines(mb<<20, line)) })
 	b.Run("images", func(b *testing.B) { benchBigSession(b, bigImages(mb<<20)) })
 }
 
 func benchBigSession(b *testing.B, s benchSession) {
+	profiled := false
 	tail, base, runs := abba(b,
-		func() time.Duration { return tailerRun(b, []benchSession{s}, 10*benchWait) },
+		func() time.Duration {
+			if !profiled {
+				// The first tailer run alone, not the corpus or the baseline.
+				profiled = true
+				defer profileRun(b, "PISYNC_BENCH_CPUPROFILE")()
+			}
+			return tailerRun(b, []benchSession{s}, 10*benchWait)
+		},
 		func() time.Duration { return bigBaseline(b, s) })
 	lines, mbs := float64(runs*len(s.lines)), float64(runs*len(s.data))/1e6
 	b.ReportMetric(lines/tail.Seconds(), "lines/s")
@@ -128,6 +146,7 @@ func bigBaseline(b *testing.B, s benchSession) time.Duration {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*benchWait)
 	defer cancel()
+	quiesce()
 	start := time.Now()
 	var last uint64
 	for lines := s.lines; len(lines) > 0; {
@@ -150,4 +169,24 @@ func bigBaseline(b *testing.B, s benchSession) time.Duration {
 	elapsed := time.Since(start)
 	checkStored(b, lg, []benchSession{s})
 	return elapsed
+}
+
+// profileRun writes a CPU profile to the file the environment variable env
+// names, until the returned function is called; nothing when it is unset.
+func profileRun(b *testing.B, env string) (stop func()) {
+	path := os.Getenv(env)
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
