@@ -9,6 +9,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,7 +58,8 @@ func benchBigSession(b *testing.B, s benchSession) {
 	tail, base, runs := abba(b,
 		func() time.Duration {
 			if !profiled {
-				// The first tailer run alone, not the corpus or the baseline.
+				// The first tailer run alone (writing its file included), not
+				// the corpus's making or the baseline.
 				profiled = true
 				defer profileRun(b, "PISYNC_BENCH_CPUPROFILE")()
 			}
@@ -146,7 +148,7 @@ func bigBaseline(b *testing.B, s benchSession) time.Duration {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*benchWait)
 	defer cancel()
-	quiesce()
+	syscall.Sync()
 	start := time.Now()
 	var last uint64
 	for lines := s.lines; len(lines) > 0; {
