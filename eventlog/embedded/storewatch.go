@@ -63,6 +63,11 @@ const (
 	// recoverFirst and recoverMost bound the pause between attempts to
 	// bring the store back.
 	recoverFirst, recoverMost = 250 * time.Millisecond, 2 * time.Second
+	// suspectEvery spaces the probes that suspicions ask for: writes that
+	// keep failing for another reason (thousands of files retrying) must
+	// not become a probe write after every one. A full disk stays full,
+	// and its failures go on past the pause.
+	suspectEvery = time.Second
 )
 
 // Store states, as Stats reports them.
@@ -113,6 +118,7 @@ type StoreWatch struct {
 	outage   time.Duration
 
 	failures, recoveries, attempts atomic.Int64
+	suspectProbes                  atomic.Int64 // probes suspicions asked for
 }
 
 // WatchStore returns a watch over the server's store; Run runs it. Only a
@@ -206,6 +212,7 @@ func (w *StoreWatch) Suspect() {
 func (w *StoreWatch) Run(ctx context.Context) error {
 	tick := time.NewTicker(w.opts.Interval)
 	defer tick.Stop()
+	var probed time.Time // the last probe a suspicion asked for
 	for {
 		suspected := false
 		select {
@@ -220,9 +227,11 @@ func (w *StoreWatch) Run(ctx context.Context) error {
 		switch {
 		case err != nil:
 			err = w.withDisk(err)
-		case suspected:
+		case suspected && time.Since(probed) >= suspectEvery:
 			// The server is healthy by its own account: only the disk
 			// can tell. A probe that fails is the store's failure too.
+			probed = time.Now()
+			w.suspectProbes.Add(1)
 			if err = probe(w.dir); err == nil {
 				continue
 			}

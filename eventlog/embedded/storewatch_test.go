@@ -345,3 +345,38 @@ func TestRestartStartFails(t *testing.T) {
 		t.Errorf("server broken after the restart: %v", s.Err())
 	}
 }
+
+// TestSuspicionsSpaced: a storm of suspicions on a healthy store (writes
+// failing for some other reason, thousands of files retrying) costs a
+// probe write a second, not one each, and reports nothing.
+func TestSuspicionsSpaced(t *testing.T) {
+	s := startServer(t, testConfig(t, t.TempDir()))
+	w, err := s.WatchStore(StoreWatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	w.Suspect()
+	waitFor(t, 10*time.Second, "the first suspicion's probe", func() bool { return w.suspectProbes.Load() == 1 })
+	start := time.Now()
+	calls := 0
+	for time.Since(start) < 1500*time.Millisecond {
+		w.Suspect()
+		calls++
+		time.Sleep(time.Millisecond) // the storm's pace, not synchronisation
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The first probe, and at most two more in 1.5 s a second apart
+	// (the next may come any time after the first's second is up).
+	if n := w.suspectProbes.Load(); n > 3 {
+		t.Errorf("%d probes for %d suspicions in 1.5 s", n, calls)
+	}
+	if st := w.Stats(); st.State != StoreOK || st.WriteFailures != 0 {
+		t.Errorf("a healthy store after suspicions: %+v", st)
+	}
+}
