@@ -22,6 +22,14 @@ func openLog(t *testing.T) *eventlog.Local {
 // openLogWith is openLog on a server started with cfg.
 func openLogWith(t *testing.T, cfg embedded.Config) *eventlog.Local {
 	t.Helper()
+	_, lg := startLog(t, cfg)
+	return lg
+}
+
+// startLog starts a server with cfg and opens the local log on it, both
+// closed when the test ends.
+func startLog(t *testing.T, cfg embedded.Config) (*embedded.Server, *eventlog.Local) {
+	t.Helper()
 	srv, err := embedded.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +44,7 @@ func openLogWith(t *testing.T, cfg embedded.Config) *eventlog.Local {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return lg
+	return srv, lg
 }
 
 func mkLines(n, size int, prefix string) []eventlog.Line {

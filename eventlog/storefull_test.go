@@ -86,11 +86,7 @@ func TestPublishOnFullStore(t *testing.T) {
 // (running until the test ends) and the local log on it.
 func watchedLog(t *testing.T, disk string) (*eventlog.Local, *embedded.StoreWatch) {
 	t.Helper()
-	srv, err := embedded.Start(context.Background(), embedded.Config{StateDir: filepath.Join(disk, "state"), NodeID: "n1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv, lg := startLog(t, embedded.Config{StateDir: filepath.Join(disk, "state"), NodeID: "n1"})
 	w, err := srv.WatchStore(embedded.StoreWatchOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -99,15 +95,6 @@ func watchedLog(t *testing.T, disk string) (*eventlog.Local, *embedded.StoreWatc
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
 	t.Cleanup(func() { stop(); <-done })
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	lg, err := eventlog.OpenLocal(context.Background(), nc, "n1")
-	if err != nil {
-		t.Fatal(err)
-	}
 	return lg, w
 }
 

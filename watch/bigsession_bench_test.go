@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // BenchmarkBigSession measures the tailer's first read of one large session
@@ -61,7 +61,7 @@ func benchBigSession(b *testing.B, s benchSession) {
 				// The first tailer run alone (writing its file included), not
 				// the corpus's making or the baseline.
 				profiled = true
-				defer profileRun(b, "PISYNC_BENCH_CPUPROFILE")()
+				defer testenv.CPUProfile(b, "PISYNC_BENCH_CPUPROFILE")()
 			}
 			return tailerRun(b, []benchSession{s}, 10*benchWait)
 		},
@@ -171,24 +171,4 @@ func bigBaseline(b *testing.B, s benchSession) time.Duration {
 	elapsed := time.Since(start)
 	checkStored(b, lg, []benchSession{s})
 	return elapsed
-}
-
-// profileRun writes a CPU profile to the file the environment variable env
-// names, until the returned function is called; nothing when it is unset.
-func profileRun(b *testing.B, env string) (stop func()) {
-	path := os.Getenv(env)
-	if path == "" {
-		return func() {}
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		b.Fatal(err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}
 }

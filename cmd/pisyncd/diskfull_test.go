@@ -256,23 +256,7 @@ func TestStateDirDiskFull(t *testing.T) {
 	t.Logf("the projection holds every entry %v after space was freed", time.Since(freed).Round(time.Millisecond))
 
 	// The forwarder and B catch up by themselves: B holds A's files.
-	waitUntil(t, 60*time.Second, func() (bool, string) {
-		fb := b.sessionFiles()
-		for _, path := range w.files {
-			want, _ := os.ReadFile(path)
-			base := filepath.Base(path)
-			var got []string
-			for rel, l := range fb {
-				if filepath.Base(rel) == base {
-					got = l
-				}
-			}
-			if strings.Join(got, "\n") != strings.Join(splitLines(string(want)), "\n") {
-				return false, fmt.Sprintf("B's copy of %s: %d of %d lines", base, len(got), len(splitLines(string(want))))
-			}
-		}
-		return true, ""
-	})
+	waitUntil(t, 60*time.Second, holdsCopies(b, w.files))
 	t.Logf("B holds every line %v after space was freed on A", time.Since(freed).Round(time.Millisecond))
 }
 
@@ -292,22 +276,7 @@ func TestCatchUpOnFullDisk(t *testing.T) {
 	b := runStation(t, cfg)
 
 	w := newSessionWriter(t, a.cfg.SessionsDir, 3, uint64(time.Now().UnixNano()))
-	bHolds := func() (bool, string) {
-		fb := b.sessionFiles()
-		for _, path := range w.files {
-			want, _ := os.ReadFile(path)
-			var got []string
-			for rel, l := range fb {
-				if filepath.Base(rel) == filepath.Base(path) {
-					got = l
-				}
-			}
-			if strings.Join(got, "\n") != strings.Join(splitLines(string(want)), "\n") {
-				return false, fmt.Sprintf("B's copy of %s: %d of %d lines", filepath.Base(path), len(got), len(splitLines(string(want))))
-			}
-		}
-		return true, ""
-	}
+	bHolds := holdsCopies(b, w.files)
 	waitUntil(t, 30*time.Second, bHolds)
 
 	b.stop()
@@ -359,23 +328,7 @@ func TestSessionsDirDiskFull(t *testing.T) {
 	w := newSessionWriter(t, a.cfg.SessionsDir, 3, uint64(time.Now().UnixNano()))
 	stop := writeLoop(w, 20*time.Millisecond)
 	defer stop()
-	bHolds := func() (bool, string) {
-		fb := b.sessionFiles()
-		for _, path := range w.files {
-			want, _ := os.ReadFile(path)
-			base := filepath.Base(path)
-			var got []string
-			for rel, l := range fb {
-				if filepath.Base(rel) == base {
-					got = l
-				}
-			}
-			if strings.Join(got, "\n") != strings.Join(splitLines(string(want)), "\n") {
-				return false, fmt.Sprintf("B's copy of %s: %d of %d lines", base, len(got), len(splitLines(string(want))))
-			}
-		}
-		return true, ""
-	}
+	bHolds := holdsCopies(b, w.files)
 	waitUntil(t, 30*time.Second, func() (bool, string) {
 		st, err := statusWithin(cfg.StateDir, 2*time.Second)
 		return err == nil && st.Replicator != nil && st.Replicator.LinesWritten > 50, fmt.Sprintf("%v", err)
@@ -514,6 +467,27 @@ func TestStartOnFullDisk(t *testing.T) {
 		t.Errorf("exit code %d after SIGTERM", code)
 	}
 	p = nil
+}
+
+// holdsCopies reports whether s holds a copy of each of files (another
+// station's, found by name) with the same lines.
+func holdsCopies(s *station, files []string) func() (bool, string) {
+	return func() (bool, string) {
+		held := s.sessionFiles()
+		for _, path := range files {
+			want, _ := os.ReadFile(path)
+			var got []string
+			for rel, l := range held {
+				if filepath.Base(rel) == filepath.Base(path) {
+					got = l
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(splitLines(string(want)), "\n") {
+				return false, fmt.Sprintf("%s's copy of %s: %d of %d lines", s.name, filepath.Base(path), len(got), len(splitLines(string(want))))
+			}
+		}
+		return true, ""
+	}
 }
 
 // stderrText reads a daemon process's stderr while it may be writing it.

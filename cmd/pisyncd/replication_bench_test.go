@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +26,7 @@ import (
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // Benchmarks of replication through a hub, in one process on loopback:
@@ -467,7 +467,7 @@ func BenchmarkCatchUp(b *testing.B) {
 			}
 			want = append(want, st.Size())
 		}
-		stopProfile := profilePhase(b, "PISYNC_BENCH_CPUPROFILE")
+		stopProfile := testenv.CPUProfile(b, "PISYNC_BENCH_CPUPROFILE")
 		b.StartTimer()
 		t1 := time.Now()
 		nb.start()
@@ -525,28 +525,6 @@ func BenchmarkCatchUp(b *testing.B) {
 		b.ReportMetric(float64(n), "lines")
 		nb.stop()
 		na.stop()
-	}
-}
-
-// profilePhase writes a CPU profile of one phase of a benchmark (B's
-// catch-up alone, not the set-up around it) to the file the environment
-// variable env names, if it is set; call the function it returns at the
-// end of the phase.
-func profilePhase(b *testing.B, env string) func() {
-	path := os.Getenv(env)
-	if path == "" {
-		return func() {}
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		b.Fatal(err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
 	}
 }
 
