@@ -23,7 +23,6 @@ func TestPublishOnFullStore(t *testing.T) {
 	disk := t.TempDir()
 	testenv.Tmpfs(t, disk, 8<<20)
 	lg, w := watchedLog(t, disk)
-	lg.SetWritable(w.Writable)
 	ctx := context.Background()
 	const sid = "s1"
 
@@ -83,7 +82,8 @@ func TestPublishOnFullStore(t *testing.T) {
 }
 
 // watchedLog starts a server with its store in disk, a store watch over it
-// (running until the test ends) and the local log on it.
+// (running until the test ends) and the local log on it, whose publisher
+// consults the watch's Writable as the daemon's does.
 func watchedLog(t *testing.T, disk string) (*eventlog.Local, *embedded.StoreWatch) {
 	t.Helper()
 	srv, lg := startLog(t, embedded.Config{StateDir: filepath.Join(disk, "state"), NodeID: "n1"})
@@ -95,6 +95,7 @@ func watchedLog(t *testing.T, disk string) (*eventlog.Local, *embedded.StoreWatc
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
 	t.Cleanup(func() { stop(); <-done })
+	lg.SetWritable(w.Writable)
 	return lg, w
 }
 
@@ -108,7 +109,6 @@ func TestBatchOnFullDiskSuspected(t *testing.T) {
 	disk := t.TempDir()
 	testenv.Tmpfs(t, disk, 8<<20)
 	lg, w := watchedLog(t, disk)
-	lg.SetWritable(w.Writable)
 	lg.SetSuspect(w.Suspect)
 	ctx := context.Background()
 	lines := mkLines(100, 3000, "b")
