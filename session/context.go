@@ -93,16 +93,21 @@ type Index struct {
 	Model         json.RawMessage
 	Rules         RuleSet
 	wins          []winEntry // window entries with messages, for EachMessage
-	version       float64    // the tree's header version (the v2 rename)
+	// nodes is the tree's nodes as they were when the Index was made. A
+	// tree only appends nodes and never changes one (a reset makes a new
+	// slice), so the Index stays valid while its tree grows, and without
+	// it, by holding this slice rather than copies: copying each window
+	// node was the largest cost of writing a long session's views, a few
+	// megabytes each time a 10,000-entry session changed.
+	nodes   []node
+	version float64 // the tree's header version (the v2 rename)
 }
 
-// winEntry is a window entry whose messages the context holds (a copy of
-// its node, so that the Index stays valid while its tree grows) and the
-// context_edit entry whose replacement applies to them, if any.
+// winEntry is a window entry whose messages the context holds (its node)
+// and the context_edit entry whose replacement applies to them (-1:
+// none).
 type winEntry struct {
-	n       node
-	edit    node
-	hasEdit bool
+	n, edit int32
 }
 
 // Index is Context without the messages (see Index). It fails exactly when
@@ -154,7 +159,7 @@ func (t *Tree) index0(c *current, leaf ID) (*Index, error) {
 		return nil, err
 	}
 	r := t.Rules()
-	ix := &Index{LeafID: leaf, EntryIDs: make([]ID, len(c.win)), Rules: r, version: t.version,
+	ix := &Index{LeafID: leaf, EntryIDs: make([]ID, len(c.win)), Rules: r, version: t.version, nodes: t.nodes[:len(t.nodes):len(t.nodes)],
 		wins: make([]winEntry, 0, len(c.win)), Refs: make([]Ref, 0, len(c.win)), Sizes: make([]int64, 0, len(c.win))}
 	edits := t.windowEdits(c.win, r)
 	for k, i := range c.win {
@@ -178,11 +183,7 @@ func (t *Tree) index0(c *current, leaf ID) (*Index, error) {
 				edit = e
 			}
 		}
-		w := winEntry{n: *n}
-		if edit >= 0 {
-			w.edit, w.hasEdit = t.nodes[edit], true
-		}
-		ix.wins = append(ix.wins, w)
+		ix.wins = append(ix.wins, winEntry{n: i, edit: edit})
 		ix.Refs = append(ix.Refs, n.ref)
 		ix.Sizes = append(ix.Sizes, int64(n.size))
 		if edit >= 0 {

@@ -80,3 +80,47 @@ func TestIncrementalMatchesFull(t *testing.T) {
 		})
 	}
 }
+
+// TestIndexOutlivesGrowth: an Index taken part way through a file renders
+// the same context after its tree has taken every later line (the nodes
+// slice grown and moved many times over) as it did when it was taken.
+func TestIndexOutlivesGrowth(t *testing.T) {
+	compared := 0
+	for _, c := range append(loadCorpus(t), loadCorpusDir(t, conformance16Dir(t))...) {
+		lines := bytes.Split(c.raw, []byte{'\n'})
+		if len(lines) < 4 {
+			continue
+		}
+		tree := NewTree()
+		var src lineSource
+		var ix *Index
+		var want string
+		for k, raw := range lines {
+			l := ParseLine(ToValidUTF8(raw))
+			if !l.Kind.Kept() {
+				continue
+			}
+			if tree.Append(l, Ref(len(src))) != nil {
+				break
+			}
+			src = append(src, l.Raw)
+			if k == len(lines)/2 && tree.state == 1 {
+				var err error
+				if ix, err = tree.Index(); err != nil {
+					break
+				}
+				want = contextString(ix.Context(src))
+			}
+		}
+		if ix == nil || want == "error" {
+			continue
+		}
+		if got := contextString(ix.Context(src)); got != want {
+			t.Errorf("%s: the index's context changed as its tree grew:\nnow  %.300s\nthen %.300s", c.name, got, want)
+		}
+		compared++
+	}
+	if compared < 20 {
+		t.Errorf("only %d indexes compared", compared)
+	}
+}

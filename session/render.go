@@ -26,8 +26,8 @@ import (
 func (ix *Index) EachMessage(src BodySource, emit func(json.RawMessage) error) error {
 	var msgs []json.RawMessage
 	for k := range ix.wins {
-		w := &ix.wins[k]
-		n := &w.n
+		w := ix.wins[k]
+		n := &ix.nodes[w.n]
 		body, err := src.Body(n.ref)
 		if err != nil {
 			return fmt.Errorf("session: body of entry %d: %w", n.ref, err)
@@ -35,8 +35,8 @@ func (ix *Index) EachMessage(src BodySource, emit func(json.RawMessage) error) e
 		if msgs, err = entryMessages(msgs[:0], n, body, ix.Rules, ix.version); err != nil {
 			return err
 		}
-		if w.hasEdit {
-			e := &w.edit
+		if w.edit >= 0 {
+			e := &ix.nodes[w.edit]
 			eb, err := src.Body(e.ref)
 			if err != nil {
 				return fmt.Errorf("session: body of entry %d: %w", e.ref, err)
