@@ -338,7 +338,7 @@ func (w *Worker) writeViews(ctx context.Context, s *sessionState, pipe *kvPipe) 
 		}
 	}
 	oldPages := s.cat.CtxPages
-	vals, pages := s.buildViews()
+	vals, pages := s.buildViews(w.viewSeed)
 	for _, v := range vals {
 		if s.written.get(v.slot) == v.hash {
 			continue

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"slices"
 	"strings"
@@ -73,8 +74,12 @@ type Worker struct {
 	js     jetstream.JetStream
 	opts   Options
 	logger *slog.Logger
-	kv     jetstream.KeyValue
-	ready  chan struct{}
+	// viewSeed keys the hashes of written values (writtenHashes): they
+	// never leave this process, and lines from other machines cannot be
+	// chosen to make a changed page hash like the one it replaces.
+	viewSeed maphash.Seed
+	kv       jetstream.KeyValue
+	ready    chan struct{}
 	// reprojected is closed when the views follow opts.Rules (rules.go).
 	reprojected chan struct{}
 
@@ -146,7 +151,7 @@ func New(nc *nats.Conn, opts Options) (*Worker, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Worker{
-		nc: nc, js: js, opts: opts, logger: opts.Logger,
+		nc: nc, js: js, opts: opts, logger: opts.Logger, viewSeed: maphash.MakeSeed(),
 		ready: make(chan struct{}), reprojected: make(chan struct{}), sessions: map[string]*sessionState{},
 	}, nil
 }
