@@ -68,13 +68,20 @@ func BenchmarkContext10k(b *testing.B) {
 	b.Run("cold", func(b *testing.B) { run(b, true) })
 }
 
-// BenchmarkAppendEntry: one entry appended to a 10k-entry session, applied
-// and its changed views written to KV (the index page of the tail, ctx,
-// leaf, heads, catalog).
+// BenchmarkAppendEntry: one entry appended to a session of 1,000, 10,000
+// or 100,000 entries, applied and its changed views written to KV (the
+// index page of the tail, ctx, leaf, heads, catalog): how the cost of a
+// live line grows with the session it joins.
 func BenchmarkAppendEntry(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) { benchAppendEntry(b, n) })
+	}
+}
+
+func benchAppendEntry(b *testing.B, entries int) {
 	root := b.TempDir()
 	sid := "0199dddd-0000-7000-8000-000000000002"
-	data := linear(sid, 10000, 200)
+	data := linear(sid, entries, 200)
 	writeFile(b, filepath.Join(root, "--bench--", "2026-11-29T23-08-16-463Z_"+sid+".jsonl"), data)
 	n := startNode(b, root, b.TempDir())
 	n.waitContext(sid, fileContext(b, data))
@@ -84,7 +91,8 @@ func BenchmarkAppendEntry(b *testing.B) {
 	s := w.lookup(sid, false)
 	f := &follower{stream: eventlog.LocalStream, dirty: map[*sessionState]struct{}{}}
 	seq := s.cat.Src.Get(eventlog.LocalStream)
-	parent := "e0009999"
+	parent := fmt.Sprintf("e%07d", entries-1)
+	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		id := fmt.Sprintf("n%07d", i)

@@ -49,11 +49,12 @@ func (s *sessionState) buildViews(seed maphash.Seed) ([]value, int) {
 	}
 	cv.Entries, cv.Refs = len(ids), len(refs)
 	cv.Pages = (max(len(ids), len(refs)) + pageSize - 1) / pageSize
+	var scratch []byte
 	for p := 0; p < cv.Pages; p++ {
 		// Pages are hashed straight from ids and refs and marshalled only
 		// when changed: an append usually changes the last page alone.
 		pids, prefs := window(ids, p), window(refs, p)
-		out = append(out, value{key: pageKey(s.sid, p), slot: slotPage0 + p, hash: pageHash(seed, pids, prefs), data: func() []byte {
+		out = append(out, value{key: pageKey(s.sid, p), slot: slotPage0 + p, hash: pageHash(seed, pids, prefs, &scratch), data: func() []byte {
 			pg := ContextPage{Page: p, IDs: rawIDs(pids), Refs: refStrings(prefs), Src: src}
 			truncate(&pg)
 			data, _ := json.Marshal(pg)
@@ -109,33 +110,31 @@ func rawIDs(ids []session.ID) []json.RawMessage {
 }
 
 // pageHash hashes a context page's content: each id (length-prefixed, so
-// no two lists hash alike by construction) and each ref. Every page of a
-// session is hashed each time it changes, so this is a pass over the whole
-// window per flush: with FNV, byte by byte, it was the largest cost of an
-// append to a 10,000-entry session.
-func pageHash(seed maphash.Seed, ids []session.ID, refs []session.Ref) uint64 {
-	var h maphash.Hash
-	h.SetSeed(seed)
-	var n [8]byte
-	put := func(v uint64) {
-		binary.LittleEndian.PutUint64(n[:], v)
-		h.Write(n[:])
-	}
-	put(uint64(len(ids)))
+// no two lists hash alike by construction) and each ref, laid out in
+// *scratch (reused from page to page) and hashed in one call. Every page
+// of a session is hashed each time it changes, a pass over the whole
+// window: hashed byte by byte (FNV), then id by id, it was the largest
+// cost of an append to a long session.
+func pageHash(seed maphash.Seed, ids []session.ID, refs []session.Ref, scratch *[]byte) uint64 {
+	b := binary.LittleEndian.AppendUint64((*scratch)[:0], uint64(len(ids)))
 	for _, id := range ids {
 		s, ok := id.String()
 		if !ok {
-			b, _ := id.MarshalJSON() // not a string: JSON text, tagged apart
-			s = "\x00" + string(b)
+			j, _ := id.MarshalJSON() // not a string: its JSON text, tagged apart
+			b = binary.LittleEndian.AppendUint64(b, ^uint64(0))
+			b = binary.LittleEndian.AppendUint64(b, uint64(len(j)))
+			b = append(b, j...)
+			continue
 		}
-		put(uint64(len(s)))
-		h.WriteString(s)
+		b = binary.LittleEndian.AppendUint64(b, uint64(len(s)))
+		b = append(b, s...)
 	}
-	put(uint64(len(refs)))
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(refs)))
 	for _, r := range refs {
-		put(uint64(r))
+		b = binary.LittleEndian.AppendUint64(b, uint64(r))
 	}
-	return h.Sum64()
+	*scratch = b
+	return maphash.Bytes(seed, b)
 }
 
 func window[T any](xs []T, page int) []T {
