@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // Context is what pi builds for the LLM at a leaf (buildContextEntries and
@@ -112,6 +113,11 @@ type winEntry struct {
 
 // Index is Context without the messages (see Index). It fails exactly when
 // Context fails for a reason other than its bodies.
+//
+// Appending to the leaf's branch extends the window (current.win) in
+// place, and the Index made before is extended with it (lastIndex): an
+// append to a session of 100,000 entries no longer builds its whole index
+// again, which its views ask for after every line.
 func (t *Tree) Index() (*Index, error) {
 	if t.state != 1 {
 		return nil, t.loadErr()
@@ -121,7 +127,71 @@ func (t *Tree) Index() (*Index, error) {
 	if !t.hasLeaf {
 		leaf = ID{kind: idNull}
 	}
-	return t.index0(c, leaf)
+	if err := c.check(t); err != nil {
+		return nil, err
+	}
+	l := &t.lastIndex
+	if ix, ok := t.extendIndex(l, c, leaf); ok {
+		return ix, nil
+	}
+	ix, err := t.index0(c, leaf)
+	if err != nil {
+		*l = lastIndex{}
+		return nil, err
+	}
+	*l = lastIndex{ix: *ix, win: c.win, extendable: t.windowEdits(c.win, ix.Rules) == nil}
+	return ix.clipped(), nil
+}
+
+// lastIndex is the Index last made at the tree's own leaf, with the window
+// it was made of.
+type lastIndex struct {
+	ix  Index
+	win []int32
+	// extendable: no context_edit applies in it (with one, a later edit
+	// can change what an earlier entry yields).
+	extendable bool
+}
+
+// extendIndex makes the Index of c from l's when c's window is l's with
+// entries appended: the same array from the same first entry, longer or
+// as long (a window is only ever appended to, or replaced by a new one),
+// under the same rules, with no context_edit among the new entries.
+func (t *Tree) extendIndex(l *lastIndex, c *current, leaf ID) (*Index, bool) {
+	r := t.Rules()
+	if !l.extendable || l.ix.Rules != r || len(l.win) == 0 || len(c.win) < len(l.win) || &c.win[0] != &l.win[0] {
+		return nil, false
+	}
+	added := c.win[len(l.win):]
+	if r == RulesPi16 {
+		for _, i := range added {
+			if t.nodes[i].isType("context_edit") {
+				return nil, false
+			}
+		}
+	}
+	ix := l.ix
+	ix.LeafID = leaf
+	ix.nodes = t.nodes[:len(t.nodes):len(t.nodes)]
+	for k, i := range added {
+		n := &t.nodes[i]
+		ix.EntryIDs = append(ix.EntryIDs, n.id)
+		if yields(n, len(l.win)+k, r) {
+			t.addEntry(&ix, i, -1)
+		}
+	}
+	t.settings(&ix, c)
+	l.ix, l.win = ix, c.win
+	return ix.clipped(), true
+}
+
+// clipped is a copy of ix whose slices end at their length: the arrays
+// behind them are shared with lastIndex, which appends past that length,
+// and a caller appending to one must get an array of its own.
+func (ix *Index) clipped() *Index {
+	out := *ix
+	out.EntryIDs, out.Refs, out.Sizes, out.wins = slices.Clip(out.EntryIDs), slices.Clip(out.Refs), slices.Clip(out.Sizes), slices.Clip(out.wins)
+	return &out
 }
 
 // IndexAt is ContextAt without the messages.
@@ -159,14 +229,13 @@ func (t *Tree) index0(c *current, leaf ID) (*Index, error) {
 		return nil, err
 	}
 	r := t.Rules()
-	ix := &Index{LeafID: leaf, EntryIDs: make([]ID, len(c.win)), Rules: r, version: t.version, nodes: t.nodes[:len(t.nodes):len(t.nodes)],
+	ix := &Index{LeafID: leaf, EntryIDs: make([]ID, 0, len(c.win)), Rules: r, version: t.version, nodes: t.nodes[:len(t.nodes):len(t.nodes)],
 		wins: make([]winEntry, 0, len(c.win)), Refs: make([]Ref, 0, len(c.win)), Sizes: make([]int64, 0, len(c.win))}
 	edits := t.windowEdits(c.win, r)
 	for k, i := range c.win {
 		n := &t.nodes[i]
-		ix.EntryIDs[k] = n.id
-		if !producesMessages(n) || (r == RulesPi16 && k > 0 && n.isType("compaction")) {
-			// [1.6] an older compaction inside the kept range yields nothing.
+		ix.EntryIDs = append(ix.EntryIDs, n.id)
+		if !yields(n, k, r) {
 			continue
 		}
 		edit := int32(-1)
@@ -183,18 +252,39 @@ func (t *Tree) index0(c *current, leaf ID) (*Index, error) {
 				edit = e
 			}
 		}
-		ix.wins = append(ix.wins, winEntry{n: i, edit: edit})
-		ix.Refs = append(ix.Refs, n.ref)
-		ix.Sizes = append(ix.Sizes, int64(n.size))
-		if edit >= 0 {
-			ix.Refs = append(ix.Refs, t.nodes[edit].ref)
-			ix.Sizes = append(ix.Sizes, int64(t.nodes[edit].size))
-		}
+		t.addEntry(ix, i, edit)
 	}
+	t.settings(ix, c)
+	return ix, nil
+}
+
+// yields reports whether the window entry n, at position k, can yield
+// messages.
+func yields(n *node, k int, r RuleSet) bool {
+	// [1.6] an older compaction inside the kept range yields nothing.
+	return producesMessages(n) && (r != RulesPi16 || k == 0 || !n.isType("compaction"))
+}
+
+// addEntry adds node i, a window entry with messages, and the context_edit
+// applying to it (-1: none).
+func (t *Tree) addEntry(ix *Index, i, edit int32) {
+	n := &t.nodes[i]
+	ix.wins = append(ix.wins, winEntry{n: i, edit: edit})
+	ix.Refs = append(ix.Refs, n.ref)
+	ix.Sizes = append(ix.Sizes, int64(n.size))
+	if edit >= 0 {
+		ix.Refs = append(ix.Refs, t.nodes[edit].ref)
+		ix.Sizes = append(ix.Sizes, int64(t.nodes[edit].size))
+	}
+}
+
+// settings sets the thinking level and model of c on ix.
+func (t *Tree) settings(ix *Index, c *current) {
 	ix.ThinkingLevel = json.RawMessage(`"off"`)
 	if c.think >= 0 {
 		ix.ThinkingLevel = t.nodes[c.think].x.thinking
 	}
+	ix.Model = nil
 	if c.model >= 0 {
 		x := t.nodes[c.model].x
 		var fs []field
@@ -206,7 +296,6 @@ func (t *Tree) index0(c *current, leaf ID) (*Index, error) {
 		}
 		ix.Model = encodeFields(fs)
 	}
-	return ix, nil
 }
 
 // render adds the messages to an index of this tree.

@@ -124,3 +124,114 @@ func TestIndexOutlivesGrowth(t *testing.T) {
 		t.Errorf("only %d indexes compared", compared)
 	}
 }
+
+// TestIndexExtendedMatchesBuilt appends every corpus file line by line,
+// asking Index after each line (extended from the one before where the
+// window only grew), and compares it with one built from scratch (every
+// line of a short file, every 37th of a long one). It checks too that an
+// Index kept from before did not change meanwhile, nor this one when a
+// caller appends to the one before.
+func TestIndexExtendedMatchesBuilt(t *testing.T) {
+	extended := 0
+	for _, c := range append(loadCorpus(t), loadCorpusDir(t, conformance16Dir(t))...) {
+		lines := bytes.Split(c.raw, []byte{'\n'})
+		step := 1
+		if len(lines) > 200 {
+			step = 37
+		}
+		for _, r := range []RuleSet{RulesAuto, RulesSeed, RulesPi16} {
+			tree := NewTree()
+			tree.SetRules(r)
+			var prev, kept, keptCopy *Index
+			for k, raw := range lines {
+				l := ParseLine(ToValidUTF8(raw))
+				if !l.Kind.Kept() {
+					continue
+				}
+				if tree.Append(l, Ref(k)) != nil {
+					break
+				}
+				if tree.state != 1 {
+					continue
+				}
+				got, gerr := tree.Index()
+				if gerr == nil && prev != nil && len(prev.EntryIDs) > 0 && len(got.EntryIDs) > len(prev.EntryIDs) && &got.EntryIDs[0] == &prev.EntryIDs[0] {
+					extended++
+				}
+				if gerr == nil {
+					prev = got
+				}
+				if k%step != 0 && k != len(lines)-1 {
+					continue
+				}
+				leaf := tree.leafID
+				if !tree.hasLeaf {
+					leaf = ID{kind: idNull}
+				}
+				want, werr := tree.index0(tree.state0(), leaf)
+				if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
+					t.Fatalf("%s (%v) line %d: Index error %v, built %v", c.name, r, k, gerr, werr)
+				}
+				if gerr != nil {
+					continue
+				}
+				if !sameIndex(got, want) {
+					t.Fatalf("%s (%v) line %d: Index\n%.600s\nbuilt\n%.600s", c.name, r, k, indexString(got), indexString(want))
+				}
+				if kept != nil {
+					if !sameIndex(kept, keptCopy) {
+						t.Fatalf("%s (%v) line %d: an Index kept from before changed", c.name, r, k)
+					}
+					// A caller appending to an Index it holds gets arrays
+					// of its own: the Index made since is not touched.
+					_ = append(kept.EntryIDs, StringID("intruder"))
+					_ = append(kept.Refs, -7)
+					_ = append(kept.Sizes, -7)
+					if !sameIndex(got, want) {
+						t.Fatalf("%s (%v) line %d: an append to an Index kept from before changed this one", c.name, r, k)
+					}
+				}
+				kept, keptCopy = got, cloneIndex(got)
+			}
+		}
+	}
+	if extended < 1000 {
+		t.Errorf("only %d indexes extended", extended)
+	}
+}
+
+func sameIndex(a, b *Index) bool {
+	if len(a.wins) != len(b.wins) {
+		return false
+	}
+	for k := range a.wins {
+		wa, wb := a.wins[k], b.wins[k]
+		if a.nodes[wa.n].ref != b.nodes[wb.n].ref || (wa.edit >= 0) != (wb.edit >= 0) ||
+			(wa.edit >= 0 && a.nodes[wa.edit].ref != b.nodes[wb.edit].ref) {
+			return false
+		}
+	}
+	return a.LeafID == b.LeafID && slices.Equal(a.EntryIDs, b.EntryIDs) && slices.Equal(a.Refs, b.Refs) &&
+		slices.Equal(a.Sizes, b.Sizes) && bytes.Equal(a.ThinkingLevel, b.ThinkingLevel) && bytes.Equal(a.Model, b.Model) &&
+		a.Rules == b.Rules && a.version == b.version
+}
+
+func cloneIndex(ix *Index) *Index {
+	c := *ix
+	c.EntryIDs, c.Refs, c.Sizes, c.wins = slices.Clone(ix.EntryIDs), slices.Clone(ix.Refs), slices.Clone(ix.Sizes), slices.Clone(ix.wins)
+	return &c
+}
+
+// indexString is everything an Index holds, as text.
+func indexString(ix *Index) string {
+	wins := make([]string, len(ix.wins))
+	for k, w := range ix.wins {
+		e := "-"
+		if w.edit >= 0 {
+			e = fmt.Sprint(ix.nodes[w.edit].ref)
+		}
+		wins[k] = fmt.Sprintf("%d/%s", ix.nodes[w.n].ref, e)
+	}
+	return fmt.Sprintf("leaf=%v ids=%v refs=%v sizes=%v think=%s model=%s rules=%v version=%v wins=%v",
+		ix.LeafID, ix.EntryIDs, ix.Refs, ix.Sizes, ix.ThinkingLevel, ix.Model, ix.Rules, ix.version, wins)
+}

@@ -141,6 +141,9 @@ type Tree struct {
 	v1Pending map[int]int32
 
 	cur current
+	// lastIndex is the Index last made at the leaf, which Index extends
+	// while the window only grows (context.go).
+	lastIndex lastIndex
 	// heads is Heads(), kept by Append while headsOK.
 	heads   []int
 	headsOK bool
