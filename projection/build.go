@@ -50,11 +50,28 @@ func (s *sessionState) buildViews(seed maphash.Seed) ([]value, int) {
 	cv.Entries, cv.Refs = len(ids), len(refs)
 	cv.Pages = (max(len(ids), len(refs)) + pageSize - 1) / pageSize
 	var scratch []byte
+	if len(s.pages) > cv.Pages {
+		clear(s.pages[cv.Pages:]) // the arrays they name may go
+		s.pages = s.pages[:cv.Pages]
+	}
 	for p := 0; p < cv.Pages; p++ {
 		// Pages are hashed straight from ids and refs and marshalled only
-		// when changed: an append usually changes the last page alone.
+		// when changed: an append usually changes the last page alone,
+		// and a page made of the very arrays it was hashed from last is
+		// not hashed again (pageMemo).
 		pids, prefs := window(ids, p), window(refs, p)
-		out = append(out, value{key: pageKey(s.sid, p), slot: slotPage0 + p, hash: pageHash(seed, pids, prefs, &scratch), data: func() []byte {
+		memo := newPageMemo(pids, prefs)
+		if p < len(s.pages) && s.pages[p].same(memo) {
+			memo.hash = s.pages[p].hash
+		} else {
+			memo.hash = pageHash(seed, pids, prefs, &scratch)
+		}
+		if p < len(s.pages) {
+			s.pages[p] = memo
+		} else {
+			s.pages = append(s.pages, memo)
+		}
+		out = append(out, value{key: pageKey(s.sid, p), slot: slotPage0 + p, hash: memo.hash, data: func() []byte {
 			pg := ContextPage{Page: p, IDs: rawIDs(pids), Refs: refStrings(prefs), Src: src}
 			truncate(&pg)
 			data, _ := json.Marshal(pg)
@@ -135,6 +152,34 @@ func pageHash(seed maphash.Seed, ids []session.ID, refs []session.Ref, scratch *
 	}
 	*scratch = b
 	return maphash.Bytes(seed, b)
+}
+
+// pageMemo is what a context page was last hashed from: an Index's arrays
+// are never written within what it returned (session.Index), so a page
+// of the same arrays, from the same element and as long, holds what it
+// held. Extending the Index keeps the arrays of every page but the last.
+// The pointers keep the arrays alive: they are dropped with the tree.
+type pageMemo struct {
+	ids         *session.ID
+	refs        *session.Ref
+	nIDs, nRefs int
+	hash        uint64
+}
+
+func newPageMemo(ids []session.ID, refs []session.Ref) pageMemo {
+	m := pageMemo{nIDs: len(ids), nRefs: len(refs)}
+	if len(ids) > 0 {
+		m.ids = &ids[0]
+	}
+	if len(refs) > 0 {
+		m.refs = &refs[0]
+	}
+	return m
+}
+
+// same reports whether m and o name the same arrays over the same lengths.
+func (m pageMemo) same(o pageMemo) bool {
+	return m.ids == o.ids && m.refs == o.refs && m.nIDs == o.nIDs && m.nRefs == o.nRefs
 }
 
 func window[T any](xs []T, page int) []T {

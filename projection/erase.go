@@ -81,7 +81,7 @@ func (w *Worker) erase(ctx context.Context, f *follower, ev *eventlog.Event) err
 		// start holds every session loaded) holds no text of it.
 		s.cat.FirstMessage = ""
 		if s.tree != nil {
-			s.tree, s.locs = nil, lineLocs{}
+			s.tree, s.locs, s.pages = nil, lineLocs{}, nil
 			w.mu.Lock()
 			w.trees--
 			s.lastUse = 0

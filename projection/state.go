@@ -29,6 +29,9 @@ type sessionState struct {
 	// written is the hash of each value last written (content without
 	// Src, so a page rewritten only for its Src is not rewritten).
 	written writtenHashes
+	// pages: what each context page was last hashed from (build.go);
+	// dropped with the tree.
+	pages []pageMemo
 	// erased: dropped on an erase event; a follower that still holds it
 	// writes nothing for it.
 	erased bool

@@ -313,7 +313,7 @@ func (w *Worker) evict() {
 			continue // in use: keep it
 		}
 		if s.tree != nil {
-			s.tree, s.locs = nil, lineLocs{}
+			s.tree, s.locs, s.pages = nil, lineLocs{}, nil
 			w.mu.Lock()
 			w.trees--
 			s.lastUse = 0

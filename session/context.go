@@ -83,6 +83,11 @@ func (t *Tree) ContextAt(id *string, src BodySource) (*Context, error) {
 // settings, and the refs of the window entries whose bodies the messages
 // come from, in window order. Building it reads no bodies; a caller that
 // fetches bodies from far away learns from it which ones to fetch.
+//
+// The arrays behind an Index's slices are never written within the
+// lengths it was returned with: the next Index may share them and append
+// past those lengths, and a caller may tell an unchanged stretch by its
+// array (the projection's pages do).
 type Index struct {
 	LeafID   ID
 	EntryIDs []ID

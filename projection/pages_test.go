@@ -1,0 +1,105 @@
+package projection
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+)
+
+// TestPagesMemoMatchesScratch: a session's context pages, hashed where
+// they can be from what they were hashed from last (pageMemo), hash as
+// they do from scratch after every kind of change to the window: appends
+// across page boundaries, a sibling of the leaf (a window as long, another
+// last entry), a branch switch, a compaction, appends again.
+// And the memo is used: most appends hash only the last page.
+func TestPagesMemoMatchesScratch(t *testing.T) {
+	root := t.TempDir()
+	sid := "0199dddd-0000-7000-8000-000000000003"
+	data := linear(sid, 3000, 10)
+	writeFile(t, filepath.Join(root, "--pages--", "2026-11-29T23-08-16-463Z_"+sid+".jsonl"), data)
+	n := startNode(t, root, t.TempDir())
+	n.waitContext(sid, fileContext(t, data))
+	n.stopWorker() // drive the worker's apply path by hand
+	w := n.worker
+	ctx := context.Background()
+	s := w.lookup(sid, false)
+	f := &follower{stream: eventlog.LocalStream, dirty: map[*sessionState]struct{}{}}
+	seq := s.cat.Src.Get(eventlog.LocalStream)
+	reused, checked := 0, 0
+	check := func(step string) {
+		t.Helper()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.tree == nil {
+			if err := w.ensureTree(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := slices.Clone(s.pages)
+		memo, _ := s.buildViews(w.viewSeed)
+		for p := range min(len(before), len(s.pages)) {
+			if before[p].same(s.pages[p]) {
+				reused++
+			}
+		}
+		kept := s.pages
+		s.pages = nil
+		scratch, _ := s.buildViews(w.viewSeed)
+		s.pages = kept
+		if len(memo) != len(scratch) {
+			t.Fatalf("%s: %d values, %d from scratch", step, len(memo), len(scratch))
+		}
+		for i := range memo {
+			if memo[i].key != scratch[i].key || memo[i].hash != scratch[i].hash {
+				t.Fatalf("%s: value %s hashes %x, %s from scratch %x", step, memo[i].key, memo[i].hash, scratch[i].key, scratch[i].hash)
+			}
+		}
+		checked++
+	}
+	apply := func(id, parent, raw string) {
+		t.Helper()
+		seq++
+		ev := &eventlog.Event{Stream: eventlog.LocalStream, Subject: eventlog.LocalSubject(testNode, sid), Seq: seq,
+			Node: testNode, SID: sid, ID: id, ParentID: parent, Type: "message", Raw: []byte(raw)}
+		if err := w.applyEvent(ctx, f, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("loaded")
+	parent := "e0002999"
+	appendRun := func(name string, k int) {
+		for i := range k {
+			id := fmt.Sprintf("%s%05d", name, i)
+			apply(id, parent, entry(id, parent, "more"))
+			parent = id
+			check(fmt.Sprintf("%s append %d", name, i))
+		}
+	}
+	appendRun("a", 1200) // past the second page's end (2,048 entries a page)
+	// A sibling of the leaf (pi's regenerate): a window as long, its
+	// last entry another.
+	sibling := func(id, of string) {
+		t.Helper()
+		apply(id, of, entry(id, of, "again"))
+		parent = id
+		check("sibling " + id)
+	}
+	sibling("s1", "a01198")
+	// A branch from an old entry: the window is a new path.
+	parent = "e0001000"
+	appendRun("b", 50)
+	// A compaction keeping the last 100 entries of the branch's path.
+	raw := fmt.Sprintf(`{"type":"compaction","id":"c1","parentId":%q,"timestamp":"2026-11-29T23:09:17.000Z","summary":"s","firstKeptEntryId":"e0000950","tokensBefore":1000}`, parent)
+	apply("c1", parent, raw)
+	parent = "c1"
+	check("compaction")
+	appendRun("d", 50)
+	sibling("s2", "d00048")
+	if reused < checked*9/10 {
+		t.Errorf("the memo was used for %d pages over %d builds", reused, checked)
+	}
+}
