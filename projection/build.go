@@ -72,10 +72,7 @@ func (s *sessionState) buildViews(seed maphash.Seed) ([]value, int) {
 			s.pages = append(s.pages, memo)
 		}
 		out = append(out, value{key: pageKey(s.sid, p), slot: slotPage0 + p, hash: memo.hash, data: func() []byte {
-			pg := ContextPage{Page: p, IDs: rawIDs(pids), Refs: refStrings(prefs), Src: src}
-			truncate(&pg)
-			data, _ := json.Marshal(pg)
-			return data
+			return appendPage(nil, p, pids, prefs, src)
 		}})
 	}
 	add(sessionKey(s.sid, "ctx"), slotCtx, cv, func(src Src) any { v := cv; v.Src = src; return v })
@@ -116,14 +113,6 @@ func (s *sessionState) buildViews(seed maphash.Seed) ([]value, int) {
 func rawID(id session.ID) json.RawMessage {
 	b, _ := id.MarshalJSON()
 	return b
-}
-
-func rawIDs(ids []session.ID) []json.RawMessage {
-	out := make([]json.RawMessage, len(ids))
-	for i, id := range ids {
-		out[i] = rawID(id)
-	}
-	return out
 }
 
 // pageHash hashes a context page's content: each id (length-prefixed, so
@@ -188,29 +177,4 @@ func window[T any](xs []T, page int) []T {
 		return []T{}
 	}
 	return xs[lo:min(lo+pageSize, len(xs))]
-}
-
-func refStrings(refs []session.Ref) []string {
-	out := make([]string, len(refs))
-	for i, r := range refs {
-		out[i] = refString(r)
-	}
-	return out
-}
-
-// truncate keeps a page under maxValue. Only ids of absurd length can get
-// there (2048 pi ids take ~25 KiB); the ids are then cut and the page says
-// so, while the refs, which a full context needs, stay whole.
-func truncate(pg *ContextPage) {
-	size := 64
-	for _, r := range pg.Refs {
-		size += len(r) + 3
-	}
-	for i, id := range pg.IDs {
-		size += len(id) + 1
-		if size > maxValue {
-			pg.IDs, pg.Truncated = pg.IDs[:i], true
-			return
-		}
-	}
 }
