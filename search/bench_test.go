@@ -14,9 +14,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 var benchBytes = flag.Int64("search.bytes", 1<<30, "bytes of session files BenchmarkSearch generates")
@@ -268,13 +269,6 @@ func memPeaks(stop <-chan struct{}) (done func() (rss, anon, file int64)) {
 	}
 }
 
-// cpuTime is the CPU time (user and system) this process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // resetPeak resets VmHWM (Linux: clear_refs 5).
 func resetPeak() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
 
@@ -356,7 +350,7 @@ func benchBuild(b *testing.B, dir string, files []string, docs int, raw time.Dur
 	batchBytes := *benchBatch
 	var batch []Doc
 	bytes, seq := 0, uint64(0)
-	cpu0 := cpuTime()
+	cpu0 := testenv.ProcessCPU(b)
 	start := time.Now()
 	size := forLines(b, files, func(sid string, l []byte) {
 		seq++
@@ -378,7 +372,7 @@ func benchBuild(b *testing.B, dir string, files []string, docs int, raw time.Dur
 		b.Fatal(err)
 	}
 	build := time.Since(start)
-	cpu := cpuTime() - cpu0
+	cpu := testenv.ProcessCPU(b) - cpu0
 	_, peak := rss()
 	close(stop)
 	prss, panon, pfile := peaks()

@@ -269,7 +269,7 @@ func rawSessions(b *testing.B, n int) (time.Duration, float64) {
 	var mu sync.Mutex
 	var firstErr error
 	b.StartTimer()
-	cpu0 := selfCPU(b)
+	cpu0 := testenv.ProcessCPU(b)
 	start := time.Now()
 	for range 8 {
 		wg.Go(func() {
@@ -288,21 +288,11 @@ func rawSessions(b *testing.B, n int) (time.Duration, float64) {
 	close(work)
 	wg.Wait()
 	took := time.Since(start)
-	cpu := selfCPU(b) - cpu0
+	cpu := (testenv.ProcessCPU(b) - cpu0).Seconds()
 	b.StopTimer()
 	if firstErr != nil {
 		b.Fatal(firstErr)
 	}
 	b.StartTimer()
 	return took, cpu
-}
-
-// selfCPU is this process's user+system CPU seconds so far.
-func selfCPU(b *testing.B) float64 {
-	b.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }

@@ -3,7 +3,9 @@ package testenv
 import (
 	"os"
 	"runtime/pprof"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // CPUProfile writes a CPU profile of what runs until stop is called to the
@@ -27,4 +29,15 @@ func CPUProfile(tb testing.TB, env string) (stop func()) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}
+}
+
+// ProcessCPU is the CPU time (user and system) this process has used so
+// far, every thread: the embedded server's work included.
+func ProcessCPU(tb testing.TB) time.Duration {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
