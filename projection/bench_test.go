@@ -79,35 +79,21 @@ func BenchmarkAppendEntry(b *testing.B) {
 }
 
 func benchAppendEntry(b *testing.B, entries int) {
-	root := b.TempDir()
-	sid := "0199dddd-0000-7000-8000-000000000002"
-	data := linear(sid, entries, 200)
-	writeFile(b, filepath.Join(root, "--bench--", "2026-11-29T23-08-16-463Z_"+sid+".jsonl"), data)
-	n := startNode(b, root, b.TempDir())
-	n.waitContext(sid, fileContext(b, data))
-	n.stopWorker() // drive the worker's apply path by hand
-	w := n.worker
+	h := newByHand(b, "0199dddd-0000-7000-8000-000000000002", entries, 200)
 	ctx := context.Background()
-	s := w.lookup(sid, false)
-	f := &follower{stream: eventlog.LocalStream, dirty: map[*sessionState]struct{}{}}
-	seq := s.cat.Src.Get(eventlog.LocalStream)
 	parent := fmt.Sprintf("e%07d", entries-1)
 	b.ReportAllocs()
 	b.ResetTimer()
 	// The CPU of the whole process: the views' stores in the embedded
 	// server too. The time per op also waits on those stores' fsyncs.
 	cpu0 := testenv.ProcessCPU(b)
-	defer func() { b.ReportMetric(float64(testenv.ProcessCPU(b)-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op") }()
+	defer func() {
+		b.ReportMetric(float64(testenv.ProcessCPU(b)-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	}()
 	for i := 0; i < b.N; i++ {
 		id := fmt.Sprintf("n%07d", i)
-		raw := entry(id, parent, "appended")
-		seq++
-		ev := &eventlog.Event{Stream: eventlog.LocalStream, Subject: eventlog.LocalSubject(testNode, sid), Seq: seq,
-			Node: testNode, SID: sid, ID: id, ParentID: parent, Type: "message", Raw: []byte(raw)}
-		if err := w.applyEvent(ctx, f, ev); err != nil {
-			b.Fatal(err)
-		}
-		if err := w.writeViewsNow(ctx, s); err != nil {
+		h.apply(b, id, parent, entry(id, parent, "appended"))
+		if err := h.w.writeViewsNow(ctx, h.s); err != nil {
 			b.Fatal(err)
 		}
 		parent = id

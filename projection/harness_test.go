@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
@@ -228,3 +229,40 @@ func appendFile(t testing.TB, path, data string) { testenv.AppendFile(t, path, d
 func header(sid string) string { return testenv.Header(sid) }
 
 func entry(id, parent, text string) string { return testenv.Entry(id, parent, text) }
+
+// byHand is a worker stopped after it projected one linear session, whose
+// apply path a test drives by hand, event by event.
+type byHand struct {
+	w   *Worker
+	s   *sessionState
+	f   *follower
+	sid string
+	seq uint64
+}
+
+// newByHand projects a linear session of n entries (ids e0000000 on, text
+// padded with pad bytes), then stops the worker.
+func newByHand(tb testing.TB, sid string, n, pad int) *byHand {
+	tb.Helper()
+	root := tb.TempDir()
+	data := linear(sid, n, pad)
+	writeFile(tb, filepath.Join(root, "--byhand--", "2026-11-29T23-08-16-463Z_"+sid+".jsonl"), data)
+	nd := startNode(tb, root, tb.TempDir())
+	nd.waitContext(sid, fileContext(tb, data))
+	nd.stopWorker()
+	s := nd.worker.lookup(sid, false)
+	return &byHand{w: nd.worker, s: s, sid: sid, seq: s.cat.Src.Get(eventlog.LocalStream),
+		f: &follower{stream: eventlog.LocalStream, dirty: map[*sessionState]struct{}{}}}
+}
+
+// apply applies the next PI_LOCAL event of the session: line raw, entry id
+// below parent.
+func (h *byHand) apply(tb testing.TB, id, parent, raw string) {
+	tb.Helper()
+	h.seq++
+	ev := &eventlog.Event{Stream: eventlog.LocalStream, Subject: eventlog.LocalSubject(testNode, h.sid), Seq: h.seq,
+		Node: testNode, SID: h.sid, ID: id, ParentID: parent, Type: "message", Raw: []byte(raw)}
+	if err := h.w.applyEvent(context.Background(), h.f, ev); err != nil {
+		tb.Fatal(err)
+	}
+}

@@ -3,11 +3,8 @@ package projection
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"testing"
-
-	"github.com/pisyncd/pisyncd/eventlog"
 )
 
 // TestPagesMemoMatchesScratch: a session's context pages, hashed where
@@ -17,18 +14,9 @@ import (
 // last entry), a branch switch, a compaction, appends again.
 // And the memo is used: most appends hash only the last page.
 func TestPagesMemoMatchesScratch(t *testing.T) {
-	root := t.TempDir()
-	sid := "0199dddd-0000-7000-8000-000000000003"
-	data := linear(sid, 3000, 10)
-	writeFile(t, filepath.Join(root, "--pages--", "2026-11-29T23-08-16-463Z_"+sid+".jsonl"), data)
-	n := startNode(t, root, t.TempDir())
-	n.waitContext(sid, fileContext(t, data))
-	n.stopWorker() // drive the worker's apply path by hand
-	w := n.worker
+	h := newByHand(t, "0199dddd-0000-7000-8000-000000000003", 3000, 10)
+	w, s := h.w, h.s
 	ctx := context.Background()
-	s := w.lookup(sid, false)
-	f := &follower{stream: eventlog.LocalStream, dirty: map[*sessionState]struct{}{}}
-	seq := s.cat.Src.Get(eventlog.LocalStream)
 	reused, checked := 0, 0
 	check := func(step string) {
 		t.Helper()
@@ -62,12 +50,7 @@ func TestPagesMemoMatchesScratch(t *testing.T) {
 	}
 	apply := func(id, parent, raw string) {
 		t.Helper()
-		seq++
-		ev := &eventlog.Event{Stream: eventlog.LocalStream, Subject: eventlog.LocalSubject(testNode, sid), Seq: seq,
-			Node: testNode, SID: sid, ID: id, ParentID: parent, Type: "message", Raw: []byte(raw)}
-		if err := w.applyEvent(ctx, f, ev); err != nil {
-			t.Fatal(err)
-		}
+		h.apply(t, id, parent, raw)
 	}
 	check("loaded")
 	parent := "e0002999"
