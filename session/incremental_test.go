@@ -235,3 +235,49 @@ func indexString(ix *Index) string {
 	return fmt.Sprintf("leaf=%v ids=%v refs=%v sizes=%v think=%s model=%s rules=%v version=%v wins=%v",
 		ix.LeafID, ix.EntryIDs, ix.Refs, ix.Sizes, ix.ThinkingLevel, ix.Model, ix.Rules, ix.version, wins)
 }
+
+// TestIndexNotExtendedPastAnEdit: a context_edit in the window may name an
+// entry that comes only later; the Index made after it is built whole, so
+// that the later entry gets the edit.
+func TestIndexNotExtendedPastAnEdit(t *testing.T) {
+	lines := []string{
+		`{"type":"session","version":3,"id":"edits","timestamp":"2026-11-29T23:00:00.000Z","cwd":"/x"}`,
+		`{"type":"message","id":"m1","parentId":null,"timestamp":"2026-11-29T23:00:01.000Z","message":{"role":"user","content":"first","timestamp":1}}`,
+		// Two entries before the edit: the window's array grows to four
+		// with it, so the entry it names is appended in place (the case
+		// an Index could be extended in).
+		`{"type":"message","id":"m2","parentId":"m1","timestamp":"2026-11-29T23:00:01.500Z","message":{"role":"user","content":"second","timestamp":1}}`,
+		`{"type":"context_edit","id":"e1","parentId":"m2","targetId":"later","replacement":{"content":"edited"},"timestamp":"2026-11-29T23:00:02.000Z"}`,
+		`{"type":"message","id":"later","parentId":"e1","timestamp":"2026-11-29T23:00:03.000Z","message":{"role":"user","content":"as written","timestamp":3}}`,
+		`{"type":"message","id":"m3","parentId":"later","timestamp":"2026-11-29T23:00:04.000Z","message":{"role":"user","content":"third","timestamp":4}}`,
+	}
+	tree := NewTree()
+	tree.SetRules(RulesPi16)
+	edited := false
+	for k, raw := range lines {
+		if err := tree.Append(ParseLine([]byte(raw)), Ref(k)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := tree.Index()
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf := tree.leafID
+		if !tree.hasLeaf {
+			leaf = ID{kind: idNull}
+		}
+		want, err := tree.index0(tree.state0(), leaf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameIndex(got, want) {
+			t.Fatalf("line %d: Index\n%s\nbuilt\n%s", k, indexString(got), indexString(want))
+		}
+		for _, w := range got.wins {
+			edited = edited || w.edit >= 0
+		}
+	}
+	if !edited {
+		t.Error("the edit applied to no entry: the case is not made")
+	}
+}
