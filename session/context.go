@@ -107,6 +107,9 @@ type Index struct {
 	// megabytes each time a 10,000-entry session changed.
 	nodes   []node
 	version float64 // the tree's header version (the v2 rename)
+	// edits: a context_edit in the window names an entry, so a later line
+	// can change what an earlier entry yields (Index does not extend it).
+	edits bool
 }
 
 // winEntry is a window entry whose messages the context holds (its node)
@@ -144,7 +147,7 @@ func (t *Tree) Index() (*Index, error) {
 		*l = lastIndex{}
 		return nil, err
 	}
-	*l = lastIndex{ix: *ix, win: c.win, extendable: t.windowEdits(c.win, ix.Rules) == nil}
+	*l = lastIndex{ix: *ix, win: c.win}
 	return ix.clipped(), nil
 }
 
@@ -153,18 +156,16 @@ func (t *Tree) Index() (*Index, error) {
 type lastIndex struct {
 	ix  Index
 	win []int32
-	// extendable: no context_edit applies in it (with one, a later edit
-	// can change what an earlier entry yields).
-	extendable bool
 }
 
 // extendIndex makes the Index of c from l's when c's window is l's with
 // entries appended: the same array from the same first entry, longer or
 // as long (a window is only ever appended to, or replaced by a new one),
-// under the same rules, with no context_edit among the new entries.
+// under the same rules, with no context_edit in l's window or among the
+// new entries.
 func (t *Tree) extendIndex(l *lastIndex, c *current, leaf ID) (*Index, bool) {
 	r := t.Rules()
-	if !l.extendable || l.ix.Rules != r || len(l.win) == 0 || len(c.win) < len(l.win) || &c.win[0] != &l.win[0] {
+	if l.ix.edits || l.ix.Rules != r || len(l.win) == 0 || len(c.win) < len(l.win) || &c.win[0] != &l.win[0] {
 		return nil, false
 	}
 	added := c.win[len(l.win):]
@@ -237,6 +238,7 @@ func (t *Tree) index0(c *current, leaf ID) (*Index, error) {
 	ix := &Index{LeafID: leaf, EntryIDs: make([]ID, 0, len(c.win)), Rules: r, version: t.version, nodes: t.nodes[:len(t.nodes):len(t.nodes)],
 		wins: make([]winEntry, 0, len(c.win)), Refs: make([]Ref, 0, len(c.win)), Sizes: make([]int64, 0, len(c.win))}
 	edits := t.windowEdits(c.win, r)
+	ix.edits = edits != nil
 	for k, i := range c.win {
 		n := &t.nodes[i]
 		ix.EntryIDs = append(ix.EntryIDs, n.id)
