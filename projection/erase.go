@@ -80,13 +80,7 @@ func (w *Worker) erase(ctx context.Context, f *follower, ev *eventlog.Event) err
 		// Whoever still holds the state (the first-message read after a
 		// start holds every session loaded) holds no text of it.
 		s.cat.FirstMessage = ""
-		if s.tree != nil {
-			s.tree, s.locs, s.pages = nil, lineLocs{}, nil
-			w.mu.Lock()
-			w.trees--
-			s.lastUse = 0
-			w.mu.Unlock()
-		}
+		w.dropTree(s)
 		w.dropBodies(s)
 		s.mu.Unlock()
 		delete(f.dirty, s)

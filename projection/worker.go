@@ -312,15 +312,24 @@ func (w *Worker) evict() {
 		if !s.mu.TryLock() {
 			continue // in use: keep it
 		}
-		if s.tree != nil {
-			s.tree, s.locs, s.pages = nil, lineLocs{}, nil
-			w.mu.Lock()
-			w.trees--
-			s.lastUse = 0
-			w.mu.Unlock()
-		}
+		w.dropTree(s)
 		s.mu.Unlock()
 	}
+}
+
+// dropTree drops the session's tree, if it is loaded, and what is kept
+// with it (its lines' places, what its pages were hashed from); the views
+// stay in KV and the tree comes back from the stream when needed. Called
+// with s.mu held.
+func (w *Worker) dropTree(s *sessionState) {
+	if s.tree == nil {
+		return
+	}
+	s.tree, s.locs, s.pages = nil, lineLocs{}, nil
+	w.mu.Lock()
+	w.trees--
+	s.lastUse = 0
+	w.mu.Unlock()
 }
 
 var errNotReady = errors.New("projection: not ready")
