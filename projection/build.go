@@ -50,10 +50,10 @@ func (s *sessionState) buildViews(seed maphash.Seed) ([]value, int) {
 	cv.Entries, cv.Refs = len(ids), len(refs)
 	cv.Pages = (max(len(ids), len(refs)) + pageSize - 1) / pageSize
 	var scratch []byte
-	if len(s.pages) > cv.Pages {
-		clear(s.pages[cv.Pages:]) // the arrays they name may go
-		s.pages = s.pages[:cv.Pages]
-	}
+	// Each page's memo replaces the one before in place: page p is read
+	// before it is written.
+	last := s.pages
+	s.pages = s.pages[:0]
 	for p := 0; p < cv.Pages; p++ {
 		// Pages are hashed straight from ids and refs and marshalled only
 		// when changed: an append usually changes the last page alone,
@@ -61,19 +61,18 @@ func (s *sessionState) buildViews(seed maphash.Seed) ([]value, int) {
 		// not hashed again (pageMemo).
 		pids, prefs := window(ids, p), window(refs, p)
 		memo := newPageMemo(pids, prefs)
-		if p < len(s.pages) && s.pages[p].same(memo) {
-			memo.hash = s.pages[p].hash
+		if p < len(last) && last[p].same(memo) {
+			memo.hash = last[p].hash
 		} else {
 			memo.hash = pageHash(seed, pids, prefs, &scratch)
 		}
-		if p < len(s.pages) {
-			s.pages[p] = memo
-		} else {
-			s.pages = append(s.pages, memo)
-		}
+		s.pages = append(s.pages, memo)
 		out = append(out, value{key: pageKey(s.sid, p), slot: slotPage0 + p, hash: memo.hash, data: func() []byte {
 			return appendPage(nil, p, pids, prefs, src)
 		}})
+	}
+	if len(last) > len(s.pages) {
+		clear(last[len(s.pages):]) // pages past the window: the arrays they name may go
 	}
 	add(sessionKey(s.sid, "ctx"), slotCtx, cv, func(src Src) any { v := cv; v.Src = src; return v })
 

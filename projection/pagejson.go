@@ -8,8 +8,12 @@ import (
 )
 
 // appendPage appends page p of a context index, of the window entries ids
-// and the refs over the same positions, exactly as json.Marshal writes the
-// ContextPage that truncate has kept under maxValue. A page is written
+// and the refs over the same positions, exactly as json.Marshal writes
+// that ContextPage, kept under maxValue: only ids of absurd length can get
+// there (2,048 pi ids take ~25 KiB), and then the ids are cut and the page
+// says so, while the refs, which a full context needs, stay whole
+// (reckoned as 64 bytes, each ref with 3 and each id with 1 more, as
+// before). A page is written
 // again after every line of a session that has fewer than pageSize
 // entries (then it is the whole index): built through []json.RawMessage
 // and []string and marshalled by reflection, it cost two allocations an
@@ -17,7 +21,7 @@ import (
 func appendPage(b []byte, p int, ids []session.ID, refs []session.Ref, src Src) []byte {
 	b = append(b, `{"page":`...)
 	b = strconv.AppendInt(b, int64(p), 10)
-	// truncate's reckoning: the refs whole, then ids while they fit.
+	// The refs whole, then ids while they fit.
 	size := 64
 	for _, r := range refs {
 		size += refLen(r) + 3
@@ -27,9 +31,11 @@ func appendPage(b []byte, p int, ids []session.ID, refs []session.Ref, src Src) 
 	for i, id := range ids {
 		s, plain := id.String()
 		plain = plain && plainJSON(s)
+		var raw json.RawMessage
 		n := len(s) + 2
 		if !plain {
-			n = len(rawID(id))
+			raw = rawID(id)
+			n = len(raw)
 		}
 		if size += n + 1; size > maxValue {
 			truncated = true
@@ -46,7 +52,7 @@ func appendPage(b []byte, p int, ids []session.ID, refs []session.Ref, src Src) 
 		}
 		// Anything else as encoding/json has it: a RawMessage is
 		// compacted with <, >, & and U+2028/9 escaped.
-		j, _ := json.Marshal(json.RawMessage(rawID(id)))
+		j, _ := json.Marshal(raw)
 		b = append(b, j...)
 	}
 	b = append(b, `],"refs":[`...)
