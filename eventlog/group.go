@@ -71,7 +71,7 @@ func (p *Publisher) publishGroups(ctx context.Context, subject func(string) stri
 	defer cancel()
 	seq, err := publishAtomic(rctx, p.nc, msgs, "", 0)
 	if err != nil {
-		return nil, p.failed(ctx, fmt.Errorf("eventlog: group of %d sessions: %w", len(groups), cause(rctx, err)))
+		return nil, suspectStore(p.suspect, ctx, fmt.Errorf("eventlog: group of %d sessions: %w", len(groups), cause(rctx, err)))
 	}
 	// The batch is stored contiguously: its first message is at
 	// seq-len(msgs)+1. A subject's new last sequence is the stream

@@ -84,12 +84,6 @@ func (l *Local) SetWritable(w Writable) { l.pub.writable = w }
 // publish.
 func (l *Local) SetSuspect(suspect func()) { l.pub.suspect = suspect }
 
-// failed reports err, a request's failure, to the suspect hook when it
-// may be the store's (see SetSuspect), and returns it.
-func (p *Publisher) failed(ctx context.Context, err error) error {
-	return suspectStore(p.suspect, ctx, err)
-}
-
 // suspectStore calls suspect (when set) unless err is the caller's own
 // doing: an expected sequence that did not hold, a store already known to
 // fail, or ctx, the caller's context, ending. It returns err.
@@ -212,7 +206,7 @@ func (p *Publisher) publishOne(ctx context.Context, subj string, last uint64, l 
 		if IsWrongLastSequence(err) {
 			return 0, fmt.Errorf("%w: %s after %d", ErrWrongLastSequence, subj, last)
 		}
-		return 0, p.failed(ctx, fmt.Errorf("eventlog: publish %s: %w", subj, cause(rctx, err)))
+		return 0, suspectStore(p.suspect, ctx, fmt.Errorf("eventlog: publish %s: %w", subj, cause(rctx, err)))
 	}
 	p.stored.offer(ack.Sequence, []*nats.Msg{m})
 	return ack.Sequence, nil
@@ -239,7 +233,7 @@ func (p *Publisher) publishBatch(ctx context.Context, subj string, last uint64, 
 	defer cancel()
 	seq, err := publishAtomic(rctx, p.nc, msgs, hdrExpLastSubj, last)
 	if err != nil {
-		return 0, p.failed(ctx, fmt.Errorf("eventlog: batch %s: %w", subj, cause(rctx, err)))
+		return 0, suspectStore(p.suspect, ctx, fmt.Errorf("eventlog: batch %s: %w", subj, cause(rctx, err)))
 	}
 	return seq, nil
 }
