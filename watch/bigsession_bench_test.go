@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"math"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,22 +33,8 @@ import (
 //
 //	go test -run '^$' -bench BigSession -benchtime=1x -timeout 60m ./watch/
 func BenchmarkBigSession(b *testing.B) {
-	mb := 200
-	if s := os.Getenv("PISYNC_BENCH_BIG_MB"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 10 {
-			b.Fatalf("PISYNC_BENCH_BIG_MB=%q: want a number of MB ≥ 10", s)
-		}
-		mb = n
-	}
-	line := 2048
-	if s := os.Getenv("PISYNC_BENCH_LINE_BYTES"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 256 || n > mb<<20 {
-			b.Fatalf("PISYNC_BENCH_LINE_BYTES=%q: want a number of bytes from 256 to the session's size", s)
-		}
-		line = n
-	}
+	mb := testenv.EnvInt(b, "PISYNC_BENCH_BIG_MB", 200, 10, math.MaxInt)
+	line := testenv.EnvInt(b, "PISYNC_BENCH_LINE_BYTES", 2048, 256, mb<<20) // up to the session's size
 	b.Run("lines", func(b *testing.B) { benchBigSession(b, bigLines(mb<<20, line)) })
 	b.Run("images", func(b *testing.B) { benchBigSession(b, bigImages(mb<<20)) })
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,7 +48,7 @@ func BenchmarkContextFile(b *testing.B) {
 	if client == "" {
 		client = buildPisync(b)
 	}
-	rounds := envInt(b, "PISYNC_BENCH_ROUNDS", 10)
+	rounds := testenv.EnvInt(b, "PISYNC_BENCH_ROUNDS", 10, 1, math.MaxInt)
 	file := piSessionFile(b, 10_000)
 	st, err := os.Stat(file)
 	if err != nil {
@@ -215,7 +216,7 @@ func BenchmarkDaemonContext(b *testing.B) {
 	if bin == "" {
 		bin = buildPisyncd(b)
 	}
-	rounds := envInt(b, "PISYNC_BENCH_ROUNDS", 3)
+	rounds := testenv.EnvInt(b, "PISYNC_BENCH_ROUNDS", 3, 1, math.MaxInt)
 	home := b.TempDir()
 	sessions, state := filepath.Join(home, "sessions"), filepath.Join(home, "state")
 	budget := config.DefaultMemoryBudget

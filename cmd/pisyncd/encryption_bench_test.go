@@ -3,14 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pisyncd/pisyncd/internal/testenv"
 	"github.com/pisyncd/pisyncd/keyring"
 )
 
@@ -27,8 +28,8 @@ import (
 // its lines over its time. PISYNC_BENCH_AA=1 runs the control: both sides
 // plain, the ratios then being the machine's noise alone.
 func BenchmarkEncryption(b *testing.B) {
-	samples, n := envInt(b, "PISYNC_BENCH_SAMPLES", 300), envInt(b, "PISYNC_BENCH_CATCHUP", 20000)
-	rounds := envInt(b, "PISYNC_BENCH_ROUNDS", 1)
+	samples, n := testenv.EnvInt(b, "PISYNC_BENCH_SAMPLES", 300, 1, math.MaxInt), testenv.EnvInt(b, "PISYNC_BENCH_CATCHUP", 20000, 1, math.MaxInt)
+	rounds := testenv.EnvInt(b, "PISYNC_BENCH_ROUNDS", 1, 1, math.MaxInt)
 	for iter := 0; iter < b.N; iter++ {
 		rings := map[string]*keyring.Ring{"plain": nil, "sealed": keyring.New(time.Now())}
 		if os.Getenv("PISYNC_BENCH_AA") != "" {
@@ -56,17 +57,6 @@ func BenchmarkEncryption(b *testing.B) {
 		b.ReportMetric(lat["sealed"][1]/lat["plain"][1], "p99-sealed/plain")
 		b.ReportMetric(rate[1]/rate[0], "catchup-sealed/plain")
 	}
-}
-
-func envInt(b *testing.B, name string, def int) int {
-	if s := os.Getenv(name); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 1 {
-			b.Fatalf("%s=%q: want a positive number", name, s)
-		}
-		return v
-	}
-	return def
 }
 
 // encStation is benchStation with PISYNC_ENCRYPT=on and ring as the team

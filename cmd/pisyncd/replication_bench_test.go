@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -429,13 +430,7 @@ func BenchmarkReplicationLatency(b *testing.B) {
 // same raw batches made of the message PI_ALL stored for the last line
 // (its Pi-* headers too), right after.
 func BenchmarkCatchUp(b *testing.B) {
-	n := 100000
-	if s := os.Getenv("PISYNC_BENCH_CATCHUP"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil || n < 1000 {
-			b.Fatalf("PISYNC_BENCH_CATCHUP=%q: want a number ≥ 1000", s)
-		}
-	}
+	n := testenv.EnvInt(b, "PISYNC_BENCH_CATCHUP", 100000, 1000, math.MaxInt)
 	const sessions = 10
 	for iter := 0; iter < b.N; iter++ {
 		b.StopTimer()

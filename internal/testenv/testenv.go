@@ -9,9 +9,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -96,4 +98,23 @@ func WaitFor(tb testing.TB, d time.Duration, cond func() (bool, string)) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	tb.Fatalf("condition not met within %v: %s", d, why)
+}
+
+// EnvInt is the whole number the environment variable name holds, def when
+// it is unset; a benchmark's knob outside [lo, hi] (or not a number) fails
+// tb, naming the variable and the range.
+func EnvInt(tb testing.TB, name string, def, lo, hi int) int {
+	tb.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < lo || v > hi {
+		if hi == math.MaxInt {
+			tb.Fatalf("%s=%q: want a whole number ≥ %d", name, s, lo)
+		}
+		tb.Fatalf("%s=%q: want a whole number from %d to %d", name, s, lo, hi)
+	}
+	return v
 }
