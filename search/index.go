@@ -53,14 +53,16 @@ func Open(dir string) (*Index, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return nil, fmt.Errorf("search: open %s: %w", dir, err)
 	}
-	ix := &Index{dir: dir, phraseBudget: PhraseBudget}
+	ix := &Index{dir: dir, phraseBudget: PhraseBudget, trim: newTrimmer()}
 	if _, err := os.Stat(dir); err == nil {
-		idx, err := bleve.Open(dir)
+		idx, err := ix.trim.withEvents(func(config map[string]any) (bleve.Index, error) {
+			return bleve.OpenUsing(dir, config)
+		})
 		if err == nil {
 			v, verr := idx.GetInternal([]byte(keyFormat))
 			if verr == nil && string(v) == Format {
 				ix.idx = idx
-				ix.startTrimmer()
+				ix.trim.start(ix.trimMapped)
 				return ix, nil
 			}
 			idx.Close()
@@ -75,17 +77,19 @@ func Open(dir string) (*Index, error) {
 			return nil, fmt.Errorf("search: remove the old index: %w", err)
 		}
 	}
-	idx, err := create(dir)
+	idx, err := create(dir, ix.trim)
 	if err != nil {
 		return nil, err
 	}
 	ix.idx, ix.Rebuilt = idx, true
-	ix.startTrimmer()
+	ix.trim.start(ix.trimMapped)
 	return ix, nil
 }
 
-func create(dir string) (bleve.Index, error) {
-	idx, err := bleve.NewUsing(dir, newMapping(), scorch.Name, scorch.Name, nil)
+func create(dir string, t *trimmer) (bleve.Index, error) {
+	idx, err := t.withEvents(func(config map[string]any) (bleve.Index, error) {
+		return bleve.NewUsing(dir, newMapping(), scorch.Name, scorch.Name, config)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("search: create %s: %w", dir, err)
 	}
@@ -112,7 +116,7 @@ func (ix *Index) Reset(why string) error {
 	if err := os.RemoveAll(ix.dir); err != nil {
 		return fmt.Errorf("search: reset: %w", err)
 	}
-	idx, err := create(ix.dir)
+	idx, err := create(ix.dir, ix.trim)
 	if err != nil {
 		return err
 	}
@@ -203,7 +207,8 @@ func (ix *Index) Position(stream string) (uint64, error) {
 func (ix *Index) Write(docs []Doc, stream string, pos uint64) error {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	ix.trim.touch()
+	ix.trim.enter()
+	defer ix.trim.exit()
 	b := ix.idx.NewBatch()
 	for i := range docs {
 		d := &docs[i]
@@ -231,7 +236,8 @@ func (ix *Index) Write(docs []Doc, stream string, pos uint64) error {
 func (ix *Index) EraseSession(ctx context.Context, sid string) (int, error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	ix.trim.touch()
+	ix.trim.enter()
+	defer ix.trim.exit()
 	n, err := ix.deleteSession(ctx, sid)
 	if err != nil || n == 0 {
 		return n, err

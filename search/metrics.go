@@ -18,5 +18,7 @@ func (w *Worker) Collectors() []prometheus.Collector {
 			return int64(n)
 		}),
 		metrics.Gauge("search_index_bytes", "Size of the search index's files.", w.ix.DiskBytes),
+		metrics.Counter("search_trims_total", "Times the pages of the index's mapped segment files were dropped from the resident set (while the index is read, and once after).", w.ix.trim.trims.Load),
+		metrics.Counter("search_merges_total", "Rounds of scorch's merger over the index's segments.", w.ix.trim.merges.Load),
 	}
 }

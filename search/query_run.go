@@ -76,7 +76,8 @@ func (ix *Index) Search(ctx context.Context, q Query, limit, offset int) (Result
 	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	ix.trim.touch()
+	ix.trim.enter()
+	defer ix.trim.exit()
 	an := ix.idx.Mapping().AnalyzerNamed(analyzerName)
 	if an == nil {
 		return Result{}, fmt.Errorf("search: no analyzer %s", analyzerName)

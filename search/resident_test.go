@@ -8,7 +8,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/blevesearch/bleve/v2/index/scorch"
@@ -113,5 +115,85 @@ func TestTrimDropsMappedPages(t *testing.T) {
 	}
 	if r := find(t, ix, `frobnicator "entry 1999"`); r.Total != 1 {
 		t.Errorf("after the trim, %d hits for entry 1999, want 1", r.Total)
+	}
+}
+
+// TestTrimmerRunsWhileRead: the trimmer trims every trimEvery while work
+// reads the segments or a merge runs, once after, and never while nothing
+// happens (it used to run ten times a second for two minutes after every
+// write). Fake time (synctest): the counts are exact.
+func TestTrimmerRunsWhileRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := newTrimmer()
+		var n atomic.Int64
+		tr.start(func() { n.Add(1) })
+		defer tr.stop()
+		settle := func(what string, lo, hi int64) {
+			t.Helper()
+			time.Sleep(time.Hour) // fake time: everything due in the hour has run
+			synctest.Wait()
+			if got := n.Swap(0); got < lo || got > hi {
+				t.Errorf("%s: %d trims, want %d to %d", what, got, lo, hi)
+			}
+		}
+		settle("nothing done", 0, 0)
+
+		tr.enter()
+		tr.exit()
+		settle("a write", 1, 2)
+
+		tr.enter()
+		time.Sleep(time.Second + trimEvery/2)
+		synctest.Wait()
+		if got := n.Load(); got != 10 {
+			t.Errorf("a search of 1.05 s: %d trims while it ran, want 10", got)
+		}
+		tr.exit()
+		settle("after the search", 11, 12)
+
+		tr.event(scorch.Event{Kind: scorch.EventKindPreMergeCheck})
+		time.Sleep(3*time.Second + trimEvery/2)
+		synctest.Wait()
+		if got := n.Load(); got != 30 {
+			t.Errorf("a merge of 3.05 s: %d trims while it ran, want 30", got)
+		}
+		tr.event(scorch.Event{Kind: scorch.EventKindMergerProgress})
+		settle("after the merge", 31, 32)
+
+		tr.event(scorch.Event{Kind: scorch.EventKindPersisterProgress})
+		settle("a persist", 1, 1)
+	})
+}
+
+// TestTrimmerHearsScorch: the index's scorch reports its merges to the
+// trimmer (the callback is found by name when the index is made, and when
+// it is opened again), and the writes and merges are followed by a trim.
+func TestTrimmerHearsScorch(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "search")
+	for _, open := range []string{"made", "opened again"} {
+		ix := openTest(t, dir)
+		for i := range 20 {
+			doc := Doc{SessionID: "s1", EntryID: open + fmt.Sprint(i), Type: "message", Role: "user", Text: "words to index"}
+			if err := ix.Write([]Doc{doc}, "PI_LOCAL", uint64(i+1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		until(t, "index "+open+": a merge round reported and a trim done", func() bool {
+			return ix.trim.merges.Load() > 0 && ix.trim.trims.Load() > 0
+		})
+		if err := ix.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// until waits for cond, polling, and fails after 30 s.
+func until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 30 s: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition, not a timing
 	}
 }
