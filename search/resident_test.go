@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2/index/scorch"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // mappedRss is the resident bytes of this process's mappings of the files
@@ -178,22 +180,12 @@ func TestTrimmerHearsScorch(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		until(t, "index "+open+": a merge round reported and a trim done", func() bool {
-			return ix.trim.merges.Load() > 0 && ix.trim.trims.Load() > 0
+		testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
+			merges, trims := ix.trim.merges.Load(), ix.trim.trims.Load()
+			return merges > 0 && trims > 0, fmt.Sprintf("index %s: %d merge rounds reported, %d trims", open, merges, trims)
 		})
 		if err := ix.Close(); err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-// until waits for cond, polling, and fails after 30 s.
-func until(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 30 s: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition, not a timing
 	}
 }
