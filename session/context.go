@@ -178,7 +178,7 @@ func (t *Tree) extendIndex(l *lastIndex, c *current, leaf ID) (*Index, bool) {
 	}
 	ix := l.ix
 	ix.LeafID = leaf
-	ix.nodes = t.nodes[:len(t.nodes):len(t.nodes)]
+	ix.nodes = slices.Clip(t.nodes)
 	for k, i := range added {
 		n := &t.nodes[i]
 		ix.EntryIDs = append(ix.EntryIDs, n.id)
@@ -235,7 +235,7 @@ func (t *Tree) index0(c *current, leaf ID) (*Index, error) {
 		return nil, err
 	}
 	r := t.Rules()
-	ix := &Index{LeafID: leaf, EntryIDs: make([]ID, 0, len(c.win)), Rules: r, version: t.version, nodes: t.nodes[:len(t.nodes):len(t.nodes)],
+	ix := &Index{LeafID: leaf, EntryIDs: make([]ID, 0, len(c.win)), Rules: r, version: t.version, nodes: slices.Clip(t.nodes),
 		wins: make([]winEntry, 0, len(c.win)), Refs: make([]Ref, 0, len(c.win)), Sizes: make([]int64, 0, len(c.win))}
 	edits := t.windowEdits(c.win, r)
 	ix.edits = edits != nil
