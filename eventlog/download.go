@@ -247,6 +247,7 @@ func (d *Downloader) frame(ctx context.Context, p *Pump, out chan<- round) {
 	for {
 		// The consumer's errors (a gap, the hub gone) end the wait at
 		// once; the timeout is a watchdog for one that goes silent.
+		missed := p.MissedHeartbeats()
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		batch, err := p.NextOrFail(wctx, MaxBatch, nil)
 		cancel()
@@ -261,6 +262,19 @@ func (d *Downloader) frame(ctx context.Context, p *Pump, out chan<- round) {
 				// arrived); a new session pulls afresh from PI_ALL's
 				// position instead of waiting for the pull to expire.
 				send(round{err: fmt.Errorf("downloader: the hub consumer stalled with %d messages pending", pending)})
+				return
+			}
+			if p.MissedHeartbeats() > missed {
+				// Silent, and its heartbeats too: the consumer may be
+				// gone without a word reaching here (the hub restarted
+				// or removed it while the leaf link was down; a hub
+				// that crashed says nothing at all). nats.go's new
+				// pulls then go to a consumer that is not there, and
+				// the hub drops them unanswered: an idle downloader
+				// waited on them for ever. A new session makes the
+				// consumer again; while the hub is out of reach, its
+				// start fails and is retried as any other.
+				send(round{err: errors.New("downloader: the hub consumer stopped answering (its heartbeats missed); making it again")})
 				return
 			}
 			continue

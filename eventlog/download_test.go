@@ -340,3 +340,63 @@ func TestDownloaderPullLostWithTheLeaf(t *testing.T) {
 		return n == 6, fmt.Sprintf("the line published while the leaf was down in PI_ALL (%d of 6 messages)", n)
 	})
 }
+
+// TestDownloaderHubConsumerGoneSilently: the hub loses the downloader's
+// consumer while the node cannot hear it say so (the hub restarted or the
+// consumer was removed while the leaf link was down: a hub that crashed
+// never says so at all). The pulls nats.go sends again after missed
+// heartbeats then go to a consumer that is not there, and nothing answers
+// them; an idle downloader used to wait on them for ever. It must notice
+// and make its consumer again.
+func TestDownloaderHubConsumerGoneSilently(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out missed heartbeats")
+	}
+	hubJS, ws, all := hubAndLeaf(t)
+	ctx := context.Background()
+	pub := eventlog.NewPublisher(hubJS.Conn(), hubJS, 10*time.Second)
+	last, _, err := pub.Publish(ctx, eventlog.UpSubject("n2", "s1"), 0, mkLines(5, 100, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runDownloader(t, ws, all, nil, nil)
+	defer stop()
+	waitCount(t, all, 5)
+
+	lz, err := ws.NATS().Leafz(&server.LeafzOptions{})
+	if err != nil || len(lz.Leafs) == 0 {
+		t.Fatalf("no leaf connection: %v", err)
+	}
+	for _, l := range lz.Leafs {
+		if err := ws.NATS().DisconnectClientByID(l.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// While the link is down (it comes back after the leaf's reconnect
+	// interval, a second), the consumer goes: whatever the hub says about
+	// it has no way to the node.
+	s, err := hubJS.Stream(ctx, eventlog.HubStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := s.ConsumerNames(ctx)
+	deleted := 0
+	for name := range names.Name() {
+		if err := s.DeleteConsumer(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		deleted++
+	}
+	if deleted != 1 {
+		t.Fatalf("deleted %d consumers on the hub, want the downloader's one", deleted)
+	}
+	if _, _, err := pub.Publish(ctx, eventlog.UpSubject("n2", "s1"), last, mkLines(1, 100, "b")); err != nil {
+		t.Fatal(err)
+	}
+	// Two missed heartbeats (4 s), then a check that finds the consumer
+	// gone, and a new one: far within 20 s.
+	testenv.WaitFor(t, 20*time.Second, func() (bool, string) {
+		n := allCount(t, all)
+		return n == 6, fmt.Sprintf("the line published after the consumer was lost in PI_ALL (%d of 6 messages)", n)
+	})
+}
