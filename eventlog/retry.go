@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -10,11 +11,13 @@ import (
 // runSessions runs session until ctx ends. A session runs until it fails
 // (the hub unreachable, a stale position); the next one starts after a
 // pause that doubles up to five seconds and starts over once a session made
-// progress (moved the counter). The first failure and every twentieth are
-// logged, so a long outage cannot flood the log.
+// progress (moved the counter). The first failure, every twentieth and
+// one whose error differs from the failure before are logged, so a long
+// outage cannot flood the log and a new cause is not hidden behind an old
+// one.
 func runSessions(ctx context.Context, logger *slog.Logger, msg string, progress *atomic.Int64, connected *atomic.Bool, session func(context.Context) error) {
 	const first, most = 100 * time.Millisecond, 5 * time.Second
-	backoff, failures := first, 0
+	backoff, failures, last := first, 0, ""
 	for {
 		before := progress.Load()
 		err := session(ctx)
@@ -26,8 +29,9 @@ func runSessions(ctx context.Context, logger *slog.Logger, msg string, progress 
 			backoff, failures = first, 0
 		}
 		failures++
-		if failures == 1 || failures%20 == 0 {
+		if why := fmt.Sprint(err); failures == 1 || failures%20 == 0 || why != last {
 			logger.Warn(msg, "err", err, "attempt", failures, "retry_in", backoff)
+			last = why
 		}
 		select {
 		case <-ctx.Done():
