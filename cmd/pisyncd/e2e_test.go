@@ -242,7 +242,7 @@ func TestEncryptedReplication(t *testing.T) {
 	}
 	waitUntil(t, 30*time.Second, func() (bool, string) {
 		st, _ := c.status()
-		return fileText(e2eFile(c, sid)) == want, fmt.Sprintf("C: %d of %d bytes; encryption %+v", len(fileText(e2eFile(c, sid))), len(want), st.Encryption)
+		return fileText(e2eFile(c, sid)) == want, fmt.Sprintf("C: %d of %d bytes; downloader %+v encryption %+v", len(fileText(e2eFile(c, sid))), len(want), st.Downloader, st.Encryption)
 	})
 
 	// Rotation mid-session: A's next lines are sealed with the new key; B
