@@ -159,7 +159,7 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 		if err != nil {
 			return nil, fmt.Errorf("downloader: %w", err)
 		}
-		nm := nats.NewMsg(AllSubject(node, sid))
+		nm := newLineMsg(AllSubject(node, sid))
 		copyHeaders(nm.Header, m.Headers())
 		nm.Header.Set(HdrHubSeq, strconv.FormatUint(cm.Sequence.Stream, 10))
 		nm.Data = m.Data()

@@ -245,17 +245,8 @@ func (p *Publisher) publishBatch(ctx context.Context, subj string, last uint64, 
 // is a request; the others are plain publishes on the same connection, so
 // they arrive in order before it.
 func publishAtomic(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg, expect string, value uint64) (uint64, error) {
-	id := nuid.Next()
-	for i, m := range msgs {
-		m.Header.Set(hdrBatchID, id)
-		m.Header.Set(hdrBatchSeq, strconv.Itoa(i+1))
-		if i == 0 && expect != "" {
-			m.Header.Set(expect, strconv.FormatUint(value, 10))
-		}
-		if i == len(msgs)-1 {
-			m.Header.Set(hdrBatchCommit, "1")
-			break
-		}
+	setBatchHeaders(msgs, nuid.Next(), expect, value)
+	for _, m := range msgs[:len(msgs)-1] {
 		if err := nc.PublishMsg(m); err != nil {
 			return 0, err
 		}
@@ -278,6 +269,23 @@ func publishAtomic(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg, expect 
 		return 0, fmt.Errorf("commit: stored %d of %d messages", ack.Count, len(msgs))
 	}
 	return ack.Sequence, nil
+}
+
+// setBatchHeaders makes msgs the atomic batch id, the first stating
+// expect (a Nats-Expected-* header) with value unless expect is empty,
+// the last committing it.
+func setBatchHeaders(msgs []*nats.Msg, id, expect string, value uint64) {
+	for i, m := range msgs {
+		h := headerValues{h: m.Header}
+		h.set(hdrBatchID, id)
+		h.set(hdrBatchSeq, strconv.Itoa(i+1))
+		if i == 0 && expect != "" {
+			h.set(expect, strconv.FormatUint(value, 10))
+		}
+		if i == len(msgs)-1 {
+			h.set(hdrBatchCommit, "1")
+		}
+	}
 }
 
 // ErrRejected marks a remote event that the admission point passed over:
