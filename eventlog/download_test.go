@@ -304,29 +304,13 @@ func TestDownloaderPullLostWithTheLeaf(t *testing.T) {
 	if testing.Short() {
 		t.Skip("ages a pull past the hub's 2 s grace")
 	}
-	hubJS, ws, all := hubAndLeaf(t)
+	_, ws, all, pub, last := idleDownloader(t)
 	ctx := context.Background()
-	pub := eventlog.NewPublisher(hubJS.Conn(), hubJS, 10*time.Second)
-	last, _, err := pub.Publish(ctx, eventlog.UpSubject("n2", "s1"), 0, mkLines(5, 100, "a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := runDownloader(t, ws, all, nil, nil)
-	defer stop()
-	waitCount(t, all, 5)
 	// The hub keeps a pull it sees no interest for during its first 2 s
 	// (the interest may still be on its way): let the waiting pull age
 	// past that. Not a synchronisation: the scenario is an older pull.
 	time.Sleep(2500 * time.Millisecond)
-	lz, err := ws.NATS().Leafz(&server.LeafzOptions{})
-	if err != nil || len(lz.Leafs) == 0 {
-		t.Fatalf("no leaf connection: %v", err)
-	}
-	for _, l := range lz.Leafs {
-		if err := ws.NATS().DisconnectClientByID(l.ID); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cutLeaf(t, ws)
 	// Published while the link is down: the hub finds the pull without
 	// interest and drops it.
 	if _, _, err := pub.Publish(ctx, eventlog.UpSubject("n2", "s1"), last, mkLines(1, 100, "b")); err != nil {
@@ -352,26 +336,9 @@ func TestDownloaderHubConsumerGoneSilently(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits out missed heartbeats")
 	}
-	hubJS, ws, all := hubAndLeaf(t)
+	hubJS, ws, all, pub, last := idleDownloader(t)
 	ctx := context.Background()
-	pub := eventlog.NewPublisher(hubJS.Conn(), hubJS, 10*time.Second)
-	last, _, err := pub.Publish(ctx, eventlog.UpSubject("n2", "s1"), 0, mkLines(5, 100, "a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := runDownloader(t, ws, all, nil, nil)
-	defer stop()
-	waitCount(t, all, 5)
-
-	lz, err := ws.NATS().Leafz(&server.LeafzOptions{})
-	if err != nil || len(lz.Leafs) == 0 {
-		t.Fatalf("no leaf connection: %v", err)
-	}
-	for _, l := range lz.Leafs {
-		if err := ws.NATS().DisconnectClientByID(l.ID); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cutLeaf(t, ws)
 	// While the link is down (it comes back after the leaf's reconnect
 	// interval, a second), the consumer goes: whatever the hub says about
 	// it has no way to the node.
@@ -399,4 +366,36 @@ func TestDownloaderHubConsumerGoneSilently(t *testing.T) {
 		n := allCount(t, all)
 		return n == 6, fmt.Sprintf("the line published after the consumer was lost in PI_ALL (%d of 6 messages)", n)
 	})
+}
+
+// idleDownloader runs a downloader (stopped at the test's end) that has
+// copied the five lines published on the hub subject of n2's session s1,
+// and returns the hub, PI_ALL, a publisher on the hub and the subject's
+// last sequence.
+func idleDownloader(t *testing.T) (hubJS jetstream.JetStream, ws *embedded.Server, all *eventlog.All, pub *eventlog.Publisher, last uint64) {
+	t.Helper()
+	hubJS, ws, all = hubAndLeaf(t)
+	pub = eventlog.NewPublisher(hubJS.Conn(), hubJS, 10*time.Second)
+	last, _, err := pub.Publish(context.Background(), eventlog.UpSubject("n2", "s1"), 0, mkLines(5, 100, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(runDownloader(t, ws, all, nil, nil))
+	waitCount(t, all, 5)
+	return hubJS, ws, all, pub, last
+}
+
+// cutLeaf closes ws's leaf connections to the hub; ws makes them again
+// after the leaf's reconnect interval (a second).
+func cutLeaf(t *testing.T, ws *embedded.Server) {
+	t.Helper()
+	lz, err := ws.NATS().Leafz(&server.LeafzOptions{})
+	if err != nil || len(lz.Leafs) == 0 {
+		t.Fatalf("no leaf connection: %v", err)
+	}
+	for _, l := range lz.Leafs {
+		if err := ws.NATS().DisconnectClientByID(l.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
