@@ -271,9 +271,9 @@ func publishAtomic(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg, expect 
 	return ack.Sequence, nil
 }
 
-// setBatchHeaders makes msgs the atomic batch id, the first stating
+// setBatchHeaders marks msgs as the atomic batch id: the first states
 // expect (a Nats-Expected-* header) with value unless expect is empty,
-// the last committing it.
+// the last commits the batch.
 func setBatchHeaders(msgs []*nats.Msg, id, expect string, value uint64) {
 	for i, m := range msgs {
 		h := headerValues{h: m.Header}
