@@ -185,7 +185,7 @@ func (d *Downloader) session(ctx context.Context) error {
 	fctx, stop := context.WithCancel(ctx)
 	rounds := make(chan round, 1)
 	var wg sync.WaitGroup
-	wg.Go(func() { d.frame(fctx, p, rounds) })
+	wg.Go(func() { d.frame(fctx, cons, hubSeq, p, rounds) })
 	defer func() {
 		stop()
 		wg.Wait()
@@ -229,10 +229,11 @@ type round struct {
 	err    error // the session ends
 }
 
-// frame reads the hub consumer, frames and admits, and sends each round
-// to out, until an error or a line waiting for its key ends the session.
-// It closes out when it returns.
-func (d *Downloader) frame(ctx context.Context, p *Pump, out chan<- round) {
+// frame reads the hub consumer (cons, through p, from after hub sequence
+// from), frames and admits, and sends each round to out, until an error
+// or a line waiting for its key ends the session. It closes out when it
+// returns.
+func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from uint64, p *Pump, out chan<- round) {
 	defer close(out)
 	send := func(r round) bool {
 		select {
@@ -247,7 +248,6 @@ func (d *Downloader) frame(ctx context.Context, p *Pump, out chan<- round) {
 	for {
 		// The consumer's errors (a gap, the hub gone) end the wait at
 		// once; the timeout is a watchdog for one that goes silent.
-		missed := p.MissedHeartbeats()
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		batch, err := p.NextOrFail(wctx, MaxBatch, nil)
 		cancel()
@@ -264,17 +264,8 @@ func (d *Downloader) frame(ctx context.Context, p *Pump, out chan<- round) {
 				send(round{err: fmt.Errorf("downloader: the hub consumer stalled with %d messages pending", pending)})
 				return
 			}
-			if p.MissedHeartbeats() > missed {
-				// Silent, and its heartbeats too: the consumer may be
-				// gone without a word reaching here (the hub restarted
-				// or removed it while the leaf link was down; a hub
-				// that crashed says nothing at all). nats.go's new
-				// pulls then go to a consumer that is not there, and
-				// the hub drops them unanswered: an idle downloader
-				// waited on them for ever. A new session makes the
-				// consumer again; while the hub is out of reach, its
-				// start fails and is retried as any other.
-				send(round{err: errors.New("downloader: the hub consumer stopped answering (its heartbeats missed); making it again")})
+			if err := checkConsumer(ctx, cons, max(from, fr.examined)); err != nil {
+				send(round{err: err})
 				return
 			}
 			continue
@@ -297,6 +288,33 @@ func (d *Downloader) frame(ctx context.Context, p *Pump, out chan<- round) {
 			return
 		}
 	}
+}
+
+// checkConsumer asks the hub how far the consumer has delivered, when it
+// has been silent with nothing pending; handled is the hub sequence of
+// the last message that arrived. Two faults leave an idle downloader
+// waiting for ever, and only the hub can tell of either:
+//   - A message the hub sent as the leaf link went down is lost on the
+//     way and, with no acks, never sent again; orderedPull sees the gap
+//     at the next message, but a session's last line has none after it.
+//   - A consumer the hub lost without a word reaching here (it restarted
+//     or removed the consumer while the link was down; a hub that crashed
+//     says nothing at all) gets pulls that nothing answers.
+//
+// Either way the session ends, and the next makes the consumer again from
+// PI_ALL's position; a hub out of reach fails the check, and the next
+// session's start, which is retried as any other.
+func checkConsumer(ctx context.Context, cons jetstream.Consumer, handled uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("downloader: the hub consumer, silent: %w; making it again", err)
+	}
+	if info.Delivered.Stream > handled {
+		return fmt.Errorf("downloader: the hub consumer delivered up to hub sequence %d and only %d arrived; making it again", info.Delivered.Stream, handled)
+	}
+	return nil
 }
 
 // keyMessage reads the first message of the hub's PI_KEYS at or after

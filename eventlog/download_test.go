@@ -368,6 +368,51 @@ func TestDownloaderHubConsumerGoneSilently(t *testing.T) {
 	})
 }
 
+// TestDownloaderLineLostOnTheWay: the hub's consumer hands a line to a
+// pull other than the downloader's (here a thief's on the hub; in life
+// the downloader's own, sent as the leaf link went down and lost with
+// it). With no acks the hub never sends it again, and with no line after
+// it nothing shows the gap: the downloader must ask the hub how far the
+// consumer got.
+func TestDownloaderLineLostOnTheWay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the downloader's watchdog")
+	}
+	hubJS, ws, all, pub, last := idleDownloader(t)
+	ctx := context.Background()
+	s, err := hubJS.Stream(ctx, eventlog.HubStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var name string
+	for n := range s.ConsumerNames(ctx).Name() {
+		name = n
+	}
+	cons, err := s.Consumer(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The downloader's pull stops hearing the hub, so that the thief's
+	// is the one the line goes to (or the line is lost with the link).
+	cutLeaf(t, ws)
+	if _, _, err := pub.Publish(ctx, eventlog.UpSubject("n2", "s1"), last, mkLines(1, 100, "b")); err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range batch.Messages() {
+	}
+	if info, err := cons.Info(ctx); err != nil || info.Delivered.Stream != last+1 {
+		t.Fatalf("the hub consumer's delivered state %+v (%v): want the line delivered", info, err)
+	}
+	testenv.WaitFor(t, 20*time.Second, func() (bool, string) {
+		n := allCount(t, all)
+		return n == 6, fmt.Sprintf("the line the downloader never received in PI_ALL (%d of 6 messages)", n)
+	})
+}
+
 // idleDownloader runs a downloader (stopped at the test's end) that has
 // copied the five lines published on the hub subject of n2's session s1,
 // and returns the hub, PI_ALL, a publisher on the hub and the subject's

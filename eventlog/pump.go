@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -14,10 +13,9 @@ import (
 // arrived without waiting any longer: a fixed "wait a little for more"
 // would add its delay to every live line.
 type Pump struct {
-	cc     jetstream.ConsumeContext
-	ch     chan jetstream.Msg
-	err    chan error
-	missed atomic.Int64 // heartbeats missed (MissedHeartbeats)
+	cc  jetstream.ConsumeContext
+	ch  chan jetstream.Msg
+	err chan error
 }
 
 // NewPump consumes into a queue of size messages, pulling at most maxBytes
@@ -33,9 +31,7 @@ func NewPump(cons jetstream.Consumer, size, maxBytes int, opts ...jetstream.Pull
 		if errors.Is(err, jetstream.ErrNoHeartbeat) {
 			// nats.go has already acted on it: a plain consumer
 			// pulls again, an ordered one starts over. Reporting it
-			// would end the reader's session for nothing; a reader
-			// whose consumer may vanish unheard asks for the count.
-			p.missed.Add(1)
+			// would end the reader's session for nothing.
 			return
 		}
 		select {
@@ -125,11 +121,6 @@ func (p *Pump) NextOr(ctx context.Context, max int, out []jetstream.Msg, hints <
 
 // pending reports whether the consumer had more messages after m.
 func pending(m jetstream.Msg) bool { return numPending(m) > 0 }
-
-// MissedHeartbeats counts the times the consumer's pull missed its
-// heartbeats. nats.go pulls again each time, on the same consumer: that
-// mends a pull lost on the way, not a consumer that is gone.
-func (p *Pump) MissedHeartbeats() int64 { return p.missed.Load() }
 
 // Err returns a consume error reported since the last call, if any.
 func (p *Pump) Err() error {
