@@ -212,3 +212,31 @@ func TestFaultKill(t *testing.T) {
 	sc.stopWriters()
 	sc.converge("kill -9", time.Now())
 }
+
+// TestFaultHubKilled (e): every hub node killed at once while the
+// workstations are idle (kill -9: the hub says nothing to anyone, and the
+// downloaders' consumers, kept in the hub's memory, are gone) and started
+// again at once; then each workstation begins a session, which the other
+// must get. (It passes on 8ab496b too, which waited for ever on a consumer
+// the hub lost unheard: here the hub comes back after the downloaders'
+// first new pull, which then meets no responders and ends the session;
+// eventlog's TestDownloaderHubConsumerGoneSilently times it the other way.)
+func TestFaultHubKilled(t *testing.T) {
+	sc := newScenario(t)
+	sc.startWriters()
+	sc.writeMore(10)
+	sc.stopWriters()
+	sc.converge("before the kill", time.Now())
+	ids := make([]string, len(hubs))
+	for i, h := range hubs {
+		ids[i] = sc.s.id(h)
+	}
+	sc.s.docker(time.Minute, append([]string{"kill", "-s", "KILL"}, ids...)...)
+	killed := time.Now()
+	sc.s.docker(time.Minute, append([]string{"start"}, ids...)...)
+	t.Logf("hub started again %v after the kill", time.Since(killed).Round(time.Millisecond))
+	sc.newSession("ws1")
+	sc.newSession("ws2")
+	d := sc.converge("hub killed", killed)
+	t.Logf("FIGURE hub killed: workstations converged %v after the kill", d.Round(time.Millisecond))
+}
