@@ -40,7 +40,7 @@ type framer struct {
 	drop     string
 	dropNext int
 
-	examined uint64 // hub sequence of the last message taken
+	examined uint64 // hub sequence of the last message taken (at first, the one the consumer starts after)
 	skipped  bool   // the messages after the last admitted one were all passed over
 	waitFrom uint64 // first hub sequence of the sealed line being opened
 }

@@ -243,7 +243,7 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 			return false
 		}
 	}
-	fr := &framer{d: d, maxLine: d.opts.MaxLine}
+	fr := &framer{d: d, maxLine: d.opts.MaxLine, examined: from}
 	var pending uint64 // what the consumer said was still to come
 	for {
 		// The consumer's errors (a gap, the hub gone) end the wait at
@@ -264,7 +264,7 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 				send(round{err: fmt.Errorf("downloader: the hub consumer stalled with %d messages pending", pending)})
 				return
 			}
-			if err := checkConsumer(ctx, cons, max(from, fr.examined)); err != nil {
+			if err := checkConsumer(ctx, cons, fr.examined); err != nil {
 				send(round{err: err})
 				return
 			}
