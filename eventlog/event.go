@@ -80,37 +80,38 @@ func (l *Line) messages(subj, msgID string) []*nats.Msg {
 	n := l.Chunks()
 	msgs := make([]*nats.Msg, 0, n)
 	sha := hex.EncodeToString(l.Sha[:])
+	vals := make(headerValues, 0, lineHeaders*n)
 	for i := 0; i < n; i++ {
 		lo, hi := i*MaxChunk, min((i+1)*MaxChunk, len(l.Raw))
 		m := newLineMsg(subj)
 		m.Data = l.Raw[lo:hi]
-		h := headerValues{h: m.Header}
-		h.set(HdrID, l.ID)
+		h := m.Header
+		vals.set(h, HdrID, l.ID)
 		if l.ParentID != "" {
-			h.set(HdrParent, l.ParentID)
+			vals.set(h, HdrParent, l.ParentID)
 		}
 		if l.Type != "" {
-			h.set(HdrType, l.Type)
+			vals.set(h, HdrType, l.Type)
 		}
-		h.set(HdrSha, sha)
+		vals.set(h, HdrSha, sha)
 		if l.File != "" {
-			h.set(HdrFile, l.File)
+			vals.set(h, HdrFile, l.File)
 		}
 		if l.Off > 0 {
-			h.set(HdrOff, strconv.FormatInt(l.Off, 10))
+			vals.set(h, HdrOff, strconv.FormatInt(l.Off, 10))
 		}
 		if l.Op != "" {
-			h.set(HdrOp, l.Op)
+			vals.set(h, HdrOp, l.Op)
 		}
 		if l.SrcSeq > 0 {
-			h.set(HdrSrcSeq, strconv.FormatUint(l.SrcSeq, 10))
+			vals.set(h, HdrSrcSeq, strconv.FormatUint(l.SrcSeq, 10))
 		}
 		id := msgID
 		if n > 1 {
-			h.set(HdrChunk, strconv.Itoa(i+1)+"/"+strconv.Itoa(n))
+			vals.set(h, HdrChunk, strconv.Itoa(i+1)+"/"+strconv.Itoa(n))
 			id += "/" + strconv.Itoa(i+1)
 		}
-		h.set(nats.MsgIdHdr, id)
+		vals.set(h, nats.MsgIdHdr, id)
 		msgs = append(msgs, m)
 	}
 	return msgs
@@ -130,21 +131,17 @@ func newLineMsg(subj string) *nats.Msg {
 	return &nats.Msg{Subject: subj, Header: make(nats.Header, lineHeaders)}
 }
 
-// headerValues sets a message's headers with their values cut from one
-// array: nats.Header.Set allocates a slice for each. Each value's slice
-// is capped at its length, so appending to one cannot reach the next.
-type headerValues struct {
-	h    nats.Header
-	vals []string
-}
+// headerValues hands out header values cut from one array, for all the
+// messages of a line or a batch: nats.Header.Set allocates a slice for
+// each. Each value's slice is capped at its length, so appending to one
+// cannot reach the next.
+type headerValues []string
 
-func (v *headerValues) set(key, value string) {
-	if v.vals == nil {
-		v.vals = make([]string, 0, lineHeaders)
-	}
-	v.vals = append(v.vals, value)
-	n := len(v.vals)
-	v.h[key] = v.vals[n-1 : n : n]
+// set sets h's header key to value.
+func (v *headerValues) set(h nats.Header, key, value string) {
+	*v = append(*v, value)
+	n := len(*v)
+	h[key] = (*v)[n-1 : n : n]
 }
 
 // sealedMessages are a sealed line's messages: the envelopes, and only

@@ -275,17 +275,15 @@ func publishAtomic(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg, expect 
 // expect (a Nats-Expected-* header) with value unless expect is empty,
 // the last commits the batch.
 func setBatchHeaders(msgs []*nats.Msg, id, expect string, value uint64) {
+	vals := make(headerValues, 0, 2*len(msgs)+2)
 	for i, m := range msgs {
-		h := headerValues{h: m.Header}
-		h.set(hdrBatchID, id)
-		h.set(hdrBatchSeq, strconv.Itoa(i+1))
+		vals.set(m.Header, hdrBatchID, id)
+		vals.set(m.Header, hdrBatchSeq, strconv.Itoa(i+1))
 		if i == 0 && expect != "" {
-			h.set(expect, strconv.FormatUint(value, 10))
-		}
-		if i == len(msgs)-1 {
-			h.set(hdrBatchCommit, "1")
+			vals.set(m.Header, expect, strconv.FormatUint(value, 10))
 		}
 	}
+	vals.set(msgs[len(msgs)-1].Header, hdrBatchCommit, "1")
 }
 
 // ErrRejected marks a remote event that the admission point passed over:
