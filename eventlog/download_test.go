@@ -361,11 +361,8 @@ func TestDownloaderHubConsumerGoneSilently(t *testing.T) {
 		t.Fatal(err)
 	}
 	// After 5 s of silence the downloader asks the hub, finds its
-	// consumer gone and makes it again: far within 20 s.
-	testenv.WaitFor(t, 20*time.Second, func() (bool, string) {
-		n := allCount(t, all)
-		return n == 6, fmt.Sprintf("the line published after the consumer was lost in PI_ALL (%d of 6 messages)", n)
-	})
+	// consumer gone and makes it again: far within waitCount's 30 s.
+	waitCount(t, all, 6)
 }
 
 // TestDownloaderLineLostOnTheWay: the hub's consumer hands a line to a
@@ -407,10 +404,7 @@ func TestDownloaderLineLostOnTheWay(t *testing.T) {
 	if info, err := cons.Info(ctx); err != nil || info.Delivered.Stream != last+1 {
 		t.Fatalf("the hub consumer's delivered state %+v (%v): want the line delivered", info, err)
 	}
-	testenv.WaitFor(t, 20*time.Second, func() (bool, string) {
-		n := allCount(t, all)
-		return n == 6, fmt.Sprintf("the line the downloader never received in PI_ALL (%d of 6 messages)", n)
-	})
+	waitCount(t, all, 6) // the line the downloader never received
 }
 
 // idleDownloader runs a downloader (stopped at the test's end) that has
