@@ -22,7 +22,7 @@ import (
 // Format is the index's format version, kept in the index. An index of
 // another version is rebuilt from the streams: bump it whenever Extract,
 // the mapping or the analyzer changes what a document holds.
-const Format = "1"
+const Format = "2"
 
 const (
 	keyFormat = "pisyncd.format"
@@ -50,6 +50,9 @@ type Index struct {
 // Open opens the index in dir (created 0700), making it afresh when it is
 // missing, cannot be opened or is of another Format.
 func Open(dir string) (*Index, error) {
+	if err := registerParts(); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return nil, fmt.Errorf("search: open %s: %w", dir, err)
 	}
@@ -143,14 +146,25 @@ func (ix *Index) Close() error {
 const analyzerName = "pitext"
 
 func newMapping() mapping.IndexMapping {
+	if err := registerParts(); err != nil {
+		panic(err) // only a second filter of that name in this process
+	}
 	im := bleve.NewIndexMapping()
 	// Words are Unicode word segments, lower-cased; no stemming and no stop
 	// words: sessions are code and commands as much as prose, and "is" or
-	// "go" are worth finding there.
+	// "go" are worth finding there. Queries are analyzed so; the text is
+	// indexed with the parts of joined words besides (parts.go).
 	if err := im.AddCustomAnalyzer(analyzerName, map[string]any{
 		"type":          custom.Name,
 		"tokenizer":     unicode.Name,
 		"token_filters": []string{lowercase.Name},
+	}); err != nil {
+		panic(err) // a constant mapping
+	}
+	if err := im.AddCustomAnalyzer(indexAnalyzerName, map[string]any{
+		"type":          custom.Name,
+		"tokenizer":     unicode.Name,
+		"token_filters": []string{lowercase.Name, partsFilterName},
 	}); err != nil {
 		panic(err) // a constant mapping
 	}
@@ -168,7 +182,7 @@ func newMapping() mapping.IndexMapping {
 		return f
 	}
 	text := bleve.NewTextFieldMapping()
-	text.Analyzer = analyzerName
+	text.Analyzer = indexAnalyzerName
 	// Term vectors give phrase matching and the hit locations snippets
 	// are cut around.
 	text.Store, text.IncludeTermVectors, text.IncludeInAll, text.DocValues = true, true, false, false

@@ -78,9 +78,9 @@ func (ix *Index) Search(ctx context.Context, q Query, limit, offset int) (Result
 	defer ix.mu.RUnlock()
 	ix.trim.enter()
 	defer ix.trim.exit()
-	an := ix.idx.Mapping().AnalyzerNamed(analyzerName)
-	if an == nil {
-		return Result{}, fmt.Errorf("search: no analyzer %s", analyzerName)
+	an, ian := ix.idx.Mapping().AnalyzerNamed(analyzerName), ix.idx.Mapping().AnalyzerNamed(indexAnalyzerName)
+	if an == nil || ian == nil {
+		return Result{}, fmt.Errorf("search: no analyzer %s or %s", analyzerName, indexAnalyzerName)
 	}
 	bq, words, phrases := q.bleve(an, true)
 	run := func(ctx context.Context, bq query.Query) (*bleve.SearchResult, error) {
@@ -114,7 +114,8 @@ func (ix *Index) Search(ctx context.Context, q Query, limit, offset int) (Result
 	out := Result{Total: res.Total, Hits: make([]Hit, 0, len(res.Hits)), Approximate: approximate}
 	for _, h := range res.Hits {
 		str := func(f string) string { s, _ := h.Fields[f].(string); return s }
-		snip, marks := makeSnippet(str("text"), matches(an, str("text"), words))
+		// The text's words as indexed: a part of a word is marked alone.
+		snip, marks := makeSnippet(str("text"), matches(ian, str("text"), words))
 		out.Hits = append(out.Hits, Hit{
 			SessionID: str("sessionId"), EntryID: str("entryId"), Node: str("node"),
 			Type: str("type"), Role: str("role"), Timestamp: str("timestamp"),
@@ -154,6 +155,7 @@ func (q Query) bleve(an analysis.Analyzer, inOrder bool) (query.Query, map[strin
 		phrases = true
 		p := bleve.NewMatchPhraseQuery(t)
 		p.SetField("text")
+		p.Analyzer = analyzerName // the words of t, not the parts the text is indexed with
 		return p
 	}
 	b := bleve.NewBooleanQuery()

@@ -1,0 +1,86 @@
+package search
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf16"
+)
+
+func TestPartsFilter(t *testing.T) {
+	an := newMapping().AnalyzerNamed(indexAnalyzerName)
+	text := "Fix parser.go, read_config_file and v1.5 at 10:30; Ünïcode.go"
+	var got []string
+	for _, tok := range an.Analyze([]byte(text)) {
+		got = append(got, fmt.Sprintf("%s@%d[%s]", tok.Term, tok.Position, text[tok.Start:tok.End]))
+	}
+	want := []string{
+		"fix@1[Fix]",
+		"parser.go@2[parser.go]", "parser@2[parser]", "go@2[go]",
+		"read_config_file@3[read_config_file]", "read@3[read]", "config@3[config]", "file@3[file]",
+		"and@4[and]",
+		"v1.5@5[v1.5]", "v1@5[v1]", "5@5[5]",
+		"at@6[at]", "10@7[10]", "30@8[30]",
+		"ünïcode.go@9[Ünïcode.go]", "ünïcode@9[Ünïcode]", "go@9[go]",
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("tokens\n%s\nwant\n%s", strings.Join(got, " "), strings.Join(want, " "))
+	}
+	// Queries are analyzed without the parts.
+	var q []string
+	for _, tok := range newMapping().AnalyzerNamed(analyzerName).Analyze([]byte("parser.go read_config_file")) {
+		q = append(q, string(tok.Term))
+	}
+	if strings.Join(q, " ") != "parser.go read_config_file" {
+		t.Errorf("query tokens %q", q)
+	}
+}
+
+func TestIndexFindsParts(t *testing.T) {
+	ix := openTest(t, filepath.Join(t.TempDir(), "search"))
+	docs := []Doc{
+		{SessionID: "s1", Node: "n1", EntryID: "a", Type: "message", Role: "user", Text: "there is a bug in parser.go, see cmd/pisyncd/main.go"},
+		{SessionID: "s1", Node: "n1", EntryID: "b", Type: "message", Role: "assistant", Text: "read_config_file returns early"},
+		{SessionID: "s2", Node: "n1", EntryID: "c", Type: "message", Role: "user", Text: "pin it to 1.5, not the parser"},
+	}
+	if err := ix.Write(docs, "PI_LOCAL", 3); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ q, want string }{
+		{"parser", "s1/a s2/c"},
+		{"parser.go", "s1/a"},
+		{"PARSER.GO main", "s1/a"},
+		{`"bug in parser"`, "s1/a"},
+		{`"in parser.go see"`, "s1/a"},
+		{`"parser go"`, ""}, // the parts share the word's position
+		{"config", "s1/b"},
+		{"read_config_file", "s1/b"},
+		{"config_file", ""}, // a part is one word between joiners
+		{"1.5", "s2/c"},
+		{"5", ""}, // a number is kept whole
+		{"parser -parser.go", "s2/c"},
+	} {
+		r := find(t, ix, tc.q)
+		got := strings.Fields(ids(r))
+		if strings.Join(sorted(got), " ") != strings.Join(sorted(strings.Fields(tc.want)), " ") {
+			t.Errorf("%q: hits %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	// A part is highlighted alone, the whole word as a whole.
+	for q, want := range map[string]string{"parser session:s1": "parser", "parser.go": "parser.go", "main": "main"} {
+		r := find(t, ix, q)
+		if len(r.Hits) != 1 {
+			t.Fatalf("%q: hits %v", q, ids(r))
+		}
+		h := r.Hits[0]
+		u := utf16.Encode([]rune(h.Snippet))
+		var marked []string
+		for _, m := range h.Highlights {
+			marked = append(marked, string(utf16.Decode(u[m[0]:m[1]])))
+		}
+		if strings.Join(marked, ",") != want {
+			t.Errorf("%q: highlighted %q in %q, want %q", q, marked, h.Snippet, want)
+		}
+	}
+}
