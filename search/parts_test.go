@@ -84,3 +84,36 @@ func TestIndexFindsParts(t *testing.T) {
 		}
 	}
 }
+
+func FuzzPartsFilter(f *testing.F) {
+	for _, s := range []string{"parser.go", "a._:b", "._.", "1.5 v1.5", "İnfo.go", "x\xff.y", "ａ.ｂ", "a..b__c::d"} {
+		f.Add(s)
+	}
+	an := newMapping().AnalyzerNamed(indexAnalyzerName)
+	plain := newMapping().AnalyzerNamed(analyzerName)
+	f.Fuzz(func(t *testing.T, s string) {
+		toks := an.Analyze([]byte(s))
+		words := plain.Analyze([]byte(s))
+		w, pos := 0, 0
+		for _, tok := range toks {
+			if tok.Start < 0 || tok.End > len(s) || tok.Start > tok.End || len(tok.Term) == 0 {
+				t.Fatalf("token %v out of %q", tok, s)
+			}
+			if tok.Position < pos {
+				t.Fatalf("position %d after %d in %q", tok.Position, pos, s)
+			}
+			if tok.Position > pos {
+				// A new position starts with the word itself, as the
+				// query analyzer has it.
+				if w >= len(words) || string(words[w].Term) != string(tok.Term) {
+					t.Fatalf("word %q at %d, want the query's word %d of %q", tok.Term, tok.Position, w, s)
+				}
+				w++
+			}
+			pos = tok.Position
+		}
+		if w != len(words) {
+			t.Fatalf("%d words, the query analyzer has %d in %q", w, len(words), s)
+		}
+	})
+}
