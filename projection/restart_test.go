@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/pisyncd/pisyncd/eventlog"
 )
 
 // TestRestartIncrementalTombstone: views are exact after a catch-up, a
@@ -113,4 +115,39 @@ func TestRestartIncrementalTombstone(t *testing.T) {
 		n.kvGet(sessionKey(sidA, "cat"), &c)
 		return !c.Deleted && len(c.DeletedOn) == 0, fmt.Sprintf("%+v", c)
 	})
+}
+
+// TestRestartHandledAtOnce: a worker started again over a stream it has
+// handled says so at once. The daemon starts the search index, and gives
+// the first read's memory back, once the projection has handled what the
+// stream holds; after a restart with nothing new that must not wait for
+// the next line to be written.
+func TestRestartHandledAtOnce(t *testing.T) {
+	root, state := t.TempDir(), t.TempDir()
+	sid := "0199bbbb-0000-7000-8000-000000000009"
+	writeFile(t, filepath.Join(root, "--p--", "2026-11-29T23-08-16-463Z_"+sid+".jsonl"), linear(sid, 20, 10))
+	n := startNode(t, root, state)
+	ctx := context.Background()
+	var last uint64
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		info, err := n.log.Info(ctx)
+		last = info.LastSeq
+		return err == nil && last == 21, fmt.Sprintf("PI_LOCAL ends at %d (%v), want 21", last, err)
+	})
+	// The position saved: the restart reads nothing again.
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		var pos uint64
+		n.kvGet(posKey(eventlog.LocalStream), &pos)
+		return pos == last, fmt.Sprintf("position %d", pos)
+	})
+	n.stopWorker()
+	n.startWorker()
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := n.worker.WaitHandled(wctx, eventlog.LocalStream, last); err != nil {
+		t.Fatalf("after a restart with nothing new: %v", err)
+	}
+	if st := n.worker.Stats(); st.Applied != 0 {
+		t.Fatalf("the restart applied %d events", st.Applied)
+	}
 }

@@ -214,6 +214,11 @@ func (w *Worker) consume(ctx context.Context, stream string) (progressed bool, e
 	if stream == eventlog.AllStream {
 		lag, handled = &w.lagAll, &w.handledAll
 	}
+	// What the index holds was read before: a waiter for it must not wait
+	// for a new message.
+	if handled.Load() < pos {
+		handled.Store(pos)
+	}
 	asm := eventlog.NewAssemblers(false)
 	var batch []pending
 	bytes := 0

@@ -157,6 +157,12 @@ func TestWorkerIndexesResumesAndErases(t *testing.T) {
 	if r.ix.Rebuilt {
 		t.Fatal("the index was rebuilt on restart")
 	}
+	// What the index held is handled at once, not at the next line.
+	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer wcancel()
+	if err := r.w.WaitHandled(wctx, eventlog.LocalStream, last); err != nil {
+		t.Fatalf("after the restart: %v", err)
+	}
 	last = r.publish("s2", testenv.Entry("s2-late", "s2-e29", "gamma arrives after the restart"))
 	r.waitTotal("gamma", 1)
 	r.waitPosition(last)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,4 +117,26 @@ func TestSearchAcrossMachines(t *testing.T) {
 	if st.Search.Indexed != 1 {
 		t.Errorf("after the restart B indexed %+v (want 1 document: the new line)", st.Search)
 	}
+}
+
+// TestSearchRebuiltAtRestart: an index missing at a start (removed, or of
+// an older format, as after an upgrade) is built again from the streams
+// at once. It starts once the projection has handled the first read,
+// which after a restart with nothing new must not wait for a new line.
+func TestSearchRebuiltAtRestart(t *testing.T) {
+	s := newStationWith(t, "ws-a", "", "", func(c *config.Config) { c.HubURLs = nil; searchOn(c) })
+	sid := "0199ffff-0000-7000-8000-00000000a002"
+	mustWriteLines(t, filepath.Join(s.cfg.SessionsDir, sessionRel("/work/frob", sid)), []string{
+		hdrLine(sid, "/work/frob"),
+		msgLine("e1", "", "a bug in parser.go"),
+		msgLine("e2", "e1", "fixed in read_config_file"),
+	})
+	waitSearch(t, s, 1, "parser.go")
+	s.stop()
+	if err := os.RemoveAll(filepath.Join(s.cfg.StateDir, "search")); err != nil {
+		t.Fatal(err)
+	}
+	s.start()
+	waitSearch(t, s, 1, "parser")
+	waitSearch(t, s, 1, "config")
 }
