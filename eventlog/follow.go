@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
-	"time"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -105,20 +104,62 @@ func (f *Follower) Stop() { f.p.Stop() }
 
 // Handled is the last stream sequence a follower has handled, for others
 // to wait on (an erase: its session is gone from what the follower keeps
-// once the erase event is handled).
-type Handled struct{ atomic.Uint64 }
+// once the erase event is handled; the daemon's settle after the first
+// read). A waiter sleeps until a Store, not on a timer: one may wait for
+// hours on an idle daemon.
+type Handled struct {
+	mu   sync.Mutex
+	seq  uint64
+	wake chan struct{} // closed by the next Store; nil while nobody waits
+}
+
+// Load returns the last sequence handled.
+func (h *Handled) Load() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.seq
+}
+
+// Store records seq as the last sequence handled.
+func (h *Handled) Store(seq uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.seq = seq
+	if h.wake != nil {
+		close(h.wake)
+		h.wake = nil
+	}
+}
+
+// Advance records seq unless a later sequence is recorded already: a
+// follower starting from a saved position has handled what it covers.
+func (h *Handled) Advance(seq uint64) {
+	h.mu.Lock()
+	later := h.seq >= seq
+	h.mu.Unlock()
+	if !later {
+		h.Store(seq)
+	}
+}
 
 // Wait returns once the follower has handled the message at seq, or with
 // an error when ctx ends first.
 func (h *Handled) Wait(ctx context.Context, seq uint64) error {
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for h.Load() < seq {
+	for {
+		h.mu.Lock()
+		if h.seq >= seq {
+			h.mu.Unlock()
+			return nil
+		}
+		if h.wake == nil {
+			h.wake = make(chan struct{})
+		}
+		wake := h.wake
+		h.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("wait for seq %d: %w", seq, ctx.Err())
-		case <-tick.C:
+		case <-wake:
 		}
 	}
-	return nil
 }

@@ -2,8 +2,10 @@ package eventlog_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -180,4 +182,41 @@ func TestFollowRecoversLostPull(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHandledWait: a waiter sleeps until the sequence it waits for is
+// stored (no timer wakes it meanwhile), and ends with its context.
+func TestHandledWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var h eventlog.Handled
+		h.Store(2)
+		if err := h.Wait(t.Context(), 2); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- h.Wait(t.Context(), 5) }()
+		synctest.Wait()
+		h.Store(3)
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("returned at 3 of 5: %v", err)
+		default:
+		}
+		h.Advance(5)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		h.Advance(4)
+		if got := h.Load(); got != 5 {
+			t.Fatalf("Advance(4) after 5: %d", got)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() { done <- h.Wait(ctx, 9) }()
+		synctest.Wait()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("after cancel: %v", err)
+		}
+	})
 }

@@ -82,9 +82,7 @@ func (w *Worker) consume(ctx context.Context, f *follower) error {
 	// What the saved position covers was handled by a consumer before this
 	// one: a waiter for it (the daemon starts the search index after the
 	// first read's projection) must not wait for a new message.
-	if h := w.handledSeq(f.stream); h.Load() < pos {
-		h.Store(pos)
-	}
+	w.handledSeq(f.stream).Advance(pos)
 	// Bounded by bytes: a message is up to a chunk (256 KiB), and 1024 of
 	// them would be 256 MiB buffered here.
 	it, err := eventlog.Follow(ctx, w.js, f.stream, pos, bodyBytes)

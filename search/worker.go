@@ -216,9 +216,7 @@ func (w *Worker) consume(ctx context.Context, stream string) (progressed bool, e
 	}
 	// What the index holds was read before: a waiter for it must not wait
 	// for a new message.
-	if handled.Load() < pos {
-		handled.Store(pos)
-	}
+	handled.Advance(pos)
 	asm := eventlog.NewAssemblers(false)
 	var batch []pending
 	bytes := 0
