@@ -31,7 +31,8 @@ import (
 // writes; the first read's peak resident set; then, with every session
 // tracked, an idle stretch (no file changes) of PISYNC_BENCH_IDLE (default
 // 60 s): the daemon's CPU seconds and context switches (wake-ups, all
-// threads) per minute; and its resident set after it. PISYNC_BENCH_BIN
+// threads) per minute; and its resident set after it; then the same idle
+// stretch once more after the daemon is started again over its state. PISYNC_BENCH_BIN
 // runs another pisyncd binary (a "before") with the same harness.
 //
 //	go test -run '^$' -bench 'DaemonSessions/sessions=10000$' -benchtime=1x -timeout 30m ./cmd/pisyncd/
@@ -87,6 +88,10 @@ func BenchmarkDaemonSessions(b *testing.B) {
 			b.ReportMetric(r.rssPeak/1e6, "rss-peak-MB")
 			b.ReportMetric(r.rssBefore/1e6, "rss-ready-MB")
 			b.ReportMetric(r.rssAfter/1e6, "rss-idle-MB")
+			b.ReportMetric(float64(r.restartTracked.Milliseconds()), "restart-tracked-ms")
+			b.ReportMetric(r.restartCPUPerMin, "restart-idle-cpu-s/min")
+			b.ReportMetric(r.restartWakePerMin, "restart-idle-wakeups/min")
+			b.ReportMetric(r.restartRSS/1e6, "restart-rss-idle-MB")
 		})
 	}
 }
@@ -98,6 +103,10 @@ type scaleReport struct {
 	cpuPerMin, wakePerMin float64
 	rssPeak               float64 // VmHWM once projected: the first read's peak
 	rssBefore, rssAfter   float64
+	// The same, after the daemon is started again over its state.
+	restartTracked                      time.Duration
+	restartCPUPerMin, restartWakePerMin float64
+	restartRSS                          float64
 }
 
 // scaleSession is session i of the corpus, as text and as lines.
@@ -184,6 +193,28 @@ func daemonSessions(b *testing.B, bin string, n int, idle time.Duration) (time.D
 		r.kvWrites = daemonStatus(ctl).Projection.Writes
 	}
 	d.stop(b)
+	if idle > 0 {
+		// The same daemon started again over what it holds, as after a
+		// reboot: the idle stretch measured again once every file is
+		// tracked (the case most daemons are in most of the time).
+		d = startMemDaemon(b, bin, env)
+		restart := time.Now()
+		for daemonStatus(ctl).Tailer.FilesTracked < int64(n) {
+			if time.Since(restart) > 10*time.Minute {
+				b.Fatalf("restarted: not every file tracked\n%s", d.stderr.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		r.restartTracked = time.Since(restart)
+		time.Sleep(5 * time.Second)
+		cpu0, sw0 := procCPU(b, d.cmd.Process.Pid)
+		time.Sleep(idle)
+		cpu1, sw1 := procCPU(b, d.cmd.Process.Pid)
+		r.restartCPUPerMin = (cpu1 - cpu0) / idle.Minutes()
+		r.restartWakePerMin = float64(sw1-sw0) / idle.Minutes()
+		r.restartRSS = float64(d.rss(b))
+		d.stop(b)
+	}
 	b.StartTimer()
 	return took, r
 }
