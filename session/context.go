@@ -212,7 +212,7 @@ func (t *Tree) IndexAt(id *string) (*Index, error) {
 	leaf := StringID(*id)
 	start, ok := t.index[leaf]
 	if !ok {
-		return nil, fmt.Errorf("session: context at %q: %w", *id, ErrUnknownEntry)
+		return nil, fmt.Errorf("session: leaf %q: %w", *id, ErrUnknownEntry)
 	}
 	if *id == "" {
 		// branch("") finds the entry, but buildSessionPath starts from a

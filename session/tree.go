@@ -39,7 +39,7 @@ var (
 	// object; pi throws a TypeError while building the context.
 	ErrMissingMessage = errors.New("session: message entry without message")
 	// ErrUnknownEntry is returned for a leaf id that no entry has.
-	ErrUnknownEntry = errors.New("session: unknown entry")
+	ErrUnknownEntry = errors.New("no entry of the session has that id")
 	// ErrCycle means the parentId chain from the leaf loops; pi itself
 	// never returns from such a path. The error is a *CycleError.
 	ErrCycle = errors.New("session: parentId cycle")
