@@ -83,7 +83,10 @@ func startPiEval(t testing.TB, timeoutMs, heapMb int) *piEval {
 func startNode(t testing.TB, stderr io.Writer, env []string, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
 	t.Helper()
 	cmd := exec.Command("node", args...)
-	cmd.Env = append(os.Environ(), env...)
+	// pi-eval copies each file into a directory of TMPDIR and removes it,
+	// except in a worker killed over a file pi never finishes (a parentId
+	// cycle): under the test's own directory, those go with it.
+	cmd.Env = append(append(os.Environ(), env...), "TMPDIR="+t.TempDir())
 	cmd.Stderr = stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {

@@ -51,6 +51,10 @@ func newBrowser(t testing.TB) *browser {
 		chromedp.Flag("disable-gpu", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.WindowSize(1280, 800),
+		// Its shared memory files (disable-dev-shm-usage) go to TMPDIR;
+		// a killed browser leaves them: under the test's own directory,
+		// they go with it.
+		chromedp.Env("TMPDIR="+t.TempDir()),
 	)
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
