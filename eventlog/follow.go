@@ -124,21 +124,25 @@ func (h *Handled) Load() uint64 {
 func (h *Handled) Store(seq uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.seq = seq
-	if h.wake != nil {
-		close(h.wake)
-		h.wake = nil
-	}
+	h.set(seq)
 }
 
 // Advance records seq unless a later sequence is recorded already: a
 // follower starting from a saved position has handled what it covers.
 func (h *Handled) Advance(seq uint64) {
 	h.mu.Lock()
-	later := h.seq >= seq
-	h.mu.Unlock()
-	if !later {
-		h.Store(seq)
+	defer h.mu.Unlock()
+	if h.seq < seq {
+		h.set(seq)
+	}
+}
+
+// set records seq and wakes the waiters; h.mu is held.
+func (h *Handled) set(seq uint64) {
+	h.seq = seq
+	if h.wake != nil {
+		close(h.wake)
+		h.wake = nil
 	}
 }
 
