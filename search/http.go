@@ -28,8 +28,9 @@ const (
 //	&after=N          skip the first N hits (Result.Next of the previous page)
 //
 // It answers a Result as JSON; a bad query is a 400 with {"error": why},
-// a search past QueryTimeout a 503.
-func (ix *Index) Handler() http.Handler {
+// a search past QueryTimeout a 503. unindexed (nil: not told) says how
+// many messages the index has yet to read (Worker.Unindexed).
+func (ix *Index) Handler(unindexed func(context.Context) (int64, error)) http.Handler {
 	sem := make(chan struct{}, maxConcurrent)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -77,6 +78,10 @@ func (ix *Index) Handler() http.Handler {
 			return
 		}
 		res.Query = raw
+		if unindexed != nil {
+			// Not knowing it (the store restarting) leaves it out.
+			res.Unindexed, _ = unindexed(ctx)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		json.NewEncoder(w).Encode(res)

@@ -207,7 +207,7 @@ func TestHandler(t *testing.T) {
 	if err := ix.Write(testDocs(), "PI_LOCAL", 5); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(ix.Handler())
+	srv := httptest.NewServer(ix.Handler(nil))
 	defer srv.Close()
 	get := func(params url.Values) (int, map[string]any) {
 		t.Helper()
@@ -223,9 +223,21 @@ func TestHandler(t *testing.T) {
 		return resp.StatusCode, body
 	}
 	code, body := get(url.Values{"q": {"frobnicator"}, "limit": {"2"}})
-	if code != 200 || body["total"] != 4.0 || len(body["hits"].([]any)) != 2 || body["next"] != 2.0 || body["query"] != "frobnicator" {
+	if code != 200 || body["total"] != 4.0 || len(body["hits"].([]any)) != 2 || body["next"] != 2.0 || body["query"] != "frobnicator" || body["unindexed"] != nil {
 		t.Fatalf("%d %v", code, body)
 	}
+	// What the index has yet to read, when the handler is told.
+	told := httptest.NewServer(ix.Handler(func(context.Context) (int64, error) { return 42, nil }))
+	defer told.Close()
+	resp, err := http.Get(told.URL + "/api/search?q=frobnicator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res Result
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || res.Unindexed != 42 || res.Total != 4 {
+		t.Fatalf("told 42 unindexed: %+v, %v", res, err)
+	}
+	resp.Body.Close()
 	code, body = get(url.Values{"q": {"frobnicator"}, "limit": {"2"}, "after": {"2"}})
 	if code != 200 || len(body["hits"].([]any)) != 2 || body["next"] != nil {
 		t.Fatalf("page 2: %d %v", code, body)
@@ -270,7 +282,7 @@ func TestHandler(t *testing.T) {
 			t.Errorf("%q: %d %v", q, code, body)
 		}
 	}
-	resp, err := http.Post(srv.URL+"/api/search?q=a", "text/plain", nil)
+	resp, err = http.Post(srv.URL+"/api/search?q=a", "text/plain", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

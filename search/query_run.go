@@ -54,6 +54,10 @@ type Result struct {
 	// (all of them, in any order): matching them in order took longer
 	// than PhraseBudget.
 	Approximate bool `json:"approximate,omitempty"`
+	// Unindexed is how many messages of the streams the index had yet to
+	// read when the search ran (its first build, a backlog): hits among
+	// them are missing.
+	Unindexed int64 `json:"unindexed,omitempty"`
 }
 
 // PhraseBudget bounds the time a search with phrases spends matching them

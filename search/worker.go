@@ -60,6 +60,7 @@ type Worker struct {
 
 	indexed, skipped, erased, batches atomic.Int64
 	lagLocal, lagAll                  atomic.Int64
+	following                         atomic.Bool // Run's followers are running (Unindexed)
 	handledLocal, handledAll          eventlog.Handled
 }
 
@@ -128,6 +129,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.ix.Rebuilt && w.ix.Why != "" {
 		w.logger.Info("search index rebuilt from the streams", "why", w.ix.Why)
 	}
+	w.following.Store(true)
+	defer w.following.Store(false)
 	var wg sync.WaitGroup
 	for _, s := range w.streams() {
 		wg.Add(1)
@@ -366,6 +369,37 @@ func (w *Worker) erase(ctx context.Context, ev *eventlog.Event) error {
 	w.erased.Add(1)
 	w.logger.Info("search: session erased from the index", "session", ev.SID, "documents", n)
 	return nil
+}
+
+// Unindexed returns how many messages of the streams the index has yet to
+// read: while the followers run, what their consumers have pending; before
+// (the daemon starts them after the first read's projection), what the
+// streams hold past the index's positions.
+func (w *Worker) Unindexed(ctx context.Context) (int64, error) {
+	if w.following.Load() {
+		// Not the positions: a message deleted before it was read (an
+		// erase) would count for ever.
+		return w.lagLocal.Load() + w.lagAll.Load(), nil
+	}
+	var n int64
+	for _, stream := range w.streams() {
+		pos, err := w.ix.Position(stream)
+		if err != nil {
+			return 0, err
+		}
+		s, err := w.js.Stream(ctx, stream)
+		if err != nil {
+			return 0, fmt.Errorf("search: %s: %w", stream, err)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("search: %s: %w", stream, err)
+		}
+		if last := info.State.LastSeq; last > pos {
+			n += int64(last - pos)
+		}
+	}
+	return n, nil
 }
 
 // WaitHandled returns once the follower of stream has read the message at

@@ -264,3 +264,37 @@ func TestWorkerResetsIndexOfAnotherStore(t *testing.T) {
 }
 
 func removeAll(dir string) error { return os.RemoveAll(dir) }
+
+// TestWorkerUnindexed: what the index has yet to read, before its
+// followers start (the streams past the index's positions) and while they
+// run (their consumers' pending).
+func TestWorkerUnindexed(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	r.waitPosition(r.publish("s1", session("s1", 5, "alpha")...))
+	unindexed := func(w *Worker, want int64) {
+		t.Helper()
+		testenv.WaitFor(t, 20*time.Second, func() (bool, string) {
+			n, err := w.Unindexed(ctx)
+			return err == nil && n == want, fmt.Sprintf("unindexed %d (%v), want %d", n, err, want)
+		})
+	}
+	unindexed(r.w, 0)
+	r.stopWorker()
+	r.publish("s1", testenv.Entry("late1", "s1-e4", "beta one"), testenv.Entry("late2", "late1", "beta two"))
+	ix, err := Open(r.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWorker(r.nc, ix, Options{Node: testNode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unindexed(w, 2) // not running: the stream past the index's position
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r.startWorker()
+	r.waitTotal("beta", 2)
+	unindexed(r.w, 0)
+}

@@ -77,7 +77,7 @@ func startDaemonSearch(t testing.TB, withSearch bool) *daemon {
 		runs++
 		go func() { errs <- sw.Run(ctx) }()
 		t.Cleanup(func() { ix.Close() }) // after the worker stopped: cleanups run last first
-		searchAPI = ix.Handler()
+		searchAPI = ix.Handler(nil)
 	}
 	t.Cleanup(func() {
 		cancel()

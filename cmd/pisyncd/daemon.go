@@ -434,7 +434,7 @@ func (d *Daemon) openSearch() error {
 // 503 saying why when the index is off.
 func (d *Daemon) SearchHandler() http.Handler {
 	if d.searchIx != nil {
-		return d.searchIx.Handler()
+		return d.searchIx.Handler(d.searchW.Unindexed)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -97,6 +97,13 @@ func printHits(w io.Writer, res search.Result) error {
 	if res.Approximate {
 		fmt.Fprintf(w, "(phrases matched as their words in any order: in order took longer than %v)\n", search.PhraseBudget)
 	}
+	if res.Unindexed > 0 {
+		lines := fmt.Sprintf("%d lines", res.Unindexed)
+		if res.Unindexed == 1 {
+			lines = "1 line"
+		}
+		fmt.Fprintf(w, "(the index has yet to read %s: hits among them are missing; pisyncd status shows its progress)\n", lines)
+	}
 	for _, h := range res.Hits {
 		kind := h.Type
 		if h.Role != "" {

@@ -140,3 +140,19 @@ func TestSearchRebuiltAtRestart(t *testing.T) {
 	waitSearch(t, s, 1, "parser")
 	waitSearch(t, s, 1, "config")
 }
+
+// TestPrintHitsUnindexed: the text output says when the index has lines
+// yet to read (its first build, a backlog), so "0 hits" is not taken for
+// an answer.
+func TestPrintHitsUnindexed(t *testing.T) {
+	for n, want := range map[int64]string{0: "", 1: "yet to read 1 line:", 12345: "yet to read 12345 lines:"} {
+		var out bytes.Buffer
+		if err := printHits(&out, search.Result{Unindexed: n}); err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(out.String(), "yet to read")
+		if got != (want != "") || !strings.Contains(out.String(), want) {
+			t.Errorf("unindexed %d: %q, want %q", n, out.String(), want)
+		}
+	}
+}

@@ -27,7 +27,7 @@ func newWeb(d *Daemon) (*web.Server, error) {
 	}
 	var searchH http.Handler // nil: the view says search is off
 	if d.searchIx != nil {
-		searchH = d.searchIx.Handler()
+		searchH = d.searchIx.Handler(d.searchW.Unindexed)
 	}
 	return web.New(web.Options{
 		Source: d.proj,

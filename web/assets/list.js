@@ -195,7 +195,8 @@
       var total = (d && d.total) || hits.length;
       out.replaceChildren(pi.el('div', 'note', (total === 1 ? '1 hit' : total + ' hits') +
         (total > hits.length ? ' (best ' + hits.length + ' shown)' : '') +
-        (d && d.approximate ? ' (phrases matched as their words in any order: in order took too long)' : '')));
+        (d && d.approximate ? ' (phrases matched as their words in any order: in order took too long)' : '') +
+        (d && d.unindexed > 0 ? ' (the index has yet to read ' + (d.unindexed === 1 ? '1 line' : d.unindexed + ' lines') + ': hits among them are missing)' : '')));
       hits.forEach(function (h) {
         var a = pi.el('a', 'hit');
         a.href = pi.sessionURL(h.sessionId, h.entryId);
