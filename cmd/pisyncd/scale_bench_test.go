@@ -184,12 +184,7 @@ func daemonSessions(b *testing.B, bin string, n int, idle time.Duration) (time.D
 	if idle > 0 {
 		time.Sleep(5 * time.Second) // let the first read's aftermath (flushes, GC) pass
 		r.rssBefore = float64(d.rss(b))
-		cpu0, sw0 := procCPU(b, d.cmd.Process.Pid)
-		time.Sleep(idle)
-		cpu1, sw1 := procCPU(b, d.cmd.Process.Pid)
-		r.cpuPerMin = (cpu1 - cpu0) / idle.Minutes()
-		r.wakePerMin = float64(sw1-sw0) / idle.Minutes()
-		r.rssAfter = float64(d.rss(b))
+		r.cpuPerMin, r.wakePerMin, r.rssAfter = idleStretch(b, d, idle)
 		r.kvWrites = daemonStatus(ctl).Projection.Writes
 	}
 	d.stop(b)
@@ -207,16 +202,20 @@ func daemonSessions(b *testing.B, bin string, n int, idle time.Duration) (time.D
 		}
 		r.restartTracked = time.Since(restart)
 		time.Sleep(5 * time.Second)
-		cpu0, sw0 := procCPU(b, d.cmd.Process.Pid)
-		time.Sleep(idle)
-		cpu1, sw1 := procCPU(b, d.cmd.Process.Pid)
-		r.restartCPUPerMin = (cpu1 - cpu0) / idle.Minutes()
-		r.restartWakePerMin = float64(sw1-sw0) / idle.Minutes()
-		r.restartRSS = float64(d.rss(b))
+		r.restartCPUPerMin, r.restartWakePerMin, r.restartRSS = idleStretch(b, d, idle)
 		d.stop(b)
 	}
 	b.StartTimer()
 	return took, r
+}
+
+// idleStretch measures the daemon doing nothing for idle: its CPU seconds
+// and context switches a minute, and its resident set after.
+func idleStretch(b *testing.B, d *memDaemon, idle time.Duration) (cpuPerMin, wakePerMin, rss float64) {
+	cpu0, sw0 := procCPU(b, d.cmd.Process.Pid)
+	time.Sleep(idle)
+	cpu1, sw1 := procCPU(b, d.cmd.Process.Pid)
+	return (cpu1 - cpu0) / idle.Minutes(), float64(sw1-sw0) / idle.Minutes(), float64(d.rss(b))
 }
 
 // daemonStatus asks the daemon for its status (what `pisyncd status
