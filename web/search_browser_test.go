@@ -2,6 +2,9 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -71,5 +74,30 @@ func TestBrowserSearchHitToEntry(t *testing.T) {
 	}
 	if b.dialogs.Load() != 0 {
 		t.Error("a session's text opened a dialog")
+	}
+}
+
+// TestBrowserSearchUnindexed: an answer that says the index has lines yet
+// to read (its first build) is shown with its hits and that note, so that
+// "0 hits" is not read as no match.
+func TestBrowserSearchUnindexed(t *testing.T) {
+	b := newBrowser(t)
+	d := startDaemon(t)
+	stub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"query":"x","total":0,"hits":[],"unindexed":1234}`)
+	})
+	web, err := New(Options{Source: d.worker, Node: testNode, Search: stub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(web)
+	defer closeServer(srv)
+	b.do(t, chromedp.Navigate(srv.URL+"/"))
+	b.waitJS(t, 20*time.Second, `document.readyState === 'complete'`)
+	b.do(t, chromedp.SendKeys(chromedp.CSS(`#q`), "anything\n"))
+	b.waitJS(t, 10*time.Second, `!!document.querySelector('#search-results .note')?.textContent.includes('yet to read')`)
+	if n := eval[string](t, b, `document.querySelector('#search-results .note').textContent`); n != "0 hits (the index has yet to read 1234 lines: hits among them are missing)" {
+		t.Errorf("note %q", n)
 	}
 }
