@@ -164,7 +164,7 @@ func newMapping() mapping.IndexMapping {
 	if err := im.AddCustomAnalyzer(indexAnalyzerName, map[string]any{
 		"type":          custom.Name,
 		"tokenizer":     unicode.Name,
-		"token_filters": []string{lowercase.Name, partsFilterName},
+		"token_filters": []string{partsFilterName, lowercase.Name},
 	}); err != nil {
 		panic(err) // a constant mapping
 	}

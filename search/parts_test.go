@@ -10,7 +10,7 @@ import (
 
 func TestPartsFilter(t *testing.T) {
 	an := newMapping().AnalyzerNamed(indexAnalyzerName)
-	text := "Fix parser.go, read_config_file and v1.5 at 10:30; Ünïcode.go"
+	text := "Fix parser.go, read_config_file and v1.5 at 10:30; Ünïcode.go parseConfig HTTPServer v2Beta my_jsonParser.go ABC"
 	var got []string
 	for _, tok := range an.Analyze([]byte(text)) {
 		got = append(got, fmt.Sprintf("%s@%d[%s]", tok.Term, tok.Position, text[tok.Start:tok.End]))
@@ -23,16 +23,21 @@ func TestPartsFilter(t *testing.T) {
 		"v1.5@5[v1.5]", "v1@5[v1]", "5@5[5]",
 		"at@6[at]", "10@7[10]", "30@8[30]",
 		"ünïcode.go@9[Ünïcode.go]", "ünïcode@9[Ünïcode]", "go@9[go]",
+		"parseconfig@10[parseConfig]", "parse@10[parse]", "config@10[Config]",
+		"httpserver@11[HTTPServer]", "http@11[HTTP]", "server@11[Server]",
+		"v2beta@12[v2Beta]", "v2@12[v2]", "beta@12[Beta]",
+		"my_jsonparser.go@13[my_jsonParser.go]", "my@13[my]", "jsonparser@13[jsonParser]", "json@13[json]", "parser@13[Parser]", "go@13[go]",
+		"abc@14[ABC]",
 	}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("tokens\n%s\nwant\n%s", strings.Join(got, " "), strings.Join(want, " "))
 	}
 	// Queries are analyzed without the parts.
 	var q []string
-	for _, tok := range newMapping().AnalyzerNamed(analyzerName).Analyze([]byte("parser.go read_config_file")) {
+	for _, tok := range newMapping().AnalyzerNamed(analyzerName).Analyze([]byte("parser.go read_config_file parseConfig")) {
 		q = append(q, string(tok.Term))
 	}
-	if strings.Join(q, " ") != "parser.go read_config_file" {
+	if strings.Join(q, " ") != "parser.go read_config_file parseconfig" {
 		t.Errorf("query tokens %q", q)
 	}
 }
@@ -43,8 +48,9 @@ func TestIndexFindsParts(t *testing.T) {
 		{SessionID: "s1", Node: "n1", EntryID: "a", Type: "message", Role: "user", Text: "there is a bug in parser.go, see cmd/pisyncd/main.go"},
 		{SessionID: "s1", Node: "n1", EntryID: "b", Type: "message", Role: "assistant", Text: "read_config_file returns early"},
 		{SessionID: "s2", Node: "n1", EntryID: "c", Type: "message", Role: "user", Text: "pin it to 1.5, not the parser"},
+		{SessionID: "s2", Node: "n1", EntryID: "d", Type: "message", Role: "assistant", Text: "func parseConfigFile(r io.Reader) error"},
 	}
-	if err := ix.Write(docs, "PI_LOCAL", 3); err != nil {
+	if err := ix.Write(docs, "PI_LOCAL", 4); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ q, want string }{
@@ -54,7 +60,10 @@ func TestIndexFindsParts(t *testing.T) {
 		{`"bug in parser"`, "s1/a"},
 		{`"in parser.go see"`, "s1/a"},
 		{`"parser go"`, ""}, // the parts share the word's position
-		{"config", "s1/b"},
+		{"config", "s1/b s2/d"},
+		{"parseConfigFile", "s2/d"},
+		{"ConfigFile", ""}, // a part is one word of its case
+		{"file", "s1/b s2/d"},
 		{"read_config_file", "s1/b"},
 		{"config_file", ""}, // a part is one word between joiners
 		{"1.5", "s2/c"},
@@ -68,7 +77,7 @@ func TestIndexFindsParts(t *testing.T) {
 		}
 	}
 	// A part is highlighted alone, the whole word as a whole.
-	for q, want := range map[string]string{"parser session:s1": "parser", "parser.go": "parser.go", "main": "main"} {
+	for q, want := range map[string]string{"parser session:s1": "parser", "parser.go": "parser.go", "main": "main", "config session:s2": "Config"} {
 		r := find(t, ix, q)
 		if len(r.Hits) != 1 {
 			t.Fatalf("%q: hits %v", q, ids(r))
@@ -86,7 +95,7 @@ func TestIndexFindsParts(t *testing.T) {
 }
 
 func FuzzPartsFilter(f *testing.F) {
-	for _, s := range []string{"parser.go", "a._:b", "._.", "1.5 v1.5", "İnfo.go", "x\xff.y", "ａ.ｂ", "a..b__c::d"} {
+	for _, s := range []string{"parser.go", "a._:b", "._.", "1.5 v1.5", "İnfo.go", "x\xff.y", "ａ.ｂ", "a..b__c::d", "parseConfig HTTPServer v2Beta", "ǅemoǈa İİx aB.Cd_EF"} {
 		f.Add(s)
 	}
 	an := newMapping().AnalyzerNamed(indexAnalyzerName)
