@@ -51,9 +51,9 @@ func isJoiner(r rune) bool { return r == '.' || r == ':' || r == '_' }
 
 func (partsFilter) Filter(in analysis.TokenStream) analysis.TokenStream {
 	var out analysis.TokenStream
-	var parts [][2]int
+	var buf [][2]int // reused for every word's parts
 	for i, t := range in {
-		parts = split(t.Term, parts[:0])
+		parts := split(t.Term, buf[:0])
 		if parts == nil {
 			if out != nil {
 				out = append(out, t)
@@ -64,6 +64,7 @@ func (partsFilter) Filter(in analysis.TokenStream) analysis.TokenStream {
 			out = make(analysis.TokenStream, i, len(in)+4)
 			copy(out, in[:i])
 		}
+		buf = parts
 		out = append(out, t)
 		// Offsets of the parts in the text: the term is the text's bytes
 		// as the tokenizer cut them; where it is not (a filter before
