@@ -47,6 +47,8 @@ func TestBrowserSearchHitToEntry(t *testing.T) {
 
 	b.do(t, chromedp.Navigate(d.http.URL+"/"))
 	b.waitJS(t, 20*time.Second, `document.readyState === 'complete'`)
+	// The list drawn, its first message in: a hit names its session so.
+	b.waitJS(t, 20*time.Second, `document.querySelector('a.row .first')?.textContent === 'hello'`)
 	b.do(t, chromedp.SendKeys(chromedp.CSS(`#q`), "nothingmatchesthis\n"))
 	b.waitJS(t, 10*time.Second, `document.querySelector('#search-results .note')?.textContent === '0 hits'`)
 
@@ -61,6 +63,11 @@ func TestBrowserSearchHitToEntry(t *testing.T) {
 	}
 	if n := eval[string](t, b, `document.querySelector('#search-results .note').textContent`); n != "1 hit" {
 		t.Errorf("count %q", n)
+	}
+	// The hit says which session (as the list names it: its first
+	// message), where, and when, as the list shows times.
+	if m := eval[string](t, b, `document.querySelector('#search-results a.hit .note').textContent`); m != "hello · /home/u/p · "+testNode+" · assistant · 2026-11-29 23:08" {
+		t.Errorf("the hit's line %q", m)
 	}
 	if n := eval[int](t, b, `document.querySelectorAll('#search-results img').length`); n != 0 {
 		t.Errorf("the snippet's <img> became an element (%d)", n)

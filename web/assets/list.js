@@ -197,10 +197,19 @@
         (total > hits.length ? ' (best ' + hits.length + ' shown)' : '') +
         (d && d.approximate ? ' (phrases matched as their words in any order: in order took too long)' : '') +
         (d && d.unindexed > 0 ? ' (the index has yet to read ' + (d.unindexed === 1 ? '1 line' : d.unindexed + ' lines') + ': hits among them are missing)' : '')));
+      var byId = {};
+      (all || []).forEach(function (s) { byId[s.id] = s; });
       hits.forEach(function (h) {
         var a = pi.el('a', 'hit');
         a.href = pi.sessionURL(h.sessionId, h.entryId);
-        a.appendChild(pi.el('span', 'note', (h.node || '') + ' · ' + (h.role || h.type || '') + ' · ' + (h.timestamp || '')));
+        // Which session, as the list names it (its name, else its first
+        // message), and where; the time as the list shows times.
+        var s = byId[h.sessionId], where = [];
+        var label = Array.from(s ? (s.n || s.f || s.id) : h.sessionId); // by code point
+        where.push(label.length > 60 ? label.slice(0, 59).join('') + '…' : label.join(''));
+        if (s && s.c) where.push(s.c);
+        where.push(h.node || '', h.role || h.type || '', pi.date(Date.parse(h.timestamp || '')) || h.timestamp || '');
+        a.appendChild(pi.el('span', 'note', where.join(' · ')));
         a.appendChild(snippet(h.snippet || '', h.highlights || []));
         out.appendChild(a);
       });
