@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -45,6 +46,61 @@ type Index struct {
 	Rebuilt bool
 	// Why says why it was rebuilt ("" when it was not, or was missing).
 	Why string
+	// broken says a write failed (a full disk) or bleve panicked: after a
+	// failed persist, bleve closes a segment its snapshot still uses, and
+	// the next read of it panics. The index is opened again from its
+	// files before its next use (repair): they hold the last batch that
+	// was written whole, positions included.
+	broken atomic.Bool
+}
+
+// rlock repairs a broken index, then holds ix.mu for reading. A method
+// that uses idx defers runlock right after it.
+func (ix *Index) rlock() error {
+	if err := ix.repair(); err != nil {
+		return err
+	}
+	ix.mu.RLock()
+	return nil
+}
+
+// runlock releases ix.mu and turns a panic in bleve into *err, marking the
+// index broken. It must be the deferred call itself (recover).
+func (ix *Index) runlock(err *error) {
+	if r := recover(); r != nil {
+		ix.broken.Store(true)
+		*err = fmt.Errorf("search: the index failed (%v); it is opened again from its files", r)
+	}
+	ix.mu.RUnlock()
+}
+
+// repair opens a broken index again from its files.
+func (ix *Index) repair() error {
+	if !ix.broken.Load() {
+		return nil
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if !ix.broken.Load() || ix.closed {
+		return nil
+	}
+	_ = ix.closeIdx() // its state is what failed
+	idx, err := ix.trim.withEvents(func(config map[string]any) (bleve.Index, error) {
+		return bleve.OpenUsing(ix.dir, config)
+	})
+	if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
+		// A Reset that removed it and could not make it again.
+		if idx, err = create(ix.dir, ix.trim); err == nil {
+			ix.Rebuilt = true
+		}
+	}
+	if err != nil {
+		// ix.idx stays closed (its calls fail); the next use tries again.
+		return fmt.Errorf("search: open the index again after a failed write: %w", err)
+	}
+	ix.idx = idx
+	ix.broken.Store(false)
+	return nil
 }
 
 // Open opens the index in dir (created 0700), making it afresh when it is
@@ -113,9 +169,12 @@ func create(dir string, t *trimmer) (bleve.Index, error) {
 func (ix *Index) Reset(why string) error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if err := ix.idx.Close(); err != nil {
+	if err := ix.closeIdx(); err != nil {
 		return fmt.Errorf("search: reset: %w", err)
 	}
+	// From here ix.idx is closed: until a new one is made, the index is
+	// broken, and its next use makes it (repair).
+	ix.broken.Store(true)
 	if err := os.RemoveAll(ix.dir); err != nil {
 		return fmt.Errorf("search: reset: %w", err)
 	}
@@ -124,6 +183,7 @@ func (ix *Index) Reset(why string) error {
 		return err
 	}
 	ix.idx, ix.Rebuilt, ix.Why = idx, true, why
+	ix.broken.Store(false)
 	return nil
 }
 
@@ -137,8 +197,24 @@ func (ix *Index) Close() error {
 		return nil // bleve panics on a second Close
 	}
 	ix.closed = true
-	if err := ix.idx.Close(); err != nil {
+	if err := ix.closeIdx(); err != nil {
 		return fmt.Errorf("search: close: %w", err)
+	}
+	return nil
+}
+
+// closeIdx closes idx; ix.mu is held. A broken index's Close may panic,
+// or find it closed by a repair that could not open it again: neither is
+// an error, the index is done with.
+func (ix *Index) closeIdx() (err error) {
+	broken := ix.broken.Load()
+	defer func() {
+		if r := recover(); r != nil && !broken {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	if err := ix.idx.Close(); err != nil && !broken {
+		return err
 	}
 	return nil
 }
@@ -198,9 +274,11 @@ func newMapping() mapping.IndexMapping {
 }
 
 // Position returns the last sequence of stream indexed.
-func (ix *Index) Position(stream string) (uint64, error) {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
+func (ix *Index) Position(stream string) (_ uint64, err error) {
+	if err := ix.rlock(); err != nil {
+		return 0, err
+	}
+	defer ix.runlock(&err)
 	v, err := ix.idx.GetInternal([]byte(keyPos + stream))
 	if err != nil {
 		return 0, fmt.Errorf("search: position of %s: %w", stream, err)
@@ -218,9 +296,11 @@ func (ix *Index) Position(stream string) (uint64, error) {
 // Write indexes docs and records stream's position pos in one batch: a
 // restart resumes after pos with exactly these documents in the index.
 // pos 0 leaves the position as it is.
-func (ix *Index) Write(docs []Doc, stream string, pos uint64) error {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
+func (ix *Index) Write(docs []Doc, stream string, pos uint64) (err error) {
+	if err := ix.rlock(); err != nil {
+		return err
+	}
+	defer ix.runlock(&err)
 	ix.trim.enter()
 	defer ix.trim.exit()
 	b := ix.idx.NewBatch()
@@ -237,6 +317,7 @@ func (ix *Index) Write(docs []Doc, stream string, pos uint64) error {
 		return nil
 	}
 	if err := ix.idx.Batch(b); err != nil {
+		ix.broken.Store(true)
 		return fmt.Errorf("search: write a batch of %d: %w", len(docs), err)
 	}
 	return nil
@@ -247,9 +328,11 @@ func (ix *Index) Write(docs []Doc, stream string, pos uint64) error {
 // until that segment is merged, and an erase must leave no file holding the
 // session's text. The merge rewrites the whole index (an erase is rare;
 // docs/SECURITY.md says what it costs and what it does not cover).
-func (ix *Index) EraseSession(ctx context.Context, sid string) (int, error) {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
+func (ix *Index) EraseSession(ctx context.Context, sid string) (_ int, err error) {
+	if err := ix.rlock(); err != nil {
+		return 0, err
+	}
+	defer ix.runlock(&err)
 	ix.trim.enter()
 	defer ix.trim.exit()
 	n, err := ix.deleteSession(ctx, sid)
@@ -403,6 +486,7 @@ func (ix *Index) deleteSession(ctx context.Context, sid string) (int, error) {
 			b.Delete(h.ID)
 		}
 		if err := ix.idx.Batch(b); err != nil {
+			ix.broken.Store(true)
 			return n, fmt.Errorf("search: erase %s: %w", sid, err)
 		}
 		n += len(res.Hits)
@@ -410,9 +494,11 @@ func (ix *Index) deleteSession(ctx context.Context, sid string) (int, error) {
 }
 
 // DocCount is the number of documents indexed.
-func (ix *Index) DocCount() (uint64, error) {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
+func (ix *Index) DocCount() (_ uint64, err error) {
+	if err := ix.rlock(); err != nil {
+		return 0, err
+	}
+	defer ix.runlock(&err)
 	n, err := ix.idx.DocCount()
 	if err != nil {
 		return 0, fmt.Errorf("search: count: %w", err)

@@ -70,7 +70,7 @@ const PhraseBudget = time.Second
 
 // Search runs q, returning limit hits after the first offset ones, best
 // first.
-func (ix *Index) Search(ctx context.Context, q Query, limit, offset int) (Result, error) {
+func (ix *Index) Search(ctx context.Context, q Query, limit, offset int) (_ Result, err error) {
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
@@ -78,8 +78,10 @@ func (ix *Index) Search(ctx context.Context, q Query, limit, offset int) (Result
 	if offset < 0 || offset > MaxOffset {
 		return Result{}, badQuery("after must be 0 to %d", MaxOffset)
 	}
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
+	if err := ix.rlock(); err != nil {
+		return Result{}, err
+	}
+	defer ix.runlock(&err)
 	ix.trim.enter()
 	defer ix.trim.exit()
 	an, ian := ix.idx.Mapping().AnalyzerNamed(analyzerName), ix.idx.Mapping().AnalyzerNamed(indexAnalyzerName)
@@ -98,7 +100,6 @@ func (ix *Index) Search(ctx context.Context, q Query, limit, offset int) (Result
 	}
 	approximate := false
 	var res *bleve.SearchResult
-	var err error
 	if phrases {
 		pctx, cancel := context.WithTimeout(ctx, ix.phraseBudget)
 		res, err = run(pctx, bq)

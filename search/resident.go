@@ -164,8 +164,12 @@ func (t *trimmer) withEvents(open func(config map[string]any) (bleve.Index, erro
 // files from this process's mappings. The snapshot holds a reference on
 // each segment while this runs, so none is unmapped under the madvise.
 func (ix *Index) trimMapped() {
+	if ix.broken.Load() {
+		return // its next use opens it again
+	}
+	var err error // a panic in bleve: the index is marked broken
 	ix.mu.RLock()
-	defer ix.mu.RUnlock()
+	defer ix.runlock(&err)
 	if ix.closed {
 		return
 	}
