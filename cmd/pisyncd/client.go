@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -50,7 +51,7 @@ func getControl(ctx context.Context, cfg *config.Config, path string) (*http.Res
 	}
 	resp, err := controlClient(cfg.StateDir).Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%w (no answer on %s)", errNotRunning, filepath.Join(cfg.StateDir, controlSocket))
+		return nil, noAnswer(cfg.StateDir, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
@@ -62,6 +63,18 @@ func getControl(ctx context.Context, cfg *config.Config, path string) (*http.Res
 		return nil, &daemonError{status: resp.StatusCode, msg: msg}
 	}
 	return resp, nil
+}
+
+// noAnswer is the error of a request to the control socket that got no
+// answer: errNotRunning when nothing listens there (the callers that can
+// then read the store do), else what went wrong: a daemon that is up but
+// did not answer in time is not "not running".
+func noAnswer(stateDir string, err error) error {
+	sock := filepath.Join(stateDir, controlSocket)
+	if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
+		return fmt.Errorf("%w (no answer on %s)", errNotRunning, sock)
+	}
+	return fmt.Errorf("pisyncd did not answer on %s: %w", sock, err)
 }
 
 // storeExists reports whether a daemon ever made its store in the state dir.

@@ -314,7 +314,7 @@ func eraseViaDaemon(ctx context.Context, cfg *config.Config, sid string) (*erase
 	}
 	resp, err := controlClient(cfg.StateDir).Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%w (no answer on %s)", errNotRunning, filepath.Join(cfg.StateDir, controlSocket))
+		return nil, noAnswer(cfg.StateDir, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
