@@ -152,19 +152,28 @@ func (w *Worker) checkStreams(ctx context.Context) error {
 		if err != nil || pos == 0 {
 			continue // an unreadable position reads the stream again
 		}
-		s, err := w.js.Stream(ctx, stream)
+		last, err := w.lastSeq(ctx, stream)
 		if err != nil {
-			return fmt.Errorf("search: %s: %w", stream, err)
+			return err
 		}
-		info, err := s.Info(ctx)
-		if err != nil {
-			return fmt.Errorf("search: %s: %w", stream, err)
-		}
-		if pos > info.State.LastSeq {
-			return w.ix.Reset(fmt.Sprintf("indexed %s up to %d, the stream ends at %d", stream, pos, info.State.LastSeq))
+		if pos > last {
+			return w.ix.Reset(fmt.Sprintf("indexed %s up to %d, the stream ends at %d", stream, pos, last))
 		}
 	}
 	return nil
+}
+
+// lastSeq is the last sequence stream holds.
+func (w *Worker) lastSeq(ctx context.Context, stream string) (uint64, error) {
+	s, err := w.js.Stream(ctx, stream)
+	if err != nil {
+		return 0, fmt.Errorf("search: %s: %w", stream, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("search: %s: %w", stream, err)
+	}
+	return info.State.LastSeq, nil
 }
 
 // follow consumes one stream until ctx ends, restarting after failures
@@ -387,15 +396,11 @@ func (w *Worker) Unindexed(ctx context.Context) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		s, err := w.js.Stream(ctx, stream)
+		last, err := w.lastSeq(ctx, stream)
 		if err != nil {
-			return 0, fmt.Errorf("search: %s: %w", stream, err)
+			return 0, err
 		}
-		info, err := s.Info(ctx)
-		if err != nil {
-			return 0, fmt.Errorf("search: %s: %w", stream, err)
-		}
-		if last := info.State.LastSeq; last > pos {
+		if last > pos {
 			n += int64(last - pos)
 		}
 	}
