@@ -96,13 +96,12 @@ func split(term []byte, parts [][2]int) [][2]int {
 	if bytes.IndexFunc(term, unicode.IsLetter) < 0 {
 		return nil
 	}
-	whole := true // no part found yet that is less than term
+	n0 := len(parts)
 	piece := func(a, b int) {
 		if a >= b {
 			return
 		}
 		if a > 0 || b < len(term) {
-			whole = false
 			parts = append(parts, [2]int{a, b})
 		}
 		// The words of its case, when there is more than one.
@@ -127,7 +126,6 @@ func split(term []byte, parts [][2]int) [][2]int {
 		}
 		if len(parts) > n {
 			parts = append(parts, [2]int{start, b})
-			whole = false
 		}
 	}
 	start := 0
@@ -138,8 +136,8 @@ func split(term []byte, parts [][2]int) [][2]int {
 		}
 	}
 	piece(start, len(term))
-	if whole {
-		return nil
+	if len(parts) == n0 {
+		return nil // one part: the word itself
 	}
 	return parts
 }
