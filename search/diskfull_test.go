@@ -51,6 +51,10 @@ func TestIndexFullDisk(t *testing.T) {
 	for range 200 {
 		if batch(20) != nil {
 			failed++
+			// Before anything reads the segment bleve closed.
+			if !ix.broken.Load() {
+				t.Fatal("a failed write did not mark the index to be opened again")
+			}
 		}
 		ix.Search(context.Background(), q, 10, 0) // an answer or an error, never a panic
 		ix.DocCount()

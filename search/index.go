@@ -50,7 +50,8 @@ type Index struct {
 	// failed persist, bleve closes a segment its snapshot still uses, and
 	// the next read of it panics. The index is opened again from its
 	// files before its next use (repair): they hold the last batch that
-	// was written whole, positions included.
+	// was written whole, positions included. The methods that write mark
+	// it on any error (runlockWrite), an erase's merge included.
 	broken atomic.Bool
 }
 
@@ -68,10 +69,25 @@ func (ix *Index) rlock() error {
 // index broken. It must be the deferred call itself (recover).
 func (ix *Index) runlock(err *error) {
 	if r := recover(); r != nil {
-		ix.broken.Store(true)
-		*err = fmt.Errorf("search: the index failed (%v); it is opened again from its files", r)
+		ix.panicked(err, r)
 	}
 	ix.mu.RUnlock()
+}
+
+// runlockWrite is runlock for a method that writes: any error of its also
+// marks the index broken (bleve's state after a failed write: broken).
+func (ix *Index) runlockWrite(err *error) {
+	if r := recover(); r != nil {
+		ix.panicked(err, r)
+	} else if *err != nil {
+		ix.broken.Store(true)
+	}
+	ix.mu.RUnlock()
+}
+
+func (ix *Index) panicked(err *error, r any) {
+	ix.broken.Store(true)
+	*err = fmt.Errorf("search: the index failed (%v); it is opened again from its files", r)
 }
 
 // repair opens a broken index again from its files.
@@ -300,7 +316,7 @@ func (ix *Index) Write(docs []Doc, stream string, pos uint64) (err error) {
 	if err := ix.rlock(); err != nil {
 		return err
 	}
-	defer ix.runlock(&err)
+	defer ix.runlockWrite(&err)
 	ix.trim.enter()
 	defer ix.trim.exit()
 	b := ix.idx.NewBatch()
@@ -317,7 +333,6 @@ func (ix *Index) Write(docs []Doc, stream string, pos uint64) (err error) {
 		return nil
 	}
 	if err := ix.idx.Batch(b); err != nil {
-		ix.broken.Store(true)
 		return fmt.Errorf("search: write a batch of %d: %w", len(docs), err)
 	}
 	return nil
@@ -332,7 +347,7 @@ func (ix *Index) EraseSession(ctx context.Context, sid string) (_ int, err error
 	if err := ix.rlock(); err != nil {
 		return 0, err
 	}
-	defer ix.runlock(&err)
+	defer ix.runlockWrite(&err)
 	ix.trim.enter()
 	defer ix.trim.exit()
 	n, err := ix.deleteSession(ctx, sid)
@@ -486,7 +501,6 @@ func (ix *Index) deleteSession(ctx context.Context, sid string) (int, error) {
 			b.Delete(h.ID)
 		}
 		if err := ix.idx.Batch(b); err != nil {
-			ix.broken.Store(true)
 			return n, fmt.Errorf("search: erase %s: %w", sid, err)
 		}
 		n += len(res.Hits)
