@@ -148,5 +148,17 @@ func applyLeaf(opts *server.Options, cfg Config) error {
 	if opts.LeafNode.ReconnectInterval == 0 {
 		opts.LeafNode.ReconnectInterval = time.Second
 	}
+	opts.ConnectErrorReports, opts.ReconnectErrorReports = connectErrorReports, connectErrorReports
 	return nil
 }
+
+// connectErrorReports is how many failed attempts to reach the hub go by
+// between two that are logged as errors (the first always is; the others
+// are logged at debug). nats-server logs every failed attempt to
+// reconnect (its default is 1) and every 3,600th to connect at start: a
+// laptop that lost its network logged an error every 1-2 s (the
+// interval plus jitter) for as long as it was offline, and one that
+// started offline logged one an hour. 40 is about once a minute either
+// way; the forwarder and the downloader say the same at their own pace,
+// and the server logs the link's return.
+const connectErrorReports = 40

@@ -3,8 +3,12 @@ package embedded
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -112,4 +116,55 @@ func TestPlainCredentialsRefused(t *testing.T) {
 	if !strings.Contains(log.String(), "INSECURE") || !strings.Contains(log.String(), "192.0.2.1") {
 		t.Fatalf("no warning in the log:\n%s", log.String())
 	}
+}
+
+// TestHubOutageLoggedNowAndThen: a workstation that cannot reach its hub,
+// whether it lost it (a reconnect) or never reached it (a connect), logs
+// the first failed attempt and every connectErrorReports-th as an error,
+// the others at debug. The server's defaults logged every failed
+// reconnect: an error every second or two for as long as a laptop was
+// offline.
+func TestHubOutageLoggedNowAndThen(t *testing.T) {
+	const upTo = 2*connectErrorReports + 5
+	failed := regexp.MustCompile(`level=(\w+) msg="Error trying to connect as leafnode to remote server .*?\(attempt (\d+)\)`)
+	run := func(t *testing.T, hubURL string, before func(*logBuffer)) {
+		var log logBuffer
+		cfg := testConfig(t, t.TempDir())
+		cfg.Logger, cfg.HubURLs, cfg.LeafReconnect = log.logger(), []string{hubURL}, time.Millisecond
+		startServer(t, cfg)
+		before(&log)
+		waitFor(t, 30*time.Second, fmt.Sprintf("attempt %d", upTo), func() bool {
+			return strings.Contains(log.String(), fmt.Sprintf("(attempt %d)", upTo))
+		})
+		var logged []int
+		seen := 0
+		for _, m := range failed.FindAllStringSubmatch(log.String(), -1) {
+			n, _ := strconv.Atoi(m[2])
+			if n > upTo {
+				continue
+			}
+			seen++
+			if m[1] == "ERROR" {
+				logged = append(logged, n)
+			} else if m[1] != "DEBUG" {
+				t.Errorf("attempt %d logged at %s", n, m[1])
+			}
+		}
+		if want := []int{1, connectErrorReports, 2 * connectErrorReports}; !slices.Equal(logged, want) || seen != upTo {
+			t.Errorf("of %d failed attempts, logged as errors: %v; want %v of %d", seen, logged, want, upTo)
+		}
+	}
+	t.Run("lost", func(t *testing.T) {
+		leaf := freeAddr(t)
+		hub := startHub(t, HubConfig{StateDir: t.TempDir(), Name: "h", LeafListen: leaf})
+		run(t, "nats://"+leaf, func(log *logBuffer) {
+			waitFor(t, 10*time.Second, "the leaf connection", func() bool {
+				return strings.Contains(log.String(), "Leafnode connection created")
+			})
+			hub.Close()
+		})
+	})
+	t.Run("never reached", func(t *testing.T) {
+		run(t, "nats://"+freeAddr(t), func(*logBuffer) {})
+	})
 }
