@@ -37,7 +37,7 @@ type Downloader struct {
 	logger *slog.Logger
 
 	copied, rejected atomic.Int64
-	connected        atomic.Bool
+	link             link
 }
 
 // Admitter is the admission point for other machines' events.
@@ -79,7 +79,8 @@ func NewDownloader(nc *nats.Conn, all *All, hubDomain string, o DownloaderOption
 	if o.MaxLine <= 0 {
 		o.MaxLine = 64 << 20
 	}
-	return &Downloader{nc: nc, domain: hubDomain, local: all.js, hub: hub, all: all, opts: o, logger: o.Logger}, nil
+	return &Downloader{nc: nc, domain: hubDomain, local: all.js, hub: hub, all: all, opts: o, logger: o.Logger,
+		link: link{logger: o.Logger, what: "copying from the hub"}}, nil
 }
 
 // DownloaderStats are the downloader's counters.
@@ -91,13 +92,13 @@ type DownloaderStats struct {
 
 // Stats returns the counters.
 func (d *Downloader) Stats() DownloaderStats {
-	return DownloaderStats{Copied: d.copied.Load(), Rejected: d.rejected.Load(), Connected: d.connected.Load()}
+	return DownloaderStats{Copied: d.copied.Load(), Rejected: d.rejected.Load(), Connected: d.link.Load()}
 }
 
 // Run copies until ctx ends; failures (the hub unreachable) are retried
 // with a backoff of at most five seconds.
 func (d *Downloader) Run(ctx context.Context) error {
-	runSessions(ctx, d.logger, "copying from the hub paused; retrying", &d.copied, &d.connected, d.session)
+	runSessions(ctx, &d.link, &d.copied, d.session)
 	return nil
 }
 
@@ -174,7 +175,7 @@ func (d *Downloader) session(ctx context.Context) error {
 		return fmt.Errorf("downloader: %w", err)
 	}
 	defer p.Stop()
-	d.connected.Store(true)
+	d.link.up()
 	progress := newBacklog(d.logger, "copying a backlog from the hub")
 
 	// Two stages: one frames and admits the next round while the other

@@ -34,7 +34,7 @@ type Forwarder struct {
 	hubStream jetstream.Stream
 	up        map[string]upPos // hub subject → position
 	forwarded atomic.Int64
-	connected atomic.Bool
+	link      link
 }
 
 type upPos struct {
@@ -57,8 +57,9 @@ func NewForwarder(local *Local, nc *nats.Conn, hubDomain string, state jetstream
 	}
 	return &Forwarder{
 		local: local, hub: hub, state: state, logger: logger,
-		pub: NewPublisher(nc, hub, 10*time.Second),
-		up:  make(map[string]upPos),
+		pub:  NewPublisher(nc, hub, 10*time.Second),
+		up:   make(map[string]upPos),
+		link: link{logger: logger, what: "forwarding to the hub"},
 	}, nil
 }
 
@@ -74,7 +75,7 @@ type ForwarderStats struct {
 
 // Stats returns the counters.
 func (f *Forwarder) Stats() ForwarderStats {
-	return ForwarderStats{Forwarded: f.forwarded.Load(), Connected: f.connected.Load()}
+	return ForwarderStats{Forwarded: f.forwarded.Load(), Connected: f.link.Load()}
 }
 
 // Run forwards until ctx ends. Failures (the hub unreachable, a stale
@@ -84,7 +85,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	if f.crypt != nil {
 		wg.Go(func() { f.eraseKeys(ctx) })
 	}
-	runSessions(ctx, f.logger, "forwarding to the hub paused; retrying", &f.forwarded, &f.connected, f.session)
+	runSessions(ctx, &f.link, &f.forwarded, f.session)
 	wg.Wait()
 	return nil
 }
@@ -246,7 +247,7 @@ func (f *Forwarder) session(ctx context.Context) error {
 		if err := saver.Note(ctx, done); err != nil {
 			return fmt.Errorf("forwarder: %w", err)
 		}
-		f.connected.Store(true)
+		f.link.up()
 	}
 }
 

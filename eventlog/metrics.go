@@ -10,7 +10,7 @@ import (
 func (f *Forwarder) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		metrics.Counter("hub_lines_forwarded_total", "Lines copied from PI_LOCAL to the hub's PI_HUB.", f.forwarded.Load),
-		metrics.Gauge("hub_forwarder_connected", "1 while the forwarder reaches the hub.", metrics.Bool(f.connected.Load)),
+		metrics.Gauge("hub_forwarder_connected", "1 while the forwarder reaches the hub.", metrics.Bool(f.link.Load)),
 	}
 }
 
@@ -18,6 +18,6 @@ func (f *Forwarder) Collectors() []prometheus.Collector {
 func (d *Downloader) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		metrics.Counter("hub_lines_downloaded_total", "Messages copied from the hub's PI_HUB into PI_ALL.", d.copied.Load),
-		metrics.Gauge("hub_downloader_connected", "1 while the downloader reaches the hub.", metrics.Bool(d.connected.Load)),
+		metrics.Gauge("hub_downloader_connected", "1 while the downloader reaches the hub.", metrics.Bool(d.link.Load)),
 	}
 }

@@ -14,8 +14,10 @@ import (
 // progress (moved the counter). The first failure, every twentieth and
 // one whose error differs from the failure before are logged, so a long
 // outage cannot flood the log and a new cause is not hidden behind an old
-// one.
-func runSessions(ctx context.Context, logger *slog.Logger, msg string, progress *atomic.Int64, connected *atomic.Bool, session func(context.Context) error) {
+// one. When a session is up again (link.up) after failures, that is
+// logged too, with how long it was down, so an outage in the log has an
+// end.
+func runSessions(ctx context.Context, l *link, progress *atomic.Int64, session func(context.Context) error) {
 	const first, most = 100 * time.Millisecond, 5 * time.Second
 	backoff, failures, last := first, 0, ""
 	for {
@@ -24,13 +26,13 @@ func runSessions(ctx context.Context, logger *slog.Logger, msg string, progress 
 		if ctx.Err() != nil {
 			return
 		}
-		connected.Store(false)
+		l.down()
 		if progress.Load() > before {
 			backoff, failures = first, 0
 		}
 		failures++
 		if why := fmt.Sprint(err); failures == 1 || failures%20 == 0 || why != last {
-			logger.Warn(msg, "err", err, "attempt", failures, "retry_in", backoff)
+			l.logger.Warn(l.what+" paused; retrying", "err", err, "attempt", failures, "retry_in", backoff)
 			last = why
 		}
 		select {
@@ -39,5 +41,39 @@ func runSessions(ctx context.Context, logger *slog.Logger, msg string, progress 
 		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, most)
+	}
+}
+
+// link is whether a worker's session with the hub is up. The session
+// says so (up) once it is; runSessions, when it failed (down).
+type link struct {
+	logger *slog.Logger
+	what   string // the work, as the log names it: "forwarding to the hub"
+
+	connected atomic.Bool
+	failures  atomic.Int64 // sessions failed since the link was last up
+	downSince atomic.Int64 // when the first of them failed, Unix nanoseconds
+}
+
+// Load reports whether the link is up.
+func (l *link) Load() bool { return l.connected.Load() }
+
+// up marks the link up, and logs that it works again when sessions
+// failed before this one. It is cheap to call again while up.
+func (l *link) up() {
+	if l.connected.Swap(true) {
+		return
+	}
+	if n := l.failures.Swap(0); n > 0 {
+		l.logger.Info(l.what+" works again", "failed_attempts", n,
+			"down_for", time.Since(time.Unix(0, l.downSince.Load())).Round(time.Millisecond))
+	}
+}
+
+// down marks the link down after a failed session.
+func (l *link) down() {
+	l.connected.Store(false)
+	if l.failures.Add(1) == 1 {
+		l.downSince.Store(time.Now().UnixNano())
 	}
 }

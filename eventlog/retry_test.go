@@ -34,9 +34,8 @@ func TestRunSessionsLogsNewCauses(t *testing.T) {
 		}))
 		ctx, cancel := context.WithCancel(t.Context())
 		var progress atomic.Int64
-		var connected atomic.Bool
 		i := 0
-		runSessions(ctx, logger, "paused", &progress, &connected, func(context.Context) error {
+		runSessions(ctx, &link{logger: logger, what: "copying"}, &progress, func(context.Context) error {
 			if i == len(causes) {
 				cancel()
 				return ctx.Err()
@@ -49,6 +48,65 @@ func TestRunSessionsLogsNewCauses(t *testing.T) {
 		want := "hub unreachable | consumer gone | hub unreachable | hub unreachable"
 		if got := strings.Join(logged, " | "); got != want {
 			t.Fatalf("logged %q, want %q", got, want)
+		}
+	})
+}
+
+// TestRunSessionsLogsRecovery: a session that comes up after failed ones
+// says so once, with how many failed and for how long the link was down;
+// a session marking itself up again while up says nothing more.
+func TestRunSessionsLogsRecovery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var logged []string
+		logger := slog.New(recordHandler(func(r slog.Record) {
+			line := r.Level.String() + " " + r.Message
+			r.Attrs(func(a slog.Attr) bool {
+				if a.Key != "err" && a.Key != "retry_in" {
+					line += " " + a.String()
+				}
+				return true
+			})
+			mu.Lock()
+			logged = append(logged, line)
+			mu.Unlock()
+		}))
+		ctx, cancel := context.WithCancel(t.Context())
+		var progress atomic.Int64
+		l := &link{logger: logger, what: "forwarding to the hub"}
+		// Up at once, then fails; fails twice more; up, fails; fails; up.
+		script := []bool{true, false, false, true, false, true}
+		runSessions(ctx, l, &progress, func(context.Context) error {
+			if len(script) == 0 {
+				cancel()
+				return ctx.Err()
+			}
+			up := script[0]
+			script = script[1:]
+			if up {
+				l.up()
+				l.up()
+				if !l.Load() {
+					t.Error("up, and Load says down")
+				}
+			}
+			return errors.New("hub unreachable")
+		})
+		if l.Load() {
+			t.Error("down, and Load says up")
+		}
+		// Every session fails with the same cause, so only the first
+		// failure is logged as one. The first up follows none. The
+		// pauses double from 100 ms (no session made progress): up
+		// again after three failures and 100+200+400 ms, then after
+		// two and 800+1600 ms.
+		want := []string{
+			"WARN forwarding to the hub paused; retrying attempt=1",
+			"INFO forwarding to the hub works again failed_attempts=3 down_for=700ms",
+			"INFO forwarding to the hub works again failed_attempts=2 down_for=2.4s",
+		}
+		if got := strings.Join(logged, "\n"); got != strings.Join(want, "\n") {
+			t.Errorf("logged\n%s\nwant\n%s", got, strings.Join(want, "\n"))
 		}
 	})
 }
