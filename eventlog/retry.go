@@ -33,6 +33,7 @@ func runSessions(ctx context.Context, l *link, progress *atomic.Int64, session f
 		failures++
 		if why := fmt.Sprint(err); failures == 1 || failures%20 == 0 || why != last {
 			l.logger.Warn(l.what+" paused; retrying", "err", err, "attempt", failures, "retry_in", backoff)
+			l.announced.Store(true)
 			last = why
 		}
 		select {
@@ -53,18 +54,22 @@ type link struct {
 	connected atomic.Bool
 	failures  atomic.Int64 // sessions failed since the link was last up
 	downSince atomic.Int64 // when the first of them failed, Unix nanoseconds
+	// announced: a failure since then was logged. Only such an outage's
+	// end is: sessions that come up and fail again and again, with the
+	// same cause, log as rarely as their failures do.
+	announced atomic.Bool
 }
 
 // Load reports whether the link is up.
 func (l *link) Load() bool { return l.connected.Load() }
 
-// up marks the link up, and logs that it works again when sessions
-// failed before this one. It is cheap to call again while up.
+// up marks the link up, and logs that it works again when a failure
+// since it was last up was logged. It is cheap to call again while up.
 func (l *link) up() {
 	if l.connected.Swap(true) {
 		return
 	}
-	if n := l.failures.Swap(0); n > 0 {
+	if n := l.failures.Swap(0); l.announced.Swap(false) {
 		l.logger.Info(l.what+" works again", "failed_attempts", n,
 			"down_for", time.Since(time.Unix(0, l.downSince.Load())).Round(time.Millisecond))
 	}

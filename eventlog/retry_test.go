@@ -52,9 +52,11 @@ func TestRunSessionsLogsNewCauses(t *testing.T) {
 	})
 }
 
-// TestRunSessionsLogsRecovery: a session that comes up after failed ones
-// says so once, with how many failed and for how long the link was down;
-// a session marking itself up again while up says nothing more.
+// TestRunSessionsLogsRecovery: a session that comes up after a failure
+// was logged says so once, with how many failed and for how long the link
+// was down; a session marking itself up again while up says nothing more,
+// and sessions that come up and fail again with the same cause log their
+// ends as rarely as their failures.
 func TestRunSessionsLogsRecovery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
@@ -74,8 +76,13 @@ func TestRunSessionsLogsRecovery(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		var progress atomic.Int64
 		l := &link{logger: logger, what: "forwarding to the hub"}
-		// Up at once, then fails; fails twice more; up, fails; fails; up.
+		// Up at once, then fails; fails twice more; up, fails; fails;
+		// up, fails; fails 14 times; up, fails.
 		script := []bool{true, false, false, true, false, true}
+		for range 14 {
+			script = append(script, false)
+		}
+		script = append(script, true)
 		runSessions(ctx, l, &progress, func(context.Context) error {
 			if len(script) == 0 {
 				cancel()
@@ -96,14 +103,16 @@ func TestRunSessionsLogsRecovery(t *testing.T) {
 			t.Error("down, and Load says up")
 		}
 		// Every session fails with the same cause, so only the first
-		// failure is logged as one. The first up follows none. The
-		// pauses double from 100 ms (no session made progress): up
-		// again after three failures and 100+200+400 ms, then after
-		// two and 800+1600 ms.
+		// failure and the twentieth are logged, and the ends of those
+		// two outages. The first up follows none. The pauses double from
+		// 100 ms (no session made progress) to 5 s: up again after three
+		// failures and 100+200+400 ms; after the sixth session's failure
+		// 3.2 s and 14 pauses of 5 s.
 		want := []string{
 			"WARN forwarding to the hub paused; retrying attempt=1",
 			"INFO forwarding to the hub works again failed_attempts=3 down_for=700ms",
-			"INFO forwarding to the hub works again failed_attempts=2 down_for=2.4s",
+			"WARN forwarding to the hub paused; retrying attempt=20",
+			"INFO forwarding to the hub works again failed_attempts=15 down_for=1m13.2s",
 		}
 		if got := strings.Join(logged, "\n"); got != strings.Join(want, "\n") {
 			t.Errorf("logged\n%s\nwant\n%s", got, strings.Join(want, "\n"))
