@@ -20,6 +20,13 @@ import (
 // joins it as a leaf, with PI_ALL.
 func hubAndLeaf(tb testing.TB) (hubJS jetstream.JetStream, ws *embedded.Server, all *eventlog.All) {
 	tb.Helper()
+	return hubAndLeafThrough(tb, func(leaf string) string { return leaf })
+}
+
+// hubAndLeafThrough is hubAndLeaf with the workstation dialling the address
+// through returns for the hub's leaf listener (a proxy in between).
+func hubAndLeafThrough(tb testing.TB, through func(leaf string) string) (hubJS jetstream.JetStream, ws *embedded.Server, all *eventlog.All) {
+	tb.Helper()
 	ctx := context.Background()
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	leaf := l.Addr().String()
@@ -38,7 +45,7 @@ func hubAndLeaf(tb testing.TB) (hubJS jetstream.JetStream, ws *embedded.Server, 
 	if _, err := eventlog.EnsureStream(ctx, hubJS, eventlog.HubStreamConfig(1)); err != nil {
 		tb.Fatal(err)
 	}
-	ws, err = embedded.Start(ctx, embedded.Config{StateDir: tb.TempDir(), NodeID: "w1", HubURLs: []string{"nats://" + leaf}})
+	ws, err = embedded.Start(ctx, embedded.Config{StateDir: tb.TempDir(), NodeID: "w1", HubURLs: []string{"nats://" + through(leaf)}})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -70,6 +70,18 @@ func (l *Line) Chunks() int {
 	return (len(l.Raw) + MaxChunk - 1) / MaxChunk
 }
 
+// size is about the bytes the line's messages carry: their payloads.
+func (l *Line) size() int {
+	if l.sealed == nil {
+		return len(l.Raw)
+	}
+	n := 0
+	for _, e := range l.sealed {
+		n += len(e)
+	}
+	return n
+}
+
 // messages builds the line's messages for subj. msgID makes each message's
 // Nats-Msg-Id, so a quick retry after a lost ack is deduplicated by the
 // server; it must be unique within the stream.

@@ -64,7 +64,11 @@ func (p *Publisher) publishGroups(ctx context.Context, subject func(string) stri
 		}
 		ends[i] = len(msgs) - 1
 	}
-	rctx, cancel, err := p.request(ctx)
+	size := 0
+	for _, m := range msgs {
+		size += len(m.Data)
+	}
+	rctx, cancel, err := p.request(ctx, size)
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: group of %d sessions: %w", len(groups), err)
 	}

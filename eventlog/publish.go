@@ -29,6 +29,20 @@ const (
 // MaxBatch is the server's default limit of messages in one atomic batch.
 const MaxBatch = 1000
 
+// MaxBatchBytes bounds the lines of one atomic batch (a single longer
+// line is a batch of its own). The server answers a batch only once all of
+// it has arrived: to the hub, over the uplink. Bounded by count alone, a
+// backlog of images (lines of 256 KiB chunks) made batches of up to
+// 250 MB, minutes of a home uplink for one request.
+const MaxBatchBytes = 8 << 20
+
+// slowLink is the slowest link a request's bytes are allowed time for, on
+// top of the publisher's timeout, which is for a server that does not
+// answer: 8 MiB at 128 KiB/s (one megabit a second) is 64 s more. With
+// the timeout alone, a batch the uplink needed longer for than that to
+// carry failed every time it was sent (TestForwardOverSlowLink).
+const slowLink = 128 << 10 // bytes a second
+
 // smallGroup is the most lines published one by one. An atomic batch costs a
 // staged on-disk store on the server (≈5 ms), so a handful of lines goes
 // faster as single publishes; exactly-once does not need the atomicity, since
@@ -95,11 +109,12 @@ func suspectStore(suspect func(), ctx context.Context, err error) error {
 	return err
 }
 
-// request bounds one request by the publisher's timeout and, with a
+// request bounds one request that carries size bytes by the publisher's
+// timeout, plus the time a slow link takes to carry them, and, with a
 // Writable, by the store staying writable. It fails at once, with
 // ErrStoreUnavailable, when the store is known not to take writes.
-func (p *Publisher) request(ctx context.Context) (context.Context, context.CancelFunc, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+func (p *Publisher) request(ctx context.Context, size int) (context.Context, context.CancelFunc, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout+time.Duration(size)*time.Second/slowLink)
 	if p.writable == nil {
 		return ctx, cancel, nil
 	}
@@ -154,19 +169,21 @@ func (p *Publisher) Publish(ctx context.Context, subj string, last uint64, lines
 	}
 	done := 0
 	for done < len(lines) {
-		n, msgs := 0, 0
+		n, msgs, size := 0, 0, 0
 		for done+n < len(lines) {
-			c := lines[done+n].Chunks()
+			l := &lines[done+n]
+			c := l.Chunks()
 			if c > MaxBatch {
-				return last, done, fmt.Errorf("eventlog: a line of %d bytes needs %d chunks, more than a batch holds (%d)", len(lines[done+n].Raw), c, MaxBatch)
+				return last, done, fmt.Errorf("eventlog: a line of %d bytes needs %d chunks, more than a batch holds (%d)", len(l.Raw), c, MaxBatch)
 			}
-			if msgs+c > MaxBatch {
+			if n > 0 && (msgs+c > MaxBatch || size+l.size() > MaxBatchBytes) {
 				break
 			}
 			msgs += c
+			size += l.size()
 			n++
 		}
-		seq, err := p.publishBatch(ctx, subj, last, lines[done:done+n], msgs)
+		seq, err := p.publishBatch(ctx, subj, last, lines[done:done+n], msgs, size)
 		if err != nil {
 			return last, done, err
 		}
@@ -196,7 +213,7 @@ func msgID(subj string, l *Line) string {
 
 func (p *Publisher) publishOne(ctx context.Context, subj string, last uint64, l *Line) (uint64, error) {
 	m := l.messages(subj, msgID(subj, l))[0]
-	rctx, cancel, err := p.request(ctx)
+	rctx, cancel, err := p.request(ctx, l.size())
 	if err != nil {
 		return 0, fmt.Errorf("eventlog: publish %s: %w", subj, err)
 	}
@@ -221,12 +238,12 @@ type pubAck struct {
 	Error     *jetstream.APIError `json:"error,omitempty"`
 }
 
-func (p *Publisher) publishBatch(ctx context.Context, subj string, last uint64, lines []Line, total int) (uint64, error) {
+func (p *Publisher) publishBatch(ctx context.Context, subj string, last uint64, lines []Line, total, size int) (uint64, error) {
 	msgs := make([]*nats.Msg, 0, total)
 	for i := range lines {
 		msgs = append(msgs, lines[i].messages(subj, msgID(subj, &lines[i]))...)
 	}
-	rctx, cancel, err := p.request(ctx)
+	rctx, cancel, err := p.request(ctx, size)
 	if err != nil {
 		return 0, fmt.Errorf("eventlog: batch %s: %w", subj, err)
 	}
