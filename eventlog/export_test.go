@@ -19,3 +19,11 @@ func EraseKeysNow(c *Crypt, tok string, kh KeyHub) error { return c.eraseKeys(to
 
 // KeyErasures lists the tokens whose key messages are owed tombstones.
 func KeyErasures(c *Crypt) []string { toks, _ := c.keyErasures(); return toks }
+
+// PumpQueue reports how many times p's callback waited for room in its
+// queue, and the messages and payload bytes the queue holds.
+func PumpQueue(p *Pump) (waits, msgs, bytes int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.waits, len(p.ch), p.queued
+}

@@ -66,12 +66,12 @@ func Follow(ctx context.Context, js jetstream.JetStream, stream string, after ui
 func (f *Follower) Next(ctx context.Context) (jetstream.Msg, error) {
 	select {
 	case m := <-f.p.ch:
-		return m, nil
+		return f.p.took(m), nil
 	default:
 	}
 	select {
 	case m := <-f.p.ch:
-		return m, nil
+		return f.p.took(m), nil
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	case <-f.closed:
@@ -84,12 +84,12 @@ func (f *Follower) Next(ctx context.Context) (jetstream.Msg, error) {
 func (f *Follower) NextOr(ctx context.Context, wake <-chan struct{}) (jetstream.Msg, bool, error) {
 	select {
 	case m := <-f.p.ch:
-		return m, false, nil
+		return f.p.took(m), false, nil
 	default:
 	}
 	select {
 	case m := <-f.p.ch:
-		return m, false, nil
+		return f.p.took(m), false, nil
 	case <-wake:
 		return nil, true, nil
 	case <-ctx.Done():

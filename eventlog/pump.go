@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -16,17 +17,40 @@ type Pump struct {
 	cc  jetstream.ConsumeContext
 	ch  chan jetstream.Msg
 	err chan error
+
+	// The payload bytes of the messages in ch are bounded by maxBytes too,
+	// and what one call takes: a message can be a 256 KiB chunk, and
+	// bounded by count alone the forwarder's queue and window held up to
+	// 1,024 of them each, a quarter of a gigabyte apiece, past the
+	// daemon's memory budget on a backlog of images.
+	maxBytes int
+	mu       sync.Mutex
+	room     sync.Cond // signalled when queued falls
+	queued   int
+	stopped  bool
+	waits    int // times the callback waited for room (the tests')
 }
 
-// NewPump consumes into a queue of size messages, pulling at most maxBytes
-// at a time: together they bound the memory a fast producer can take. Its
-// pulls ask for LocalHeartbeat; opts add to the pull's settings or replace
-// them (the hub's heartbeat).
+// NewPump consumes into a queue of at most size messages and maxBytes of
+// payload, pulling at most maxBytes at a time: together they bound the
+// memory a fast producer can take. Its pulls ask for LocalHeartbeat; opts
+// add to the pull's settings or replace them (the hub's heartbeat).
 func NewPump(cons jetstream.Consumer, size, maxBytes int, opts ...jetstream.PullConsumeOpt) (*Pump, error) {
-	p := &Pump{ch: make(chan jetstream.Msg, size), err: make(chan error, 1)}
+	p := &Pump{ch: make(chan jetstream.Msg, size), err: make(chan error, 1), maxBytes: maxBytes}
+	p.room.L = &p.mu
 	opts = append([]jetstream.PullConsumeOpt{PullLimit(maxBytes), LocalHeartbeat()}, opts...)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		p.ch <- m // blocks when full: back-pressure, never an unbounded queue
+		// Blocks while the queue is full: back-pressure, never an
+		// unbounded queue. A message alone may exceed maxBytes.
+		n := len(m.Data())
+		p.mu.Lock()
+		for p.queued > 0 && p.queued+n > p.maxBytes && !p.stopped {
+			p.waits++
+			p.room.Wait()
+		}
+		p.queued += n
+		p.mu.Unlock()
+		p.ch <- m
 	}, append(opts, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if errors.Is(err, jetstream.ErrNoHeartbeat) {
 			// nats.go has already acted on it: a plain consumer
@@ -55,8 +79,18 @@ func (p *Pump) Next(ctx context.Context, max int, out []jetstream.Msg) ([]jetstr
 	case <-ctx.Done():
 		return out, context.Cause(ctx)
 	case m := <-p.ch:
-		return p.fill(ctx, max, append(out, m), nil), nil
+		return p.fill(ctx, max, append(out, p.took(m)), nil), nil
 	}
+}
+
+// took gives a message's bytes back to the queue as its reader takes it,
+// and returns it.
+func (p *Pump) took(m jetstream.Msg) jetstream.Msg {
+	p.mu.Lock()
+	p.queued -= len(m.Data())
+	p.mu.Unlock()
+	p.room.Signal() // the one callback, when it waits
+	return m
 }
 
 // NextOrFail is Next, except that an error the consumer reports while it
@@ -72,18 +106,24 @@ func (p *Pump) NextOrFail(ctx context.Context, max int, out []jetstream.Msg) ([]
 	case err := <-p.err:
 		return out, fmt.Errorf("consume: %w", err)
 	case m := <-p.ch:
-		return p.fill(ctx, max, append(out, m), p.err), nil
+		return p.fill(ctx, max, append(out, p.took(m)), p.err), nil
 	}
 }
 
 // fill appends to out, which holds at least one message, what Next takes
-// after the first. An error on errc (nil: none looked for) ends the wait
+// after the first: at most max messages in all, and no more once they
+// hold maxBytes. An error on errc (nil: none looked for) ends the wait
 // and is kept for the next call.
 func (p *Pump) fill(ctx context.Context, max int, out []jetstream.Msg, errc chan error) []jetstream.Msg {
-	for len(out) < max {
+	size := 0
+	for _, m := range out {
+		size += len(m.Data())
+	}
+	for len(out) < max && size < p.maxBytes {
 		select {
 		case m := <-p.ch:
-			out = append(out, m)
+			out = append(out, p.took(m))
+			size += len(m.Data())
 			continue
 		default:
 		}
@@ -92,7 +132,8 @@ func (p *Pump) fill(ctx context.Context, max int, out []jetstream.Msg, errc chan
 		}
 		select {
 		case m := <-p.ch:
-			out = append(out, m)
+			out = append(out, p.took(m))
+			size += len(m.Data())
 		case <-ctx.Done():
 			return out // what we have is a batch
 		case err := <-errc:
@@ -115,7 +156,7 @@ func (p *Pump) NextOr(ctx context.Context, max int, out []jetstream.Msg, hints <
 	case msgs := <-hints:
 		return append(out, msgs...), true, nil
 	case m := <-p.ch:
-		return p.fill(ctx, max, append(out, m), nil), false, nil
+		return p.fill(ctx, max, append(out, p.took(m)), nil), false, nil
 	}
 }
 
@@ -135,6 +176,10 @@ func (p *Pump) Err() error {
 // Stop ends the consumer; a callback blocked on a full queue is released.
 func (p *Pump) Stop() {
 	p.cc.Stop()
+	p.mu.Lock()
+	p.stopped = true
+	p.mu.Unlock()
+	p.room.Broadcast()
 	for {
 		select {
 		case <-p.ch:
