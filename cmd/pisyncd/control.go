@@ -74,7 +74,10 @@ type Status struct {
 	FilesRetrying        int64 `json:"filesRetrying"`
 	SessionsDirFreeBytes int64 `json:"sessionsDirFreeBytes"`
 	// With a hub:
-	HubURLs        []string                  `json:"hubUrls,omitempty"`
+	HubURLs []string `json:"hubUrls,omitempty"`
+	// HubLinked: the embedded server's link to the hub (a leaf
+	// connection) is up; it dials again every 1-2 s while it is not.
+	HubLinked      *bool                     `json:"hubLinked,omitempty"`
 	Forwarder      *eventlog.ForwarderStats  `json:"forwarder,omitempty"`
 	Downloader     *eventlog.DownloaderStats `json:"downloader,omitempty"`
 	Replicator     *replicate.Stats          `json:"replicator,omitempty"`
@@ -131,6 +134,8 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 	if d.fwd != nil {
 		fs, ds, rs := d.fwd.Stats(), d.dl.Stats(), d.repl.Stats()
 		st.HubURLs, st.Forwarder, st.Downloader, st.Replicator = redact.URLs(d.cfg.HubURLs), &fs, &ds, &rs
+		linked := d.srv.HubLinked()
+		st.HubLinked = &linked
 		st.ForkedSessions = d.repl.ForkedSessions()
 		as := d.gate.Stats()
 		st.Admission = &as

@@ -279,6 +279,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	if d.repl != nil {
 		d.reg.MustRegister(d.repl.Collectors()...)
 		d.reg.MustRegister(d.fwd.Collectors()...)
+		d.reg.MustRegister(metrics.Gauge("hub_link_up", "1 while the embedded server's link to the hub (a leaf connection) is up.", metrics.Bool(d.srv.HubLinked)))
 		d.reg.MustRegister(d.dl.Collectors()...)
 		d.reg.MustRegister(d.gate.Collectors()...)
 	}

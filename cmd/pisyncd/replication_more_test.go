@@ -459,12 +459,24 @@ func TestStationStartsWhileHubDown(t *testing.T) {
 	if st, err := b.status(); err != nil || st.Forwarder == nil || st.Forwarder.Connected {
 		t.Errorf("B's forwarder reports a hub while none runs: %+v %v", st.Forwarder, err)
 	}
+	// Either station's status says its link to the hub is down, A's
+	// forwarder idle or not.
+	hubLinked := func(s *station, want bool) {
+		waitUntil(t, 30*time.Second, func() (bool, string) {
+			st, err := s.status()
+			return err == nil && st.HubLinked != nil && *st.HubLinked == want, fmt.Sprintf("%s: hub linked %v, want %v (%v)", s.name, st.HubLinked, want, err)
+		})
+	}
+	hubLinked(a, false)
+	hubLinked(b, false)
 
 	hub.start()
 	want := map[string]int{relA: 10, relB: 5}
 	// PI_ALL's mirror retries its consumer with nats-server's backoff (5 s
 	// × 2 × failures, up to 2 min), so this takes tens of seconds.
 	waitUntil(t, 3*time.Minute, func() (bool, string) { return sameEntries(want, a, b) })
+	hubLinked(a, true)
+	hubLinked(b, true)
 	for _, s := range []*station{a, b} {
 		for rel, lines := range s.sessionFiles() {
 			if d := duplicates(lines); len(d) > 0 {

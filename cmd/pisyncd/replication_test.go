@@ -83,6 +83,7 @@ func TestReplicationRoundTrip(t *testing.T) {
 			"pisyncd_hub_lines_downloaded_total":  st.Downloader.Copied,
 			"pisyncd_hub_forwarder_connected":     1,
 			"pisyncd_hub_downloader_connected":    1,
+			"pisyncd_hub_link_up":                 1,
 		} {
 			if got := metricValue(t, s, name); got != float64(want) {
 				t.Errorf("%s: %s = %v, status says %d", s.name, name, got, want)

@@ -107,6 +107,13 @@ func statusCommand(args []string, stdout io.Writer) error {
 	}
 	if st.Forwarder != nil {
 		row("hub", strings.Join(st.HubURLs, ", "))
+		if st.HubLinked != nil {
+			link := "up"
+			if !*st.HubLinked {
+				link = "down (the embedded server dials the hub again every 1-2 s)"
+			}
+			row("hub link", link)
+		}
 		// The same two facts as --json's forwarder.hubReachable and
 		// downloader.hubReachable: either direction may be down alone.
 		row("hub reachable", fmt.Sprintf("forwarder %s, downloader %s", yesNo(st.Forwarder.Connected), yesNo(st.Downloader.Connected)))

@@ -430,6 +430,15 @@ func (s *Server) CredentialsFile() string { return s.credsPath }
 // restart (StoreWatch) it is a different one: callers should not keep it.
 func (s *Server) NATS() *server.Server { return s.nats() }
 
+// HubLinked reports whether the server's leaf connection to the hub is up
+// (false without a hub). The forwarder and the downloader each say whether
+// their last request reached the hub; an idle forwarder asks nothing, so
+// this is what tells that the hub went away before a line has to go.
+func (s *Server) HubLinked() bool {
+	ns := s.nats()
+	return ns != nil && ns.NumLeafNodes() > 0
+}
+
 // Failed is closed when the server reports a fatal error after Start; Err
 // then returns it. The owner should treat the server as broken and stop.
 func (s *Server) Failed() <-chan struct{} { return s.logger.failed }
