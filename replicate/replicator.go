@@ -184,23 +184,51 @@ const positionKey = "replicator.position"
 
 // Run replicates until ctx ends.
 func (r *Replicator) Run(ctx context.Context) error {
-	backoff := 100 * time.Millisecond
+	retryRuns(ctx, r.logger, r.run)
+	return nil
+}
+
+// retryRuns runs run until ctx ends, pausing after each failure for a
+// time that doubles from 100 ms to 5 s, and starts over from 100 ms after
+// a run that lasted a minute (a new outage). The first failure, every
+// twentieth and one whose cause differs from the one before are logged,
+// not each (a store that stays down would log one every 5 s); run calls
+// up once it works, which, after a logged failure, logs that replication
+// works again, after how many failures and for how long.
+func retryRuns(ctx context.Context, logger *slog.Logger, run func(ctx context.Context, up func()) error) {
+	const first, most = 100 * time.Millisecond, 5 * time.Second
+	backoff, failures, last := first, 0, ""
+	var downSince time.Time
+	announced := false
+	up := func() {
+		if announced {
+			logger.Info("replication works again", "failed_attempts", failures, "down_for", time.Since(downSince).Round(time.Millisecond))
+		}
+		failures, announced = 0, false
+	}
 	for {
 		start := time.Now()
-		err := r.run(ctx)
+		err := run(ctx, up)
 		if ctx.Err() != nil {
-			return nil
+			return
 		}
 		if time.Since(start) > time.Minute {
-			backoff = 100 * time.Millisecond // it worked for a while: a new failure
+			backoff = first // it worked for a while: a new failure
 		}
-		r.logger.Warn("replication paused; retrying", "err", err, "retry_in", backoff)
+		if failures == 0 {
+			downSince = time.Now()
+		}
+		failures++
+		if why := fmt.Sprint(err); failures == 1 || failures%20 == 0 || why != last {
+			logger.Warn("replication paused; retrying", "err", err, "attempt", failures, "retry_in", backoff)
+			announced, last = true, why
+		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 5*time.Second)
+		backoff = min(backoff*2, most)
 	}
 }
 
@@ -215,7 +243,8 @@ func (r *Replicator) position(ctx context.Context) (uint64, error) {
 	return strconv.ParseUint(string(e.Value()), 10, 64)
 }
 
-func (r *Replicator) run(ctx context.Context) error {
+// run replicates until a failure; up is called once its consumer works.
+func (r *Replicator) run(ctx context.Context, up func()) error {
 	pos, err := r.position(ctx)
 	if err != nil {
 		return err
@@ -237,6 +266,7 @@ func (r *Replicator) run(ctx context.Context) error {
 		return fmt.Errorf("replicator: %w", err)
 	}
 	defer p.Stop()
+	up()
 	asm := eventlog.NewAssemblers(false)
 	last := pos
 	saver := eventlog.NewPosition(r.state, positionKey, pos)
