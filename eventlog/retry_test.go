@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // TestRunSessionsLogsNewCauses: a failure that repeats is logged once (and
@@ -59,20 +61,7 @@ func TestRunSessionsLogsNewCauses(t *testing.T) {
 // ends as rarely as their failures.
 func TestRunSessionsLogsRecovery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		var logged []string
-		logger := slog.New(recordHandler(func(r slog.Record) {
-			line := r.Level.String() + " " + r.Message
-			r.Attrs(func(a slog.Attr) bool {
-				if a.Key != "err" && a.Key != "retry_in" {
-					line += " " + a.String()
-				}
-				return true
-			})
-			mu.Lock()
-			logged = append(logged, line)
-			mu.Unlock()
-		}))
+		logs, logger := testenv.NewLogLines("err", "retry_in")
 		ctx, cancel := context.WithCancel(t.Context())
 		var progress atomic.Int64
 		l := &link{logger: logger, what: "forwarding to the hub"}
@@ -114,7 +103,7 @@ func TestRunSessionsLogsRecovery(t *testing.T) {
 			"WARN forwarding to the hub paused; retrying attempt=20",
 			"INFO forwarding to the hub works again failed_attempts=15 down_for=1m13.2s",
 		}
-		if got := strings.Join(logged, "\n"); got != strings.Join(want, "\n") {
+		if got := strings.Join(logs.Lines(), "\n"); got != strings.Join(want, "\n") {
 			t.Errorf("logged\n%s\nwant\n%s", got, strings.Join(want, "\n"))
 		}
 	})

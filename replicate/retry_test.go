@@ -3,11 +3,11 @@ package replicate
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // TestRetryRunsLogs: failures are logged the first time, every twentieth
@@ -15,20 +15,7 @@ import (
 // failures says so once, with their count and how long it took.
 func TestRetryRunsLogs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		var logged []string
-		logger := slog.New(recordHandler(func(r slog.Record) {
-			line := r.Level.String() + " " + r.Message
-			r.Attrs(func(a slog.Attr) bool {
-				if a.Key != "retry_in" {
-					line += " " + a.String()
-				}
-				return true
-			})
-			mu.Lock()
-			logged = append(logged, line)
-			mu.Unlock()
-		}))
+		logs, logger := testenv.NewLogLines("retry_in")
 		ctx, cancel := context.WithCancel(t.Context())
 		// Works, then fails; fails 21 times more (the store down);
 		// works, fails with another cause; works.
@@ -64,16 +51,8 @@ func TestRetryRunsLogs(t *testing.T) {
 			"WARN replication paused; retrying err=consumer gone attempt=1",
 			"INFO replication works again failed_attempts=1 down_for=5s",
 		}
-		if got := strings.Join(logged, "\n"); got != strings.Join(want, "\n") {
+		if got := strings.Join(logs.Lines(), "\n"); got != strings.Join(want, "\n") {
 			t.Errorf("logged\n%s\nwant\n%s", got, strings.Join(want, "\n"))
 		}
 	})
 }
-
-// recordHandler is a slog.Handler that hands every record to f.
-type recordHandler func(slog.Record)
-
-func (h recordHandler) Enabled(context.Context, slog.Level) bool      { return true }
-func (h recordHandler) Handle(_ context.Context, r slog.Record) error { h(r); return nil }
-func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler            { return h }
-func (h recordHandler) WithGroup(string) slog.Handler                 { return h }
