@@ -37,7 +37,7 @@ type Downloader struct {
 	logger *slog.Logger
 
 	copied, rejected atomic.Int64
-	link             link
+	link             *Link
 }
 
 // Admitter is the admission point for other machines' events.
@@ -80,7 +80,7 @@ func NewDownloader(nc *nats.Conn, all *All, hubDomain string, o DownloaderOption
 		o.MaxLine = 64 << 20
 	}
 	return &Downloader{nc: nc, domain: hubDomain, local: all.js, hub: hub, all: all, opts: o, logger: o.Logger,
-		link: link{logger: o.Logger, what: "copying from the hub"}}, nil
+		link: NewLink(o.Logger, "copying from the hub")}, nil
 }
 
 // DownloaderStats are the downloader's counters.
@@ -98,7 +98,7 @@ func (d *Downloader) Stats() DownloaderStats {
 // Run copies until ctx ends; failures (the hub unreachable) are retried
 // with a backoff of at most five seconds.
 func (d *Downloader) Run(ctx context.Context) error {
-	runSessions(ctx, &d.link, &d.copied, d.session)
+	RunSessions(ctx, d.link, &d.copied, d.session)
 	return nil
 }
 
@@ -175,7 +175,7 @@ func (d *Downloader) session(ctx context.Context) error {
 		return fmt.Errorf("downloader: %w", err)
 	}
 	defer p.Stop()
-	d.link.up()
+	d.link.Up()
 	progress := newBacklog(d.logger, "copying a backlog from the hub")
 
 	// Two stages: one frames and admits the next round while the other

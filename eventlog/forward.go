@@ -34,7 +34,7 @@ type Forwarder struct {
 	hubStream jetstream.Stream
 	up        map[string]upPos // hub subject → position
 	forwarded atomic.Int64
-	link      link
+	link      *Link
 }
 
 type upPos struct {
@@ -59,7 +59,7 @@ func NewForwarder(local *Local, nc *nats.Conn, hubDomain string, state jetstream
 		local: local, hub: hub, state: state, logger: logger,
 		pub:  NewPublisher(nc, hub, 10*time.Second),
 		up:   make(map[string]upPos),
-		link: link{logger: logger, what: "forwarding to the hub"},
+		link: NewLink(logger, "forwarding to the hub"),
 	}, nil
 }
 
@@ -85,7 +85,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	if f.crypt != nil {
 		wg.Go(func() { f.eraseKeys(ctx) })
 	}
-	runSessions(ctx, &f.link, &f.forwarded, f.session)
+	RunSessions(ctx, f.link, &f.forwarded, f.session)
 	wg.Wait()
 	return nil
 }
@@ -247,7 +247,7 @@ func (f *Forwarder) session(ctx context.Context) error {
 		if err := saver.Note(ctx, done); err != nil {
 			return fmt.Errorf("forwarder: %w", err)
 		}
-		f.link.up()
+		f.link.Up()
 	}
 }
 

@@ -8,16 +8,16 @@ import (
 	"time"
 )
 
-// runSessions runs session until ctx ends. A session runs until it fails
+// RunSessions runs session until ctx ends. A session runs until it fails
 // (the hub unreachable, a stale position); the next one starts after a
 // pause that doubles up to five seconds and starts over once a session made
 // progress (moved the counter). The first failure, every twentieth and
 // one whose error differs from the failure before are logged, so a long
 // outage cannot flood the log and a new cause is not hidden behind an old
-// one. When a session is up again (link.up) after failures, that is
+// one. When a session is up again (Link.Up) after failures, that is
 // logged too, with how long it was down, so an outage in the log has an
-// end.
-func runSessions(ctx context.Context, l *link, progress *atomic.Int64, session func(context.Context) error) {
+// end. The forwarder, the downloader and the replicator run so.
+func RunSessions(ctx context.Context, l *Link, progress *atomic.Int64, session func(context.Context) error) {
 	const first, most = 100 * time.Millisecond, 5 * time.Second
 	backoff, failures, last := first, 0, ""
 	for {
@@ -45,9 +45,9 @@ func runSessions(ctx context.Context, l *link, progress *atomic.Int64, session f
 	}
 }
 
-// link is whether a worker's session with the hub is up. The session
-// says so (up) once it is; runSessions, when it failed (down).
-type link struct {
+// Link is whether a worker's session (with the hub, with its stream) is
+// up. The session says so (Up) once it is; RunSessions, when it failed.
+type Link struct {
 	logger *slog.Logger
 	what   string // the work, as the log names it: "forwarding to the hub"
 
@@ -60,12 +60,18 @@ type link struct {
 	announced atomic.Bool
 }
 
-// Load reports whether the link is up.
-func (l *link) Load() bool { return l.connected.Load() }
+// NewLink returns a link that is down, for the work named what in the
+// log ("forwarding to the hub").
+func NewLink(logger *slog.Logger, what string) *Link {
+	return &Link{logger: logger, what: what}
+}
 
-// up marks the link up, and logs that it works again when a failure
+// Load reports whether the link is up.
+func (l *Link) Load() bool { return l.connected.Load() }
+
+// Up marks the link up, and logs that it works again when a failure
 // since it was last up was logged. It is cheap to call again while up.
-func (l *link) up() {
+func (l *Link) Up() {
 	if l.connected.Swap(true) {
 		return
 	}
@@ -76,7 +82,7 @@ func (l *link) up() {
 }
 
 // down marks the link down after a failed session.
-func (l *link) down() {
+func (l *Link) down() {
 	l.connected.Store(false)
 	if l.failures.Add(1) == 1 {
 		l.downSince.Store(time.Now().UnixNano())

@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
-
-	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // TestRunSessionsLogsNewCauses: a failure that repeats is logged once (and
@@ -37,7 +35,7 @@ func TestRunSessionsLogsNewCauses(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		var progress atomic.Int64
 		i := 0
-		runSessions(ctx, &link{logger: logger, what: "copying"}, &progress, func(context.Context) error {
+		RunSessions(ctx, NewLink(logger, "copying"), &progress, func(context.Context) error {
 			if i == len(causes) {
 				cancel()
 				return ctx.Err()
@@ -61,10 +59,23 @@ func TestRunSessionsLogsNewCauses(t *testing.T) {
 // ends as rarely as their failures.
 func TestRunSessionsLogsRecovery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		logs, logger := testenv.NewLogLines("err", "retry_in")
+		var mu sync.Mutex
+		var logged []string
+		logger := slog.New(recordHandler(func(r slog.Record) {
+			line := r.Level.String() + " " + r.Message
+			r.Attrs(func(a slog.Attr) bool {
+				if a.Key != "err" && a.Key != "retry_in" {
+					line += " " + a.String()
+				}
+				return true
+			})
+			mu.Lock()
+			logged = append(logged, line)
+			mu.Unlock()
+		}))
 		ctx, cancel := context.WithCancel(t.Context())
 		var progress atomic.Int64
-		l := &link{logger: logger, what: "forwarding to the hub"}
+		l := NewLink(logger, "forwarding to the hub")
 		// Up at once, then fails; fails twice more; up, fails; fails;
 		// up, fails; fails 14 times; up, fails.
 		script := []bool{true, false, false, true, false, true}
@@ -72,7 +83,7 @@ func TestRunSessionsLogsRecovery(t *testing.T) {
 			script = append(script, false)
 		}
 		script = append(script, true)
-		runSessions(ctx, l, &progress, func(context.Context) error {
+		RunSessions(ctx, l, &progress, func(context.Context) error {
 			if len(script) == 0 {
 				cancel()
 				return ctx.Err()
@@ -80,8 +91,8 @@ func TestRunSessionsLogsRecovery(t *testing.T) {
 			up := script[0]
 			script = script[1:]
 			if up {
-				l.up()
-				l.up()
+				l.Up()
+				l.Up()
 				if !l.Load() {
 					t.Error("up, and Load says down")
 				}
@@ -103,7 +114,7 @@ func TestRunSessionsLogsRecovery(t *testing.T) {
 			"WARN forwarding to the hub paused; retrying attempt=20",
 			"INFO forwarding to the hub works again failed_attempts=15 down_for=1m13.2s",
 		}
-		if got := strings.Join(logs.Lines(), "\n"); got != strings.Join(want, "\n") {
+		if got := strings.Join(logged, "\n"); got != strings.Join(want, "\n") {
 			t.Errorf("logged\n%s\nwant\n%s", got, strings.Join(want, "\n"))
 		}
 	})

@@ -70,6 +70,7 @@ type Replicator struct {
 	state   jetstream.KeyValue
 	tracker Tracker
 	logger  *slog.Logger
+	link    *eventlog.Link // whether its consumer works; logs outages and their end
 
 	// Owned by the Run goroutine.
 	sessions map[string]*sess
@@ -112,7 +113,7 @@ func New(all *eventlog.All, state jetstream.KeyValue, tracker Tracker, o Options
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Replicator{
-		opts: o, all: all, state: state, tracker: tracker, logger: o.Logger,
+		opts: o, all: all, state: state, tracker: tracker, logger: o.Logger, link: eventlog.NewLink(o.Logger, "replication"),
 		sessions: map[string]*sess{}, files: map[string]*replica{}, forkSIDs: map[string]struct{}{},
 		quarantined: map[string]string{},
 	}
@@ -182,54 +183,21 @@ func (r *Replicator) ForkedSessions() []string {
 
 const positionKey = "replicator.position"
 
-// Run replicates until ctx ends.
+// Run replicates until ctx ends. Failures are retried and logged as the
+// forwarder's are (eventlog.RunSessions); a run that lasted a minute
+// counts as progress, so a failure after one is a new outage, waited out
+// from the shortest pause.
 func (r *Replicator) Run(ctx context.Context) error {
-	retryRuns(ctx, r.logger, r.run)
-	return nil
-}
-
-// retryRuns runs run until ctx ends, pausing after each failure for a
-// time that doubles from 100 ms to 5 s, and starts over from 100 ms after
-// a run that lasted a minute (a new outage). The first failure, every
-// twentieth and one whose cause differs from the one before are logged,
-// not each (a store that stays down would log one every 5 s); run calls
-// up once it works, which, after a logged failure, logs that replication
-// works again, after how many failures and for how long.
-func retryRuns(ctx context.Context, logger *slog.Logger, run func(ctx context.Context, up func()) error) {
-	const first, most = 100 * time.Millisecond, 5 * time.Second
-	backoff, failures, last := first, 0, ""
-	var downSince time.Time
-	announced := false
-	up := func() {
-		if announced {
-			logger.Info("replication works again", "failed_attempts", failures, "down_for", time.Since(downSince).Round(time.Millisecond))
-		}
-		failures, announced = 0, false
-	}
-	for {
+	var settled atomic.Int64 // runs that lasted a minute
+	eventlog.RunSessions(ctx, r.link, &settled, func(ctx context.Context) error {
 		start := time.Now()
-		err := run(ctx, up)
-		if ctx.Err() != nil {
-			return
-		}
+		err := r.run(ctx)
 		if time.Since(start) > time.Minute {
-			backoff = first // it worked for a while: a new failure
+			settled.Add(1)
 		}
-		if failures == 0 {
-			downSince = time.Now()
-		}
-		failures++
-		if why := fmt.Sprint(err); failures == 1 || failures%20 == 0 || why != last {
-			logger.Warn("replication paused; retrying", "err", err, "attempt", failures, "retry_in", backoff)
-			announced, last = true, why
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, most)
-	}
+		return err
+	})
+	return nil
 }
 
 func (r *Replicator) position(ctx context.Context) (uint64, error) {
@@ -243,8 +211,8 @@ func (r *Replicator) position(ctx context.Context) (uint64, error) {
 	return strconv.ParseUint(string(e.Value()), 10, 64)
 }
 
-// run replicates until a failure; up is called once its consumer works.
-func (r *Replicator) run(ctx context.Context, up func()) error {
+// run replicates until a failure.
+func (r *Replicator) run(ctx context.Context) error {
 	pos, err := r.position(ctx)
 	if err != nil {
 		return err
@@ -266,7 +234,7 @@ func (r *Replicator) run(ctx context.Context, up func()) error {
 		return fmt.Errorf("replicator: %w", err)
 	}
 	defer p.Stop()
-	up()
+	r.link.Up()
 	asm := eventlog.NewAssemblers(false)
 	last := pos
 	saver := eventlog.NewPosition(r.state, positionKey, pos)
