@@ -1,10 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -98,7 +98,7 @@ func TestSIGKILLReplication(t *testing.T) {
 			}
 			if time.Since(moved) > stall {
 				t.Fatalf("session %s: B's copy has %d of %d bytes, the hub %d of A's lines, neither moved for %s\nA: %s\nA's status: %s\nB: %s\nB's status: %s",
-					sid, len(got), len(want), n, stall, a.stderr, procStatus(aEnv), b.stderr, procStatus(bEnv))
+					sid, len(got), len(want), n, stall, a.stderr, statusText(t, aEnv), b.stderr, statusText(t, bEnv))
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -113,14 +113,10 @@ func TestSIGKILLReplication(t *testing.T) {
 	t.Logf("%d lines in %d sessions: on the hub once each, B's copies equal", total, sessions)
 }
 
-// procStatus is what `pisyncd status --json` prints for the daemon of env,
+// statusText is what `pisyncd status --json` prints for the daemon of env,
 // or why it printed nothing.
-func procStatus(env []string) string {
-	cmd := exec.Command(os.Args[0], "status", "--json")
-	cmd.Env = append(os.Environ(), append([]string{"PISYNC_TEST_AS_MAIN=1"}, env...)...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Sprintf("%s(%v)", out, err)
-	}
-	return string(out)
+func statusText(t *testing.T, env []string) string {
+	var out bytes.Buffer
+	runCmd(t, env, &out, "status", "--json")
+	return out.String()
 }
