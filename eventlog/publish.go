@@ -172,16 +172,14 @@ func (p *Publisher) Publish(ctx context.Context, subj string, last uint64, lines
 		n, msgs, size := 0, 0, 0
 		for done+n < len(lines) {
 			l := &lines[done+n]
-			c := l.Chunks()
+			c, b := l.Chunks(), l.size()
 			if c > MaxBatch {
 				return last, done, fmt.Errorf("eventlog: a line of %d bytes needs %d chunks, more than a batch holds (%d)", len(l.Raw), c, MaxBatch)
 			}
-			if n > 0 && (msgs+c > MaxBatch || size+l.size() > MaxBatchBytes) {
+			if n > 0 && (msgs+c > MaxBatch || size+b > MaxBatchBytes) {
 				break
 			}
-			msgs += c
-			size += l.size()
-			n++
+			msgs, size, n = msgs+c, size+b, n+1
 		}
 		seq, err := p.publishBatch(ctx, subj, last, lines[done:done+n], msgs, size)
 		if err != nil {
