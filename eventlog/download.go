@@ -62,6 +62,13 @@ type DownloaderOptions struct {
 	// sealed line stops the copy as one without its key does.
 	Crypt  *Crypt
 	Logger *slog.Logger
+	// HubLink names the leaf connection to the hub ("" while down;
+	// embedded.Server.HubLink). When it changes, the pull and whatever the
+	// hub sent on the old connection may be lost, and the downloader
+	// pulls afresh; while it stays, messages are on their way however
+	// long a slow link takes to carry them. Without it the downloader
+	// tells only by silence, after stallAfter.
+	HubLink func() string
 }
 
 // NewDownloader copies from the hub domain over nc into all.
@@ -78,6 +85,9 @@ func NewDownloader(nc *nats.Conn, all *All, hubDomain string, o DownloaderOption
 	}
 	if o.MaxLine <= 0 {
 		o.MaxLine = 64 << 20
+	}
+	if o.HubLink == nil {
+		o.HubLink = func() string { return "unknown" }
 	}
 	return &Downloader{nc: nc, domain: hubDomain, local: all.js, hub: hub, all: all, opts: o, logger: o.Logger,
 		link: NewLink(o.Logger, "copying from the hub")}, nil
@@ -103,8 +113,26 @@ func (d *Downloader) Run(ctx context.Context) error {
 }
 
 // hubHeartbeat is how often the hub tells an idle pull of the downloader
-// that it is still there; two missed, and nats.go pulls again.
-const hubHeartbeat = 2 * time.Second
+// that it is still there; two missed, and nats.go starts the consumer over
+// from the last message that arrived. The heartbeat waits behind any
+// message on its way: a chunk of a line (256 KiB) must cross the link
+// within two of them, or every attempt is started over before it arrives
+// (it was 2 s: a link under 64 KiB/s never carried an image). A pull lost
+// with the link is noticed by the link's change instead (HubLink).
+const hubHeartbeat = 15 * time.Second
+
+// stallAfter is how long the downloader waits in silence, on a link that
+// has not changed, before it asks the hub how far its consumer got: a
+// fault nothing else shows (a message the hub gave to someone else's pull).
+// It is twice the heartbeat: no slower link than nats.go allows is taken
+// for a stall.
+const stallAfter = 2 * hubHeartbeat
+
+// linkPoll is how often a waiting downloader looks at the hub link.
+const linkPoll = time.Second
+
+// errRelinked ends a copy whose hub link was made again since it started.
+var errRelinked = errors.New("downloader: the hub link was made again; pulling afresh")
 
 // skipKey is the state key of the hub sequence up to which every message
 // was examined, when the last of them were rejected.
@@ -147,7 +175,22 @@ func (d *Downloader) position(ctx context.Context) (allSeq, hubSeq uint64, err e
 	return allSeq, hubSeq, nil
 }
 
+// session copies until it fails; a link made again starts the copy over
+// at once, which is not a failure.
 func (d *Downloader) session(ctx context.Context) error {
+	for {
+		err := d.copy(ctx)
+		if !errors.Is(err, errRelinked) || ctx.Err() != nil {
+			return err
+		}
+		d.logger.Debug("the hub link was made again; pulling afresh")
+	}
+}
+
+// copy makes a consumer on the hub from PI_ALL's position and copies until
+// an error.
+func (d *Downloader) copy(ctx context.Context) error {
+	link := d.opts.HubLink() // before the consumer: a change after it is seen
 	allSeq, hubSeq, err := d.position(ctx)
 	if err != nil {
 		return err
@@ -186,7 +229,7 @@ func (d *Downloader) session(ctx context.Context) error {
 	fctx, stop := context.WithCancel(ctx)
 	rounds := make(chan round, 1)
 	var wg sync.WaitGroup
-	wg.Go(func() { d.frame(fctx, cons, hubSeq, p, rounds) })
+	wg.Go(func() { d.frame(fctx, cons, hubSeq, link, p, rounds) })
 	defer func() {
 		stop()
 		wg.Wait()
@@ -231,10 +274,10 @@ type round struct {
 }
 
 // frame reads the hub consumer (cons, through p, from after hub sequence
-// from), frames and admits, and sends each round to out, until an error
-// or a line waiting for its key ends the session. It closes out when it
-// returns.
-func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from uint64, p *Pump, out chan<- round) {
+// from; made over the hub link named link), frames and admits, and sends
+// each round to out, until an error or a line waiting for its key ends the
+// session. It closes out when it returns.
+func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from uint64, link string, p *Pump, out chan<- round) {
 	defer close(out)
 	send := func(r round) bool {
 		select {
@@ -246,10 +289,11 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 	}
 	fr := &framer{d: d, maxLine: d.opts.MaxLine, examined: from}
 	var pending uint64 // what the consumer said was still to come
+	var silent time.Duration
 	for {
 		// The consumer's errors (a gap, the hub gone) end the wait at
-		// once; the timeout is a watchdog for one that goes silent.
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		// once; in silence, the link is looked at now and then.
+		wctx, cancel := context.WithTimeout(ctx, linkPoll)
 		batch, err := p.NextOrFail(wctx, MaxBatch, nil)
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
@@ -257,11 +301,28 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 				send(round{err: fmt.Errorf("downloader: %w", err)})
 				return
 			}
+			if now := d.opts.HubLink(); now != link || now == "" {
+				// The hub dropped the pull when it lost interest,
+				// and what it sent on the old link may be lost:
+				// once there is a link again, start over from
+				// what PI_ALL holds.
+				if now == "" {
+					d.link.down()
+				}
+				if d.waitLinked(ctx) {
+					send(round{err: errRelinked})
+				}
+				return
+			}
+			if silent += linkPoll; silent < stallAfter {
+				continue
+			}
+			silent = 0
 			if pending > 0 {
 				// Silent with messages still to come and no error:
-				// seen under load (a pull whose messages never
-				// arrived); a new session pulls afresh from PI_ALL's
-				// position instead of waiting for the pull to expire.
+				// a pull whose messages never arrived; a new session
+				// pulls afresh from PI_ALL's position instead of
+				// waiting for the pull to expire.
 				send(round{err: fmt.Errorf("downloader: the hub consumer stalled with %d messages pending", pending)})
 				return
 			}
@@ -271,6 +332,7 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 			}
 			continue
 		}
+		silent = 0
 		if err != nil {
 			send(round{err: fmt.Errorf("downloader: %w", err)})
 			return
@@ -291,16 +353,30 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 	}
 }
 
+// waitLinked waits until there is a hub link, and reports whether there
+// is (false: ctx ended).
+func (d *Downloader) waitLinked(ctx context.Context) bool {
+	t := time.NewTicker(linkPoll)
+	defer t.Stop()
+	for d.opts.HubLink() == "" {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	return true
+}
+
 // checkConsumer asks the hub how far the consumer has delivered, when it
-// has been silent with nothing pending; handled is the hub sequence of
-// the last message that arrived. Two faults leave an idle downloader
-// waiting for ever, and only the hub can tell of either:
-//   - A message the hub sent as the leaf link went down is lost on the
-//     way and, with no acks, never sent again; orderedPull sees the gap
-//     at the next message, but a session's last line has none after it.
-//   - A consumer the hub lost without a word reaching here (it restarted
-//     or removed the consumer while the link was down; a hub that crashed
-//     says nothing at all) gets pulls that nothing answers.
+// has been silent with nothing pending for stallAfter; handled is the hub
+// sequence of the last message that arrived. A message the hub gave to a
+// pull other than the downloader's (lost with the link, or taken by
+// someone else) is never sent again, with no acks, and with no line after
+// it nothing shows the gap; a consumer the hub lost without a word reaching
+// here (removed or the hub restarted while the link was down) gets pulls
+// that nothing answers. With the link known, both are mostly seen sooner,
+// as its change; this is for what is left.
 //
 // Either way the session ends, and the next makes the consumer again from
 // PI_ALL's position; a hub out of reach fails the check, and the next

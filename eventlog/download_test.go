@@ -129,7 +129,7 @@ func runDownloader(t *testing.T, ws *embedded.Server, all *eventlog.All, gate *a
 	if gate == nil {
 		gate = admit.New("w1", admit.Limits{}, all, nil)
 	}
-	d, err := eventlog.NewDownloader(nc, all, embedded.HubDomain, eventlog.DownloaderOptions{Admit: gate, State: state, MaxLine: 1 << 20})
+	d, err := eventlog.NewDownloader(nc, all, embedded.HubDomain, eventlog.DownloaderOptions{Admit: gate, State: state, MaxLine: 1 << 20, HubLink: ws.HubLink})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,9 @@ package eventlog_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -15,9 +18,10 @@ import (
 )
 
 // slowProxy forwards TCP connections to target, carrying what the client
-// sends at most rate bytes a second (an uplink) and the replies at full
-// speed. It returns its address; it stops at the end of the test.
-func slowProxy(tb testing.TB, target string, rate int) string {
+// sends at most up bytes a second (an uplink) and the replies at most down
+// bytes a second (a downlink); 0 is full speed. It returns its address; it
+// stops at the end of the test.
+func slowProxy(tb testing.TB, target string, up, down int) string {
 	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -54,33 +58,46 @@ func slowProxy(tb testing.TB, target string, rate int) string {
 			wg.Add(2)
 			go func() {
 				defer wg.Done()
-				io.Copy(c, t)
-				c.Close()
+				defer c.Close()
+				throttle(c, t, down)
 			}()
 			go func() {
 				defer wg.Done()
 				defer t.Close()
-				buf := make([]byte, 4<<10)
-				start, sent := time.Now(), 0
-				for {
-					n, err := c.Read(buf)
-					if n > 0 {
-						sent += n
-						// The rate: what was sent so far is due no
-						// sooner than sent/rate after the start.
-						time.Sleep(time.Until(start.Add(time.Duration(sent) * time.Second / time.Duration(rate))))
-						if _, werr := t.Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
+				throttle(t, c, up)
 			}()
 		}
 	}()
 	return l.Addr().String()
+}
+
+// throttle copies from src to dst at most rate bytes a second (0: at full
+// speed) until either fails.
+func throttle(dst io.Writer, src io.Reader, rate int) {
+	if rate == 0 {
+		io.Copy(dst, src)
+		return
+	}
+	buf := make([]byte, 4<<10)
+	var due time.Time
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			// Each chunk takes n/rate of the link after the one before;
+			// an idle link saves up no time for a burst.
+			if now := time.Now(); due.Before(now) {
+				due = now
+			}
+			due = due.Add(time.Duration(n) * time.Second / time.Duration(rate))
+			time.Sleep(time.Until(due))
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // TestForwardOverSlowLink: a batch that the uplink needs longer to carry
@@ -91,7 +108,7 @@ func slowProxy(tb testing.TB, target string, rate int) string {
 // by failures and retries, if at all.
 func TestForwardOverSlowLink(t *testing.T) {
 	const rate = 256 << 10 // bytes a second
-	_, ws, _ := hubAndLeafThrough(t, func(leaf string) string { return slowProxy(t, leaf, rate) })
+	_, ws, _ := hubAndLeafThrough(t, func(leaf string) string { return slowProxy(t, leaf, rate, 0) })
 	nc, err := ws.Connect()
 	if err != nil {
 		t.Fatal(err)
@@ -116,4 +133,32 @@ func TestForwardOverSlowLink(t *testing.T) {
 	if last == 0 || n != len(lines) {
 		t.Fatalf("stored %d of %d lines, last sequence %d", n, len(lines), last)
 	}
+}
+
+// TestDownloadOverSlowLink: a line the downlink needs longer to carry
+// than the downloader used to wait in silence (5 s, then it made its
+// consumer again) and than nats.go waits for two of the hub's heartbeats
+// (4 s, then it starts the consumer over) is still copied. Either made
+// every attempt start over before the line arrived, and sent it again
+// behind the old one still on the link: a workstation on a link under
+// about 64 KiB/s never got an image. A message the hub has sent over a
+// link that is still up is on its way, however slowly.
+func TestDownloadOverSlowLink(t *testing.T) {
+	if testing.Short() {
+		t.Skip("carries a chunk over a link slower than the watchdog's wait")
+	}
+	const rate = 16 << 10 // bytes a second: a 150 KiB line takes 9.4 s
+	hubJS, ws, all := hubAndLeafThrough(t, func(leaf string) string { return slowProxy(t, leaf, 0, rate) })
+	pub := eventlog.NewPublisher(hubJS.Conn(), hubJS, 10*time.Second)
+	// An image as pi writes it: base64 of bytes that do not compress,
+	// as the leaf link's compression would have it.
+	img := make([]byte, 112<<10)
+	rand.Read(img)
+	raw := fmt.Sprintf(`{"type":"message","id":"big","image":%q}`, base64.StdEncoding.EncodeToString(img))
+	line := eventlog.NewLine([]byte(raw), "big", "", "message", "f.jsonl", 1)
+	if _, _, err := pub.Publish(context.Background(), eventlog.UpSubject("n2", "s1"), 0, []eventlog.Line{line}); err != nil {
+		t.Fatal(err)
+	}
+	defer runDownloader(t, ws, all, nil, nil)()
+	waitCount(t, all, 1)
 }

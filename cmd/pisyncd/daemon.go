@@ -164,6 +164,7 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 	}, all, d.logger.With("component", "admission"))
 	d.dl, err = eventlog.NewDownloader(d.nc, all, embedded.HubDomain, eventlog.DownloaderOptions{
 		Admit: d.gate, State: state, MaxLine: int(d.cfg.MaxLine), Crypt: d.crypt, Logger: d.logger.With("component", "downloader"),
+		HubLink: d.srv.HubLink,
 	})
 	if err != nil {
 		return err

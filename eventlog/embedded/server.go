@@ -9,6 +9,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -437,6 +439,34 @@ func (s *Server) NATS() *server.Server { return s.nats() }
 func (s *Server) HubLinked() bool {
 	ns := s.nats()
 	return ns != nil && ns.NumLeafNodes() > 0
+}
+
+// HubLink names the server's leaf connection to the hub: "" while there is
+// none, and a name that differs from every earlier one once it has been
+// made again (a server started again after a store failure names its
+// connections afresh). A message the hub sent over a connection that is
+// still up is on its way, however slow the link; one sent over a
+// connection since replaced may be lost, and so may the hub's record of a
+// pull made before it (the downloader's watchdog).
+func (s *Server) HubLink() string {
+	ns := s.nats()
+	if ns == nil || ns.NumLeafNodes() == 0 {
+		return ""
+	}
+	lz, err := ns.Leafz(nil)
+	if err != nil || len(lz.Leafs) == 0 {
+		return ""
+	}
+	ids := make([]uint64, 0, len(lz.Leafs))
+	for _, l := range lz.Leafs {
+		ids = append(ids, l.ID)
+	}
+	slices.Sort(ids) // Leafz lists them in no order
+	name := ns.ID()  // random for each server started
+	for _, id := range ids {
+		name += "/" + strconv.FormatUint(id, 10)
+	}
+	return name
 }
 
 // Failed is closed when the server reports a fatal error after Start; Err
