@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pisyncd/pisyncd/internal/testenv"
+
 	"github.com/pisyncd/pisyncd/eventlog"
 )
 
@@ -49,7 +51,7 @@ func (g *storeGate) open() {
 	g.ctx, g.cancel = context.WithCancelCause(context.Background())
 }
 
-func startGatedNode(t *testing.T, root string, logs *logBuffer) (*node, *storeGate) {
+func startGatedNode(t *testing.T, root string, logs *testenv.LogBuffer) (*node, *storeGate) {
 	g := newStoreGate()
 	n := startNodeWith(t, root, t.TempDir(), Options{Logger: slog.New(slog.NewTextHandler(logs, nil))}, func(tl *Tailer) {
 		tl.log.(*eventlog.Local).SetWritable(g.writable)
@@ -63,7 +65,7 @@ func startGatedNode(t *testing.T, root string, logs *logBuffer) (*node, *storeGa
 // it is published again; afterwards every line is stored exactly once.
 func TestPublishFailuresBackOff(t *testing.T) {
 	root := t.TempDir()
-	logs := &logBuffer{}
+	logs := &testenv.LogBuffer{}
 	n, g := startGatedNode(t, root, logs)
 	paths := []string{filepath.Join(root, "--p--", "a.jsonl"), filepath.Join(root, "--p--", "b.jsonl")}
 	want := map[string][]string{}
@@ -127,7 +129,7 @@ func TestPublishFailuresBackOff(t *testing.T) {
 // is published after Reload, exactly once and in file order.
 func TestReloadChecksEveryLineAgain(t *testing.T) {
 	root := t.TempDir()
-	n, g := startGatedNode(t, root, &logBuffer{})
+	n, g := startGatedNode(t, root, &testenv.LogBuffer{})
 	path := filepath.Join(root, "--p--", "a.jsonl")
 	want := []string{header("s1"), entry("e1", "", "stored")}
 	writeFile(t, path, strings.Join(want, "\n")+"\n")
@@ -188,7 +190,7 @@ func (n *node) handled(path string) {
 // (the store failing) is still published as deleted after Reload.
 func TestReloadKeepsADeletion(t *testing.T) {
 	root := t.TempDir()
-	n, g := startGatedNode(t, root, &logBuffer{})
+	n, g := startGatedNode(t, root, &testenv.LogBuffer{})
 	path := filepath.Join(root, "--p--", "a.jsonl")
 	want := []string{header("s1"), entry("e1", "", "stored")}
 	writeFile(t, path, strings.Join(want, "\n")+"\n")
@@ -232,7 +234,7 @@ func TestReloadKeepsADeletion(t *testing.T) {
 // on, and what was appended meanwhile is published.
 func TestPauseHoldsTheWorkers(t *testing.T) {
 	root := t.TempDir()
-	n, _ := startGatedNode(t, root, &logBuffer{})
+	n, _ := startGatedNode(t, root, &testenv.LogBuffer{})
 	path := filepath.Join(root, "--p--", "a.jsonl")
 	want := []string{header("s1"), entry("e1", "", "before")}
 	writeFile(t, path, strings.Join(want, "\n")+"\n")
@@ -267,7 +269,7 @@ func TestPauseHoldsTheWorkers(t *testing.T) {
 // TestPauseTimesOut: a worker busy in a step makes Pause return an error
 // when ctx ends; it pauses at its next step, until resume.
 func TestPauseTimesOut(t *testing.T) {
-	n, _ := startGatedNode(t, t.TempDir(), &logBuffer{})
+	n, _ := startGatedNode(t, t.TempDir(), &testenv.LogBuffer{})
 	hold := make(chan struct{})
 	n.tailer.workers[0].control(func(map[string]struct{}) { <-hold })
 	short, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // sessionsAround writes n ordinary sessions under root (spread over the
@@ -153,7 +155,7 @@ func TestLongSessionIDIsRefusedForThatFileAlone(t *testing.T) {
 	writeFile(t, filepath.Join(root, "--p--", "dotted.jsonl"), header(dotted)+"\n")
 	writeFile(t, filepath.Join(root, "--p--", "too-dotted.jsonl"), header(tooDotted)+"\n")
 	normal := sessionsAround(t, root, "n", 8)
-	logs := &logBuffer{}
+	logs := &testenv.LogBuffer{}
 	n := startNodeWith(t, root, t.TempDir(), Options{RescanInterval: 100 * time.Millisecond, Logger: newTestLogger(logs)}, nil)
 	waitSessions(n, normal)
 	n.waitLines(atLimit, []string{header(atLimit)})

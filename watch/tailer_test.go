@@ -8,9 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 func TestAppendsPartialLinesAndDeferredBurst(t *testing.T) {
@@ -325,7 +326,7 @@ func TestFirstReadReportsProgress(t *testing.T) {
 		sid := fmt.Sprintf("p%04d", i)
 		writeFile(t, filepath.Join(root, "--p--", sid+".jsonl"), header(sid)+"\n"+entry("e1", "", "x")+"\n")
 	}
-	logs := &logBuffer{}
+	logs := &testenv.LogBuffer{}
 	n := startNodeWith(t, root, t.TempDir(), Options{Logger: slog.New(slog.NewTextHandler(logs, nil))},
 		func(tl *Tailer) { tl.progressEvery = time.Millisecond })
 	select {
@@ -341,22 +342,4 @@ func TestFirstReadReportsProgress(t *testing.T) {
 	if !strings.Contains(out, `msg="reading the session files found at start" files=300`) {
 		t.Errorf("no progress line while reading 300 sessions with a 1 ms interval:\n%s", out)
 	}
-}
-
-// logBuffer is an io.Writer safe for the tailer's goroutines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // unprivileged runs the calling test again in a child process as user
@@ -72,7 +74,7 @@ func TestUnreadableFolderIsReportedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Chmod(locked, 0o700) })
-	logs := &logBuffer{}
+	logs := &testenv.LogBuffer{}
 	n := startNodeWith(t, root, t.TempDir(), Options{RescanInterval: 100 * time.Millisecond, Logger: newTestLogger(logs)}, nil)
 	n.waitLines("s1", []string{header("s1")})
 	rescans := func(k int64) {

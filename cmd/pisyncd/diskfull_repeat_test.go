@@ -66,7 +66,7 @@ func TestStateDirDiskFullRepeatedly(t *testing.T) {
 	cfg.HubURLs = nil
 	cfg.LogLevel = "info" // recoveries are logged at info
 	testenv.Tmpfs(t, cfg.StateDir, 64<<20)
-	logs := &logBuffer{}
+	logs := &testenv.LogBuffer{}
 	a := runStationLogs(t, cfg, logs)
 
 	w := newSessionWriter(t, cfg.SessionsDir, 4, uint64(time.Now().UnixNano()))

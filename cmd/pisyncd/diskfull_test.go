@@ -47,7 +47,7 @@ func getControlPath(stateDir, path string) (string, error) {
 }
 
 // runStationLogs is runStation with the station's log also kept in logs.
-func runStationLogs(t *testing.T, cfg *config.Config, logs *logBuffer) *station {
+func runStationLogs(t *testing.T, cfg *config.Config, logs *testenv.LogBuffer) *station {
 	s := &station{t: t, name: cfg.NodeID, cfg: cfg, logs: logs}
 	s.start()
 	t.Cleanup(s.stop)
@@ -127,7 +127,7 @@ func TestStateDirDiskFull(t *testing.T) {
 	cfg := stationConfig(t, "full-a", hub.url())
 	cfg.LogLevel = "info" // the recovery is logged at info
 	testenv.Tmpfs(t, cfg.StateDir, 16<<20)
-	logs := &logBuffer{}
+	logs := &testenv.LogBuffer{}
 	a := runStationLogs(t, cfg, logs)
 	b := newStation(t, "full-b", hub.url(), "")
 
@@ -255,6 +255,18 @@ func TestStateDirDiskFull(t *testing.T) {
 	})
 	t.Logf("the projection holds every entry %v after space was freed", time.Since(freed).Round(time.Millisecond))
 
+	// Every worker whose pause was logged says when it works again, so
+	// that the outage in the log has an end.
+	for _, what := range []string{"projection", "search indexing", "forwarding to the hub", "copying from the hub", "replication"} {
+		if !strings.Contains(logs.String(), what+" paused; retrying") {
+			continue
+		}
+		t.Logf("%s paused while the disk was full", what)
+		waitUntil(t, 60*time.Second, func() (bool, string) {
+			return strings.Contains(logs.String(), what+" works again"), what + " paused and never said it works again"
+		})
+	}
+
 	// The forwarder and B catch up by themselves: B holds A's files.
 	waitUntil(t, 60*time.Second, holdsCopies(b, w.files))
 	t.Logf("B holds every line %v after space was freed on A", time.Since(freed).Round(time.Millisecond))
@@ -322,7 +334,7 @@ func TestSessionsDirDiskFull(t *testing.T) {
 	cfg := stationConfig(t, "sfull-b", hub.url())
 	cfg.LogLevel = "info" // the recovery is logged at info
 	testenv.Tmpfs(t, cfg.SessionsDir, 8<<20)
-	logs := &logBuffer{}
+	logs := &testenv.LogBuffer{}
 	b := runStationLogs(t, cfg, logs)
 
 	w := newSessionWriter(t, a.cfg.SessionsDir, 3, uint64(time.Now().UnixNano()))
@@ -499,22 +511,4 @@ func stderrText(p *daemonProc) string {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
 	return lw.w.String()
-}
-
-// logBuffer collects a station's log for checks (and passes nothing on).
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

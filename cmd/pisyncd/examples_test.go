@@ -118,9 +118,9 @@ func TestExampleNotifyGo(t *testing.T) {
 	s := exampleDaemon(t)
 	creds := filepath.Join(s.cfg.StateDir, "client-context.json")
 
-	run := func(args ...string) (*exec.Cmd, *lineReader, *lockedBuffer) {
+	run := func(args ...string) (*exec.Cmd, *lineReader, *testenv.LogBuffer) {
 		cmd := exec.Command(bin, append([]string{"-context", creds, "-count", "2"}, args...)...)
-		var stderr lockedBuffer
+		var stderr testenv.LogBuffer
 		cmd.Stderr = &stderr
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
@@ -133,7 +133,7 @@ func TestExampleNotifyGo(t *testing.T) {
 		go lr.read(stdout)
 		return cmd, lr, &stderr
 	}
-	wait := func(cmd *exec.Cmd, stderr *lockedBuffer) {
+	wait := func(cmd *exec.Cmd, stderr *testenv.LogBuffer) {
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		select {
@@ -190,7 +190,7 @@ func TestExampleShell(t *testing.T) {
 		// tail and jq.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
-		var stderr lockedBuffer
+		var stderr testenv.LogBuffer
 		cmd.Stderr = &stderr
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pisyncd/pisyncd/internal/testenv"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pisyncd/pisyncd/config"
@@ -16,15 +18,15 @@ import (
 )
 
 // loggedStation runs a daemon whose log (warnings and up) the test reads.
-func loggedStation(t *testing.T, cfg *config.Config) (*station, *lockedBuffer) {
+func loggedStation(t *testing.T, cfg *config.Config) (*station, *testenv.LogBuffer) {
 	t.Helper()
 	return loggedStationAt(t, cfg, slog.LevelWarn)
 }
 
 // loggedStationAt runs a daemon whose log, from level up, the test reads.
-func loggedStationAt(t *testing.T, cfg *config.Config, level slog.Level) (*station, *lockedBuffer) {
+func loggedStationAt(t *testing.T, cfg *config.Config, level slog.Level) (*station, *testenv.LogBuffer) {
 	t.Helper()
-	var log lockedBuffer
+	var log testenv.LogBuffer
 	d, err := OpenDaemon(context.Background(), cfg, slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: level})))
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +44,7 @@ func loggedStationAt(t *testing.T, cfg *config.Config, level slog.Level) (*stati
 
 // waitHint waits until the log holds the hint, and then checks it is there
 // once however often its warning repeats (at least repeats times).
-func waitHint(t *testing.T, log *lockedBuffer, hint, warning string, repeats int) {
+func waitHint(t *testing.T, log *testenv.LogBuffer, hint, warning string, repeats int) {
 	t.Helper()
 	waitUntil(t, 30*time.Second, func() (bool, string) {
 		s := log.String()
@@ -87,7 +89,7 @@ func TestHintDuplicateNodeID(t *testing.T) {
 		return strings.Count(logA.String()+logB.String(), "Duplicate Remote LeafNode Connection") >= 4 &&
 			strings.Contains(logA.String()+logB.String(), hint), logA.String() + logB.String()
 	})
-	for _, log := range []*lockedBuffer{logA, logB} {
+	for _, log := range []*testenv.LogBuffer{logA, logB} {
 		if n := strings.Count(log.String(), hint); n > 1 {
 			t.Errorf("hint logged %d times:\n%s", n, log.String())
 		}

@@ -186,12 +186,12 @@ func buildPisyncd(t testing.TB) string {
 type memDaemon struct {
 	cmd    *exec.Cmd
 	done   chan error
-	stderr *lockedBuffer
+	stderr *testenv.LogBuffer
 }
 
 func startMemDaemon(t testing.TB, bin string, env []string) *memDaemon {
 	t.Helper()
-	d := &memDaemon{cmd: exec.Command(bin, "run"), done: make(chan error, 1), stderr: &lockedBuffer{}}
+	d := &memDaemon{cmd: exec.Command(bin, "run"), done: make(chan error, 1), stderr: &testenv.LogBuffer{}}
 	d.cmd.Env = env
 	d.cmd.Stderr = d.stderr
 	if err := d.cmd.Start(); err != nil {
@@ -299,7 +299,7 @@ func hashCommand(t testing.TB, bin string, env []string, args ...string) string 
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
 	h := &countingHash{Hash: sha256.New()}
-	var stderr lockedBuffer
+	var stderr testenv.LogBuffer
 	cmd.Stdout, cmd.Stderr = h, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("pisyncd %v: %v\n%s", args, err, stderr.String())

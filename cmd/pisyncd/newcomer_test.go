@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pisyncd/pisyncd/internal/testenv"
+
 	"github.com/pisyncd/pisyncd/internal/cli"
 )
 
@@ -233,7 +235,7 @@ func TestLogStartsWithVersion(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "run")
 	cmd.Env = append(os.Environ(), "PISYNC_TEST_AS_MAIN=1", "PISYNC_SESSIONS_DIR="+filepath.Join(home, "sessions"),
 		"PISYNC_STATE_DIR="+filepath.Join(home, "state"), "PISYNC_LOG_LEVEL=info", "PISYNC_LOG_FORMAT=text")
-	var log lockedBuffer
+	var log testenv.LogBuffer
 	cmd.Stderr = &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

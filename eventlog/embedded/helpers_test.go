@@ -4,8 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"runtime"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -90,27 +88,4 @@ func waitFor(tb testing.TB, d time.Duration, what string, cond func() bool) {
 		runtime.Gosched()
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// logBuffer collects a logger's output for a test to read, safely from the
-// server's goroutines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

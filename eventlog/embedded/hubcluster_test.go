@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pisyncd/pisyncd/internal/testenv"
+
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -174,9 +176,9 @@ func TestClusterNeedsRouteAuth(t *testing.T) {
 			}
 		})
 	}
-	var log logBuffer
+	var log testenv.LogBuffer
 	cfg := clusterNode(t, "h1", certs, secret, freeAddr(t), freeAddr(t))
-	cfg.Auth, cfg.TLS, cfg.Logger = false, nil, log.logger()
+	cfg.Auth, cfg.TLS, cfg.Logger = false, nil, log.Logger()
 	startHub(t, cfg)
 	if !strings.Contains(log.String(), "INSECURE") {
 		t.Errorf("an open hub's plain-text routes are not in the log:\n%s", log.String())

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pisyncd/pisyncd/internal/testenv"
+
 	"github.com/nats-io/nkeys"
 )
 
@@ -109,8 +111,8 @@ func TestPlainCredentialsRefused(t *testing.T) {
 		s.Close()
 		t.Fatal("started with an nkey over a plain URL to another host")
 	}
-	var log logBuffer
-	cfg.Logger = log.logger()
+	var log testenv.LogBuffer
+	cfg.Logger = log.Logger()
 	cfg.HubInsecure = true
 	startServer(t, cfg)
 	if !strings.Contains(log.String(), "INSECURE") || !strings.Contains(log.String(), "192.0.2.1") {
@@ -127,10 +129,10 @@ func TestPlainCredentialsRefused(t *testing.T) {
 func TestHubOutageLoggedNowAndThen(t *testing.T) {
 	const upTo = 2*connectErrorReports + 5
 	failed := regexp.MustCompile(`level=(\w+) msg="Error trying to connect as leafnode to remote server .*?\(attempt (\d+)\)`)
-	run := func(t *testing.T, hubURL string, before func(*logBuffer)) {
-		var log logBuffer
+	run := func(t *testing.T, hubURL string, before func(*testenv.LogBuffer)) {
+		var log testenv.LogBuffer
 		cfg := testConfig(t, t.TempDir())
-		cfg.Logger, cfg.HubURLs, cfg.LeafReconnect = log.logger(), []string{hubURL}, time.Millisecond
+		cfg.Logger, cfg.HubURLs, cfg.LeafReconnect = log.Logger(), []string{hubURL}, time.Millisecond
 		startServer(t, cfg)
 		before(&log)
 		waitFor(t, 30*time.Second, fmt.Sprintf("attempt %d", upTo), func() bool {
@@ -157,7 +159,7 @@ func TestHubOutageLoggedNowAndThen(t *testing.T) {
 	t.Run("lost", func(t *testing.T) {
 		leaf := freeAddr(t)
 		hub := startHub(t, HubConfig{StateDir: t.TempDir(), Name: "h", LeafListen: leaf})
-		run(t, "nats://"+leaf, func(log *logBuffer) {
+		run(t, "nats://"+leaf, func(log *testenv.LogBuffer) {
 			waitFor(t, 10*time.Second, "the leaf connection", func() bool {
 				return strings.Contains(log.String(), "Leafnode connection created")
 			})
@@ -165,6 +167,6 @@ func TestHubOutageLoggedNowAndThen(t *testing.T) {
 		})
 	})
 	t.Run("never reached", func(t *testing.T) {
-		run(t, "nats://"+freeAddr(t), func(*logBuffer) {})
+		run(t, "nats://"+freeAddr(t), func(*testenv.LogBuffer) {})
 	})
 }

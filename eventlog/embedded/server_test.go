@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pisyncd/pisyncd/internal/testenv"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -257,9 +259,9 @@ func TestFatalAfterStartIsReported(t *testing.T) {
 // subscriber that fell behind and lost messages) reaches the daemon's log,
 // naming the subscription, instead of nats.go's own line on stderr.
 func TestAsyncErrorsLogged(t *testing.T) {
-	var logs logBuffer
+	var logs testenv.LogBuffer
 	cfg := testConfig(t, t.TempDir())
-	cfg.Logger = logs.logger()
+	cfg.Logger = logs.Logger()
 	s := startServer(t, cfg)
 	nc := connect(t, s)
 	ch := make(chan *nats.Msg, 1) // room for one: the rest are dropped
