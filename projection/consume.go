@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -23,40 +23,21 @@ type follower struct {
 	stream string
 	dirty  map[*sessionState]struct{}
 	saved  uint64 // position last saved
-	// failures counts the consumers that failed since views were last
-	// written; the first write after failures says the projection resumed.
-	failures int
+	// link is up once views are written: the first write after failures
+	// is logged as the recovery. progress counts positions saved.
+	link     *eventlog.Link
+	progress atomic.Int64
 }
 
 // follow consumes one stream until ctx ends, restarting the consumer
-// after failures with backoff. A consumer that wrote views before it
-// failed starts the back-off over: each outage (a full disk, the embedded
-// server restarted) is waited out from the shortest pause and logged
-// once, not paced by the ones before it.
+// after failures with backoff (eventlog.RunSessions). A consumer that saved
+// a position before it failed starts the back-off over: each outage (a
+// full disk, the embedded server restarted) is waited out from the
+// shortest pause and logged once, not paced by the ones before it.
 func (w *Worker) follow(ctx context.Context, stream string) {
-	const first, most = 100 * time.Millisecond, 5 * time.Second
-	f := &follower{stream: stream, dirty: map[*sessionState]struct{}{}}
-	backoff := first
-	for {
-		saved := f.saved
-		err := w.consume(ctx, f)
-		if ctx.Err() != nil {
-			return
-		}
-		if f.saved > saved {
-			backoff = first
-		}
-		f.failures++
-		if f.failures == 1 || f.failures%20 == 0 {
-			w.logger.Warn("projection paused; retrying", "stream", stream, "err", err, "attempt", f.failures, "retry_in", backoff)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, most)
-	}
+	f := &follower{stream: stream, dirty: map[*sessionState]struct{}{},
+		link: eventlog.NewLink(w.logger.With("stream", stream), "projection")}
+	eventlog.RunSessions(ctx, f.link, &f.progress, func(ctx context.Context) error { return w.consume(ctx, f) })
 }
 
 func (w *Worker) loadPos(ctx context.Context, stream string) (uint64, error) {
@@ -309,11 +290,9 @@ func (w *Worker) flush(ctx context.Context, f *follower, asm *eventlog.Assembler
 			return fmt.Errorf("projection: save position of %s: %w", f.stream, err)
 		}
 		f.saved = done
+		f.progress.Add(1)
 	}
-	if f.failures > 0 {
-		w.logger.Info("projection resumed", "stream", f.stream, "failed_attempts", f.failures, "position", f.saved)
-		f.failures = 0
-	}
+	f.link.Up()
 	w.evict()
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -37,6 +38,7 @@ type node struct {
 	rules  session.RuleSet // the worker's Options.Rules (startWorker)
 	// writeAfter is the worker's Options.WriteAfter (startWorker).
 	writeAfter <-chan struct{}
+	logger     *slog.Logger // the worker's Options.Logger (startWorker)
 }
 
 func startNode(t testing.TB, root, state string) *node {
@@ -68,7 +70,7 @@ func startNode(t testing.TB, root, state string) *node {
 
 func (n *node) startWorker() {
 	n.t.Helper()
-	w, err := New(n.nc, Options{Node: testNode, Rules: n.rules, SessionsDir: n.root, WriteAfter: n.writeAfter})
+	w, err := New(n.nc, Options{Node: testNode, Rules: n.rules, SessionsDir: n.root, WriteAfter: n.writeAfter, Logger: n.logger})
 	if err != nil {
 		n.t.Fatal(err)
 	}

@@ -177,28 +177,14 @@ func (w *Worker) lastSeq(ctx context.Context, stream string) (uint64, error) {
 }
 
 // follow consumes one stream until ctx ends, restarting after failures
-// with backoff.
+// with backoff (eventlog.RunSessions: failures logged now and then, and
+// the first batch written after them logged as the recovery).
 func (w *Worker) follow(ctx context.Context, stream string) {
-	const first, most = 100 * time.Millisecond, 5 * time.Second
-	backoff := first
-	for failures := 1; ; failures++ {
-		progressed, err := w.consume(ctx, stream)
-		if ctx.Err() != nil {
-			return
-		}
-		if progressed {
-			backoff, failures = first, 1
-		}
-		if failures == 1 || failures%20 == 0 {
-			w.logger.Warn("search indexing paused; retrying", "stream", stream, "err", err, "attempt", failures, "retry_in", backoff)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, most)
-	}
+	link := eventlog.NewLink(w.logger.With("stream", stream), "search indexing")
+	var progress atomic.Int64 // batches written
+	eventlog.RunSessions(ctx, link, &progress, func(ctx context.Context) error {
+		return w.consume(ctx, stream, link, &progress)
+	})
 }
 
 // pending is a document waiting for its batch, with the sequence of its
@@ -209,16 +195,16 @@ type pending struct {
 }
 
 // consume indexes the stream from the index's position on, writing a batch
-// whenever it has caught up or holds BatchBytes. progressed says a batch
-// was written.
-func (w *Worker) consume(ctx context.Context, stream string) (progressed bool, err error) {
+// whenever it has caught up or holds BatchBytes. Each batch written counts
+// in progress and says the link is up.
+func (w *Worker) consume(ctx context.Context, stream string, link *eventlog.Link, progress *atomic.Int64) error {
 	pos, err := w.ix.Position(stream)
 	if err != nil {
-		return false, err
+		return err
 	}
 	it, err := eventlog.Follow(ctx, w.js, stream, pos, 8<<20)
 	if err != nil {
-		return false, fmt.Errorf("search: %w", err)
+		return fmt.Errorf("search: %w", err)
 	}
 	defer it.Stop()
 	lag := &w.lagLocal
@@ -254,18 +240,19 @@ func (w *Worker) consume(ctx context.Context, stream string) (progressed bool, e
 		if done > 0 {
 			pos = done
 		}
-		progressed = true
+		progress.Add(1)
+		link.Up()
 		batch, bytes = batch[:0], 0
 		return nil
 	}
 	for {
 		msg, err := it.Next(ctx)
 		if err != nil {
-			return progressed, fmt.Errorf("search: read %s: %w", stream, err)
+			return fmt.Errorf("search: read %s: %w", stream, err)
 		}
 		meta, err := msg.Metadata()
 		if err != nil {
-			return progressed, fmt.Errorf("search: read %s: %w", stream, err)
+			return fmt.Errorf("search: read %s: %w", stream, err)
 		}
 		seq := meta.Sequence.Stream
 		ev := w.assemble(stream, asm, msg, seq)
@@ -273,10 +260,10 @@ func (w *Worker) consume(ctx context.Context, stream string) (progressed bool, e
 			// Everything read before the erase is written first, so that
 			// the erase removes it with the rest.
 			if err := flush(seq - 1); err != nil {
-				return progressed, err
+				return err
 			}
 			if err := w.erase(ctx, ev); err != nil {
-				return progressed, err
+				return err
 			}
 		} else if ev != nil && ev.Op == "" {
 			if d, ok := Extract(ev.Raw); ok {
@@ -291,7 +278,7 @@ func (w *Worker) consume(ctx context.Context, stream string) (progressed bool, e
 		lag.Store(int64(meta.NumPending))
 		if meta.NumPending == 0 || bytes >= w.opts.BatchBytes || len(batch) >= maxBatchDocs {
 			if err := flush(seq); err != nil {
-				return progressed, err
+				return err
 			}
 		}
 	}

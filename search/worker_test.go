@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -34,6 +35,7 @@ type rig struct {
 	fg interface {
 		Wait(ctx context.Context, max time.Duration) error
 	}
+	logger *slog.Logger // the worker's Options.Logger (nil: none)
 }
 
 func newRig(t *testing.T) *rig {
@@ -67,7 +69,7 @@ func (r *rig) startWorker() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	w, err := NewWorker(r.nc, ix, Options{Node: testNode, BatchBytes: 4096, Foreground: r.fg})
+	w, err := NewWorker(r.nc, ix, Options{Node: testNode, BatchBytes: 4096, Foreground: r.fg, Logger: r.logger})
 	if err != nil {
 		r.t.Fatal(err)
 	}
