@@ -16,7 +16,8 @@ import (
 // outage cannot flood the log and a new cause is not hidden behind an old
 // one. When a session is up again (Link.Up) after failures, that is
 // logged too, with how long it was down, so an outage in the log has an
-// end. The forwarder, the downloader and the replicator run so.
+// end. The forwarder, the downloader, the replicator, the projection and
+// the search index run so.
 func RunSessions(ctx context.Context, l *Link, progress *atomic.Int64, session func(context.Context) error) {
 	const first, most = 100 * time.Millisecond, 5 * time.Second
 	backoff, failures, last := first, 0, ""
