@@ -150,15 +150,54 @@ func TestDownloadOverSlowLink(t *testing.T) {
 	const rate = 16 << 10 // bytes a second: a 150 KiB line takes 9.4 s
 	hubJS, ws, all := hubAndLeafThrough(t, func(leaf string) string { return slowProxy(t, leaf, 0, rate) })
 	pub := eventlog.NewPublisher(hubJS.Conn(), hubJS, 10*time.Second)
-	// An image as pi writes it: base64 of bytes that do not compress,
-	// as the leaf link's compression would have it.
-	img := make([]byte, 112<<10)
-	rand.Read(img)
-	raw := fmt.Sprintf(`{"type":"message","id":"big","image":%q}`, base64.StdEncoding.EncodeToString(img))
-	line := eventlog.NewLine([]byte(raw), "big", "", "message", "f.jsonl", 1)
+	line := imageLine("big", 1, 112<<10)
 	if _, _, err := pub.Publish(context.Background(), eventlog.UpSubject("n2", "s1"), 0, []eventlog.Line{line}); err != nil {
 		t.Fatal(err)
 	}
 	defer runDownloader(t, ws, all, nil, nil)()
 	waitCount(t, all, 1)
+}
+
+// TestBatchOverCompressedSlowLink: an atomic batch of image lines crosses
+// an uplink of 32 KiB/s. The workstation's server compresses what it sends
+// the hub in blocks of up to 1 MB, and the hub reads a message only once
+// its block has arrived: here the batch's first chunk alone, then the other
+// three in one block, 11 s later. With the server's default batch timeout
+// (10 s between messages) the hub dropped the batch as incomplete at every
+// attempt; the hub's configuration gives it a minute.
+func TestBatchOverCompressedSlowLink(t *testing.T) {
+	if testing.Short() {
+		t.Skip("carries 600 KB over a link of 32 KiB/s")
+	}
+	_, ws, _ := hubAndLeafThrough(t, func(leaf string) string { return slowProxy(t, leaf, 32<<10, 0) })
+	nc, err := ws.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	hub, err := jetstream.NewWithDomain(nc, embedded.HubDomain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []eventlog.Line
+	for i := range 2 {
+		lines = append(lines, imageLine(fmt.Sprint("img", i), int64(i+1), 225<<10))
+	}
+	pub := eventlog.NewPublisher(nc, hub, 30*time.Second)
+	start := time.Now()
+	last, n, err := pub.Publish(context.Background(), eventlog.UpSubject("w1", "s1"), 0, lines)
+	if err != nil || n != len(lines) {
+		t.Fatalf("stored %d of %d lines after %s: %v", n, len(lines), time.Since(start).Round(time.Millisecond), err)
+	}
+	t.Logf("2 image lines (4 chunks) stored in %s, last sequence %d", time.Since(start).Round(time.Millisecond), last)
+}
+
+// imageLine is a message line carrying an image of size random bytes as
+// pi writes it: base64, which the leaf link's compression cannot shrink
+// much.
+func imageLine(id string, srcSeq int64, size int) eventlog.Line {
+	img := make([]byte, size)
+	rand.Read(img)
+	raw := fmt.Sprintf(`{"type":"message","id":%q,"image":%q}`, id, base64.StdEncoding.EncodeToString(img))
+	return eventlog.NewLine([]byte(raw), id, "", "message", "f.jsonl", srcSeq)
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // HubTLS is the hub's certificate (client, leaf and route listeners).
@@ -18,6 +19,10 @@ type HubTLS struct {
 	// client certificate is not required.
 	CAFile string
 }
+
+// batchTimeout is how long a hub node waits for the next message of an
+// atomic batch (hubconf's jetstream limits).
+const batchTimeout = time.Minute
 
 // TeamLimits are the JetStream limits of each team's account, per hub
 // node: one team filling its share cannot take another team's (nor make
@@ -128,6 +133,14 @@ func RenderHubConfig(cfg HubConfig, nodes []Node, admins map[string]string) (str
 	if cfg.MaxMemory > 0 {
 		w("  max_memory_store: %d\n", cfg.MaxMemory)
 	}
+	// An atomic batch is dropped when its next message does not arrive
+	// within the batch timeout (10 s by default). Over a leaf link the
+	// workstation's server compresses what it sends in blocks of up to
+	// 1 MB, and a message is read only once its whole block has arrived:
+	// on an uplink under about 64 KiB/s a batch of images was dropped at
+	// every attempt, and never stored. A minute lets a block cross at
+	// about 16 KiB/s.
+	w("  limits {\n    batch {\n      timeout: %q\n    }\n  }\n", batchTimeout.String())
 	w("}\n")
 	w("leafnodes {\n  listen: %s\n", q(cfg.LeafListen))
 	tls("  ", false)
