@@ -305,8 +305,9 @@ func TestDownloaderHintsStored(t *testing.T) {
 // leaf link is down for a moment reaches PI_ALL soon after the link is
 // back. The hub dropped the downloader's waiting pull without a word (no
 // interest in its reply subject while the link was down), and nats.go
-// pulled again only after two missed heartbeats: 30 s with the default
-// heartbeat of a 30 s pull (27.6 s measured before the fix).
+// pulls again only after two missed heartbeats: 30 s with the default
+// heartbeat of a 30 s pull (27.6 s measured before the first fix, a 2 s
+// heartbeat; now the link's change).
 func TestDownloaderPullLostWithTheLeaf(t *testing.T) {
 	if testing.Short() {
 		t.Skip("ages a pull past the hub's 2 s grace")
@@ -324,8 +325,10 @@ func TestDownloaderPullLostWithTheLeaf(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The link comes back within a second (the leaf's reconnect
-	// interval); two missed heartbeats (4 s) and a new pull follow. 15 s
-	// is far from both, and half of what the old heartbeat needed.
+	// interval), and the downloader, seeing it made again, pulls afresh
+	// within another (its look at the link). 15 s is far from both, and
+	// half of what nats.go's missed heartbeats need (30 s with the 15 s
+	// heartbeat the downloader asks for).
 	testenv.WaitFor(t, 15*time.Second, func() (bool, string) {
 		n := allCount(t, all)
 		return n == 6, fmt.Sprintf("the line published while the leaf was down in PI_ALL (%d of 6 messages)", n)
