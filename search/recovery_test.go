@@ -1,6 +1,7 @@
 package search
 
 import (
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -30,13 +31,16 @@ func TestWorkerPauseAndRecoveryLogged(t *testing.T) {
 	free := testenv.Fill(t, mnt)
 	// Lines until a batch fails: the index may still have room in its
 	// open segment for a few.
-	for i := 0; !strings.Contains(logs.String(), "search indexing paused; retrying"); i++ {
+	i := 0
+	for ; !strings.Contains(logs.String(), "search indexing paused; retrying"); i++ {
 		if i == 200 {
 			t.Fatalf("no pause logged after 200 batches on a full disk:\n%s", logs.String())
 		}
-		r.publish("s2", session("s2", 20, "during")...)
+		sid := fmt.Sprintf("during%d", i) // lines never published before
+		r.publish(sid, session(sid, 20, "during")...)
 		time.Sleep(10 * time.Millisecond) // a writer's pace, not synchronisation
 	}
+	t.Logf("the pause was logged after %d sessions written on the full disk", i)
 	free()
 	r.publish("s3", session("s3", 20, "after")...)
 	r.waitTotal("after", 20)
