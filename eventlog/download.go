@@ -179,7 +179,7 @@ func (d *Downloader) position(ctx context.Context) (allSeq, hubSeq uint64, err e
 // at once, which is not a failure.
 func (d *Downloader) session(ctx context.Context) error {
 	for {
-		err := d.copy(ctx)
+		err := d.copyFromHub(ctx)
 		if !errors.Is(err, errRelinked) || ctx.Err() != nil {
 			return err
 		}
@@ -187,9 +187,9 @@ func (d *Downloader) session(ctx context.Context) error {
 	}
 }
 
-// copy makes a consumer on the hub from PI_ALL's position and copies until
-// an error.
-func (d *Downloader) copy(ctx context.Context) error {
+// copyFromHub makes a consumer on the hub from PI_ALL's position and
+// copies until an error.
+func (d *Downloader) copyFromHub(ctx context.Context) error {
 	link := d.opts.HubLink() // before the consumer: a change after it is seen
 	allSeq, hubSeq, err := d.position(ctx)
 	if err != nil {
