@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pisyncd/pisyncd/eventlog"
@@ -107,17 +108,7 @@ func throttle(dst io.Writer, src io.Reader, rate int) {
 // sent, and a workstation on a slow uplink forwarded a backlog of images
 // by failures and retries, if at all.
 func TestForwardOverSlowLink(t *testing.T) {
-	const rate = 256 << 10 // bytes a second
-	_, ws, _ := hubAndLeafThrough(t, func(leaf string) string { return slowProxy(t, leaf, rate, 0) })
-	nc, err := ws.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	hub, err := jetstream.NewWithDomain(nc, embedded.HubDomain)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, hub := hubOverUplink(t, 256<<10)
 	// 640 KiB in one batch (more lines than go one by one): 2.5 s of
 	// the link, against a timeout of 1 s for a server that does not
 	// answer.
@@ -159,26 +150,17 @@ func TestDownloadOverSlowLink(t *testing.T) {
 }
 
 // TestBatchOverCompressedSlowLink: an atomic batch of image lines crosses
-// an uplink of 32 KiB/s. The workstation's server compresses what it sends
-// the hub in blocks of up to 1 MB, and the hub reads a message only once
-// its block has arrived: here the batch's first chunk alone, then the other
-// three in one block, 11 s later. With the server's default batch timeout
+// an uplink of 32 KiB/s. The workstation's server sends the hub s2 blocks
+// of up to 1 MB (compressed or not, by the link's round trip), and the hub
+// reads a message only once its block has arrived: here the batch's first
+// chunk alone, then the other three in one block, 11 s later. With the server's default batch timeout
 // (10 s between messages) the hub dropped the batch as incomplete at every
 // attempt; the hub's configuration gives it a minute.
 func TestBatchOverCompressedSlowLink(t *testing.T) {
 	if testing.Short() {
 		t.Skip("carries 600 KB over a link of 32 KiB/s")
 	}
-	_, ws, _ := hubAndLeafThrough(t, func(leaf string) string { return slowProxy(t, leaf, 32<<10, 0) })
-	nc, err := ws.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	hub, err := jetstream.NewWithDomain(nc, embedded.HubDomain)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, hub := hubOverUplink(t, 32<<10)
 	var lines []eventlog.Line
 	for i := range 2 {
 		lines = append(lines, imageLine(fmt.Sprint("img", i), int64(i+1), 225<<10))
@@ -190,6 +172,25 @@ func TestBatchOverCompressedSlowLink(t *testing.T) {
 		t.Fatalf("stored %d of %d lines after %s: %v", n, len(lines), time.Since(start).Round(time.Millisecond), err)
 	}
 	t.Logf("2 image lines (4 chunks) stored in %s, last sequence %d", time.Since(start).Round(time.Millisecond), last)
+}
+
+// hubOverUplink starts a hub and a workstation whose leaf link carries at
+// most rate bytes a second toward the hub, and returns a connection to the
+// workstation (closed at the end of the test) and the hub's JetStream
+// through it.
+func hubOverUplink(t *testing.T, rate int) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	_, ws, _ := hubAndLeafThrough(t, func(leaf string) string { return slowProxy(t, leaf, rate, 0) })
+	nc, err := ws.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	hub, err := jetstream.NewWithDomain(nc, embedded.HubDomain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, hub
 }
 
 // imageLine is a message line carrying an image of size random bytes as

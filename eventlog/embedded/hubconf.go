@@ -135,11 +135,11 @@ func RenderHubConfig(cfg HubConfig, nodes []Node, admins map[string]string) (str
 	}
 	// An atomic batch is dropped when its next message does not arrive
 	// within the batch timeout (10 s by default). Over a leaf link the
-	// workstation's server compresses what it sends in blocks of up to
-	// 1 MB, and a message is read only once its whole block has arrived:
-	// on an uplink under about 64 KiB/s a batch of images was dropped at
-	// every attempt, and never stored. A minute lets a block cross at
-	// about 16 KiB/s.
+	// workstation's server sends in s2 blocks of up to 1 MB (compressed
+	// or not, by the link's round trip), and a message is read only once
+	// its whole block has arrived: on an uplink under about 64 KiB/s a
+	// batch of images was dropped at every attempt, and never stored. A
+	// minute lets a block cross at about 16 KiB/s.
 	w("  limits {\n    batch {\n      timeout: %q\n    }\n  }\n", batchTimeout.String())
 	w("}\n")
 	w("leafnodes {\n  listen: %s\n", q(cfg.LeafListen))
