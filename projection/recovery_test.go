@@ -3,15 +3,14 @@ package projection
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/pisyncd/pisyncd/internal/testenv"
-
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // TestPauseAndRecoveryLogged: a projection whose views cannot be written
@@ -28,7 +27,7 @@ func TestPauseAndRecoveryLogged(t *testing.T) {
 
 	n.stopWorker()
 	logs := &testenv.LogBuffer{}
-	n.logger = slog.New(slog.NewTextHandler(logs, nil))
+	n.logger = logs.Logger()
 	ctx := context.Background()
 	js, _ := jetstream.New(n.nc)
 	limit := func(maxBytes int64) {

@@ -2,7 +2,6 @@ package search
 
 import (
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,7 +22,7 @@ func TestWorkerPauseAndRecoveryLogged(t *testing.T) {
 	testenv.Tmpfs(t, mnt, 8<<20)
 	r.dir = filepath.Join(mnt, "search")
 	logs := &testenv.LogBuffer{}
-	r.logger = slog.New(slog.NewTextHandler(logs, nil))
+	r.logger = logs.Logger()
 	r.startWorker()
 	r.publish("s1", session("s1", 20, "before")...)
 	r.waitTotal("before", 20)

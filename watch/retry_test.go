@@ -14,9 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pisyncd/pisyncd/internal/testenv"
-
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // storeGate plays the store's owner (embedded.StoreWatch) over a real

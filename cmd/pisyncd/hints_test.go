@@ -9,12 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pisyncd/pisyncd/internal/testenv"
-
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // loggedStation runs a daemon whose log (warnings and up) the test reads.

@@ -14,9 +14,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/pisyncd/pisyncd/internal/testenv"
-
 	"github.com/pisyncd/pisyncd/internal/cli"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // mainIn runs one command in this process against env's state, as a

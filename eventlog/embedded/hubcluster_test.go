@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pisyncd/pisyncd/internal/testenv"
-
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 func freeAddr(t *testing.T) string {

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pisyncd/pisyncd/internal/testenv"
-
 	"github.com/nats-io/nkeys"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // fakeHub accepts one leaf connection on loopback, sends an INFO that does

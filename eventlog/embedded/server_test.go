@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pisyncd/pisyncd/internal/testenv"
-
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 func TestStartClose(t *testing.T) {
