@@ -108,13 +108,16 @@ func TestDownloaderKeyMessages(t *testing.T) {
 		}
 	}()
 
+	// The framing stage says the copy waits as soon as it meets s2; the
+	// storing stage may still be storing s1 then.
 	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
 		w := receiver.Status().CopyWaiting
-		return strings.Contains(w, fmt.Sprintf("key message %d", later)), fmt.Sprintf("copy waiting: %q", w)
+		n := allCount(t, all)
+		if n > 1 {
+			t.Fatalf("PI_ALL holds %d lines while s2's key message is missing, want 1 (s1)", n)
+		}
+		return strings.Contains(w, fmt.Sprintf("key message %d", later)) && n == 1, fmt.Sprintf("copy waiting: %q; PI_ALL holds %d lines", w, n)
 	})
-	if n := allCount(t, all); n != 1 {
-		t.Fatalf("PI_ALL holds %d lines while s2's key message is missing, want 1 (s1)", n)
-	}
 	// The hub stores s2's key message at the handle it names.
 	for {
 		seq, err := publishKey("pi.key.n2.filler.x", []byte("f"))
