@@ -170,8 +170,13 @@ func TestStateDirDiskFull(t *testing.T) {
 	if limit := 3 * (10 + int(window/(10*time.Second))); attempts > int64(limit) {
 		t.Errorf("%d failed publishes in %v for 3 files: the back-off does not hold", attempts, window.Round(time.Millisecond))
 	}
-	if c := strings.Count(logs.String(), "session file not published; retrying"); c > 3 {
-		t.Errorf("%d 'not published' warnings for 3 files", c)
+	// One warning a file, and one more each time a file was published
+	// between failures: the store watch's probe file, written and removed,
+	// can leave a publish room on the full disk for a moment (seen in CI:
+	// a file published again after 233 ms and failing at the next line).
+	logged := logs.String()
+	if c, again := strings.Count(logged, "session file not published; retrying"), strings.Count(logged, "session file published again"); c > 3+again {
+		t.Errorf("%d 'not published' warnings for 3 files, %d of them published again in between", c, again)
 	}
 	if c := strings.Count(logs.String(), "the event store cannot write"); c != 1 {
 		t.Errorf("%d 'event store cannot write' errors logged, want 1", c)
