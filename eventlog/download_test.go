@@ -122,6 +122,13 @@ func TestDownloaderCopiesExactlyOnce(t *testing.T) {
 // in state (none, when nil); stop ends it and checks it returned cleanly.
 func runDownloader(t *testing.T, ws *embedded.Server, all *eventlog.All, gate *admit.Gate, state jetstream.KeyValue) (stop func()) {
 	t.Helper()
+	return runDownloaderWatching(t, ws, all, gate, state, ws.HubLink)
+}
+
+// runDownloaderWatching is runDownloader with the downloader watching the
+// hub link through link (nil: it does not, and knows only silence).
+func runDownloaderWatching(t *testing.T, ws *embedded.Server, all *eventlog.All, gate *admit.Gate, state jetstream.KeyValue, link func() string) (stop func()) {
+	t.Helper()
 	nc, err := ws.Connect()
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +136,7 @@ func runDownloader(t *testing.T, ws *embedded.Server, all *eventlog.All, gate *a
 	if gate == nil {
 		gate = admit.New("w1", admit.Limits{}, all, nil)
 	}
-	d, err := eventlog.NewDownloader(nc, all, embedded.HubDomain, eventlog.DownloaderOptions{Admit: gate, State: state, MaxLine: 1 << 20, HubLink: ws.HubLink})
+	d, err := eventlog.NewDownloader(nc, all, embedded.HubDomain, eventlog.DownloaderOptions{Admit: gate, State: state, MaxLine: 1 << 20, HubLink: link})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,8 +377,8 @@ func TestDownloaderHubConsumerGoneSilently(t *testing.T) {
 	if _, _, err := pub.Publish(ctx, eventlog.UpSubject("n2", "s1"), last, mkLines(1, 100, "b")); err != nil {
 		t.Fatal(err)
 	}
-	// After 5 s of silence the downloader asks the hub, finds its
-	// consumer gone and makes it again: far within waitCount's 30 s.
+	// The downloader sees the link made again and makes its consumer
+	// again once the link is back: far within waitCount's 30 s.
 	waitCount(t, all, 6)
 }
 
@@ -379,13 +386,21 @@ func TestDownloaderHubConsumerGoneSilently(t *testing.T) {
 // pull other than the downloader's (here a thief's on the hub; in life
 // the downloader's own, sent as the leaf link went down and lost with
 // it). With no acks the hub never sends it again, and with no line after
-// it nothing shows the gap: the downloader must ask the hub how far the
-// consumer got.
+// it nothing shows the gap. A downloader watching the link pulls afresh
+// once it has been made again; one that cannot tell (the silence alone)
+// asks the hub how far its consumer got after 30 s of silence, and finds
+// it delivered past the last line that arrived.
 func TestDownloaderLineLostOnTheWay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for the downloader's watchdog")
 	}
-	hubJS, ws, all, pub, last := idleDownloader(t)
+	for _, watch := range []bool{true, false} {
+		t.Run(fmt.Sprintf("watching the link %v", watch), func(t *testing.T) { lineLostOnTheWay(t, watch) })
+	}
+}
+
+func lineLostOnTheWay(t *testing.T, watch bool) {
+	hubJS, ws, all, pub, last := idleDownloaderWatching(t, watch)
 	ctx := context.Background()
 	s, err := hubJS.Stream(ctx, eventlog.HubStream)
 	if err != nil {
@@ -414,7 +429,15 @@ func TestDownloaderLineLostOnTheWay(t *testing.T) {
 	if info, err := cons.Info(ctx); err != nil || info.Delivered.Stream != last+1 {
 		t.Fatalf("the hub consumer's delivered state %+v (%v): want the line delivered", info, err)
 	}
-	waitCount(t, all, 6) // the line the downloader never received
+	// The line the downloader never received: at once with the link
+	// watched, after the 30 s of silence without.
+	testenv.WaitFor(t, 60*time.Second, func() (bool, string) {
+		n := allCount(t, all)
+		if n > 6 {
+			t.Fatalf("PI_ALL holds %d messages, want 6: duplicates", n)
+		}
+		return n == 6, fmt.Sprintf("PI_ALL holds %d messages, want 6", n)
+	})
 }
 
 // idleDownloader runs a downloader (stopped at the test's end) that has
@@ -423,13 +446,24 @@ func TestDownloaderLineLostOnTheWay(t *testing.T) {
 // last sequence.
 func idleDownloader(t *testing.T) (hubJS jetstream.JetStream, ws *embedded.Server, all *eventlog.All, pub *eventlog.Publisher, last uint64) {
 	t.Helper()
+	return idleDownloaderWatching(t, true)
+}
+
+// idleDownloaderWatching is idleDownloader with a downloader that watches
+// the hub link or not (silence alone).
+func idleDownloaderWatching(t *testing.T, watch bool) (hubJS jetstream.JetStream, ws *embedded.Server, all *eventlog.All, pub *eventlog.Publisher, last uint64) {
+	t.Helper()
 	hubJS, ws, all = hubAndLeaf(t)
 	pub = eventlog.NewPublisher(hubJS.Conn(), hubJS, 10*time.Second)
 	last, _, err := pub.Publish(context.Background(), eventlog.UpSubject("n2", "s1"), 0, mkLines(5, 100, "a"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(runDownloader(t, ws, all, nil, nil))
+	var link func() string
+	if watch {
+		link = ws.HubLink
+	}
+	t.Cleanup(runDownloaderWatching(t, ws, all, nil, nil, link))
 	waitCount(t, all, 5)
 	return hubJS, ws, all, pub, last
 }
