@@ -63,15 +63,7 @@ func TestPauseAndRecoveryLogged(t *testing.T) {
 func waitEntries(t *testing.T, n *node, sid string, entries int) {
 	t.Helper()
 	waitFor(t, 20*time.Second, func() (bool, string) {
-		cat, err := n.worker.Catalog(context.Background())
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, c := range cat {
-			if c.SessionID == sid {
-				return c.Entries == entries, fmt.Sprintf("%s has %d entries, want %d", sid, c.Entries, entries)
-			}
-		}
-		return false, "the catalog lacks " + sid
+		c, ok := n.catalogEntry(sid)
+		return ok && c.Entries == entries, fmt.Sprintf("%s in the catalog %v, %d entries, want %d", sid, ok, c.Entries, entries)
 	})
 }
