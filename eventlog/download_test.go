@@ -154,7 +154,14 @@ func runDownloaderWatching(t *testing.T, ws *embedded.Server, all *eventlog.All,
 
 func waitCount(t testing.TB, all *eventlog.All, want uint64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	waitCountWithin(t, all, want, 30*time.Second)
+}
+
+// waitCountWithin waits at most d for PI_ALL to hold want messages, and
+// fails at once if it holds more.
+func waitCountWithin(t testing.TB, all *eventlog.All, want uint64, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		if n := allCount(t, all); n == want {
 			return
@@ -319,7 +326,7 @@ func TestDownloaderPullLostWithTheLeaf(t *testing.T) {
 	if testing.Short() {
 		t.Skip("ages a pull past the hub's 2 s grace")
 	}
-	_, ws, all, pub, last := idleDownloader(t)
+	_, ws, all, pub, last := idleDownloader(t, true)
 	ctx := context.Background()
 	// The hub keeps a pull it sees no interest for during its first 2 s
 	// (the interest may still be on its way): let the waiting pull age
@@ -353,7 +360,7 @@ func TestDownloaderHubConsumerGoneSilently(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits out missed heartbeats")
 	}
-	hubJS, ws, all, pub, last := idleDownloader(t)
+	hubJS, ws, all, pub, last := idleDownloader(t, true)
 	ctx := context.Background()
 	cutLeaf(t, ws)
 	// While the link is down (it comes back after the leaf's reconnect
@@ -400,7 +407,7 @@ func TestDownloaderLineLostOnTheWay(t *testing.T) {
 }
 
 func lineLostOnTheWay(t *testing.T, watch bool) {
-	hubJS, ws, all, pub, last := idleDownloaderWatching(t, watch)
+	hubJS, ws, all, pub, last := idleDownloader(t, watch)
 	ctx := context.Background()
 	s, err := hubJS.Stream(ctx, eventlog.HubStream)
 	if err != nil {
@@ -431,27 +438,14 @@ func lineLostOnTheWay(t *testing.T, watch bool) {
 	}
 	// The line the downloader never received: at once with the link
 	// watched, after the 30 s of silence without.
-	testenv.WaitFor(t, 60*time.Second, func() (bool, string) {
-		n := allCount(t, all)
-		if n > 6 {
-			t.Fatalf("PI_ALL holds %d messages, want 6: duplicates", n)
-		}
-		return n == 6, fmt.Sprintf("PI_ALL holds %d messages, want 6", n)
-	})
+	waitCountWithin(t, all, 6, 60*time.Second)
 }
 
-// idleDownloader runs a downloader (stopped at the test's end) that has
-// copied the five lines published on the hub subject of n2's session s1,
-// and returns the hub, PI_ALL, a publisher on the hub and the subject's
-// last sequence.
-func idleDownloader(t *testing.T) (hubJS jetstream.JetStream, ws *embedded.Server, all *eventlog.All, pub *eventlog.Publisher, last uint64) {
-	t.Helper()
-	return idleDownloaderWatching(t, true)
-}
-
-// idleDownloaderWatching is idleDownloader with a downloader that watches
-// the hub link or not (silence alone).
-func idleDownloaderWatching(t *testing.T, watch bool) (hubJS jetstream.JetStream, ws *embedded.Server, all *eventlog.All, pub *eventlog.Publisher, last uint64) {
+// idleDownloader runs a downloader (stopped at the test's end), watching
+// the hub link or not (silence alone), that has copied the five lines
+// published on the hub subject of n2's session s1, and returns the hub,
+// PI_ALL, a publisher on the hub and the subject's last sequence.
+func idleDownloader(t *testing.T, watch bool) (hubJS jetstream.JetStream, ws *embedded.Server, all *eventlog.All, pub *eventlog.Publisher, last uint64) {
 	t.Helper()
 	hubJS, ws, all = hubAndLeaf(t)
 	pub = eventlog.NewPublisher(hubJS.Conn(), hubJS, 10*time.Second)
