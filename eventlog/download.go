@@ -38,6 +38,7 @@ type Downloader struct {
 
 	copied, rejected atomic.Int64
 	link             *Link
+	watched          bool // opts.HubLink was given
 }
 
 // Admitter is the admission point for other machines' events.
@@ -86,11 +87,12 @@ func NewDownloader(nc *nats.Conn, all *All, hubDomain string, o DownloaderOption
 	if o.MaxLine <= 0 {
 		o.MaxLine = 64 << 20
 	}
-	if o.HubLink == nil {
+	watched := o.HubLink != nil
+	if !watched {
 		o.HubLink = func() string { return "unknown" }
 	}
 	return &Downloader{nc: nc, domain: hubDomain, local: all.js, hub: hub, all: all, opts: o, logger: o.Logger,
-		link: NewLink(o.Logger, "copying from the hub")}, nil
+		link: NewLink(o.Logger, "copying from the hub"), watched: watched}, nil
 }
 
 // DownloaderStats are the downloader's counters.
@@ -113,20 +115,24 @@ func (d *Downloader) Run(ctx context.Context) error {
 }
 
 // hubHeartbeat is how often the hub tells an idle pull of the downloader
-// that it is still there; two missed, and nats.go starts the consumer over
-// from the last message that arrived. The heartbeat waits behind any
-// message on its way: a chunk of a line (256 KiB) must cross the link
-// within two of them, or every attempt is started over before it arrives
-// (it was 2 s: a link under 64 KiB/s never carried an image). A pull lost
-// with the link is noticed by the link's change instead (HubLink).
+// that it is still there; two missed, and nats.go pulls again. The
+// heartbeat waits behind any message on its way, so on a slow link the
+// pull is renewed while a chunk is still crossing, which costs a request
+// and nothing more. A pull lost with the link is noticed by the link's
+// change instead (HubLink). (It was 2 s, which with the watchdog of the
+// time kept a link under 64 KiB/s from ever carrying an image.)
 const hubHeartbeat = 15 * time.Second
 
 // stallAfter is how long the downloader waits in silence, on a link that
-// has not changed, before it asks the hub how far its consumer got: a
-// fault nothing else shows (a message the hub gave to someone else's pull).
-// It is twice the heartbeat: no slower link than nats.go allows is taken
-// for a stall.
+// has not changed, before it asks the hub how far its consumer got (and
+// asks again after each as long): a fault nothing else shows (a message
+// the hub gave to someone else's pull). It is twice the heartbeat; what the
+// answer means on a slow link is checkConsumer's business.
 const stallAfter = 2 * hubHeartbeat
+
+// hubPullBytes is the most a pull of the hub consumer asks for, and the
+// most its messages take of memory here.
+const hubPullBytes = 8 << 20
 
 // linkPoll is how often a waiting downloader looks at the hub link.
 const linkPoll = time.Second
@@ -213,7 +219,7 @@ func (d *Downloader) copyFromHub(ctx context.Context) error {
 	// (15 s for a 30 s pull) a line published while the link was down
 	// reached PI_ALL up to 30 s late, and a catch-up waited for the
 	// watchdog below (TestDownloaderPullLostWithTheLeaf).
-	p, err := NewPump(cons, 512, 8<<20, jetstream.PullHeartbeat(hubHeartbeat))
+	p, err := NewPump(cons, 512, hubPullBytes, jetstream.PullHeartbeat(hubHeartbeat))
 	if err != nil {
 		return fmt.Errorf("downloader: %w", err)
 	}
@@ -288,8 +294,9 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 		}
 	}
 	fr := &framer{d: d, maxLine: d.opts.MaxLine, examined: from}
-	var pending uint64 // what the consumer said was still to come
-	var silent time.Duration
+	var pending uint64        // what the consumer said was still to come
+	var silent time.Duration  // since the last message arrived
+	var checked time.Duration // silent when the hub was last asked
 	for {
 		// The consumer's errors (a gap, the hub gone) end the wait at
 		// once; in silence, the link is looked at now and then.
@@ -314,25 +321,28 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 				}
 				return
 			}
-			if silent += linkPoll; silent < stallAfter {
+			if silent += linkPoll; silent-checked < stallAfter {
 				continue
 			}
-			silent = 0
-			if pending > 0 {
+			checked = silent
+			if pending > 0 && !d.watched {
 				// Silent with messages still to come and no error:
 				// a pull whose messages never arrived; a new session
 				// pulls afresh from PI_ALL's position instead of
-				// waiting for the pull to expire.
+				// waiting for the pull to expire. (On a watched link
+				// a lost pull is the link's change, and a pull the
+				// hub dropped is made again by nats.go when its
+				// heartbeats stop.)
 				send(round{err: fmt.Errorf("downloader: the hub consumer stalled with %d messages pending", pending)})
 				return
 			}
-			if err := checkConsumer(ctx, cons, fr.examined); err != nil {
+			if err := d.checkConsumer(ctx, cons, fr.examined, silent); err != nil {
 				send(round{err: err})
 				return
 			}
 			continue
 		}
-		silent = 0
+		silent, checked = 0, 0
 		if err != nil {
 			send(round{err: fmt.Errorf("downloader: %w", err)})
 			return
@@ -368,30 +378,53 @@ func (d *Downloader) waitLinked(ctx context.Context) bool {
 	return true
 }
 
-// checkConsumer asks the hub how far the consumer has delivered, when it
-// has been silent with nothing pending for stallAfter; handled is the hub
-// sequence of the last message that arrived. A message the hub gave to a
-// pull other than the downloader's (lost with the link, or taken by
-// someone else) is never sent again, with no acks, and with no line after
-// it nothing shows the gap; a consumer the hub lost without a word reaching
-// here (removed or the hub restarted while the link was down) gets pulls
-// that nothing answers. With the link known, both are mostly seen sooner,
-// as its change; this is for what is left.
+// checkConsumer asks the hub how far the consumer has delivered, after
+// each stallAfter of silence (silent so far); handled is the hub sequence
+// of the last message that arrived. A message the hub gave to a pull other
+// than the downloader's (lost with the link, or taken by someone else) is
+// never sent again, with no acks, and with no line after it nothing shows
+// the gap; a consumer the hub lost without a word reaching here (removed
+// or the hub restarted while the link was down) gets pulls that nothing
+// answers. Either ends the session, and the next makes the consumer again
+// from PI_ALL's position.
 //
-// Either way the session ends, and the next makes the consumer again from
-// PI_ALL's position; a hub out of reach fails the check, and the next
-// session's start, which is retried as any other.
-func checkConsumer(ctx context.Context, cons jetstream.Consumer, handled uint64) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+// On a watched link that has not changed, loss is mostly seen sooner, as
+// the link's change, and silence is mostly a slow link: what the hub
+// delivered is on its way behind what the link carries, and so is the
+// answer to this question. So there a question left unanswered is no news,
+// and a message delivered and not arrived is taken for lost only once the
+// link has had time to carry it at carryRate. Starting over sooner sent
+// the message again behind the first copy, at every attempt: below about
+// 8 KiB/s a chunk of an image took longer than the attempt and never came.
+func (d *Downloader) checkConsumer(ctx context.Context, cons jetstream.Consumer, handled uint64, silent time.Duration) error {
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	info, err := cons.Info(ctx)
+	info, err := cons.Info(qctx)
 	if err != nil {
+		if d.watched && ctx.Err() == nil && errors.Is(qctx.Err(), context.DeadlineExceeded) {
+			return nil
+		}
 		return fmt.Errorf("downloader: the hub consumer, silent: %w; making it again", err)
 	}
-	if info.Delivered.Stream > handled {
-		return fmt.Errorf("downloader: the hub consumer delivered up to hub sequence %d and only %d arrived; making it again", info.Delivered.Stream, handled)
+	if info.Delivered.Stream <= handled {
+		return nil
 	}
-	return nil
+	if owed := info.Delivered.Stream - handled; d.watched && silent < stallAfter+carryTime(owed) {
+		return nil
+	}
+	return fmt.Errorf("downloader: the hub consumer delivered up to hub sequence %d and only %d arrived; making it again", info.Delivered.Stream, handled)
+}
+
+// carryRate is the slowest link, in bytes a second, that the downloader
+// waits for: a message delivered over a link that has not changed is taken
+// for lost once the link could have carried it at this rate.
+const carryRate = 2 << 10
+
+// carryTime is how long owed messages take at carryRate: each at most a
+// chunk and its headers, and together at most what a pull asks for.
+func carryTime(owed uint64) time.Duration {
+	bytes := min(owed, hubPullBytes/MaxChunk+1) * (MaxChunk + 4<<10)
+	return time.Duration(bytes) * time.Second / carryRate
 }
 
 // keyMessage reads the first message of the hub's PI_KEYS at or after
