@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,6 +36,7 @@ type Forwarder struct {
 	up        map[string]upPos // hub subject → position
 	forwarded atomic.Int64
 	link      *Link
+	noBatch   bool // the hub took no batch last time one was sent
 }
 
 type upPos struct {
@@ -301,6 +303,7 @@ func (f *Forwarder) read(ctx context.Context, p *Pump, asm *Assemblers, handled 
 // forward publishes each session's lines to its hub subject after what the
 // hub already holds.
 func (f *Forwarder) forward(ctx context.Context, window map[string][]Line) error {
+	var waiting error
 	for subj, lines := range window {
 		_, sid, err := ParseSubject(subj)
 		if err != nil {
@@ -336,17 +339,52 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line) error
 			}
 		}
 		hubSeq, n, err := f.pub.Publish(ctx, up, pos.hubSeq, out)
+		batched := needsBatch(out)
+		if err != nil && IsBatchRefused(err) {
+			batched = false
+			// The hub took no batch. PI_HUB has a fixed number of open
+			// batches for every node together, and any node can hold
+			// them all open with a message each, never finished; a
+			// slow link can outlast one too. Lines of one message need
+			// no batch: they go one by one (a request each), and only
+			// a line of several chunks waits for the hub to take
+			// batches again.
+			if !f.noBatch {
+				f.noBatch = true
+				f.logger.Warn("forwarder: the hub takes no batch; lines go one by one, and a line of several chunks waits",
+					"err", err, "hint", "the hub's open batches are shared by every node, and one can hold them all (docs/SECURITY.md)")
+			}
+			refused := err
+			var m int
+			hubSeq, m, err = f.pub.PublishSingly(ctx, up, hubSeq, out[n:])
+			if n += m; err == nil && n < len(out) {
+				err = fmt.Errorf("%w: a line of %d chunks waits (%v)", errNoBatch, out[n].Chunks(), refused)
+			}
+		}
+		if err == nil && batched && f.noBatch {
+			f.noBatch = false
+			f.logger.Info("forwarder: the hub takes batches again")
+		}
 		if n > 0 {
 			f.up[up] = upPos{hubSeq: hubSeq, srcSeq: lines[i+n-1].SrcSeq}
 			f.forwarded.Add(int64(n))
 		}
 		if err != nil {
 			delete(f.up, up) // re-read the hub's position next time
-			return fmt.Errorf("forwarder: %s: %w", up, err)
+			err = fmt.Errorf("forwarder: %s: %w", up, err)
+			if !errors.Is(err, errNoBatch) {
+				return err
+			}
+			// The other sessions need not wait for this one.
+			waiting = cmp.Or(waiting, err)
 		}
 	}
-	return nil
+	return waiting
 }
+
+// errNoBatch ends a session's forwarding for now at a line that needs a
+// batch, which the hub does not take.
+var errNoBatch = errors.New("the hub takes no batch")
 
 // hubPosition reads the last message of a hub subject.
 func (f *Forwarder) hubPosition(ctx context.Context, subj string) (upPos, error) {

@@ -150,22 +150,8 @@ func cause(ctx context.Context, err error) error {
 // last sequence and how many lines were stored; on error the lines before
 // that count are durable and the rest are not.
 func (p *Publisher) Publish(ctx context.Context, subj string, last uint64, lines []Line) (uint64, int, error) {
-	chunked := false
-	for i := range lines {
-		if lines[i].Chunks() > 1 {
-			chunked = true
-			break
-		}
-	}
-	if len(lines) <= smallGroup && !chunked {
-		for i := range lines {
-			seq, err := p.publishOne(ctx, subj, last, &lines[i])
-			if err != nil {
-				return last, i, err
-			}
-			last = seq
-		}
-		return last, len(lines), nil
+	if !needsBatch(lines) {
+		return p.PublishSingly(ctx, subj, last, lines)
 	}
 	done := 0
 	for done < len(lines) {
@@ -190,6 +176,55 @@ func (p *Publisher) Publish(ctx context.Context, subj string, last uint64, lines
 	}
 	return last, done, nil
 }
+
+// needsBatch reports whether Publish stores lines as atomic batches: more
+// than a small group, or a line of several chunks.
+func needsBatch(lines []Line) bool {
+	if len(lines) > smallGroup {
+		return true
+	}
+	for i := range lines {
+		if lines[i].Chunks() > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// PublishSingly stores lines on subj as Publish does, but each with a
+// publish of its own, never as a batch; it stops before the first line of
+// several chunks, which only a batch stores all or nothing. It returns the
+// subject's new last sequence and how many lines were stored.
+func (p *Publisher) PublishSingly(ctx context.Context, subj string, last uint64, lines []Line) (uint64, int, error) {
+	for i := range lines {
+		if lines[i].Chunks() > 1 {
+			return last, i, nil
+		}
+		seq, err := p.publishOne(ctx, subj, last, &lines[i])
+		if err != nil {
+			return last, i, err
+		}
+		last = seq
+	}
+	return last, len(lines), nil
+}
+
+// IsBatchRefused reports whether err says the server took no part of an
+// atomic batch: it was abandoned as incomplete (a message of it never came
+// in time) or refused because the stream had as many batches open as it
+// allows. Nothing of the batch was stored.
+func IsBatchRefused(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) &&
+		(apiErr.ErrorCode == jsErrCodeBatchIncomplete || apiErr.ErrorCode == jsErrCodeBatchTooManyInflight)
+}
+
+// The server's error codes for an atomic batch it did not take
+// (nats-server's errors.json).
+const (
+	jsErrCodeBatchIncomplete      jetstream.ErrorCode = 10176
+	jsErrCodeBatchTooManyInflight jetstream.ErrorCode = 10210
+)
 
 // msgID is the line's Nats-Msg-Id: unique within the stream (a line is
 // its session's subject and its sha), and short. The server keeps every id

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -74,4 +75,42 @@ func TestHostileStallMany(t *testing.T) {
 	e := startHostile(t, nil)
 	badHeaders(t, e, 300, func(i int) string { return []string{"object", "long"}[i%2] })
 	e.rounds(t, "0003", 3, stallBound)
+}
+
+// TestHostileStallOpenBatches replays attack 1d: eve starts more atomic
+// batches on a session of her own than PI_HUB lets every node together
+// have open (nats-server's 50 a stream), a message each, and never
+// finishes them. The hub then refuses every other node's batch until they
+// lapse (its batch timeout, a minute), and eve can start them again: a
+// forwarder that sent a session of more than a few lines only as a batch
+// stalled for as long (61 s for a session of 40 lines). Proves that
+// sessions of plain lines reach the other workstation within the bound,
+// both ways, while the hub still refuses batches.
+func TestHostileStallOpenBatches(t *testing.T) {
+	e := startHostile(t, nil)
+	const eveSID = "0199e5e4-0000-7000-8000-000000000001"
+	for i := range 60 {
+		e.eve.OpenBatch(t, eveSID, fmt.Sprintf("eve-open-%d", i))
+	}
+	e.eve.Flush(t)
+	e.send(t, e.ann, e.bob, "0199a000-0004-7000-8000-ann000000000", 40, stallBound)
+	e.send(t, e.bob, e.ann, "0199b000-0004-7000-8000-bob000000000", 40, stallBound)
+	// A line of several chunks (an image) is stored all or nothing only
+	// as a batch: it waits, and a session written after it does not.
+	imgSID := "0199a000-0004-7000-8000-annimage0000"
+	written := time.Now()
+	appendLine(t, writeSession(t, e.ann, imgSID, 0), msgLine("img-0", "", strings.Repeat("A", 300<<10)))
+	e.send(t, e.ann, e.bob, "0199a000-0004-7000-8000-ann000000001", 40, stallBound)
+	if n := len(readLines(secPath(e.bob, imgSID))); n > 1 {
+		t.Fatalf("bob has %d lines of the image's session while the hub takes no batch", n)
+	}
+	// Still under attack: a batch of eve's own is refused too.
+	if err := e.eve.Batch(context.Background(), eveSID, "eve-probe"); err == nil {
+		t.Fatal("the hub took a batch while eve held every open batch: the attack was not in effect")
+	} else {
+		t.Logf("the hub still refuses batches: %v", err)
+	}
+	// Once eve's batches lapse (the hub's batch timeout), the image goes.
+	waitSecFile(t, e.bob, imgSID, 2, 2*time.Minute)
+	t.Logf("the image's line reached bob %v after it was written, once eve's batches lapsed", time.Since(written).Round(time.Second))
 }

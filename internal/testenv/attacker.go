@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"sync"
@@ -114,4 +115,53 @@ func (a *Attacker) MustPublish(tb testing.TB, sidToken string, f Forged) {
 func (a *Attacker) Line(tb testing.TB, sidToken, id, parent, typ string, raw []byte) {
 	tb.Helper()
 	a.MustPublish(tb, sidToken, Forged{ID: id, Parent: parent, Type: typ, Payload: raw})
+}
+
+// OpenBatch starts an atomic batch on the attacker's subject of sidToken
+// and never finishes it: the hub keeps it open until its batch timeout.
+func (a *Attacker) OpenBatch(tb testing.TB, sidToken, batchID string) {
+	tb.Helper()
+	m := nats.NewMsg(a.Subject(sidToken))
+	m.Data = []byte("{}")
+	m.Header.Set("Nats-Batch-Id", batchID)
+	m.Header.Set("Nats-Batch-Sequence", "1")
+	if err := a.nc.PublishMsg(m); err != nil {
+		tb.Fatalf("attacker %s: open batch: %v", a.Node, err)
+	}
+}
+
+// Batch stores one message on the attacker's subject of sidToken as an
+// atomic batch of its own, and returns the hub's answer to the commit.
+func (a *Attacker) Batch(ctx context.Context, sidToken, batchID string) error {
+	m := nats.NewMsg(a.Subject(sidToken))
+	m.Data = []byte("{}")
+	m.Header.Set("Nats-Batch-Id", batchID)
+	m.Header.Set("Nats-Batch-Sequence", "1")
+	m.Header.Set("Nats-Batch-Commit", "1")
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := a.nc.RequestMsgWithContext(ctx, m)
+	if err != nil {
+		return fmt.Errorf("attacker %s: batch: %w", a.Node, err)
+	}
+	var ack struct {
+		Error *struct {
+			Description string `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(resp.Data, &ack); err != nil {
+		return fmt.Errorf("attacker %s: batch: reply %q: %w", a.Node, resp.Data, err)
+	}
+	if ack.Error != nil {
+		return fmt.Errorf("attacker %s: batch: %s", a.Node, ack.Error.Description)
+	}
+	return nil
+}
+
+// Flush waits until the hub has read what the attacker sent.
+func (a *Attacker) Flush(tb testing.TB) {
+	tb.Helper()
+	if err := a.nc.Flush(); err != nil {
+		tb.Fatalf("attacker %s: flush: %v", a.Node, err)
+	}
 }
