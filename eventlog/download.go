@@ -316,7 +316,7 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 				if now == "" {
 					d.link.down()
 				}
-				if d.waitLinked(ctx) {
+				if waitLinked(ctx, d.opts.HubLink) {
 					send(round{err: errRelinked})
 				}
 				return
@@ -363,12 +363,12 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 	}
 }
 
-// waitLinked waits until there is a hub link, and reports whether there
-// is (false: ctx ended).
-func (d *Downloader) waitLinked(ctx context.Context) bool {
+// waitLinked waits until there is a hub link (hubLink names one), and
+// reports whether there is (false: ctx ended).
+func waitLinked(ctx context.Context, hubLink func() string) bool {
 	t := time.NewTicker(linkPoll)
 	defer t.Stop()
-	for d.opts.HubLink() == "" {
+	for hubLink() == "" {
 		select {
 		case <-ctx.Done():
 			return false
@@ -415,9 +415,10 @@ func (d *Downloader) checkConsumer(ctx context.Context, cons jetstream.Consumer,
 	return fmt.Errorf("downloader: the hub consumer delivered up to hub sequence %d and only %d arrived; making it again", info.Delivered.Stream, handled)
 }
 
-// carryRate is the slowest link, in bytes a second, that the downloader
-// waits for: a message delivered over a link that has not changed is taken
-// for lost once the link could have carried it at this rate.
+// carryRate is the slowest link, in bytes a second, waited for on a
+// watched link that has not changed: a message the hub delivered is taken
+// for lost once the link could have carried it at this rate, and a request
+// to the hub (a batch) is given as long as the link takes to carry it.
 const carryRate = 2 << 10
 
 // carryTime is how long owed messages take at carryRate: each at most a

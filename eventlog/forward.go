@@ -36,7 +36,8 @@ type Forwarder struct {
 	up        map[string]upPos // hub subject → position
 	forwarded atomic.Int64
 	link      *Link
-	noBatch   bool // the hub took no batch last time one was sent
+	noBatch   bool          // the hub took no batch last time one was sent
+	hubLink   func() string // nil: the link is not watched (WatchLink)
 }
 
 type upPos struct {
@@ -63,6 +64,21 @@ func NewForwarder(local *Local, nc *nats.Conn, hubDomain string, state jetstream
 		up:   make(map[string]upPos),
 		link: NewLink(logger, "forwarding to the hub"),
 	}, nil
+}
+
+// WatchLink makes the forwarder watch the leaf link to the hub through
+// hubLink (embedded.Server.HubLink: "" while down, a new name once made
+// again). A request to the hub waits for its reply behind whatever the
+// uplink carries; while the link stays, it is on its way, so a batch is
+// given as long as the link takes to carry it at carryRate, and when the
+// link changes every request in flight is given up on at once: its reply,
+// if any, was lost with the link. Without a watched link a batch is given
+// the time of a one-megabit link (slowLink), and on a slower one it was
+// given up on, its position asked for behind it, and sometimes sent again.
+// Call it before Run.
+func (f *Forwarder) WatchLink(hubLink func() string) {
+	f.hubLink = hubLink
+	f.pub.carry = carryRate
 }
 
 // Encrypt makes the forwarder seal every line with c before it leaves for
@@ -210,6 +226,17 @@ func (f *Forwarder) session(ctx context.Context) error {
 		}
 	}()
 	progress := newBacklog(f.logger, "forwarding a backlog to the hub")
+	// What goes to the hub is given up on when the link changes; the
+	// local consumer and the position are not.
+	hctx := ctx
+	if f.hubLink != nil {
+		if !waitLinked(ctx, f.hubLink) {
+			return ctx.Err()
+		}
+		var stop func()
+		hctx, stop = watchLink(ctx, f.hubLink)
+		defer stop()
+	}
 	for {
 		// Block for the first message, then take what is already there;
 		// while a position waits to be written, wait no longer than that.
@@ -232,7 +259,10 @@ func (f *Forwarder) session(ctx context.Context) error {
 			continue // only messages handed over already
 		}
 		handled = last
-		if err := f.forward(ctx, window); err != nil {
+		if err := f.forward(hctx, window); err != nil {
+			if c := context.Cause(hctx); hctx.Err() != nil && ctx.Err() == nil {
+				return fmt.Errorf("forwarder: %w", c)
+			}
 			return err
 		}
 		n := 0
@@ -405,4 +435,44 @@ func (f *Forwarder) hubPosition(ctx context.Context, subj string) (upPos, error)
 	}
 	src, _ := strconv.ParseUint(m.Header.Get(HdrSrcSeq), 10, 64)
 	return upPos{hubSeq: seq, srcSeq: src}, nil
+}
+
+// What was sent to the hub over a link that is gone is given up on with
+// these causes.
+var (
+	errLinkDown    = errors.New("the hub link went down; what was sent over it is given up on")
+	errLinkChanged = errors.New("the hub link was made again; what was sent over the old one is given up on")
+)
+
+// watchLink returns a context that ends when the link named by hubLink
+// changes or goes down from what it is now (its cause errLinkChanged or
+// errLinkDown), looking once every linkPoll; stop ends the watch and waits
+// for it.
+func watchLink(ctx context.Context, hubLink func() string) (wctx context.Context, stop func()) {
+	at := hubLink()
+	wctx, cancel := context.WithCancelCause(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(linkPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+			}
+			switch now := hubLink(); {
+			case now == "":
+				cancel(errLinkDown)
+				return
+			case now != at:
+				cancel(errLinkChanged)
+				return
+			}
+		}
+	})
+	return wctx, func() {
+		cancel(nil)
+		wg.Wait()
+	}
 }

@@ -40,7 +40,9 @@ const MaxBatchBytes = 8 << 20
 // top of the publisher's timeout, which is for a server that does not
 // answer: 8 MiB at 128 KiB/s (one megabit a second) is 64 s more. With
 // the timeout alone, a batch the uplink needed longer for than that to
-// carry failed every time it was sent (TestForwardOverSlowLink).
+// carry failed every time it was sent (TestForwardOverSlowLink). A
+// publisher whose link is watched allows for a slower one (carryRate,
+// Forwarder.WatchLink).
 const slowLink = 128 << 10 // bytes a second
 
 // smallGroup is the most lines published one by one. An atomic batch costs a
@@ -71,6 +73,7 @@ type Publisher struct {
 	nc       *nats.Conn
 	js       jetstream.JetStream
 	timeout  time.Duration
+	carry    int      // the slowest link allowed for, bytes a second
 	writable Writable // nil: always try
 	suspect  func()   // nil: nobody to tell (SetSuspect)
 	stored   hints    // the local log's: what a single publish stored (Local.Stored)
@@ -81,7 +84,7 @@ func NewPublisher(nc *nats.Conn, js jetstream.JetStream, timeout time.Duration) 
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	return &Publisher{nc: nc, js: js, timeout: timeout}
+	return &Publisher{nc: nc, js: js, timeout: timeout, carry: slowLink}
 }
 
 // SetWritable makes the local log's publisher consult w (see Writable).
@@ -114,7 +117,7 @@ func suspectStore(suspect func(), ctx context.Context, err error) error {
 // Writable, by the store staying writable. It fails at once, with
 // ErrStoreUnavailable, when the store is known not to take writes.
 func (p *Publisher) request(ctx context.Context, size int) (context.Context, context.CancelFunc, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.timeout+time.Duration(size)*time.Second/slowLink)
+	ctx, cancel := context.WithTimeout(ctx, p.timeout+time.Duration(size)*time.Second/time.Duration(p.carry))
 	if p.writable == nil {
 		return ctx, cancel, nil
 	}

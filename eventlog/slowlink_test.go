@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // slowProxy forwards TCP connections to target, carrying what the client
@@ -204,4 +206,62 @@ func imageLine(id string, srcSeq int64, size int) eventlog.Line {
 	rand.Read(img)
 	raw := fmt.Sprintf(`{"type":"message","id":%q,"image":%q}`, id, base64.StdEncoding.EncodeToString(img))
 	return eventlog.NewLine([]byte(raw), id, "", "message", "f.jsonl", srcSeq)
+}
+
+// TestForwarderOverSlowUplink: a session of two images (600 KB, 19 s of
+// an uplink of 32 KiB/s) is forwarded at the first attempt by a forwarder
+// that watches the link. Without the watch it gives a batch the time of a
+// one-megabit link (15 s here), gave up on it, asked the hub for its
+// position behind the batch still on the link and failed again, and now
+// and then sent the batch a second time.
+func TestForwarderOverSlowUplink(t *testing.T) {
+	if testing.Short() {
+		t.Skip("carries 600 KB over a link of 32 KiB/s")
+	}
+	hubJS, ws, _ := hubAndLeafThrough(t, func(leaf string) string { return slowProxy(t, leaf, 32<<10, 0) })
+	nc, err := ws.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	ctx := context.Background()
+	local, err := eventlog.OpenLocal(ctx, nc, "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := local.Publish(ctx, "s1", 0, []eventlog.Line{imageLine("img0", 0, 225<<10), imageLine("img1", 1, 225<<10)}); err != nil {
+		t.Fatal(err)
+	}
+	state, err := eventlog.OpenState(ctx, local.JetStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs testenv.LogBuffer
+	f, err := eventlog.NewForwarder(local, nc, embedded.HubDomain, state, logs.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WatchLink(ws.HubLink)
+	fctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- f.Run(fctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	hub, err := hubJS.Stream(ctx, eventlog.HubStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 90*time.Second, func() (bool, string) {
+		info, err := hub.Info(ctx)
+		return err == nil && info.State.Msgs == 4, fmt.Sprintf("PI_HUB: %v, %+v", err, info)
+	})
+	t.Logf("two image lines (4 chunks) on the hub after %s", time.Since(start).Round(100*time.Millisecond))
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("the forwarder failed on the way:\n%s", logs.String())
+	}
 }

@@ -177,6 +177,7 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	d.fwd.WatchLink(d.srv.HubLink)
 	if d.cfg.Encrypt != "off" {
 		d.fwd.Encrypt(d.crypt)
 	}
