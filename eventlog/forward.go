@@ -370,7 +370,7 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line) error
 		}
 		hubSeq, n, err := f.pub.Publish(ctx, up, pos.hubSeq, out)
 		batched := needsBatch(out)
-		if err != nil && IsBatchRefused(err) {
+		if err != nil && isBatchRefused(err) {
 			batched = false
 			// The hub took no batch. PI_HUB has a fixed number of open
 			// batches for every node together, and any node can hold
@@ -382,11 +382,11 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line) error
 			if !f.noBatch {
 				f.noBatch = true
 				f.logger.Warn("forwarder: the hub takes no batch; lines go one by one, and a line of several chunks waits",
-					"err", err, "hint", "the hub's open batches are shared by every node, and one can hold them all (docs/SECURITY.md)")
+					"err", err, "hint", "the hub refuses a batch while PI_HUB has as many open as nats-server allows, which one node can hold (docs/SECURITY.md), and drops one whose messages come too slowly")
 			}
 			refused := err
 			var m int
-			hubSeq, m, err = f.pub.PublishSingly(ctx, up, hubSeq, out[n:])
+			hubSeq, m, err = f.pub.publishSingly(ctx, up, hubSeq, out[n:])
 			if n += m; err == nil && n < len(out) {
 				err = fmt.Errorf("%w: a line of %d chunks waits (%v)", errNoBatch, out[n].Chunks(), refused)
 			}

@@ -154,7 +154,7 @@ func cause(ctx context.Context, err error) error {
 // that count are durable and the rest are not.
 func (p *Publisher) Publish(ctx context.Context, subj string, last uint64, lines []Line) (uint64, int, error) {
 	if !needsBatch(lines) {
-		return p.PublishSingly(ctx, subj, last, lines)
+		return p.publishSingly(ctx, subj, last, lines)
 	}
 	done := 0
 	for done < len(lines) {
@@ -194,11 +194,11 @@ func needsBatch(lines []Line) bool {
 	return false
 }
 
-// PublishSingly stores lines on subj as Publish does, but each with a
+// publishSingly stores lines on subj as Publish does, but each with a
 // publish of its own, never as a batch; it stops before the first line of
 // several chunks, which only a batch stores all or nothing. It returns the
 // subject's new last sequence and how many lines were stored.
-func (p *Publisher) PublishSingly(ctx context.Context, subj string, last uint64, lines []Line) (uint64, int, error) {
+func (p *Publisher) publishSingly(ctx context.Context, subj string, last uint64, lines []Line) (uint64, int, error) {
 	for i := range lines {
 		if lines[i].Chunks() > 1 {
 			return last, i, nil
@@ -212,11 +212,11 @@ func (p *Publisher) PublishSingly(ctx context.Context, subj string, last uint64,
 	return last, len(lines), nil
 }
 
-// IsBatchRefused reports whether err says the server took no part of an
+// isBatchRefused reports whether err says the server took no part of an
 // atomic batch: it was abandoned as incomplete (a message of it never came
 // in time) or refused because the stream had as many batches open as it
 // allows. Nothing of the batch was stored.
-func IsBatchRefused(err error) bool {
+func isBatchRefused(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) &&
 		(apiErr.ErrorCode == jsErrCodeBatchIncomplete || apiErr.ErrorCode == jsErrCodeBatchTooManyInflight)
