@@ -31,13 +31,14 @@ type Forwarder struct {
 	state  jetstream.KeyValue
 	logger *slog.Logger
 
-	crypt     *Crypt // nil: lines go to the hub as they are
-	hubStream jetstream.Stream
-	up        map[string]upPos // hub subject → position
-	forwarded atomic.Int64
-	link      *Link
-	noBatch   bool          // the hub took no batch last time one was sent
-	hubLink   func() string // nil: the link is not watched (WatchLink)
+	crypt      *Crypt // nil: lines go to the hub as they are
+	hubStream  jetstream.Stream
+	up         map[string]upPos // hub subject → position
+	forwarded  atomic.Int64
+	link       *Link
+	noBatch    bool          // the hub took no batch last time one was sent
+	batchAgain time.Time     // when to send a batch again after that
+	hubLink    func() string // nil: the link is not watched (WatchLink)
 }
 
 type upPos struct {
@@ -368,10 +369,18 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line) error
 				}
 			}
 		}
-		hubSeq, n, err := f.pub.Publish(ctx, up, pos.hubSeq, out)
+		var hubSeq uint64
+		var n int
 		batched := needsBatch(out)
-		if err != nil && isBatchRefused(err) {
-			batched = false
+		if f.noBatch && batched && time.Now().Before(f.batchAgain) {
+			// The hub refused the last batch a moment ago: do not
+			// send another (an image's bytes, every retry) until it
+			// is time to try again.
+			err = errNoBatchYet
+		} else {
+			hubSeq, n, err = f.pub.Publish(ctx, up, pos.hubSeq, out)
+		}
+		if errors.Is(err, errNoBatchYet) || err != nil && isBatchRefused(err) {
 			// The hub took no batch. PI_HUB has a fixed number of open
 			// batches for every node together, and any node can hold
 			// them all open with a message each, never finished; a
@@ -379,6 +388,10 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line) error
 			// no batch: they go one by one (a request each), and only
 			// a line of several chunks waits for the hub to take
 			// batches again.
+			batched = false
+			if !errors.Is(err, errNoBatchYet) {
+				f.batchAgain = time.Now().Add(batchRetry)
+			}
 			if !f.noBatch {
 				f.noBatch = true
 				f.logger.Warn("forwarder: the hub takes no batch; lines go one by one, and a line of several chunks waits",
@@ -386,6 +399,9 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line) error
 			}
 			refused := err
 			var m int
+			if n == 0 {
+				hubSeq = pos.hubSeq
+			}
 			hubSeq, m, err = f.pub.publishSingly(ctx, up, hubSeq, out[n:])
 			if n += m; err == nil && n < len(out) {
 				err = fmt.Errorf("%w: a line of %d chunks waits (%v)", errNoBatch, out[n].Chunks(), refused)
@@ -415,6 +431,15 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line) error
 // errNoBatch ends a session's forwarding for now at a line that needs a
 // batch, which the hub does not take.
 var errNoBatch = errors.New("the hub takes no batch")
+
+// errNoBatchYet stands for the hub's refusal while batchRetry has not
+// passed since the last.
+var errNoBatchYet = errors.New("the hub refused the last batch")
+
+// batchRetry is how long after a batch the hub refused the forwarder sends
+// the next: the hub keeps an unfinished batch open for its batch timeout
+// (a minute), so one that holds them all lapses within that.
+const batchRetry = 15 * time.Second
 
 // hubPosition reads the last message of a hub subject.
 func (f *Forwarder) hubPosition(ctx context.Context, subj string) (upPos, error) {
