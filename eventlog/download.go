@@ -134,9 +134,6 @@ const stallAfter = 2 * hubHeartbeat
 // most its messages take of memory here.
 const hubPullBytes = 8 << 20
 
-// linkPoll is how often a waiting downloader looks at the hub link.
-const linkPoll = time.Second
-
 // errRelinked ends a copy whose hub link was made again since it started.
 var errRelinked = errors.New("downloader: the hub link was made again; pulling afresh")
 
@@ -363,21 +360,6 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 	}
 }
 
-// waitLinked waits until there is a hub link (hubLink names one), and
-// reports whether there is (false: ctx ended).
-func waitLinked(ctx context.Context, hubLink func() string) bool {
-	t := time.NewTicker(linkPoll)
-	defer t.Stop()
-	for hubLink() == "" {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-		}
-	}
-	return true
-}
-
 // checkConsumer asks the hub how far the consumer has delivered, after
 // each stallAfter of silence (silent so far); handled is the hub sequence
 // of the last message that arrived. A message the hub gave to a pull other
@@ -414,12 +396,6 @@ func (d *Downloader) checkConsumer(ctx context.Context, cons jetstream.Consumer,
 	}
 	return fmt.Errorf("downloader: the hub consumer delivered up to hub sequence %d and only %d arrived; making it again", info.Delivered.Stream, handled)
 }
-
-// carryRate is the slowest link, in bytes a second, waited for on a
-// watched link that has not changed: a message the hub delivered is taken
-// for lost once the link could have carried it at this rate, and a request
-// to the hub (a batch) is given as long as the link takes to carry it.
-const carryRate = 2 << 10
 
 // carryTime is how long owed messages take at carryRate: each at most a
 // chunk and its headers, and together at most what a pull asks for.
