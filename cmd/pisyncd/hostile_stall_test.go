@@ -85,7 +85,8 @@ func TestHostileStallMany(t *testing.T) {
 // forwarder that sent a session of more than a few lines only as a batch
 // stalled for as long (61 s for a session of 40 lines). Proves that
 // sessions of plain lines reach the other workstation within the bound,
-// both ways, while the hub still refuses batches.
+// both ways, while the hub still refuses batches, also behind an image
+// that waits for a batch; and that the image goes once eve's batches lapse.
 func TestHostileStallOpenBatches(t *testing.T) {
 	e := startHostile(t, nil)
 	const eveSID = "0199e5e4-0000-7000-8000-000000000001"
