@@ -106,8 +106,8 @@ func TestHostileStallOpenBatches(t *testing.T) {
 		t.Fatalf("bob has %d lines of the image's session while the hub takes no batch", n)
 	}
 	// Still under attack: a batch of eve's own is refused too.
-	if err := e.eve.Batch(context.Background(), eveSID, "eve-probe"); err == nil {
-		t.Fatal("the hub took a batch while eve held every open batch: the attack was not in effect")
+	if err := e.eve.Batch(context.Background(), eveSID, "eve-probe"); err == nil || !strings.Contains(err.Error(), "too many inflight") {
+		t.Fatalf("eve's own batch while she held every open batch: %v, want the hub's refusal (too many inflight): the attack was not in effect", err)
 	} else {
 		t.Logf("the hub still refuses batches: %v", err)
 	}
