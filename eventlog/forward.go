@@ -369,48 +369,7 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line) error
 				}
 			}
 		}
-		var hubSeq uint64
-		var n int
-		batched := needsBatch(out)
-		if f.noBatch && batched && time.Now().Before(f.batchAgain) {
-			// The hub refused the last batch a moment ago: do not
-			// send another (an image's bytes, every retry) until it
-			// is time to try again.
-			err = errNoBatchYet
-		} else {
-			hubSeq, n, err = f.pub.Publish(ctx, up, pos.hubSeq, out)
-		}
-		if errors.Is(err, errNoBatchYet) || err != nil && isBatchRefused(err) {
-			// The hub took no batch. PI_HUB has a fixed number of open
-			// batches for every node together, and any node can hold
-			// them all open with a message each, never finished; a
-			// slow link can outlast one too. Lines of one message need
-			// no batch: they go one by one (a request each), and only
-			// a line of several chunks waits for the hub to take
-			// batches again.
-			batched = false
-			if !errors.Is(err, errNoBatchYet) {
-				f.batchAgain = time.Now().Add(batchRetry)
-			}
-			if !f.noBatch {
-				f.noBatch = true
-				f.logger.Warn("forwarder: the hub takes no batch; lines go one by one, and a line of several chunks waits",
-					"err", err, "hint", "the hub refuses a batch while PI_HUB has as many open as nats-server allows, which one node can hold (docs/SECURITY.md), and drops one whose messages come too slowly")
-			}
-			refused := err
-			var m int
-			if n == 0 {
-				hubSeq = pos.hubSeq
-			}
-			hubSeq, m, err = f.pub.publishSingly(ctx, up, hubSeq, out[n:])
-			if n += m; err == nil && n < len(out) {
-				err = fmt.Errorf("%w: a line of %d chunks waits (%v)", errNoBatch, out[n].Chunks(), refused)
-			}
-		}
-		if err == nil && batched && f.noBatch {
-			f.noBatch = false
-			f.logger.Info("forwarder: the hub takes batches again")
-		}
+		hubSeq, n, err := f.publish(ctx, up, pos.hubSeq, out)
 		if n > 0 {
 			f.up[up] = upPos{hubSeq: hubSeq, srcSeq: lines[i+n-1].SrcSeq}
 			f.forwarded.Add(int64(n))
@@ -428,13 +387,49 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line) error
 	return waiting
 }
 
+// publish stores out on the hub subject up after its sequence last, as
+// Publisher.Publish does, and returns the same. When the hub takes no batch
+// (PI_HUB has a fixed number of open batches for every node together, and
+// any node can hold them all open with a message each, never finished; a
+// slow link can outlast one too), lines of one message go one by one (a
+// request each), which needs no batch, and a line of several chunks waits
+// (errNoBatch); the next batch is sent batchRetry later, not at every
+// retry, which sent an image's bytes again each time.
+func (f *Forwarder) publish(ctx context.Context, up string, last uint64, out []Line) (uint64, int, error) {
+	if f.noBatch && needsBatch(out) && time.Now().Before(f.batchAgain) {
+		return f.publishWithoutBatch(ctx, up, last, out, 0, errors.New("the hub refused the last batch"))
+	}
+	seq, n, err := f.pub.Publish(ctx, up, last, out)
+	switch {
+	case err != nil && isBatchRefused(err):
+		f.batchAgain = time.Now().Add(batchRetry)
+		if !f.noBatch {
+			f.noBatch = true
+			f.logger.Warn("forwarder: the hub takes no batch; lines go one by one, and a line of several chunks waits",
+				"err", err, "hint", "the hub refuses a batch while PI_HUB has as many open as nats-server allows, which one node can hold (docs/SECURITY.md), and drops one whose messages come too slowly")
+		}
+		return f.publishWithoutBatch(ctx, up, seq, out, n, err)
+	case err == nil && f.noBatch && needsBatch(out):
+		f.noBatch = false
+		f.logger.Info("forwarder: the hub takes batches again")
+	}
+	return seq, n, err
+}
+
+// publishWithoutBatch publishes out[done:] one by one after last, up to a
+// line of several chunks, which waits because the hub refused a batch
+// (refused says how); it returns as publish does.
+func (f *Forwarder) publishWithoutBatch(ctx context.Context, up string, last uint64, out []Line, done int, refused error) (uint64, int, error) {
+	seq, n, err := f.pub.publishSingly(ctx, up, last, out[done:])
+	if n += done; err == nil && n < len(out) {
+		err = fmt.Errorf("%w: a line of %d chunks waits (%v)", errNoBatch, out[n].Chunks(), refused)
+	}
+	return seq, n, err
+}
+
 // errNoBatch ends a session's forwarding for now at a line that needs a
 // batch, which the hub does not take.
 var errNoBatch = errors.New("the hub takes no batch")
-
-// errNoBatchYet stands for the hub's refusal while batchRetry has not
-// passed since the last.
-var errNoBatchYet = errors.New("the hub refused the last batch")
 
 // batchRetry is how long after a batch the hub refused the forwarder sends
 // the next: the hub keeps an unfinished batch open for its batch timeout
