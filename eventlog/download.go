@@ -391,17 +391,16 @@ func (d *Downloader) checkConsumer(ctx context.Context, cons jetstream.Consumer,
 	if info.Delivered.Stream <= handled {
 		return nil
 	}
-	if owed := info.Delivered.Stream - handled; d.watched && silent < stallAfter+carryTime(owed) {
+	if owed := info.Delivered.Stream - handled; d.watched && silent < stallAfter+owedTime(owed) {
 		return nil
 	}
 	return fmt.Errorf("downloader: the hub consumer delivered up to hub sequence %d and only %d arrived; making it again", info.Delivered.Stream, handled)
 }
 
-// carryTime is how long owed messages take at carryRate: each at most a
+// owedTime is how long owed messages take at carryRate: each at most a
 // chunk and its headers, and together at most what a pull asks for.
-func carryTime(owed uint64) time.Duration {
-	bytes := min(owed, hubPullBytes/MaxChunk+1) * (MaxChunk + 4<<10)
-	return time.Duration(bytes) * time.Second / carryRate
+func owedTime(owed uint64) time.Duration {
+	return carryTime(int(min(owed, hubPullBytes/MaxChunk+1))*(MaxChunk+4<<10), carryRate)
 }
 
 // keyMessage reads the first message of the hub's PI_KEYS at or after

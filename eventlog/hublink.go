@@ -22,6 +22,12 @@ const linkPoll = time.Second
 // to the hub (a batch) is given as long as the link takes to carry it.
 const carryRate = 2 << 10
 
+// carryTime is how long a link of rate bytes a second takes to carry n
+// bytes.
+func carryTime(n, rate int) time.Duration {
+	return time.Duration(n) * time.Second / time.Duration(rate)
+}
+
 // waitLinked waits until there is a hub link (hubLink names one), and
 // reports whether there is (false: ctx ended).
 func waitLinked(ctx context.Context, hubLink func() string) bool {

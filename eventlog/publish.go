@@ -117,7 +117,7 @@ func suspectStore(suspect func(), ctx context.Context, err error) error {
 // Writable, by the store staying writable. It fails at once, with
 // ErrStoreUnavailable, when the store is known not to take writes.
 func (p *Publisher) request(ctx context.Context, size int) (context.Context, context.CancelFunc, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.timeout+time.Duration(size)*time.Second/time.Duration(p.carry))
+	ctx, cancel := context.WithTimeout(ctx, p.timeout+carryTime(size, p.carry))
 	if p.writable == nil {
 		return ctx, cancel, nil
 	}
