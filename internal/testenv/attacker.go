@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"sync"
@@ -121,39 +120,30 @@ func (a *Attacker) Line(tb testing.TB, sidToken, id, parent, typ string, raw []b
 // and never finishes it: the hub keeps it open until its batch timeout.
 func (a *Attacker) OpenBatch(tb testing.TB, sidToken, batchID string) {
 	tb.Helper()
+	if err := a.nc.PublishMsg(a.batchStart(sidToken, batchID)); err != nil {
+		tb.Fatalf("attacker %s: open batch: %v", a.Node, err)
+	}
+}
+
+// batchStart is the first message of an atomic batch on the attacker's
+// subject of sidToken.
+func (a *Attacker) batchStart(sidToken, batchID string) *nats.Msg {
 	m := nats.NewMsg(a.Subject(sidToken))
 	m.Data = []byte("{}")
 	m.Header.Set("Nats-Batch-Id", batchID)
 	m.Header.Set("Nats-Batch-Sequence", "1")
-	if err := a.nc.PublishMsg(m); err != nil {
-		tb.Fatalf("attacker %s: open batch: %v", a.Node, err)
-	}
+	return m
 }
 
 // Batch stores one message on the attacker's subject of sidToken as an
 // atomic batch of its own, and returns the hub's answer to the commit.
 func (a *Attacker) Batch(ctx context.Context, sidToken, batchID string) error {
-	m := nats.NewMsg(a.Subject(sidToken))
-	m.Data = []byte("{}")
-	m.Header.Set("Nats-Batch-Id", batchID)
-	m.Header.Set("Nats-Batch-Sequence", "1")
+	m := a.batchStart(sidToken, batchID)
 	m.Header.Set("Nats-Batch-Commit", "1")
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	resp, err := a.nc.RequestMsgWithContext(ctx, m)
-	if err != nil {
+	if _, err := a.js.PublishMsg(ctx, m); err != nil {
 		return fmt.Errorf("attacker %s: batch: %w", a.Node, err)
-	}
-	var ack struct {
-		Error *struct {
-			Description string `json:"description"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal(resp.Data, &ack); err != nil {
-		return fmt.Errorf("attacker %s: batch: reply %q: %w", a.Node, resp.Data, err)
-	}
-	if ack.Error != nil {
-		return fmt.Errorf("attacker %s: batch: %s", a.Node, ack.Error.Description)
 	}
 	return nil
 }
