@@ -255,7 +255,21 @@ func apiAnsweredOnce(t *testing.T, s *Server, nc *nats.Conn) {
 func TestRestartServer(t *testing.T) {
 	cfg := listenConfig(t)
 	s := startServer(t, cfg) // closed below too: Close returns its first result again
-	nc := connect(t, s)
+	// A publish written before the client has seen its old server go is
+	// lost with that connection (nats.go drops what it could not flush),
+	// and a JetStream publish then waits for its reply to the deadline:
+	// the client's callers retry, this test waits for the reconnect.
+	reconnected := make(chan struct{}, 1)
+	nc, err := s.Connect(nats.ReconnectHandler(func(*nats.Conn) {
+		select {
+		case reconnected <- struct{}{}:
+		default:
+		}
+	}))
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	t.Cleanup(nc.Close)
 	js, _ := jetstream.New(nc)
 	createStream(t, js, "R")
 	url := s.ClientURL()
@@ -269,6 +283,11 @@ func TestRestartServer(t *testing.T) {
 	}
 	if got := "nats://" + s.NATS().Addr().String(); got != url || s.ClientURL() != url {
 		t.Errorf("listener after restart at %s (ClientURL %s), want %s", got, s.ClientURL(), url)
+	}
+	select {
+	case <-reconnected:
+	case <-testCtx(t).Done():
+		t.Fatal("the client did not reconnect to the new server")
 	}
 	if _, err := js.Publish(testCtx(t), "R.1", []byte("x")); err != nil {
 		t.Fatalf("publish after the restart: %v", err)
