@@ -1,11 +1,11 @@
 package eventlog
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -200,26 +200,6 @@ func (f *Forwarder) session(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{LocalPrefix + "." + f.local.Node + ".>"}}
-	if pos > 0 {
-		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-		cfg.OptStartSeq = pos + 1
-	}
-	cons, err := f.local.js.OrderedConsumer(ctx, LocalStream, cfg)
-	if err != nil {
-		return fmt.Errorf("forwarder: consumer: %w", err)
-	}
-	p, err := NewPump(cons, 1024, 8<<20)
-	if err != nil {
-		return fmt.Errorf("forwarder: %w", err)
-	}
-	defer p.Stop()
-
-	asm := NewAssemblers(false)
-	// Hints from before this run may name messages an erase removed
-	// since; from here on, one is taken only right after the last handled.
-	DrainHints(f.local.Stored())
-	handled := pos
 	saver := NewPosition(f.state, forwarderKey, pos)
 	defer func() {
 		if err := saver.SaveOnStop(ctx); err != nil {
@@ -239,32 +219,88 @@ func (f *Forwarder) session(ctx context.Context) error {
 		defer stop()
 	}
 	for {
+		if pos, err = f.pass(ctx, hctx, pos, saver, progress); err != nil {
+			if c := context.Cause(hctx); hctx.Err() != nil && ctx.Err() == nil {
+				return fmt.Errorf("forwarder: %w", c)
+			}
+			return err
+		}
+	}
+}
+
+// pass reads PI_LOCAL after sequence from and forwards it, until an error,
+// or until lines it held may go: then it returns where to read again.
+//
+// A session whose line needs a batch the hub refuses (errNoBatch) is held:
+// the pass skips its lines from there on and the other sessions go on,
+// beyond the window, while the position it saves stays before the held
+// line (holdAt). Once the hub may take a batch again (batchAgain), the
+// next pass reads again from holdAt; what the hub already holds is
+// skipped there by its position, not sent twice.
+func (f *Forwarder) pass(ctx, hctx context.Context, from uint64, saver *Position, progress *backlog) (uint64, error) {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{LocalPrefix + "." + f.local.Node + ".>"}}
+	if from > 0 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = from + 1
+	}
+	cons, err := f.local.js.OrderedConsumer(ctx, LocalStream, cfg)
+	if err != nil {
+		return 0, fmt.Errorf("forwarder: consumer: %w", err)
+	}
+	p, err := NewPump(cons, 1024, 8<<20)
+	if err != nil {
+		return 0, fmt.Errorf("forwarder: %w", err)
+	}
+	defer p.Stop()
+
+	asm := NewAssemblers(false)
+	// Hints from before this pass may name messages an erase removed
+	// since; from here on, one is taken only right after the last handled.
+	DrainHints(f.local.Stored())
+	handled, done := from, from
+	held := map[string]bool{} // hub subjects whose lines wait
+	var holdAt uint64         // read again from here once they may go
+	for {
+		if len(held) > 0 && !time.Now().Before(f.batchAgain) {
+			return holdAt, nil
+		}
 		// Block for the first message, then take what is already there;
-		// while a position waits to be written, wait no longer than that.
-		rctx, cancel := ctx, context.CancelFunc(func() {})
+		// while a position waits to be written, or held lines to be
+		// tried again, wait no longer than that.
+		var wait []time.Duration
 		if due, ok := saver.Due(time.Now()); ok {
-			rctx, cancel = context.WithTimeout(ctx, due)
+			wait = append(wait, due)
+		}
+		if len(held) > 0 {
+			wait = append(wait, time.Until(f.batchAgain))
+		}
+		rctx, cancel := ctx, context.CancelFunc(func() {})
+		if len(wait) > 0 {
+			rctx, cancel = context.WithTimeout(ctx, slices.Min(wait))
 		}
 		window, last, pending, err := f.read(rctx, p, asm, handled)
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			if err := saver.Save(ctx); err != nil {
-				return fmt.Errorf("forwarder: %w", err)
+				return 0, fmt.Errorf("forwarder: %w", err)
 			}
 			continue
 		}
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if last == handled {
 			continue // only messages handed over already
 		}
 		handled = last
-		if err := f.forward(hctx, window); err != nil {
-			if c := context.Cause(hctx); hctx.Err() != nil && ctx.Err() == nil {
-				return fmt.Errorf("forwarder: %w", c)
-			}
-			return err
+		wasHeld := len(held) > 0
+		if err := f.forward(hctx, window, held); err != nil {
+			return 0, err
+		}
+		if !wasHeld && len(held) > 0 {
+			// Everything up to done was on the hub before this window;
+			// the held line is in it or after it.
+			holdAt = done
 		}
 		n := 0
 		for _, lines := range window {
@@ -272,13 +308,17 @@ func (f *Forwarder) session(ctx context.Context) error {
 		}
 		progress.update(n, pending, time.Now())
 		// Everything up to last is on the hub, except split lines whose
-		// chunks have not all arrived: start again before those.
-		done := last
+		// chunks have not all arrived and held lines: start again before
+		// those.
+		done = last
 		if s := asm.PendingStart(); s > 0 {
 			done = min(done, s-1)
 		}
+		if len(held) > 0 {
+			done = min(done, holdAt)
+		}
 		if err := saver.Note(ctx, done); err != nil {
-			return fmt.Errorf("forwarder: %w", err)
+			return 0, fmt.Errorf("forwarder: %w", err)
 		}
 		f.link.Up()
 	}
@@ -332,9 +372,9 @@ func (f *Forwarder) read(ctx context.Context, p *Pump, asm *Assemblers, handled 
 }
 
 // forward publishes each session's lines to its hub subject after what the
-// hub already holds.
-func (f *Forwarder) forward(ctx context.Context, window map[string][]Line) error {
-	var waiting error
+// hub already holds. A session in held is skipped; one whose line needs a
+// batch the hub refuses is added to held after its lines before that line.
+func (f *Forwarder) forward(ctx context.Context, window map[string][]Line, held map[string]bool) error {
 	for subj, lines := range window {
 		_, sid, err := ParseSubject(subj)
 		if err != nil {
@@ -345,6 +385,9 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line) error
 			if up, sealing, err = f.crypt.subject(sid); err != nil {
 				return fmt.Errorf("forwarder: %w", err)
 			}
+		}
+		if held[up] {
+			continue
 		}
 		pos, ok := f.up[up]
 		if !ok {
@@ -374,17 +417,17 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line) error
 			f.up[up] = upPos{hubSeq: hubSeq, srcSeq: lines[i+n-1].SrcSeq}
 			f.forwarded.Add(int64(n))
 		}
-		if err != nil {
-			delete(f.up, up) // re-read the hub's position next time
-			err = fmt.Errorf("forwarder: %s: %w", up, err)
-			if !errors.Is(err, errNoBatch) {
-				return err
-			}
+		switch {
+		case errors.Is(err, errNoBatch):
 			// The other sessions need not wait for this one.
-			waiting = cmp.Or(waiting, err)
+			held[up] = true
+			f.logger.Debug("forwarder: a session's lines wait for the hub to take a batch", "subject", up, "err", err)
+		case err != nil:
+			delete(f.up, up) // re-read the hub's position next time
+			return fmt.Errorf("forwarder: %s: %w", up, err)
 		}
 	}
-	return waiting
+	return nil
 }
 
 // publish stores out on the hub subject up after its sequence last, as

@@ -1,0 +1,105 @@
+package eventlog_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/testenv"
+)
+
+// TestForwarderHoldsALineWaitingForABatch: while another node holds every
+// atomic batch PI_HUB may have open (nats-server's limit, for all nodes
+// together), a session whose line needs a batch (an image) is held, and the
+// forwarder reads on past it: a session of more lines than its window
+// (1,000 messages), written after the image, reaches the hub in full, the
+// image does not, and forwarding is never reported paused. Before, the
+// forwarder read the window holding the image again and again, and the
+// lines beyond it waited with the image.
+func TestForwarderHoldsALineWaitingForABatch(t *testing.T) {
+	hubJS, ws, _ := hubAndLeafThrough(t, func(leaf string) string { return leaf })
+	ctx := context.Background()
+	// Another node's batches: a first message each, never committed.
+	for i := range 60 {
+		m := nats.NewMsg(eventlog.UpSubject("eve", "s-eve"))
+		m.Data = []byte("{}")
+		m.Header.Set("Nats-Batch-Id", fmt.Sprintf("eve-%d", i))
+		m.Header.Set("Nats-Batch-Sequence", "1")
+		if err := hubJS.Conn().PublishMsg(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := hubJS.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	nc, err := ws.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	local, err := eventlog.OpenLocal(ctx, nc, "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := local.Publish(ctx, "s1", 0, []eventlog.Line{imageLine("img0", 0, 200<<10)}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1100
+	lines := make([]eventlog.Line, n)
+	for i := range lines {
+		id := fmt.Sprintf("m%04d", i)
+		lines[i] = eventlog.NewLine(fmt.Appendf(nil, `{"type":"message","id":%q}`, id), id, "", "message", "g.jsonl", int64(i))
+	}
+	if _, _, err := local.Publish(ctx, "s2", 0, lines); err != nil {
+		t.Fatal(err)
+	}
+	state, err := eventlog.OpenState(ctx, local.JetStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs testenv.LogBuffer
+	f, err := eventlog.NewForwarder(local, nc, embedded.HubDomain, state, logs.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WatchLink(ws.HubLink)
+	fctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.Run(fctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	hub, err := hubJS.Stream(ctx, eventlog.HubStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onHub := func(sid string) uint64 {
+		subj := eventlog.UpSubject("w1", sid)
+		info, err := hub.Info(ctx, jetstream.WithSubjectFilter(subj))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Subjects[subj]
+	}
+	testenv.WaitFor(t, 60*time.Second, func() (bool, string) {
+		got := onHub("s2")
+		return got == n, fmt.Sprintf("%d of the %d lines after the image on the hub", got, n)
+	})
+	if got := onHub("s1"); got != 0 {
+		t.Fatalf("the image's session has %d messages on the hub while it held every batch: the test proves nothing", got)
+	}
+	if strings.Contains(logs.String(), "paused") {
+		t.Errorf("forwarding was reported paused for a session that waits:\n%s", logs.String())
+	}
+}
