@@ -35,6 +35,7 @@ type Forwarder struct {
 	hubStream  jetstream.Stream
 	up         map[string]upPos // hub subject → position
 	forwarded  atomic.Int64
+	waiting    atomic.Int64 // sessions held: their next line needs a batch the hub refuses
 	link       *Link
 	noBatch    bool          // the hub took no batch last time one was sent
 	batchAgain time.Time     // when to send a batch again after that
@@ -90,11 +91,15 @@ func (f *Forwarder) Encrypt(c *Crypt) { f.crypt = c }
 type ForwarderStats struct {
 	Forwarded int64 `json:"forwarded"`
 	Connected bool  `json:"hubReachable"`
+	// Waiting is how many sessions wait for the hub to take an atomic
+	// batch: each has a line of several chunks (an image) that only a
+	// batch stores, and the hub refuses batches (docs/SECURITY.md).
+	Waiting int64 `json:"sessionsWaitingForBatch"`
 }
 
 // Stats returns the counters.
 func (f *Forwarder) Stats() ForwarderStats {
-	return ForwarderStats{Forwarded: f.forwarded.Load(), Connected: f.link.Load()}
+	return ForwarderStats{Forwarded: f.forwarded.Load(), Connected: f.link.Load(), Waiting: f.waiting.Load()}
 }
 
 // Run forwards until ctx ends. Failures (the hub unreachable, a stale
@@ -297,6 +302,7 @@ func (f *Forwarder) pass(ctx, hctx context.Context, from uint64, saver *Position
 		if err := f.forward(hctx, window, held); err != nil {
 			return 0, err
 		}
+		f.waiting.Store(int64(len(held)))
 		if !wasHeld && len(held) > 0 {
 			// Everything up to done was on the hub before this window;
 			// the held line is in it or after it.

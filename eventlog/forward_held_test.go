@@ -20,7 +20,8 @@ import (
 // together), a session whose line needs a batch (an image) is held, and the
 // forwarder reads on past it: a session of more lines than its window
 // (1,000 messages), written after the image, reaches the hub in full, the
-// image does not, and forwarding is never reported paused. Before, the
+// image does not, the forwarder counts one session waiting, and forwarding
+// is never reported paused. Before, the
 // forwarder read the window holding the image again and again, and the
 // lines beyond it waited with the image.
 func TestForwarderHoldsALineWaitingForABatch(t *testing.T) {
@@ -98,6 +99,9 @@ func TestForwarderHoldsALineWaitingForABatch(t *testing.T) {
 	})
 	if got := onHub("s1"); got != 0 {
 		t.Fatalf("the image's session has %d messages on the hub while it held every batch: the test proves nothing", got)
+	}
+	if st := f.Stats(); st.Waiting != 1 {
+		t.Errorf("the forwarder's stats say %d sessions wait for a batch, want 1", st.Waiting)
 	}
 	if strings.Contains(logs.String(), "paused") {
 		t.Errorf("forwarding was reported paused for a session that waits:\n%s", logs.String())

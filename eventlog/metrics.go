@@ -11,6 +11,7 @@ func (f *Forwarder) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		metrics.Counter("hub_lines_forwarded_total", "Lines copied from PI_LOCAL to the hub's PI_HUB.", f.forwarded.Load),
 		metrics.Gauge("hub_forwarder_connected", "1 while the forwarder reaches the hub.", metrics.Bool(f.link.Load)),
+		metrics.Gauge("hub_forwarder_sessions_waiting", "Sessions whose next line (an image) waits for the hub to take an atomic batch.", f.waiting.Load),
 	}
 }
 

@@ -112,6 +112,17 @@ func TestHostileStallOpenBatches(t *testing.T) {
 	if n := len(readLines(secPath(e.bob, imgSID))); n > 1 {
 		t.Fatalf("bob has %d lines of the image's session while the hub takes no batch", n)
 	}
+	// ann says one session waits, in status and in /metrics.
+	st, err := e.ann.status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Forwarder.Waiting != 1 {
+		t.Errorf("ann's status: %d sessions waiting for a batch, want the image's 1", st.Forwarder.Waiting)
+	}
+	if got := metricValue(t, e.ann, "pisyncd_hub_forwarder_sessions_waiting"); got != 1 {
+		t.Errorf("ann's pisyncd_hub_forwarder_sessions_waiting = %v, want 1", got)
+	}
 	// Still under attack: a batch of eve's own is refused too.
 	if err := e.eve.Batch(context.Background(), eveSID, "eve-probe"); err == nil || !strings.Contains(err.Error(), "too many inflight") {
 		t.Fatalf("eve's own batch while she held every open batch: %v, want the hub's refusal (too many inflight): the attack was not in effect", err)
@@ -121,4 +132,8 @@ func TestHostileStallOpenBatches(t *testing.T) {
 	// Once eve's batches lapse (the hub's batch timeout), the image goes.
 	waitSecFile(t, e.bob, imgSID, 2, 2*time.Minute)
 	t.Logf("the image's line reached bob %v after it was written, once eve's batches lapsed", time.Since(written).Round(time.Second))
+	waitUntil(t, 10*time.Second, func() (bool, string) {
+		st, err := e.ann.status()
+		return err == nil && st.Forwarder.Waiting == 0, fmt.Sprintf("ann's status once the image went: %v, %+v", err, st.Forwarder)
+	})
 }

@@ -118,6 +118,9 @@ func statusCommand(args []string, stdout io.Writer) error {
 		// downloader.hubReachable: either direction may be down alone.
 		row("hub reachable", fmt.Sprintf("forwarder %s, downloader %s", yesNo(st.Forwarder.Connected), yesNo(st.Downloader.Connected)))
 		row("lines forwarded to the hub", st.Forwarder.Forwarded)
+		if n := st.Forwarder.Waiting; n > 0 {
+			row("sessions waiting for the hub to take a batch", fmt.Sprintf("%d (an image each; the hub refuses atomic batches: docs/SECURITY.md)", n))
+		}
 		row("lines copied from the hub", st.Downloader.Copied)
 		if e := st.Encryption; e != nil {
 			row("end-to-end encryption", encryptionNote(e))
