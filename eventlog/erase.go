@@ -247,6 +247,36 @@ func EraseHub(ctx context.Context, js jetstream.JetStream, sid string, force boo
 	return out, err
 }
 
+// EraseHubNode deletes every line a node published on the hub's PI_HUB
+// (js in one team's account), one secure delete each: how an operator
+// frees the team's share of the hub after a node of the team filled it
+// (its lines stay on the hub even where admission rejected them, and a
+// full share refuses every node's next line). The node's erase events
+// stay, as EraseHub keeps them, and so do its key messages on PI_KEYS
+// (81 bytes each, in a stream of its own). Remove the node from the hub
+// first, or it fills the share again. A PI_HUB without a message of the
+// node is no error (Found false).
+func EraseHubNode(ctx context.Context, js jetstream.JetStream, node string) (HubErased, error) {
+	if !ValidNodeID(node) {
+		return HubErased{}, fmt.Errorf("eventlog: hub erase: %q is not a node name", node)
+	}
+	s, err := js.Stream(ctx, HubStream)
+	if err != nil {
+		return HubErased{}, fmt.Errorf("eventlog: hub erase: %s: %w", HubStream, err)
+	}
+	filter := UpPrefix + "." + node + ".>"
+	var out HubErased
+	switch _, err := s.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(filter)); {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return out, nil
+	case err != nil:
+		return out, fmt.Errorf("eventlog: hub erase: find %s: %w", filter, err)
+	}
+	out.Found = true
+	out.Messages, err = Erase(ctx, s, filter, 0)
+	return out, err
+}
+
 // eraseHubKeys tombstones, on PI_KEYS, each key message of the session
 // (filter: its PI_HUB subjects) that no message left on PI_HUB names: the
 // keys of a node that has not followed the erase yet (away), which would

@@ -229,3 +229,50 @@ func TestEraseHub(t *testing.T) {
 		t.Errorf("the secret is still in %v", hits)
 	}
 }
+
+// TestEraseHubNode: every line of one node goes, on every session, and
+// nothing of the other nodes'; its erase events stay; a node the hub does
+// not hold is no error, and a name that is no node is refused.
+func TestEraseHubNode(t *testing.T) {
+	dir := t.TempDir()
+	srv, nc := storeWith(t, dir)
+	defer srv.Close()
+	defer nc.Close()
+	ctx := context.Background()
+	js, _ := jetstream.New(nc)
+	if _, err := eventlog.EnsureStream(ctx, js, eventlog.HubStreamConfig(1)); err != nil {
+		t.Fatal(err)
+	}
+	pub := eventlog.NewPublisher(nc, js, 0)
+	last := map[string]uint64{}
+	for _, node := range []string{"eve", "ann"} {
+		for _, sid := range []string{"s1", "s2"} {
+			seq, _, err := pub.Publish(ctx, eventlog.UpSubject(node, sid), 0, secretLines(node))
+			if err != nil {
+				t.Fatal(err)
+			}
+			last[node+sid] = seq
+		}
+	}
+	if _, _, err := pub.Publish(ctx, eventlog.UpSubject("eve", "s1"), last["eves1"], []eventlog.Line{eventlog.EraseLine("p/f.jsonl", time.Now())}); err != nil {
+		t.Fatal(err)
+	}
+	annBefore := countOn(t, js, eventlog.HubStream, eventlog.UpPrefix+".ann.>")
+	eveLines := int(countOn(t, js, eventlog.HubStream, eventlog.UpPrefix+".eve.>")) - 1 // but the erase event
+	res, err := eventlog.EraseHubNode(ctx, js, "eve")
+	if err != nil || !res.Found || res.Messages != eveLines {
+		t.Fatalf("erase eve: %+v, %v; want %d messages", res, err, eveLines)
+	}
+	if c := countOn(t, js, eventlog.HubStream, eventlog.UpPrefix+".eve.>"); c != 1 {
+		t.Errorf("PI_HUB holds %d messages of eve, want her erase event alone", c)
+	}
+	if c := countOn(t, js, eventlog.HubStream, eventlog.UpPrefix+".ann.>"); c != annBefore || c == 0 {
+		t.Errorf("PI_HUB holds %d messages of ann, had %d", c, annBefore)
+	}
+	if res, err := eventlog.EraseHubNode(ctx, js, "bob"); err != nil || res.Found {
+		t.Errorf("erase a node with nothing on the hub: %+v, %v", res, err)
+	}
+	if _, err := eventlog.EraseHubNode(ctx, js, "ann.>"); err == nil {
+		t.Error("a name with a wildcard was taken for a node")
+	}
+}
