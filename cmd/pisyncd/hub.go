@@ -43,6 +43,9 @@ Usage:
                                        a workstation published (pisyncd erase there first); asks the
                                        hub node running here, or any hub with --server URL and
                                        --user/--password or --creds of an administration user
+  pisyncd hub erase --node NODE [--team T] [--json]
+                                       erase every line NODE published (after removing it from the
+                                       hub: a node that filled its team's share)
   pisyncd hub upgrade                  copy a PI_HUB made by an older pisyncd into settings that
                                        allow erasing (once, on one node of a cluster; a single
                                        node does it when it starts)

@@ -43,9 +43,9 @@ func hubControl(h *embedded.Server, cfg *config.Hub, logger *slog.Logger) (stop 
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /erase", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		sid, team, force := q.Get("session"), q.Get("team"), q.Get("force") == "1"
-		if sid == "" {
-			http.Error(w, "erase: no session", http.StatusBadRequest)
+		sid, node, team, force := q.Get("session"), q.Get("node"), q.Get("team"), q.Get("force") == "1"
+		if (sid == "") == (node == "") {
+			http.Error(w, "erase: name a session or a node", http.StatusBadRequest)
 			return
 		}
 		ctx := context.WithoutCancel(r.Context())
@@ -57,12 +57,15 @@ func hubControl(h *embedded.Server, cfg *config.Hub, logger *slog.Logger) (stop 
 			res := hubEraseResult{Team: t}
 			nc, err := teamConn(h, t)
 			if err == nil {
-				res.HubErased, err = hubErase(ctx, nc, sid, force)
+				res.HubErased, err = hubErase(ctx, nc, sid, node, force)
 				nc.Close()
 			}
-			if err != nil {
+			switch {
+			case err != nil:
 				res.Error = err.Error()
-			} else {
+			case node != "":
+				logger.Info("a node's lines erased on the hub", "node", node, "team", t, "messages", res.Messages)
+			default:
 				logger.Info("session erased on the hub", "session", sid, "team", t, "messages", res.Messages, "before_seq", res.Before, "key_messages_tombstoned", res.KeySubjects)
 			}
 			out = append(out, res)
@@ -96,16 +99,20 @@ func hubControl(h *embedded.Server, cfg *config.Hub, logger *slog.Logger) (stop 
 	}, nil
 }
 
-// hubErase erases a session from PI_HUB in the account nc is connected to.
-func hubErase(ctx context.Context, nc *nats.Conn, sid string, force bool) (eventlog.HubErased, error) {
+// hubErase erases a session (or, with node set, every line of a node) from
+// PI_HUB in the account nc is connected to.
+func hubErase(ctx context.Context, nc *nats.Conn, sid, node string, force bool) (eventlog.HubErased, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return eventlog.HubErased{}, err
 	}
+	if node != "" {
+		return eventlog.EraseHubNode(ctx, js, node)
+	}
 	return eventlog.EraseHub(ctx, js, sid, force)
 }
 
-const hubEraseUsage = "pisyncd hub erase SESSION-ID [--team T] [--force] [--json] [--server URL (--user U --password P | --creds FILE) [--ca FILE]]"
+const hubEraseUsage = "pisyncd hub erase (SESSION-ID [--force] | --node NODE) [--team T] [--json] [--server URL (--user U --password P | --creds FILE) [--ca FILE]]"
 
 // hubEraseCommand erases a session from the hub: from a running `pisyncd
 // hub` node on this machine (its control socket), or from any hub through
@@ -115,19 +122,29 @@ func hubEraseCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("hub erase", flag.ContinueOnError)
 	team := fs.String("team", "", "only this team's account (default: every team)")
 	force := fs.Bool("force", false, "erase even without an erase event from a workstation")
+	node := fs.String("node", "", "erase every line this node published (after removing it from the hub: one that filled its team's share)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	server := fs.String("server", "", "the hub's client URL, to erase as an administration user")
 	user := fs.String("user", "", "administration user (with --server)")
 	password := fs.String("password", "", "its password")
 	creds := fs.String("creds", "", "administration credentials file (with --server)")
 	ca := fs.String("ca", "", "CA of the hub's certificate (with --server and tls://)")
-	if err := parseArgs(fs, reorder(args, "team", "server", "user", "password", "creds", "ca"), hubEraseUsage, 1); err != nil {
+	if err := parseArgs(fs, reorder(args, "node", "team", "server", "user", "password", "creds", "ca"), hubEraseUsage, -1); err != nil {
 		return err
 	}
-	if fs.Arg(0) == "" {
+	switch {
+	case *node != "" && (fs.NArg() > 0 || *force):
+		return &usageError{Msg: "hub erase: --node erases a node's lines: no SESSION-ID, no --force", Usage: hubEraseUsage}
+	case *node == "" && fs.NArg() != 1:
+		return &usageError{Msg: "hub erase: name one SESSION-ID, or a node with --node", Usage: hubEraseUsage}
+	case *node == "" && fs.Arg(0) == "":
 		return &usageError{Msg: "hub erase: empty SESSION-ID", Usage: hubEraseUsage}
 	}
 	sid := fs.Arg(0)
+	what := sid // as errors name it
+	if *node != "" {
+		what = "--node " + *node
+	}
 	ctx, stop := signalContext(io.Discard)
 	defer stop()
 	var out []hubEraseResult
@@ -148,8 +165,8 @@ func hubEraseCommand(args []string, stdout io.Writer) error {
 		}
 		defer nc.Close()
 		res := hubEraseResult{Team: *team}
-		if res.HubErased, err = hubErase(ctx, nc, sid, *force); err != nil {
-			return hubEraseError(sid, err)
+		if res.HubErased, err = hubErase(ctx, nc, sid, *node, *force); err != nil {
+			return hubEraseError(what, err)
 		}
 		out = append(out, res)
 	} else {
@@ -158,6 +175,9 @@ func hubEraseCommand(args []string, stdout io.Writer) error {
 			return err
 		}
 		q := url.Values{"session": {sid}}
+		if *node != "" {
+			q = url.Values{"node": {*node}}
+		}
 		if *team != "" {
 			q.Set("team", *team)
 		}
@@ -187,14 +207,21 @@ func hubEraseCommand(args []string, stdout io.Writer) error {
 		case r.Error != "":
 			errs = append(errs, fmt.Errorf("team %s: %s", name, r.Error))
 		case *asJSON:
+		case !r.Found && *node != "":
+			fmt.Fprintf(stdout, "team %s: nothing of node %s\n", name, *node)
 		case !r.Found:
 			fmt.Fprintf(stdout, "team %s: nothing of session %s\n", name, sid)
+		case *node != "":
+			fmt.Fprintf(stdout, "team %s: erased %d message(s) of node %s; its erase events and key messages kept\n", name, r.Messages, *node)
 		default:
 			fmt.Fprintf(stdout, "team %s: erased %d message(s) of session %s before the erase event (seq %d); erase events kept; %d key message(s) tombstoned\n", name, r.Messages, sid, r.Before, r.KeySubjects)
 		}
 	}
 	if len(errs) > 0 {
-		return hubEraseError(sid, errors.Join(errs...))
+		return hubEraseError(what, errors.Join(errs...))
+	}
+	if !found && *node != "" {
+		return fmt.Errorf("hub erase %s: no message of the node on this hub", what)
 	}
 	if !found {
 		return fmt.Errorf("hub erase %s: no message of the session on this hub", sid)
