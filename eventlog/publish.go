@@ -222,11 +222,20 @@ func isBatchRefused(err error) bool {
 		(apiErr.ErrorCode == jsErrCodeBatchIncomplete || apiErr.ErrorCode == jsErrCodeBatchTooManyInflight)
 }
 
-// The server's error codes for an atomic batch it did not take
-// (nats-server's errors.json).
+// isShareFull reports whether err says the account has no room left: on
+// the hub, the team's share of its store (every node of the team shares
+// it, so one node can fill it for all).
+func isShareFull(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeAccountResourcesExceeded
+}
+
+// The server's error codes for an atomic batch it did not take, and for an
+// account out of room (nats-server's errors.json).
 const (
-	jsErrCodeBatchIncomplete      jetstream.ErrorCode = 10176
-	jsErrCodeBatchTooManyInflight jetstream.ErrorCode = 10210
+	jsErrCodeBatchIncomplete          jetstream.ErrorCode = 10176
+	jsErrCodeBatchTooManyInflight     jetstream.ErrorCode = 10210
+	jsErrCodeAccountResourcesExceeded jetstream.ErrorCode = 10002
 )
 
 // msgID is the line's Nats-Msg-Id: unique within the stream (a line is
