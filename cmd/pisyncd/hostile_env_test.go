@@ -41,8 +41,18 @@ type hostileEnv struct {
 // attack.
 func startHostile(t *testing.T, adjust func(*config.Config)) *hostileEnv {
 	t.Helper()
+	return startHostileHub(t, nil, adjust)
+}
+
+// startHostileHub is startHostile with the hub's configuration changed
+// first by hubAdjust, if not nil.
+func startHostileHub(t *testing.T, hubAdjust func(*config.Hub), adjust func(*config.Config)) *hostileEnv {
+	t.Helper()
 	start := time.Now()
 	h := startSecureHub(t)
+	if hubAdjust != nil {
+		hubAdjust(h.cfg)
+	}
 	seeds := map[string]string{}
 	for _, n := range []string{"ann", "bob", "eve"} {
 		seeds[n] = h.addNode(n, "t1")

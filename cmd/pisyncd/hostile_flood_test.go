@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/internal/testenv"
+)
+
+// TestHostileFillTeamShare replays a flood of the hub: eve publishes junk
+// lines (admission rejects each on every workstation, but the hub keeps
+// them) until her team's share of the hub's store is full, and the hub
+// then refuses every teammate's next line: ann's new session does not
+// reach bob. Nothing on a workstation can undo it; the operator can:
+// remove eve from the hub (her node file and SIGHUP), after which she can
+// publish nothing, then `pisyncd hub erase --node eve` deletes every line
+// she published, the share is free again, and ann's session reaches bob, with nothing of
+// eve's left on the hub (her erase events would stay; she sent none).
+func TestHostileFillTeamShare(t *testing.T) {
+	// Two teams (the default one and t1): 8 MiB each.
+	e := startHostileHub(t, func(c *config.Hub) { c.MaxStore = 16 << 20 }, nil)
+	startHubControl(t, e.hub.testHub)
+	var annLog testenv.LogBuffer // ann again, her log kept
+	e.ann.stop()
+	e.ann.logs = &annLog
+	e.ann.start()
+	// Large lines first, then smaller ones each time the hub refuses one,
+	// down to lines of 256 bytes: the share is full to the brim.
+	size, lines := 200<<10, 0
+	for i := 0; size >= 256; i++ {
+		if i == 1000 {
+			t.Fatalf("eve published 1000 junk lines and the hub took them all: the share is not 8 MiB")
+		}
+		err := e.eve.Publish(context.Background(), fmt.Sprintf("0199e5f0-0000-7000-8000-%012d", i),
+			testenv.Forged{ID: fmt.Sprintf("junk%d", i), Type: "message", File: "x.jsonl", Payload: bytes.Repeat([]byte("j"), size)})
+		switch {
+		case err == nil:
+			lines++
+		case strings.Contains(err.Error(), "resource limits exceeded"):
+			size /= 2
+		default:
+			t.Fatalf("eve's junk line %d: %v", i, err)
+		}
+	}
+	t.Logf("eve filled the team's share with %d junk lines", lines)
+
+	sid := "0199a000-0005-7000-8000-ann000000000"
+	writeSession(t, e.ann, sid, 3)
+	// ann says why, and what her hub's operator can do.
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		st, err := e.ann.status()
+		return err == nil && st.Forwarder != nil && !st.Forwarder.Connected &&
+				strings.Contains(annLog.String(), "share of the hub's store is full") && strings.Contains(annLog.String(), "pisyncd hub erase --node"),
+			fmt.Sprintf("ann's forwarder while the share is full: %v %+v; her log:\n%s", err, st.Forwarder, annLog.String())
+	})
+	if _, err := os.Stat(secPath(e.bob, sid)); err == nil {
+		t.Fatal("ann's session reached bob while the hub refused her lines")
+	}
+
+	// The operator removes eve from the hub first (her file and a reload,
+	// as SIGHUP does): her connection can publish nothing more.
+	if err := os.Remove(filepath.Join(e.hub.nodes, "eve.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.hub.srv.Reload(); err != nil {
+		t.Fatalf("reload without eve: %v", err)
+	}
+	var refused error
+	waitUntil(t, 10*time.Second, func() (bool, string) {
+		refused = e.eve.Publish(context.Background(), "0199e5f0-0000-7000-8000-999999999999",
+			testenv.Forged{ID: "after", Type: "message", File: "x.jsonl", Payload: []byte("x")})
+		return refused != nil && !strings.Contains(refused.Error(), "resource limits exceeded"), fmt.Sprintf("eve's publish once removed: %v", refused)
+	})
+	t.Logf("eve, removed: %v", refused)
+
+	var out bytes.Buffer
+	if err := hubEraseCommand([]string{"--node", "eve", "--json"}, &out); err != nil {
+		t.Fatalf("hub erase --node eve: %v", err)
+	}
+	var res []hubEraseResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("hub erase --node eve: %s (%v)", out.Bytes(), err)
+	}
+	erased := 0
+	for _, r := range res {
+		if r.Error != "" {
+			t.Errorf("hub erase --node eve, team %s: %s", r.Team, r.Error)
+		}
+		erased += r.Messages
+	}
+	t.Logf("hub erase --node eve: %d messages", erased)
+	took := waitSecFile(t, e.bob, sid, 4, 30*time.Second)
+	t.Logf("ann's session reached bob %v after the erase", took.Round(time.Millisecond))
+
+	nc, err := e.hub.srv.ConnectTeam("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	s, err := js.Stream(t.Context(), eventlog.HubStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(t.Context(), jetstream.WithSubjectFilter(eventlog.UpPrefix+".eve.>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(info.State.Subjects); n != 0 || erased == 0 {
+		t.Errorf("after the erase PI_HUB holds messages on %d of eve's subjects (%d erased)", n, erased)
+	}
+}
+
+// TestHubEraseNodeUsage: `hub erase` takes a session or a node, not both,
+// and --force only with a session.
+func TestHubEraseNodeUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"--node", "eve", "0199a000-0005-7000-8000-ann000000000"},
+		{"--node", "eve", "--force"},
+		{"s1", "s2"},
+	} {
+		var out bytes.Buffer
+		err := hubEraseCommand(args, &out)
+		var ue *usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("hub erase %q: %v, want a usage error", args, err)
+		}
+	}
+}
