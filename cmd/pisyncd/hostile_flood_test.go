@@ -86,6 +86,7 @@ func TestHostileFillTeamShare(t *testing.T) {
 	t.Logf("eve, removed: %v", refused)
 
 	var out bytes.Buffer
+	erasing := time.Now()
 	if err := hubEraseCommand([]string{"--node", "eve", "--json"}, &out); err != nil {
 		t.Fatalf("hub erase --node eve: %v", err)
 	}
@@ -100,7 +101,7 @@ func TestHostileFillTeamShare(t *testing.T) {
 		}
 		erased += r.Messages
 	}
-	t.Logf("hub erase --node eve: %d messages", erased)
+	t.Logf("hub erase --node eve: %d messages in %v", erased, time.Since(erasing).Round(time.Millisecond))
 	took := waitSecFile(t, e.bob, sid, 4, 30*time.Second)
 	t.Logf("ann's session reached bob %v after the erase", took.Round(time.Millisecond))
 
