@@ -187,16 +187,8 @@ func TestEraseSession(t *testing.T) {
 // stays with whatever follows it; without an erase event the hub refuses
 // unless forced.
 func TestEraseHub(t *testing.T) {
-	dir := t.TempDir()
-	srv, nc := storeWith(t, dir)
-	defer srv.Close()
-	defer nc.Close()
+	dir, js, pub := hubStore(t)
 	ctx := context.Background()
-	js, _ := jetstream.New(nc)
-	if _, err := eventlog.EnsureStream(ctx, js, eventlog.HubStreamConfig(1)); err != nil {
-		t.Fatal(err)
-	}
-	pub := eventlog.NewPublisher(nc, js, 0)
 	a, _, err := pub.Publish(ctx, eventlog.UpSubject("n1", "s1"), 0, secretLines("a"))
 	if err != nil {
 		t.Fatal(err)
@@ -234,16 +226,8 @@ func TestEraseHub(t *testing.T) {
 // nothing of the other nodes'; its erase events stay; a node the hub does
 // not hold is no error, and a name that is no node is refused.
 func TestEraseHubNode(t *testing.T) {
-	dir := t.TempDir()
-	srv, nc := storeWith(t, dir)
-	defer srv.Close()
-	defer nc.Close()
+	_, js, pub := hubStore(t)
 	ctx := context.Background()
-	js, _ := jetstream.New(nc)
-	if _, err := eventlog.EnsureStream(ctx, js, eventlog.HubStreamConfig(1)); err != nil {
-		t.Fatal(err)
-	}
-	pub := eventlog.NewPublisher(nc, js, 0)
 	last := map[string]uint64{}
 	for _, node := range []string{"eve", "ann"} {
 		for _, sid := range []string{"s1", "s2"} {
@@ -275,4 +259,21 @@ func TestEraseHubNode(t *testing.T) {
 	if _, err := eventlog.EraseHubNode(ctx, js, "ann.>"); err == nil {
 		t.Error("a name with a wildcard was taken for a node")
 	}
+}
+
+// hubStore is a store in a fresh dir holding PI_HUB as a hub's, and a
+// publisher into it; closed when the test ends.
+func hubStore(t *testing.T) (dir string, js jetstream.JetStream, pub *eventlog.Publisher) {
+	t.Helper()
+	dir = t.TempDir()
+	srv, nc := storeWith(t, dir)
+	t.Cleanup(func() {
+		nc.Close()
+		srv.Close()
+	})
+	js, _ = jetstream.New(nc)
+	if _, err := eventlog.EnsureStream(context.Background(), js, eventlog.HubStreamConfig(1)); err != nil {
+		t.Fatal(err)
+	}
+	return dir, js, eventlog.NewPublisher(nc, js, 0)
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pisyncd/pisyncd/eventlog"
-	"github.com/pisyncd/pisyncd/eventlog/embedded"
 	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
@@ -62,25 +61,7 @@ func TestForwarderHoldsALineWaitingForABatch(t *testing.T) {
 	if _, _, err := local.Publish(ctx, "s2", 0, lines); err != nil {
 		t.Fatal(err)
 	}
-	state, err := eventlog.OpenState(ctx, local.JetStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs testenv.LogBuffer
-	f, err := eventlog.NewForwarder(local, nc, embedded.HubDomain, state, logs.Logger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WatchLink(ws.HubLink)
-	fctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- f.Run(fctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	f, logs := runWatchingForwarder(t, ws, nc, local)
 	hub, err := hubJS.Stream(ctx, eventlog.HubStream)
 	if err != nil {
 		t.Fatal(err)

@@ -232,26 +232,8 @@ func TestForwarderOverSlowUplink(t *testing.T) {
 	if _, _, err := local.Publish(ctx, "s1", 0, []eventlog.Line{imageLine("img0", 0, 225<<10), imageLine("img1", 1, 225<<10)}); err != nil {
 		t.Fatal(err)
 	}
-	state, err := eventlog.OpenState(ctx, local.JetStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs testenv.LogBuffer
-	f, err := eventlog.NewForwarder(local, nc, embedded.HubDomain, state, logs.Logger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WatchLink(ws.HubLink)
-	fctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
 	start := time.Now()
-	go func() { done <- f.Run(fctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	_, logs := runWatchingForwarder(t, ws, nc, local)
 	hub, err := hubJS.Stream(ctx, eventlog.HubStream)
 	if err != nil {
 		t.Fatal(err)
@@ -264,4 +246,32 @@ func TestForwarderOverSlowUplink(t *testing.T) {
 	if strings.Contains(logs.String(), "level=WARN") {
 		t.Errorf("the forwarder failed on the way:\n%s", logs.String())
 	}
+}
+
+// runWatchingForwarder runs a forwarder of local over nc that watches ws's
+// hub link, until the test ends (a Run error fails it), and returns it
+// with its log.
+func runWatchingForwarder(t *testing.T, ws *embedded.Server, nc *nats.Conn, local *eventlog.Local) (*eventlog.Forwarder, *testenv.LogBuffer) {
+	t.Helper()
+	ctx := context.Background()
+	state, err := eventlog.OpenState(ctx, local.JetStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := new(testenv.LogBuffer)
+	f, err := eventlog.NewForwarder(local, nc, embedded.HubDomain, state, logs.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WatchLink(ws.HubLink)
+	fctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.Run(fctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return f, logs
 }
