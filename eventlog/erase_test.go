@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -276,4 +277,41 @@ func hubStore(t *testing.T) (dir string, js jetstream.JetStream, pub *eventlog.P
 		t.Fatal(err)
 	}
 	return dir, js, eventlog.NewPublisher(nc, js, 0)
+}
+
+// TestHubUsage: what each node holds on PI_HUB, messages, payload bytes
+// and sessions, read from the headers alone; an empty PI_HUB holds nothing.
+func TestHubUsage(t *testing.T) {
+	_, js, pub := hubStore(t)
+	ctx := context.Background()
+	if u, err := eventlog.HubUsage(ctx, js); err != nil || len(u) != 0 {
+		t.Fatalf("usage of an empty PI_HUB: %v, %v", u, err)
+	}
+	big := []eventlog.Line{eventlog.NewLine(bytes.Repeat([]byte("j"), 100<<10), "j", "", "message", "f.jsonl", 0)}
+	for i := range 3 {
+		if _, _, err := pub.Publish(ctx, eventlog.UpSubject("eve", fmt.Sprintf("s%d", i)), 0, big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	small := mkLines(1, 10, "ann")
+	if _, _, err := pub.Publish(ctx, eventlog.UpSubject("ann", "s0"), 0, small); err != nil {
+		t.Fatal(err)
+	}
+	u, err := eventlog.HubUsage(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := u["eve"]; e.Messages != 3 || e.Sessions != 3 || e.Bytes != 3*100<<10 {
+		t.Errorf("eve: %+v, want 3 messages of 100 KiB in 3 sessions", e)
+	}
+	annBytes := int64(0)
+	for _, l := range small {
+		annBytes += int64(len(l.Raw))
+	}
+	if a := u["ann"]; a.Messages != int64(len(small)) || a.Sessions != 1 || a.Bytes != annBytes {
+		t.Errorf("ann: %+v, want %d messages, %d bytes, 1 session", a, len(small), annBytes)
+	}
+	if len(u) != 2 {
+		t.Errorf("usage names %d nodes: %v", len(u), u)
+	}
 }
