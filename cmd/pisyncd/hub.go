@@ -46,6 +46,9 @@ Usage:
   pisyncd hub erase --node NODE [--team T] [--json]
                                        erase every line NODE published (after removing it from the
                                        hub: a node that filled its team's share)
+  pisyncd hub usage [--team T] [--json]
+                                       each team's share of the store, and what each node holds
+                                       on PI_HUB, largest first (which node filled a share)
   pisyncd hub upgrade                  copy a PI_HUB made by an older pisyncd into settings that
                                        allow erasing (once, on one node of a cluster; a single
                                        node does it when it starts)
@@ -70,6 +73,8 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 			return hubEraseCommand(args[1:], stdout)
 		case "upgrade":
 			return hubUpgradeCommand(args[1:], stdout)
+		case "usage":
+			return hubUsageCommand(args[1:], stdout)
 		case "config":
 			cfg, err := config.LoadHub()
 			if err != nil {

@@ -76,6 +76,7 @@ func hubControl(h *embedded.Server, cfg *config.Hub, logger *slog.Logger) (stop 
 		}
 		writeJSON(w, out)
 	})
+	mux.HandleFunc("GET /usage", serveHubUsage(h))
 	mux.HandleFunc("POST /upgrade", func(w http.ResponseWriter, r *http.Request) {
 		if err := upgradeTeams(context.WithoutCancel(r.Context()), h, cfg, logger); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -266,7 +267,13 @@ func hubUpgradeCommand(args []string, stdout io.Writer) error {
 // postHub sends a request to the running hub node's control socket and
 // decodes its JSON answer into v (unless nil).
 func postHub(ctx context.Context, cfg *config.Hub, path string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://pisyncd-hub"+path, nil)
+	return callHub(ctx, cfg, http.MethodPost, path, v)
+}
+
+// callHub asks the hub node running here (its control socket) and decodes
+// its JSON answer into v.
+func callHub(ctx context.Context, cfg *config.Hub, method, path string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, method, "http://pisyncd-hub"+path, nil)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+)
+
+// hubUsageResult is one team's use of the hub: its share of the store and
+// what each of its nodes holds on PI_HUB. The share is the team's, so one
+// node can fill it for all: this names the node.
+type hubUsageResult struct {
+	Team       string                        `json:"team"`
+	StoreUsed  int64                         `json:"storeUsedBytes"`
+	StoreLimit int64                         `json:"storeLimitBytes"` // -1: none
+	Nodes      map[string]eventlog.NodeUsage `json:"nodes"`
+	Error      string                        `json:"error,omitempty"`
+}
+
+// readHubUsage reads the usage of the account nc is connected to.
+func readHubUsage(ctx context.Context, nc *nats.Conn) (hubUsageResult, error) {
+	var res hubUsageResult
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return res, err
+	}
+	ai, err := js.AccountInfo(ctx)
+	if err != nil {
+		return res, fmt.Errorf("hub usage: %w", err)
+	}
+	res.StoreUsed, res.StoreLimit = int64(ai.Store), ai.Limits.MaxStore
+	res.Nodes, err = eventlog.HubUsage(ctx, js)
+	return res, err
+}
+
+// serveHubUsage answers `pisyncd hub usage` on the control socket: every
+// team's usage, or the one the query names.
+func serveHubUsage(h *embedded.Server) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		team := r.URL.Query().Get("team")
+		var out []hubUsageResult
+		for _, t := range teams(h) {
+			if team != "" && t != team {
+				continue
+			}
+			res := hubUsageResult{Team: t}
+			nc, err := teamConn(h, t)
+			if err == nil {
+				res, err = readHubUsage(r.Context(), nc)
+				res.Team = t
+				nc.Close()
+			}
+			if err != nil {
+				res.Error = err.Error()
+			}
+			out = append(out, res)
+		}
+		if len(out) == 0 {
+			http.Error(w, fmt.Sprintf("usage: no team %q on this hub", team), http.StatusNotFound)
+			return
+		}
+		writeJSON(w, out)
+	}
+}
+
+const hubUsageUsage = "pisyncd hub usage [--team T] [--json]"
+
+// hubUsageCommand prints, for each team, its share of the hub's store and
+// what each node holds, largest first: asked of the hub node running here.
+func hubUsageCommand(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("hub usage", flag.ContinueOnError)
+	team := fs.String("team", "", "only this team's account (default: every team)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseArgs(fs, reorder(args, "team"), hubUsageUsage, 0); err != nil {
+		return err
+	}
+	cfg, err := config.LoadHub()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signalContext(io.Discard)
+	defer stop()
+	path := "/usage"
+	if *team != "" {
+		path += "?" + url.Values{"team": {*team}}.Encode()
+	}
+	var out []hubUsageResult
+	if err := callHub(ctx, cfg, http.MethodGet, path, &out); err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSONTo(stdout, out)
+	}
+	for _, r := range out {
+		name := cmp.Or(r.Team, "(the account)")
+		if r.Error != "" {
+			fmt.Fprintf(stdout, "team %s: %s\n", name, r.Error)
+			continue
+		}
+		share := "no limit"
+		if r.StoreLimit > 0 {
+			share = fmt.Sprintf("of %s (%d%%)", byteCount(r.StoreLimit), r.StoreUsed*100/r.StoreLimit)
+		}
+		fmt.Fprintf(stdout, "team %s: store %s %s\n", name, byteCount(r.StoreUsed), share)
+		nodes := make([]string, 0, len(r.Nodes))
+		for n := range r.Nodes {
+			nodes = append(nodes, n)
+		}
+		slices.SortFunc(nodes, func(a, b string) int {
+			return cmp.Or(cmp.Compare(r.Nodes[b].Bytes, r.Nodes[a].Bytes), cmp.Compare(a, b))
+		})
+		for _, n := range nodes {
+			u := r.Nodes[n]
+			fmt.Fprintf(stdout, "  %-20s %10s in %d messages, %d sessions\n", n, byteCount(u.Bytes), u.Messages, u.Sessions)
+		}
+	}
+	return nil
+}
