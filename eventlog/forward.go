@@ -430,7 +430,7 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line, held 
 			f.logger.Debug("forwarder: a session's lines wait for the hub to take a batch", "subject", up, "err", err)
 		case err != nil && isShareFull(err):
 			delete(f.up, up)
-			return fmt.Errorf("forwarder: %s: %w (the team's share of the hub's store is full: its operator can raise PISYNC_HUB_TEAM_MAX_STORE, or remove a node that filled it and erase its lines, `pisyncd hub erase --node NODE`, docs/HUB.md)", up, err)
+			return fmt.Errorf("forwarder: %s: %w (the team's share of the hub's store is full: its operator can raise PISYNC_HUB_TEAM_MAX_STORE, or find a node that filled it, `pisyncd hub usage`, remove it and erase its lines, `pisyncd hub erase --node NODE`: docs/HUB.md)", up, err)
 		case err != nil:
 			delete(f.up, up) // re-read the hub's position next time
 			return fmt.Errorf("forwarder: %s: %w", up, err)

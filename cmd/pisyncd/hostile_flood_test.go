@@ -24,7 +24,7 @@ import (
 // them) until her team's share of the hub's store is full, and the hub
 // then refuses every teammate's next line: ann's new session does not
 // reach bob. Nothing on a workstation can undo it; the operator can:
-// remove eve from the hub (her node file and SIGHUP), after which she can
+// find her (`pisyncd hub usage`: what each node holds), remove eve from the hub (her node file and SIGHUP), after which she can
 // publish nothing, then `pisyncd hub erase --node eve` deletes every line
 // she published, the share is free again, and ann's session reaches bob, with nothing of
 // eve's left on the hub (her erase events would stay; she sent none).
@@ -68,6 +68,25 @@ func TestHostileFillTeamShare(t *testing.T) {
 	if _, err := os.Stat(secPath(e.bob, sid)); err == nil {
 		t.Fatal("ann's session reached bob while the hub refused her lines")
 	}
+
+	// The operator finds who filled it: eve holds the most.
+	var usage bytes.Buffer
+	if err := hubUsageCommand([]string{"--team", "t1", "--json"}, &usage); err != nil {
+		t.Fatalf("hub usage: %v", err)
+	}
+	var used []hubUsageResult
+	if err := json.Unmarshal(usage.Bytes(), &used); err != nil || len(used) != 1 || used[0].Error != "" {
+		t.Fatalf("hub usage: %s (%v)", usage.Bytes(), err)
+	}
+	u := used[0]
+	if eve, ann := u.Nodes["eve"], u.Nodes["ann"]; eve.Messages != int64(lines) || eve.Bytes <= 10*ann.Bytes || u.StoreUsed*10 < u.StoreLimit*9 {
+		t.Errorf("hub usage of a share eve filled: %+v", u)
+	}
+	usage.Reset()
+	if err := hubUsageCommand(nil, &usage); err != nil || !strings.Contains(usage.String(), "team t1: store") {
+		t.Errorf("hub usage: %v\n%s", err, usage.String())
+	}
+	t.Logf("hub usage:\n%s", usage.String())
 
 	// The operator removes eve from the hub first (her file and a reload,
 	// as SIGHUP does): her connection can publish nothing more.
