@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,15 +24,26 @@ import (
 // lines (admission rejects each on every workstation, but the hub keeps
 // them) until her team's share of the hub's store is full, and the hub
 // then refuses every teammate's next line: ann's new session does not
-// reach bob. Nothing on a workstation can undo it; the operator can:
-// find her (`pisyncd hub usage`: what each node holds), remove eve from the hub (her node file and SIGHUP), after which she can
-// publish nothing, then `pisyncd hub erase --node eve` deletes every line
-// she published, the share is free again, and ann's session reaches bob, with nothing of
-// eve's left on the hub (her erase events would stay; she sent none).
+// reach bob, and ann's log says why. Nothing on a workstation can undo
+// it; the operator can: the hub warned as the share filled, `pisyncd hub
+// usage` names eve as the node holding it, removing her from the hub (her
+// node file and SIGHUP) closes her connection, and `pisyncd hub erase
+// --node eve` deletes every line she published: the share has room again
+// (the hub says so), ann's session reaches bob, and nothing of eve's is
+// left on the hub (her erase events would stay; she sent none).
 func TestHostileFillTeamShare(t *testing.T) {
 	// Two teams (the default one and t1): 8 MiB each.
 	e := startHostileHub(t, func(c *config.Hub) { c.MaxStore = 16 << 20 }, nil)
 	startHubControl(t, e.hub.testHub)
+	// The hub's watch of the shares, looking often.
+	var hubLog testenv.LogBuffer
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	var watching sync.WaitGroup
+	watching.Go(func() { (&shareWatch{srv: e.hub.srv, logger: hubLog.Logger(), every: 100 * time.Millisecond}).Run(watchCtx) })
+	t.Cleanup(func() {
+		stopWatch()
+		watching.Wait()
+	})
 	var annLog testenv.LogBuffer // ann again, her log kept
 	e.ann.stop()
 	e.ann.logs = &annLog
@@ -55,6 +67,11 @@ func TestHostileFillTeamShare(t *testing.T) {
 		}
 	}
 	t.Logf("eve filled the team's share with %d junk lines", lines)
+	waitUntil(t, 10*time.Second, func() (bool, string) {
+		l := hubLog.String()
+		return strings.Contains(l, "share of the hub's store is nearly full") && strings.Contains(l, "team=t1") && strings.Contains(l, "pisyncd hub usage"),
+			"the hub's log says nothing of t1's full share:\n" + l
+	})
 
 	sid := "0199a000-0005-7000-8000-ann000000000"
 	writeSession(t, e.ann, sid, 3)
@@ -121,6 +138,9 @@ func TestHostileFillTeamShare(t *testing.T) {
 		erased += r.Messages
 	}
 	t.Logf("hub erase --node eve: %d messages in %v", erased, time.Since(erasing).Round(time.Millisecond))
+	waitUntil(t, 10*time.Second, func() (bool, string) {
+		return strings.Contains(hubLog.String(), "has room again"), "the hub's log says nothing of t1's share freed:\n" + hubLog.String()
+	})
 	took := waitSecFile(t, e.bob, sid, 4, 30*time.Second)
 	t.Logf("ann's session reached bob %v after the erase", took.Round(time.Millisecond))
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -122,16 +123,24 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 		logger.Warn(h)
 	}
 	logger.Info("hub running", "name", cfg.Name, "leaf", cfg.LeafListen, "client", cfg.Listen, "cluster", cfg.ClusterListen, "routes", redact.URLs(cfg.Routes), "route_auth", cfg.RouteSecret != "", "replicas", cfg.Replicas, "tls", cfg.TLSCert != "", "nodes_dir", cfg.NodesDir, "store_cipher", cmp.Or(cfg.StoreCipher, "off"))
+	wctx, stopWatch := context.WithCancel(ctx)
+	var watching sync.WaitGroup
+	watching.Go(func() { (&shareWatch{srv: h, logger: logger, every: shareWatchEvery}).Run(wctx) })
+	stopAll := func() {
+		stopWatch()
+		watching.Wait()
+		stopControl()
+	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	for {
 		select {
 		case <-ctx.Done():
-			stopControl()
+			stopAll()
 			return h.Close()
 		case <-h.Failed():
-			stopControl()
+			stopAll()
 			return errors.Join(h.Err(), h.Close())
 		case <-hup:
 			if err := h.Reload(); err != nil {

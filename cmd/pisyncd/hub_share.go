@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+)
+
+// shareWatch warns when a team's share of the hub's store is nearly full.
+// The share is the team's, not each node's, so one node can fill it for
+// all, and a full share refuses every node's next line: the operator
+// hears of it before, with the way to find the node (`hub usage`).
+type shareWatch struct {
+	srv    *embedded.Server
+	logger *slog.Logger
+	every  time.Duration
+}
+
+// shareWatchEvery is how often the hub looks at the teams' shares.
+const shareWatchEvery = 30 * time.Second
+
+// Thresholds of a share's use: warned at or above full, told it has room
+// again below room (apart, so a share near one line does not flap).
+const shareFullPercent, shareRoomPercent = 90, 80
+
+// Run looks at every team's use once every w.every until ctx ends.
+// Cancellation is not an error.
+func (w *shareWatch) Run(ctx context.Context) error {
+	warned := map[string]bool{}
+	t := time.NewTicker(w.every)
+	defer t.Stop()
+	for {
+		for _, team := range teams(w.srv) {
+			w.check(ctx, team, warned)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// check looks at one team's share and says so when it crosses a threshold.
+func (w *shareWatch) check(ctx context.Context, team string, warned map[string]bool) {
+	nc, err := teamConn(w.srv, team)
+	if err != nil {
+		w.logger.Debug("share watch: connect", "team", team, "err", err)
+		return
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ai, err := js.AccountInfo(ctx)
+	if err != nil || ai.Limits.MaxStore <= 0 {
+		return // a hub without shares, or a moment it does not answer: the next look
+	}
+	used, limit := int64(ai.Store), ai.Limits.MaxStore
+	switch percent := used * 100 / limit; {
+	case percent >= shareFullPercent && !warned[team]:
+		warned[team] = true
+		w.logger.Warn("a team's share of the hub's store is nearly full: once full, every line of its nodes is refused",
+			"team", team, "used", byteCount(used), "share", byteCount(limit), "percent", percent,
+			"hint", "`pisyncd hub usage` shows what each node holds; raise PISYNC_HUB_TEAM_MAX_STORE, or remove a node that filled it and `pisyncd hub erase --node NODE` (docs/HUB.md)")
+	case percent < shareRoomPercent && warned[team]:
+		delete(warned, team)
+		w.logger.Info("a team's share of the hub's store has room again", "team", team, "used", byteCount(used), "share", byteCount(limit), "percent", percent)
+	}
+}
