@@ -109,7 +109,7 @@ func hubUsageCommand(args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "team %s: %s\n", name, r.Error)
 			continue
 		}
-		share := "no limit"
+		share := "(no limit)"
 		if r.StoreLimit > 0 {
 			share = fmt.Sprintf("of %s (%d%%)", byteCount(r.StoreLimit), r.StoreUsed*100/r.StoreLimit)
 		}
