@@ -63,6 +63,7 @@ func hubControl(h *embedded.Server, cfg *config.Hub, logger *slog.Logger) (stop 
 			switch {
 			case err != nil:
 				res.Error = err.Error()
+			case node != "" && !res.Found:
 			case node != "":
 				logger.Info("a node's lines erased on the hub", "node", node, "team", t, "messages", res.Messages)
 			default:
