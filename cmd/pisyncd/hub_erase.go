@@ -64,6 +64,7 @@ func hubControl(h *embedded.Server, cfg *config.Hub, logger *slog.Logger) (stop 
 			case err != nil:
 				res.Error = err.Error()
 			case node != "" && !res.Found:
+				// not this team's node: nothing erased, nothing to log
 			case node != "":
 				logger.Info("a node's lines erased on the hub", "node", node, "team", t, "messages", res.Messages)
 			default:
