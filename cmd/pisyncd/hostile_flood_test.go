@@ -39,7 +39,9 @@ func TestHostileFillTeamShare(t *testing.T) {
 	var hubLog testenv.LogBuffer
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	var watching sync.WaitGroup
-	watching.Go(func() { (&shareWatch{srv: e.hub.srv, logger: hubLog.Logger(), every: 100 * time.Millisecond}).Run(watchCtx) })
+	watching.Go(func() {
+		(&shareWatch{srv: e.hub.srv, logger: hubLog.Logger(), every: 100 * time.Millisecond}).Run(watchCtx)
+	})
 	t.Cleanup(func() {
 		stopWatch()
 		watching.Wait()
