@@ -49,7 +49,8 @@ Usage:
                                        hub: a node that filled its team's share)
   pisyncd hub usage [--team T] [--json]
                                        each team's share of the store, and what each node holds
-                                       on PI_HUB, largest first (which node filled a share)
+                                       on PI_HUB, largest first (which node filled a share); asks
+                                       the hub node running here, or any hub with --server as above
   pisyncd hub upgrade                  copy a PI_HUB made by an older pisyncd into settings that
                                        allow erasing (once, on one node of a cluster; a single
                                        node does it when it starts)

@@ -127,12 +127,8 @@ func hubEraseCommand(args []string, stdout io.Writer) error {
 	force := fs.Bool("force", false, "erase even without an erase event from a workstation")
 	node := fs.String("node", "", "erase every line this node published (after removing it from the hub: one that filled its team's share)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	server := fs.String("server", "", "the hub's client URL, to erase as an administration user")
-	user := fs.String("user", "", "administration user (with --server)")
-	password := fs.String("password", "", "its password")
-	creds := fs.String("creds", "", "administration credentials file (with --server)")
-	ca := fs.String("ca", "", "CA of the hub's certificate (with --server and tls://)")
-	if err := parseArgs(fs, reorder(args, "node", "team", "server", "user", "password", "creds", "ca"), hubEraseUsage, -1); err != nil {
+	admin := addAdminFlags(fs, "erase")
+	if err := parseArgs(fs, reorder(args, append([]string{"node", "team"}, adminValued...)...), hubEraseUsage, -1); err != nil {
 		return err
 	}
 	switch {
@@ -151,18 +147,8 @@ func hubEraseCommand(args []string, stdout io.Writer) error {
 	ctx, stop := signalContext(io.Discard)
 	defer stop()
 	var out []hubEraseResult
-	if *server != "" {
-		opts := []nats.Option{nats.Name("pisyncd hub erase")}
-		if *user != "" {
-			opts = append(opts, nats.UserInfo(*user, *password))
-		}
-		if *creds != "" {
-			opts = append(opts, nats.UserCredentials(*creds))
-		}
-		if *ca != "" {
-			opts = append(opts, nats.RootCAs(*ca))
-		}
-		nc, err := nats.Connect(*server, opts...)
+	if *admin.server != "" {
+		nc, err := admin.connect("pisyncd hub erase")
 		if err != nil {
 			return fmt.Errorf("hub erase: %w", err)
 		}
@@ -292,4 +278,39 @@ func callHub(ctx context.Context, cfg *config.Hub, method, path string, v any) e
 		return nil
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// adminFlags reach any hub through its client listener as an
+// administration user (--server): a stock nats-server, say, which has no
+// pisyncd control socket.
+type adminFlags struct{ server, user, password, creds, ca *string }
+
+// adminValued are adminFlags' names, which take a value (reorder).
+var adminValued = []string{"server", "user", "password", "creds", "ca"}
+
+// addAdminFlags defines adminFlags on fs for a command that does what.
+func addAdminFlags(fs *flag.FlagSet, what string) adminFlags {
+	return adminFlags{
+		server:   fs.String("server", "", "the hub's client URL, to "+what+" as an administration user"),
+		user:     fs.String("user", "", "administration user (with --server)"),
+		password: fs.String("password", "", "its password"),
+		creds:    fs.String("creds", "", "administration credentials file (with --server)"),
+		ca:       fs.String("ca", "", "CA of the hub's certificate (with --server and tls://)"),
+	}
+}
+
+// connect dials --server as the administration user, naming the
+// connection name.
+func (a adminFlags) connect(name string) (*nats.Conn, error) {
+	opts := []nats.Option{nats.Name(name)}
+	if *a.user != "" {
+		opts = append(opts, nats.UserInfo(*a.user, *a.password))
+	}
+	if *a.creds != "" {
+		opts = append(opts, nats.UserCredentials(*a.creds))
+	}
+	if *a.ca != "" {
+		opts = append(opts, nats.RootCAs(*a.ca))
+	}
+	return nats.Connect(*a.server, opts...)
 }

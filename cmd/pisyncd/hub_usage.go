@@ -75,30 +75,46 @@ func serveHubUsage(h *embedded.Server) http.HandlerFunc {
 	}
 }
 
-const hubUsageUsage = "pisyncd hub usage [--team T] [--json]"
+const hubUsageUsage = "pisyncd hub usage [--team T] [--json] [--server URL (--user U --password P | --creds FILE) [--ca FILE]]"
 
 // hubUsageCommand prints, for each team, its share of the hub's store and
-// what each node holds, largest first: asked of the hub node running here.
+// what each node holds, largest first: asked of the hub node running here,
+// or of any hub through its client listener as an administration user.
 func hubUsageCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("hub usage", flag.ContinueOnError)
 	team := fs.String("team", "", "only this team's account (default: every team)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseArgs(fs, reorder(args, "team"), hubUsageUsage, 0); err != nil {
-		return err
-	}
-	cfg, err := config.LoadHub()
-	if err != nil {
+	admin := addAdminFlags(fs, "read")
+	if err := parseArgs(fs, reorder(args, append([]string{"team"}, adminValued...)...), hubUsageUsage, 0); err != nil {
 		return err
 	}
 	ctx, stop := signalContext(io.Discard)
 	defer stop()
-	path := "/usage"
-	if *team != "" {
-		path += "?" + url.Values{"team": {*team}}.Encode()
-	}
 	var out []hubUsageResult
-	if err := callHub(ctx, cfg, http.MethodGet, path, &out); err != nil {
-		return err
+	if *admin.server != "" {
+		nc, err := admin.connect("pisyncd hub usage")
+		if err != nil {
+			return fmt.Errorf("hub usage: %w", err)
+		}
+		defer nc.Close()
+		res, err := readHubUsage(ctx, nc)
+		if err != nil {
+			return err
+		}
+		res.Team = *team
+		out = append(out, res)
+	} else {
+		cfg, err := config.LoadHub()
+		if err != nil {
+			return err
+		}
+		path := "/usage"
+		if *team != "" {
+			path += "?" + url.Values{"team": {*team}}.Encode()
+		}
+		if err := callHub(ctx, cfg, http.MethodGet, path, &out); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		return writeJSONTo(stdout, out)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -64,6 +65,19 @@ func TestStockNatsServerHub(t *testing.T) {
 	waitFile(t, b, "stock-session", 4)
 	appendLine(t, filepath.Join(b.cfg.SessionsDir, "--sec--", filepath.Base(p)), msgLine("from-b", "stoc-2", "written on B"))
 	waitFile(t, a, "stock-session", 5)
+
+	// What each node holds, read as the administration user.
+	var out bytes.Buffer
+	if err := hubUsageCommand([]string{"--server", "tls://localhost:" + port, "--ca", ca, "--user", "admin", "--password", "change-me", "--json"}, &out); err != nil {
+		t.Fatalf("hub usage --server: %v", err)
+	}
+	var used []hubUsageResult
+	if err := json.Unmarshal(out.Bytes(), &used); err != nil || len(used) != 1 {
+		t.Fatalf("hub usage --server: %s (%v)", out.Bytes(), err)
+	}
+	if a, b := used[0].Nodes["ws-a"], used[0].Nodes["ws-b"]; a.Messages != 4 || a.Sessions != 1 || b.Messages != 1 || a.Bytes == 0 {
+		t.Errorf("hub usage --server: %s", out.Bytes())
+	}
 }
 
 // runNatsServer runs stock nats-server code with opts (signals and logging
