@@ -40,6 +40,12 @@ func EraseLine(file string, now time.Time) Line {
 // message's block per message, about 30 ms with 8 MiB blocks on a laptop
 // disk: erasing is rare and must be thorough.
 func Erase(ctx context.Context, s jetstream.Stream, filter string, before uint64) (int, error) {
+	return eraseEach(ctx, s, filter, before, nil)
+}
+
+// eraseEach is Erase, calling deleted (if not nil) with the count so far
+// after each message it deletes.
+func eraseEach(ctx context.Context, s jetstream.Stream, filter string, before uint64, deleted func(n int)) (int, error) {
 	if info := s.CachedInfo(); info != nil && info.Config.DenyDelete {
 		return 0, fmt.Errorf("eventlog: erase %s: %w", info.Config.Name, ErrDeleteDenied)
 	}
@@ -63,6 +69,9 @@ func Erase(ctx context.Context, s jetstream.Stream, filter string, before uint64
 			return n, fmt.Errorf("eventlog: erase %s seq %d: %w", s.CachedInfo().Config.Name, m.Sequence, err)
 		}
 		n++
+		if deleted != nil {
+			deleted(n)
+		}
 		seq = m.Sequence + 1
 	}
 }
@@ -255,8 +264,10 @@ func EraseHub(ctx context.Context, js jetstream.JetStream, sid string, force boo
 // stay, as EraseHub keeps them, and so do its key messages on PI_KEYS
 // (81 bytes each, in a stream of its own). Remove the node from the hub
 // first, or it fills the share again. A PI_HUB without a message of the
-// node is no error (Found false).
-func EraseHubNode(ctx context.Context, js jetstream.JetStream, node string) (HubErased, error) {
+// node is no error (Found false). A node's lines may be many, and each
+// delete rewrites its block: progress, if not nil, is called with the count
+// so far after each one.
+func EraseHubNode(ctx context.Context, js jetstream.JetStream, node string, progress func(erased int)) (HubErased, error) {
 	if !ValidNodeID(node) {
 		return HubErased{}, fmt.Errorf("eventlog: hub erase: %q is not a node name", node)
 	}
@@ -273,7 +284,7 @@ func EraseHubNode(ctx context.Context, js jetstream.JetStream, node string) (Hub
 		return out, fmt.Errorf("eventlog: hub erase: find %s: %w", filter, err)
 	}
 	out.Found = true
-	out.Messages, err = Erase(ctx, s, filter, 0)
+	out.Messages, err = eraseEach(ctx, s, filter, 0, progress)
 	return out, err
 }
 

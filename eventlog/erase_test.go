@@ -244,9 +244,13 @@ func TestEraseHubNode(t *testing.T) {
 	}
 	annBefore := countOn(t, js, eventlog.HubStream, eventlog.UpPrefix+".ann.>")
 	eveLines := int(countOn(t, js, eventlog.HubStream, eventlog.UpPrefix+".eve.>")) - 1 // but the erase event
-	res, err := eventlog.EraseHubNode(ctx, js, "eve")
+	var counted []int
+	res, err := eventlog.EraseHubNode(ctx, js, "eve", func(n int) { counted = append(counted, n) })
 	if err != nil || !res.Found || res.Messages != eveLines {
 		t.Fatalf("erase eve: %+v, %v; want %d messages", res, err, eveLines)
+	}
+	if len(counted) != eveLines || counted[len(counted)-1] != eveLines {
+		t.Errorf("progress said %v for %d messages erased", counted, eveLines)
 	}
 	if c := countOn(t, js, eventlog.HubStream, eventlog.UpPrefix+".eve.>"); c != 1 {
 		t.Errorf("PI_HUB holds %d messages of eve, want her erase event alone", c)
@@ -254,10 +258,10 @@ func TestEraseHubNode(t *testing.T) {
 	if c := countOn(t, js, eventlog.HubStream, eventlog.UpPrefix+".ann.>"); c != annBefore || c == 0 {
 		t.Errorf("PI_HUB holds %d messages of ann, had %d", c, annBefore)
 	}
-	if res, err := eventlog.EraseHubNode(ctx, js, "bob"); err != nil || res.Found {
+	if res, err := eventlog.EraseHubNode(ctx, js, "bob", nil); err != nil || res.Found {
 		t.Errorf("erase a node with nothing on the hub: %+v, %v", res, err)
 	}
-	if _, err := eventlog.EraseHubNode(ctx, js, "ann.>"); err == nil {
+	if _, err := eventlog.EraseHubNode(ctx, js, "ann.>", nil); err == nil {
 		t.Error("a name with a wildcard was taken for a node")
 	}
 }

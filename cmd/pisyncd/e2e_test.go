@@ -400,7 +400,7 @@ func TestEncryptedReplication(t *testing.T) {
 	if _, err := hjs.PublishMsg(ctx, away); err != nil {
 		t.Fatal(err)
 	}
-	res, err := hubErase(ctx, hc, tok, "", false)
+	res, err := hubErase(ctx, hc, tok, "", false, nil)
 	if err != nil || res.Messages == 0 || res.KeySubjects != 1 {
 		t.Fatalf("hub erase: %+v %v", res, err)
 	}

@@ -57,7 +57,7 @@ func hubControl(h *embedded.Server, cfg *config.Hub, logger *slog.Logger) (stop 
 			res := hubEraseResult{Team: t}
 			nc, err := teamConn(h, t)
 			if err == nil {
-				res.HubErased, err = hubErase(ctx, nc, sid, node, force)
+				res.HubErased, err = hubErase(ctx, nc, sid, node, force, eraseProgress(logger, node, t))
 				nc.Close()
 			}
 			switch {
@@ -102,15 +102,15 @@ func hubControl(h *embedded.Server, cfg *config.Hub, logger *slog.Logger) (stop 
 	}, nil
 }
 
-// hubErase erases a session (or, with node set, every line of a node) from
-// PI_HUB in the account nc is connected to.
-func hubErase(ctx context.Context, nc *nats.Conn, sid, node string, force bool) (eventlog.HubErased, error) {
+// hubErase erases a session (or, with node set, every line of a node,
+// reporting to progress) from PI_HUB in the account nc is connected to.
+func hubErase(ctx context.Context, nc *nats.Conn, sid, node string, force bool, progress func(int)) (eventlog.HubErased, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return eventlog.HubErased{}, err
 	}
 	if node != "" {
-		return eventlog.EraseHubNode(ctx, js, node)
+		return eventlog.EraseHubNode(ctx, js, node, progress)
 	}
 	return eventlog.EraseHub(ctx, js, sid, force)
 }
@@ -154,7 +154,7 @@ func hubEraseCommand(args []string, stdout io.Writer) error {
 		}
 		defer nc.Close()
 		res := hubEraseResult{Team: *team}
-		if res.HubErased, err = hubErase(ctx, nc, sid, *node, *force); err != nil {
+		if res.HubErased, err = hubErase(ctx, nc, sid, *node, *force, nil); err != nil {
 			return hubEraseError(what, err)
 		}
 		out = append(out, res)
@@ -314,3 +314,17 @@ func (a adminFlags) connect(name string) (*nats.Conn, error) {
 	}
 	return nats.Connect(*a.server, opts...)
 }
+
+// eraseProgress logs, every eraseProgressEvery, how many of a node's lines
+// the hub has erased so far: thousands take minutes.
+func eraseProgress(logger *slog.Logger, node, team string) func(int) {
+	last := time.Now()
+	return func(n int) {
+		if time.Since(last) >= eraseProgressEvery {
+			last = time.Now()
+			logger.Info("erasing a node's lines on the hub", "node", node, "team", team, "erased", n)
+		}
+	}
+}
+
+const eraseProgressEvery = 5 * time.Second
