@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -116,8 +117,14 @@ func hubUsageCommand(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
+	var errs []error
+	for _, r := range out {
+		if r.Error != "" {
+			errs = append(errs, fmt.Errorf("hub usage: team %s: %s", cmp.Or(r.Team, "(the account)"), r.Error))
+		}
+	}
 	if *asJSON {
-		return writeJSONTo(stdout, out)
+		return errors.Join(writeJSONTo(stdout, out), errors.Join(errs...))
 	}
 	for _, r := range out {
 		name := cmp.Or(r.Team, "(the account)")
@@ -142,5 +149,5 @@ func hubUsageCommand(args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "  %-20s %10s in %d messages, %d sessions\n", n, byteCount(u.Bytes), u.Messages, u.Sessions)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
