@@ -217,17 +217,14 @@ func (p *Publisher) publishSingly(ctx context.Context, subj string, last uint64,
 // in time) or refused because the stream had as many batches open as it
 // allows. Nothing of the batch was stored.
 func isBatchRefused(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) &&
-		(apiErr.ErrorCode == jsErrCodeBatchIncomplete || apiErr.ErrorCode == jsErrCodeBatchTooManyInflight)
+	return hasErrorCode(err, jsErrCodeBatchIncomplete, jsErrCodeBatchTooManyInflight)
 }
 
 // isShareFull reports whether err says the account has no room left: on
 // the hub, the team's share of its store (every node of the team shares
 // it, so one node can fill it for all).
 func isShareFull(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeAccountResourcesExceeded
+	return hasErrorCode(err, jsErrCodeAccountResourcesExceeded)
 }
 
 // The server's error codes for an atomic batch it did not take, and for an

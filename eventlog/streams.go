@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -94,8 +95,14 @@ func holds(have, want jetstream.StreamConfig) bool {
 // IsWrongLastSequence reports whether err says the expected last subject
 // sequence did not match: someone else (or an earlier run) wrote first.
 func IsWrongLastSequence(err error) bool {
+	return hasErrorCode(err, jetstream.JSErrCodeStreamWrongLastSequence)
+}
+
+// hasErrorCode reports whether err is a JetStream API error with one of
+// codes.
+func hasErrorCode(err error, codes ...jetstream.ErrorCode) bool {
 	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+	return errors.As(err, &apiErr) && slices.Contains(codes, apiErr.ErrorCode)
 }
 
 // HubStreamConfig is PI_HUB on the hub cluster: every node's events, each
