@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -272,16 +271,13 @@ func (f *Forwarder) pass(ctx, hctx context.Context, from uint64, saver *Position
 		// Block for the first message, then take what is already there;
 		// while a position waits to be written, or held lines to be
 		// tried again, wait no longer than that.
-		var wait []time.Duration
-		if due, ok := saver.Due(time.Now()); ok {
-			wait = append(wait, due)
-		}
-		if len(held) > 0 {
-			wait = append(wait, time.Until(f.batchAgain))
+		wait, timed := saver.Due(time.Now())
+		if again := time.Until(f.batchAgain); len(held) > 0 && (!timed || again < wait) {
+			wait, timed = again, true
 		}
 		rctx, cancel := ctx, context.CancelFunc(func() {})
-		if len(wait) > 0 {
-			rctx, cancel = context.WithTimeout(ctx, slices.Min(wait))
+		if timed {
+			rctx, cancel = context.WithTimeout(ctx, wait)
 		}
 		window, last, pending, err := f.read(rctx, p, asm, handled)
 		cancel()
@@ -428,16 +424,21 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line, held 
 			// The other sessions need not wait for this one.
 			held[up] = true
 			f.logger.Debug("forwarder: a session's lines wait for the hub to take a batch", "subject", up, "err", err)
-		case err != nil && isShareFull(err):
-			delete(f.up, up)
-			return fmt.Errorf("forwarder: %s: %w (the team's share of the hub's store is full: its operator can raise PISYNC_HUB_TEAM_MAX_STORE, or find a node that filled it, `pisyncd hub usage`, remove it and erase its lines, `pisyncd hub erase --node NODE`: docs/HUB.md)", up, err)
 		case err != nil:
 			delete(f.up, up) // re-read the hub's position next time
+			if isShareFull(err) {
+				return fmt.Errorf("forwarder: %s: %w (%s)", up, err, shareFullHint)
+			}
 			return fmt.Errorf("forwarder: %s: %w", up, err)
 		}
 	}
 	return nil
 }
+
+// shareFullHint follows a line the hub refused for a full share: the team's
+// nodes share it, so one can fill it for all, and only the hub's operator
+// can make room.
+const shareFullHint = "the team's share of the hub's store is full: its operator can raise PISYNC_HUB_TEAM_MAX_STORE, or find a node that filled it, `pisyncd hub usage`, remove it and erase its lines, `pisyncd hub erase --node NODE`: docs/HUB.md"
 
 // publish stores out on the hub subject up after its sequence last, as
 // Publisher.Publish does, and returns the same. When the hub takes no batch
