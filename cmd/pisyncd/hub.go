@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -246,14 +247,30 @@ func teamConn(srv *embedded.Server, team string) (*nats.Conn, error) {
 	return srv.ConnectTeam(team, nats.Name("pisyncd-hub"))
 }
 
+// withTeam runs do with an administration connection to a team's account,
+// closed after.
+func withTeam(srv *embedded.Server, team string, do func(*nats.Conn) error) error {
+	nc, err := teamConn(srv, team)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	return do(nc)
+}
+
+// namedTeams is the hub's teams, or only the one named if not "" (none
+// when the hub has no such team).
+func namedTeams(srv *embedded.Server, only string) []string {
+	all := teams(srv)
+	if only == "" {
+		return all
+	}
+	return slices.DeleteFunc(all, func(t string) bool { return t != only })
+}
+
 func ensureTeams(ctx context.Context, srv *embedded.Server, cfg *config.Hub, logger *slog.Logger) error {
 	for _, team := range teams(srv) {
-		nc, err := teamConn(srv, team)
-		if err != nil {
-			return err
-		}
-		err = ensureHubStream(ctx, nc, cfg.Replicas, logger)
-		nc.Close()
+		err := withTeam(srv, team, func(nc *nats.Conn) error { return ensureHubStream(ctx, nc, cfg.Replicas, logger) })
 		if err != nil {
 			return fmt.Errorf("team %q: %w", team, err)
 		}
@@ -297,13 +314,12 @@ func ensureHubStream(ctx context.Context, nc *nats.Conn, replicas int, logger *s
 // (eventlog.UpgradeStream), keeping the snapshots in the state dir.
 func upgradeTeams(ctx context.Context, srv *embedded.Server, cfg *config.Hub, logger *slog.Logger) error {
 	for _, team := range teams(srv) {
-		nc, err := teamConn(srv, team)
-		if err != nil {
-			return err
-		}
 		start := time.Now()
-		done, err := eventlog.UpgradeStream(ctx, nc, eventlog.HubStreamConfig(cfg.Replicas), upgradeDir(cfg, team))
-		nc.Close()
+		var done bool
+		err := withTeam(srv, team, func(nc *nats.Conn) (err error) {
+			done, err = eventlog.UpgradeStream(ctx, nc, eventlog.HubStreamConfig(cfg.Replicas), upgradeDir(cfg, team))
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("team %q: %w", team, err)
 		}

@@ -50,16 +50,12 @@ func hubControl(h *embedded.Server, cfg *config.Hub, logger *slog.Logger) (stop 
 		}
 		ctx := context.WithoutCancel(r.Context())
 		var out []hubEraseResult
-		for _, t := range teams(h) {
-			if team != "" && t != team {
-				continue
-			}
+		for _, t := range namedTeams(h, team) {
 			res := hubEraseResult{Team: t}
-			nc, err := teamConn(h, t)
-			if err == nil {
+			err := withTeam(h, t, func(nc *nats.Conn) (err error) {
 				res.HubErased, err = hubErase(ctx, nc, sid, node, force, eraseProgress(logger, node, t))
-				nc.Close()
-			}
+				return err
+			})
 			switch {
 			case err != nil:
 				res.Error = err.Error()

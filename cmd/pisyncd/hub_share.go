@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
@@ -47,20 +48,18 @@ func (w *shareWatch) Run(ctx context.Context) error {
 
 // check looks at one team's share and says so when it crosses a threshold.
 func (w *shareWatch) check(ctx context.Context, team string, warned map[string]bool) {
-	nc, err := teamConn(w.srv, team)
-	if err != nil {
-		w.logger.Debug("share watch: connect", "team", team, "err", err)
-		return
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return
-	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	ai, err := js.AccountInfo(ctx)
+	var ai *jetstream.AccountInfo
+	err := withTeam(w.srv, team, func(nc *nats.Conn) error {
+		js, err := jetstream.New(nc)
+		if err == nil {
+			ai, err = js.AccountInfo(ctx)
+		}
+		return err
+	})
 	if err != nil || ai.Limits.MaxStore <= 0 {
+		w.logger.Debug("share watch: no share to look at", "team", team, "err", err)
 		return // a hub without shares, or a moment it does not answer: the next look
 	}
 	used, limit := int64(ai.Store), ai.Limits.MaxStore

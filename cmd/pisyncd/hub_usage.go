@@ -52,17 +52,13 @@ func serveHubUsage(h *embedded.Server) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		team := r.URL.Query().Get("team")
 		var out []hubUsageResult
-		for _, t := range teams(h) {
-			if team != "" && t != team {
-				continue
-			}
-			res := hubUsageResult{Team: t}
-			nc, err := teamConn(h, t)
-			if err == nil {
+		for _, t := range namedTeams(h, team) {
+			var res hubUsageResult
+			err := withTeam(h, t, func(nc *nats.Conn) (err error) {
 				res, err = readHubUsage(r.Context(), nc)
-				res.Team = t
-				nc.Close()
-			}
+				return err
+			})
+			res.Team = t
 			if err != nil {
 				res.Error = err.Error()
 			}
