@@ -50,19 +50,18 @@ func (w *shareWatch) Run(ctx context.Context) error {
 func (w *shareWatch) check(ctx context.Context, team string, warned map[string]bool) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	var ai *jetstream.AccountInfo
+	var used, limit int64
 	err := withTeam(w.srv, team, func(nc *nats.Conn) error {
 		js, err := jetstream.New(nc)
 		if err == nil {
-			ai, err = js.AccountInfo(ctx)
+			used, limit, err = teamStore(ctx, js)
 		}
 		return err
 	})
-	if err != nil || ai.Limits.MaxStore <= 0 {
+	if err != nil || limit <= 0 {
 		w.logger.Debug("share watch: no share to look at", "team", team, "err", err)
 		return // a hub without shares, or a moment it does not answer: the next look
 	}
-	used, limit := int64(ai.Store), ai.Limits.MaxStore
 	switch percent := used * 100 / limit; {
 	case percent >= shareFullPercent && !warned[team]:
 		warned[team] = true

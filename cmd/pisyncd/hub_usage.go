@@ -37,13 +37,21 @@ func readHubUsage(ctx context.Context, nc *nats.Conn) (hubUsageResult, error) {
 	if err != nil {
 		return res, err
 	}
-	ai, err := js.AccountInfo(ctx)
-	if err != nil {
-		return res, fmt.Errorf("hub usage: %w", err)
+	if res.StoreUsed, res.StoreLimit, err = teamStore(ctx, js); err != nil {
+		return res, err
 	}
-	res.StoreUsed, res.StoreLimit = int64(ai.Store), ai.Limits.MaxStore
 	res.Nodes, err = eventlog.HubUsage(ctx, js)
 	return res, err
+}
+
+// teamStore is the store js's account uses and its share of the hub's
+// (-1: none).
+func teamStore(ctx context.Context, js jetstream.JetStream) (used, limit int64, err error) {
+	ai, err := js.AccountInfo(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("hub usage: %w", err)
+	}
+	return int64(ai.Store), ai.Limits.MaxStore, nil
 }
 
 // serveHubUsage answers `pisyncd hub usage` on the control socket: every
