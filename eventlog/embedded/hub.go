@@ -168,6 +168,8 @@ func (s *Server) loadNodes() ([]Node, error) {
 func (s *Server) hubOptions(cfg HubConfig, nodes []Node) (*server.Options, error) {
 	admins := map[string]string{}
 	if cfg.Auth {
+		s.adminsMu.Lock()
+		defer s.adminsMu.Unlock()
 		for t := range teamsOf(nodes) {
 			kp := s.admins[t]
 			if kp == nil {
@@ -180,7 +182,11 @@ func (s *Server) hubOptions(cfg HubConfig, nodes []Node) (*server.Options, error
 			pub, _ := kp.PublicKey()
 			admins[t] = pub
 		}
-		s.inProcessKey = s.admins[DefaultTeam]
+		if k := s.admins[DefaultTeam]; s.inProcessKey != k {
+			// Once, at start: the key is kept for the server's life,
+			// and in-process connections read it without a lock.
+			s.inProcessKey = k
+		}
 	}
 	conf, err := RenderHubConfig(cfg, nodes, admins)
 	if err != nil {
@@ -225,20 +231,24 @@ func (s *Server) Reload() error {
 	if s.hub == nil {
 		return errors.New("embedded: reload: not a hub")
 	}
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
 	nodes, err := s.loadNodes()
 	if err != nil {
 		return fmt.Errorf("embedded: reload: %w", err)
 	}
 	teams := teamsOf(nodes)
+	var known []Node
+	s.adminsMu.RLock()
 	for t := range s.admins {
 		teams[t] = true // a team stays once it has an account
 	}
-	var known []Node
 	for _, n := range nodes {
 		if s.admins[n.Team] != nil {
 			known = append(known, n)
 		}
 	}
+	s.adminsMu.RUnlock()
 	if len(known) < len(nodes) {
 		shrink := *s.hub
 		if shrink.Team.MaxStore == 0 {
@@ -268,6 +278,8 @@ func (s *Server) reloadWith(cfg HubConfig, nodes []Node) error {
 // Teams lists the accounts with registered nodes (always the default one
 // with authorization on); empty without authorization.
 func (s *Server) Teams() []string {
+	s.adminsMu.RLock()
+	defer s.adminsMu.RUnlock()
 	var out []string
 	for t := range s.admins {
 		out = append(out, t)
@@ -278,7 +290,9 @@ func (s *Server) Teams() []string {
 
 // ConnectTeam opens an in-process admin connection to a team's account.
 func (s *Server) ConnectTeam(team string, opts ...nats.Option) (*nats.Conn, error) {
+	s.adminsMu.RLock()
 	kp := s.admins[team]
+	s.adminsMu.RUnlock()
 	if kp == nil {
 		return nil, fmt.Errorf("embedded: no account for team %q", team)
 	}

@@ -2,8 +2,10 @@ package embedded
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -132,4 +134,70 @@ func mustNodeKey(t *testing.T) string {
 	}
 	pub, _ := kp.PublicKey()
 	return pub
+}
+
+// TestReloadWhileTeamsAreRead: reloads that add teams (SIGHUP and the
+// control socket's, at once) while the share watch and control requests
+// list the teams and connect to their accounts. Under -race it fails
+// without the locks around the teams' admin keys and around a reload.
+func TestReloadWhileTeamsAreRead(t *testing.T) {
+	dir := t.TempDir()
+	cfg := HubConfig{
+		StateDir: dir, Name: "h", LeafListen: freeAddr(t), Auth: true, NodesDir: filepath.Join(dir, "nodes"),
+		MaxStore: 64 << 20, MaxMemory: 64 << 20,
+	}
+	if _, err := AddNode(cfg.NodesDir, "ws-0", "t0"); err != nil {
+		t.Fatal(err)
+	}
+	s := startHub(t, cfg)
+	done := make(chan struct{})
+	var readers sync.WaitGroup
+	for range 2 {
+		readers.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				for _, team := range s.Teams() {
+					// A connection still in its handshake when a reload
+					// checks every client again may be closed by
+					// nats-server: the readers here are after races, not
+					// connections (those are checked after the reloads).
+					if nc, err := s.ConnectTeam(team); err == nil {
+						nc.Close()
+					}
+				}
+			}
+		})
+	}
+	var reloads sync.WaitGroup
+	for i := 1; i <= 4; i++ {
+		if _, err := AddNode(cfg.NodesDir, fmt.Sprintf("ws-%d", i), fmt.Sprintf("t%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			reloads.Go(func() {
+				if err := s.Reload(); err != nil {
+					t.Errorf("reload with team t%d: %v", i, err)
+				}
+			})
+		}
+		reloads.Wait()
+	}
+	close(done)
+	readers.Wait()
+	got := s.Teams()
+	if len(got) != 6 { // the default team, t0-t4
+		t.Errorf("teams after the reloads: %v", got)
+	}
+	for _, team := range got {
+		nc, err := s.ConnectTeam(team)
+		if err != nil {
+			t.Errorf("connect to team %s after the reloads: %v", team, err)
+			continue
+		}
+		nc.Close()
+	}
 }

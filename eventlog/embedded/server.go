@@ -63,6 +63,11 @@ type Server struct {
 	hub    *HubConfig
 	admins map[string]nkeys.KeyPair
 	nodes  []Node
+	// reloadMu keeps reloads apart (SIGHUP and the control socket's);
+	// adminsMu guards admins, which a reload adding a team writes while
+	// the share watch and control requests read it.
+	reloadMu sync.Mutex
+	adminsMu sync.RWMutex
 
 	// opts is what every server.Server of a workstation is made from (a
 	// copy each time: a server keeps and changes its options), with the
