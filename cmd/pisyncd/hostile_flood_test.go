@@ -26,15 +26,16 @@ import (
 // then refuses every teammate's next line: ann's new session does not
 // reach bob, and ann's log says why. Nothing on a workstation can undo
 // it; the operator can: the hub warned as the share filled, `pisyncd hub
-// usage` names eve as the node holding it, removing her from the hub (her
-// node file and SIGHUP) closes her connection, and `pisyncd hub erase
-// --node eve` deletes every line she published: the share has room again
+// usage` names eve as the node holding it, and `pisyncd hub remove-node
+// eve --erase` removes her registration, reloads the hub (which closes her
+// connection) and deletes every line she published: the share has room again
 // (the hub says so), ann's session reaches bob, and nothing of eve's is
 // left on the hub (her erase events would stay; she sent none).
 func TestHostileFillTeamShare(t *testing.T) {
 	// Two teams (the default one and t1): 8 MiB each.
 	e := startHostileHub(t, func(c *config.Hub) { c.MaxStore = 16 << 20 }, nil)
 	startHubControl(t, e.hub.testHub)
+	t.Setenv("PISYNC_HUB_NODES_DIR", e.hub.nodes) // for hub remove-node
 	// The hub's watch of the shares, looking often.
 	var hubLog testenv.LogBuffer
 	watchCtx, stopWatch := context.WithCancel(context.Background())
@@ -107,21 +108,28 @@ func TestHostileFillTeamShare(t *testing.T) {
 	}
 	t.Logf("hub usage:\n%s", usage.String())
 
-	// The operator removes eve from the hub first (her file and a reload,
-	// as SIGHUP does): her connection can publish nothing more. ann is
-	// stopped across the reload: while she retries, her forwarder asks
-	// the hub where her session stands with direct gets, and nats-server
-	// 2.15.3 reads the options a reload replaces without their lock there
-	// (stream.go, getDirectRequest), a data race the race detector fails
-	// the test for (about one run in twenty).
+	// The operator removes eve from the hub, which reloads it (her
+	// connection can publish nothing more), and then erases her lines.
+	// ann is stopped across the reload: while she retries, her forwarder
+	// asks the hub where her session stands with direct gets, and
+	// nats-server 2.15.3 reads the options a reload replaces without
+	// their lock there (stream.go, getDirectRequest), a data race the race
+	// detector fails the test for (about one run in twenty).
 	e.ann.stop()
-	if err := os.Remove(filepath.Join(e.hub.nodes, "eve.json")); err != nil {
-		t.Fatal(err)
+	var out bytes.Buffer
+	erasing := time.Now()
+	if err := removeNodeCommand([]string{"eve", "--erase", "--json"}, &out); err != nil {
+		t.Fatalf("hub remove-node eve --erase: %v", err)
 	}
-	if err := e.hub.srv.Reload(); err != nil {
-		t.Fatalf("reload without eve: %v", err)
-	}
+	removing := time.Since(erasing)
 	e.ann.start()
+	var removed removedNode
+	if err := json.Unmarshal(out.Bytes(), &removed); err != nil || !removed.Reloaded || removed.Team != "t1" {
+		t.Fatalf("hub remove-node eve --erase: %s (%v)", out.Bytes(), err)
+	}
+	if _, err := os.Stat(filepath.Join(e.hub.nodes, "eve.json")); !os.IsNotExist(err) {
+		t.Errorf("eve's registration is still there: %v", err)
+	}
 	var refused error
 	waitUntil(t, 10*time.Second, func() (bool, string) {
 		refused = e.eve.Publish(context.Background(), "0199e5f0-0000-7000-8000-999999999999",
@@ -129,24 +137,11 @@ func TestHostileFillTeamShare(t *testing.T) {
 		return refused != nil && !strings.Contains(refused.Error(), "resource limits exceeded"), fmt.Sprintf("eve's publish once removed: %v", refused)
 	})
 	t.Logf("eve, removed: %v", refused)
-
-	var out bytes.Buffer
-	erasing := time.Now()
-	if err := hubEraseCommand([]string{"--node", "eve", "--json"}, &out); err != nil {
-		t.Fatalf("hub erase --node eve: %v", err)
-	}
-	var res []hubEraseResult
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		t.Fatalf("hub erase --node eve: %s (%v)", out.Bytes(), err)
-	}
 	erased := 0
-	for _, r := range res {
-		if r.Error != "" {
-			t.Errorf("hub erase --node eve, team %s: %s", r.Team, r.Error)
-		}
+	for _, r := range removed.Erased {
 		erased += r.Messages
 	}
-	t.Logf("hub erase --node eve: %d messages in %v", erased, time.Since(erasing).Round(time.Millisecond))
+	t.Logf("hub remove-node eve --erase: %d messages erased, in %v with the reload", erased, removing.Round(time.Millisecond))
 	waitUntil(t, 10*time.Second, func() (bool, string) {
 		return strings.Contains(hubLog.String(), "has room again"), "the hub's log says nothing of t1's share freed:\n" + hubLog.String()
 	})

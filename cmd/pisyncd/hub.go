@@ -32,6 +32,11 @@ Usage:
   pisyncd hub add-node NAME [--team T] [--out FILE]
                                        register workstation NAME (its PISYNC_NODE_ID) and write its
                                        nkey seed to FILE (default NAME.nkey, 0600) for PISYNC_HUB_NKEY
+  pisyncd hub nodes [--json]           list the registered workstations
+  pisyncd hub remove-node NAME [--erase] [--json]
+                                       remove workstation NAME and reload the hub node running
+                                       here, which closes its connections; --erase then erases
+                                       every line it published from PI_HUB
   pisyncd hub certs DIR --hosts H1,H2  create a development CA and hub certificate in DIR, and
                                        a route secret for a cluster (DIR/route.secret, kept if present)
   pisyncd hub dev-init DIR --hosts H1,H2 --nodes N1,N2 [--owner UID:GID]
@@ -46,8 +51,8 @@ Usage:
                                        hub node running here, or any hub with --server URL and
                                        --user/--password or --creds of an administration user
   pisyncd hub erase --node NODE [--team T] [--json]
-                                       erase every line NODE published (after removing it from the
-                                       hub: a node that filled its team's share)
+                                       erase every line NODE published (a node removed from the
+                                       hub, one that filled its team's share: remove-node --erase)
   pisyncd hub usage [--team T] [--json]
                                        each team's share of the store, and what each node holds
                                        on PI_HUB, largest first (which node filled a share); asks
@@ -68,6 +73,10 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 			return config.HubUsage(stdout)
 		case "add-node":
 			return addNodeCommand(args[1:], stdout)
+		case "remove-node":
+			return removeNodeCommand(args[1:], stdout)
+		case "nodes":
+			return nodesCommand(args[1:], stdout)
 		case "certs":
 			return certsCommand(args[1:], stdout)
 		case "dev-init":
@@ -145,16 +154,25 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 			stopAll()
 			return errors.Join(h.Err(), h.Close())
 		case <-hup:
-			if err := h.Reload(); err != nil {
-				logger.Error("reload failed; keeping the previous nodes", "err", err)
-				continue
-			}
-			if err := ensureTeams(ctx, h, cfg, logger); err != nil {
-				logger.Error("PI_HUB for a new team", "err", err)
-			}
-			logger.Info("reloaded registered nodes", "teams", h.Teams())
+			reloadHub(ctx, h, cfg, logger) // it logs what failed
 		}
 	}
+}
+
+// reloadHub reads the registered nodes again (SIGHUP, or `hub
+// remove-node` through the control socket): the connections of a node no
+// longer registered are closed, and a new team gets its PI_HUB.
+func reloadHub(ctx context.Context, h *embedded.Server, cfg *config.Hub, logger *slog.Logger) error {
+	if err := h.Reload(); err != nil {
+		logger.Error("reload failed; keeping the previous nodes", "err", err)
+		return fmt.Errorf("reload failed, the hub keeps the nodes it had: %w", err)
+	}
+	if err := ensureTeams(ctx, h, cfg, logger); err != nil {
+		logger.Error("PI_HUB for a new team", "err", err)
+		return fmt.Errorf("reloaded, but PI_HUB for a new team: %w", err)
+	}
+	logger.Info("reloaded registered nodes", "teams", h.Teams())
+	return nil
 }
 
 // hubStartHints are the set-up mistakes a hub starts with although no

@@ -22,8 +22,8 @@ import (
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
 )
 
-// A running hub node answers `pisyncd hub erase` and `pisyncd hub upgrade`
-// on a control socket in its state dir (0600, like a workstation's): it
+// A running hub node answers `pisyncd hub erase`, `usage`, `upgrade` and
+// `remove-node` (its reload) on a control socket in its state dir (0600, like a workstation's): it
 // holds the in-process administration user of every team's account, which
 // nothing outside the process can use.
 
@@ -75,6 +75,13 @@ func hubControl(h *embedded.Server, cfg *config.Hub, logger *slog.Logger) (stop 
 		writeJSON(w, out)
 	})
 	mux.HandleFunc("GET /usage", serveHubUsage(h))
+	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, r *http.Request) {
+		if err := reloadHub(context.WithoutCancel(r.Context()), h, cfg, logger); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		writeJSON(w, map[string][]string{"teams": h.Teams()})
+	})
 	mux.HandleFunc("POST /upgrade", func(w http.ResponseWriter, r *http.Request) {
 		if err := upgradeTeams(context.WithoutCancel(r.Context()), h, cfg, logger); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -254,6 +261,10 @@ func postHub(ctx context.Context, cfg *config.Hub, path string, v any) error {
 	return callHub(ctx, cfg, http.MethodPost, path, v)
 }
 
+// errNoHubHere: no hub node answers on the control socket of the state
+// dir the settings name.
+var errNoHubHere = errors.New("no hub node runs here")
+
 // callHub asks the hub node running here (its control socket) and decodes
 // its JSON answer into v.
 func callHub(ctx context.Context, cfg *config.Hub, method, path string, v any) error {
@@ -263,7 +274,7 @@ func callHub(ctx context.Context, cfg *config.Hub, method, path string, v any) e
 	}
 	resp, err := controlClient(cfg.StateDir).Do(req)
 	if err != nil {
-		return fmt.Errorf("no hub node runs here (no answer on %s; set PISYNC_HUB_STATE_DIR, or use --server)", filepath.Join(cfg.StateDir, controlSocket))
+		return fmt.Errorf("%w (no answer on %s; set PISYNC_HUB_STATE_DIR, or use --server)", errNoHubHere, filepath.Join(cfg.StateDir, controlSocket))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

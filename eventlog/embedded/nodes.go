@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -105,6 +106,25 @@ func WriteSeed(f *os.File, seed []byte) error {
 
 // LoadNodes reads every registration in dir.
 func LoadNodes(dir string) ([]Node, error) {
+	files, err := readNodes(dir)
+	if err != nil || files == nil {
+		return nil, err
+	}
+	nodes := make([]Node, len(files))
+	for i, f := range files {
+		nodes[i] = f.Node
+	}
+	return nodes, nil
+}
+
+// nodeFile is a registration and the file that holds it.
+type nodeFile struct {
+	Node
+	path string
+}
+
+// readNodes reads every registration in dir, sorted by name.
+func readNodes(dir string) ([]nodeFile, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -112,13 +132,14 @@ func LoadNodes(dir string) ([]Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nodes dir: %w", err)
 	}
-	var nodes []Node
+	var nodes []nodeFile
 	seen := map[string]bool{}
 	for _, e := range entries {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		path := filepath.Join(dir, e.Name())
+		b, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("nodes dir: %w", err)
 		}
@@ -133,10 +154,40 @@ func LoadNodes(dir string) ([]Node, error) {
 			return nil, fmt.Errorf("node %s registered twice", n.Name)
 		}
 		seen[n.Name] = true
-		nodes = append(nodes, n)
+		nodes = append(nodes, nodeFile{n, path})
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	return nodes, nil
+}
+
+// RemoveNode deletes node name's registration from dir and returns it. The
+// node's key keeps working on a running hub until it reloads (SIGHUP, or
+// the control socket's reload), which closes its connections. The file is
+// found by the name it holds, not by its own name: AddNode's NAME.json is
+// a habit, and a registration under another file name counts as well.
+func RemoveNode(dir, name string) (Node, error) {
+	files, err := readNodes(dir)
+	if err != nil {
+		return Node{}, err
+	}
+	i := slices.IndexFunc(files, func(f nodeFile) bool { return f.Name == name })
+	if i < 0 {
+		return Node{}, fmt.Errorf("node %q is not registered in %s (pisyncd hub nodes lists those that are)", name, dir)
+	}
+	if err := os.Remove(files[i].path); err != nil {
+		return Node{}, fmt.Errorf("remove node: %w", err)
+	}
+	// The removal must outlive a crash: a hub started again would
+	// otherwise let the node back in.
+	d, err := os.Open(dir)
+	if err != nil {
+		return Node{}, fmt.Errorf("remove node: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return Node{}, fmt.Errorf("remove node: %w", err)
+	}
+	return files[i].Node, nil
 }
 
 // Permissions are a node's rights on the hub, seen from the hub: the

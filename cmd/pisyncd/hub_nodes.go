@@ -1,0 +1,122 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+
+	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+)
+
+// `pisyncd hub nodes` and `pisyncd hub remove-node`: the workstations a hub
+// node admits, and taking one away (a machine lost or retired, a seed
+// leaked, a teammate who filled the team's share: docs/HUB.md). Removing is
+// three steps that must come in order, the registration, the reload that
+// closes the node's connections, then the erase of its lines (erased
+// before the reload, it could publish them again), so one command does
+// them.
+
+const removeNodeUsage = "pisyncd hub remove-node NAME [--erase] [--json]"
+
+// removedNode is what `hub remove-node` did.
+type removedNode struct {
+	Node     string `json:"node"`
+	Team     string `json:"team"`
+	NodesDir string `json:"nodesDir"`
+	// Reloaded: the hub node running here read its nodes again, which
+	// closed the node's connections; false when none runs here.
+	Reloaded bool             `json:"reloaded"`
+	Erased   []hubEraseResult `json:"erased,omitempty"`
+}
+
+func removeNodeCommand(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("hub remove-node", flag.ContinueOnError)
+	erase := fs.Bool("erase", false, "then erase every line the node published from PI_HUB, as pisyncd hub erase --node does")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseArgs(fs, reorder(args), removeNodeUsage, 1); err != nil {
+		return err
+	}
+	cfg, err := config.LoadHub()
+	if err != nil {
+		return err
+	}
+	n, err := embedded.RemoveNode(cfg.NodesDir, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	out := removedNode{Node: n.Name, Team: n.Team, NodesDir: cfg.NodesDir}
+	ctx, stop := signalContext(io.Discard)
+	defer stop()
+	switch err := postHub(ctx, cfg, "/reload", nil); {
+	case errors.Is(err, errNoHubHere):
+		// The removal takes effect when the hub node starts.
+	case err != nil:
+		return fmt.Errorf("node %s removed from %s, but the hub node running here did not reload, so its connections stay open: %w; mend that and send the hub SIGHUP", n.Name, cfg.NodesDir, err)
+	default:
+		out.Reloaded = true
+	}
+	if *erase {
+		if !out.Reloaded {
+			return fmt.Errorf("node %s removed from %s; --erase needs the hub node running here, and none answers on its control socket: start it and run pisyncd hub erase --node %s, or erase through any hub with its --server", n.Name, cfg.NodesDir, n.Name)
+		}
+		q := url.Values{"node": {n.Name}, "team": {n.Team}}
+		if err := postHub(ctx, cfg, "/erase?"+q.Encode(), &out.Erased); err != nil {
+			return fmt.Errorf("node %s removed and its connections closed, but its lines were not erased: %w (pisyncd hub erase --node %s tries again)", n.Name, err, n.Name)
+		}
+		for _, r := range out.Erased {
+			if r.Error != "" {
+				return fmt.Errorf("node %s removed and its connections closed, but erasing its lines in team %s failed: %s (pisyncd hub erase --node %s tries again)", n.Name, r.Team, r.Error, n.Name)
+			}
+		}
+	}
+	if *asJSON {
+		return writeJSONTo(stdout, out)
+	}
+	fmt.Fprintf(stdout, "removed node %s (team %s) from %s\n", n.Name, n.Team, cfg.NodesDir)
+	if out.Reloaded {
+		fmt.Fprintf(stdout, "the hub node running here reloaded: %s's key is refused and its connections are closed\n", n.Name)
+	} else {
+		fmt.Fprintf(stdout, "no hub node runs here (PISYNC_HUB_STATE_DIR %s): the removal takes effect when it starts\n", cfg.StateDir)
+	}
+	for _, r := range out.Erased {
+		fmt.Fprintf(stdout, "team %s: erased %d message(s) of node %s from PI_HUB\n", r.Team, r.Messages, n.Name)
+	}
+	if cfg.ClusterListen != "" || len(cfg.Routes) > 0 {
+		fmt.Fprintf(stdout, "every hub node reads its own nodes folder: remove %s on the others of the cluster too\n", n.Name)
+	}
+	return nil
+}
+
+// nodesCommand lists the registered workstations.
+func nodesCommand(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("hub nodes", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseArgs(fs, args, "pisyncd hub nodes [--json]", 0); err != nil {
+		return err
+	}
+	cfg, err := config.LoadHub()
+	if err != nil {
+		return err
+	}
+	nodes, err := embedded.LoadNodes(cfg.NodesDir)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if nodes == nil {
+			nodes = []embedded.Node{}
+		}
+		return writeJSONTo(stdout, nodes)
+	}
+	if len(nodes) == 0 {
+		_, err := fmt.Fprintf(stdout, "no workstation is registered in %s (pisyncd hub add-node NAME registers one)\n", cfg.NodesDir)
+		return err
+	}
+	for _, n := range nodes {
+		fmt.Fprintf(stdout, "%-24s team %-16s %s\n", n.Name, n.Team, n.Nkey)
+	}
+	return nil
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+)
+
+// TestHubNodesAndRemoveNodeWithoutHub: `hub nodes` lists the registrations;
+// `hub remove-node` with no hub node running here removes the registration
+// and says it takes effect when the hub starts, and refuses --erase (there
+// is no one to erase through) only after the removal, which it reports;
+// an unknown node is an error naming where it looked.
+func TestHubNodesAndRemoveNodeWithoutHub(t *testing.T) {
+	dir := t.TempDir()
+	nodes := filepath.Join(dir, "nodes")
+	t.Setenv("PISYNC_HUB_STATE_DIR", filepath.Join(dir, "state"))
+	t.Setenv("PISYNC_HUB_NODES_DIR", nodes)
+	var out bytes.Buffer
+	if err := nodesCommand(nil, &out); err != nil || !strings.Contains(out.String(), "no workstation is registered") {
+		t.Fatalf("hub nodes, none: %v\n%s", err, out.String())
+	}
+	for _, n := range []string{"ann", "bob", "eve"} {
+		if _, err := embedded.AddNode(nodes, n, "t1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out.Reset()
+	if err := nodesCommand([]string{"--json"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var listed []embedded.Node
+	if err := json.Unmarshal(out.Bytes(), &listed); err != nil || len(listed) != 3 || listed[2].Name != "eve" || listed[2].Team != "t1" {
+		t.Fatalf("hub nodes --json: %s (%v)", out.Bytes(), err)
+	}
+
+	out.Reset()
+	if err := removeNodeCommand([]string{"bob"}, &out); err != nil {
+		t.Fatalf("hub remove-node bob: %v", err)
+	}
+	if !strings.Contains(out.String(), "removed node bob (team t1)") || !strings.Contains(out.String(), "takes effect when it starts") {
+		t.Errorf("hub remove-node bob, no hub running:\n%s", out.String())
+	}
+	out.Reset()
+	err := removeNodeCommand([]string{"eve", "--erase"}, &out)
+	if err == nil || !strings.Contains(err.Error(), "node eve removed") || !strings.Contains(err.Error(), "--erase needs the hub node running here") {
+		t.Errorf("hub remove-node eve --erase, no hub running: %v", err)
+	}
+	if err := removeNodeCommand([]string{"zed"}, &out); err == nil || !strings.Contains(err.Error(), nodes) {
+		t.Errorf("hub remove-node of a node not registered: %v", err)
+	}
+	out.Reset()
+	if err := nodesCommand(nil, &out); err != nil || strings.Count(out.String(), "\n") != 1 || !strings.HasPrefix(out.String(), "ann ") {
+		t.Errorf("hub nodes after removing bob and eve: %v\n%s", err, out.String())
+	}
+}
