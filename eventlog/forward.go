@@ -438,7 +438,7 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line, held 
 // shareFullHint follows a line the hub refused for a full share: the team's
 // nodes share it, so one can fill it for all, and only the hub's operator
 // can make room.
-const shareFullHint = "the team's share of the hub's store is full: its operator can raise PISYNC_HUB_TEAM_MAX_STORE, or find a node that filled it, `pisyncd hub usage`, remove it and erase its lines, `pisyncd hub erase --node NODE`: docs/HUB.md"
+const shareFullHint = "the team's share of the hub's store is full: its operator can raise PISYNC_HUB_TEAM_MAX_STORE, or find a node that filled it, `pisyncd hub usage`, remove it and erase its lines, `pisyncd hub remove-node NODE --erase`: docs/HUB.md"
 
 // publish stores out on the hub subject up after its sequence last, as
 // Publisher.Publish does, and returns the same. When the hub takes no batch

@@ -72,7 +72,7 @@ func TestHostileFillTeamShare(t *testing.T) {
 	t.Logf("eve filled the team's share with %d junk lines", lines)
 	waitUntil(t, 10*time.Second, func() (bool, string) {
 		l := hubLog.String()
-		return strings.Contains(l, "share of the hub's store is nearly full") && strings.Contains(l, "team=t1") && strings.Contains(l, "pisyncd hub usage"),
+		return strings.Contains(l, "share of the hub's store is nearly full") && strings.Contains(l, "team=t1") && strings.Contains(l, "largest_node=eve") && strings.Contains(l, "pisyncd hub usage"),
 			"the hub's log says nothing of t1's full share:\n" + l
 	})
 
@@ -82,7 +82,7 @@ func TestHostileFillTeamShare(t *testing.T) {
 	waitUntil(t, 30*time.Second, func() (bool, string) {
 		st, err := e.ann.status()
 		return err == nil && st.Forwarder != nil && !st.Forwarder.Connected &&
-				strings.Contains(annLog.String(), "share of the hub's store is full") && strings.Contains(annLog.String(), "pisyncd hub erase --node"),
+				strings.Contains(annLog.String(), "share of the hub's store is full") && strings.Contains(annLog.String(), "pisyncd hub remove-node NODE --erase"),
 			fmt.Sprintf("ann's forwarder while the share is full: %v %+v; her log:\n%s", err, st.Forwarder, annLog.String())
 	})
 	if _, err := os.Stat(secPath(e.bob, sid)); err == nil {

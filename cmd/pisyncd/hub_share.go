@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
 )
 
@@ -65,11 +66,38 @@ func (w *shareWatch) check(ctx context.Context, team string, warned map[string]b
 	switch percent := used * 100 / limit; {
 	case percent >= shareFullPercent && !warned[team]:
 		warned[team] = true
-		w.logger.Warn("a team's share of the hub's store is nearly full: once full, every line of its nodes is refused",
-			"team", team, "used", byteCount(used), "share", byteCount(limit), "percent", percent,
-			"hint", "`pisyncd hub usage` shows what each node holds; raise PISYNC_HUB_TEAM_MAX_STORE, or remove a node that filled it and `pisyncd hub erase --node NODE` (docs/HUB.md)")
+		attrs := []any{"team", team, "used", byteCount(used), "share", byteCount(limit), "percent", percent}
+		if node, held, ok := w.largest(ctx, team); ok {
+			attrs = append(attrs, "largest_node", node, "largest_node_holds", byteCount(held))
+		}
+		w.logger.Warn("a team's share of the hub's store is nearly full: once full, every line of its nodes is refused", append(attrs,
+			"hint", "`pisyncd hub usage` shows what each node holds; raise PISYNC_HUB_TEAM_MAX_STORE, or remove a node that filled it: `pisyncd hub remove-node NODE --erase` (docs/HUB.md)")...)
 	case percent < shareRoomPercent && warned[team]:
 		delete(warned, team)
 		w.logger.Info("a team's share of the hub's store has room again", "team", team, "used", byteCount(used), "share", byteCount(limit), "percent", percent)
 	}
+}
+
+// largest names the node holding the most of team's share, read once as the
+// share crosses its threshold (a pass over PI_HUB's headers: `hub usage`).
+// Not known when the pass fails: the warning goes without it.
+func (w *shareWatch) largest(ctx context.Context, team string) (node string, held int64, ok bool) {
+	var usage map[string]eventlog.NodeUsage
+	err := withTeam(w.srv, team, func(nc *nats.Conn) error {
+		js, err := jetstream.New(nc)
+		if err == nil {
+			usage, err = eventlog.HubUsage(ctx, js)
+		}
+		return err
+	})
+	if err != nil {
+		w.logger.Debug("share watch: what each node holds not read", "team", team, "err", err)
+		return "", 0, false
+	}
+	for n, u := range usage {
+		if u.Bytes > held || (u.Bytes == held && n < node) {
+			node, held, ok = n, u.Bytes, true
+		}
+	}
+	return node, held, ok
 }
