@@ -170,7 +170,15 @@ func (s *Server) hubOptions(cfg HubConfig, nodes []Node) (*server.Options, error
 	if cfg.Auth {
 		s.adminsMu.Lock()
 		defer s.adminsMu.Unlock()
-		for t := range teamsOf(nodes) {
+		teams := teamsOf(nodes)
+		for t := range s.admins {
+			// A team stays once it has an account (Reload), its last node
+			// removed too: its admin user stays, or the hub could no
+			// longer reach its PI_HUB (erase what its nodes left, watch
+			// its share).
+			teams[t] = true
+		}
+		for t := range teams {
 			kp := s.admins[t]
 			if kp == nil {
 				var err error

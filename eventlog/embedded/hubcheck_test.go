@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -199,5 +200,44 @@ func TestReloadWhileTeamsAreRead(t *testing.T) {
 			continue
 		}
 		nc.Close()
+	}
+}
+
+// TestTeamKeptAfterItsLastNode: a team whose last node is removed keeps
+// its account and the hub's way into it until the hub restarts: its
+// PI_HUB holds what the node published, to erase (`hub remove-node
+// --erase`) and to watch. Without the admin user rendered for it, the
+// reload left the account with no user, and the hub's own connection was
+// refused (io: read/write on closed pipe).
+func TestTeamKeptAfterItsLastNode(t *testing.T) {
+	dir := t.TempDir()
+	cfg := HubConfig{
+		StateDir: dir, Name: "h", LeafListen: freeAddr(t), Auth: true, NodesDir: filepath.Join(dir, "nodes"),
+		MaxStore: 64 << 20, MaxMemory: 64 << 20,
+	}
+	for _, n := range []string{"ann", "eve"} {
+		team := map[string]string{"ann": DefaultTeam, "eve": "t1"}[n]
+		if _, err := AddNode(cfg.NodesDir, n, team); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := startHub(t, cfg)
+	if _, err := RemoveNode(cfg.NodesDir, "eve"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reload(); err != nil {
+		t.Fatalf("reload without t1's last node: %v", err)
+	}
+	if got := s.Teams(); !slices.Contains(got, "t1") {
+		t.Fatalf("teams after t1's last node went: %v", got)
+	}
+	nc, err := s.ConnectTeam("t1")
+	if err != nil {
+		t.Fatalf("the hub's connection to t1 after its last node went: %v", err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if _, err := js.AccountInfo(testCtx(t)); err != nil {
+		t.Fatalf("t1's JetStream after its last node went: %v", err)
 	}
 }
