@@ -37,6 +37,8 @@ Usage:
                                        remove workstation NAME and reload the hub node running
                                        here, which closes its connections; --erase then erases
                                        every line it published from PI_HUB
+  pisyncd hub reload                   have the hub node running here read its registered nodes
+                                       again, as SIGHUP does
   pisyncd hub certs DIR --hosts H1,H2  create a development CA and hub certificate in DIR, and
                                        a route secret for a cluster (DIR/route.secret, kept if present)
   pisyncd hub dev-init DIR --hosts H1,H2 --nodes N1,N2 [--owner UID:GID]
@@ -77,6 +79,8 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 			return removeNodeCommand(args[1:], stdout)
 		case "nodes":
 			return nodesCommand(args[1:], stdout)
+		case "reload":
+			return reloadCommand(args[1:], stdout)
 		case "certs":
 			return certsCommand(args[1:], stdout)
 		case "dev-init":

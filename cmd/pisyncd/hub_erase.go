@@ -80,7 +80,11 @@ func hubControl(h *embedded.Server, cfg *config.Hub, logger *slog.Logger) (stop 
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		writeJSON(w, map[string][]string{"teams": h.Teams()})
+		var nodes []string
+		for _, n := range h.Nodes() {
+			nodes = append(nodes, n.Name)
+		}
+		writeJSON(w, map[string][]string{"teams": h.Teams(), "nodes": nodes})
 	})
 	mux.HandleFunc("POST /upgrade", func(w http.ResponseWriter, r *http.Request) {
 		if err := upgradeTeams(context.WithoutCancel(r.Context()), h, cfg, logger); err != nil {

@@ -85,9 +85,31 @@ func removeNodeCommand(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "team %s: erased %d message(s) of node %s from PI_HUB\n", r.Team, r.Messages, n.Name)
 	}
 	if cfg.ClusterListen != "" || len(cfg.Routes) > 0 {
-		fmt.Fprintf(stdout, "every hub node reads its own nodes folder: remove %s on the others of the cluster too\n", n.Name)
+		fmt.Fprintf(stdout, "the cluster's other hub nodes still admit %s: on each, `pisyncd hub remove-node %s` (a nodes folder of its own) or `pisyncd hub reload` (this folder shared)\n", n.Name, n.Name)
 	}
 	return nil
+}
+
+// reloadCommand has the hub node running here read its registered nodes
+// again, as SIGHUP does, and says whether it did: a node of a cluster
+// sharing its nodes folder with the one a node was removed on, say.
+func reloadCommand(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("hub reload", flag.ContinueOnError)
+	if err := parseArgs(fs, args, "pisyncd hub reload", 0); err != nil {
+		return err
+	}
+	cfg, err := config.LoadHub()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signalContext(io.Discard)
+	defer stop()
+	var res struct{ Teams, Nodes []string }
+	if err := postHub(ctx, cfg, "/reload", &res); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "the hub node running here reloaded: it admits %d node(s) %v, teams %v\n", len(res.Nodes), res.Nodes, res.Teams)
+	return err
 }
 
 // nodesCommand lists the registered workstations.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,5 +57,33 @@ func TestHubNodesAndRemoveNodeWithoutHub(t *testing.T) {
 	out.Reset()
 	if err := nodesCommand(nil, &out); err != nil || strings.Count(out.String(), "\n") != 1 || !strings.HasPrefix(out.String(), "ann ") {
 		t.Errorf("hub nodes after removing bob and eve: %v\n%s", err, out.String())
+	}
+}
+
+// TestHubReloadCommand: `hub reload` has the hub node running here read its
+// nodes again (a node removed on another node of a cluster sharing the
+// folder) and says whom it admits now; with no hub node here it says so.
+func TestHubReloadCommand(t *testing.T) {
+	h := startSecureHub(t)
+	h.addNode("ann", "t1")
+	h.addNode("bob", "t1")
+	h.run()
+	var out bytes.Buffer
+	t.Setenv("PISYNC_HUB_STATE_DIR", t.TempDir())
+	if err := reloadCommand(nil, &out); !errors.Is(err, errNoHubHere) {
+		t.Errorf("hub reload with no hub node here: %v", err)
+	}
+	startHubControl(t, h.testHub)
+	if _, err := embedded.RemoveNode(h.nodes, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if err := reloadCommand(nil, &out); err != nil {
+		t.Fatalf("hub reload: %v", err)
+	}
+	if !strings.Contains(out.String(), "admits 1 node(s) [ann]") {
+		t.Errorf("hub reload:\n%s", out.String())
+	}
+	if got := h.srv.Nodes(); len(got) != 1 || got[0].Name != "ann" {
+		t.Errorf("the hub admits %+v after the reload", got)
 	}
 }

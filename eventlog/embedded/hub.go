@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -140,6 +141,7 @@ func StartHub(ctx context.Context, cfg HubConfig) (*Server, error) {
 		lock.release()
 		return nil, fmt.Errorf("embedded: hub: %w", err)
 	}
+	s.setNodes(nodes)
 	if commitKey != nil {
 		// A hub node of a cluster opens its streams as the cluster
 		// agrees on them, not at start: it has only the marker's check.
@@ -215,7 +217,6 @@ func (s *Server) hubOptions(cfg HubConfig, nodes []Node) (*server.Options, error
 	// A config file has no way to say "no client listener": without
 	// one, nats-server listens on 0.0.0.0:4222.
 	opts.DontListen = cfg.Listen == ""
-	s.nodes = nodes
 	return opts, nil
 }
 
@@ -280,7 +281,23 @@ func (s *Server) reloadWith(cfg HubConfig, nodes []Node) error {
 	if err := s.nats().ReloadOptions(opts); err != nil {
 		return fmt.Errorf("embedded: reload: %w", err)
 	}
+	s.setNodes(nodes)
 	return nil
+}
+
+// setNodes records the nodes the server admits now.
+func (s *Server) setNodes(nodes []Node) {
+	s.adminsMu.Lock()
+	s.nodes = nodes
+	s.adminsMu.Unlock()
+}
+
+// Nodes lists the registered nodes the server admits (as of its start or
+// its last reload; none without authorization).
+func (s *Server) Nodes() []Node {
+	s.adminsMu.RLock()
+	defer s.adminsMu.RUnlock()
+	return slices.Clone(s.nodes)
 }
 
 // Teams lists the accounts with registered nodes (always the default one
@@ -296,11 +313,16 @@ func (s *Server) Teams() []string {
 	return out
 }
 
+// adminKey is team's in-process admin key (nil: no such team).
+func (s *Server) adminKey(team string) nkeys.KeyPair {
+	s.adminsMu.RLock()
+	defer s.adminsMu.RUnlock()
+	return s.admins[team]
+}
+
 // ConnectTeam opens an in-process admin connection to a team's account.
 func (s *Server) ConnectTeam(team string, opts ...nats.Option) (*nats.Conn, error) {
-	s.adminsMu.RLock()
-	kp := s.admins[team]
-	s.adminsMu.RUnlock()
+	kp := s.adminKey(team)
 	if kp == nil {
 		return nil, fmt.Errorf("embedded: no account for team %q", team)
 	}

@@ -64,8 +64,8 @@ type Server struct {
 	admins map[string]nkeys.KeyPair
 	nodes  []Node
 	// reloadMu keeps reloads apart (SIGHUP and the control socket's);
-	// adminsMu guards admins, which a reload adding a team writes while
-	// the share watch and control requests read it.
+	// adminsMu guards admins and nodes, which a reload writes while the
+	// share watch and control requests read them.
 	reloadMu sync.Mutex
 	adminsMu sync.RWMutex
 
