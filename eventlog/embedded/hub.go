@@ -242,6 +242,7 @@ func (s *Server) Reload() error {
 	}
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
+	before := s.Nodes()
 	nodes, err := s.loadNodes()
 	if err != nil {
 		return fmt.Errorf("embedded: reload: %w", err)
@@ -270,7 +271,46 @@ func (s *Server) Reload() error {
 			return err
 		}
 	}
-	return s.reloadWith(*s.hub, nodes)
+	if err := s.reloadWith(*s.hub, nodes); err != nil {
+		return err
+	}
+	s.reauthorizeLeafs(before, nodes)
+	return nil
+}
+
+// reauthorizeLeafs closes the leaf connections of every team that lost a
+// node, or whose node's key or team changed, in the reload from before to
+// after. nats-server checks its clients again on a reload and closes those
+// no longer authorized, but not its leaf connections (2.15.3:
+// reloadAuthorization walks s.clients only), and every workstation
+// connects as a leaf: a removed workstation stayed linked. Leafz does not
+// say which key a leaf connection authenticated with, and the name a leaf
+// gives is its own to choose, so every leaf of such a team is closed: the
+// nodes still registered reconnect within about a second and authenticate
+// again, and a removed one is refused.
+func (s *Server) reauthorizeLeafs(before, after []Node) {
+	now := map[string]Node{}
+	for _, n := range after {
+		now[n.Name] = n
+	}
+	teams := map[string]bool{}
+	for _, n := range before {
+		if m, ok := now[n.Name]; !ok || m.Nkey != n.Nkey || m.Team != n.Team {
+			teams[n.Team] = true
+		}
+	}
+	ns := s.nats()
+	for team := range teams {
+		lz, err := ns.Leafz(&server.LeafzOptions{Account: team})
+		if err != nil {
+			s.logger.log.Warn("reload: the team's leaf connections not listed, so not authenticated again: a removed node may stay linked until it reconnects", "team", team, "err", err)
+			continue
+		}
+		for _, l := range lz.Leafs {
+			ns.DisconnectClientByID(l.ID) // gone already: nothing to close
+		}
+		s.logger.log.Info("reload: the team's leaf connections closed, to be authenticated again (a node was removed or its key replaced)", "team", team, "connections", len(lz.Leafs))
+	}
 }
 
 func (s *Server) reloadWith(cfg HubConfig, nodes []Node) error {
