@@ -4,6 +4,7 @@ package docker
 
 import (
 	"crypto/tls"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -54,5 +55,47 @@ func TestSecure(t *testing.T) {
 	if nc, err := nats.Connect("nats://"+s.ip("hub1")+":4222", nats.Timeout(5*time.Second), nats.NoReconnect()); err == nil {
 		nc.Close()
 		t.Fatal("a plain-text client was accepted")
+	}
+
+	// The operator takes ws2 away: its registration removed from the
+	// nodes folder the hubs share (they mount it read-only: the pki
+	// service has it writable), then `hub reload` on every hub, which
+	// closes ws2's link wherever it is. ws2 stays out; ws1 goes on.
+	out := s.compose(time.Minute, "run", "--rm", "--no-deps", "-e", "PISYNC_HUB_NODES_DIR=/certs/nodes", "-e", "PISYNC_HUB_STATE_DIR=/certs",
+		"pki", "hub", "remove-node", "ws2")
+	if !strings.Contains(out, "removed node ws2") {
+		t.Fatalf("hub remove-node ws2: %s", out)
+	}
+	for _, h := range hubs {
+		if out := s.docker(30*time.Second, "exec", s.id(h), "/pisyncd", "hub", "reload"); !strings.Contains(out, "admits 1 node(s) [ws1]") {
+			t.Fatalf("%s: hub reload: %s", h, out)
+		}
+	}
+	waitFor(t, time.Minute, func() (bool, string) {
+		st, err := s.status("ws2")
+		return err == nil && st.HubLinked != nil && !*st.HubLinked, fmt.Sprintf("ws2's link after its removal: %+v, %v", st.HubLinked, err)
+	})
+	before, err := s.status("ws1")
+	if err != nil || before.Forwarder == nil {
+		t.Fatalf("ws1: %+v, %v", before, err)
+	}
+	sid2 := "01995ec0-0000-7000-8000-000000000002"
+	l.append(t, "ws1", sid2, sessionPath(s.sessions("ws1"), "/work/sec", sid2), hdrLine(sid2, "/work/sec"), msgLine("f1", "", "after ws2 went"))
+	waitFor(t, time.Minute, func() (bool, string) {
+		st, err := s.status("ws1")
+		return err == nil && st.Forwarder != nil && st.Forwarder.Forwarded >= before.Forwarder.Forwarded+2 && st.HubLinked != nil && *st.HubLinked,
+			fmt.Sprintf("ws1 after ws2's removal: %+v, %v", st, err)
+	})
+	// ws2 tries again, and is refused.
+	waitFor(t, time.Minute, func() (bool, string) {
+		for _, h := range hubs {
+			if lg := s.logs(h); strings.Contains(lg, "Authorization Violation") || strings.Contains(lg, "authentication error") {
+				return true, ""
+			}
+		}
+		return false, "no hub refused ws2's reconnection"
+	})
+	if st, err := s.status("ws2"); err != nil || st.HubLinked == nil || *st.HubLinked {
+		t.Fatalf("ws2 linked again after its removal: %+v, %v", st.HubLinked, err)
 	}
 }

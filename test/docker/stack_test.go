@@ -258,6 +258,7 @@ type status struct {
 	Forwarder *struct {
 		Forwarded uint64 `json:"forwarded"`
 	} `json:"forwarder"`
+	HubLinked  *bool `json:"hubLinked"`
 	Replicator *struct {
 		LinesWritten    uint64 `json:"linesWritten"`
 		EntryCollisions uint64 `json:"entryCollisions"`
