@@ -49,11 +49,22 @@ func hubControl(h *embedded.Server, cfg *config.Hub, logger *slog.Logger) (stop 
 			return
 		}
 		ctx := context.WithoutCancel(r.Context())
+		// A node's erase may take minutes: asked for, its count so far
+		// goes to the caller as it goes, a line of JSON each, before the
+		// results (hubEraseStream).
+		streamed := node != "" && q.Get("progress") == "1"
+		if streamed {
+			w.Header().Set("Content-Type", "application/x-ndjson")
+		}
 		var out []hubEraseResult
 		for _, t := range namedTeams(h, team) {
 			res := hubEraseResult{Team: t}
+			progress := eraseProgress(logger, node, t)
+			if streamed {
+				progress = streamProgress(w, t, progress)
+			}
 			err := withTeam(h, t, func(nc *nats.Conn) (err error) {
-				res.HubErased, err = hubErase(ctx, nc, sid, node, force, eraseProgress(logger, node, t))
+				res.HubErased, err = hubErase(ctx, nc, sid, node, force, progress)
 				return err
 			})
 			switch {
@@ -161,7 +172,11 @@ func hubEraseCommand(args []string, stdout io.Writer) error {
 		}
 		defer nc.Close()
 		res := hubEraseResult{Team: *team}
-		if res.HubErased, err = hubErase(ctx, nc, sid, *node, *force, nil); err != nil {
+		var progress func(int)
+		if *node != "" && !*asJSON {
+			progress = sentEvery(eraseProgressSent, func(n int) { printErasedSoFar(stdout, *node, erasedSoFar{Team: *team, Erased: n}) })
+		}
+		if res.HubErased, err = hubErase(ctx, nc, sid, *node, *force, progress); err != nil {
 			return hubEraseError(what, err)
 		}
 		out = append(out, res)
@@ -180,7 +195,15 @@ func hubEraseCommand(args []string, stdout io.Writer) error {
 		if *force {
 			q.Set("force", "1")
 		}
-		if err := postHub(ctx, cfg, "/erase?"+q.Encode(), &out); err != nil {
+		if *node != "" {
+			if out, err = hubEraseStream(ctx, cfg, q, func(p erasedSoFar) {
+				if !*asJSON {
+					printErasedSoFar(stdout, *node, p)
+				}
+			}); err != nil {
+				return err
+			}
+		} else if err := postHub(ctx, cfg, "/erase?"+q.Encode(), &out); err != nil {
 			return err
 		}
 	}
@@ -272,23 +295,34 @@ var errNoHubHere = errors.New("no hub node runs here")
 // callHub asks the hub node running here (its control socket) and decodes
 // its JSON answer into v.
 func callHub(ctx context.Context, cfg *config.Hub, method, path string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, method, "http://pisyncd-hub"+path, nil)
+	resp, err := doHub(ctx, cfg, method, path)
 	if err != nil {
 		return err
 	}
-	resp, err := controlClient(cfg.StateDir).Do(req)
-	if err != nil {
-		return fmt.Errorf("%w (no answer on %s; set PISYNC_HUB_STATE_DIR, or use --server)", errNoHubHere, filepath.Join(cfg.StateDir, controlSocket))
-	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("hub: %s: %s", resp.Status, strings.TrimSpace(string(b)))
-	}
 	if v == nil {
 		return nil
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// doHub sends a request to the hub node running here and returns its
+// answer, a success: anything else is an error with the hub's words.
+func doHub(ctx context.Context, cfg *config.Hub, method, path string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://pisyncd-hub"+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := controlClient(cfg.StateDir).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w (no answer on %s; set PISYNC_HUB_STATE_DIR, or use --server)", errNoHubHere, filepath.Join(cfg.StateDir, controlSocket))
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return nil, fmt.Errorf("hub: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	return resp, nil
 }
 
 // adminFlags reach any hub through its client listener as an
@@ -324,6 +358,78 @@ func (a adminFlags) connect(name string) (*nats.Conn, error) {
 		opts = append(opts, nats.RootCAs(*a.ca))
 	}
 	return nats.Connect(*a.server, opts...)
+}
+
+// eraseProgressSent is how often a node's erase sends its count so far to
+// the command that asked for it (a variable: tests send every count).
+var eraseProgressSent = time.Second
+
+// erasedSoFar is a line of a streamed node erase before its results.
+type erasedSoFar struct {
+	Team   string `json:"team"`
+	Erased int    `json:"erased"`
+}
+
+// streamProgress sends team's count so far to w, a line of JSON at most
+// every eraseProgressSent, and passes every count on to next.
+func streamProgress(w http.ResponseWriter, team string, next func(int)) func(int) {
+	rc := http.NewResponseController(w)
+	send := sentEvery(eraseProgressSent, func(n int) {
+		b, _ := json.Marshal(erasedSoFar{Team: team, Erased: n})
+		w.Write(append(b, '\n'))
+		rc.Flush() // a caller gone is not the erase's concern
+	})
+	return func(n int) {
+		next(n)
+		send(n)
+	}
+}
+
+// sentEvery passes a count on to send at most once every d.
+func sentEvery(d time.Duration, send func(int)) func(int) {
+	var last time.Time
+	return func(n int) {
+		if time.Since(last) >= d {
+			last = time.Now()
+			send(n)
+		}
+	}
+}
+
+// printErasedSoFar is a node erase's count so far, as the command prints it.
+func printErasedSoFar(w io.Writer, node string, p erasedSoFar) {
+	team := p.Team
+	if team == "" {
+		team = "(the account)"
+	}
+	fmt.Fprintf(w, "team %s: %d message(s) of node %s erased so far\n", team, p.Erased, node)
+}
+
+// hubEraseStream asks the hub node running here to erase a node's lines
+// (q), passing each count so far to report, and returns the results.
+func hubEraseStream(ctx context.Context, cfg *config.Hub, q url.Values, report func(erasedSoFar)) ([]hubEraseResult, error) {
+	q.Set("progress", "1")
+	resp, err := doHub(ctx, cfg, http.MethodPost, "/erase?"+q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var line json.RawMessage
+		if err := dec.Decode(&line); err != nil {
+			return nil, fmt.Errorf("hub erase: the hub's answer: %w", err)
+		}
+		if len(line) > 0 && line[0] == '[' {
+			var out []hubEraseResult
+			return out, json.Unmarshal(line, &out)
+		}
+		var p erasedSoFar
+		if err := json.Unmarshal(line, &p); err != nil {
+			return nil, fmt.Errorf("hub erase: the hub's answer: %w", err)
+		}
+		report(p)
+	}
 }
 
 // eraseProgress logs, every eraseProgressEvery, how many of a node's lines

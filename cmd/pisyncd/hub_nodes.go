@@ -48,44 +48,48 @@ func removeNodeCommand(args []string, stdout io.Writer) error {
 		return err
 	}
 	out := removedNode{Node: n.Name, Team: n.Team, NodesDir: cfg.NodesDir}
+	// Text as it happens: an erase may take minutes.
+	say := func(format string, a ...any) {
+		if !*asJSON {
+			fmt.Fprintf(stdout, format, a...)
+		}
+	}
+	say("removed node %s (team %s) from %s\n", n.Name, n.Team, cfg.NodesDir)
 	ctx, stop := signalContext(io.Discard)
 	defer stop()
 	switch err := postHub(ctx, cfg, "/reload", nil); {
 	case errors.Is(err, errNoHubHere):
-		// The removal takes effect when the hub node starts.
+		say("no hub node runs here (PISYNC_HUB_STATE_DIR %s): the removal takes effect when it starts\n", cfg.StateDir)
 	case err != nil:
 		return fmt.Errorf("node %s removed from %s, but the hub node running here did not reload, so its connections stay open: %w; mend that and send the hub SIGHUP", n.Name, cfg.NodesDir, err)
 	default:
 		out.Reloaded = true
+		say("the hub node running here reloaded: %s's key is refused and its connections are closed\n", n.Name)
 	}
 	if *erase {
 		if !out.Reloaded {
 			return fmt.Errorf("node %s removed from %s; --erase needs the hub node running here, and none answers on its control socket: start it and run pisyncd hub erase --node %s, or erase through any hub with its --server", n.Name, cfg.NodesDir, n.Name)
 		}
 		q := url.Values{"node": {n.Name}, "team": {n.Team}}
-		if err := postHub(ctx, cfg, "/erase?"+q.Encode(), &out.Erased); err != nil {
+		if out.Erased, err = hubEraseStream(ctx, cfg, q, func(p erasedSoFar) {
+			if !*asJSON {
+				printErasedSoFar(stdout, n.Name, p)
+			}
+		}); err != nil {
 			return fmt.Errorf("node %s removed and its connections closed, but its lines were not erased: %w (pisyncd hub erase --node %s tries again)", n.Name, err, n.Name)
 		}
 		for _, r := range out.Erased {
 			if r.Error != "" {
 				return fmt.Errorf("node %s removed and its connections closed, but erasing its lines in team %s failed: %s (pisyncd hub erase --node %s tries again)", n.Name, r.Team, r.Error, n.Name)
 			}
+			say("team %s: erased %d message(s) of node %s from PI_HUB\n", r.Team, r.Messages, n.Name)
 		}
+	}
+	if cfg.ClusterListen != "" || len(cfg.Routes) > 0 {
+		say("the cluster's other hub nodes still admit %s: on each, `pisyncd hub remove-node %s` (a nodes folder of its own) or `pisyncd hub reload` (this folder shared)\n", n.Name, n.Name)
 	}
 	if *asJSON {
 		return writeJSONTo(stdout, out)
-	}
-	fmt.Fprintf(stdout, "removed node %s (team %s) from %s\n", n.Name, n.Team, cfg.NodesDir)
-	if out.Reloaded {
-		fmt.Fprintf(stdout, "the hub node running here reloaded: %s's key is refused and its connections are closed\n", n.Name)
-	} else {
-		fmt.Fprintf(stdout, "no hub node runs here (PISYNC_HUB_STATE_DIR %s): the removal takes effect when it starts\n", cfg.StateDir)
-	}
-	for _, r := range out.Erased {
-		fmt.Fprintf(stdout, "team %s: erased %d message(s) of node %s from PI_HUB\n", r.Team, r.Messages, n.Name)
-	}
-	if cfg.ClusterListen != "" || len(cfg.Routes) > 0 {
-		fmt.Fprintf(stdout, "the cluster's other hub nodes still admit %s: on each, `pisyncd hub remove-node %s` (a nodes folder of its own) or `pisyncd hub reload` (this folder shared)\n", n.Name, n.Name)
 	}
 	return nil
 }

@@ -86,4 +86,18 @@ func TestHubReloadCommand(t *testing.T) {
 	if got := h.srv.Nodes(); len(got) != 1 || got[0].Name != "ann" {
 		t.Errorf("the hub admits %+v after the reload", got)
 	}
+
+	// --json says what was done: removed, reloaded, nothing to erase.
+	t.Setenv("PISYNC_HUB_NODES_DIR", h.nodes)
+	out.Reset()
+	if err := removeNodeCommand([]string{"--json", "ann", "--erase"}, &out); err != nil {
+		t.Fatalf("hub remove-node ann --erase --json: %v", err)
+	}
+	var removed removedNode
+	if err := json.Unmarshal(out.Bytes(), &removed); err != nil || !removed.Reloaded || removed.Team != "t1" || len(removed.Erased) != 1 || removed.Erased[0].Found {
+		t.Errorf("hub remove-node ann --erase --json: %s (%v)", out.Bytes(), err)
+	}
+	if got := h.srv.Nodes(); len(got) != 0 {
+		t.Errorf("the hub admits %+v after ann's removal", got)
+	}
 }
