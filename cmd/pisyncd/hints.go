@@ -38,6 +38,10 @@ func (s *hintState) hintFor(msg, err string) (key, text string) {
 	switch {
 	case strings.Contains(msg, "Duplicate Remote LeafNode Connection"):
 		return "duplicate-node-id", fmt.Sprintf("hint: another machine joined the hub with this node's id %q: the two replace each other's connection every second. Give each machine its own PISYNC_NODE_ID (and, on a secured hub, its own key: pisyncd hub add-node NAME on the hub)", s.nodeID)
+	case strings.Contains(msg, "Leafnode Error 'Authorization Violation'") && s.creds:
+		return "hub-refuses-key", fmt.Sprintf("hint: the hub refuses this node's key (PISYNC_HUB_NKEY or PISYNC_HUB_CREDS): it is not registered there, or no longer (the hub's operator removed the node, or registered it again with a new key). Nothing is forwarded or received meanwhile, and the link is tried again every second. Ask the hub's operator: `pisyncd hub nodes` lists what the hub admits; `pisyncd hub add-node %s` makes a key", s.nodeID)
+	case strings.Contains(msg, "Leafnode Error 'Authorization Violation'"):
+		return "hub-wants-key", fmt.Sprintf("hint: the hub refuses this node: it admits registered workstations only, and this one has no key. Get one from the hub's operator (`pisyncd hub add-node %s` on the hub) and set PISYNC_HUB_NKEY to its file", s.nodeID)
 	case strings.Contains(err, "stream not found") && (strings.HasPrefix(err, "forwarder: hub") || strings.HasPrefix(err, "downloader: hub")):
 		return "no-pi-hub", "hint: the hub has no PI_HUB stream in this node's account. pisyncd hub creates it at start; a stock nats-server does not: create it once per team (docs/HUB.md, \"A stock nats-server as the hub\")"
 	case (strings.Contains(err, "key message on "+eventlog.KeysStream) || strings.Contains(err, "key subjects on "+eventlog.KeysStream)) && s.leafConnected() && (strings.Contains(err, "no response from stream") || strings.Contains(err, "no responders") || strings.Contains(err, "deadline exceeded") || strings.Contains(err, "timeout")):

@@ -127,6 +127,8 @@ func TestHintFor(t *testing.T) {
 		want     string
 	}{
 		{"127.0.0.1:7422 - lid:8 - Leafnode Error 'Duplicate Remote LeafNode Connection'", "", false, up, "duplicate-node-id"},
+		{"127.0.0.1:7422 - lid:9 - Leafnode Error 'Authorization Violation'", "", true, down, "hub-refuses-key"},
+		{"127.0.0.1:7422 - lid:9 - Leafnode Error 'Authorization Violation'", "", false, down, "hub-wants-key"},
 		{"forwarding to the hub paused; retrying", "forwarder: hub stream: nats: API error: code=404 err_code=10059 description=stream not found", false, up, "no-pi-hub"},
 		{"copying from the hub paused; retrying", "downloader: hub consumer: replace consumer dl_x: nats: API error: code=404 err_code=10059 description=stream not found", true, up, "no-pi-hub"},
 		{"copying from the hub paused; retrying", "downloader: hub consumer: replace consumer dl_x: nats: no responders available for request", true, up, "node-id-not-registered"},
@@ -186,4 +188,18 @@ func TestHubHelpNameDefault(t *testing.T) {
 	if want := "pisyncd-hub-" + strings.Split(host, ".")[0]; cfg.Name != want {
 		t.Errorf("default name %q, want %q", cfg.Name, want)
 	}
+}
+
+// TestHintHubWantsKey: a workstation without a key, joining a hub that
+// admits registered workstations only, logged only nats-server's
+// "Leafnode Error 'Authorization Violation'", every second; now one line
+// says the hub wants a key and how to get one.
+func TestHintHubWantsKey(t *testing.T) {
+	h := startSecureHub(t)
+	h.addNode("ws-a", "t1")
+	h.run()
+	cfg := stationConfig(t, "ws-x", "tls://localhost:"+portOnly(h.leaf))
+	cfg.HubCA = filepath.Join(h.certs, "ca.pem")
+	_, log := loggedStation(t, cfg)
+	waitHint(t, log, "hint: the hub refuses this node: it admits registered workstations only", "Authorization Violation", 2)
 }

@@ -38,9 +38,13 @@ func TestRemovedWorkstationUnlinked(t *testing.T) {
 	}
 	t.Logf("hub remove-node bob:\n%s", out.String())
 	waitUntil(t, 30*time.Second, func() (bool, string) {
-		return !e.bob.d.srv.HubLinked() && strings.Contains(bobLog.String(), "Authorization Violation"),
+		return !e.bob.d.srv.HubLinked() && strings.Count(bobLog.String(), "Authorization Violation") >= 2,
 			fmt.Sprintf("bob, removed: linked %v; his log:\n%s", e.bob.d.srv.HubLinked(), bobLog.String())
 	})
+	// He is told why, once, and what to do.
+	if n := strings.Count(bobLog.String(), "hint: the hub refuses this node's key"); n != 1 {
+		t.Errorf("bob's log has the hint %d times:\n%s", n, bobLog.String())
+	}
 
 	sid := "0199a000-0006-7000-8000-ann000000000"
 	writeSession(t, e.ann, sid, 2)
