@@ -391,7 +391,22 @@ func addNodeCommand(args []string, stdout io.Writer) error {
 		return err
 	}
 	abs, _ := filepath.Abs(*out)
-	fmt.Fprintf(stdout, "registered node %s (team %s) in %s\nits seed is in %s: copy it to the workstation and set\n  PISYNC_NODE_ID=%s PISYNC_HUB_NKEY=<path of the seed>\nthen send SIGHUP to running hub nodes (or restart them)\n", name, *team, cfg.NodesDir, abs, name)
+	fmt.Fprintf(stdout, "registered node %s (team %s) in %s\nits seed is in %s: copy it to the workstation and set\n  PISYNC_NODE_ID=%s PISYNC_HUB_NKEY=<path of the seed>\n", name, *team, cfg.NodesDir, abs, name)
+	// The hub node running here admits it at once (a key replaced: the
+	// old seed's link is closed); others need a reload of their own.
+	ctx, stop := signalContext(io.Discard)
+	defer stop()
+	switch err := postHub(ctx, cfg, "/reload", nil); {
+	case errors.Is(err, errNoHubHere):
+		fmt.Fprintln(stdout, "then reload the running hub nodes: pisyncd hub reload on each (or SIGHUP), or restart them")
+	case err != nil:
+		return fmt.Errorf("node %s registered, but the hub node running here did not reload, so it does not admit the node yet: %w; mend that and run pisyncd hub reload", name, err)
+	default:
+		fmt.Fprintf(stdout, "the hub node running here reloaded and admits %s\n", name)
+		if cfg.ClusterListen != "" || len(cfg.Routes) > 0 {
+			fmt.Fprintln(stdout, "reload the cluster's other hub nodes too: pisyncd hub reload on each")
+		}
+	}
 	return nil
 }
 

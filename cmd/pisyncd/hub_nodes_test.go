@@ -101,3 +101,23 @@ func TestHubReloadCommand(t *testing.T) {
 		t.Errorf("the hub admits %+v after ann's removal", got)
 	}
 }
+
+// TestAddNodeReloadsTheHub: `hub add-node` with a hub node running here
+// has it reload: the new node is admitted at once, with no SIGHUP.
+func TestAddNodeReloadsTheHub(t *testing.T) {
+	h := startSecureHub(t)
+	h.addNode("ann", "t1")
+	h.run()
+	startHubControl(t, h.testHub)
+	t.Setenv("PISYNC_HUB_NODES_DIR", h.nodes)
+	var out bytes.Buffer
+	if err := addNodeCommand([]string{"bob", "--team", "t1", "--out", filepath.Join(t.TempDir(), "bob.nkey")}, &out); err != nil {
+		t.Fatalf("hub add-node bob: %v", err)
+	}
+	if !strings.Contains(out.String(), "the hub node running here reloaded and admits bob") {
+		t.Errorf("hub add-node bob:\n%s", out.String())
+	}
+	if got := h.srv.Nodes(); len(got) != 2 || got[1].Name != "bob" {
+		t.Errorf("the hub admits %+v after add-node bob", got)
+	}
+}
