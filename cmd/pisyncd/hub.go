@@ -396,11 +396,12 @@ func addNodeCommand(args []string, stdout io.Writer) error {
 	// old seed's link is closed); others need a reload of their own.
 	ctx, stop := signalContext(io.Discard)
 	defer stop()
-	switch err := postHub(ctx, cfg, "/reload", nil); {
-	case errors.Is(err, errNoHubHere):
-		fmt.Fprintln(stdout, "then reload the running hub nodes: pisyncd hub reload on each (or SIGHUP), or restart them")
+	reloaded, err := reloadHere(ctx, cfg)
+	switch {
 	case err != nil:
 		return fmt.Errorf("node %s registered, but the hub node running here did not reload, so it does not admit the node yet: %w; mend that and run pisyncd hub reload", name, err)
+	case !reloaded:
+		fmt.Fprintln(stdout, "then reload the running hub nodes: pisyncd hub reload on each (or SIGHUP), or restart them")
 	default:
 		fmt.Fprintf(stdout, "the hub node running here reloaded and admits %s\n", name)
 		if cfg.ClusterListen != "" || len(cfg.Routes) > 0 {

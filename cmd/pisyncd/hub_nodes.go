@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -57,14 +58,13 @@ func removeNodeCommand(args []string, stdout io.Writer) error {
 	say("removed node %s (team %s) from %s\n", n.Name, n.Team, cfg.NodesDir)
 	ctx, stop := signalContext(io.Discard)
 	defer stop()
-	switch err := postHub(ctx, cfg, "/reload", nil); {
-	case errors.Is(err, errNoHubHere):
-		say("no hub node runs here (PISYNC_HUB_STATE_DIR %s): the removal takes effect when it starts\n", cfg.StateDir)
-	case err != nil:
-		return fmt.Errorf("node %s removed from %s, but the hub node running here did not reload, so its connections stay open: %w; mend that and send the hub SIGHUP", n.Name, cfg.NodesDir, err)
-	default:
-		out.Reloaded = true
+	if out.Reloaded, err = reloadHere(ctx, cfg); err != nil {
+		return fmt.Errorf("node %s removed from %s, but the hub node running here did not reload, so its connections stay open: %w; mend that and run pisyncd hub reload", n.Name, cfg.NodesDir, err)
+	}
+	if out.Reloaded {
 		say("the hub node running here reloaded: %s's key is refused and its connections are closed\n", n.Name)
+	} else {
+		say("no hub node runs here (PISYNC_HUB_STATE_DIR %s): the removal takes effect when it starts\n", cfg.StateDir)
 	}
 	if *erase {
 		if !out.Reloaded {
@@ -92,6 +92,19 @@ func removeNodeCommand(args []string, stdout io.Writer) error {
 		return writeJSONTo(stdout, out)
 	}
 	return nil
+}
+
+// reloadHere has the hub node running here read its registered nodes
+// again; none running is not an error (reloaded false): it reads them when
+// it starts.
+func reloadHere(ctx context.Context, cfg *config.Hub) (reloaded bool, err error) {
+	switch err := postHub(ctx, cfg, "/reload", nil); {
+	case errors.Is(err, errNoHubHere):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
 }
 
 // reloadCommand has the hub node running here read its registered nodes
