@@ -23,9 +23,10 @@ import (
 )
 
 // A running hub node answers `pisyncd hub erase`, `usage`, `upgrade` and
-// `remove-node` (its reload) on a control socket in its state dir (0600, like a workstation's): it
-// holds the in-process administration user of every team's account, which
-// nothing outside the process can use.
+// `reload` (also `add-node`'s and `remove-node`'s) on a control socket in
+// its state dir (0600, like a workstation's): it holds the in-process
+// administration user of every team's account, which nothing outside the
+// process can use.
 
 // hubEraseResult is one team's part of `pisyncd hub erase`.
 type hubEraseResult struct {
