@@ -64,7 +64,7 @@ func removeNodeCommand(args []string, stdout io.Writer) error {
 	if out.Reloaded {
 		say("the hub node running here reloaded: %s's key is refused and its connections are closed\n", n.Name)
 	} else {
-		say("no hub node runs here (PISYNC_HUB_STATE_DIR %s): the removal takes effect when it starts\n", cfg.StateDir)
+		say("no hub node runs here (PISYNC_HUB_STATE_DIR %s): a pisyncd hub reads the removal when it starts, or on pisyncd hub reload; a stock nats-server needs pisyncd hub config again and a restart (its reload leaves a removed workstation linked)\n", cfg.StateDir)
 	}
 	if *erase {
 		if !out.Reloaded {

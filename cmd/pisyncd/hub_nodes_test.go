@@ -43,7 +43,7 @@ func TestHubNodesAndRemoveNodeWithoutHub(t *testing.T) {
 	if err := removeNodeCommand([]string{"bob"}, &out); err != nil {
 		t.Fatalf("hub remove-node bob: %v", err)
 	}
-	if !strings.Contains(out.String(), "removed node bob (team t1)") || !strings.Contains(out.String(), "takes effect when it starts") {
+	if !strings.Contains(out.String(), "removed node bob (team t1)") || !strings.Contains(out.String(), "reads the removal when it starts") {
 		t.Errorf("hub remove-node bob, no hub running:\n%s", out.String())
 	}
 	out.Reset()
