@@ -143,6 +143,16 @@ func TestCatalogFirstMessageLive(t *testing.T) {
 	// first messages come from the background read of the streams.
 	n.stopWorker()
 	n.startWorker()
+	// FirstMessagesFilled closes once the reads are done (the daemon
+	// gives its start's memory back after it).
+	select {
+	case <-n.worker.FirstMessagesFilled():
+	case <-time.After(20 * time.Second):
+		t.Fatal("restarted: first messages not filled within 20s")
+	}
+	if st := n.worker.Stats(); st.FirstMessagesRead != 2 || n.worker.FillingFirstMessages() {
+		t.Errorf("restarted: filled, with %d first messages read back (want 2), filling %v", st.FirstMessagesRead, n.worker.FillingFirstMessages())
+	}
 	for id, w := range want {
 		c := cat(id, func(c CatalogEntry) bool { return c.FirstMessage != "" })
 		if c.FirstMessage != w.FirstMessage || c.ParentSession != w.ParentSession || c.Forked != w.Forked {

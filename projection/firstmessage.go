@@ -46,6 +46,7 @@ const (
 // loaded meanwhile, or that already has its first message, is skipped: the
 // tree sets it.
 func (w *Worker) fillFirstMessages(ctx context.Context, states []*sessionState) {
+	defer close(w.filled)
 	defer w.filling.Store(false)
 	todo := make(chan *sessionState)
 	var wg sync.WaitGroup
@@ -87,6 +88,13 @@ func (w *Worker) fillFirstMessages(ctx context.Context, states []*sessionState) 
 // still being read back after a start: a list drawn now lacks some, and
 // the web view asks again.
 func (w *Worker) FillingFirstMessages() bool { return w.filling.Load() }
+
+// FirstMessagesFilled is closed once the first messages have been read
+// back after a start (at once when there were none to read), or the worker
+// stopped meanwhile. Never, if Run failed before it loaded the catalog.
+// The daemon gives the memory of its start back after it: the reads load
+// the store's blocks into caches that outlive them (cmd/pisyncd/settle.go).
+func (w *Worker) FirstMessagesFilled() <-chan struct{} { return w.filled }
 
 // fillFirstMessage reads and sets one session's first message.
 func (w *Worker) fillFirstMessage(ctx context.Context, s *sessionState) error {

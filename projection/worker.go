@@ -109,8 +109,10 @@ type Worker struct {
 	// start (firstmessage.go).
 	firstRead atomic.Int64
 	// filling is set while the first messages are being read back
-	// (FillingFirstMessages).
+	// (FillingFirstMessages); filled is closed once they are
+	// (FirstMessagesFilled).
 	filling atomic.Bool
+	filled  chan struct{}
 }
 
 // Stats are the worker's counters since it started.
@@ -152,7 +154,7 @@ func New(nc *nats.Conn, opts Options) (*Worker, error) {
 	}
 	return &Worker{
 		nc: nc, js: js, opts: opts, logger: opts.Logger, viewSeed: maphash.MakeSeed(),
-		ready: make(chan struct{}), reprojected: make(chan struct{}), sessions: map[string]*sessionState{},
+		ready: make(chan struct{}), reprojected: make(chan struct{}), filled: make(chan struct{}), sessions: map[string]*sessionState{},
 	}, nil
 }
 

@@ -26,8 +26,9 @@ const (
 )
 
 // afterFirstRead gives the memory of the start's burst back to the system
-// once the tailer has read every file present at start and the projection
-// has caught up with what it published: at once (the lines, batches and
+// once the tailer has read every file present at start, the projection
+// has caught up with what it published and has read the catalog's first
+// messages back: at once (the lines, batches and
 // views of the burst: tens of megabytes for thousands of sessions), again
 // once the server dropped its block caches, and again once the duplicate
 // window of the burst's ids has passed. Each is a collection and a
@@ -45,6 +46,17 @@ func (d *Daemon) afterFirstRead(ctx context.Context) {
 	}
 	if err != nil {
 		return // nothing to wait for: the next burst's garbage goes back by itself
+	}
+	// After a restart the projection reads every session's first message
+	// back from the store (a few seconds for 10,000 sessions), which loads
+	// its blocks into caches again: their expiry counts from its end. From
+	// caughtUp alone, the collection after blockCacheExpiry raced the
+	// caches' expiry and lost about one restart in two (50 MB more resident
+	// for as long as the daemon then idled: docs/PERFORMANCE.md).
+	select {
+	case <-d.proj.FirstMessagesFilled():
+	case <-ctx.Done():
+		return
 	}
 	caughtUp := time.Now()
 	debug.FreeOSMemory()
