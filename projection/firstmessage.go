@@ -47,7 +47,6 @@ const (
 // tree sets it.
 func (w *Worker) fillFirstMessages(ctx context.Context, states []*sessionState) {
 	defer close(w.filled)
-	defer w.filling.Store(false)
 	todo := make(chan *sessionState)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -87,11 +86,12 @@ func (w *Worker) fillFirstMessages(ctx context.Context, states []*sessionState) 
 // FillingFirstMessages reports whether the catalog's first messages are
 // still being read back after a start: a list drawn now lacks some, and
 // the web view asks again.
-func (w *Worker) FillingFirstMessages() bool { return w.filling.Load() }
+func (w *Worker) FillingFirstMessages() bool { return closed(w.ready) && !closed(w.filled) }
 
 // FirstMessagesFilled is closed once the first messages have been read
-// back after a start (at once when there were none to read), or the worker
-// stopped meanwhile. Never, if Run failed before it loaded the catalog.
+// back after a start (before Ready when there were none to read), or the
+// worker stopped meanwhile. Never, if Run failed before it loaded the
+// catalog.
 // The daemon gives the memory of its start back after it: the reads load
 // the store's blocks into caches that outlive them (cmd/pisyncd/settle.go).
 func (w *Worker) FirstMessagesFilled() <-chan struct{} { return w.filled }

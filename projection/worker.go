@@ -108,11 +108,9 @@ type Worker struct {
 	// firstRead counts first messages read back from the streams after a
 	// start (firstmessage.go).
 	firstRead atomic.Int64
-	// filling is set while the first messages are being read back
-	// (FillingFirstMessages); filled is closed once they are
-	// (FirstMessagesFilled).
-	filling atomic.Bool
-	filled  chan struct{}
+	// filled is closed once the first messages are read back after a
+	// start (FirstMessagesFilled, FillingFirstMessages).
+	filled chan struct{}
 }
 
 // Stats are the worker's counters since it started.
@@ -194,17 +192,21 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	w.filling.Store(len(loaded) > 0)
-	close(w.ready)
 	// The bucket holds no first messages: they are read back from the
-	// streams beside everything else (firstmessage.go).
+	// streams beside everything else (firstmessage.go). With nothing to
+	// read, filled closes before ready, so no caller sees it filling.
 	var fill sync.WaitGroup
 	defer fill.Wait()
-	fill.Add(1)
-	go func() {
-		defer fill.Done()
-		w.fillFirstMessages(ctx, loaded)
-	}()
+	if len(loaded) == 0 {
+		close(w.filled)
+	} else {
+		fill.Add(1)
+		go func() {
+			defer fill.Done()
+			w.fillFirstMessages(ctx, loaded)
+		}()
+	}
+	close(w.ready)
 	if w.opts.StartAfter != nil {
 		select {
 		case <-w.opts.StartAfter:
