@@ -26,9 +26,8 @@ const (
 )
 
 // afterFirstRead gives the memory of the start's burst back to the system
-// once the tailer has read every file present at start, the projection
-// has caught up with what it published and has read the catalog's first
-// messages back: at once (the lines, batches and
+// once the tailer has read every file present at start and the store's
+// readers have caught up with it (quiet): at once (the lines, batches and
 // views of the burst: tens of megabytes for thousands of sessions), again
 // once the server dropped its block caches, and again once the duplicate
 // window of the burst's ids has passed. Each is a collection and a
@@ -46,17 +45,6 @@ func (d *Daemon) afterFirstRead(ctx context.Context) {
 	}
 	if err != nil {
 		return // nothing to wait for: the next burst's garbage goes back by itself
-	}
-	// After a restart the projection reads every session's first message
-	// back from the store (a few seconds for 10,000 sessions), which loads
-	// its blocks into caches again: their expiry counts from its end. From
-	// caughtUp alone, the collection after blockCacheExpiry raced the
-	// caches' expiry and lost about one restart in two (50 MB more resident
-	// for as long as the daemon then idled: docs/PERFORMANCE.md).
-	select {
-	case <-d.proj.FirstMessagesFilled():
-	case <-ctx.Done():
-		return
 	}
 	caughtUp := time.Now()
 	debug.FreeOSMemory()
@@ -92,12 +80,29 @@ func (d *Daemon) firstReadProjected(ctx context.Context) error {
 	return d.proj.WaitHandled(ctx, eventlog.LocalStream, info.LastSeq)
 }
 
-// quiet waits until the projection has handled everything the streams
+// quiet waits until every reader of the store has read what the streams
 // hold, PI_ALL's copy from the hub included, and no new message came
-// meanwhile. A collection and scavenge of a heap in full use costs
-// hundreds of milliseconds of CPU (0.6 s in the middle of a catch-up from
-// the hub, where it was first called): it belongs after the work.
+// meanwhile: the projection, its read of the first messages back after a
+// restart, and the search index when it is on. A collection and scavenge
+// of a heap in full use costs hundreds of milliseconds of CPU (0.6 s in
+// the middle of a catch-up from the hub, where it was first called): it
+// belongs after the work. And the block caches a reader loads expire 10 s
+// after its last read: counted from the projection alone, the collection
+// meant for them raced the first messages' read after a restart (one
+// restart in two) and the index's first pass, which starts once the
+// projection has caught up (docs/PERFORMANCE.md).
 func (d *Daemon) quiet(ctx context.Context) error {
+	select {
+	case <-d.proj.FirstMessagesFilled():
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	readers := []interface {
+		WaitHandled(ctx context.Context, stream string, seq uint64) error
+	}{d.proj}
+	if d.searchW != nil {
+		readers = append(readers, d.searchW)
+	}
 	lasts := func() (uint64, uint64, error) {
 		info, err := d.log.Info(ctx)
 		if err != nil || d.all == nil {
@@ -111,11 +116,13 @@ func (d *Daemon) quiet(ctx context.Context) error {
 	}
 	local, all, err := lasts()
 	for err == nil {
-		if err := d.proj.WaitHandled(ctx, eventlog.LocalStream, local); err != nil {
-			return err
-		}
-		if err := d.proj.WaitHandled(ctx, eventlog.AllStream, all); err != nil {
-			return err
+		for _, r := range readers {
+			if err := r.WaitHandled(ctx, eventlog.LocalStream, local); err != nil {
+				return err
+			}
+			if err := r.WaitHandled(ctx, eventlog.AllStream, all); err != nil {
+				return err
+			}
 		}
 		l, a, lerr := lasts()
 		if lerr == nil && l == local && a == all {
