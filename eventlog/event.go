@@ -84,7 +84,8 @@ func (l *Line) size() int {
 
 // messages builds the line's messages for subj. msgID makes each message's
 // Nats-Msg-Id, so a quick retry after a lost ack is deduplicated by the
-// server; it must be unique within the stream.
+// server; it must be unique within the stream. With "" the messages carry
+// none.
 func (l *Line) messages(subj, msgID string) []*nats.Msg {
 	if l.sealed != nil {
 		return l.sealedMessages(subj, msgID)
@@ -118,12 +119,16 @@ func (l *Line) messages(subj, msgID string) []*nats.Msg {
 		if l.SrcSeq > 0 {
 			vals.set(h, HdrSrcSeq, strconv.FormatUint(l.SrcSeq, 10))
 		}
-		id := msgID
 		if n > 1 {
 			vals.set(h, HdrChunk, strconv.Itoa(i+1)+"/"+strconv.Itoa(n))
-			id += "/" + strconv.Itoa(i+1)
 		}
-		vals.set(h, nats.MsgIdHdr, id)
+		if msgID != "" {
+			id := msgID
+			if n > 1 {
+				id += "/" + strconv.Itoa(i+1)
+			}
+			vals.set(h, nats.MsgIdHdr, id)
+		}
 		msgs = append(msgs, m)
 	}
 	return msgs

@@ -77,6 +77,9 @@ type Publisher struct {
 	writable Writable // nil: always try
 	suspect  func()   // nil: nobody to tell (SetSuspect)
 	stored   hints    // the local log's: what a single publish stored (Local.Stored)
+	// noIDs: the messages carry no Nats-Msg-Id (the local log's; see
+	// OpenLocal).
+	noIDs bool
 }
 
 // NewPublisher returns a publisher over nc. timeout bounds each request.
@@ -240,7 +243,10 @@ const (
 // of its duplicate window in memory as a string: after a first read of
 // 10,000 sessions that was 60,000 ids, 8 MB of "subject:sha prefix" for
 // two minutes; 128 bits of a hash of both are 22 bytes.
-func msgID(subj string, l *Line) string {
+func (p *Publisher) msgID(subj string, l *Line) string {
+	if p.noIDs {
+		return ""
+	}
 	if l.sealed != nil {
 		// The sha would tell the hub which lines are alike.
 		return subj + ":" + strconv.FormatUint(l.SrcSeq, 10)
@@ -254,7 +260,7 @@ func msgID(subj string, l *Line) string {
 }
 
 func (p *Publisher) publishOne(ctx context.Context, subj string, last uint64, l *Line) (uint64, error) {
-	m := l.messages(subj, msgID(subj, l))[0]
+	m := l.messages(subj, p.msgID(subj, l))[0]
 	rctx, cancel, err := p.request(ctx, l.size())
 	if err != nil {
 		return 0, fmt.Errorf("eventlog: publish %s: %w", subj, err)
@@ -283,7 +289,7 @@ type pubAck struct {
 func (p *Publisher) publishBatch(ctx context.Context, subj string, last uint64, lines []Line, total, size int) (uint64, error) {
 	msgs := make([]*nats.Msg, 0, total)
 	for i := range lines {
-		msgs = append(msgs, lines[i].messages(subj, msgID(subj, &lines[i]))...)
+		msgs = append(msgs, lines[i].messages(subj, p.msgID(subj, &lines[i]))...)
 	}
 	rctx, cancel, err := p.request(ctx, size)
 	if err != nil {

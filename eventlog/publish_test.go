@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pisyncd/pisyncd/eventlog"
@@ -122,6 +123,56 @@ func TestPublishRefusesAStalePosition(t *testing.T) {
 	}
 	if got := len(readAll(t, lg, "s")); got != 41 {
 		t.Fatalf("subject holds %d events, want 41", got)
+	}
+}
+
+// TestPublishAgainAfterALostAck: the tailer's lines carry no message id
+// (nothing for the server to keep for its duplicate window); the same
+// lines sent again at the same position, as after an acknowledgement that
+// never came, are refused by the expected sequence and stored once, for a
+// single publish, a batch and a group of sessions alike.
+func TestPublishAgainAfterALostAck(t *testing.T) {
+	lg := openLog(t)
+	ctx := context.Background()
+	var want uint64
+	for _, lines := range [][]eventlog.Line{mkLines(1, 10, "one"), mkLines(30, 10, "batch"), mkLines(1, 2*eventlog.MaxChunk, "chunked")} {
+		sid := lines[0].ID
+		want += uint64((&eventlog.Group{Lines: lines}).Messages())
+		for try := range 2 {
+			_, n, err := lg.Publish(ctx, sid, 0, lines)
+			if try == 0 && (err != nil || n != len(lines)) {
+				t.Fatalf("%s: stored %d of %d: %v", sid, n, len(lines), err)
+			}
+			if try == 1 && (!errors.Is(err, eventlog.ErrWrongLastSequence) || n != 0) {
+				t.Fatalf("%s sent again: stored %d, err %v; want ErrWrongLastSequence", sid, n, err)
+			}
+		}
+		if got := len(readAll(t, lg, sid)); got != len(lines) {
+			t.Fatalf("%s: subject holds %d events, want %d", sid, got, len(lines))
+		}
+	}
+	groups := []eventlog.Group{{SID: "g1", Lines: mkLines(3, 10, "g1-")}, {SID: "g2", Lines: mkLines(2, 10, "g2-")}}
+	if _, err := lg.PublishGroups(ctx, groups); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lg.PublishGroups(ctx, groups); !errors.Is(err, eventlog.ErrWrongLastSequence) {
+		t.Fatalf("group sent again: %v; want ErrWrongLastSequence", err)
+	}
+	info, err := lg.Stream().Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want += 5; info.State.Msgs != want {
+		t.Fatalf("PI_LOCAL holds %d messages, want %d", info.State.Msgs, want)
+	}
+	for seq := uint64(1); seq <= info.State.LastSeq; seq++ {
+		m, err := lg.Stream().GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id := m.Header.Get(nats.MsgIdHdr); id != "" {
+			t.Fatalf("message %d (%s) carries the message id %q", seq, m.Subject, id)
+		}
 	}
 }
 

@@ -22,9 +22,11 @@ const (
 // It matches the 1 MiB max_payload that a stock hub has.
 const MaxMsgSize = 1 << 20
 
-// DuplicateWindow is the Nats-Msg-Id window. It protects quick retries after
-// a lost ack; restarts rely on reading the stream, not on this window, so it
-// stays short to bound the server's memory.
+// DuplicateWindow is PI_LOCAL's Nats-Msg-Id window, as streams made before
+// the local log stopped stamping ids have it (EnsureStream leaves a stream
+// that holds its settings alone). The tailer's messages carry no id: each
+// states its subject's expected last sequence, which refuses a retry after
+// a lost ack, and restarts rely on reading the stream (OpenLocal).
 const DuplicateWindow = 2 * time.Minute
 
 // LocalStreamConfig is PI_LOCAL: every event written on this node, kept
