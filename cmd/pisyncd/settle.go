@@ -8,30 +8,25 @@ import (
 	"github.com/pisyncd/pisyncd/eventlog"
 )
 
-// The embedded server holds two kinds of memory of a burst of writes past
-// its end, each released by a clock of its own:
-//   - A message block's cache (a pooled buffer of 1-8 MiB: 24 MiB after a
-//     first read of 10,000 sessions) is dropped when the block has been
-//     unused for 10 s (the filestore's cache expiry) and goes back to a
-//     sync.Pool, whose contents outlive one collection: two free it.
-//   - The duplicate window's message ids (one per line) are kept for
-//     eventlog.DuplicateWindow.
+// The embedded server holds memory of a burst of writes past its end: a
+// message block's cache (a pooled buffer of 1-8 MiB: 24 MiB after a first
+// read of 10,000 sessions) is dropped when the block has been unused for
+// 10 s (the filestore's cache expiry) and goes back to a sync.Pool, whose
+// contents outlive one collection: two free it. (It kept a third kind, the
+// duplicate window's message ids, until the local log stopped stamping
+// them: eventlog.OpenLocal.)
 //
 // An idle daemon allocates little, so its next collection, and with it
 // the return of those pages, could be minutes away (the runtime forces
 // one every two minutes, and then returns freed pages slowly).
-const (
-	blockCacheExpiry = 10*time.Second + 2*time.Second // with a margin for the server's timer tick
-	settleMargin     = 5 * time.Second
-)
+const blockCacheExpiry = 10*time.Second + 2*time.Second // with a margin for the server's timer tick
 
 // afterFirstRead gives the memory of the start's burst back to the system
 // once the tailer has read every file present at start and the store's
 // readers have caught up with it (quiet): at once (the lines, batches and
-// views of the burst: tens of megabytes for thousands of sessions), again
-// once the server dropped its block caches, and again once the duplicate
-// window of the burst's ids has passed. Each is a collection and a
-// scavenge, a few milliseconds of CPU.
+// views of the burst: tens of megabytes for thousands of sessions), and
+// again once the server dropped its block caches. Each is a collection and
+// a scavenge, a few milliseconds of CPU.
 func (d *Daemon) afterFirstRead(ctx context.Context) {
 	select {
 	case <-d.tailer.Ready():
@@ -48,21 +43,19 @@ func (d *Daemon) afterFirstRead(ctx context.Context) {
 	}
 	caughtUp := time.Now()
 	debug.FreeOSMemory()
-	for _, after := range []time.Duration{blockCacheExpiry, eventlog.DuplicateWindow + settleMargin} {
-		t := time.NewTimer(time.Until(caughtUp.Add(after)))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return
-		}
-		if d.quiet(ctx) != nil {
-			return
-		}
-		// Two collections: a pooled buffer is only freed by the second.
-		debug.FreeOSMemory()
-		debug.FreeOSMemory()
+	t := time.NewTimer(time.Until(caughtUp.Add(blockCacheExpiry)))
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+		return
 	}
+	if d.quiet(ctx) != nil {
+		return
+	}
+	// Two collections: a pooled buffer is only freed by the second.
+	debug.FreeOSMemory()
+	debug.FreeOSMemory()
 }
 
 // firstReadProjected waits until the projection has handled what the
