@@ -238,11 +238,10 @@ const (
 	jsErrCodeAccountResourcesExceeded jetstream.ErrorCode = 10002
 )
 
-// msgID is the line's Nats-Msg-Id: unique within the stream (a line is
-// its session's subject and its sha), and short. The server keeps every id
-// of its duplicate window in memory as a string: after a first read of
-// 10,000 sessions that was 60,000 ids, 8 MB of "subject:sha prefix" for
-// two minutes; 128 bits of a hash of both are 22 bytes.
+// msgID is the line's Nats-Msg-Id ("" for a publisher that stamps none):
+// unique within the stream (a line is its session's subject and its sha),
+// and short. The server keeps every id of its duplicate window in memory
+// as a string: 128 bits of a hash of both are 22 bytes.
 func (p *Publisher) msgID(subj string, l *Line) string {
 	if p.noIDs {
 		return ""

@@ -445,10 +445,11 @@ func (t *Tailer) publish(ctx context.Context, s *sessionLog, lines []eventlog.Li
 		// Read the subject again before the next attempt, whatever the
 		// error: someone else wrote (wrong last sequence), or the outcome
 		// is unknown (a timeout, a publish given up when the store broke,
-		// which the server may have stored), or what was read is stale (a
-		// batch refused for a message id the stream holds already). The
-		// subject is the truth; a belief kept across a failure can only
-		// go wrong. The re-read is paced by the file's back-off.
+		// which the server may have stored: sent again at the same
+		// position it is refused, as its messages carry no id to be
+		// recognised by). The subject is the truth; a belief kept across
+		// a failure can only go wrong. The re-read is paced by the file's
+		// back-off.
 		s.known = nil
 		return err
 	}
