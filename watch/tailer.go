@@ -446,10 +446,9 @@ func (t *Tailer) publish(ctx context.Context, s *sessionLog, lines []eventlog.Li
 		// error: someone else wrote (wrong last sequence), or the outcome
 		// is unknown (a timeout, a publish given up when the store broke,
 		// which the server may have stored: sent again at the same
-		// position it is refused, as its messages carry no id to be
-		// recognised by). The subject is the truth; a belief kept across
-		// a failure can only go wrong. The re-read is paced by the file's
-		// back-off.
+		// position, it would be refused as a wrong last sequence). The
+		// subject is the truth; a belief kept across a failure can only
+		// go wrong. The re-read is paced by the file's back-off.
 		s.known = nil
 		return err
 	}
