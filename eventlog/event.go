@@ -122,11 +122,7 @@ func (l *Line) messages(subj, msgID string) []*nats.Msg {
 		if n > 1 {
 			vals.set(h, HdrChunk, strconv.Itoa(i+1)+"/"+strconv.Itoa(n))
 		}
-		if msgID != "" {
-			id := msgID
-			if n > 1 {
-				id += "/" + strconv.Itoa(i+1)
-			}
+		if id := chunkMsgID(msgID, i, n); id != "" {
 			vals.set(h, nats.MsgIdHdr, id)
 		}
 		msgs = append(msgs, m)
@@ -175,15 +171,25 @@ func (l *Line) sealedMessages(subj, msgID string) []*nats.Msg {
 			h.Set(HdrOp, l.Op)
 		}
 		h.Set(HdrSrcSeq, strconv.FormatUint(l.SrcSeq, 10))
-		id := msgID
 		if n > 1 {
 			h.Set(HdrChunk, strconv.Itoa(i+1)+"/"+strconv.Itoa(n))
-			id += "/" + strconv.Itoa(i+1)
 		}
-		h.Set(nats.MsgIdHdr, id)
+		if id := chunkMsgID(msgID, i, n); id != "" {
+			h.Set(nats.MsgIdHdr, id)
+		}
 		msgs = append(msgs, m)
 	}
 	return msgs
+}
+
+// chunkMsgID is the Nats-Msg-Id of chunk i of a line's n messages: the
+// line's id, with "/<i+1>" when the line is split; "" when the line has
+// none.
+func chunkMsgID(msgID string, i, n int) string {
+	if msgID == "" || n == 1 {
+		return msgID
+	}
+	return msgID + "/" + strconv.Itoa(i+1)
 }
 
 // ParseSha decodes a Pi-Sha header value.
