@@ -12,8 +12,8 @@ import (
 // message block's cache (a pooled buffer of 1-8 MiB: 24 MiB after a first
 // read of 10,000 sessions) is dropped when the block has been unused for
 // 10 s (the filestore's cache expiry) and goes back to a sync.Pool, whose
-// contents outlive one collection: two free it. (It kept a third kind, the
-// duplicate window's message ids, until the local log stopped stamping
+// contents outlive one collection: two free it. (The duplicate window's
+// message ids were a second kind until the local log stopped stamping
 // them: eventlog.OpenLocal.)
 //
 // An idle daemon allocates little, so its next collection, and with it
@@ -41,9 +41,8 @@ func (d *Daemon) afterFirstRead(ctx context.Context) {
 	if err != nil {
 		return // nothing to wait for: the next burst's garbage goes back by itself
 	}
-	caughtUp := time.Now()
+	t := time.NewTimer(blockCacheExpiry) // counted from the catch-up, not from the collection's end
 	debug.FreeOSMemory()
-	t := time.NewTimer(time.Until(caughtUp.Add(blockCacheExpiry)))
 	select {
 	case <-t.C:
 	case <-ctx.Done():
