@@ -22,12 +22,12 @@ const (
 // It matches the 1 MiB max_payload that a stock hub has.
 const MaxMsgSize = 1 << 20
 
-// DuplicateWindow is PI_LOCAL's Nats-Msg-Id window, as streams made before
+// duplicateWindow is PI_LOCAL's Nats-Msg-Id window, as streams made before
 // the local log stopped stamping ids have it (EnsureStream leaves a stream
 // that holds its settings alone). The tailer's messages carry no id: each
 // states its subject's expected last sequence, which refuses a retry after
 // a lost ack, and restarts rely on reading the stream (OpenLocal).
-const DuplicateWindow = 2 * time.Minute
+const duplicateWindow = 2 * time.Minute
 
 // LocalStreamConfig is PI_LOCAL: every event written on this node, kept
 // forever, readable by direct get, open to atomic batches.
@@ -51,7 +51,7 @@ func LocalStreamConfig() jetstream.StreamConfig {
 		MaxBytes:           -1,
 		MaxMsgsPerSubject:  -1,
 		MaxMsgSize:         MaxMsgSize,
-		Duplicates:         DuplicateWindow,
+		Duplicates:         duplicateWindow,
 		AllowDirect:        true,
 		AllowAtomicPublish: true,
 		DenyDelete:         false,
