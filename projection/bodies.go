@@ -344,10 +344,16 @@ func assemble(asm *eventlog.Assemblers, stream string, seq uint64, m *nats.Msg) 
 // directGet asks stream in one direct get for up to batch messages of
 // filter from seq on (at most maxBytes of them) and hands each to fn in
 // stream order: no consumer is made, so a short read costs one round trip.
+//
+// The reply is read from a channel of batch+1 (the batch and its end):
+// nats.go's SubscribeSync makes a channel of 65,536 slots per subscription,
+// 512 KiB for each request, and a restart over 10,000 sessions allocated
+// 2.6 GB that way (docs/PERFORMANCE.md, "A restart's garbage").
 func directGet(ctx context.Context, nc *nats.Conn, stream, filter string, seq uint64, batch, maxBytes int, fn func(m *nats.Msg, seq uint64)) error {
 	req, _ := json.Marshal(map[string]any{"seq": seq, "next_by_subj": filter, "batch": batch, "max_bytes": maxBytes})
 	inbox := nc.NewRespInbox()
-	sub, err := nc.SubscribeSync(inbox)
+	replies := make(chan *nats.Msg, batch+1)
+	sub, err := nc.ChanSubscribe(inbox, replies)
 	if err != nil {
 		return fmt.Errorf("projection: direct get: %w", err)
 	}
@@ -356,9 +362,11 @@ func directGet(ctx context.Context, nc *nats.Conn, stream, filter string, seq ui
 		return fmt.Errorf("projection: direct get: %w", err)
 	}
 	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			return fmt.Errorf("projection: direct get %s from %d: %w", filter, seq, err)
+		var m *nats.Msg
+		select {
+		case m = <-replies:
+		case <-ctx.Done():
+			return fmt.Errorf("projection: direct get %s from %d: %w", filter, seq, ctx.Err())
 		}
 		if st := m.Header.Get("Status"); st != "" {
 			if st == "204" || st == "404" {
