@@ -179,7 +179,7 @@ func (w *worker) sync(ctx context.Context, path string) error {
 		return nil
 	}
 	if f.offset > 0 {
-		ok, err := f.verify(w.counted(fh))
+		ok, err := f.verify(w.counted(fh), w.scratch())
 		if err != nil {
 			return err
 		}
@@ -212,16 +212,16 @@ func (w *worker) special(f *file, st fs.FileInfo) {
 // last bytes that f consumed, byte for byte. It reads at most two
 // checkWindow ranges, however long the lines are; the rest of an edit in
 // place is found by the same-size check in sync.
-func (f *file) verify(r io.ReaderAt) (bool, error) {
+func (f *file) verify(r io.ReaderAt, buf []byte) (bool, error) {
 	if f.status == statusSession {
 		n := min(f.hdrEnd-1-f.hdrStart, checkWindow)
-		sum, ok, err := sumOf(r, f.hdrStart, f.hdrStart+n)
+		sum, ok, err := sumOf(r, f.hdrStart, f.hdrStart+n, buf)
 		if !ok || err != nil || sum != f.hdrHead {
 			return false, err
 		}
 	}
 	if f.tailLen > 0 {
-		sum, ok, err := sumOf(r, f.offset-f.tailLen, f.offset)
+		sum, ok, err := sumOf(r, f.offset-f.tailLen, f.offset, buf)
 		if !ok || err != nil || sum != f.tailSum {
 			return false, err
 		}
@@ -254,7 +254,7 @@ func (w *worker) resume(ctx context.Context, f *file, fh io.ReaderAt) (bool, err
 	if err != nil || first == nil || first.Sha != f.hdrSha {
 		return false, err
 	}
-	start, err := lineEndingAt(fh, last.Off, w.t.maxLine)
+	start, err := lineEndingAt(fh, last.Off, w.t.maxLine, w.scratch())
 	if err != nil {
 		return false, nil
 	}
@@ -263,7 +263,7 @@ func (w *worker) resume(ctx context.Context, f *file, fh io.ReaderAt) (bool, err
 		return false, nil
 	}
 	n := min(last.Off-start, checkWindow)
-	sum, ok, err := sumOf(fh, last.Off-n, last.Off)
+	sum, ok, err := sumOf(fh, last.Off-n, last.Off, w.scratch())
 	if !ok || err != nil {
 		return false, err
 	}
