@@ -3,6 +3,7 @@ package projection
 import (
 	"context"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -37,7 +38,7 @@ func TestDirectGetAllocatesLittle(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, func() (bool, string) {
 		got := read()
-		return got == 3, "stored: " + string(rune('0'+got))
+		return got == 3, "stored: " + strconv.Itoa(got)
 	})
 	const reads = 50
 	var before, after runtime.MemStats

@@ -59,8 +59,9 @@ type Daemon struct {
 	// caughtUp is closed once the projection has caught up with the
 	// tailer's first read (afterFirstRead): the search index starts then.
 	caughtUp chan struct{}
-	// releaseGC ends the collector's start target (settle.go); a no-op
-	// for a daemon opened only to read the store (OpenStore).
+	// releaseGC ends the collector's start target (settle.go); nil when
+	// the daemon holds none (a first start, or opened only to read the
+	// store).
 	releaseGC func()
 	// fg is held while a person waits on a context or a session page:
 	// the search index's batches wait for it.
@@ -141,7 +142,7 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 		srv.Close()
 		return nil, err
 	}
-	return &Daemon{cfg: cfg, logger: logger, srv: srv, nc: nc, log: lg, started: time.Now(), fg: foreground.New(), caughtUp: make(chan struct{}), releaseGC: func() {}}, nil
+	return &Daemon{cfg: cfg, logger: logger, srv: srv, nc: nc, log: lg, started: time.Now(), fg: foreground.New(), caughtUp: make(chan struct{})}, nil
 }
 
 // openReplication sets up the hub side: the state bucket, PI_ALL, the
@@ -195,7 +196,9 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 
 // Close stops the connection and the server and releases the state dir.
 func (d *Daemon) Close() error {
-	d.releaseGC()
+	if d.releaseGC != nil {
+		d.releaseGC()
+	}
 	var errs []error
 	if d.searchIx != nil {
 		errs = append(errs, d.searchIx.Close())
@@ -226,8 +229,9 @@ func OpenDaemon(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*
 	}
 	if info, err := d.log.Info(ctx); err == nil && info.LastSeq == 0 {
 		release() // a first start: only a restart gains (settle.go)
+	} else {
+		d.releaseGC = release
 	}
-	d.releaseGC = release
 	if err := d.build(ctx); err != nil {
 		d.Close()
 		return nil, err

@@ -83,23 +83,38 @@ const (
 	startGCFileBytes = 64 << 10
 )
 
-// releaseGCOnBulk releases the start's target once the tailer has read
-// bulk (startGCBytes), checked every 250 ms until stop is called (once or more).
-func (d *Daemon) releaseGCOnBulk() (stop func()) {
+// startGCLimit bounds how long a start keeps the lower target after the
+// first read is projected: a node that never goes quiet (a hub's traffic
+// arriving without pause) must not pay for it for good.
+const startGCLimit = time.Minute
+
+// endStartGC ends the start's collector target, which the returned func
+// does at the latest (once or more): before it, once the tailer has read
+// bulk (checked every 250 ms), or startGCLimit after the catch-up. A
+// no-op for a daemon that holds no target.
+func (d *Daemon) endStartGC() (end func()) {
+	if d.releaseGC == nil {
+		return func() {}
+	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer d.releaseGC()
 		tick := time.NewTicker(250 * time.Millisecond)
 		defer tick.Stop()
+		caughtUp, limit := d.caughtUp, (<-chan time.Time)(nil)
 		for {
 			select {
 			case <-done:
 				return
+			case <-caughtUp:
+				caughtUp, limit = nil, time.After(startGCLimit)
+			case <-limit:
+				return
 			case <-tick.C:
 				if st := d.tailer.Stats(); st.BytesRead > startGCBytes+startGCFileBytes*st.FilesTracked {
-					d.releaseGC()
 					return
 				}
 			}
@@ -112,11 +127,6 @@ func (d *Daemon) releaseGCOnBulk() (stop func()) {
 	}
 }
 
-// startGCLimit bounds how long a start keeps the lower target after the
-// first read is projected: a node that never goes quiet (a hub's traffic
-// arriving without pause) must not pay for it for good.
-const startGCLimit = time.Minute
-
 // afterFirstRead gives the memory of the start's burst back to the system
 // once the tailer has read every file present at start and the store's
 // readers have caught up with it (quiet): at once (the lines, batches and
@@ -124,9 +134,8 @@ const startGCLimit = time.Minute
 // again once the server dropped its block caches. Each is a collection and
 // a scavenge, a few milliseconds of CPU.
 func (d *Daemon) afterFirstRead(ctx context.Context) {
-	defer d.releaseGC()
-	stopBulk := d.releaseGCOnBulk()
-	defer stopBulk()
+	endGC := d.endStartGC()
+	defer endGC()
 	select {
 	case <-d.tailer.Ready():
 	case <-ctx.Done():
@@ -135,12 +144,9 @@ func (d *Daemon) afterFirstRead(ctx context.Context) {
 	err := d.firstReadProjected(ctx)
 	close(d.caughtUp)
 	if err == nil {
-		limit := time.AfterFunc(startGCLimit, d.releaseGC)
 		err = d.quiet(ctx)
-		limit.Stop()
 	}
-	stopBulk()
-	d.releaseGC()
+	endGC()
 	if err != nil {
 		return // nothing to wait for: the next burst's garbage goes back by itself
 	}

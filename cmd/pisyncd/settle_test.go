@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"runtime/debug"
 	"testing"
 )
@@ -17,8 +16,7 @@ func gcPercent() int {
 // start's value while any of them starts, and the last to finish puts
 // back what was there before the first.
 func TestHoldStartGC(t *testing.T) {
-	t.Setenv("GOGC", "")
-	os.Unsetenv("GOGC")
+	t.Setenv("GOGC", "") // unset for holdStartGC
 	before := debug.SetGCPercent(150)
 	defer debug.SetGCPercent(before)
 
