@@ -88,6 +88,11 @@ type Server struct {
 	// store write failure, so StoreWatch checks at once. One channel for
 	// every server.Server a restart makes.
 	storeHint chan struct{}
+	// sent counts the writes in-process clients made to the server
+	// (sentConn): StoreWatch checks the store's health after a tick with
+	// some, and seldom in a quiet stretch with none, when no write of
+	// ours can have failed.
+	sent atomic.Uint64
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -409,7 +414,23 @@ func (p inProcess) InProcessConn() (net.Conn, error) {
 	if p.s.restarting {
 		return nil, errors.New("embedded: the server is restarting")
 	}
-	return p.s.nats().InProcessConn()
+	c, err := p.s.nats().InProcessConn()
+	if err != nil {
+		return nil, err
+	}
+	return sentConn{c, &p.s.sent}, nil
+}
+
+// sentConn counts what a client writes to the server: one atomic add for a
+// flush of its buffer, which may hold many messages.
+type sentConn struct {
+	net.Conn
+	sent *atomic.Uint64
+}
+
+func (c sentConn) Write(b []byte) (int, error) {
+	c.sent.Add(1)
+	return c.Conn.Write(b)
 }
 
 // setRestarting turns away in-process connects (inProcess) while on.

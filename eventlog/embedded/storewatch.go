@@ -37,7 +37,9 @@ import (
 //
 // The server's own health check reports both in single-server mode: each
 // stream's write error, and JetStream being off. StoreWatch asks it every
-// 250 ms, and at once when the server logs an error or a warning; it says
+// 250 ms while in-process clients write to the server, every 5 s once none
+// has for 5 s (pace), and at once when the server logs an error or a
+// warning, as it does for a stream's write error; it says
 // at once that the store cannot write (Writable, Stats, the log), waits
 // until a probe write beside the store succeeds, and then restarts the
 // whole embedded server: the old server.Server is shut down and a new one
@@ -54,9 +56,21 @@ import (
 // too.
 
 const (
-	// watchInterval is how often the health check runs: a write error is
-	// reported within it.
+	// watchInterval is how often the health check runs while clients
+	// write to the server: a write error is reported within it.
 	watchInterval = 250 * time.Millisecond
+	// quietTicks is how many ticks without a write from an in-process
+	// client (Server.sent) pass between two health checks, and how many
+	// intervals apart the watch ticks from then on (pace): 5 s at the
+	// default interval. The check reads the store's folders and looks up
+	// every stream; at four a second it was an idle daemon's largest cost
+	// (docs/PERFORMANCE.md, "An idle daemon's costs"). A store fails when
+	// it is written to, and a write of ours makes the next tick check;
+	// a failure the server logs is checked at once (storeHint), and one a
+	// client's publish ran into is reported (Suspect). What is left for the
+	// quiet checks: writes of clients over the listener, and the server's
+	// own (limits, expiries).
+	quietTicks = 20
 	// probeSize is written and synced to learn whether the disk takes
 	// writes again: the largest message the server stores at once.
 	probeSize = maxPayload
@@ -80,8 +94,13 @@ const (
 // StoreWatchOptions configure a StoreWatch.
 type StoreWatchOptions struct {
 	Logger *slog.Logger
-	// Interval between health checks; zero means 250 ms.
+	// Interval between health checks while in-process clients write to
+	// the server; zero means 250 ms. With no such write for QuietTicks
+	// intervals, the watch checks and then ticks QuietTicks intervals
+	// apart until it sees one (pace).
 	Interval time.Duration
+	// QuietTicks: zero means 20.
+	QuietTicks int
 	// Pause runs before each restart of the server, and the function it
 	// returns after it (also when it failed): a request in flight when the
 	// old server goes down is never answered, so whatever recovery waits
@@ -119,6 +138,7 @@ type StoreWatch struct {
 
 	failures, recoveries, attempts atomic.Int64
 	suspectProbes                  atomic.Int64 // probes suspicions asked for
+	checks, ticks                  atomic.Int64 // health checks run; ticks of the interval
 }
 
 // WatchStore returns a watch over the server's store; Run runs it. Only a
@@ -132,6 +152,9 @@ func (s *Server) WatchStore(o StoreWatchOptions) (*StoreWatch, error) {
 	}
 	if o.Interval <= 0 {
 		o.Interval = watchInterval
+	}
+	if o.QuietTicks <= 0 {
+		o.QuietTicks = quietTicks
 	}
 	w := &StoreWatch{s: s, dir: s.opts.StoreDir, opts: o, state: StoreOK, suspect: make(chan struct{}, 1)}
 	w.writable, w.cancel = context.WithCancelCause(context.Background())
@@ -210,19 +233,33 @@ func (w *StoreWatch) Suspect() {
 
 // Run watches the store until ctx ends. Cancellation is not an error.
 func (w *StoreWatch) Run(ctx context.Context) error {
-	tick := time.NewTicker(w.opts.Interval)
+	p := pace{interval: w.opts.Interval, quietTicks: w.opts.QuietTicks}
+	tick := time.NewTimer(w.opts.Interval)
 	defer tick.Stop()
 	var probed time.Time // the last probe a suspicion asked for
+	var sent uint64      // the clients' writes as of the last check
 	for {
-		suspected := false
+		ticked, suspected := false, false
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+			ticked = true
+			w.ticks.Add(1)
 		case <-w.s.storeHint:
 		case <-w.suspect:
 			suspected = true
 		}
+		n := w.s.sent.Load()
+		if ticked {
+			check, next := p.tick(n != sent)
+			tick.Reset(next)
+			if !check {
+				continue
+			}
+		}
+		sent = n
+		w.checks.Add(1)
 		err := w.s.storeErr()
 		switch {
 		case err != nil:
@@ -246,6 +283,31 @@ func (w *StoreWatch) Run(ctx context.Context) error {
 		default:
 		}
 	}
+}
+
+// pace is when the health check runs and when the watch looks next: at
+// every tick after one in which a client wrote (the tick's interval), and in
+// a quiet stretch only at every quietTicks-th, after which it ticks only that
+// often, until a write is seen again. An idle daemon's watch wakes every 5 s
+// instead of four times a second: the first write after a quiet stretch is
+// seen within 5 s, and a failure the server logs at once (storeHint).
+type pace struct {
+	interval   time.Duration
+	quietTicks int
+	quiet      int // ticks since the last one with a write
+}
+
+// tick says, at a tick, whether to check and how long until the next one;
+// wrote is whether a client wrote since the last check.
+func (p *pace) tick(wrote bool) (check bool, next time.Duration) {
+	if wrote {
+		p.quiet = 0
+		return true, p.interval
+	}
+	if p.quiet++; p.quiet < p.quietTicks {
+		return false, p.interval
+	}
+	return true, time.Duration(p.quietTicks) * p.interval
 }
 
 // withDisk names the disk's own error first when a probe write fails too:

@@ -365,6 +365,77 @@ func TestRestartStartFails(t *testing.T) {
 	}
 }
 
+// TestStoreWatchQuiet: the health check runs after a tick in which an
+// in-process client wrote to the server, and otherwise once in QuietTicks
+// ticks: four checks a second were an idle daemon's largest cost.
+func TestStoreWatchQuiet(t *testing.T) {
+	s := startServer(t, testConfig(t, t.TempDir()))
+	run := func(quiet int) *StoreWatch {
+		w, err := s.WatchStore(StoreWatchOptions{Interval: time.Millisecond, QuietTicks: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- w.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+		return w
+	}
+	ticks := func(w *StoreWatch, n int64) {
+		t.Helper()
+		from := w.ticks.Load()
+		waitFor(t, 10*time.Second, "ticks", func() bool { return w.ticks.Load() >= from+n })
+	}
+	nc := connect(t, s)
+
+	// No quiet checks: only a write makes one.
+	w := run(1 << 30)
+	ticks(w, 5) // the connection's own writes are behind
+	c := w.checks.Load()
+	ticks(w, 200)
+	if n := w.checks.Load(); n != c {
+		t.Errorf("%d health checks in 200 ticks with nothing written", n-c)
+	}
+	if err := nc.Publish("x", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "a check after a write", func() bool { return w.checks.Load() > c })
+
+}
+
+// TestPace: with nothing written the watch checks at every quietTicks-th
+// tick and from then on ticks that far apart; a write brings it back to
+// a check at every tick.
+func TestPace(t *testing.T) {
+	p := pace{interval: time.Millisecond, quietTicks: 3}
+	type step struct {
+		wrote bool
+		check bool
+		next  time.Duration
+	}
+	fast, slow := time.Millisecond, 3*time.Millisecond
+	for i, s := range []step{
+		{true, true, fast},
+		{false, false, fast},
+		{false, false, fast},
+		{false, true, slow}, // the third quiet tick
+		{false, true, slow},
+		{false, true, slow},
+		{true, true, fast}, // a write
+		{true, true, fast},
+		{false, false, fast},
+		{false, false, fast},
+		{false, true, slow},
+	} {
+		if check, next := p.tick(s.wrote); check != s.check || next != s.next {
+			t.Errorf("tick %d (wrote %v): check %v, next %v; want %v, %v", i, s.wrote, check, next, s.check, s.next)
+		}
+	}
+}
+
 // TestSuspicionsSpaced: a storm of suspicions on a healthy store (writes
 // failing for some other reason, thousands of files retrying) costs a
 // probe write a second, not one each, and reports nothing.
