@@ -82,10 +82,7 @@ const statEvery = 6
 // fileKey identifies a file or folder: device and inode.
 type fileKey struct{ dev, ino uint64 }
 
-func keyOf(st fs.FileInfo) fileKey {
-	dev, ino := devIno(st)
-	return fileKey{dev, ino}
-}
+func (s fileSig) key() fileKey { return fileKey{uint64(s.dev), uint64(s.ino)} }
 
 func newDiscovery(t *Tailer) (*discovery, error) {
 	w, err := fsnotify.NewWatcher()
@@ -169,30 +166,35 @@ func (d *discovery) event(ev fsnotify.Event) {
 // taking the file for path if no other path holds it. A path that cannot
 // be looked at is followed: its worker finds out what it is.
 func (d *discovery) claim(path string) bool {
-	ok, _ := d.claimStat(path)
+	ok, _, _ := d.claimStat(path)
 	return ok
 }
 
-// claimStat is claim, and also returns the file's stat (nil if it could
-// not be taken).
-func (d *discovery) claimStat(path string) (bool, fs.FileInfo) {
-	st, err := os.Stat(path)
+// claimStat is claim, and also returns the file's stat, and whether it
+// could be taken.
+func (d *discovery) claimStat(path string) (bool, fileSig, bool) {
+	st, err := statSig(path)
 	if err != nil {
-		return true, nil
+		return true, st, false
 	}
-	k := keyOf(st)
+	k := st.key()
 	if o, ok := d.owner[k]; ok && o != path {
-		if ost, err := os.Stat(o); err == nil && keyOf(ost) == k {
+		if ost, err := statSig(o); err == nil && ost.key() == k {
 			d.dups[path] = struct{}{}
-			return false, st
+			return false, st, true
 		}
 		d.release(o) // the owner is gone or another file now
+	} else if ok && d.keyOf[path] == k {
+		// Held already: the maps are left as they are. An assignment
+		// would put this walk's copy of the path in as their key and
+		// value, and make the copy the last walk put there garbage.
+		return true, st, true
 	}
 	if old, ok := d.keyOf[path]; ok && old != k {
 		d.release(path)
 	}
 	d.owner[k], d.keyOf[path] = path, k
-	return true, st
+	return true, st, true
 }
 
 // release lets go of what path held.
@@ -344,11 +346,10 @@ func (d *discovery) walkFrom(dir string) error {
 // from what the last walk found in it, and reports that the folder need
 // not be read.
 func (d *discovery) passOver(dir string) bool {
-	st, err := os.Stat(dir)
+	sig, err := statSig(dir)
 	if err != nil {
 		return false // the read says what is wrong
 	}
-	sig := sigOf(st)
 	if prev := d.dirs[dir]; prev != nil && !d.full && !prev.subdirs && prev.sig == sig {
 		if _, ok := d.watched[dir]; ok {
 			d.reading[dir] = prev
@@ -371,12 +372,12 @@ func (d *discovery) found1(path string) {
 		d.seen[path] = struct{}{}
 		return
 	}
-	ok, st := d.claimStat(path)
+	ok, st, statted := d.claimStat(path)
 	if !ok {
 		return
 	}
 	d.seen[path] = struct{}{}
-	if st != nil && d.t.isSettled(path, st) {
+	if statted && d.t.isSettled(path, st) {
 		return // its worker handled exactly this (settled.go)
 	}
 	d.t.submit(path)

@@ -46,11 +46,11 @@ func (t *Tailer) settle(path string, f *file, retrying bool) {
 }
 
 // isSettled reports whether st is what the worker last handled at path.
-func (t *Tailer) isSettled(path string, st fs.FileInfo) bool {
+func (t *Tailer) isSettled(path string, st fileSig) bool {
 	t.settledMu.Lock()
 	defer t.settledMu.Unlock()
 	s, ok := t.settled[path]
-	return ok && s == sigOf(st)
+	return ok && s == st
 }
 
 // hasSettled reports whether the worker recorded path as settled, whatever

@@ -1,0 +1,15 @@
+//go:build !linux
+
+package watch
+
+import "os"
+
+// statSig is os.Stat reduced to what the walk compares (stat_linux.go has
+// one that allocates nothing).
+func statSig(path string) (fileSig, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fileSig{}, err
+	}
+	return sigOf(st), nil
+}
