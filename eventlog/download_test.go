@@ -3,7 +3,6 @@ package eventlog_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -28,9 +27,7 @@ func hubAndLeaf(tb testing.TB) (hubJS jetstream.JetStream, ws *embedded.Server, 
 func hubAndLeafThrough(tb testing.TB, through func(leaf string) string) (hubJS jetstream.JetStream, ws *embedded.Server, all *eventlog.All) {
 	tb.Helper()
 	ctx := context.Background()
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	leaf := l.Addr().String()
-	l.Close()
+	leaf := testenv.FreeAddr(tb)
 	hub, err := embedded.StartHub(ctx, embedded.HubConfig{StateDir: tb.TempDir(), Name: "h", LeafListen: leaf})
 	if err != nil {
 		tb.Fatal(err)

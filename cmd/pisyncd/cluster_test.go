@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -31,14 +30,11 @@ type testHub struct {
 	storeCipher string
 }
 
+// freePort is an address for a server the test starts later
+// (testenv.FreeAddr: not one of the system's ephemeral ports).
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return testenv.FreeAddr(t)
 }
 
 func startTestHub(t *testing.T) *testHub {

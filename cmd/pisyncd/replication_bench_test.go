@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -55,12 +54,7 @@ func benchLogger() *slog.Logger {
 
 func benchHub(tb testing.TB) (*embedded.Server, string) {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := testenv.FreeAddr(tb)
 	srv, err := StartHub(context.Background(), &config.Hub{
 		Name: "hub-1", StateDir: tb.TempDir(), LeafListen: addr, Replicas: 1, MaxStore: 8 << 30, Open: true,
 	}, slog.New(slog.DiscardHandler))

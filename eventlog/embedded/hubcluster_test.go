@@ -3,7 +3,6 @@ package embedded
 import (
 	"context"
 	"crypto/tls"
-	"net"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -15,14 +14,11 @@ import (
 	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
+// freeAddr is an address for a server the test starts later
+// (testenv.FreeAddr: not one of the system's ephemeral ports).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return testenv.FreeAddr(t)
 }
 
 // clusterNode is a hub node's configuration for a cluster of two on

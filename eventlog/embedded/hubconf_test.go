@@ -1,7 +1,6 @@
 package embedded
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,12 +17,7 @@ import (
 func TestRenderedHubConfigRefusesStrangers(t *testing.T) {
 	for _, withNode := range []bool{false, true} {
 		dir := t.TempDir()
-		l, _ := net.Listen("tcp", "127.0.0.1:0")
-		client := l.Addr().String()
-		l.Close()
-		l, _ = net.Listen("tcp", "127.0.0.1:0")
-		leaf := l.Addr().String()
-		l.Close()
+		client, leaf := freeAddr(t), freeAddr(t)
 		cfg := HubConfig{StateDir: dir, Name: "stock", Listen: client, LeafListen: leaf, Auth: true, NodesDir: filepath.Join(dir, "nodes")}
 		var seed []byte
 		if withNode {
