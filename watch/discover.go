@@ -170,31 +170,32 @@ func (d *discovery) claim(path string) bool {
 	return ok
 }
 
-// claimStat is claim, and also returns the file's stat, and whether it
-// could be taken.
-func (d *discovery) claimStat(path string) (bool, fileSig, bool) {
+// claimStat is claim, and also returns the file's stat, or why it could
+// not be taken.
+func (d *discovery) claimStat(path string) (bool, fileSig, error) {
 	st, err := statSig(path)
 	if err != nil {
-		return true, st, false
+		return true, st, err
 	}
 	k := st.key()
-	if o, ok := d.owner[k]; ok && o != path {
-		if ost, err := statSig(o); err == nil && ost.key() == k {
-			d.dups[path] = struct{}{}
-			return false, st, true
-		}
-		d.release(o) // the owner is gone or another file now
-	} else if ok && d.keyOf[path] == k {
+	if d.owner[k] == path && d.keyOf[path] == k {
 		// Held already: the maps are left as they are. An assignment
 		// would put this walk's copy of the path in as their key and
 		// value, and make the copy the last walk put there garbage.
-		return true, st, true
+		return true, st, nil
+	}
+	if o, ok := d.owner[k]; ok && o != path {
+		if ost, err := statSig(o); err == nil && ost.key() == k {
+			d.dups[path] = struct{}{}
+			return false, st, nil
+		}
+		d.release(o) // the owner is gone or another file now
 	}
 	if old, ok := d.keyOf[path]; ok && old != k {
 		d.release(path)
 	}
 	d.owner[k], d.keyOf[path] = path, k
-	return true, st, true
+	return true, st, nil
 }
 
 // release lets go of what path held.
@@ -372,12 +373,12 @@ func (d *discovery) found1(path string) {
 		d.seen[path] = struct{}{}
 		return
 	}
-	ok, st, statted := d.claimStat(path)
+	ok, st, err := d.claimStat(path)
 	if !ok {
 		return
 	}
 	d.seen[path] = struct{}{}
-	if statted && d.t.isSettled(path, st) {
+	if err == nil && d.t.isSettled(path, st) {
 		return // its worker handled exactly this (settled.go)
 	}
 	d.t.submit(path)

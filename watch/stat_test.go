@@ -51,8 +51,8 @@ func TestClaimHeldAllocates(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &discovery{owner: map[fileKey]string{}, keyOf: map[string]fileKey{}, dups: map[string]struct{}{}}
-	if ok, _, statted := d.claimStat(path); !ok || !statted {
-		t.Fatalf("claim: %v %v", ok, statted)
+	if ok, _, err := d.claimStat(path); !ok || err != nil {
+		t.Fatalf("claim: %v %v", ok, err)
 	}
 	walked := string([]byte(path)) // the next walk's copy of the path
 	if n := testing.AllocsPerRun(100, func() { d.claimStat(walked) }); n > 1 {

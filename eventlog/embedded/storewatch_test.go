@@ -366,33 +366,30 @@ func TestRestartStartFails(t *testing.T) {
 }
 
 // TestStoreWatchQuiet: the health check runs after a tick in which an
-// in-process client wrote to the server, and otherwise once in QuietTicks
-// ticks: four checks a second were an idle daemon's largest cost.
+// in-process client wrote to the server, and not at a tick without one
+// (TestPace has the checks of a quiet stretch): four checks a second were
+// an idle daemon's largest cost.
 func TestStoreWatchQuiet(t *testing.T) {
 	s := startServer(t, testConfig(t, t.TempDir()))
-	run := func(quiet int) *StoreWatch {
-		w, err := s.WatchStore(StoreWatchOptions{Interval: time.Millisecond, QuietTicks: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- w.Run(ctx) }()
-		t.Cleanup(func() { cancel(); <-done })
-		return w
+	// No quiet checks: only a write makes one.
+	w, err := s.WatchStore(StoreWatchOptions{Interval: time.Millisecond, QuietTicks: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
 	}
-	ticks := func(w *StoreWatch, n int64) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	ticks := func(n int64) {
 		t.Helper()
 		from := w.ticks.Load()
 		waitFor(t, 10*time.Second, "ticks", func() bool { return w.ticks.Load() >= from+n })
 	}
 	nc := connect(t, s)
 
-	// No quiet checks: only a write makes one.
-	w := run(1 << 30)
-	ticks(w, 5) // the connection's own writes are behind
+	ticks(5) // the connection's own writes are behind
 	c := w.checks.Load()
-	ticks(w, 200)
+	ticks(200)
 	if n := w.checks.Load(); n != c {
 		t.Errorf("%d health checks in 200 ticks with nothing written", n-c)
 	}
@@ -403,7 +400,6 @@ func TestStoreWatchQuiet(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "a check after a write", func() bool { return w.checks.Load() > c })
-
 }
 
 // TestPace: with nothing written the watch checks at every quietTicks-th
