@@ -30,15 +30,8 @@ type testHub struct {
 	storeCipher string
 }
 
-// freePort is an address for a server the test starts later
-// (testenv.FreeAddr: not one of the system's ephemeral ports).
-func freePort(t *testing.T) string {
-	t.Helper()
-	return testenv.FreeAddr(t)
-}
-
 func startTestHub(t *testing.T) *testHub {
-	h := &testHub{t: t, dir: t.TempDir(), leaf: freePort(t)}
+	h := &testHub{t: t, dir: t.TempDir(), leaf: testenv.FreeAddr(t)}
 	h.start()
 	t.Cleanup(h.stop)
 	return h

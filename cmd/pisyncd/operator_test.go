@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // TestOperatorModeHub: a hub run in NATS operator mode (JWTs, as nsc makes
@@ -83,7 +84,7 @@ func TestOperatorModeHub(t *testing.T) {
 	resolver := &server.MemAccResolver{}
 	resolver.Store(sysPub, sysJWT)
 	resolver.Store(teamPub, teamJWT)
-	client, leaf := freePort(t), freePort(t)
+	client, leaf := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	opts := &server.Options{
 		ServerName: "hub-op", Host: "127.0.0.1", Port: portOf(t, client),
 		JetStream: true, JetStreamDomain: "hub", StoreDir: t.TempDir(), SyncAlways: true,

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // TestDaemonProcess runs pisyncd as a real process: status and events
@@ -20,7 +22,7 @@ import (
 func TestDaemonProcess(t *testing.T) {
 	home := t.TempDir()
 	sessions, state := filepath.Join(home, "sessions"), filepath.Join(home, "state")
-	addr := freePort(t)
+	addr := testenv.FreeAddr(t)
 	env := []string{"PISYNC_SESSIONS_DIR=" + sessions, "PISYNC_STATE_DIR=" + state, "PISYNC_HTTP_ADDR=" + addr, "PISYNC_LOG_LEVEL=warn", "GOMEMLIMIT="}
 	p := startDaemonProc(t, env)
 

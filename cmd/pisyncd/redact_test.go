@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // TestHubURLCredentialsRedacted: hub URLs with a password and with a token
@@ -18,7 +20,7 @@ import (
 func TestHubURLCredentialsRedacted(t *testing.T) {
 	h := startTestHub(t)
 	cfg := stationConfig(t, "ws-r", "nats://ann:s3cret@"+h.leaf)
-	cfg.HubURLs = append(cfg.HubURLs, "nats://t0ken@"+freePort(t)) // nobody listens there
+	cfg.HubURLs = append(cfg.HubURLs, "nats://t0ken@"+testenv.FreeAddr(t)) // nobody listens there
 	cfg.LogLevel = "debug"
 	secrets := []string{"s3cret", "t0ken"}
 	s, log := loggedStationAt(t, cfg, slog.LevelDebug)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // secureHub is a hub with TLS and registered nodes, as deployed.
@@ -26,8 +27,8 @@ type secureHub struct {
 
 func startSecureHub(t *testing.T) *secureHub {
 	dir := t.TempDir()
-	h := &secureHub{testHub: &testHub{t: t, dir: filepath.Join(dir, "state"), leaf: freePort(t)},
-		certs: filepath.Join(dir, "certs"), nodes: filepath.Join(dir, "nodes"), client: freePort(t)}
+	h := &secureHub{testHub: &testHub{t: t, dir: filepath.Join(dir, "state"), leaf: testenv.FreeAddr(t)},
+		certs: filepath.Join(dir, "certs"), nodes: filepath.Join(dir, "nodes"), client: testenv.FreeAddr(t)}
 	if err := embedded.GenerateDevCerts(h.certs, []string{"localhost", "127.0.0.1"}); err != nil {
 		t.Fatal(err)
 	}

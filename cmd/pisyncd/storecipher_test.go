@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // TestStoreCipherProcess: the daemon with PISYNC_STORE_CIPHER keeps a
@@ -84,7 +85,7 @@ func TestStoreCipherProcess(t *testing.T) {
 // key and still serves them. (With end-to-end encryption the hub holds
 // only ciphertext anyway: TestEncryptedReplication.)
 func TestHubStoreCipher(t *testing.T) {
-	hub := &testHub{t: t, dir: t.TempDir(), leaf: freePort(t), storeCipher: "chachapoly"}
+	hub := &testHub{t: t, dir: t.TempDir(), leaf: testenv.FreeAddr(t), storeCipher: "chachapoly"}
 	hub.start()
 	t.Cleanup(hub.stop)
 	a := newStation(t, "ws-a", hub.url(), "")

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // TestWebProcess: the web view on PISYNC_HTTP_ADDR of a real daemon
@@ -26,7 +28,7 @@ func TestWebProcess(t *testing.T) {
 	if code := runCmd(t, append(base, "PISYNC_HTTP_ADDR="), &out, "web"); code != 1 || !strings.Contains(out.String(), "PISYNC_HTTP_ADDR is unset") {
 		t.Errorf("web without an address: exit %d: %s", code, out.String())
 	}
-	addr := freePort(t)
+	addr := testenv.FreeAddr(t)
 	env := append(base, "PISYNC_HTTP_ADDR="+addr)
 	p := startDaemonProc(t, env)
 	path := filepath.Join(sessions, "--p--", "2026-11-30T00-00-00-000Z_sid-1.jsonl")

@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // TestHubConfigRejectsInjection: no setting rendered into the hub's
@@ -82,7 +84,7 @@ func TestHubConfigRejectsInjection(t *testing.T) {
 func TestTeamShares(t *testing.T) {
 	dir := t.TempDir()
 	cfg := HubConfig{
-		StateDir: dir, Name: "h", LeafListen: freeAddr(t), Auth: true, NodesDir: filepath.Join(dir, "nodes"),
+		StateDir: dir, Name: "h", LeafListen: testenv.FreeAddr(t), Auth: true, NodesDir: filepath.Join(dir, "nodes"),
 		MaxStore: 12 << 20, MaxMemory: 12 << 20,
 	}
 	if _, err := AddNode(cfg.NodesDir, "ws-r", "red"); err != nil {
@@ -147,7 +149,7 @@ func mustNodeKey(t *testing.T) string {
 func TestReloadWhileTeamsAreRead(t *testing.T) {
 	dir := t.TempDir()
 	cfg := HubConfig{
-		StateDir: dir, Name: "h", LeafListen: freeAddr(t), Auth: true, NodesDir: filepath.Join(dir, "nodes"),
+		StateDir: dir, Name: "h", LeafListen: testenv.FreeAddr(t), Auth: true, NodesDir: filepath.Join(dir, "nodes"),
 		MaxStore: 64 << 20, MaxMemory: 64 << 20,
 	}
 	if _, err := AddNode(cfg.NodesDir, "ws-0", "t0"); err != nil {
@@ -216,7 +218,7 @@ func TestReloadWhileTeamsAreRead(t *testing.T) {
 func TestTeamKeptAfterItsLastNode(t *testing.T) {
 	dir := t.TempDir()
 	cfg := HubConfig{
-		StateDir: dir, Name: "h", LeafListen: freeAddr(t), Auth: true, NodesDir: filepath.Join(dir, "nodes"),
+		StateDir: dir, Name: "h", LeafListen: testenv.FreeAddr(t), Auth: true, NodesDir: filepath.Join(dir, "nodes"),
 		MaxStore: 64 << 20, MaxMemory: 64 << 20,
 	}
 	for _, n := range []string{"ann", "eve"} {

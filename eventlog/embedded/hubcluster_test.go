@@ -14,18 +14,11 @@ import (
 	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
-// freeAddr is an address for a server the test starts later
-// (testenv.FreeAddr: not one of the system's ephemeral ports).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	return testenv.FreeAddr(t)
-}
-
 // clusterNode is a hub node's configuration for a cluster of two on
 // loopback, with the development CA and route secret of certs.
 func clusterNode(t *testing.T, name, certs, secret, listen string, peers ...string) HubConfig {
 	cfg := HubConfig{
-		StateDir: t.TempDir(), Name: name, Listen: freeAddr(t), LeafListen: freeAddr(t),
+		StateDir: t.TempDir(), Name: name, Listen: testenv.FreeAddr(t), LeafListen: testenv.FreeAddr(t),
 		ClusterName: "pisyncd", ClusterListen: listen, RouteSecret: secret, Replicas: 1,
 		MaxStore: 256 << 20, MaxMemory: 16 << 20, Auth: true, NodesDir: filepath.Join(t.TempDir(), "nodes"),
 		TLS: &HubTLS{CertFile: filepath.Join(certs, "hub.pem"), KeyFile: filepath.Join(certs, "hub-key.pem"), CAFile: filepath.Join(certs, "ca.pem")},
@@ -83,7 +76,7 @@ func TestStrangerCannotJoinCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := "route-secret-0123456789abcdefghijklmnopqrstuvwxyz"
-	a1, a2 := freeAddr(t), freeAddr(t)
+	a1, a2 := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	h1 := startHub(t, clusterNode(t, "h1", certs, secret, a1, a2))
 
 	cert, err := tls.LoadX509KeyPair(filepath.Join(certs, "hub.pem"), filepath.Join(certs, "hub-key.pem"))
@@ -155,7 +148,7 @@ func TestClusterNeedsRouteAuth(t *testing.T) {
 		{"a short secret", func(c *HubConfig) { c.RouteSecret = "short" }, []string{"PISYNC_HUB_ROUTE_SECRET"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := clusterNode(t, "h1", certs, secret, freeAddr(t))
+			cfg := clusterNode(t, "h1", certs, secret, testenv.FreeAddr(t))
 			tc.edit(&cfg)
 			s, err := StartHub(context.Background(), cfg)
 			if err == nil {
@@ -173,7 +166,7 @@ func TestClusterNeedsRouteAuth(t *testing.T) {
 		})
 	}
 	var log testenv.LogBuffer
-	cfg := clusterNode(t, "h1", certs, secret, freeAddr(t), freeAddr(t))
+	cfg := clusterNode(t, "h1", certs, secret, testenv.FreeAddr(t), testenv.FreeAddr(t))
 	cfg.Auth, cfg.TLS, cfg.Logger = false, nil, log.Logger()
 	startHub(t, cfg)
 	if !strings.Contains(log.String(), "INSECURE") {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // TestRenderedHubConfigRefusesStrangers loads the configuration `pisyncd
@@ -17,7 +19,7 @@ import (
 func TestRenderedHubConfigRefusesStrangers(t *testing.T) {
 	for _, withNode := range []bool{false, true} {
 		dir := t.TempDir()
-		client, leaf := freeAddr(t), freeAddr(t)
+		client, leaf := testenv.FreeAddr(t), testenv.FreeAddr(t)
 		cfg := HubConfig{StateDir: dir, Name: "stock", Listen: client, LeafListen: leaf, Auth: true, NodesDir: filepath.Join(dir, "nodes")}
 		var seed []byte
 		if withNode {

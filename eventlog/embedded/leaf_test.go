@@ -157,7 +157,7 @@ func TestHubOutageLoggedNowAndThen(t *testing.T) {
 		}
 	}
 	t.Run("lost", func(t *testing.T) {
-		leaf := freeAddr(t)
+		leaf := testenv.FreeAddr(t)
 		hub := startHub(t, HubConfig{StateDir: t.TempDir(), Name: "h", LeafListen: leaf})
 		run(t, "nats://"+leaf, func(log *testenv.LogBuffer) {
 			waitFor(t, 10*time.Second, "the leaf connection", func() bool {
@@ -167,6 +167,6 @@ func TestHubOutageLoggedNowAndThen(t *testing.T) {
 		})
 	})
 	t.Run("never reached", func(t *testing.T) {
-		run(t, "nats://"+freeAddr(t), func(*testenv.LogBuffer) {})
+		run(t, "nats://"+testenv.FreeAddr(t), func(*testenv.LogBuffer) {})
 	})
 }
