@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,6 +61,31 @@ func testCtx(tb testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	tb.Cleanup(cancel)
 	return ctx
+}
+
+// runWatch makes a store watch of s with o and runs it until the returned
+// stop (which may be called more than once; the test's end calls it too),
+// which checks that Run ended without an error.
+func runWatch(tb testing.TB, s *Server, o StoreWatchOptions) (w *StoreWatch, stop func()) {
+	tb.Helper()
+	w, err := s.WatchStore(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				tb.Errorf("Run: %v", err)
+			}
+		})
+	}
+	tb.Cleanup(stop)
+	return w, stop
 }
 
 // createStream makes a file-backed stream on "<name>.>".

@@ -30,23 +30,12 @@ func TestStoreWatchRecoversByRestart(t *testing.T) {
 	testenv.Tmpfs(t, disk, 8<<20)
 	s := startServer(t, testConfig(t, filepath.Join(disk, "state")))
 	var recovered, resumed atomic.Int64
-	w, err := s.WatchStore(StoreWatchOptions{
+	w, stop := runWatch(t, s, StoreWatchOptions{
 		Logger:    testConfig(t, disk).Logger,
 		Recovered: func(context.Context) error { recovered.Add(1); return nil },
 		Resumed:   func() { resumed.Add(1) },
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	defer stop()
 
 	nc := connect(t, s)
 	js, _ := jetstream.New(nc)
@@ -159,20 +148,14 @@ func TestStoreWatchJetStreamOff(t *testing.T) {
 	// The Pause hook brackets the restart: paused on the old server,
 	// resumed on the new one.
 	var pausedOn, resumedOn atomic.Pointer[server.Server]
-	w, err := s.WatchStore(StoreWatchOptions{
+	w, stop := runWatch(t, s, StoreWatchOptions{
 		Interval: 20 * time.Millisecond,
 		Pause: func(context.Context) func() {
 			pausedOn.Store(s.NATS())
 			return func() { resumedOn.Store(s.NATS()) }
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer stop()
 	nc := connect(t, s)
 	js, _ := jetstream.New(nc)
 	createStream(t, js, "S")
@@ -372,14 +355,8 @@ func TestRestartStartFails(t *testing.T) {
 func TestStoreWatchQuiet(t *testing.T) {
 	s := startServer(t, testConfig(t, t.TempDir()))
 	// No quiet checks: only a write makes one.
-	w, err := s.WatchStore(StoreWatchOptions{Interval: time.Millisecond, QuietTicks: 1 << 30})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	w, stop := runWatch(t, s, StoreWatchOptions{Interval: time.Millisecond, QuietTicks: 1 << 30})
+	defer stop()
 	ticks := func(n int64) {
 		t.Helper()
 		from := w.ticks.Load()
@@ -437,13 +414,7 @@ func TestPace(t *testing.T) {
 // probe write a second, not one each, and reports nothing.
 func TestSuspicionsSpaced(t *testing.T) {
 	s := startServer(t, testConfig(t, t.TempDir()))
-	w, err := s.WatchStore(StoreWatchOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	w, stop := runWatch(t, s, StoreWatchOptions{})
 	w.Suspect()
 	waitFor(t, 10*time.Second, "the first suspicion's probe", func() bool { return w.suspectProbes.Load() == 1 })
 	start := time.Now()
@@ -453,10 +424,7 @@ func TestSuspicionsSpaced(t *testing.T) {
 		calls++
 		time.Sleep(time.Millisecond) // the storm's pace, not synchronisation
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	// The first probe, and at most two more in 1.5 s a second apart
 	// (the next may come any time after the first's second is up).
 	if n := w.suspectProbes.Load(); n > 3 {
