@@ -109,7 +109,7 @@ func BenchmarkCatalog10k(b *testing.B) {
 	for i := 0; i < 10000; i++ {
 		sid := fmt.Sprintf("0199eeee-0000-7000-8000-%012d", i)
 		c := CatalogEntry{SessionID: sid, Cwd: "/home/u/p", Nodes: []string{testNode}, Entries: i,
-			UpdatedMs: float64(1_700_000_000_000 + i), Src: Applied{{eventlog.LocalStream, uint64(i + 1)}}}
+			UpdatedMs: 1_700_000_000_000 + float64(i), Src: Applied{{eventlog.LocalStream, uint64(i + 1)}}}
 		v, _ := json.Marshal(c)
 		if _, err := n.worker.kv.Put(ctx, sessionKey(sid, "cat"), v); err != nil {
 			b.Fatal(err)

@@ -41,7 +41,7 @@ type lineLoc struct {
 // add records ev's line when it is one of this machine's, with a place.
 func (l *lineLocs) add(ev *eventlog.Event) {
 	if ev.Stream != eventlog.LocalStream || ev.File == "" || ev.Op != "" ||
-		len(ev.Raw) > math.MaxUint32 || ev.Off < int64(len(ev.Raw))+1 {
+		uint64(len(ev.Raw)) > math.MaxUint32 || ev.Off < int64(len(ev.Raw))+1 {
 		return
 	}
 	if n := len(l.seqs); n > 0 && l.seqs[n-1] >= ev.Seq {

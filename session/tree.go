@@ -246,7 +246,7 @@ func (t *Tree) Append(l Line, ref Ref) error {
 		t.state, t.rejectErr = 2, fmt.Errorf("%w: non-object value in a version 1 file", ErrMigration)
 		return t.rejectErr
 	}
-	n := node{ref: ref, ts: math.NaN(), size: uint32(min(len(l.Raw), math.MaxUint32))}
+	n := node{ref: ref, ts: math.NaN(), size: uint32(min(uint64(len(l.Raw)), math.MaxUint32))}
 	if fields != nil {
 		n.id = lineID(parsed && l.HasID, l.ID, fields.id)
 		n.parent = lineID(parsed && l.HasParent, l.ParentID, fields.parent)
