@@ -242,6 +242,9 @@ func (c *Config) Validate() error {
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("%s_SHUTDOWN_TIMEOUT %v: want a positive duration", Prefix, c.ShutdownTimeout))
 	}
+	if err := checkControlSocket(Prefix+"_STATE_DIR", c.StateDir); err != nil {
+		errs = append(errs, err)
+	}
 	if rel, err := filepath.Rel(c.SessionsDir, c.StateDir); err == nil && !strings.HasPrefix(rel, "..") {
 		errs = append(errs, fmt.Errorf("%s_STATE_DIR %s lies inside the sessions dir %s", Prefix, c.StateDir, c.SessionsDir))
 	}

@@ -70,7 +70,7 @@ func getControl(ctx context.Context, cfg *config.Config, path string) (*http.Res
 // then read the store do), else what went wrong: a daemon that is up but
 // did not answer in time is not "not running".
 func noAnswer(stateDir string, err error) error {
-	sock := filepath.Join(stateDir, controlSocket)
+	sock := filepath.Join(stateDir, config.ControlSocket)
 	if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
 		return fmt.Errorf("%w (no answer on %s)", errNotRunning, sock)
 	}

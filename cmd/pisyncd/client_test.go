@@ -22,7 +22,7 @@ func TestNoAnswer(t *testing.T) {
 	if _, err := getControl(context.Background(), cfg, "/status"); !errors.Is(err, errNotRunning) {
 		t.Fatalf("no socket: %v, want errNotRunning", err)
 	}
-	ln, err := net.Listen("unix", filepath.Join(dir, controlSocket))
+	ln, err := net.Listen("unix", filepath.Join(dir, config.ControlSocket))
 	if err != nil {
 		t.Fatal(err)
 	}

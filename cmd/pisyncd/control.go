@@ -26,13 +26,12 @@ import (
 	"github.com/pisyncd/pisyncd/watch"
 )
 
-// controlSocket is the daemon's local control endpoint in the state dir: a
-// Unix socket, so `pisyncd status` works without any network listener, and
-// only the owner can connect (the state dir is 0700, the socket 0600).
-const controlSocket = "control.sock"
-
+// listenControl listens on the daemon's local control endpoint in the
+// state dir (config.ControlSocket): a Unix socket, so `pisyncd status`
+// works without any network listener, and only the owner can connect (the
+// state dir is 0700, the socket 0600).
 func listenControl(stateDir string) (net.Listener, error) {
-	path := filepath.Join(stateDir, controlSocket)
+	path := filepath.Join(stateDir, config.ControlSocket)
 	// The state dir lock is held, so a socket file left here is stale.
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("control socket: %w", err)
@@ -221,7 +220,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 
 // controlClient talks to a running daemon over its control socket.
 func controlClient(stateDir string) *http.Client {
-	path := filepath.Join(stateDir, controlSocket)
+	path := filepath.Join(stateDir, config.ControlSocket)
 	return &http.Client{
 		Timeout: 0,
 		Transport: &http.Transport{

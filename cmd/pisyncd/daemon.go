@@ -418,7 +418,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	case <-sctx.Done():
 		return fmt.Errorf("stop: workers did not finish within %v", d.cfg.ShutdownTimeout)
 	}
-	os.Remove(filepath.Join(d.cfg.StateDir, controlSocket))
+	os.Remove(filepath.Join(d.cfg.StateDir, config.ControlSocket))
 	if parent.Err() != nil {
 		return nil // asked to stop: not an error
 	}

@@ -316,7 +316,7 @@ func doHub(ctx context.Context, cfg *config.Hub, method, path string) (*http.Res
 	}
 	resp, err := controlClient(cfg.StateDir).Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%w (no answer on %s; set PISYNC_HUB_STATE_DIR, or use --server)", errNoHubHere, filepath.Join(cfg.StateDir, controlSocket))
+		return nil, fmt.Errorf("%w (no answer on %s; set PISYNC_HUB_STATE_DIR, or use --server)", errNoHubHere, filepath.Join(cfg.StateDir, config.ControlSocket))
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
@@ -90,7 +91,7 @@ func TestDaemonProcess(t *testing.T) {
 		t.Errorf("exit code after SIGTERM: %d\n%s", err, p.stderr)
 	}
 	t.Logf("stopped %v after SIGTERM", time.Since(start))
-	if _, err := os.Stat(filepath.Join(state, controlSocket)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(state, config.ControlSocket)); !os.IsNotExist(err) {
 		t.Errorf("control socket left behind: %v", err)
 	}
 	// Without a daemon, events opens the store itself.

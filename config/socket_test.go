@@ -1,0 +1,69 @@
+package config
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestControlSocketPathTooLong: a state dir whose control socket's path is
+// longer than a Unix socket's can be is refused when the settings are
+// read, by pisyncd and pisyncd hub alike, with the setting, the limit and
+// the fix; one at the limit is taken, and a socket really listens there.
+// (Before, the daemon got as far as listening and failed with "bind:
+// invalid argument".)
+func TestControlSocketPathTooLong(t *testing.T) {
+	base := t.TempDir()
+	// A folder whose socket path is exactly the limit, and one a byte longer.
+	pad := maxSocketPath - len(filepath.Join(base, "d", ControlSocket))
+	if pad < 1 {
+		t.Skipf("the temporary folder %s is too long for this test", base)
+	}
+	atLimit := filepath.Join(base, strings.Repeat("a", pad+1))
+	over := filepath.Join(base, strings.Repeat("b", pad+2))
+	if n := len(filepath.Join(atLimit, ControlSocket)); n != maxSocketPath {
+		t.Fatalf("test folder: socket path of %d bytes, want %d", n, maxSocketPath)
+	}
+
+	t.Setenv("PISYNC_SESSIONS_DIR", filepath.Join(base, "s"))
+	t.Setenv("PISYNC_STATE_DIR", atLimit)
+	if _, err := Load(); err != nil {
+		t.Fatalf("a state dir at the limit: %v", err)
+	}
+	if err := os.MkdirAll(atLimit, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(atLimit, ControlSocket))
+	if err != nil {
+		t.Fatalf("a socket at the limit the check takes: %v", err)
+	}
+	ln.Close()
+
+	t.Setenv("PISYNC_STATE_DIR", over)
+	_, err = Load()
+	want := []string{"PISYNC_STATE_DIR", "Unix socket", "at most", "shorter"}
+	for _, w := range want {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Fatalf("a state dir a byte over: err %v, want it to say %q", err, w)
+		}
+	}
+	if err := os.MkdirAll(over, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if ln, err := net.Listen("unix", filepath.Join(over, ControlSocket)); err == nil {
+		ln.Close()
+		t.Fatalf("the system listens on a socket path of %d bytes: the limit %d is wrong", maxSocketPath+1, maxSocketPath)
+	}
+
+	t.Setenv("PISYNC_HUB_LEAF_LISTEN", "127.0.0.1:7422")
+	t.Setenv("PISYNC_HUB_STATE_DIR", atLimit)
+	if _, err := LoadHub(); err != nil {
+		t.Fatalf("a hub state dir at the limit: %v", err)
+	}
+	t.Setenv("PISYNC_HUB_STATE_DIR", over)
+	if _, err := LoadHub(); err == nil || !strings.Contains(err.Error(), "PISYNC_HUB_STATE_DIR") || !strings.Contains(err.Error(), "Unix socket") {
+		t.Fatalf("a hub state dir a byte over: err %v", err)
+	}
+}
