@@ -52,8 +52,9 @@ func (s *sessionState) buildViews(seed maphash.Seed) ([]value, int) {
 	var scratch []byte
 	// Each page's memo replaces the one before in place: page p is read
 	// before it is written.
-	last := s.pages
-	s.pages = s.pages[:0]
+	k := s.keep()
+	last := k.pages
+	k.pages = k.pages[:0]
 	for p := 0; p < cv.Pages; p++ {
 		// Pages are hashed straight from ids and refs and marshalled only
 		// when changed: an append usually changes the last page alone,
@@ -66,13 +67,13 @@ func (s *sessionState) buildViews(seed maphash.Seed) ([]value, int) {
 		} else {
 			memo.hash = pageHash(seed, pids, prefs, &scratch)
 		}
-		s.pages = append(s.pages, memo)
+		k.pages = append(k.pages, memo)
 		out = append(out, value{key: pageKey(s.sid, p), slot: slotPage0 + p, hash: memo.hash, data: func() []byte {
 			return appendPage(nil, p, pids, prefs, src)
 		}})
 	}
-	if len(last) > len(s.pages) {
-		clear(last[len(s.pages):]) // pages past the window: the arrays they name may go
+	if len(last) > len(k.pages) {
+		clear(last[len(k.pages):]) // pages past the window: the arrays they name may go
 	}
 	add(sessionKey(s.sid, "ctx"), slotCtx, cv, func(src Src) any { v := cv; v.Src = src; return v })
 

@@ -90,7 +90,9 @@ func (w *Worker) eachContext(ctx context.Context, sid, leaf string, mode session
 	}
 	src := newStreamBodies(ctx, w.nc, w.js, w.filters(sid), known, ix, w.opts.ReadAhead, w.opts.MaxBodyBytes)
 	s.mu.Lock()
-	src.files = newFileBodies(w.opts.SessionsDir, s.locs)
+	if s.kept != nil {
+		src.files = newFileBodies(w.opts.SessionsDir, s.kept.locs)
+	}
 	s.mu.Unlock()
 	src.recycle = streaming && src.files != nil && src.keep == nil
 	err = use(ix, src)

@@ -27,17 +27,17 @@ func TestPagesMemoMatchesScratch(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		before := slices.Clone(s.pages)
+		before := slices.Clone(s.keep().pages)
 		memo, _ := s.buildViews(w.viewSeed)
-		for p := range min(len(before), len(s.pages)) {
-			if before[p].same(s.pages[p]) {
+		for p := range min(len(before), len(s.keep().pages)) {
+			if before[p].same(s.keep().pages[p]) {
 				reused++
 			}
 		}
-		kept := s.pages
-		s.pages = nil
+		kept := s.keep().pages
+		s.keep().pages = nil
 		scratch, _ := s.buildViews(w.viewSeed)
-		s.pages = kept
+		s.keep().pages = kept
 		if len(memo) != len(scratch) {
 			t.Fatalf("%s: %d values, %d from scratch", step, len(memo), len(scratch))
 		}

@@ -15,7 +15,7 @@ type rebuilt struct {
 	// What the replay learned of an old session's migration.
 	migratedBy string
 	losers     []string
-	locs       lineLocs
+	kept       *treeKept
 }
 
 // filters are the session's subject filters per stream: its own subject in
@@ -65,5 +65,5 @@ func (w *Worker) rebuildKeep(ctx context.Context, sid string, upTo Src, keep fun
 	if len(upTo) > 0 {
 		w.rebuilds.Add(1)
 	}
-	return rebuilt{tree: s.tree, err: s.err, migratedBy: s.cat.MigratedBy, losers: s.cat.MigrationLosers, locs: s.locs}, nil
+	return rebuilt{tree: s.tree, err: s.err, migratedBy: s.cat.MigratedBy, losers: s.cat.MigrationLosers, kept: s.kept}, nil
 }

@@ -276,7 +276,7 @@ func (w *Worker) ensureTree(ctx context.Context, s *sessionState) error {
 	if err != nil {
 		return err
 	}
-	s.tree, s.err, s.locs = t.tree, t.err, t.locs
+	s.tree, s.err, s.kept = t.tree, t.err, t.kept
 	s.cat.MigratedBy, s.cat.MigrationLosers = t.migratedBy, t.losers
 	w.mu.Lock()
 	w.trees++
@@ -329,7 +329,7 @@ func (w *Worker) dropTree(s *sessionState) {
 	if s.tree == nil {
 		return
 	}
-	s.tree, s.locs, s.pages = nil, lineLocs{}, nil
+	s.tree, s.kept = nil, nil
 	w.mu.Lock()
 	w.trees--
 	s.lastUse = 0
