@@ -88,10 +88,14 @@ func BenchmarkDaemonSessions(b *testing.B) {
 			b.ReportMetric(r.rssPeak/1e6, "rss-peak-MB")
 			b.ReportMetric(r.rssBefore/1e6, "rss-ready-MB")
 			b.ReportMetric(r.rssAfter/1e6, "rss-idle-MB")
+			// Of it, the pages of files: the binary's own, which no
+			// session adds to (the rest is anonymous memory).
+			b.ReportMetric(r.rssAfterFile/1e6, "rss-idle-file-MB")
 			b.ReportMetric(float64(r.restartTracked.Milliseconds()), "restart-tracked-ms")
 			b.ReportMetric(r.restartCPUPerMin, "restart-idle-cpu-s/min")
 			b.ReportMetric(r.restartWakePerMin, "restart-idle-wakeups/min")
 			b.ReportMetric(r.restartRSS/1e6, "restart-rss-idle-MB")
+			b.ReportMetric(r.restartRSSFile/1e6, "restart-rss-idle-file-MB")
 		})
 	}
 }
@@ -103,10 +107,11 @@ type scaleReport struct {
 	cpuPerMin, wakePerMin float64
 	rssPeak               float64 // VmHWM once projected: the first read's peak
 	rssBefore, rssAfter   float64
+	rssAfterFile          float64 // of rssAfter, file pages (RssFile)
 	// The same, after the daemon is started again over its state.
 	restartTracked                      time.Duration
 	restartCPUPerMin, restartWakePerMin float64
-	restartRSS                          float64
+	restartRSS, restartRSSFile          float64
 }
 
 // scaleSession is session i of the corpus, as text and as lines.
@@ -184,7 +189,7 @@ func daemonSessions(b *testing.B, bin string, n int, idle time.Duration) (time.D
 	if idle > 0 {
 		time.Sleep(5 * time.Second) // let the first read's aftermath (flushes, GC) pass
 		r.rssBefore = float64(d.rss(b))
-		r.cpuPerMin, r.wakePerMin, r.rssAfter = idleStretch(b, d, idle)
+		r.cpuPerMin, r.wakePerMin, r.rssAfter, r.rssAfterFile = idleStretch(b, d, idle)
 		r.kvWrites = daemonStatus(ctl).Projection.Writes
 	}
 	d.stop(b)
@@ -202,7 +207,7 @@ func daemonSessions(b *testing.B, bin string, n int, idle time.Duration) (time.D
 		}
 		r.restartTracked = time.Since(restart)
 		time.Sleep(5 * time.Second)
-		r.restartCPUPerMin, r.restartWakePerMin, r.restartRSS = idleStretch(b, d, idle)
+		r.restartCPUPerMin, r.restartWakePerMin, r.restartRSS, r.restartRSSFile = idleStretch(b, d, idle)
 		d.stop(b)
 	}
 	b.StartTimer()
@@ -210,12 +215,13 @@ func daemonSessions(b *testing.B, bin string, n int, idle time.Duration) (time.D
 }
 
 // idleStretch measures the daemon doing nothing for idle: its CPU seconds
-// and context switches a minute, and its resident set after.
-func idleStretch(b *testing.B, d *memDaemon, idle time.Duration) (cpuPerMin, wakePerMin, rss float64) {
+// and context switches a minute, and its resident set after, and of that
+// the pages of files.
+func idleStretch(b *testing.B, d *memDaemon, idle time.Duration) (cpuPerMin, wakePerMin, rss, rssFile float64) {
 	cpu0, sw0 := procCPU(b, d.cmd.Process.Pid)
 	time.Sleep(idle)
 	cpu1, sw1 := procCPU(b, d.cmd.Process.Pid)
-	return (cpu1 - cpu0) / idle.Minutes(), float64(sw1-sw0) / idle.Minutes(), float64(d.rss(b))
+	return (cpu1 - cpu0) / idle.Minutes(), float64(sw1-sw0) / idle.Minutes(), float64(d.rss(b)), float64(d.status(b, "RssFile"))
 }
 
 // daemonStatus asks the daemon for its status (what `pisyncd status
