@@ -13,8 +13,8 @@ import (
 type worker struct {
 	t     *Tailer
 	files map[string]*file
-	buf   *bufio.Reader // the read buffer of the round under way (readBufs)
-	hbuf  []byte        // reused to hash ranges of a file
+	buf   *bufio.Reader // the round's read buffer (roundBufs)
+	hbuf  []byte        // the round's buffer to hash ranges of a file, made when first used
 
 	mu       sync.Mutex
 	dirty    map[string]struct{}
@@ -26,11 +26,17 @@ type worker struct {
 	retry map[string]retryState
 }
 
-// readBufs are the workers' read buffers, one taken for each round: kept
-// by each worker for good, eight of them held 2 MiB of an idle daemon's
-// heap; the pool lets them go two collections after the last round, and
-// a busy tailer reuses them as before.
-var readBufs = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufSize) }}
+// buffers are what a worker reads and hashes files with, taken from
+// roundBufs for each round and put back after it: kept by each worker for
+// good, eight of them held 2.5 MiB of an idle daemon's heap; the pool lets
+// them go two collections after the last round, and a busy tailer reuses
+// them as before.
+type buffers struct {
+	br   *bufio.Reader
+	hash []byte // nil until a round needs it
+}
+
+var roundBufs = sync.Pool{New: func() any { return &buffers{br: bufio.NewReaderSize(nil, readBufSize)} }}
 
 // scratch is the worker's buffer for hashing a range of a file.
 func (w *worker) scratch() []byte {
@@ -86,7 +92,8 @@ func (w *worker) run(ctx context.Context) {
 		}
 		paths, barriers := w.take()
 		w.pending(paths, time.Now())
-		w.buf = readBufs.Get().(*bufio.Reader)
+		bufs := roundBufs.Get().(*buffers)
+		w.buf, w.hbuf = bufs.br, bufs.hash
 		if len(paths) > 1 {
 			w.grp = &group{} // several files: publish their lines together
 		}
@@ -100,8 +107,9 @@ func (w *worker) run(ctx context.Context) {
 		w.flushGroup(ctx)
 		w.grp = nil
 		w.buf.Reset(nil) // let go of the file
-		readBufs.Put(w.buf)
-		w.buf = nil
+		bufs.hash = w.hbuf
+		roundBufs.Put(bufs)
+		w.buf, w.hbuf = nil, nil
 		for p := range paths {
 			_, retrying := w.retry[p]
 			w.t.settle(p, w.files[p], retrying)
