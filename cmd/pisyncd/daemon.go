@@ -112,7 +112,7 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 		StoreKeyFile: cfg.StoreKeyFile,
 	})
 	if err != nil {
-		return nil, err
+		return nil, inUse(err, listener{config.Prefix + "_LISTEN", cfg.Listen})
 	}
 	leafUp := func() bool { return srv.NATS().NumLeafNodes() > 0 }
 	hints.leafUp.Store(&leafUp)
@@ -312,7 +312,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.cfg.HTTPAddr != "" {
 		if httpLn, err = net.Listen("tcp", d.cfg.HTTPAddr); err != nil {
 			ctl.Close()
-			return fmt.Errorf("http listener: %w", err)
+			return inUse(fmt.Errorf("http listener: %w", err), listener{config.Prefix + "_HTTP_ADDR", d.cfg.HTTPAddr})
 		}
 	}
 

@@ -232,7 +232,8 @@ func StartHub(ctx context.Context, cfg *config.Hub, logger *slog.Logger) (*embed
 	}
 	srv, err := embedded.StartHub(ctx, hc)
 	if err != nil {
-		return nil, err
+		return nil, inUse(err, listener{config.HubPrefix + "_LISTEN", cfg.Listen},
+			listener{config.HubPrefix + "_LEAF_LISTEN", cfg.LeafListen}, listener{config.HubPrefix + "_CLUSTER_LISTEN", cfg.ClusterListen})
 	}
 	if cfg.ClusterListen == "" {
 		// A single node copies a PI_HUB of old into its new settings now
