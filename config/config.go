@@ -245,6 +245,11 @@ func (c *Config) Validate() error {
 	if err := checkControlSocket(Prefix+"_STATE_DIR", c.StateDir); err != nil {
 		errs = append(errs, err)
 	}
+	for _, err := range []error{checkFolder(Prefix+"_SESSIONS_DIR", c.SessionsDir), checkFolder(Prefix+"_STATE_DIR", c.StateDir)} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if rel, err := filepath.Rel(c.SessionsDir, c.StateDir); err == nil && !strings.HasPrefix(rel, "..") {
 		errs = append(errs, fmt.Errorf("%s_STATE_DIR %s lies inside the sessions dir %s", Prefix, c.StateDir, c.SessionsDir))
 	}

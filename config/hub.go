@@ -74,6 +74,9 @@ func LoadHub() (*Hub, error) {
 	if err := checkControlSocket(HubPrefix+"_STATE_DIR", h.StateDir); err != nil {
 		errs = append(errs, err)
 	}
+	if err := checkFolder(HubPrefix+"_STATE_DIR", h.StateDir); err != nil {
+		errs = append(errs, err)
+	}
 	if (h.TLSCert == "") != (h.TLSKey == "") {
 		errs = append(errs, fmt.Errorf("%s_TLS_CERT and %s_TLS_KEY go together", HubPrefix, HubPrefix))
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"syscall"
 )
@@ -15,6 +16,18 @@ const ControlSocket = "control.sock"
 // macOS). A longer one fails as "bind: invalid argument", which names
 // neither the path nor the fix.
 var maxSocketPath = len(syscall.RawSockaddrUnix{}.Path) - 1
+
+// checkFolder refuses a setting naming a folder that is something else (a
+// file): the daemon would fail later, at a mkdir or an open under it, with
+// the system's "not a directory" and no word of the setting. A folder not
+// there yet is made at start.
+func checkFolder(setting, dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil || st.IsDir() {
+		return nil
+	}
+	return fmt.Errorf("%s %s is a file, not a folder: set %s to a folder (made at start when missing)", setting, dir, setting)
+}
 
 // checkControlSocket refuses a state dir (the setting that names it) whose
 // control socket's path would be too long to listen on.

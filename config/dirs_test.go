@@ -67,3 +67,32 @@ func TestControlSocketPathTooLong(t *testing.T) {
 		t.Fatalf("a hub state dir a byte over: err %v", err)
 	}
 }
+
+// TestFolderSettingIsAFile: a sessions or state dir that is a file is
+// refused when the settings are read, naming the setting (pisyncd failed
+// at a mkdir under it, "not a directory", naming neither).
+func TestFolderSettingIsAFile(t *testing.T) {
+	base := t.TempDir()
+	file := filepath.Join(base, "a-file")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"PISYNC_SESSIONS_DIR", "PISYNC_STATE_DIR"} {
+		t.Run(k, func(t *testing.T) {
+			t.Setenv("PISYNC_SESSIONS_DIR", filepath.Join(base, "s"))
+			t.Setenv("PISYNC_STATE_DIR", filepath.Join(base, "st"))
+			if _, err := Load(); err != nil {
+				t.Fatalf("folders not made yet: %v", err)
+			}
+			t.Setenv(k, file)
+			if _, err := Load(); err == nil || !strings.Contains(err.Error(), k+" "+file+" is a file, not a folder") {
+				t.Fatalf("%s a file: err %v", k, err)
+			}
+		})
+	}
+	t.Setenv("PISYNC_HUB_LEAF_LISTEN", "127.0.0.1:7422")
+	t.Setenv("PISYNC_HUB_STATE_DIR", file)
+	if _, err := LoadHub(); err == nil || !strings.Contains(err.Error(), "PISYNC_HUB_STATE_DIR "+file+" is a file") {
+		t.Fatalf("hub state dir a file: err %v", err)
+	}
+}
