@@ -46,10 +46,27 @@ func (l *natsLogger) Tracef(format string, v ...any) { l.emit(slog.LevelDebug, f
 func (l *natsLogger) Fatalf(format string, v ...any) {
 	msg := l.emit(slog.LevelError, format, v)
 	l.once.Do(func() {
-		l.err = fmt.Errorf("nats-server: fatal: %s", msg)
+		fe := &fatalError{msg: msg}
+		for _, a := range v {
+			if err, ok := a.(error); ok {
+				fe.errs = append(fe.errs, err)
+			}
+		}
+		l.err = fe
 		close(l.failed)
 	})
 }
+
+// fatalError is a fatal error nats-server logged: its words, and the
+// errors it was made from (a listener's, say), so that a caller tells what
+// failed with errors.Is and errors.As, not by the words.
+type fatalError struct {
+	msg  string
+	errs []error
+}
+
+func (e *fatalError) Error() string   { return "nats-server: fatal: " + e.msg }
+func (e *fatalError) Unwrap() []error { return e.errs }
 
 // fatal returns the first fatal error, or nil.
 func (l *natsLogger) fatal() error {
