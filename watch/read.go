@@ -77,7 +77,7 @@ func (w *worker) read(ctx context.Context, f *file, fh *os.File) error {
 // readFrom reads from f.offset (or on from f.part) to the end of the file.
 // again: the resume hint moved f.offset; read from there.
 func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again bool, err error) {
-	lr := newLineReader(r, f.offset, w.t.maxLine, w.buf, f.part)
+	lr := newLineReader(r, f.offset, w.t.maxLine, w.bufs.br, f.part)
 	lr.keepLong(w.t.mem)
 	f.part = partial{} // taken; given back at the end of a read that went well
 	if _, err := r.f.Seek(lr.off, io.SeekStart); err != nil {

@@ -13,8 +13,7 @@ import (
 type worker struct {
 	t     *Tailer
 	files map[string]*file
-	buf   *bufio.Reader // the round's read buffer (roundBufs)
-	hbuf  []byte        // the round's buffer to hash ranges of a file, made when first used
+	bufs  *buffers // the round's, from roundBufs; nil between rounds
 
 	mu       sync.Mutex
 	dirty    map[string]struct{}
@@ -38,12 +37,12 @@ type buffers struct {
 
 var roundBufs = sync.Pool{New: func() any { return &buffers{br: bufio.NewReaderSize(nil, readBufSize)} }}
 
-// scratch is the worker's buffer for hashing a range of a file.
+// scratch is the round's buffer for hashing a range of a file.
 func (w *worker) scratch() []byte {
-	if w.hbuf == nil {
-		w.hbuf = make([]byte, 64<<10)
+	if w.bufs.hash == nil {
+		w.bufs.hash = make([]byte, 64<<10)
 	}
-	return w.hbuf
+	return w.bufs.hash
 }
 
 type retryState struct {
@@ -92,8 +91,7 @@ func (w *worker) run(ctx context.Context) {
 		}
 		paths, barriers := w.take()
 		w.pending(paths, time.Now())
-		bufs := roundBufs.Get().(*buffers)
-		w.buf, w.hbuf = bufs.br, bufs.hash
+		w.bufs = roundBufs.Get().(*buffers)
 		if len(paths) > 1 {
 			w.grp = &group{} // several files: publish their lines together
 		}
@@ -106,10 +104,9 @@ func (w *worker) run(ctx context.Context) {
 		}
 		w.flushGroup(ctx)
 		w.grp = nil
-		w.buf.Reset(nil) // let go of the file
-		bufs.hash = w.hbuf
-		roundBufs.Put(bufs)
-		w.buf, w.hbuf = nil, nil
+		w.bufs.br.Reset(nil) // let go of the file
+		roundBufs.Put(w.bufs)
+		w.bufs = nil
 		for p := range paths {
 			_, retrying := w.retry[p]
 			w.t.settle(p, w.files[p], retrying)
