@@ -242,14 +242,7 @@ func (c *Config) Validate() error {
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("%s_SHUTDOWN_TIMEOUT %v: want a positive duration", Prefix, c.ShutdownTimeout))
 	}
-	if err := checkControlSocket(Prefix+"_STATE_DIR", c.StateDir); err != nil {
-		errs = append(errs, err)
-	}
-	for _, err := range []error{checkFolder(Prefix+"_SESSIONS_DIR", c.SessionsDir), checkFolder(Prefix+"_STATE_DIR", c.StateDir)} {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs = append(errs, checkFolder(Prefix+"_SESSIONS_DIR", c.SessionsDir), checkStateDir(Prefix+"_STATE_DIR", c.StateDir))
 	if rel, err := filepath.Rel(c.SessionsDir, c.StateDir); err == nil && !strings.HasPrefix(rel, "..") {
 		errs = append(errs, fmt.Errorf("%s_STATE_DIR %s lies inside the sessions dir %s", Prefix, c.StateDir, c.SessionsDir))
 	}

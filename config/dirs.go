@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,13 @@ const ControlSocket = "control.sock"
 // macOS). A longer one fails as "bind: invalid argument", which names
 // neither the path nor the fix.
 var maxSocketPath = len(syscall.RawSockaddrUnix{}.Path) - 1
+
+// checkStateDir refuses a state dir (the setting that names it) a daemon
+// cannot run in: a file, or a folder whose control socket's path is too
+// long to listen on.
+func checkStateDir(setting, dir string) error {
+	return errors.Join(checkFolder(setting, dir), checkControlSocket(setting, dir))
+}
 
 // checkFolder refuses a setting naming a folder that is something else (a
 // file): the daemon would fail later, at a mkdir or an open under it, with

@@ -70,13 +70,7 @@ func LoadHub() (*Hub, error) {
 	if h.NodesDir == "" {
 		h.NodesDir = filepath.Join(h.StateDir, "nodes")
 	}
-	var errs []error
-	if err := checkControlSocket(HubPrefix+"_STATE_DIR", h.StateDir); err != nil {
-		errs = append(errs, err)
-	}
-	if err := checkFolder(HubPrefix+"_STATE_DIR", h.StateDir); err != nil {
-		errs = append(errs, err)
-	}
+	errs := []error{checkStateDir(HubPrefix+"_STATE_DIR", h.StateDir)}
 	if (h.TLSCert == "") != (h.TLSKey == "") {
 		errs = append(errs, fmt.Errorf("%s_TLS_CERT and %s_TLS_KEY go together", HubPrefix, HubPrefix))
 	}
