@@ -27,17 +27,18 @@ func TestPagesMemoMatchesScratch(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		before := slices.Clone(s.keep().pages)
+		k := s.keep()
+		before := slices.Clone(k.pages)
 		memo, _ := s.buildViews(w.viewSeed)
-		for p := range min(len(before), len(s.keep().pages)) {
-			if before[p].same(s.keep().pages[p]) {
+		for p := range min(len(before), len(k.pages)) {
+			if before[p].same(k.pages[p]) {
 				reused++
 			}
 		}
-		kept := s.keep().pages
-		s.keep().pages = nil
+		kept := k.pages
+		k.pages = nil
 		scratch, _ := s.buildViews(w.viewSeed)
-		s.keep().pages = kept
+		k.pages = kept
 		if len(memo) != len(scratch) {
 			t.Fatalf("%s: %d values, %d from scratch", step, len(memo), len(scratch))
 		}
