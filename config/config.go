@@ -35,7 +35,7 @@ const Prefix = "PISYNC"
 type Config struct {
 	SessionsDir string `envconfig:"SESSIONS_DIR" desc:"pi's sessions folder to watch and write (default: $PI_CODING_AGENT_DIR/sessions, else ~/.pi/agent/sessions)"`
 	StateDir    string `envconfig:"STATE_DIR" desc:"pisyncd's own state: embedded JetStream store, node id, lock, control socket (default: $XDG_STATE_HOME/pisyncd, else ~/.local/state/pisyncd; ~/Library/Application Support/pisyncd on macOS)"`
-	NodeID      string `envconfig:"NODE_ID" desc:"this node's id, [A-Za-z0-9_-]{1,64} (default: generated once and kept in STATE_DIR/node-id)"`
+	NodeID      string `envconfig:"NODE_ID" desc:"this node's id, [A-Za-z0-9_-]{1,64} (default: generated once); kept in STATE_DIR/node-id, and another is refused over the same state dir"`
 
 	LogLevel  string `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
 	LogFormat string `envconfig:"LOG_FORMAT" default:"text" desc:"text or json"`
@@ -349,33 +349,47 @@ func (c *Config) Logger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// EnsureNodeID settles the node id: the configured one, else the one stored
-// in StateDir/node-id, else a new UUID written there (0600) once.
-func (c *Config) EnsureNodeID() error {
-	if c.NodeID != "" {
-		return nil
-	}
+// EnsureNodeID settles the node id and keeps it with the store it names:
+// the configured one, else the one stored in StateDir/node-id, else a new
+// UUID; whichever it is, StateDir/node-id (0600) holds it from then on. A
+// store's lines were published under its node's id, so another id over the
+// same store would find none of them its own and publish every session
+// again, as new lines of a new node (and, with a hub, to every machine):
+// a configured id that differs from the stored one is refused, and so is
+// a store without a stored id (made before the id was kept with it, under
+// a configured one) when none is configured. hasStore says whether the
+// state dir holds a store already.
+func (c *Config) EnsureNodeID(hasStore bool) error {
 	path := filepath.Join(c.StateDir, "node-id")
 	b, err := os.ReadFile(path)
-	if err == nil {
+	switch {
+	case err == nil:
 		id := strings.TrimSpace(string(b))
 		if !eventlog.ValidNodeID(id) {
 			return fmt.Errorf("config: %s holds an invalid node id %q", path, id)
 		}
+		if c.NodeID != "" && c.NodeID != id {
+			return fmt.Errorf("%s_NODE_ID %q: the state dir %s belongs to node %q (its node-id file), and the lines in its store were published under that id; under another, pisyncd would publish every session again as new lines. "+
+				"Unset %s_NODE_ID or set it to %q (with a hub, register that name: pisyncd hub add-node %s), or give the new id a state dir of its own (%s_STATE_DIR)",
+				Prefix, c.NodeID, c.StateDir, id, Prefix, id, id, Prefix)
+		}
 		c.NodeID = id
 		return nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
+	case !errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("config: node id: %w", err)
+	case c.NodeID == "" && hasStore:
+		return fmt.Errorf("%s_NODE_ID is unset and the state dir %s holds a store but no node-id file: it was made under a configured id. Set %s_NODE_ID to that id again (where it was set before: the service's settings, e.g. ~/.config/pisyncd/env); a new id would publish every session again as new lines",
+			Prefix, c.StateDir, Prefix)
 	}
 	if err := os.MkdirAll(c.StateDir, 0o700); err != nil {
 		return fmt.Errorf("config: state dir: %w", err)
 	}
-	id := uuid.NewString()
-	if err := fsutil.WriteFileAtomic(path, []byte(id+"\n")); err != nil {
+	if c.NodeID == "" {
+		c.NodeID = uuid.NewString()
+	}
+	if err := fsutil.WriteFileAtomic(path, []byte(c.NodeID+"\n")); err != nil {
 		return fmt.Errorf("config: node id: %w", err)
 	}
-	c.NodeID = id
 	return nil
 }
 

@@ -151,12 +151,12 @@ func TestByteSize(t *testing.T) {
 func TestNodeIDIsStableAndPrivate(t *testing.T) {
 	dir := t.TempDir()
 	c := &Config{StateDir: filepath.Join(dir, "state")}
-	if err := c.EnsureNodeID(); err != nil {
+	if err := c.EnsureNodeID(false); err != nil {
 		t.Fatal(err)
 	}
 	first := c.NodeID
 	c2 := &Config{StateDir: c.StateDir}
-	if err := c2.EnsureNodeID(); err != nil || c2.NodeID != first {
+	if err := c2.EnsureNodeID(true); err != nil || c2.NodeID != first {
 		t.Fatalf("second load: %q %v, want %q", c2.NodeID, err, first)
 	}
 	st, err := os.Stat(filepath.Join(c.StateDir, "node-id"))
@@ -167,8 +167,62 @@ func TestNodeIDIsStableAndPrivate(t *testing.T) {
 		t.Errorf("state dir mode %v", dst.Mode())
 	}
 	os.WriteFile(filepath.Join(c.StateDir, "node-id"), []byte("bad id!\n"), 0o600)
-	if err := (&Config{StateDir: c.StateDir}).EnsureNodeID(); err == nil {
+	if err := (&Config{StateDir: c.StateDir}).EnsureNodeID(false); err == nil {
 		t.Error("invalid stored node id accepted")
+	}
+}
+
+// TestNodeIDStaysWithItsStore: the id a state dir was first run under is
+// kept in it, configured or generated, and another id over the same store
+// is refused, naming both ids and the ways out. (Before, PISYNC_NODE_ID
+// was never written down and never compared with the stored id: setting
+// it on a machine that had run alone, as the hub set-up does, published
+// every session a second time under the new id.)
+func TestNodeIDStaysWithItsStore(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	c := &Config{StateDir: state}
+	if err := c.EnsureNodeID(false); err != nil {
+		t.Fatal(err)
+	}
+	generated := c.NodeID
+	c = &Config{StateDir: state, NodeID: "ann-laptop"}
+	err := c.EnsureNodeID(true)
+	for _, want := range []string{`PISYNC_NODE_ID "ann-laptop"`, `belongs to node "` + generated + `"`, "publish every session again", "pisyncd hub add-node " + generated, "PISYNC_STATE_DIR"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("another id over the store: err %v, want it to say %q", err, want)
+		}
+	}
+	if c := (&Config{StateDir: state, NodeID: generated}); c.EnsureNodeID(true) != nil || c.NodeID != generated {
+		t.Errorf("the stored id, configured: %q", c.NodeID)
+	}
+
+	// A configured id is written down at its first start, and holds from then on.
+	state2 := filepath.Join(t.TempDir(), "state")
+	if err := (&Config{StateDir: state2, NodeID: "ws1"}).EnsureNodeID(false); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(state2, "node-id")); err != nil || string(b) != "ws1\n" {
+		t.Fatalf("node-id after a start as ws1: %q %v", b, err)
+	}
+	if c := (&Config{StateDir: state2}); c.EnsureNodeID(true) != nil || c.NodeID != "ws1" {
+		t.Errorf("unset after a start as ws1: %q, want ws1", c.NodeID)
+	}
+	if err := (&Config{StateDir: state2, NodeID: "ws2"}).EnsureNodeID(true); err == nil {
+		t.Error("ws2 over ws1's store accepted")
+	}
+
+	// A store made before the id was kept with it, under a configured id:
+	// without one, no new id is made up for it.
+	state3 := t.TempDir()
+	err = (&Config{StateDir: state3}).EnsureNodeID(true)
+	if err == nil || !strings.Contains(err.Error(), "holds a store but no node-id file") {
+		t.Errorf("a store without node-id, no id set: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(state3, "node-id")); !os.IsNotExist(err) {
+		t.Errorf("a node-id was made up for it: %v", err)
+	}
+	if c := (&Config{StateDir: state3, NodeID: "old"}); c.EnsureNodeID(true) != nil || c.NodeID != "old" {
+		t.Errorf("the same, with its id set: %q", c.NodeID)
 	}
 }
 

@@ -77,7 +77,7 @@ type Daemon struct {
 // OpenStore takes the state dir, starts the embedded server and opens the
 // event log: everything a command that reads the store needs.
 func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Daemon, error) {
-	if err := cfg.EnsureNodeID(); err != nil {
+	if err := cfg.EnsureNodeID(storeExists(cfg)); err != nil {
 		return nil, err
 	}
 	hints := &hintState{nodeID: cfg.NodeID, creds: cfg.HubNkey != "" || cfg.HubCreds != ""}
