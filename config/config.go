@@ -85,7 +85,9 @@ func (c *Config) SearchOn() bool {
 	case "on":
 		return true
 	case "auto":
-		return c.StoreCipher == "" || c.StoreCipher == "off"
+		// Read as the store reads it (embedded.ParseStoreCipher): "Off" is off.
+		cipher := strings.ToLower(strings.TrimSpace(c.StoreCipher))
+		return cipher == "" || cipher == "off"
 	}
 	return false
 }
@@ -103,8 +105,8 @@ func (c *Config) Trusted() []string {
 // anything on disk; see EnsureNodeID.
 func Load() (*Config, error) {
 	var c Config
-	if err := envconfig.Process(Prefix, &c); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+	if err := process(Prefix, &c); err != nil {
+		return nil, err
 	}
 	if err := c.fillDefaults(os.Getenv, os.UserHomeDir); err != nil {
 		return nil, err
@@ -169,12 +171,7 @@ func (c *Config) Validate() error {
 	if c.NodeID != "" && !eventlog.ValidNodeID(c.NodeID) {
 		errs = append(errs, fmt.Errorf("%s_NODE_ID %q: want 1 to 64 characters of [A-Za-z0-9_-]", Prefix, c.NodeID))
 	}
-	if _, err := c.SlogLevel(); err != nil {
-		errs = append(errs, err)
-	}
-	if c.LogFormat != "text" && c.LogFormat != "json" {
-		errs = append(errs, fmt.Errorf("%s_LOG_FORMAT %q: want text or json", Prefix, c.LogFormat))
-	}
+	errs = append(errs, checkLogging(Prefix, c.LogLevel, c.LogFormat)...)
 	for name, addr := range map[string]string{"HTTP_ADDR": c.HTTPAddr, "LISTEN": c.Listen} {
 		if addr != "" {
 			if err := CheckLoopback(addr); err != nil {
@@ -337,6 +334,19 @@ func (c *Config) SlogLevel() (slog.Level, error) {
 		return 0, fmt.Errorf("%s_LOG_LEVEL %q: want debug, info, warn or error", Prefix, c.LogLevel)
 	}
 	return l, nil
+}
+
+// checkLogging checks the log settings of the daemon or the hub, named
+// with their own prefix.
+func checkLogging(prefix, level, format string) []error {
+	var errs []error
+	if err := new(slog.Level).UnmarshalText([]byte(level)); err != nil {
+		errs = append(errs, fmt.Errorf("%s_LOG_LEVEL %q: want debug, info, warn or error", prefix, level))
+	}
+	if format != "text" && format != "json" {
+		errs = append(errs, fmt.Errorf("%s_LOG_FORMAT %q: want text or json", prefix, format))
+	}
+	return errs
 }
 
 // Logger builds the daemon's logger from LogLevel and LogFormat.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -278,7 +279,7 @@ func TestSearchOn(t *testing.T) {
 		search, cipher string
 		want           bool
 	}{
-		{"auto", "", true}, {"auto", "off", true}, {"auto", "aes", false},
+		{"auto", "", true}, {"auto", "off", true}, {"auto", " Off ", true}, {"auto", "aes", false}, {"auto", "AES", false},
 		{"on", "aes", true}, {"off", "", false}, {"", "", false},
 	} {
 		c := Config{Search: tc.search, StoreCipher: tc.cipher}
@@ -289,5 +290,57 @@ func TestSearchOn(t *testing.T) {
 	c := Config{Search: "yes", LogLevel: "info", LogFormat: "text"}
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "PISYNC_SEARCH") {
 		t.Errorf("PISYNC_SEARCH=yes: %v", err)
+	}
+}
+
+// TestSettingMistakes: a value that does not convert names the variable,
+// the value and what it should look like (before: envconfig's words,
+// naming the Go field and type); a PISYNC_* variable that no setting
+// reads is warned about, with the setting it is closest to.
+func TestSettingMistakes(t *testing.T) {
+	t.Setenv("PISYNC_SESSIONS_DIR", "/tmp/s")
+	t.Setenv("PISYNC_STATE_DIR", "/tmp/st")
+	for _, c := range []struct{ key, val, want string }{
+		{"PISYNC_RESCAN_INTERVAL", "10", `PISYNC_RESCAN_INTERVAL "10": want a duration with its unit, such as 500ms, 10s or 2m`},
+		{"PISYNC_MAX_STORE", "-5", `PISYNC_MAX_STORE "-5": want a size such as 512KiB, 64MiB or 2GiB`},
+		{"PISYNC_HUB_INSECURE", "maybe", `PISYNC_HUB_INSECURE "maybe": want true or false`},
+		{"PISYNC_WORKERS", "8x", `PISYNC_WORKERS "8x": want a whole number`},
+	} {
+		t.Run(c.key, func(t *testing.T) {
+			t.Setenv(c.key, c.val)
+			if _, err := Load(); err == nil || err.Error() != c.want {
+				t.Errorf("%s=%s: err %v, want %q", c.key, c.val, err, c.want)
+			}
+		})
+	}
+	t.Setenv("PISYNC_HUB_REPLICAS", "three")
+	if _, err := LoadHub(); err == nil || err.Error() != `PISYNC_HUB_REPLICAS "three": want a whole number` {
+		t.Errorf("the hub's: %v", err)
+	}
+	os.Unsetenv("PISYNC_HUB_REPLICAS") // t.Setenv puts it back
+	// The hub's log settings are checked and named as the hub's (before: a
+	// bad format was taken as text, a bad level named PISYNC_LOG_LEVEL).
+	t.Setenv("PISYNC_HUB_LOG_LEVEL", "loud")
+	t.Setenv("PISYNC_HUB_LOG_FORMAT", "xml")
+	_, err := LoadHub()
+	for _, want := range []string{`PISYNC_HUB_LOG_LEVEL "loud": want debug, info, warn or error`, `PISYNC_HUB_LOG_FORMAT "xml": want text or json`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("the hub's log settings: %v, want %q", err, want)
+		}
+	}
+
+	got := Unknown([]string{
+		"PISYNC_HTTP_ADR=127.0.0.1:9466", "PISYNC_LOGLEVEL=debug", "PISYNC_SESSION_DIR=/x",
+		"PISYNC_HTTP_ADDR=127.0.0.1:9466", "PISYNC_HUB_LISTEN=127.0.0.1:4222", "PISYNC_HUB_URLS=tls://h:7422",
+		"PISYNC_FROBNICATE=1", "PATH=/bin", "PISYNCX=1",
+	})
+	want := []string{
+		"PISYNC_FROBNICATE is set, but pisyncd has no such setting: it is ignored (pisyncd help lists every setting)",
+		"PISYNC_HTTP_ADR is set, but pisyncd has no such setting: it is ignored; did you mean PISYNC_HTTP_ADDR? (pisyncd help lists every setting)",
+		"PISYNC_LOGLEVEL is set, but pisyncd has no such setting: it is ignored; did you mean PISYNC_LOG_LEVEL? (pisyncd help lists every setting)",
+		"PISYNC_SESSION_DIR is set, but pisyncd has no such setting: it is ignored; did you mean PISYNC_SESSIONS_DIR? (pisyncd help lists every setting)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Unknown:\n got %q\nwant %q", got, want)
 	}
 }

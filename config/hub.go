@@ -32,7 +32,7 @@ type Hub struct {
 	TeamMaxMemory    ByteSize `envconfig:"TEAM_MAX_MEMORY" desc:"each team's share of this node's memory store (default: MAX_MEMORY divided by the number of teams)"`
 	TeamMaxStreams   int      `envconfig:"TEAM_MAX_STREAMS" default:"2" desc:"streams a team may have (PI_HUB, PI_KEYS)"`
 	TeamMaxConsumers int      `envconfig:"TEAM_MAX_CONSUMERS" desc:"consumers a team may have (default: its registered nodes + 8)"`
-	NodesDir         string   `envconfig:"NODES_DIR" desc:"registered workstations ('pisyncd hub add-node'); when set, every connection must authenticate as one of them (default: STATE_DIR/nodes)"`
+	NodesDir         string   `envconfig:"NODES_DIR" desc:"the registered workstations ('pisyncd hub add-node'); unless OPEN, every connection must authenticate as one of them (default: STATE_DIR/nodes)"`
 	Open             bool     `envconfig:"OPEN" desc:"accept unauthenticated connections (development only; default: false)"`
 	TLSCert          string   `envconfig:"TLS_CERT" desc:"hub certificate (PEM) for the client, leaf and cluster listeners"`
 	TLSKey           string   `envconfig:"TLS_KEY" desc:"its private key (PEM)"`
@@ -46,8 +46,8 @@ type Hub struct {
 // LoadHub reads the hub's environment.
 func LoadHub() (*Hub, error) {
 	var h Hub
-	if err := envconfig.Process(HubPrefix, &h); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+	if err := process(HubPrefix, &h); err != nil {
+		return nil, err
 	}
 	if h.Name == "" {
 		host, err := os.Hostname()
@@ -89,10 +89,7 @@ func LoadHub() (*Hub, error) {
 	if h.Replicas > 1 && h.ClusterListen == "" {
 		errs = append(errs, fmt.Errorf("%s_REPLICAS %d needs a cluster (%s_CLUSTER_LISTEN, %s_ROUTES)", HubPrefix, h.Replicas, HubPrefix, HubPrefix))
 	}
-	c := Config{LogLevel: h.LogLevel, LogFormat: h.LogFormat}
-	if _, err := c.SlogLevel(); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, checkLogging(HubPrefix, h.LogLevel, h.LogFormat)...)
 	return &h, errors.Join(errs...)
 }
 

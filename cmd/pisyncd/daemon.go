@@ -475,6 +475,9 @@ func runCommand(args []string, stderr io.Writer) error {
 	// The first line says which build runs, for every report that
 	// quotes the log.
 	logger.Info("pisyncd starting", readBuildInfo().LogAttrs()...)
+	for _, w := range config.Unknown(os.Environ()) {
+		logger.Warn(w)
+	}
 	setMemoryLimit(int64(cfg.MemoryBudget), logger)
 	ctx, stop := signalContext(stderr)
 	defer stop()

@@ -120,6 +120,9 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 	}
 	logger := cfg.Logging().Logger(stderr)
 	logger.Info("pisyncd hub starting", readBuildInfo().LogAttrs()...)
+	for _, w := range config.Unknown(os.Environ()) {
+		logger.Warn(w)
+	}
 	ctx, stop := signalContext(stderr)
 	defer stop()
 	h, err := StartHub(ctx, cfg, logger.With("component", "nats"))
