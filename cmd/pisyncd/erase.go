@@ -271,6 +271,11 @@ func eraseCommand(args []string, stdout io.Writer) error {
 	if errors.Is(err, errNotRunning) {
 		// No daemon: the same, on the store (its lock keeps a daemon out
 		// meanwhile). The event leaves for the hub when the daemon starts.
+		// No store: nothing of the session left this machine, and opening
+		// one would make a state dir where the daemon never ran.
+		if !storeExists(cfg) {
+			return fmt.Errorf("erase: no session %q: %w (its files, if any, were never published: delete them as any file)", sid, errNoStore)
+		}
 		var d *Daemon
 		if d, err = OpenStore(ctx, cfg, slog.New(slog.DiscardHandler)); err != nil {
 			return err

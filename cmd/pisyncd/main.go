@@ -29,7 +29,7 @@ Usage:
                                      the LLM context pi would build: from FILE (pi's rules, no daemon
                                      needed) or from the live projection of a session
   pisyncd ls [--json]                the catalog of every session, newest first
-  pisyncd search QUERY... [--json] [--limit N] [--session ID]
+  pisyncd search QUERY... [--json] [--limit N] [--after N] [--session ID] [--node ID]
                                      full-text search of every session known here (words, "phrases",
                                      -excluded, session:/node:/type:/role: filters)
   pisyncd tail [--session ID] [--type T] [--json] [--from-start]

@@ -65,6 +65,8 @@ func TestHelpAndBadFlags(t *testing.T) {
 		{[]string{"service", "--frobnicate"}, "service: flag provided but not defined: --frobnicate"},
 		{[]string{"hub", "certs", "/tmp/x"}, "certs: --hosts is required"},
 		{[]string{"bogus"}, `unknown command "bogus"`},
+		{[]string{"search", "zebra", "--limit", "0"}, `search: --limit "0": want a number from 1 to 100`},
+		{[]string{"search", "zebra", "--after=x"}, `search: --after "x": want a number from 0 to 1000`},
 	} {
 		code, _, errOut := mainIn(t, c.args...)
 		if code != 2 || !strings.Contains(errOut, c.want) {
@@ -80,9 +82,10 @@ func TestHelpAndBadFlags(t *testing.T) {
 }
 
 // TestCommandsWithoutStore: on a machine where the daemon never ran, ls
-// says there is nothing yet and events, context name what is missing; none
-// of them creates a state dir, a node id or a store. (Before, ls made all
-// three, and a missing file was looked up as a session id.)
+// says there is nothing yet and events, context, erase name what is
+// missing; none of them creates a state dir, a node id or a store. (Before,
+// ls made all three, and a missing file was looked up as a session id;
+// erase made them until 2026-12-03.)
 func TestCommandsWithoutStore(t *testing.T) {
 	home := t.TempDir()
 	state := filepath.Join(home, "state")
@@ -102,6 +105,7 @@ func TestCommandsWithoutStore(t *testing.T) {
 		{[]string{"context", "UNKNOWN"}, `context: no session "UNKNOWN": pisyncd has not run here yet`},
 		{[]string{"context", missing}, "context: " + missing + ": no such file"},
 		{[]string{"context", home}, "is a folder"},
+		{[]string{"erase", "UNKNOWN"}, `erase: no session "UNKNOWN": pisyncd has not run here yet (its files, if any, were never published`},
 	} {
 		code, _, errOut := mainIn(t, c.args...)
 		if code != 1 || !strings.Contains(errOut, c.want) {

@@ -25,6 +25,11 @@ must match; "quoted phrases" match in order; -word excludes; session:ID,
 node:ID, type:TYPE and role:ROLE filter. Flags may come anywhere; every
 other argument is part of the query.`
 
+// searchBounds are the numeric flags' ranges, the index's own: a number
+// outside one is a mistake on the command line, said before the daemon is
+// asked.
+var searchBounds = map[string][2]int{"limit": {1, search.MaxLimit}, "after": {0, search.MaxOffset}}
+
 // searchCommand asks the running daemon's index. Its own flags are picked
 // out by name; every other argument is the query, so that -word (an
 // exclusion) is not taken for a flag.
@@ -51,6 +56,11 @@ func searchCommand(args []string, stdout io.Writer) error {
 				}
 				i++
 				val = args[i]
+			}
+			if bound, ok := searchBounds[name]; ok {
+				if n, err := strconv.Atoi(val); err != nil || n < bound[0] || n > bound[1] {
+					return &usageError{Msg: fmt.Sprintf("search: --%s %q: want a number from %d to %d", name, val, bound[0], bound[1]), Usage: searchUsage}
+				}
 			}
 			params.Set(name, val)
 		default:
