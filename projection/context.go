@@ -217,7 +217,10 @@ func (w *Worker) ends(ctx context.Context, sid string) (Src, error) {
 		if err != nil {
 			return nil, err
 		}
-		if info.State.Msgs > 0 {
+		// The filter narrows only the subjects listed: State.Msgs and
+		// LastSeq are the whole stream's, so the subjects say whether
+		// the session has any line here (LastSeq is a bound on them).
+		if len(info.State.Subjects) > 0 {
 			upTo[stream] = info.State.LastSeq
 		}
 	}

@@ -223,12 +223,12 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request, sid string, c 
 		}
 	}
 	snap, err := s.read(r.Context(), sid)
+	if errors.Is(err, projection.ErrUnknownSession) {
+		http.Error(w, fmt.Sprintf("web: no session %q on this machine", sid), http.StatusNotFound)
+		return nil, false
+	}
 	if err != nil {
-		code := http.StatusServiceUnavailable
-		if errors.Is(err, projection.ErrUnknownSession) {
-			code = http.StatusNotFound
-		}
-		http.Error(w, "web: "+err.Error(), code)
+		http.Error(w, "web: "+err.Error(), http.StatusServiceUnavailable)
 		return nil, false
 	}
 	return snap, true
