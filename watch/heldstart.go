@@ -35,11 +35,14 @@ func (h *heldAtStart) read(ctx context.Context, log Log) error {
 	return nil
 }
 
-// drop ends its use: the first read is done.
-func (h *heldAtStart) drop() {
+// take ends its use (the first read is done) and returns the sessions it
+// held: those whose subjects held lines at start, and those loaded since.
+func (h *heldAtStart) take() map[string]struct{} {
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	sids := h.sids
 	h.sids = nil
-	h.mu.Unlock()
+	return sids
 }
 
 // empty reports whether sid's subject held nothing at start and this

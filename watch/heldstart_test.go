@@ -120,7 +120,9 @@ func TestHeldAtStartEmpty(t *testing.T) {
 		t.Fatal("empty again after its load: this process may have written to it")
 	}
 	h.sids["other"] = struct{}{}
-	h.drop()
+	if got := h.take(); len(got) != 3 {
+		t.Fatalf("take: %v, want held, new and other", got)
+	}
 	if h.empty("another", false) {
 		t.Fatal("empty after the first read")
 	}

@@ -157,8 +157,9 @@ func (t *Tailer) Run(ctx context.Context) error {
 	return err
 }
 
-// awaitReady closes t.ready once the first walk is done and every worker
-// has handled what it found. Reading thousands of existing sessions on a
+// awaitReady closes t.ready once the first walk is done, every worker
+// has handled what it found, and the sessions whose files went while no
+// tailer ran are published deleted. Reading thousands of existing sessions on a
 // first start takes a while: it says how far it got every progressEvery.
 func (t *Tailer) awaitReady(ctx context.Context, d *discovery) {
 	select {
@@ -191,7 +192,7 @@ func (t *Tailer) awaitReady(ctx context.Context, d *discovery) {
 	t.logger.Info("session files found at start are read", "files", d.found,
 		"lines_published", t.published.Load(), "took", time.Since(start).Round(time.Millisecond))
 	t.dropKnown()
-	t.heldAtStart.drop()
+	t.deletedWhileStopped(ctx, t.heldAtStart.take(), d.found)
 	close(t.ready)
 }
 

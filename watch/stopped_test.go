@@ -1,0 +1,113 @@
+package watch
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
+)
+
+// opsOf lists the session's events by their operation ("" for a line).
+func opsOf(n *node, sid string) string {
+	var ops []string
+	for _, ev := range n.events(sid) {
+		ops = append(ops, ev.Op)
+	}
+	return strings.Join(ops, ",")
+}
+
+// TestDeletedWhileStopped: a session whose file was removed while no
+// tailer ran is published deleted at the next start, before Ready, once;
+// a session deleted before, one still on disk and one another machine
+// deleted get nothing. (Before, such a session stayed live here and on
+// every machine for good.)
+func TestDeletedWhileStopped(t *testing.T) {
+	root, state := t.TempDir(), t.TempDir()
+	path := func(sid string) string { return filepath.Join(root, "--p--", sid+".jsonl") }
+	for _, sid := range []string{"kept", "gone", "before", "elsewhere"} {
+		writeFile(t, path(sid), header(sid)+"\n"+entry("a1", "", sid)+"\n")
+	}
+	n := startNode(t, root, state)
+	for _, sid := range []string{"kept", "gone", "before", "elsewhere"} {
+		n.waitLines(sid, []string{header(sid), entry("a1", "", sid)})
+	}
+	os.Remove(path("before"))
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		ops := opsOf(n, "before")
+		return ops == ",,delete", "before: " + ops
+	})
+	n.stop()
+
+	os.Remove(path("gone"))
+	os.Remove(path("elsewhere")) // as the replicator moves a session another machine deleted
+	var mu sync.Mutex
+	var asked []string
+	n = startNodeWith(t, root, state, Options{RescanInterval: time.Hour}, func(tl *Tailer) {
+		tl.deletedElsewhere = func(_ context.Context, sid string) (bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			asked = append(asked, sid)
+			return sid == "elsewhere", nil
+		}
+	})
+	<-n.tailer.Ready()
+	want := map[string]string{"kept": ",", "gone": ",,delete", "before": ",,delete", "elsewhere": ","}
+	for sid, w := range want {
+		if got := opsOf(n, sid); got != w {
+			t.Errorf("%s at Ready: events %q, want %q", sid, got, w)
+		}
+	}
+	if ev := n.events("gone"); ev[len(ev)-1].File != "--p--/gone.jsonl" {
+		t.Errorf("the tombstone names %q", ev[len(ev)-1].File)
+	}
+	if st := n.tailer.Stats(); st.FilesDeleted != 1 {
+		t.Errorf("filesDeleted %d, want 1", st.FilesDeleted)
+	}
+	mu.Lock()
+	if slices.Contains(asked, "before") {
+		t.Errorf("asked the replicator about %v: a session deleted here already needs no word", asked)
+	}
+	mu.Unlock()
+	n.stop()
+
+	n = startNode(t, root, state)
+	<-n.tailer.Ready()
+	for sid, w := range want {
+		if sid == "elsewhere" {
+			w = ",,delete" // without the replicator's word, its removal is a deletion
+		}
+		if got := opsOf(n, sid); got != w {
+			t.Errorf("%s after a second restart: events %q, want %q", sid, got, w)
+		}
+	}
+}
+
+// TestNoDeletionsFromAnEmptyStart: a start that finds no session file at
+// all (a sessions dir not mounted yet) publishes no deletion, and says
+// why; the sessions are there when their files come back.
+func TestNoDeletionsFromAnEmptyStart(t *testing.T) {
+	root, state := t.TempDir(), t.TempDir()
+	p := filepath.Join(root, "--p--", "s1.jsonl")
+	writeFile(t, p, header("s1")+"\n"+entry("a1", "", "one")+"\n")
+	n := startNode(t, root, state)
+	n.waitLines("s1", []string{header("s1"), entry("a1", "", "one")})
+	n.stop()
+	if err := os.RemoveAll(filepath.Join(root, "--p--")); err != nil {
+		t.Fatal(err)
+	}
+	var logs testenv.LogBuffer
+	n = startNodeWith(t, root, state, Options{RescanInterval: time.Hour, Logger: logs.Logger()}, nil)
+	<-n.tailer.Ready()
+	if got := opsOf(n, "s1"); got != "," {
+		t.Errorf("events %q, want the two lines alone", got)
+	}
+	if !strings.Contains(logs.String(), "no deletion is published for them: the sessions dir held no session file") {
+		t.Errorf("no word of it in the log:\n%s", logs.String())
+	}
+}
