@@ -21,7 +21,6 @@ var serviceTemplates = map[string]string{
 	"systemd": `[Unit]
 Description=pisyncd: pi coding-agent sessions as events, synced across machines
 Documentation=https://github.com/pisyncd/pisyncd
-After=network-online.target
 
 [Service]
 Type=simple
@@ -32,8 +31,9 @@ RestartSec=2
 TimeoutStopSec=20
 # Settings: PISYNC_* variables, e.g. PISYNC_HUB_URLS, in this file.
 EnvironmentFile=-%h/.config/pisyncd/env
+# No PrivateTmp: in a user unit it needs user namespaces, which many
+# systems restrict (the unit then fails to start, 226/NAMESPACE).
 NoNewPrivileges=yes
-PrivateTmp=yes
 
 [Install]
 WantedBy=default.target
@@ -110,11 +110,15 @@ func serviceCommand(args []string, stdout io.Writer) error {
 			kind = a
 		}
 	}
+	native := "systemd"
+	if runtime.GOOS == "darwin" {
+		native = "launchd"
+	}
 	if kind == "" {
-		kind = "systemd"
-		if runtime.GOOS == "darwin" {
-			kind = "launchd"
-		}
+		kind = native
+	}
+	if install && kind != native {
+		return fmt.Errorf("service: %s is not this system's service manager (%s): --install would write a file nothing reads; install %s, or print the %s file without --install", kind, runtime.GOOS, native, kind)
 	}
 	exe, err := os.Executable()
 	if err != nil {

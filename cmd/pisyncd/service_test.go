@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -68,5 +69,47 @@ func TestServiceRefusesGoRun(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("printed a unit anyway:\n%s", out.String())
+	}
+}
+
+// TestDeployedServiceFiles: the files in deploy/ are what `pisyncd
+// service` prints for a binary in /usr/local/bin, so the two never drift
+// apart (they had: a fix to one is a fix to both).
+func TestDeployedServiceFiles(t *testing.T) {
+	for kind, c := range map[string]struct{ file, home string }{
+		"systemd": {"../../deploy/systemd/pisyncd.service", "/home/YOU"},
+		"launchd": {"../../deploy/launchd/io.pisyncd.plist", "/Users/YOU"},
+	} {
+		want, err := serviceFile(kind, "/usr/local/bin/pisyncd", c.home)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from `pisyncd service %s`:\n%s\nwant:\n%s", c.file, kind, got, want)
+		}
+	}
+}
+
+// TestServiceInstallsOnlyNative: --install writes only this system's kind
+// (before, `service launchd --install` on Linux wrote a plist into
+// ~/Library and said to run launchctl); printing either stays.
+func TestServiceInstallsOnlyNative(t *testing.T) {
+	other := "launchd"
+	if runtime.GOOS == "darwin" {
+		other = "systemd"
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	var out bytes.Buffer
+	err := serviceCommand([]string{other, "--install"}, &out)
+	if err == nil || !strings.Contains(err.Error(), "is not this system's service manager") {
+		t.Fatalf("%s --install on %s: %v", other, runtime.GOOS, err)
+	}
+	if entries, _ := os.ReadDir(home); len(entries) != 0 {
+		t.Errorf("it wrote into the home: %v", entries)
 	}
 }
