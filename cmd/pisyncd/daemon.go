@@ -487,5 +487,11 @@ func runCommand(args []string, stderr io.Writer) error {
 	}
 	runErr := d.Run(ctx)
 	closeErr := d.Close()
-	return errors.Join(runErr, closeErr)
+	if err := errors.Join(runErr, closeErr); err != nil {
+		return err
+	}
+	// Said only of a stop that finished: one cut short by
+	// PISYNC_SHUTDOWN_TIMEOUT returned its error above.
+	logger.Info("pisyncd stopped")
+	return nil
 }

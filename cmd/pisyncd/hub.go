@@ -155,8 +155,13 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 	for {
 		select {
 		case <-ctx.Done():
+			logger.Info("hub stopping", "cause", context.Cause(ctx))
 			stopAll()
-			return h.Close()
+			if err := h.Close(); err != nil {
+				return err
+			}
+			logger.Info("hub stopped")
+			return nil
 		case <-h.Failed():
 			stopAll()
 			return errors.Join(h.Err(), h.Close())

@@ -37,8 +37,8 @@ func (s *Summary) Add(m json.RawMessage) {
 // Print writes the summary: a line about the leaf, the window, the model
 // and thinking level, one about the rules, then a line per message.
 func (s *Summary) Print(w io.Writer) error {
-	fmt.Fprintf(w, "leaf %s, %d entries in the window, %d messages, model %s, thinking %s\n",
-		OrDash(s.Leaf), s.Entries, len(s.Lines), OrDash(ModelName(s.Model)), OrDash(JSONText(s.Thinking)))
+	fmt.Fprintf(w, "leaf %s, %s in the window, %s, model %s, thinking %s\n",
+		OrDash(s.Leaf), plural(s.Entries, "entry", "entries"), plural(len(s.Lines), "message", "messages"), OrDash(ModelName(s.Model)), OrDash(JSONText(s.Thinking)))
 	if note := RulesNote(s.Rules, s.RulesMode); note != "" {
 		fmt.Fprintln(w, note)
 	}
@@ -175,4 +175,12 @@ func OrDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// plural is n with the word for n of a thing: 1 entry, 3 entries.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
