@@ -12,9 +12,9 @@ import (
 // finds nothing to follow, and without this the session stayed live here
 // and on every other machine for good. held is the sessions whose
 // subjects held lines at start; a session among them that no file holds
-// after the first read is gone, unless its last event is a tombstone
-// already (deleted before) or another machine deleted it (the replicator
-// moved the file to the trash itself).
+// after the first read is gone, unless its last event is not a line or a
+// restore (a tombstone: deleted before; an erase event: erased) or another
+// machine deleted it (the replicator moved the file to the trash itself).
 //
 // Nothing is published when the first read found no session file at all
 // or a folder could not be read: a sessions dir not mounted yet, or a
@@ -52,8 +52,11 @@ func (t *Tailer) deletedWhileStopped(ctx context.Context, held map[string]struct
 // tombstoneGone publishes sid's deletion unless it is deleted already.
 func (t *Tailer) tombstoneGone(ctx context.Context, sid string) error {
 	_, last, err := t.log.Last(ctx, sid)
-	if err != nil || last == nil || last.Op == eventlog.OpDelete {
+	if err != nil || last == nil {
 		return err
+	}
+	if last.Op != "" && last.Op != eventlog.OpRestore {
+		return nil // deleted already, or erased (its erase event is all that is left)
 	}
 	if t.deletedElsewhere != nil {
 		if elsewhere, err := t.deletedElsewhere(ctx, sid); err != nil || elsewhere {
