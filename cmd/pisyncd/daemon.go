@@ -65,10 +65,14 @@ type Daemon struct {
 	releaseGC func()
 	// fg is held while a person waits on a context or a session page:
 	// the search index's batches wait for it.
-	fg      *foreground.Gate
-	store   *embedded.StoreWatch
-	reg     *prometheus.Registry
-	started time.Time
+	fg    *foreground.Gate
+	store *embedded.StoreWatch
+	// rootLock keeps a second daemon, with another state dir, off the
+	// sessions dir (OpenDaemon; commands that open the store alone
+	// follow no files and leave it).
+	rootLock *watch.RootLock
+	reg      *prometheus.Registry
+	started  time.Time
 
 	eraseMu sync.Mutex   // one erase at a time (erase.go)
 	erased  atomic.Int64 // sessions erased here on request
@@ -215,6 +219,9 @@ func (d *Daemon) Close() error {
 	if d.srv != nil {
 		errs = append(errs, d.srv.Close())
 	}
+	if d.rootLock != nil {
+		errs = append(errs, d.rootLock.Close())
+	}
 	return errors.Join(errs...)
 }
 
@@ -225,6 +232,14 @@ func OpenDaemon(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*
 	d, err := OpenStore(ctx, cfg, logger)
 	if err != nil {
 		release()
+		return nil, err
+	}
+	if d.rootLock, err = watch.LockRoot(cfg.SessionsDir); err != nil {
+		release()
+		d.Close()
+		if errors.Is(err, watch.ErrRootInUse) {
+			err = fmt.Errorf("PISYNC_SESSIONS_DIR %s is followed by another pisyncd, with another state dir: the two would publish every line twice, under two node ids. Stop the other one, or give this one its PISYNC_STATE_DIR", cfg.SessionsDir)
+		}
 		return nil, err
 	}
 	if info, err := d.log.Info(ctx); err == nil && info.LastSeq == 0 {

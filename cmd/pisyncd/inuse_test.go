@@ -59,3 +59,36 @@ func TestListenerInUse(t *testing.T) {
 		t.Errorf("another error was changed: %v", got)
 	}
 }
+
+// TestSessionsDirInUse: a second daemon over the same sessions dir, with a
+// state dir of its own, is refused at start, naming the folder and the
+// fix; once the first has stopped, it starts. (Before, it ran and published
+// every line a second time under its own node id.)
+func TestSessionsDirInUse(t *testing.T) {
+	discard := slog.New(slog.DiscardHandler)
+	first := stationConfig(t, "ws-first", "")
+	first.HubURLs = nil
+	d, err := OpenDaemon(context.Background(), first, discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := stationConfig(t, "ws-second", "")
+	second.HubURLs, second.SessionsDir = nil, first.SessionsDir
+	d2, err := OpenDaemon(context.Background(), second, discard)
+	if err == nil {
+		d2.Close()
+	}
+	for _, w := range []string{"PISYNC_SESSIONS_DIR " + first.SessionsDir + " is followed by another pisyncd", "give this one its PISYNC_STATE_DIR"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Fatalf("a second daemon: err %v, want it to say %q", err, w)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d2, err = OpenDaemon(context.Background(), second, discard)
+	if err != nil {
+		t.Fatalf("after the first stopped: %v", err)
+	}
+	d2.Close()
+}

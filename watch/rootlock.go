@@ -1,0 +1,47 @@
+package watch
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrRootInUse is LockRoot's error when another tailer holds the sessions
+// dir.
+var ErrRootInUse = errors.New("followed by another pisyncd")
+
+// RootLock is an exclusive flock on the sessions dir: two daemons over one
+// sessions dir, each with its own state dir and node id, would each find
+// every line new and publish it, every session twice under two nodes. The
+// lock is on the folder itself, opened read-only, so nothing is written
+// into pi's folder; the kernel drops it when the process dies.
+type RootLock struct {
+	f *os.File
+}
+
+// LockRoot takes the lock on root, making the folder (0700) when missing.
+func LockRoot(root string) (*RootLock, error) {
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, fmt.Errorf("watch: sessions dir: %w", err)
+	}
+	f, err := os.Open(root)
+	if err != nil {
+		return nil, fmt.Errorf("watch: sessions dir: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("watch: sessions dir %s: %w", root, ErrRootInUse)
+		}
+		return nil, fmt.Errorf("watch: lock the sessions dir %s: %w", root, err)
+	}
+	return &RootLock{f: f}, nil
+}
+
+// Close drops the lock.
+func (l *RootLock) Close() error {
+	err := unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
+	return errors.Join(err, l.f.Close())
+}
