@@ -84,7 +84,7 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 	if err := cfg.EnsureNodeID(storeExists(cfg)); err != nil {
 		return nil, err
 	}
-	hints := &hintState{nodeID: cfg.NodeID, creds: cfg.HubNkey != "" || cfg.HubCreds != ""}
+	hints := &hintState{nodeID: cfg.NodeID, creds: cfg.HubNkey != "" || cfg.HubCreds != "", hubCA: cfg.HubCA}
 	logger = slog.New(hintHandler{logger.Handler(), hints})
 	var seed []byte
 	if cfg.HubNkey != "" {

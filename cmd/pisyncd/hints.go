@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pisyncd/pisyncd/eventlog"
 )
@@ -16,21 +18,23 @@ import (
 // Hints for the mistakes of setting up replication whose own errors name
 // neither the cause nor the fix: the retry warnings say only "no
 // responders", "context deadline exceeded" or "stream not found", and the
-// embedded server repeats "Duplicate Remote LeafNode Connection" every
-// second. The first time such a warning is logged, one more line says
+// embedded server repeats "Duplicate Remote LeafNode Connection" or a TLS
+// handshake's x509 error every second. The first time such a warning is logged, one more line says
 // what is wrong and what to do (once per cause, so the log does not grow
 // with the retries).
 
 // hintState is shared by every handler derived from one daemon's logger.
 type hintState struct {
 	nodeID string
-	creds  bool // the node authenticates (an nkey or a .creds file)
+	creds  bool   // the node authenticates (an nkey or a .creds file)
+	hubCA  string // PISYNC_HUB_CA
 	// leafUp reports whether the leaf connection to the hub is up; set
 	// once the embedded server runs.
 	leafUp atomic.Pointer[func() bool]
 
-	mu   sync.Mutex
-	said map[string]bool
+	mu    sync.Mutex
+	said  map[string]bool
+	quiet map[string]time.Time // repeated's last logged time by message
 }
 
 // hintFor names the cause and fix of a warning, or returns "".
@@ -42,6 +46,12 @@ func (s *hintState) hintFor(msg, err string) (key, text string) {
 		return "hub-refuses-key", fmt.Sprintf("hint: the hub refuses this node's key (PISYNC_HUB_NKEY or PISYNC_HUB_CREDS): it is not registered there, or no longer (the hub's operator removed the node, or registered it again with a new key). Nothing is forwarded or received meanwhile, and the link is tried again every second. Ask the hub's operator: `pisyncd hub nodes` lists what the hub admits; `pisyncd hub add-node %s` makes a key", s.nodeID)
 	case strings.Contains(msg, "Leafnode Error 'Authorization Violation'"):
 		return "hub-wants-key", fmt.Sprintf("hint: the hub refuses this node: it admits registered workstations only, and this one has no key. Get one from the hub's operator (`pisyncd hub add-node %s` on the hub) and set PISYNC_HUB_NKEY to its file", s.nodeID)
+	case strings.Contains(msg, "certificate signed by unknown authority") && s.hubCA == "":
+		return "hub-ca-unset", "hint: the hub's certificate is signed by a CA this machine does not trust. Set PISYNC_HUB_CA to the hub's CA certificate (ca.pem, which `pisyncd hub certs` or `hub dev-init` wrote on the hub). Nothing is forwarded or received meanwhile"
+	case strings.Contains(msg, "certificate signed by unknown authority"):
+		return "hub-ca-other", fmt.Sprintf("hint: PISYNC_HUB_CA %s did not sign the hub's certificate: set it to the CA that did (the hub's ca.pem). Nothing is forwarded or received meanwhile", s.hubCA)
+	case strings.Contains(msg, "x509: certificate is valid for"):
+		return "hub-cert-name", "hint: the hub's certificate does not name the host this machine reaches it by (PISYNC_HUB_URLS). Use a name the certificate holds, or make the hub a certificate for this one (`pisyncd hub certs DIR --hosts NAME,...` on the hub). Nothing is forwarded or received meanwhile"
 	case strings.Contains(err, "stream not found") && (strings.HasPrefix(err, "forwarder: hub") || strings.HasPrefix(err, "downloader: hub")):
 		return "no-pi-hub", "hint: the hub has no PI_HUB stream in this node's account. pisyncd hub creates it at start; a stock nats-server does not: create it once per team (docs/HUB.md, \"A stock nats-server as the hub\")"
 	case (strings.Contains(err, "key message on "+eventlog.KeysStream) || strings.Contains(err, "key subjects on "+eventlog.KeysStream)) && s.leafConnected() && (strings.Contains(err, "no response from stream") || strings.Contains(err, "no responders") || strings.Contains(err, "deadline exceeded") || strings.Contains(err, "timeout")):
@@ -81,6 +91,35 @@ func (s *hintState) first(key string) bool {
 	return true
 }
 
+// handshakeQuiet is how long the embedded server's failed handshakes with
+// the hub, which it repeats at every attempt to connect (every second),
+// are kept out of the log after one is logged: the other attempts' errors
+// are counted by the server and shown by the hint, which says the cause.
+const handshakeQuiet = time.Minute
+
+// connID is the connection's number in the server's log lines ("lid:12"),
+// new at each attempt.
+var connID = regexp.MustCompile(`\b(lid|cid|rid):\d+`)
+
+// repeated reports whether msg is a handshake error logged in the last
+// handshakeQuiet (its connection number aside), and remembers it if not.
+func (s *hintState) repeated(msg string, at time.Time) bool {
+	if !strings.Contains(msg, "handshake error") {
+		return false
+	}
+	key := connID.ReplaceAllString(msg, "$1:_")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if last, ok := s.quiet[key]; ok && at.Sub(last) < handshakeQuiet {
+		return true
+	}
+	if s.quiet == nil {
+		s.quiet = map[string]time.Time{}
+	}
+	s.quiet[key] = at
+	return false
+}
+
 // hintHandler passes every record on and follows a warning or error of a
 // known cause with its hint.
 type hintHandler struct {
@@ -89,6 +128,9 @@ type hintHandler struct {
 }
 
 func (h hintHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn && h.s.repeated(r.Message, r.Time) {
+		return nil
+	}
 	err := h.Handler.Handle(ctx, r)
 	if r.Level < slog.LevelWarn {
 		return err

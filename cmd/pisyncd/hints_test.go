@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
 	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
@@ -136,6 +138,8 @@ func TestHintFor(t *testing.T) {
 		{"forwarding to the hub paused; retrying", "forwarder: seal: publish key message: key message on PI_KEYS: nats: no response from stream", false, up, "no-pi-keys"},
 		{"forwarding to the hub paused; retrying", "forwarder: seal: publish key message: key message on PI_KEYS: context deadline exceeded", true, up, "no-pi-keys"},
 		{"forwarding to the hub paused; retrying", "forwarder: erase s1's key messages: key subjects on PI_KEYS: context deadline exceeded", true, up, "no-pi-keys"},
+		{"127.0.0.1:7422 - lid:3 - TLS leafnode handshake error: tls: failed to verify certificate: x509: certificate signed by unknown authority", "", true, down, "hub-ca-unset"},
+		{"127.0.0.1:7422 - lid:3 - TLS leafnode handshake error: tls: failed to verify certificate: x509: certificate is valid for hub1, not hub.lan", "", true, down, "hub-cert-name"},
 		// Without credentials, or with the hub away, the same errors
 		// mean the hub is not there yet: no hint.
 		{"copying from the hub paused; retrying", "downloader: hub consumer: nats: no responders available for request", false, up, ""},
@@ -202,4 +206,56 @@ func TestHintHubWantsKey(t *testing.T) {
 	cfg.HubCA = filepath.Join(h.certs, "ca.pem")
 	_, log := loggedStation(t, cfg)
 	waitHint(t, log, "hint: the hub refuses this node: it admits registered workstations only", "Authorization Violation", 2)
+}
+
+// TestHintHubCA: a workstation that does not trust the hub's CA (no
+// PISYNC_HUB_CA, or another CA) logged nats-server's handshake error every
+// second and nothing else; now one hint names the setting, and the error
+// itself is logged once a minute.
+func TestHintHubCA(t *testing.T) {
+	h := startSecureHub(t)
+	seed := h.addNode("ann", "red")
+	h.run()
+	other := t.TempDir()
+	if err := embedded.GenerateDevCerts(other, []string{"localhost"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ ca, hint string }{
+		{"", `msg="hint: the hub's certificate is signed by a CA this machine does not trust. Set PISYNC_HUB_CA`},
+		{filepath.Join(other, "ca.pem"), `msg="hint: PISYNC_HUB_CA ` + filepath.Join(other, "ca.pem") + ` did not sign the hub's certificate`},
+	} {
+		cfg := stationConfig(t, "ann", "tls://localhost:"+strings.Split(h.leaf, ":")[1])
+		cfg.HubNkey, cfg.HubCA = seed, c.ca
+		_, log := loggedStation(t, cfg)
+		waitHint(t, log, c.hint, "handshake error", 1)
+	}
+}
+
+// TestHandshakeErrorsOncePerMinute: a handshake error the server repeats
+// at every attempt is logged once a minute, whatever its connection number;
+// another error, and other messages, pass.
+func TestHandshakeErrorsOncePerMinute(t *testing.T) {
+	s := &hintState{}
+	t0 := time.Now()
+	msg := func(lid int) string {
+		return fmt.Sprintf("127.0.0.1:7422 - lid:%d - TLS leafnode handshake error: tls: failed to verify certificate: x509: certificate signed by unknown authority", lid)
+	}
+	for i, c := range []struct {
+		msg  string
+		at   time.Duration
+		want bool
+	}{
+		{msg(1), 0, false},
+		{msg(2), time.Second, true},
+		{msg(3), 59 * time.Second, true},
+		{"127.0.0.1:7422 - lid:4 - TLS leafnode handshake error: EOF", 59 * time.Second, false},
+		{"forwarding to the hub paused; retrying", 59 * time.Second, false},
+		{"forwarding to the hub paused; retrying", 59 * time.Second, false},
+		{msg(5), 60 * time.Second, false},
+		{msg(6), 61 * time.Second, true},
+	} {
+		if got := s.repeated(c.msg, t0.Add(c.at)); got != c.want {
+			t.Errorf("%d: %q at %v: left out %v, want %v", i, c.msg, c.at, got, c.want)
+		}
+	}
 }
