@@ -211,6 +211,9 @@ func (d *discovery) release(path string) {
 // walk scans the whole tree, submits every session file, and submits files
 // seen before that are gone now (their workers notice the deletion).
 func (d *discovery) walk() error {
+	if d.rootAway() {
+		return nil
+	}
 	d.t.rescans.Add(1)
 	d.full = d.walks%statEvery == 0
 	d.walks++
@@ -227,6 +230,15 @@ func (d *discovery) walk() error {
 	if err != nil {
 		return err
 	}
+	if len(d.seen) == 0 && len(prev) > 0 {
+		// Every file gone at once: a sessions dir whose file system
+		// went (unmounted), not a user deleting every session. Nothing
+		// is taken for deleted until a session file shows up again.
+		d.seen, d.spare = prev, d.seen
+		d.away("no session file left in it")
+		return nil
+	}
+	d.back()
 	for p := range prev {
 		if _, ok := d.seen[p]; !ok {
 			d.t.submit(p)
@@ -279,6 +291,32 @@ func (d *discovery) report() {
 	d.t.unreadableDirs.Store(int64(len(d.unreadable)))
 }
 
+// rootAway reports whether the sessions dir itself is gone (moved away,
+// or a link to a file system not mounted), and says so once.
+func (d *discovery) rootAway() bool {
+	if _, err := os.Stat(d.t.root); errors.Is(err, fs.ErrNotExist) {
+		d.away("the folder is gone")
+		return true
+	}
+	return false
+}
+
+// away marks the sessions dir away: its files are not taken for deleted
+// (a folder moved away a moment by a backup tool, or a file system not
+// mounted, would have every session published deleted, and trashed on
+// every other machine). back ends it.
+func (d *discovery) away(why string) {
+	if !d.t.away.Swap(true) {
+		d.t.logger.Warn("the sessions dir is away: no session is taken for deleted until it is back", "dir", d.t.root, "why", why)
+	}
+}
+
+func (d *discovery) back() {
+	if d.t.away.Swap(false) {
+		d.t.logger.Info("the sessions dir is back", "dir", d.t.root)
+	}
+}
+
 func (d *discovery) walkFrom(dir string) error {
 	// WalkDir reports a symlinked start folder without entering it; with
 	// a trailing separator the system resolves the link (a sessions dir
@@ -307,12 +345,17 @@ func (d *discovery) walkFrom(dir string) error {
 			if path == dir && errors.Is(err, fs.ErrNotExist) {
 				return nil
 			}
-			if errors.Is(err, fs.ErrPermission) {
-				d.walkUnreadable[path] = err // not ours to read: said once
-				return nil
-			}
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil // vanished while walking
+			}
+			if path != d.t.root {
+				// Not ours to read (permission), or not readable at all
+				// (a path longer than the system takes, an I/O error):
+				// said once, and the rest of the tree is walked. Were it
+				// the walk's end, one such folder would stop every
+				// rescan, and the daemon at start.
+				d.walkUnreadable[path] = err
+				return nil
 			}
 			return err
 		}
@@ -462,4 +505,14 @@ func skipName(name string) bool { return strings.HasPrefix(name, ".") }
 func isSessionFile(path string) bool {
 	base := filepath.Base(path)
 	return strings.HasSuffix(base, ".jsonl") && !skipName(base)
+}
+
+// dirAway reports whether the sessions dir is away: so marked by the last
+// walk, or gone now (a worker may see a file go before the next walk).
+func (t *Tailer) dirAway() bool {
+	if t.away.Load() {
+		return true
+	}
+	_, err := os.Stat(t.root)
+	return errors.Is(err, fs.ErrNotExist)
 }

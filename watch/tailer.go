@@ -80,6 +80,10 @@ type Tailer struct {
 	ignoredBy                  [numIgnoreReasons]atomic.Int64
 	lastErr                    atomic.Pointer[string]
 	publishSeconds             prometheus.Histogram
+
+	// away is set while the sessions dir is gone or has no session file
+	// left (discovery.away): a file not found then is no deletion.
+	away atomic.Bool
 }
 
 type sessionRef struct {
@@ -476,6 +480,9 @@ type Stats struct {
 	// UnreadableFolders the folders the last walk could not read.
 	DuplicatePaths    int64 `json:"duplicatePaths"`
 	UnreadableFolders int64 `json:"unreadableFolders"`
+	// SessionsDirAway is true while the sessions dir is gone, or holds
+	// no session file where it held some: no file is taken for deleted.
+	SessionsDirAway bool `json:"sessionsDirAway,omitempty"`
 	// BytesRead counts the bytes read from session files.
 	BytesRead int64 `json:"bytesRead"`
 	// MemoryHeld is the bytes of lines held now, MemoryPeak the most held
@@ -497,6 +504,7 @@ func (t *Tailer) Stats() Stats {
 		FilesTracked: t.filesTracked.Load(), FilesIgnored: t.filesIgnored.Load(), Sessions: n,
 		LinesPublished: t.published.Load(), Malformed: t.malformed.Load(), Collisions: t.collisions.Load(),
 		PublishErrors: t.publishErrors.Load(), FilesDeleted: t.deleted.Load(), Rescans: t.rescans.Load(),
+		SessionsDirAway: t.away.Load(),
 	}
 	if e := t.lastErr.Load(); e != nil {
 		s.LastError = *e
