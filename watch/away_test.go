@@ -11,8 +11,8 @@ import (
 )
 
 // TestSessionsDirAwayIsNoDeletion: a sessions dir moved away a moment (a
-// backup tool), or left without any session file (a file system no
-// longer mounted under it), is an outage: no session is published
+// backup tool), or left without any of its session files (a file system
+// no longer mounted under it), is an outage: no session is published
 // deleted, and lines written once it is back are published. (Before, the
 // move published a tombstone for every session, and then a restore.)
 func TestSessionsDirAwayIsNoDeletion(t *testing.T) {
@@ -20,6 +20,7 @@ func TestSessionsDirAwayIsNoDeletion(t *testing.T) {
 	root := filepath.Join(base, "sessions")
 	p := filepath.Join(root, "--p--", "s1.jsonl")
 	writeFile(t, p, header("s1")+"\n"+entry("a1", "", "one")+"\n")
+	writeFile(t, filepath.Join(root, "--p--", "s2.jsonl"), header("s2")+"\n")
 	n := startNode(t, root, t.TempDir())
 	want := []string{header("s1"), entry("a1", "", "one")}
 	n.waitLines("s1", want)
@@ -47,9 +48,11 @@ func TestSessionsDirAwayIsNoDeletion(t *testing.T) {
 		n.waitLines("s1", want)
 		away(false)
 	}
-	for _, ev := range n.events("s1") {
-		if ev.Op != "" {
-			t.Errorf("a %s event while the sessions dir was away", ev.Op)
+	for _, sid := range []string{"s1", "s2"} {
+		for _, ev := range n.events(sid) {
+			if ev.Op != "" {
+				t.Errorf("%s: a %s event while the sessions dir was away", sid, ev.Op)
+			}
 		}
 	}
 	if st := n.tailer.Stats(); st.FilesDeleted != 0 {

@@ -230,10 +230,13 @@ func (d *discovery) walk() error {
 	if err != nil {
 		return err
 	}
-	if len(d.seen) == 0 && len(prev) > 0 {
+	if len(d.seen) == 0 && len(prev) >= 2 {
 		// Every file gone at once: a sessions dir whose file system
 		// went (unmounted), not a user deleting every session. Nothing
-		// is taken for deleted until a session file shows up again.
+		// is taken for deleted until a session file shows up again
+		// (then the rest are). A single file going is a deletion: pi's
+		// last session removed. A file whose removal fsnotify reports
+		// before this walk is published deleted either way.
 		d.seen, d.spare = prev, d.seen
 		d.away("no session file left in it")
 		return nil

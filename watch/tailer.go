@@ -81,8 +81,9 @@ type Tailer struct {
 	lastErr                    atomic.Pointer[string]
 	publishSeconds             prometheus.Histogram
 
-	// away is set while the sessions dir is gone or has no session file
-	// left (discovery.away): a file not found then is no deletion.
+	// away is set while the sessions dir is gone or has none of its
+	// session files left (discovery.away): a file not found then is no
+	// deletion.
 	away atomic.Bool
 }
 
@@ -481,7 +482,8 @@ type Stats struct {
 	DuplicatePaths    int64 `json:"duplicatePaths"`
 	UnreadableFolders int64 `json:"unreadableFolders"`
 	// SessionsDirAway is true while the sessions dir is gone, or holds
-	// no session file where it held some: no file is taken for deleted.
+	// none of the two or more session files it held: no file is taken
+	// for deleted.
 	SessionsDirAway bool `json:"sessionsDirAway,omitempty"`
 	// BytesRead counts the bytes read from session files.
 	BytesRead int64 `json:"bytesRead"`
