@@ -40,7 +40,7 @@ type Config struct {
 	LogLevel  string `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
 	LogFormat string `envconfig:"LOG_FORMAT" default:"text" desc:"text or json"`
 
-	HTTPAddr string   `envconfig:"HTTP_ADDR" desc:"loopback address for the web view (/), /metrics and /healthz, e.g. 127.0.0.1:9466 (default: off)"`
+	HTTPAddr string   `envconfig:"HTTP_ADDR" desc:"loopback address for the web view (/), /metrics and /healthz, e.g. 127.0.0.1:9466 (default: off); the view and /metrics need the token in STATE_DIR/web-token (pisyncd web prints the link)"`
 	WebHosts []string `envconfig:"WEB_HOSTS" desc:"comma-separated Host names the web view answers to besides loopback names and addresses (any other Host is refused: DNS rebinding)"`
 	Listen   string   `envconfig:"LISTEN" desc:"loopback address of an optional NATS listener for local subscribers, e.g. 127.0.0.1:4222; credentials are generated into STATE_DIR (default: off)"`
 

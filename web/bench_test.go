@@ -79,6 +79,7 @@ func BenchmarkSessionsList10k(b *testing.B) {
 	get := func(h http.Handler, path string) time.Duration {
 		req := httptest.NewRequest("GET", path, nil)
 		req.Host = "127.0.0.1"
+		req.Header.Set(TokenHeader, testToken)
 		rec := httptest.NewRecorder()
 		t0 := time.Now()
 		h.ServeHTTP(rec, req)
@@ -111,7 +112,7 @@ func BenchmarkSessionsList10k(b *testing.B) {
 		Heads                                           int
 	}
 	measure := func() timing {
-		br.do(b, chromedp.Navigate(d.http.URL+"/"))
+		br.do(b, chromedp.Navigate(viewLink(d.http.URL+"/")))
 		br.waitJS(b, 60*time.Second, `document.body.dataset.ready === '1'`)
 		return eval[timing](b, br, `(() => {
 			const res = p => performance.getEntriesByType('resource').filter(e => e.name.endsWith(p));
@@ -150,7 +151,7 @@ func BenchmarkAppendToPage(b *testing.B) {
 	d := startDaemon(b)
 	path := d.write(sid1, testenv.Header(sid1), testenv.Entry("u0", "", "start"))
 	d.waitEntries(sid1, 1)
-	br.do(b, chromedp.Navigate(d.http.URL+"/s/"+sid1))
+	br.do(b, chromedp.Navigate(viewLink(d.http.URL+"/s/"+sid1)))
 	br.waitJS(b, 20*time.Second, `document.body.dataset.ready === '1' && document.getElementById('live').className === 'live on'`)
 	// The page's clock and ours are the same machine's: record when each
 	// entry lands in the DOM.

@@ -163,7 +163,7 @@ func TestBrowserListAndFilter(t *testing.T) {
 			fmt.Sprintf(`{"type":"session_info","id":"n1","parentId":"u2","timestamp":"2026-11-29T23:08:18.000Z","name":"session %d <b>bold</b>"}`, i)+"\n"))
 		d.waitEntries(sid, 3)
 	}
-	b.do(t, chromedp.Navigate(d.http.URL+"/"))
+	b.do(t, chromedp.Navigate(viewLink(d.http.URL+"/")))
 	b.waitJS(t, 20*time.Second, `document.body.dataset.ready === '1' && document.querySelectorAll('#list .row').length === 3`)
 	b.screenshot(t, "sessions")
 	// the name is text, not markup
@@ -228,7 +228,7 @@ func TestBrowserBranchSwitchAndContext(t *testing.T) {
 		`{"type":"label","id":"l1","parentId":"u2","timestamp":"2026-11-29T23:08:22.000Z","targetId":"a1","label":"the edit"}`,
 	)
 	d.waitEntries(sid1, 5)
-	b.do(t, chromedp.Navigate(d.http.URL+"/s/"+sid1))
+	b.do(t, chromedp.Navigate(viewLink(d.http.URL+"/s/"+sid1)))
 	b.waitJS(t, 20*time.Second, `document.body.dataset.ready === '1'`)
 	// pi's leaf is l1 (on u2's branch): a1 is not shown
 	if !eval[bool](t, b, `!!document.getElementById('e-u2') && !document.getElementById('e-a1')`) {
@@ -268,7 +268,7 @@ func TestBrowserXSSInert(t *testing.T) {
 	lines := xssSession(sid)
 	d.write(sid, lines...)
 	d.waitEntries(sid, len(lines)-1)
-	b.do(t, chromedp.Navigate(d.http.URL+"/s/"+sid))
+	b.do(t, chromedp.Navigate(viewLink(d.http.URL+"/s/"+sid)))
 	b.waitJS(t, 20*time.Second, `document.body.dataset.ready === '1'`)
 	// Open every fold, then look: the payloads are text, none is markup.
 	eval[bool](t, b, `document.querySelectorAll('details').forEach(d => d.open = true) || true`)

@@ -31,7 +31,7 @@ func (c *countingSource) Snapshot(ctx context.Context, sid string, maxBytes int6
 func countedView(t *testing.T, d *daemon) (*countingSource, *httptest.Server) {
 	t.Helper()
 	src := &countingSource{Source: d.worker}
-	view, err := New(Options{Source: src, Node: testNode})
+	view, err := New(Options{Token: testToken, Source: src, Node: testNode})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestKeptSnapshotWhileCurrent(t *testing.T) {
 	src, srv := countedView(t, d)
 	get := func(path string, v any) {
 		t.Helper()
-		resp, err := http.Get(srv.URL + path)
+		resp, err := viewClient.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func TestPageAndTreeShareOneRead(t *testing.T) {
 	d.write(sid1, testenv.Header(sid1), testenv.Entry("u1", "", "hello"))
 	d.waitEntries(sid1, 1)
 	src := &gatedSource{Source: d.worker, release: make(chan struct{})}
-	view, err := New(Options{Source: src, Node: testNode})
+	view, err := New(Options{Token: testToken, Source: src, Node: testNode})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestPageAndTreeShareOneRead(t *testing.T) {
 	defer release() // before the server's Close, which waits for the requests
 	codes := make(chan int, 2)
 	get := func(path string) {
-		resp, err := http.Get(srv.URL + path)
+		resp, err := viewClient.Get(srv.URL + path)
 		if err != nil {
 			codes <- 0
 			return
@@ -168,7 +168,7 @@ func TestSessionPageReadsAhead(t *testing.T) {
 	src, srv := countedView(t, d)
 	get := func(path string) *http.Response {
 		t.Helper()
-		resp, err := http.Get(srv.URL + path)
+		resp, err := viewClient.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}

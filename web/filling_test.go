@@ -64,13 +64,13 @@ func (f *fillingSource) Positions(context.Context) (projection.Src, error) {
 func TestBrowserListFillsFirstMessages(t *testing.T) {
 	b := newBrowser(t)
 	src := &fillingSource{}
-	s, err := New(Options{Source: src, Node: testNode})
+	s, err := New(Options{Token: testToken, Source: src, Node: testNode})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := httptest.NewServer(s)
 	t.Cleanup(func() { closeServer(h) })
-	b.do(t, chromedp.Navigate(h.URL+"/"))
+	b.do(t, chromedp.Navigate(viewLink(h.URL+"/")))
 	b.waitJS(t, 20*time.Second, `document.body.dataset.ready === '1' && document.querySelectorAll('#list .row').length === 1`)
 	// Not "(no messages)": it is on its way.
 	if got := eval[string](t, b, `document.querySelector('#list .row .first').textContent`); got != "…" {

@@ -95,7 +95,7 @@ func startDaemonSearch(t testing.TB, withSearch bool) *daemon {
 		t.Fatal("projection not ready")
 	}
 	d := &daemon{t: t, root: root, worker: w, nc: nc}
-	d.web, err = New(Options{Source: w, Node: testNode, Search: searchAPI, Locate: func(_ context.Context, c projection.CatalogEntry) (string, error) {
+	d.web, err = New(Options{Token: testToken, Source: w, Node: testNode, Search: searchAPI, Locate: func(_ context.Context, c projection.CatalogEntry) (string, error) {
 		if f := c.Files.Get(testNode); f != "" {
 			return filepath.Join(root, f), nil
 		}
@@ -152,14 +152,38 @@ func (d *daemon) waitEntries(sid string, n int) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// get fetches path from the view with the loopback Host.
+// get fetches path from the view with the loopback Host, presenting the
+// token.
 func (d *daemon) get(path string) (*http.Response, string) {
 	d.t.Helper()
-	resp, err := http.Get(d.http.URL + path)
+	resp, err := viewClient.Get(d.http.URL + path)
 	if err != nil {
 		d.t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp, string(b)
+}
+
+// testToken is the token of every view the tests make.
+const testToken = "test-token-0123456789abcdef"
+
+// viewClient is an HTTP client that presents testToken, as a program does.
+var viewClient = &http.Client{Transport: tokenTransport{}}
+
+type tokenTransport struct{}
+
+func (tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(TokenHeader, testToken)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// viewLink is the link `pisyncd web` would print for u: a browser that
+// opens it gets the token's cookie and lands on u.
+func viewLink(u string) string {
+	if strings.Contains(u, "?") {
+		return u + "&" + TokenParam + "=" + testToken
+	}
+	return u + "?" + TokenParam + "=" + testToken
 }

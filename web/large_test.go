@@ -9,7 +9,6 @@ import (
 	"image/png"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -74,7 +73,7 @@ func TestBrowserLargeSession(t *testing.T) {
 	// cache.go); then the answer alone, from the kept snapshot.
 	var drawn [2]float64
 	for i := range drawn {
-		b.do(t, chromedp.Navigate(d.http.URL+"/s/"+sid))
+		b.do(t, chromedp.Navigate(viewLink(d.http.URL+"/s/"+sid)))
 		b.waitJS(t, 3*time.Minute, `document.body.dataset.ready === '1'`)
 		drawn[i] = eval[float64](t, b, `performance.getEntriesByName('pisync-session-drawn')[0].startTime`)
 		t.Logf("visit %d: %s", i+1, eval[string](t, b, pageTimings))
@@ -150,7 +149,7 @@ func TestBrowserLargeImages(t *testing.T) {
 	if resp.StatusCode != 200 || len(body) > 64<<10 {
 		t.Fatalf("the page data is %d bytes (status %d): images must come by URL", len(body), resp.StatusCode)
 	}
-	b.do(t, chromedp.Navigate(d.http.URL+"/s/"+sid))
+	b.do(t, chromedp.Navigate(viewLink(d.http.URL+"/s/"+sid)))
 	b.waitJS(t, 3*time.Minute, `document.body.dataset.ready === '1'`)
 	if n := eval[int](t, b, `document.querySelectorAll('#entries img[loading="lazy"]').length`); n != 3 {
 		t.Errorf("%d lazy images, want 3", n)
@@ -167,7 +166,7 @@ func TestBrowserLargeImages(t *testing.T) {
 		t.Errorf("image shown %v px high, over the 480 px cap", h)
 	}
 	// the image endpoint serves the bytes with their type
-	r, err := http.Get(d.http.URL + "/api/s/" + sid + "/image/i1/0")
+	r, err := viewClient.Get(d.http.URL + "/api/s/" + sid + "/image/i1/0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func TestBrowserLivePi(t *testing.T) {
 	d := startDaemon(t)
 	path := d.write(sid1, testenv.Header(sid1), testenv.Entry("u1", "", "before"))
 	d.waitEntries(sid1, 1)
-	b.do(t, chromedp.Navigate(d.http.URL+"/s/"+sid1))
+	b.do(t, chromedp.Navigate(viewLink(d.http.URL+"/s/"+sid1)))
 	b.waitJS(t, 20*time.Second, `document.body.dataset.ready === '1' && document.getElementById('live').className === 'live on'`)
 	eval[bool](t, b, `(window.__samePage = true)`)
 
@@ -69,7 +69,7 @@ func TestBrowserReconnectMissesNothing(t *testing.T) {
 	d := startDaemon(t)
 	path := d.write(sid1, testenv.Header(sid1), testenv.Entry("u0", "", "start"))
 	d.waitEntries(sid1, 1)
-	b.do(t, chromedp.Navigate(d.http.URL+"/s/"+sid1))
+	b.do(t, chromedp.Navigate(viewLink(d.http.URL+"/s/"+sid1)))
 	b.waitJS(t, 20*time.Second, `document.body.dataset.ready === '1' && document.getElementById('live').className === 'live on'`)
 	eval[bool](t, b, `(window.__samePage = true)`)
 	parent := "u0"

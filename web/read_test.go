@@ -28,7 +28,7 @@ func (p *panickySource) Snapshot(context.Context, string, int64) (*projection.Sn
 // wait for a read that never ends.
 func TestReadAfterPanickedRead(t *testing.T) {
 	src := &panickySource{}
-	s, err := New(Options{Source: src, Node: testNode})
+	s, err := New(Options{Token: testToken, Source: src, Node: testNode})
 	if err != nil {
 		t.Fatal(err)
 	}

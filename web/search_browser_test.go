@@ -45,7 +45,7 @@ func TestBrowserSearchHitToEntry(t *testing.T) {
 		return len(r.Hits) == 1 && r.Hits[0].EntryID == "a1", body
 	})
 
-	b.do(t, chromedp.Navigate(d.http.URL+"/"))
+	b.do(t, chromedp.Navigate(viewLink(d.http.URL+"/")))
 	b.waitJS(t, 20*time.Second, `document.readyState === 'complete'`)
 	// The list drawn, its first message in: a hit names its session so.
 	b.waitJS(t, 20*time.Second, `document.querySelector('a.row .first')?.textContent === 'hello'`)
@@ -94,13 +94,13 @@ func TestBrowserSearchUnindexed(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"query":"x","total":0,"hits":[],"unindexed":1234}`)
 	})
-	web, err := New(Options{Source: d.worker, Node: testNode, Search: stub})
+	web, err := New(Options{Token: testToken, Source: d.worker, Node: testNode, Search: stub})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(web)
 	defer closeServer(srv)
-	b.do(t, chromedp.Navigate(srv.URL+"/"))
+	b.do(t, chromedp.Navigate(viewLink(srv.URL+"/")))
 	b.waitJS(t, 20*time.Second, `document.readyState === 'complete'`)
 	b.do(t, chromedp.SendKeys(chromedp.CSS(`#q`), "anything\n"))
 	b.waitJS(t, 10*time.Second, `!!document.querySelector('#search-results .note')?.textContent.includes('yet to read')`)

@@ -15,9 +15,15 @@ import (
 const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
 	"connect-src 'self'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'"
 
-// TokenHeader carries the per-daemon token that every request other than
-// GET and HEAD must present.
+// TokenHeader carries the per-daemon token: a program presents it on
+// every request (or as Authorization: Bearer), a browser once, in the
+// link `pisyncd web` prints (TokenParam), after which a cookie carries
+// it. A request other than GET and HEAD must carry the header whatever
+// else it has.
 const TokenHeader = "X-Pisync-Token"
+
+// TokenParam is the query parameter of the link that lets a browser in.
+const TokenParam = "token"
 
 // newToken makes a random token for a daemon that was given none.
 func newToken() (string, error) {
@@ -28,11 +34,17 @@ func newToken() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
+// Guard is what the view's own answers go through, for another handler on
+// the same listener (the daemon's /metrics).
+func (s *Server) Guard(next http.Handler) http.Handler { return s.guard(next) }
+
 // guard wraps every answer: it sets the security headers, refuses a Host
 // the daemon is not known by (a DNS-rebinding page reaches the loopback
-// port under its own name), and refuses any request that could change
-// state unless it carries the token (a cross-site form can send a POST
-// but not a custom header).
+// port under its own name), refuses a request without the token (the
+// listener is on loopback, where every user of the machine reaches it,
+// and the sessions are the user's alone), and refuses any request that
+// could change state unless it carries the token in its header (a
+// cross-site form can send a POST but not a custom header).
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -46,15 +58,68 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			http.Error(w, "web: unknown Host "+quoteHost(r.Host)+"; the view answers only to loopback names and PISYNC_WEB_HOSTS", http.StatusMisdirectedRequest)
 			return
 		}
+		if !s.admit(w, r) {
+			return
+		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			got := r.Header.Get(TokenHeader)
-			if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) != 1 {
+			if !s.tokenIs(r.Header.Get(TokenHeader)) {
 				http.Error(w, "web: "+r.Method+" needs the "+TokenHeader+" header", http.StatusForbidden)
 				return
 			}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// admit lets a request in that carries the token: in the link's query
+// (the browser then gets the cookie and is sent to the same address
+// without it, so the token stays out of the page's address, its history
+// entry and its links), in the cookie, or in a header. It answers any
+// other request itself and reports false.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
+	q := r.URL.Query()
+	if q.Has(TokenParam) {
+		if !s.tokenIs(q.Get(TokenParam)) {
+			http.Error(w, "web: this link's token is not this daemon's: `pisyncd web` prints the link that holds it", http.StatusUnauthorized)
+			return false
+		}
+		http.SetCookie(w, &http.Cookie{Name: cookieName(r.Host), Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
+		q.Del(TokenParam)
+		u := *r.URL
+		u.RawQuery = q.Encode()
+		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		return false
+	}
+	if c, err := r.Cookie(cookieName(r.Host)); err == nil && s.tokenIs(c.Value) {
+		return true
+	}
+	if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && s.tokenIs(bearer) {
+		return true
+	}
+	if s.tokenIs(r.Header.Get(TokenHeader)) {
+		return true
+	}
+	// The connection goes with the answer: one kept open without the
+	// token would only hold a file descriptor of the daemon's.
+	w.Header().Set("Connection", "close")
+	w.Header().Set("WWW-Authenticate", `Bearer realm="pisyncd"`)
+	http.Error(w, "web: the view needs this daemon's token, which only its user can read: open the link `pisyncd web` prints, or send the token in the "+TokenHeader+" header", http.StatusUnauthorized)
+	return false
+}
+
+// tokenIs reports whether got is the token, in constant time.
+func (s *Server) tokenIs(got string) bool {
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) == 1
+}
+
+// cookieName is the token's cookie for the daemon at host: a browser keeps
+// cookies by host name alone, and two daemons on two ports of 127.0.0.1
+// (two users) must not overwrite each other's.
+func cookieName(host string) string {
+	if _, port, err := net.SplitHostPort(host); err == nil && port != "" && strings.Trim(port, "0123456789") == "" {
+		return "pisync_token_" + port
+	}
+	return "pisync_token"
 }
 
 // hostAllowed reports whether host (a Host header, with or without port)

@@ -46,8 +46,8 @@ type Options struct {
 	// Hosts are Host names the view answers to besides loopback names
 	// and addresses (a name the user set up for this machine).
 	Hosts []string
-	// Token is the secret a request other than GET or HEAD must carry in
-	// TokenHeader; "" makes a random one (Server.Token).
+	// Token is the secret every request must carry (guard); "" makes a
+	// random one (Server.Token).
 	Token string
 	// Search serves GET /api/search (package search); nil answers 503.
 	Search http.Handler
@@ -120,7 +120,7 @@ func New(opts Options) (*Server, error) {
 // ServeHTTP serves the view.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-// Token is the secret that requests other than GET and HEAD must carry.
+// Token is the secret every request must carry.
 func (s *Server) Token() string { return s.token }
 
 // page serves one of the static page shells; the scripts fetch the data.

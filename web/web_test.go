@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -43,7 +44,7 @@ func TestSecurityHeadersHostAndToken(t *testing.T) {
 	} {
 		req, _ := http.NewRequest("GET", d.http.URL+"/api/sessions", nil)
 		req.Host = host
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := viewClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,8 +53,12 @@ func TestSecurityHeadersHostAndToken(t *testing.T) {
 			t.Errorf("Host %q: status %d, want %d", host, resp.StatusCode, want)
 		}
 	}
+	// A POST needs the header, not only the cookie a browser sends along
+	// (a cross-site form can send a POST, and at times the cookie too).
+	port := d.http.URL[strings.LastIndex(d.http.URL, ":")+1:]
 	for _, tok := range []string{"", "wrong", d.web.Token()} {
 		req, _ := http.NewRequest("POST", d.http.URL+"/api/sessions", strings.NewReader("x"))
+		req.AddCookie(&http.Cookie{Name: "pisync_token_" + port, Value: testToken})
 		if tok != "" {
 			req.Header.Set(TokenHeader, tok)
 		}
@@ -72,6 +77,71 @@ func TestSecurityHeadersHostAndToken(t *testing.T) {
 	}
 	if resp, body := d.get("/api/search?q=x"); resp.StatusCode != 503 || !strings.Contains(body, "search is off") {
 		t.Errorf("search without index: %d %q", resp.StatusCode, body)
+	}
+}
+
+// TestTokenIsNeeded: the view answers nobody without the daemon's token
+// (another user of the machine reaches the loopback port too): not a page,
+// an API answer, an event stream or an asset. A program presents it in a
+// header; a browser opens the link once, gets a cookie for this daemon's
+// port and is sent on without the token in the address. (Before, any
+// local user could read every session.)
+func TestTokenIsNeeded(t *testing.T) {
+	d := startDaemon(t)
+	d.write(sid1, testenv.Header(sid1), testenv.Entry("u1", "", "secret words"))
+	d.waitEntries(sid1, 1)
+	plain := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	do := func(path string, h map[string]string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", d.http.URL+path, nil)
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		resp, err := plain.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode == 200 && strings.HasPrefix(path, "/api/events") {
+			return resp, "" // a stream: it does not end
+		}
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	paths := []string{"/", "/s/" + sid1, "/api/sessions", "/api/s/" + sid1, "/api/s/" + sid1 + "/context", "/api/events?format=ndjson&after=PI_LOCAL:0", "/api/search?q=secret", "/assets/list.js"}
+	for _, p := range paths {
+		for _, h := range []map[string]string{nil, {TokenHeader: "wrong"}, {"Authorization": "Bearer wrong"}, {"Cookie": "pisync_token=" + testToken}} {
+			resp, body := do(p, h)
+			if resp.StatusCode != http.StatusUnauthorized || strings.Contains(body, "secret") || !strings.Contains(body, "pisyncd web") || !resp.Close {
+				t.Errorf("%s with %v: %d %.100q (connection closed: %v), want 401 saying where the link is, and the connection closed", p, h, resp.StatusCode, body, resp.Close)
+			}
+		}
+	}
+	// A program: the header, or a bearer token.
+	for _, h := range []map[string]string{{TokenHeader: testToken}, {"Authorization": "Bearer " + testToken}} {
+		if resp, body := do("/api/s/"+sid1+"/context", h); resp.StatusCode != 200 || !strings.Contains(body, "secret words") {
+			t.Errorf("with %v: %d %.100q", h, resp.StatusCode, body)
+		}
+	}
+	// A browser: the link sets the cookie of this port and sends it on.
+	resp, _ := do("/s/"+sid1+"?leaf=u1&"+TokenParam+"="+testToken, nil)
+	port := d.http.URL[strings.LastIndex(d.http.URL, ":")+1:]
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "pisync_token_"+port {
+			cookie = c
+		}
+	}
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/s/"+sid1+"?leaf=u1" || cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteLaxMode {
+		t.Fatalf("the link: %d, Location %q, cookies %v", resp.StatusCode, resp.Header.Get("Location"), resp.Cookies())
+	}
+	for _, p := range paths {
+		if resp, _ := do(p, map[string]string{"Cookie": cookie.Name + "=" + cookie.Value}); resp.StatusCode == http.StatusUnauthorized {
+			t.Errorf("%s with the cookie: 401", p)
+		}
+	}
+	if resp, _ := do("/?"+TokenParam+"=wrong", nil); resp.StatusCode != http.StatusUnauthorized || len(resp.Cookies()) != 0 {
+		t.Errorf("a link with a wrong token: %d, cookies %v", resp.StatusCode, resp.Cookies())
 	}
 }
 
@@ -217,7 +287,7 @@ func TestEventsResumeWithoutLossOrDuplicates(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
 		req, _ := http.NewRequestWithContext(ctx, "GET", d.http.URL+"/api/events?format=ndjson&session="+sid1+"&after="+after, nil)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := viewClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +324,7 @@ func TestEventsResumeWithoutLossOrDuplicates(t *testing.T) {
 	req.Header.Set("Last-Event-ID", got[8].Pos)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	resp, err := viewClient.Do(req.WithContext(ctx))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -180,7 +180,10 @@ func (d *Daemon) controlHandler() http.Handler {
 
 func (d *Daemon) metricsHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}))
+	// /metrics goes through the view's guard: its Host check and its
+	// token (a scraper sends it as a bearer token). /healthz says only
+	// whether the daemon is up.
+	mux.Handle("GET /metrics", d.web.Guard(promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{})))
 	mux.HandleFunc("GET /healthz", d.healthz)
 	if d.web != nil {
 		// The web view: every other path. Its session pages read a whole

@@ -398,7 +398,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		lns = append(lns, httpLn)
 		u := "http://" + httpLn.Addr().String() + "/"
 		d.httpURL.Store(&u)
-		d.logger.Info("serving the web view, /metrics and /healthz", "url", u)
+		d.logger.Info("serving the web view, /metrics and /healthz (pisyncd web prints the view's link with its token)", "url", u)
 	}
 	for i, s := range servers {
 		wg.Add(1)

@@ -64,7 +64,15 @@ func TestDaemonProcess(t *testing.T) {
 		t.Fatalf("events: %q", evs)
 	}
 
-	resp, err := http.Get("http://" + addr + "/metrics")
+	// /metrics: with the token of STATE_DIR/web-token (0600), as a
+	// scraper's bearer token; without it, nothing.
+	token, err := os.ReadFile(filepath.Join(state, "web-token"))
+	if st, serr := os.Stat(filepath.Join(state, "web-token")); err != nil || serr != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("web-token: %v %v", err, serr)
+	}
+	req, _ := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +80,11 @@ func TestDaemonProcess(t *testing.T) {
 	resp.Body.Close()
 	if !bytes.Contains(body, []byte("pisyncd_lines_published_total 2")) {
 		t.Errorf("metrics lack the published count:\n%s", body)
+	}
+	if resp, err := http.Get("http://" + addr + "/metrics"); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("/metrics without the token: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 	resp, err = http.Get("http://" + addr + "/healthz")
 	if err != nil || resp.StatusCode != 200 {

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/internal/fsutil"
 	"github.com/pisyncd/pisyncd/projection"
 	"github.com/pisyncd/pisyncd/replicate"
 	"github.com/pisyncd/pisyncd/session"
@@ -29,7 +33,12 @@ func newWeb(d *Daemon) (*web.Server, error) {
 	if d.searchIx != nil {
 		searchH = d.searchIx.Handler(d.searchW.Unindexed)
 	}
+	token, err := webToken(d.cfg.StateDir, true)
+	if err != nil {
+		return nil, err
+	}
 	return web.New(web.Options{
+		Token:  token,
 		Source: d.proj,
 		Search: searchH,
 		Node:   d.cfg.NodeID,
@@ -93,14 +102,52 @@ func holdsSession(p, sid string) bool {
 	return l.Type == "session" && l.HasID && l.ID == sid
 }
 
-// serveWebURL tells `pisyncd web` where the view is.
+// webTokenFile holds the web view's token in the state dir (0600): only
+// the user reads it, and it outlives a restart, so an open page, a
+// bookmark's cookie and a program's set-up keep working.
+const webTokenFile = "web-token"
+
+// webToken reads the view's token from the state dir, making it first when
+// create is set (else "" when there is none).
+func webToken(stateDir string, create bool) (string, error) {
+	path := filepath.Join(stateDir, webTokenFile)
+	b, err := os.ReadFile(path)
+	if err == nil && len(bytes.TrimSpace(b)) >= 32 {
+		return string(bytes.TrimSpace(b)), nil
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("web token: %w", err)
+	}
+	if !create {
+		return "", nil
+	}
+	// Missing, or too short to be one this daemon made: a new one.
+	raw := make([]byte, 32)
+	rand.Read(raw)
+	token := hex.EncodeToString(raw)
+	if err := fsutil.WriteFileAtomic(path, []byte(token+"\n")); err != nil {
+		return "", fmt.Errorf("web token: %w", err)
+	}
+	return token, nil
+}
+
+// webLink is the view's address with the token a browser needs once.
+func webLink(base, token string) string {
+	if token == "" {
+		return base
+	}
+	return base + "?" + web.TokenParam + "=" + token
+}
+
+// serveWebURL tells `pisyncd web` where the view is: the link with the
+// token (the control socket is the user's alone).
 func (d *Daemon) serveWebURL(w http.ResponseWriter, r *http.Request) {
 	u := d.httpURL.Load()
 	if u == nil {
 		http.Error(w, webUnset, http.StatusNotFound)
 		return
 	}
-	writeJSON(w, map[string]string{"url": *u})
+	writeJSON(w, map[string]string{"url": webLink(*u, d.web.Token())})
 }
 
 const webUnset = "the web view is off: PISYNC_HTTP_ADDR is unset. Set it to a loopback address, e.g. PISYNC_HTTP_ADDR=127.0.0.1:9466, and restart pisyncd"
@@ -138,6 +185,10 @@ func webCommand(args []string, stdout io.Writer) error {
 	if cfg.HTTPAddr == "" {
 		return errors.New(webUnset)
 	}
-	_, err = fmt.Fprintf(stdout, "http://%s/\n(the daemon is not running: start it with pisyncd run)\n", cfg.HTTPAddr)
+	token, err := webToken(cfg.StateDir, false)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n(the daemon is not running: start it with pisyncd run)\n", webLink("http://"+cfg.HTTPAddr+"/", token))
 	return err
 }

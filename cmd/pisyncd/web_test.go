@@ -36,13 +36,23 @@ func TestWebProcess(t *testing.T) {
 	appendLine(t, path, hdrLine("sid-1", "/p"))
 	appendLine(t, path, msgLine("e1", "", "hello"))
 
+	// `pisyncd web` prints the link with the token, which only the user
+	// can read; the view answers nothing without it.
+	var token string
 	waitUntil(t, 20*time.Second, func() (bool, string) {
 		out.Reset()
 		code := runCmd(t, env, &out, "web")
-		return code == 0 && strings.TrimSpace(out.String()) == "http://"+addr+"/", out.String()
+		link, ok := strings.CutPrefix(strings.TrimSpace(out.String()), "http://"+addr+"/?token=")
+		token = link
+		return code == 0 && ok && len(token) == 64, out.String()
 	})
+	if resp, err := http.Get("http://" + addr + "/api/sessions"); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the view without the token: %v %v", resp, err)
+	}
 	get := func(path string) (*http.Response, string) {
-		resp, err := http.Get("http://" + addr + path)
+		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+		req.Header.Set("X-Pisync-Token", token)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +74,9 @@ func TestWebProcess(t *testing.T) {
 		t.Errorf("/healthz: %d", resp.StatusCode)
 	}
 
-	resp, err := http.Get("http://" + addr + "/api/events?format=ndjson&session=sid-1")
+	req, _ := http.NewRequest("GET", "http://"+addr+"/api/events?format=ndjson&session=sid-1", nil)
+	req.Header.Set("X-Pisync-Token", token)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
