@@ -197,6 +197,9 @@ func (d *Daemon) metricsHandler() http.Handler {
 }
 
 func (d *Daemon) healthz(w http.ResponseWriter, r *http.Request) {
+	// A probe asks once: its connection is not kept (any local user can
+	// ask, and a kept connection holds one of the daemon's descriptors).
+	w.Header().Set("Connection", "close")
 	if !d.nc.IsConnected() {
 		http.Error(w, "nats connection down", http.StatusServiceUnavailable)
 		return

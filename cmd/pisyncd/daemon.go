@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/net/netutil"
 
 	"github.com/pisyncd/pisyncd/admit"
 	"github.com/pisyncd/pisyncd/config"
@@ -317,6 +318,19 @@ func (d *Daemon) build(ctx context.Context) error {
 	return nil
 }
 
+// maxHTTPConns bounds the web listener's open connections. Every user of
+// the machine reaches its loopback port, and each connection holds a file
+// descriptor that the tailer and the store need too: a local client
+// holding 20,000 idle connections stalled publishing (too many open
+// files). A browser keeps six a host; 256 leave room for tabs, event
+// streams and programs. Past it a new connection waits to be accepted.
+const maxHTTPConns = 256
+
+// httpIdleTimeout closes a kept-alive connection that carries no request
+// (a request without the token is answered and its connection closed:
+// web.Server's guard).
+const httpIdleTimeout = time.Minute
+
 // Run runs the daemon's workers until ctx ends or one of them fails.
 func (d *Daemon) Run(ctx context.Context) error {
 	ctl, err := listenControl(d.cfg.StateDir)
@@ -329,6 +343,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			ctl.Close()
 			return inUse(fmt.Errorf("http listener: %w", err), listener{config.Prefix + "_HTTP_ADDR", d.cfg.HTTPAddr})
 		}
+		httpLn = netutil.LimitListener(httpLn, maxHTTPConns)
 	}
 
 	parent := ctx
@@ -387,10 +402,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 			fail(d.repl.Run(ctx))
 		}()
 	}
-	servers := []*http.Server{{Handler: d.controlHandler(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn)}}
+	servers := []*http.Server{{Handler: d.controlHandler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: httpIdleTimeout, ErrorLog: slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn)}}
 	lns := []net.Listener{ctl}
 	if httpLn != nil {
-		servers = append(servers, &http.Server{Handler: d.metricsHandler(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn),
+		servers = append(servers, &http.Server{Handler: d.metricsHandler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: httpIdleTimeout, ErrorLog: slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn),
 			// The web view's event streams never end by themselves: its
 			// requests end with the daemon's context, so Shutdown does not
 			// wait for them.
