@@ -405,8 +405,13 @@ func (c *Config) EnsureNodeID(hasStore bool) error {
 
 // Usage writes the table of variables for --help.
 func Usage(w io.Writer) error {
+	return usage(w, Prefix, &Config{})
+}
+
+// usage writes the table of spec's variables, its columns aligned.
+func usage(w io.Writer, prefix string, spec any) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	if err := envconfig.Usagef(Prefix, &Config{}, tw, usageFormat); err != nil {
+	if err := envconfig.Usagef(prefix, spec, tw, usageFormat); err != nil {
 		return err
 	}
 	return tw.Flush()

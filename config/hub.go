@@ -3,11 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/kelseyhightower/envconfig"
 )
 
 // HubPrefix is the prefix of `pisyncd hub`'s variables.
@@ -98,6 +97,6 @@ func LoadHub() (*Hub, error) {
 func (h *Hub) Logging() *Config { return &Config{LogLevel: h.LogLevel, LogFormat: h.LogFormat} }
 
 // HubUsage writes the table of the hub's variables.
-func HubUsage(w interface{ Write([]byte) (int, error) }) error {
-	return envconfig.Usagef(HubPrefix, &Hub{}, w, usageFormat)
+func HubUsage(w io.Writer) error {
+	return usage(w, HubPrefix, &Hub{})
 }

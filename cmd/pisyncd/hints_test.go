@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -183,6 +184,11 @@ func TestHubHelpNameDefault(t *testing.T) {
 	code, out, _ := mainIn(t, "hub", "help")
 	if code != 0 || !strings.Contains(out, "default: pisyncd-hub-<host name up to its first dot>") {
 		t.Errorf("hub help: exit %d\n%s", code, out)
+	}
+	// Its settings are a table in columns, as pisyncd help's (before:
+	// tab-separated, unaligned).
+	if strings.Contains(out, "\t") || !regexp.MustCompile(`(?m)^PISYNC_HUB_LISTEN +127\.0\.0\.1:4222 +client listener`).MatchString(out) {
+		t.Errorf("hub help's settings are not aligned:\n%s", out)
 	}
 	cfg, err := config.LoadHub()
 	if err != nil {
