@@ -33,6 +33,11 @@ type eraseResult struct {
 	// session's files, and its copies in the trash (or left by a crash).
 	Files  []string `json:"files"`
 	Copies []string `json:"copies"`
+	// LinkTargets are the files that links among Files pointed at: the
+	// link is unlinked, its target, maybe outside the sessions dir, is
+	// not (erase removes nothing it did not find there), and the user is
+	// told so.
+	LinkTargets []string `json:"linkTargets,omitempty"`
 	// Messages erased: this node's lines (PI_LOCAL), every node's (PI_ALL).
 	Messages eventlog.Erased `json:"messagesErased"`
 	// EventSeq is the erase event's PI_LOCAL sequence: the forwarder takes
@@ -98,6 +103,15 @@ func (d *Daemon) eraseSession(ctx context.Context, sid string) (*eraseResult, er
 				live = append(live, p)
 			}
 		}
+	}
+	for _, p := range live {
+		if st, err := os.Lstat(p); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+			if target, err := filepath.EvalSymlinks(p); err == nil {
+				res.LinkTargets = append(res.LinkTargets, target)
+			}
+		}
+	}
+	if d.tailer != nil {
 		if err := d.tailer.Remove(ctx, live); err != nil {
 			return nil, err
 		}
@@ -295,6 +309,9 @@ func eraseCommand(args []string, stdout io.Writer) error {
 		sid, len(res.Files), len(res.Copies), res.Messages.Local, res.Messages.All)
 	for _, f := range append(res.Files, res.Copies...) {
 		fmt.Fprintf(stdout, "  unlinked %s\n", f)
+	}
+	for _, f := range res.LinkTargets {
+		fmt.Fprintf(stdout, "  a link to %s was unlinked; the file itself stays: delete it too if it holds what must go\n", f)
 	}
 	if res.Offline {
 		fmt.Fprintln(stdout, "the daemon is not running: its views drop the session, and the erase event leaves for the hub, when it starts")

@@ -664,3 +664,38 @@ func TestEraseThenWriteAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestEraseNamesLinkTarget: a session file that is a link to a file
+// elsewhere (pi follows such links) is unlinked, and erase says that the
+// file it pointed at stays, by its path, instead of reporting the session's
+// file gone while the secret is still on disk.
+func TestEraseNamesLinkTarget(t *testing.T) {
+	cfg := stationConfig(t, "ws-link", "")
+	cfg.HubURLs = nil
+	s := runStation(t, cfg)
+	sid := "0199ffff-0000-7000-8000-000000000021"
+	target := filepath.Join(t.TempDir(), "outside.jsonl")
+	mustWriteLines(t, target, []string{hdrLine(sid, "/work/link"), msgLine("e1", "", "key "+leaked)})
+	link := filepath.Join(cfg.SessionsDir, sessionRel("/work/link", sid))
+	os.MkdirAll(filepath.Dir(link), 0o700)
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		st, err := s.status()
+		return err == nil && st.Tailer.LinesPublished == 2, fmt.Sprintf("%+v %v", st.Tailer, err)
+	})
+	res, err := s.d.eraseSession(context.Background(), sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Files) != 1 || len(res.LinkTargets) != 1 || res.LinkTargets[0] != target {
+		t.Errorf("erase: files %v, link targets %v, want the link and %s", res.Files, res.LinkTargets, target)
+	}
+	if _, err := os.Lstat(link); !os.IsNotExist(err) {
+		t.Errorf("the link: %v", err)
+	}
+	if _, err := os.Stat(target); err != nil {
+		t.Errorf("the target went too: %v", err)
+	}
+}
