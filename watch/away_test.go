@@ -32,7 +32,7 @@ func TestSessionsDirAwayIsNoDeletion(t *testing.T) {
 		})
 	}
 	for i, c := range []struct{ from, to string }{
-		{root, filepath.Join(base, "moved")},                                   // the folder itself
+		{root, filepath.Join(base, "moved")},                                     // the folder itself
 		{filepath.Join(root, "--p--"), filepath.Join(base, "project-elsewhere")}, // every file in it
 	} {
 		if err := os.Rename(c.from, c.to); err != nil {
