@@ -208,3 +208,64 @@ func TestSessionPagePreloadsItsData(t *testing.T) {
 		t.Errorf("an id with '<' got a preload: %q", resp.Header.Get("Link"))
 	}
 }
+
+// TestWholeSessionReadsAreBounded: no more than MaxReads requests read a
+// whole session at once; the next waits its turn and is answered once one
+// is done. Event streams past MaxStreams are refused.
+func TestWholeSessionReadsAreBounded(t *testing.T) {
+	const sid2, sid3 = "11111111-0000-4000-8000-000000000002", "11111111-0000-4000-8000-000000000003"
+	d := startDaemon(t)
+	for _, sid := range []string{sid1, sid2, sid3} {
+		d.write(sid, testenv.Header(sid), testenv.Entry("u1", "", "hello"))
+		d.waitEntries(sid, 1)
+	}
+	src := &gatedSource{Source: d.worker, release: make(chan struct{})}
+	view, err := New(Options{Token: testToken, Source: src, Node: testNode, MaxReads: 2, MaxStreams: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(view)
+	defer srv.Close()
+	var once sync.Once
+	release := func() { once.Do(func() { close(src.release) }) }
+	defer release()
+	codes := make(chan int, 3)
+	for _, sid := range []string{sid1, sid2, sid3} {
+		go func() {
+			resp, err := viewClient.Get(srv.URL + "/api/s/" + sid)
+			if err != nil {
+				codes <- 0
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
+		return src.reads.Load() == 2 && view.queued.Load() == 1, "two reading, one waiting"
+	})
+	release()
+	for range 3 {
+		if c := <-codes; c != 200 {
+			t.Errorf("status %d", c)
+		}
+	}
+	if n := src.reads.Load(); n != 3 {
+		t.Errorf("%d reads, want 3", n)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/events?format=ndjson", nil)
+	first, err := viewClient.Do(req)
+	if err != nil || first.StatusCode != 200 {
+		t.Fatalf("the first stream: %v %v", first, err)
+	}
+	defer first.Body.Close()
+	if resp, err := viewClient.Get(srv.URL + "/api/events?format=ndjson"); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("a stream past the bound: %v %v, want 503", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/projection"
@@ -54,6 +55,14 @@ type Options struct {
 	// MaxSessionBytes bounds the line bytes one page view holds
 	// (default 64 MiB): past it entries show as not loaded.
 	MaxSessionBytes int64
+	// MaxReads bounds the requests that read and render a whole session
+	// at once (default 2); more wait their turn. Each holds up to
+	// MaxSessionBytes and several times that rendered: 24 of them at once
+	// on a session of one 50 MB line took 2.5 GB, past any memory budget.
+	MaxReads int
+	// MaxStreams bounds the event streams open at once (default 64): each
+	// holds a buffer of entries; past it a new one is refused (503).
+	MaxStreams int
 	Logger          *slog.Logger
 }
 
@@ -69,6 +78,10 @@ type Server struct {
 	log     *slog.Logger
 	assets  *assetSet
 
+	reads   chan struct{} // a slot for each whole-session request under way (Options.MaxReads)
+	queued  atomic.Int64  // requests waiting for a slot
+	streams chan struct{} // a slot for each open event stream (Options.MaxStreams)
+
 	mu      sync.Mutex
 	snaps   []cachedSnap       // newest first, at most snapCache
 	reading map[string]*flight // reads under way, by session
@@ -82,10 +95,17 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxSessionBytes <= 0 {
 		opts.MaxSessionBytes = 64 << 20
 	}
+	if opts.MaxReads <= 0 {
+		opts.MaxReads = 2
+	}
+	if opts.MaxStreams <= 0 {
+		opts.MaxStreams = 64
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, token: opts.Token, md: newMarkdown(), log: opts.Logger, reading: map[string]*flight{}}
+	s := &Server{opts: opts, token: opts.Token, md: newMarkdown(), log: opts.Logger, reading: map[string]*flight{},
+		reads: make(chan struct{}, opts.MaxReads), streams: make(chan struct{}, opts.MaxStreams)}
 	if s.token == "" {
 		t, err := newToken()
 		if err != nil {
@@ -105,16 +125,34 @@ func New(opts Options) (*Server, error) {
 	mux.HandleFunc("GET /s/{sid}", s.page("session.html"))
 	mux.Handle("GET /assets/", s.assets.serve(static))
 	mux.HandleFunc("GET /api/sessions", s.serveSessions)
-	mux.HandleFunc("GET /api/s/{sid}", s.serveSession)
-	mux.HandleFunc("GET /api/s/{sid}/tree", s.serveTree)
-	mux.HandleFunc("GET /api/s/{sid}/branch", s.serveBranch)
-	mux.HandleFunc("GET /api/s/{sid}/context", s.serveContext)
-	mux.HandleFunc("GET /api/s/{sid}/context/view", s.serveContextView)
+	mux.HandleFunc("GET /api/s/{sid}", s.oneRead(s.serveSession))
+	mux.HandleFunc("GET /api/s/{sid}/tree", s.oneRead(s.serveTree))
+	mux.HandleFunc("GET /api/s/{sid}/branch", s.oneRead(s.serveBranch))
+	mux.HandleFunc("GET /api/s/{sid}/context", s.oneRead(s.serveContext))
+	mux.HandleFunc("GET /api/s/{sid}/context/view", s.oneRead(s.serveContextView))
 	mux.HandleFunc("GET /api/s/{sid}/image/{entry}/{n}", s.serveImage)
 	mux.HandleFunc("GET /api/events", s.serveEvents)
 	mux.HandleFunc("GET /api/search", s.serveSearch)
 	s.handler = s.guard(mux)
 	return s, nil
+}
+
+// oneRead runs h, which reads and renders a whole session, once a slot of
+// Options.MaxReads is free: what such requests hold at once is bounded by
+// their number, not by how many tabs or scripts ask.
+func (s *Server) oneRead(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.queued.Add(1)
+		select {
+		case s.reads <- struct{}{}:
+			s.queued.Add(-1)
+		case <-r.Context().Done():
+			s.queued.Add(-1)
+			return // the client went
+		}
+		defer func() { <-s.reads }()
+		h(w, r)
+	}
 }
 
 // ServeHTTP serves the view.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"sync"
@@ -42,6 +43,13 @@ type event struct {
 }
 
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
+	select {
+	case s.streams <- struct{}{}:
+		defer func() { <-s.streams }()
+	default:
+		http.Error(w, fmt.Sprintf("web: events: %d event streams are open already, the most this daemon keeps; close one", cap(s.streams)), http.StatusServiceUnavailable)
+		return
+	}
 	q := r.URL.Query()
 	o := projection.TailOptions{Session: q.Get("session"), Type: q.Get("type")}
 	if o.Session != "" {
