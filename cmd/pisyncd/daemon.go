@@ -235,13 +235,14 @@ func OpenDaemon(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*
 		release()
 		return nil, err
 	}
-	if d.rootLock, err = watch.LockRoot(cfg.SessionsDir); err != nil {
+	if d.rootLock, err = watch.LockRoot(cfg.SessionsDir); errors.Is(err, watch.ErrRootInUse) {
 		release()
 		d.Close()
-		if errors.Is(err, watch.ErrRootInUse) {
-			err = fmt.Errorf("PISYNC_SESSIONS_DIR %s is followed by another pisyncd, with another state dir: the two would publish every line twice, under two node ids. Stop the other one, or give this one its PISYNC_STATE_DIR", cfg.SessionsDir)
-		}
-		return nil, err
+		return nil, fmt.Errorf("PISYNC_SESSIONS_DIR %s is followed by another pisyncd, with another state dir: the two would publish every line twice, under two node ids. Stop the other one, or give this one its PISYNC_STATE_DIR", cfg.SessionsDir)
+	} else if err != nil {
+		// A file system that takes no lock (some network and container
+		// mounts): the daemon runs, unguarded against a second one.
+		logger.Warn("the sessions dir could not be locked: a second pisyncd over it, with a state dir of its own, would not be refused", "dir", cfg.SessionsDir, "err", err)
 	}
 	if info, err := d.log.Info(ctx); err == nil && info.LastSeq == 0 {
 		release() // a first start: only a restart gains (settle.go)
