@@ -266,9 +266,10 @@ func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 		return r.create(ctx, s)
 	}
 	busy, err := s.file.busy(r.opts.Idle, time.Now())
-	if errors.Is(err, os.ErrNotExist) {
-		// The file went away (deleted here): the next round creates a
-		// new one if the session still has a header.
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, errOtherSession) {
+		// The file went away (deleted here), or another session's file
+		// took its place: the next round creates a new one if the
+		// session still has a header.
 		r.dropFile(s)
 		return nil
 	}
@@ -324,7 +325,7 @@ func (r *Replicator) locate(s *sess) error {
 			return nil
 		}
 		f, err := openReplica(p, s.sid)
-		if errors.Is(err, os.ErrNotExist) {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, errOtherSession) {
 			continue
 		}
 		if err != nil {

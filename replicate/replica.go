@@ -115,6 +115,15 @@ func (r *replica) refresh() (partial bool, err error) {
 	if st.Size() == r.size {
 		return false, nil
 	}
+	if r.size == 0 {
+		// A file read from its start must be this session's: one a
+		// user or a program put in its place with another session's
+		// header would get this session's lines appended, two sessions
+		// in one file that pi cannot read as either.
+		if l, ok := readHeader(f); ok && l.HasID && l.ID != r.sid {
+			return false, fmt.Errorf("%w: %s holds session %q, not %q", errOtherSession, r.path, l.ID, r.sid)
+		}
+	}
 	if _, err := f.Seek(r.size, io.SeekStart); err != nil {
 		return false, err
 	}
@@ -385,6 +394,10 @@ func syncDir(dir string) {
 		d.Close()
 	}
 }
+
+// errOtherSession is a replica's file that holds another session: it is
+// left alone, and the session's lines go to a file of its own.
+var errOtherSession = errors.New("replicate: the file holds another session")
 
 // firstHeaderID reads the session id of an existing file's header.
 func firstHeaderID(path string) (string, bool) {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func writeTestFile(t *testing.T, path, data string) {
@@ -106,3 +107,38 @@ func TestClosesCycle(t *testing.T) {
 }
 
 func mkfifo(p string) error { return syscall.Mkfifo(p, 0o600) }
+
+// TestReplicaOfAnotherSession: a file that holds another session's header
+// is never taken for this session's replica, when it is opened and when it
+// is put in the replica's place later, so no line of this session is
+// appended to it (two sessions in one file, which pi reads as neither).
+func TestReplicaOfAnotherSession(t *testing.T) {
+	const hdrS2 = `{"type":"session","version":3,"id":"s2","timestamp":"2026-11-30T00:00:00.000Z","cwd":"/p"}`
+	dir := t.TempDir()
+	p := filepath.Join(dir, "s.jsonl")
+	writeTestFile(t, p, hdrS2+"\n"+entA+"\n")
+	if _, err := openReplica(p, "s1"); !errors.Is(err, errOtherSession) {
+		t.Errorf("open s2's file as s1's: %v, want errOtherSession", err)
+	}
+
+	writeTestFile(t, p, hdrS1+"\n"+entA+"\n")
+	r, err := openReplica(p, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another session's file put in its place (a new file renamed over it).
+	other := filepath.Join(dir, "other.jsonl")
+	writeTestFile(t, other, hdrS2+"\n"+entA+"\n"+entB+"\n")
+	if err := os.Rename(other, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.busy(0, time.Now()); !errors.Is(err, errOtherSession) {
+		t.Errorf("busy on s2's file in s1's place: %v, want errOtherSession", err)
+	}
+	if err := r.appendLines([][]byte{[]byte(entB)}); err == nil {
+		t.Error("appended to s2's file")
+	}
+	if b, _ := os.ReadFile(p); string(b) != hdrS2+"\n"+entA+"\n"+entB+"\n" {
+		t.Errorf("s2's file changed: %q", b)
+	}
+}
