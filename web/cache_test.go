@@ -109,38 +109,50 @@ func (g *gatedSource) Snapshot(ctx context.Context, sid string, maxBytes int64) 
 	return g.Source.Snapshot(ctx, sid, maxBytes)
 }
 
+// gatedView serves a view with o over d's worker whose reads wait until
+// release is called (by the test, or at its end, before the server's
+// Close, which waits for the requests).
+func gatedView(t *testing.T, d *daemon, o Options) (src *gatedSource, view *Server, srv *httptest.Server, release func()) {
+	t.Helper()
+	src = &gatedSource{Source: d.worker, release: make(chan struct{})}
+	o.Token, o.Source, o.Node = testToken, src, testNode
+	view, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv = httptest.NewServer(view)
+	t.Cleanup(srv.Close)
+	var once sync.Once
+	release = func() { once.Do(func() { close(src.release) }) }
+	t.Cleanup(release)
+	return src, view, srv, release
+}
+
+// getStatus sends the status of a GET of url to codes (0: no answer).
+func getStatus(url string, codes chan<- int) {
+	resp, err := viewClient.Get(url)
+	if err != nil {
+		codes <- 0
+		return
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	codes <- resp.StatusCode
+}
+
 // TestPageAndTreeShareOneRead: the page's data and its tree, asked
 // together (as the page's preloads ask), wait for one read of the session.
 func TestPageAndTreeShareOneRead(t *testing.T) {
 	d := startDaemon(t)
 	d.write(sid1, testenv.Header(sid1), testenv.Entry("u1", "", "hello"))
 	d.waitEntries(sid1, 1)
-	src := &gatedSource{Source: d.worker, release: make(chan struct{})}
-	view, err := New(Options{Token: testToken, Source: src, Node: testNode})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(view)
-	defer srv.Close()
-	var once sync.Once
-	release := func() { once.Do(func() { close(src.release) }) }
-	defer release() // before the server's Close, which waits for the requests
+	src, view, srv, release := gatedView(t, d, Options{})
 	codes := make(chan int, 2)
-	get := func(path string) {
-		resp, err := viewClient.Get(srv.URL + path)
-		if err != nil {
-			codes <- 0
-			return
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		codes <- resp.StatusCode
-	}
-	go get("/api/s/" + sid1)
+	go getStatus(srv.URL+"/api/s/"+sid1, codes)
 	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
 		return src.reads.Load() == 1, "the first request reading"
 	})
-	go get("/api/s/" + sid1 + "/tree")
+	go getStatus(srv.URL+"/api/s/"+sid1+"/tree", codes)
 	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
 		view.mu.Lock()
 		defer view.mu.Unlock()
@@ -219,28 +231,10 @@ func TestWholeSessionReadsAreBounded(t *testing.T) {
 		d.write(sid, testenv.Header(sid), testenv.Entry("u1", "", "hello"))
 		d.waitEntries(sid, 1)
 	}
-	src := &gatedSource{Source: d.worker, release: make(chan struct{})}
-	view, err := New(Options{Token: testToken, Source: src, Node: testNode, MaxReads: 2, MaxStreams: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(view)
-	defer srv.Close()
-	var once sync.Once
-	release := func() { once.Do(func() { close(src.release) }) }
-	defer release()
+	src, view, srv, release := gatedView(t, d, Options{MaxReads: 2, MaxStreams: 1})
 	codes := make(chan int, 3)
 	for _, sid := range []string{sid1, sid2, sid3} {
-		go func() {
-			resp, err := viewClient.Get(srv.URL + "/api/s/" + sid)
-			if err != nil {
-				codes <- 0
-				return
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			codes <- resp.StatusCode
-		}()
+		go getStatus(srv.URL+"/api/s/"+sid, codes)
 	}
 	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
 		return src.reads.Load() == 2 && view.queued.Load() == 1, "two reading, one waiting"
