@@ -34,8 +34,8 @@ Usage:
                                      -excluded, session:/node:/type:/role: filters)
   pisyncd tail [--session ID] [--type T] [--json] [--from-start]
                                      follow new entries as they arrive
-  pisyncd web                        the web view's URL (every session, live, as a tree; on
-                                     PISYNC_HTTP_ADDR)
+  pisyncd web                        the web view's link, with the token it needs (every session,
+                                     live, as a tree; on PISYNC_HTTP_ADDR)
   pisyncd erase SESSION-ID [--json]  remove a session from this machine for good (its files, its
                                      copies in the trash, its lines in the store) and, with a hub,
                                      from every machine of the team; then pisyncd hub erase

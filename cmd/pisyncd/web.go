@@ -152,8 +152,8 @@ func (d *Daemon) serveWebURL(w http.ResponseWriter, r *http.Request) {
 
 const webUnset = "the web view is off: PISYNC_HTTP_ADDR is unset. Set it to a loopback address, e.g. PISYNC_HTTP_ADDR=127.0.0.1:9466, and restart pisyncd"
 
-// webCommand prints the web view's URL: the running daemon's, else the
-// configured address.
+// webCommand prints the web view's link with its token: the running
+// daemon's, else the configured address's.
 func webCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("web", flag.ContinueOnError)
 	if err := parseArgs(fs, args, "pisyncd web", 0); err != nil {
