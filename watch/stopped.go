@@ -16,10 +16,12 @@ import (
 // restore (a tombstone: deleted before; an erase event: erased) or another
 // machine deleted it (the replicator moved the file to the trash itself).
 //
-// Nothing is published when the first read found no session file at all
-// or a folder could not be read: a sessions dir not mounted yet, or a
-// folder the daemon may not read, looks like every session deleted, and
-// other machines would move their copies to the trash. A deletion not
+// Nothing is published when the first read found no session file at all,
+// a folder could not be read, or a file could not (it waits for another
+// attempt): a sessions dir not mounted yet, or a folder or file the
+// daemon may not read, looks like its sessions deleted (a file is known
+// as its session's only once read), and other machines would move their
+// copies to the trash. A deletion not
 // published (a store that refuses it) is tried again at the next start.
 func (t *Tailer) deletedWhileStopped(ctx context.Context, held map[string]struct{}, found int) {
 	var gone []string
@@ -33,9 +35,9 @@ func (t *Tailer) deletedWhileStopped(ctx context.Context, held map[string]struct
 	if len(gone) == 0 {
 		return
 	}
-	if found == 0 || t.unreadableDirs.Load() > 0 {
-		t.logger.Warn("sessions in the store have no file here, and no deletion is published for them: the sessions dir held no session file, or a folder in it could not be read",
-			"sessions", len(gone), "files_found", found, "unreadable_folders", t.unreadableDirs.Load())
+	if found == 0 || t.unreadableDirs.Load() > 0 || t.Retrying() > 0 {
+		t.logger.Warn("sessions in the store have no file here, and no deletion is published for them: the sessions dir held no session file, or a folder or file in it could not be read",
+			"sessions", len(gone), "files_found", found, "unreadable_folders", t.unreadableDirs.Load(), "files_retrying", t.Retrying())
 		return
 	}
 	for _, sid := range gone {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
@@ -109,5 +110,32 @@ func TestNoDeletionsFromAnEmptyStart(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "no deletion is published for them: the sessions dir held no session file") {
 		t.Errorf("no word of it in the log:\n%s", logs.String())
+	}
+}
+
+// TestNoDeletionsWhileAFileFails: a file found at start that could not be
+// read (it waits for another attempt) might be any held session's, so the
+// sessions without a file are not published deleted then.
+func TestNoDeletionsWhileAFileFails(t *testing.T) {
+	root, state := t.TempDir(), t.TempDir()
+	p := filepath.Join(root, "--p--", "s1.jsonl")
+	writeFile(t, p, header("s1")+"\n"+entry("a1", "", "one")+"\n")
+	var logs testenv.LogBuffer
+	n := startNodeWith(t, root, state, Options{RescanInterval: time.Hour, Logger: logs.Logger()}, nil)
+	n.waitLines("s1", []string{header("s1"), entry("a1", "", "one")})
+	<-n.tailer.Ready()
+	// A session the store holds and no file does: its file is the one
+	// that failed, for all the tailer can tell.
+	if _, _, err := n.log.Publish(context.Background(), "s2", 0, []eventlog.Line{eventlog.NewLine([]byte(header("s2")), "", "", "session", "--p--/s2.jsonl", 0)}); err != nil {
+		t.Fatal(err)
+	}
+	n.tailer.workers[0].rx.retrying.Add(1) // as a file whose read failed
+	defer n.tailer.workers[0].rx.retrying.Add(-1)
+	n.tailer.deletedWhileStopped(context.Background(), map[string]struct{}{"s1": {}, "s2": {}}, 2)
+	if !strings.Contains(logs.String(), "a folder or file in it could not be read") {
+		t.Errorf("no word of it in the log:\n%s", logs.String())
+	}
+	if ops := opsOf(n, "s2"); ops != "" {
+		t.Errorf("s2's events %q, want its header alone", ops)
 	}
 }
