@@ -60,7 +60,11 @@ func statusCommand(args []string, stdout io.Writer) error {
 	row("node", st.Node)
 	row("pid", st.PID)
 	row("up since", st.Started.Format(time.RFC3339))
-	row("sessions dir", st.SessionsDir)
+	if st.Tailer.SessionsDirAway {
+		row("sessions dir", st.SessionsDir+" (away: gone, or none of its session files there; nothing is taken for deleted until it is back)")
+	} else {
+		row("sessions dir", st.SessionsDir)
+	}
 	row("state dir", st.StateDir)
 	if st.NATSURL != "" {
 		row("nats listener", st.NATSURL)
