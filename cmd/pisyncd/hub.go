@@ -41,7 +41,7 @@ Usage:
                                        again, as SIGHUP does
   pisyncd hub certs DIR --hosts H1,H2  create a development CA and hub certificate in DIR, and
                                        a route secret for a cluster (DIR/route.secret, kept if present)
-  pisyncd hub dev-init DIR --hosts H1,H2 --nodes N1,N2 [--owner UID:GID]
+  pisyncd hub dev-init DIR --hosts H1,H2 --nodes N1,N2 [--owner UID:GID] [--team-key FILE]
                                        both of the above for a development cluster, once:
                                        certificates and route.secret in DIR, nodes in DIR/nodes,
                                        seeds in DIR/NAME.nkey; what exists is kept (docker-compose.yml)
