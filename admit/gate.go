@@ -3,6 +3,7 @@ package admit
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,9 @@ type Gate struct {
 	limits Limits
 	lines  Lines
 	logger *slog.Logger
+	// trusted are the nodes named in PISYNC_TRUSTED_NODES (nil: every
+	// node, *): see authority.
+	trusted []string
 
 	mu      sync.Mutex
 	origins map[string]*origin
@@ -127,25 +131,49 @@ func (g *Gate) Admit(ctx context.Context, ev *eventlog.Event, at time.Time) erro
 	return nil
 }
 
+// Trust narrows who may delete, restore or erase a session that this
+// node or a trusted node has lines of to this node and nodes (nil: every
+// node, the default). Call it before the first Admit.
+func (g *Gate) Trust(nodes []string) { g.trusted = nodes }
+
 // authority admits a delete, restore or erase only from a node that has
-// published lines of the session (this node's own always).
+// published lines of the session (this node's own always). With trust
+// narrowed (Trust), an untrusted node's lines give it no say over a session
+// that this node or a trusted node has lines of: one line of its own,
+// admitted into the log though not written into the file, would otherwise
+// let a teammate erase the user's own session on every machine.
 func (g *Gate) authority(ctx context.Context, ev *eventlog.Event, p *pairState) error {
-	if ev.Node == g.self || (p != nil && p.hasLines) {
+	if ev.Node == g.self {
 		return nil
 	}
-	ok, err := g.lines.HasLines(ctx, ev.Node, ev.SID)
-	if err != nil {
-		return err
+	if p == nil || !p.hasLines {
+		ok, err := g.lines.HasLines(ctx, ev.Node, ev.SID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return g.reject(&Rejection{Node: ev.Node, SID: ev.SID, Reason: NoAuthority,
+				Detail: ev.Op + " from a node that never wrote the session"})
+		}
+		g.mu.Lock()
+		if p := g.pair(pair{ev.Node, ev.SID}); p != nil {
+			p.hasLines = true
+		}
+		g.mu.Unlock()
 	}
-	if !ok {
-		return g.reject(&Rejection{Node: ev.Node, SID: ev.SID, Reason: NoAuthority,
-			Detail: ev.Op + " from a node that never wrote the session"})
+	if g.trusted == nil || slices.Contains(g.trusted, ev.Node) {
+		return nil
 	}
-	g.mu.Lock()
-	if p := g.pair(pair{ev.Node, ev.SID}); p != nil {
-		p.hasLines = true
+	for _, n := range append([]string{g.self}, g.trusted...) {
+		ok, err := g.lines.HasLines(ctx, n, ev.SID)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return g.reject(&Rejection{Node: ev.Node, SID: ev.SID, Reason: NoAuthority,
+				Detail: ev.Op + " from an untrusted node of a session " + n + " wrote (PISYNC_TRUSTED_NODES)"})
+		}
 	}
-	g.mu.Unlock()
 	return nil
 }
 

@@ -148,3 +148,41 @@ func TestQuarantine(t *testing.T) {
 		t.Errorf("quarantined: %+v", q)
 	}
 }
+
+// TestAuthorityNarrowedTrust: with PISYNC_TRUSTED_NODES narrowed, a line
+// of an untrusted node gives it no say over a session this node or a
+// trusted node wrote: its delete, restore or erase is refused (before, one
+// line of its own, admitted though not written, let a teammate erase the
+// user's own session on every machine). Over a session of its own, and
+// with every node trusted, it keeps the say its lines give it.
+func TestAuthorityNarrowedTrust(t *testing.T) {
+	ctx := context.Background()
+	h := history{{"ann", "anns"}: true, {"eve", "anns"}: true, {"me", "mine"}: true, {"eve", "mine"}: true, {"eve", "eves"}: true}
+	g := New("me", Limits{}, h, nil)
+	g.Trust([]string{"ann"})
+	for _, c := range []struct {
+		ev   *eventlog.Event
+		want bool
+	}{
+		{op("eve", "anns", eventlog.OpErase), false},  // ann's, though eve wrote a line
+		{op("eve", "mine", eventlog.OpDelete), false}, // this node's
+		{op("eve", "mine", eventlog.OpRestore), false},
+		{op("eve", "eves", eventlog.OpErase), true},  // eve's own
+		{op("ann", "anns", eventlog.OpDelete), true}, // trusted
+		{op("me", "anns", eventlog.OpErase), true},   // this node
+	} {
+		err := g.Admit(ctx, c.ev, time.Now())
+		if (err == nil) != c.want {
+			t.Errorf("%s of %s by %s: %v, want admitted=%v", c.ev.Op, c.ev.SID, c.ev.Node, err, c.want)
+		}
+		var r *Rejection
+		if err != nil && (!errors.As(err, &r) || r.Reason != NoAuthority) {
+			t.Errorf("%s by %s: %v, want %s", c.ev.Op, c.ev.Node, err, NoAuthority)
+		}
+	}
+	// Every node trusted (*): lines give the say, as before.
+	g = New("me", Limits{}, h, nil)
+	if err := g.Admit(ctx, op("eve", "anns", eventlog.OpErase), time.Now()); err != nil {
+		t.Errorf("with every node trusted: %v", err)
+	}
+}

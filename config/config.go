@@ -63,7 +63,7 @@ type Config struct {
 	StoreCipher  string `envconfig:"STORE_CIPHER" default:"off" desc:"encrypt the local JetStream store at rest: chachapoly or aes (nats-server's cipher), or off; the key is made at first use into PISYNC_STORE_KEY_FILE; an existing store is never converted, either way (docs/SECURITY.md, \"The local store at rest\")"`
 	StoreKeyFile string `envconfig:"STORE_KEY_FILE" desc:"the store's key, 0600 (default: STATE_DIR/store-key); without it an encrypted store cannot be read: back it up apart from the store"`
 
-	TrustedNodes []string `envconfig:"TRUSTED_NODES" default:"*" desc:"comma-separated nodes whose lines are written into any session here (your own machines); other nodes' lines are written only into sessions they began, and kept in the event log otherwise; * trusts every node of the team"`
+	TrustedNodes []string `envconfig:"TRUSTED_NODES" default:"*" desc:"comma-separated nodes whose lines are written into any session here (your own machines); other nodes' lines are written only into sessions they began, and kept in the event log otherwise, and they may not delete, restore or erase a session this node or a trusted one wrote; * trusts every node of the team"`
 
 	RemoteSessionsPerHour int      `envconfig:"REMOTE_SESSIONS_PER_HOUR" default:"2000" desc:"new sessions one other node may start here per hour (hub time); past it that node's new sessions are rejected (0: no limit)"`
 	RemoteBytesPerHour    ByteSize `envconfig:"REMOTE_BYTES_PER_HOUR" default:"2GiB" desc:"bytes of lines one other node may send here per hour (hub time); past it its lines are rejected (0: no limit)"`
