@@ -252,7 +252,8 @@ func (f *framer) addSealed(ctx context.Context, node, tok string, run []jetstrea
 // subject replaces it (a tombstone: an erase). So a reply past h, or an
 // empty one (a tombstone), means the line can never be opened: it is
 // passed over as erased. No reply means the key message is not on the
-// hub yet: it is waited for, as a missing team key is. One on another
+// server that answered yet: it is waited for, as a missing team key is,
+// unless it lies past the last PI_KEYS holds (keysLast): then it never was. One on another
 // node's or session's subject is refused as moved (asking for the line's
 // own subjects only would instead wait for ever there).
 func (f *framer) openWithKey(ctx context.Context, node, tok string, h, srcSeq uint64, envs [][]byte) (*Event, error) {
@@ -263,6 +264,18 @@ func (f *framer) openWithKey(ctx context.Context, node, tok string, h, srcSeq ui
 	case err != nil:
 		return nil, err
 	case seq == 0:
+		// Not on the server that answered. A key message is stored
+		// before any line that names it, so one past the last that
+		// PI_KEYS's leader holds was never stored: a forged envelope,
+		// refused rather than waited for (the wait holds back every line
+		// after it, of every node, on every machine).
+		last, err := f.d.keysLast(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if h > last {
+			return nil, &errUnsealed{RejectUndecryptable, fmt.Errorf("it names key message %d, and %s ends at %d: no such key message was ever stored", h, KeysStream, last)}
+		}
 		return nil, c.keyWait(node, h)
 	case seq != h || len(body) == 0:
 		return nil, &errUnsealed{RejectErased, fmt.Errorf("key message %d is gone from %s: the session was erased", h, KeysStream)}

@@ -432,6 +432,33 @@ func (d *Downloader) keyMessage(ctx context.Context, h uint64, filter string) (s
 	return m.Header.Get(jetstream.SubjectHeader), m.Data, seq, nil
 }
 
+// keysLast is the last sequence of the hub's PI_KEYS, as its leader has it
+// (a stream info is answered by the leader; a direct get may be answered
+// by a replica that lags).
+func (d *Downloader) keysLast(ctx context.Context) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	m, err := d.nc.RequestWithContext(ctx, "$JS."+d.domain+".API.STREAM.INFO."+KeysStream, nil)
+	if err != nil {
+		return 0, fmt.Errorf("downloader: %s info: %w", KeysStream, err)
+	}
+	var info struct {
+		State struct {
+			LastSeq uint64 `json:"last_seq"`
+		} `json:"state"`
+		Error *struct {
+			Description string `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(m.Data, &info); err != nil {
+		return 0, fmt.Errorf("downloader: %s info: %w", KeysStream, err)
+	}
+	if info.Error != nil {
+		return 0, fmt.Errorf("downloader: %s info: %s", KeysStream, info.Error.Description)
+	}
+	return info.State.LastSeq, nil
+}
+
 // store writes messages into PI_ALL after sequence last, as one atomic
 // batch (one fsync) or, for a single message, a plain publish.
 func (d *Downloader) store(ctx context.Context, last uint64, out []*nats.Msg) (uint64, error) {
