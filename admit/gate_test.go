@@ -33,26 +33,17 @@ func hdrOf(sid string) string {
 	return `{"type":"session","version":3,"id":"` + sid + `","timestamp":"2026-11-30T00:00:00.000Z","cwd":"/p"}`
 }
 
-// TestAuthority: delete, restore and erase are admitted only from a node
-// that published lines of the session, in this run or before it.
-func TestAuthority(t *testing.T) {
-	ctx := context.Background()
-	g := New("me", Limits{}, history{{"bob", "old"}: true}, nil)
-	if err := g.Admit(ctx, from("ann", "s1", hdrOf("s1")), time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		ev   *eventlog.Event
-		want bool
-	}{
-		{op("ann", "s1", eventlog.OpDelete), true},   // ann wrote s1 in this run
-		{op("bob", "old", eventlog.OpErase), true},   // bob wrote it before
-		{op("me", "s1", eventlog.OpRestore), true},   // our own
-		{op("eve", "s1", eventlog.OpDelete), false},  // never wrote s1
-		{op("eve", "s1", eventlog.OpRestore), false}, // likewise
-		{op("ann", "old", eventlog.OpErase), false},
-	} {
-		err := g.Admit(ctx, c.ev, time.Now())
+type authorityCase struct {
+	ev   *eventlog.Event
+	want bool
+}
+
+// checkAuthority admits each case's control event through g and checks it
+// is admitted, or refused for want of authority, as the case says.
+func checkAuthority(t *testing.T, g *Gate, cases []authorityCase) {
+	t.Helper()
+	for _, c := range cases {
+		err := g.Admit(context.Background(), c.ev, time.Now())
 		if (err == nil) != c.want {
 			t.Errorf("%s of %s by %s: %v, want admitted=%v", c.ev.Op, c.ev.SID, c.ev.Node, err, c.want)
 		}
@@ -61,6 +52,24 @@ func TestAuthority(t *testing.T) {
 			t.Errorf("%s by %s: %v, want %s", c.ev.Op, c.ev.Node, err, NoAuthority)
 		}
 	}
+}
+
+// TestAuthority: delete, restore and erase are admitted only from a node
+// that published lines of the session, in this run or before it.
+func TestAuthority(t *testing.T) {
+	ctx := context.Background()
+	g := New("me", Limits{}, history{{"bob", "old"}: true}, nil)
+	if err := g.Admit(ctx, from("ann", "s1", hdrOf("s1")), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	checkAuthority(t, g, []authorityCase{
+		{op("ann", "s1", eventlog.OpDelete), true},   // ann wrote s1 in this run
+		{op("bob", "old", eventlog.OpErase), true},   // bob wrote it before
+		{op("me", "s1", eventlog.OpRestore), true},   // our own
+		{op("eve", "s1", eventlog.OpDelete), false},  // never wrote s1
+		{op("eve", "s1", eventlog.OpRestore), false}, // likewise
+		{op("ann", "old", eventlog.OpErase), false},
+	})
 	if s := g.Stats(); s.ByOrigin["eve"].ByReason[NoAuthority] != 2 || s.ByOrigin["ann"].ByReason[NoAuthority] != 1 {
 		t.Errorf("stats: %+v", s.ByOrigin)
 	}
@@ -160,26 +169,14 @@ func TestAuthorityNarrowedTrust(t *testing.T) {
 	h := history{{"ann", "anns"}: true, {"eve", "anns"}: true, {"me", "mine"}: true, {"eve", "mine"}: true, {"eve", "eves"}: true}
 	g := New("me", Limits{}, h, nil)
 	g.Trust([]string{"ann"})
-	for _, c := range []struct {
-		ev   *eventlog.Event
-		want bool
-	}{
+	checkAuthority(t, g, []authorityCase{
 		{op("eve", "anns", eventlog.OpErase), false},  // ann's, though eve wrote a line
 		{op("eve", "mine", eventlog.OpDelete), false}, // this node's
 		{op("eve", "mine", eventlog.OpRestore), false},
 		{op("eve", "eves", eventlog.OpErase), true},  // eve's own
 		{op("ann", "anns", eventlog.OpDelete), true}, // trusted
 		{op("me", "anns", eventlog.OpErase), true},   // this node
-	} {
-		err := g.Admit(ctx, c.ev, time.Now())
-		if (err == nil) != c.want {
-			t.Errorf("%s of %s by %s: %v, want admitted=%v", c.ev.Op, c.ev.SID, c.ev.Node, err, c.want)
-		}
-		var r *Rejection
-		if err != nil && (!errors.As(err, &r) || r.Reason != NoAuthority) {
-			t.Errorf("%s by %s: %v, want %s", c.ev.Op, c.ev.Node, err, NoAuthority)
-		}
-	}
+	})
 	// Every node trusted (*): lines give the say, as before.
 	g = New("me", Limits{}, h, nil)
 	if err := g.Admit(ctx, op("eve", "anns", eventlog.OpErase), time.Now()); err != nil {
