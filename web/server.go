@@ -63,7 +63,7 @@ type Options struct {
 	// MaxStreams bounds the event streams open at once (default 64): each
 	// holds a buffer of entries; past it a new one is refused (503).
 	MaxStreams int
-	Logger          *slog.Logger
+	Logger     *slog.Logger
 }
 
 //go:embed assets
