@@ -341,6 +341,14 @@ func (d *discovery) walkFrom(dir string) error {
 			d.walkLinked(path)
 			return nil
 		}
+		if err == nil && d.danglingFolderLink(path, de.Type()) {
+			// A linked project folder whose target is not there (a
+			// drive not mounted): its sessions are not followed, and it
+			// is counted as a folder not readable, so that they are not
+			// taken for deleted at start (deletedWhileStopped).
+			d.walkUnreadable[path] = errors.New("a link to a folder that is not there")
+			return nil
+		}
 		if err != nil {
 			if d.reading != nil {
 				delete(d.reading, path) // not read: read it again next time
@@ -498,6 +506,17 @@ func (d *discovery) linkedFolder(path string, mode fs.FileMode) bool {
 	}
 	rel, err := filepath.Rel(realRoot, real)
 	return err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// danglingFolderLink reports whether path is a link directly in the
+// sessions dir, not named as a session file, whose target does not exist:
+// a linked project folder (linkedFolder) that is away.
+func (d *discovery) danglingFolderLink(path string, mode fs.FileMode) bool {
+	if mode&fs.ModeSymlink == 0 || filepath.Dir(path) != d.t.root || skipName(filepath.Base(path)) || isSessionFile(path) {
+		return false
+	}
+	_, err := os.Stat(path)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // skipName leaves out hidden entries: pisyncd's own staging files and trash

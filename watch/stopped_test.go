@@ -139,3 +139,37 @@ func TestNoDeletionsWhileAFileFails(t *testing.T) {
 		t.Errorf("s2's events %q, want its header alone", ops)
 	}
 }
+
+// TestNoDeletionsFromALinkedFolderAway: the sessions of a linked project
+// folder whose target is not there at start (a drive not mounted yet) are
+// not published deleted; the link counts as a folder not readable, and the
+// sessions are followed again once the target is back.
+func TestNoDeletionsFromALinkedFolderAway(t *testing.T) {
+	root, state, drive := t.TempDir(), t.TempDir(), t.TempDir()
+	project := filepath.Join(drive, "project")
+	writeFile(t, filepath.Join(project, "s1.jsonl"), header("s1")+"\n"+entry("a1", "", "one")+"\n")
+	writeFile(t, filepath.Join(root, "--home--", "s2.jsonl"), header("s2")+"\n")
+	if err := os.Symlink(project, filepath.Join(root, "--linked--")); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, root, state)
+	n.waitLines("s1", []string{header("s1"), entry("a1", "", "one")})
+	n.stop()
+	if err := os.Rename(project, project+".away"); err != nil {
+		t.Fatal(err)
+	}
+	var logs testenv.LogBuffer
+	n = startNodeWith(t, root, state, Options{RescanInterval: 100 * time.Millisecond, Logger: logs.Logger()}, nil)
+	<-n.tailer.Ready()
+	if ops := opsOf(n, "s1"); ops != "," {
+		t.Errorf("s1's events %q, want its two lines alone", ops)
+	}
+	if st := n.tailer.Stats(); st.UnreadableFolders != 1 || st.FilesDeleted != 0 {
+		t.Errorf("unreadable folders %d, files deleted %d; want 1, 0", st.UnreadableFolders, st.FilesDeleted)
+	}
+	if err := os.Rename(project+".away", project); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, filepath.Join(project, "s1.jsonl"), entry("a2", "a1", "two")+"\n")
+	n.waitLines("s1", []string{header("s1"), entry("a1", "", "one"), entry("a2", "a1", "two")})
+}
