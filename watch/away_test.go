@@ -93,3 +93,37 @@ func TestUnreadablePathIsPassedOver(t *testing.T) {
 	appendFile(t, filepath.Join(root, "--p--", "s1.jsonl"), entry("a2", "a1", "two")+"\n")
 	n.waitLines("s1", []string{header("s1"), entry("a1", "", "one"), entry("a2", "a1", "two")})
 }
+
+// TestLinkedFolderAwayIsNoDeletion: a linked project folder whose target
+// goes while the daemon runs (a drive unmounted) is counted as a folder not
+// readable, and its sessions are not published deleted; lines written once
+// it is back are published.
+func TestLinkedFolderAwayIsNoDeletion(t *testing.T) {
+	root, drive := t.TempDir(), t.TempDir()
+	project := filepath.Join(drive, "project")
+	p := filepath.Join(project, "s1.jsonl")
+	writeFile(t, p, header("s1")+"\n"+entry("a1", "", "one")+"\n")
+	if err := os.Symlink(project, filepath.Join(root, "--linked--")); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, root, t.TempDir())
+	n.waitLines("s1", []string{header("s1"), entry("a1", "", "one")})
+	if err := os.Rename(project, project+".away"); err != nil {
+		t.Fatal(err)
+	}
+	r0 := n.tailer.Stats().Rescans
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		st := n.tailer.Stats()
+		return st.UnreadableFolders == 1 && st.Rescans >= r0+3, "the link counted as a folder not readable, and rescans after"
+	})
+	if err := os.Rename(project+".away", project); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, p, entry("a2", "a1", "two")+"\n")
+	n.waitLines("s1", []string{header("s1"), entry("a1", "", "one"), entry("a2", "a1", "two")})
+	for _, ev := range n.events("s1") {
+		if ev.Op != "" {
+			t.Errorf("a %s event while the linked folder was away", ev.Op)
+		}
+	}
+}

@@ -529,12 +529,25 @@ func isSessionFile(path string) bool {
 	return strings.HasSuffix(base, ".jsonl") && !skipName(base)
 }
 
-// dirAway reports whether the sessions dir is away: so marked by the last
-// walk, or gone now (a worker may see a file go before the next walk).
-func (t *Tailer) dirAway() bool {
+// dirAway reports whether the folder of path is away, so that its file
+// not found is no deletion: the sessions dir, so marked by the last walk or
+// gone now (a worker may see a file go before the next walk), or the
+// linked project folder path is in, its link there and its target not.
+func (t *Tailer) dirAway(path string) bool {
 	if t.away.Load() {
 		return true
 	}
-	_, err := os.Stat(t.root)
+	if _, err := os.Stat(t.root); errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	dir := filepath.Dir(path)
+	if filepath.Dir(dir) != t.root {
+		return false
+	}
+	st, err := os.Lstat(dir)
+	if err != nil || st.Mode()&fs.ModeSymlink == 0 {
+		return false
+	}
+	_, err = os.Stat(dir)
 	return errors.Is(err, fs.ErrNotExist)
 }

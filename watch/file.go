@@ -117,8 +117,8 @@ func (w *worker) sync(ctx context.Context, path string) error {
 		}
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		if f != nil && w.t.dirAway() {
-			return nil // not deleted: the sessions dir is away (discovery.away)
+		if f != nil && w.t.dirAway(path) {
+			return nil // not deleted: its folder is away (discovery.away, a linked folder's target)
 		}
 		if f != nil {
 			if err := w.t.fileGone(ctx, f); err != nil {
