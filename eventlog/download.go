@@ -438,25 +438,11 @@ func (d *Downloader) keyMessage(ctx context.Context, h uint64, filter string) (s
 func (d *Downloader) keysLast(ctx context.Context) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	m, err := d.nc.RequestWithContext(ctx, "$JS."+d.domain+".API.STREAM.INFO."+KeysStream, nil)
+	s, err := d.hub.Stream(ctx, KeysStream) // one stream info request
 	if err != nil {
 		return 0, fmt.Errorf("downloader: %s info: %w", KeysStream, err)
 	}
-	var info struct {
-		State struct {
-			LastSeq uint64 `json:"last_seq"`
-		} `json:"state"`
-		Error *struct {
-			Description string `json:"description"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal(m.Data, &info); err != nil {
-		return 0, fmt.Errorf("downloader: %s info: %w", KeysStream, err)
-	}
-	if info.Error != nil {
-		return 0, fmt.Errorf("downloader: %s info: %s", KeysStream, info.Error.Description)
-	}
-	return info.State.LastSeq, nil
+	return s.CachedInfo().State.LastSeq, nil
 }
 
 // store writes messages into PI_ALL after sequence last, as one atomic
