@@ -25,8 +25,8 @@ const TokenHeader = "X-Pisync-Token"
 // TokenParam is the query parameter of the link that lets a browser in.
 const TokenParam = "token"
 
-// newToken makes a random token for a daemon that was given none.
-func newToken() (string, error) {
+// NewToken makes a random token: 32 bytes, in hex.
+func NewToken() (string, error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return "", err

@@ -107,7 +107,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, token: opts.Token, md: newMarkdown(), log: opts.Logger, reading: map[string]*flight{},
 		reads: make(chan struct{}, opts.MaxReads), streams: make(chan struct{}, opts.MaxStreams)}
 	if s.token == "" {
-		t, err := newToken()
+		t, err := NewToken()
 		if err != nil {
 			return nil, err
 		}

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -122,9 +120,10 @@ func webToken(stateDir string, create bool) (string, error) {
 		return "", nil
 	}
 	// Missing, or too short to be one this daemon made: a new one.
-	raw := make([]byte, 32)
-	rand.Read(raw)
-	token := hex.EncodeToString(raw)
+	token, err := web.NewToken()
+	if err != nil {
+		return "", fmt.Errorf("web token: %w", err)
+	}
 	if err := fsutil.WriteFileAtomic(path, []byte(token+"\n")); err != nil {
 		return "", fmt.Errorf("web token: %w", err)
 	}
