@@ -5,18 +5,18 @@ import (
 	"fmt"
 	"os"
 
-	"golang.org/x/sys/unix"
+	"github.com/pisyncd/pisyncd/internal/fsutil"
 )
 
 // ErrRootInUse is LockRoot's error when another tailer holds the sessions
 // dir.
 var ErrRootInUse = errors.New("followed by another pisyncd")
 
-// RootLock is an exclusive flock on the sessions dir: two daemons over one
-// sessions dir, each with its own state dir and node id, would each find
-// every line new and publish it, every session twice under two nodes. The
-// lock is on the folder itself, opened read-only, so nothing is written
-// into pi's folder; the kernel drops it when the process dies.
+// RootLock is an exclusive flock on the sessions dir (fsutil.TryLock): two
+// daemons over one sessions dir, each with its own state dir and node id,
+// would each find every line new and publish it, every session twice
+// under two nodes. The lock is on the folder itself, opened read-only, so
+// nothing is written into pi's folder.
 type RootLock struct {
 	f *os.File
 }
@@ -30,18 +30,15 @@ func LockRoot(root string) (*RootLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("watch: sessions dir: %w", err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := fsutil.TryLock(f); err != nil {
 		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
+		if errors.Is(err, fsutil.ErrLocked) {
 			return nil, fmt.Errorf("watch: sessions dir %s: %w", root, ErrRootInUse)
 		}
-		return nil, fmt.Errorf("watch: lock the sessions dir %s: %w", root, err)
+		return nil, fmt.Errorf("watch: %w", err)
 	}
 	return &RootLock{f: f}, nil
 }
 
 // Close drops the lock.
-func (l *RootLock) Close() error {
-	err := unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
-	return errors.Join(err, l.f.Close())
-}
+func (l *RootLock) Close() error { return fsutil.Unlock(l.f) }

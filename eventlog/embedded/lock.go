@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/pisyncd/pisyncd/internal/fsutil"
 )
 
 // InUseError reports that another process holds the state dir lock.
@@ -25,11 +25,9 @@ func (e *InUseError) Error() string {
 	return fmt.Sprintf("state dir %s is in use by another pisyncd (pid %s)", e.Dir, pid)
 }
 
-// dirLock is an exclusive flock on StateDir/lock. flock rather than fcntl
-// locks because flock belongs to the open file description: a second Start
-// in the same process conflicts too (fcntl locks are per process and would
-// not), and the kernel drops it when the process dies, so a crash never
-// leaves a stale lock behind.
+// dirLock is an exclusive flock on StateDir/lock (fsutil.TryLock: a
+// second Start in the same process conflicts too, and a crash leaves no
+// stale lock).
 type dirLock struct {
 	f *os.File
 }
@@ -40,20 +38,20 @@ func lockDir(dir string) (*dirLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := fsutil.TryLock(f); err != nil {
 		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
+		if errors.Is(err, fsutil.ErrLocked) {
 			return nil, &InUseError{Dir: dir, PID: readPID(path)}
 		}
-		return nil, fmt.Errorf("lock %s: %w", path, err)
+		return nil, err
 	}
 	// The pid is only for the message above; the lock itself is the flock.
 	if err := f.Truncate(0); err != nil {
-		unlock(f)
+		fsutil.Unlock(f)
 		return nil, fmt.Errorf("lock: %w", err)
 	}
 	if _, err := f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0); err != nil {
-		unlock(f)
+		fsutil.Unlock(f)
 		return nil, fmt.Errorf("lock: %w", err)
 	}
 	return &dirLock{f: f}, nil
@@ -62,18 +60,10 @@ func lockDir(dir string) (*dirLock, error) {
 // release drops the lock. The file stays: removing it would let a third
 // process lock a new inode while a second still waits on the old one.
 func (l *dirLock) release() error {
-	if err := unlock(l.f); err != nil {
+	if err := fsutil.Unlock(l.f); err != nil {
 		return fmt.Errorf("unlock: %w", err)
 	}
 	return nil
-}
-
-func unlock(f *os.File) error {
-	err := unix.Flock(int(f.Fd()), unix.LOCK_UN)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 func readPID(path string) int {

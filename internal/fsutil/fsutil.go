@@ -1,5 +1,5 @@
 // Package fsutil holds the file-system habits pisyncd keeps everywhere it
-// writes its own files.
+// writes its own files, and the one lock it takes on a file or a folder.
 package fsutil
 
 import (
