@@ -297,7 +297,7 @@ func (d *discovery) report() {
 // rootAway reports whether the sessions dir itself is gone (moved away,
 // or a link to a file system not mounted), and says so once.
 func (d *discovery) rootAway() bool {
-	if _, err := os.Stat(d.t.root); errors.Is(err, fs.ErrNotExist) {
+	if d.t.rootGone() {
 		d.away("the folder is gone")
 		return true
 	}
@@ -341,7 +341,7 @@ func (d *discovery) walkFrom(dir string) error {
 			d.walkLinked(path)
 			return nil
 		}
-		if err == nil && d.danglingFolderLink(path, de.Type()) {
+		if err == nil && linkAway(d.t.root, path, de.Type()) {
 			// A linked project folder whose target is not there (a
 			// drive not mounted): its sessions are not followed, and it
 			// is counted as a folder not readable, so that they are not
@@ -508,11 +508,11 @@ func (d *discovery) linkedFolder(path string, mode fs.FileMode) bool {
 	return err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
-// danglingFolderLink reports whether path is a link directly in the
-// sessions dir, not named as a session file, whose target does not exist:
-// a linked project folder (linkedFolder) that is away.
-func (d *discovery) danglingFolderLink(path string, mode fs.FileMode) bool {
-	if mode&fs.ModeSymlink == 0 || filepath.Dir(path) != d.t.root || skipName(filepath.Base(path)) || isSessionFile(path) {
+// linkAway reports whether path, of mode, is a link directly in the
+// sessions dir root, not named as a session file, whose target does not
+// exist: a linked project folder (linkedFolder) that is away.
+func linkAway(root, path string, mode fs.FileMode) bool {
+	if mode&fs.ModeSymlink == 0 || filepath.Dir(path) != root || skipName(filepath.Base(path)) || isSessionFile(path) {
 		return false
 	}
 	_, err := os.Stat(path)
@@ -534,20 +534,16 @@ func isSessionFile(path string) bool {
 // gone now (a worker may see a file go before the next walk), or the
 // linked project folder path is in, its link there and its target not.
 func (t *Tailer) dirAway(path string) bool {
-	if t.away.Load() {
-		return true
-	}
-	if _, err := os.Stat(t.root); errors.Is(err, fs.ErrNotExist) {
+	if t.away.Load() || t.rootGone() {
 		return true
 	}
 	dir := filepath.Dir(path)
-	if filepath.Dir(dir) != t.root {
-		return false
-	}
 	st, err := os.Lstat(dir)
-	if err != nil || st.Mode()&fs.ModeSymlink == 0 {
-		return false
-	}
-	_, err = os.Stat(dir)
+	return err == nil && linkAway(t.root, dir, st.Mode())
+}
+
+// rootGone reports whether the sessions dir itself is not there now.
+func (t *Tailer) rootGone() bool {
+	_, err := os.Stat(t.root)
 	return errors.Is(err, fs.ErrNotExist)
 }
