@@ -9,6 +9,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/pisyncd/pisyncd/eventlog"
 )
 
 type fileStatus uint8
@@ -59,10 +61,64 @@ type file struct {
 	// file is not settled then (settled.go), so that every walk looks
 	// at it again.
 	deferred bool
+	// left: the session whose last file here this was before the file
+	// was replaced or rewritten; its deletion waits for the new content's
+	// header (settleLeft).
+	left *sessionLeft
+}
+
+// sessionLeft is a session a file held before it was read again from its
+// start.
+type sessionLeft struct {
+	sid  string
+	sess *sessionLog
 }
 
 func (f *file) reset() {
-	*f = file{path: f.path, rel: f.rel, recheckAt: f.recheckAt}
+	*f = file{path: f.path, rel: f.rel, recheckAt: f.recheckAt, left: f.left}
+}
+
+// reread drops what f knew of its file, to read it again from the start
+// (the file dev/ino now). When it was the last file here of a session, the
+// session is kept in f.left until the new content says whose it is.
+func (w *worker) reread(f *file, dev, ino uint64) {
+	sid, sess, was := f.sid, f.sess, f.status == statusSession
+	if w.t.untrack(f) && was {
+		f.left = &sessionLeft{sid: sid, sess: sess}
+	}
+	f.reset()
+	f.dev, f.ino = dev, ino
+}
+
+// settleLeft publishes the deletion of the session f held before it was
+// read again from its start (f.left), once the file turns out to hold
+// another session or none (gone, or not a session file), and the session
+// has no other file here by then: to every reader the session's last file
+// is gone, as when it is removed. A file that holds the same session again
+// (an editor's save through a rename) publishes nothing; one whose header
+// is not complete yet waits. It can be called again after a failed
+// publish.
+func (w *worker) settleLeft(ctx context.Context, f *file, gone bool) error {
+	l := f.left
+	if l == nil || !gone && f.status == statusPending {
+		return nil
+	}
+	if !gone && f.status == statusSession && f.sid == l.sid {
+		f.left = nil
+		return nil
+	}
+	w.t.mu.Lock()
+	_, tracked := w.t.sessions[l.sid]
+	w.t.mu.Unlock()
+	if !tracked {
+		if err := w.t.publish(ctx, l.sess, []eventlog.Line{controlLine(eventlog.OpDelete, "tombstone", f.rel)}); err != nil {
+			return err
+		}
+		w.t.deleted.Add(1)
+		w.t.logger.Info("session file now holds another session, or none: the session it held is deleted here", "file", f.rel, "session", l.sid)
+	}
+	f.left = nil
+	return nil
 }
 
 // statSame reports whether st matches what f last saw, with every byte up
@@ -106,7 +162,7 @@ func (w *worker) sync(ctx context.Context, path string) error {
 	f := w.files[path]
 	st, err := os.Stat(path)
 	if err == nil && f != nil && f.statSame(st) {
-		return nil
+		return w.settleLeft(ctx, f, false)
 	}
 	var fh *os.File
 	if err == nil && st.Mode().IsRegular() {
@@ -122,6 +178,9 @@ func (w *worker) sync(ctx context.Context, path string) error {
 		}
 		if f != nil {
 			if err := w.t.fileGone(ctx, f); err != nil {
+				return err
+			}
+			if err := w.settleLeft(ctx, f, true); err != nil {
 				return err
 			}
 			delete(w.files, path)
@@ -146,7 +205,7 @@ func (w *worker) sync(ctx context.Context, path string) error {
 	if fh == nil {
 		// A FIFO, socket or device named *.jsonl: never opened for reading.
 		w.special(f, st)
-		return nil
+		return w.settleLeft(ctx, f, false)
 	}
 	defer fh.Close()
 	f.deferred = false
@@ -155,9 +214,7 @@ func (w *worker) sync(ctx context.Context, path string) error {
 		if f.offset > 0 || f.status == statusIgnored {
 			w.t.logger.Info("session file replaced or truncated; reading it again", "file", f.rel)
 		}
-		w.t.untrack(f)
-		f.reset()
-		f.dev, f.ino = dev, ino
+		w.reread(f, dev, ino)
 	} else if st.Size() == f.size && !st.ModTime().Equal(f.mtime) && f.status == statusSession {
 		// Same size, new mtime: an edit in place, or a touch. Only a
 		// read of the whole file can tell (the checks below look at the
@@ -172,9 +229,8 @@ func (w *worker) sync(ctx context.Context, path string) error {
 			return nil
 		}
 		w.t.logger.Debug("session file changed in place; reading it again", "file", f.rel)
-		w.t.untrack(f)
-		f.reset()
-		f.dev, f.ino, f.resumed = dev, ino, true
+		w.reread(f, dev, ino)
+		f.resumed = true
 		f.recheckAt = now.Add(w.t.rescan)
 	}
 	f.size, f.mtime = st.Size(), st.ModTime()
@@ -188,13 +244,14 @@ func (w *worker) sync(ctx context.Context, path string) error {
 		}
 		if !ok {
 			w.t.logger.Info("session file rewritten in place; reading it again", "file", f.rel)
-			w.t.untrack(f)
-			f.reset()
-			f.dev, f.ino = dev, ino
+			w.reread(f, dev, ino)
 			f.size, f.mtime = st.Size(), st.ModTime()
 		}
 	}
-	return w.read(ctx, f, fh)
+	if err := w.read(ctx, f, fh); err != nil {
+		return err
+	}
+	return w.settleLeft(ctx, f, false)
 }
 
 // special records a file that is not a regular file (a FIFO, a socket, a
@@ -205,9 +262,8 @@ func (w *worker) special(f *file, st fs.FileInfo) {
 	if f.status == statusIgnored && f.ignored == ignoreSpecial && f.dev == dev && f.ino == ino {
 		return
 	}
-	w.t.untrack(f)
-	f.reset()
-	f.dev, f.ino, f.size, f.mtime = dev, ino, st.Size(), st.ModTime()
+	w.reread(f, dev, ino)
+	f.size, f.mtime = st.Size(), st.ModTime()
 	w.t.ignore(f, ignoreSpecial, "type", st.Mode().Type().String())
 }
 

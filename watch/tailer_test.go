@@ -343,3 +343,61 @@ func TestFirstReadReportsProgress(t *testing.T) {
 		t.Errorf("no progress line while reading 300 sessions with a 1 ms interval:\n%s", out)
 	}
 }
+
+// TestFileReplacedByAnotherSession: a session's only file replaced under
+// its name by another session's (a file renamed over it, a link swapped
+// in) leaves the first session with no file here: its deletion is
+// published, as if the file had been removed. A file replaced by a newer
+// copy of the same session (an editor's save) publishes none.
+func TestFileReplacedByAnotherSession(t *testing.T) {
+	root := t.TempDir()
+	n := startNode(t, root, t.TempDir())
+	dir := filepath.Join(root, "--p--")
+	path := filepath.Join(dir, "r1.jsonl")
+	one := header("r1") + "\n" + entry("a1", "", "one") + "\n"
+	writeFile(t, path, one)
+	n.waitLines("r1", []string{header("r1"), entry("a1", "", "one")})
+
+	// The same session saved again through a rename: a new file, no deletion.
+	writeFile(t, filepath.Join(root, "tmp1"), one+entry("a2", "a1", "two")+"\n")
+	if err := os.Rename(filepath.Join(root, "tmp1"), path); err != nil {
+		t.Fatal(err)
+	}
+	n.waitLines("r1", []string{header("r1"), entry("a1", "", "one"), entry("a2", "a1", "two")})
+
+	// Another session renamed over it.
+	writeFile(t, filepath.Join(root, "tmp2"), header("r2")+"\n"+entry("b1", "", "other")+"\n")
+	if err := os.Rename(filepath.Join(root, "tmp2"), path); err != nil {
+		t.Fatal(err)
+	}
+	n.waitLines("r2", []string{header("r2"), entry("b1", "", "other")})
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		evs := n.events("r1")
+		last := evs[len(evs)-1]
+		return last.Op == "delete" && last.File == "--p--/r1.jsonl", fmt.Sprintf("r1's last event %+v", last)
+	})
+	var ops []string
+	for _, ev := range n.events("r1") {
+		ops = append(ops, ev.Op)
+	}
+	if want := []string{"", "", "", "delete"}; !equalStrings(ops, want) {
+		t.Fatalf("r1's events %q, want %q", ops, want)
+	}
+	for _, ev := range n.events("r2") {
+		if ev.Op != "" {
+			t.Fatalf("r2's events hold a %q", ev.Op)
+		}
+	}
+
+	// A file that is no session any more: its header overwritten by an
+	// entry, which no session starts with.
+	p3 := filepath.Join(dir, "r3.jsonl")
+	writeFile(t, p3, header("r3")+"\n")
+	n.waitLines("r3", []string{header("r3")})
+	writeFile(t, p3, entry("c1", "", "no header")+"\n")
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		evs := n.events("r3")
+		last := evs[len(evs)-1]
+		return last.Op == "delete", fmt.Sprintf("r3's last event %+v", last)
+	})
+}
