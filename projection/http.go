@@ -11,13 +11,19 @@ import (
 	"github.com/pisyncd/pisyncd/session"
 )
 
+// HdrTailSession is /tail's answer header that says the session asked for
+// is not held by any stream yet ("unknown").
+const HdrTailSession = "Pisync-Session"
+
 // Handler serves the projection on the daemon's control socket:
 //
 //	GET /ls                                   the catalog, newest first (JSON array)
 //	GET /context?session=ID[&leaf=ID][&rules=auto|seed|pi-1.6]
 //	                                          the full context: corpus JSON with the rule set
 //	                                          (session.ReportJSON), streamed (serveContext)
-//	GET /tail?session=&type=&from=start|now   NDJSON, one TailEntry a line, until the client goes
+//	GET /tail?session=&type=&from=start|now   NDJSON, one TailEntry a line, until the client goes;
+//	                                          Pisync-Session: unknown when no stream holds the
+//	                                          session yet (it is followed all the same)
 //
 // Errors are plain text with a status; an error after a stream began is a
 // final {"error": "..."} line.
@@ -139,6 +145,12 @@ func (w *Worker) serveTail(rw http.ResponseWriter, r *http.Request) {
 		if err := eventlog.CheckSID(o.Session); err != nil {
 			http.Error(rw, err.Error(), http.StatusBadRequest)
 			return
+		}
+		// A session may start later, so it is followed anyway; the
+		// client says that nothing holds it yet, rather than wait in
+		// silence on a mistyped id.
+		if _, err := w.ends(r.Context(), o.Session); errors.Is(err, ErrUnknownSession) {
+			rw.Header().Set(HdrTailSession, "unknown")
 		}
 	}
 	switch q.Get("from") {

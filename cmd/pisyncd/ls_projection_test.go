@@ -141,10 +141,22 @@ func TestProjectionCommands(t *testing.T) {
 	// tail: subscribe, then append; the entry arrives.
 	pr, pw := io.Pipe()
 	tailDone := make(chan error, 1)
+	var tailErr bytes.Buffer
 	go func() {
-		tailDone <- tailCommand([]string{"--session", sid, "--json"}, pw)
+		tailDone <- tailCommand([]string{"--session", sid, "--json"}, pw, &tailErr)
 		pw.Close()
 	}()
+	// tail of a session no stream holds says so on stderr, and waits.
+	er, ew := io.Pipe()
+	unknownDone := make(chan error, 1)
+	go func() {
+		unknownDone <- tailCommand([]string{"--session", "no-such-session"}, io.Discard, ew)
+		ew.Close()
+	}()
+	if note, _ := bufio.NewReader(er).ReadString('\n'); !strings.Contains(note, "no session no-such-session here yet") {
+		t.Fatalf("tail of an unknown session: stderr %q", note)
+	}
+	go io.Copy(io.Discard, er)
 	got := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
@@ -175,10 +187,15 @@ func TestProjectionCommands(t *testing.T) {
 	}
 	// Stopping the server ends the tail.
 	srv.Close()
-	select {
-	case <-tailDone:
-	case <-time.After(20 * time.Second):
-		t.Fatal("tail did not end")
+	for _, done := range []chan error{tailDone, unknownDone} {
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatal("tail did not end")
+		}
+	}
+	if tailErr.Len() != 0 {
+		t.Fatalf("tail of a known session wrote to stderr: %q", tailErr.String())
 	}
 }
 

@@ -74,7 +74,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case "ls":
 		err = lsCommand(args, stdout)
 	case "tail":
-		err = tailCommand(args, stdout)
+		err = tailCommand(args, stdout, stderr)
 	case "search":
 		err = searchCommand(args, stdout)
 	case "erase":

@@ -16,7 +16,7 @@ import (
 
 // tailCommand follows new entries as the daemon's projection applies
 // them, one line each, until interrupted. It needs the running daemon.
-func tailCommand(args []string, stdout io.Writer) error {
+func tailCommand(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tail", flag.ContinueOnError)
 	sid := fs.String("session", "", "only this session")
 	typ := fs.String("type", "", "only entries of this type (message, compaction, tombstone, ...)")
@@ -40,6 +40,9 @@ func tailCommand(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer resp.Body.Close()
+	if resp.Header.Get(projection.HdrTailSession) == "unknown" {
+		fmt.Fprintf(stderr, "pisyncd tail: no session %s here yet; waiting for its first entry (pisyncd ls lists the sessions; an id is given whole)\n", *sid)
+	}
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	dec := json.NewDecoder(resp.Body)
