@@ -18,10 +18,11 @@ type Limits struct {
 	MaxLine int
 	// SessionsPerHour is how many new sessions one origin node may start
 	// in an hour (measured on the hub's clock, so a catch-up after an
-	// outage is not a burst); 0 means no limit.
+	// outage is not a burst), with up to burstHours' worth at once; 0
+	// means no limit.
 	SessionsPerHour int
 	// BytesPerHour is how many bytes of lines one origin may send in an
-	// hour; 0 means no limit.
+	// hour, burstHours' worth at once; 0 means no limit.
 	BytesPerHour int64
 }
 
@@ -234,19 +235,29 @@ func (g *Gate) pair(k pair) *pairState {
 	return p
 }
 
-// bucket is a token bucket refilled at rate per hour up to one hour's
-// worth, on the clock of the times it is given.
+// burstHours is how many hours' worth of a quota an origin may spend at
+// once. A machine that joins the team forwards every session it already
+// holds within seconds of hub time: with one hour's worth, a laptop of
+// 3,000 sessions had about 1,000 of them rejected on every other machine
+// for good (the copy goes on past what it rejects). Ten hours' worth takes
+// a backlog of 20,000 sessions at the default, the scale pisyncd is built
+// for, and still bounds a flood; past it, the hourly rate.
+const burstHours = 10
+
+// bucket is a token bucket refilled at rate per hour up to burstHours'
+// worth, on the clock of the times it is given; it starts full.
 type bucket struct {
 	tokens float64
 	last   time.Time
 }
 
 func (b *bucket) take(at time.Time, n, perHour float64) bool {
+	size := perHour * burstHours
 	if b.last.IsZero() {
-		b.tokens, b.last = perHour, at
+		b.tokens, b.last = size, at
 	}
 	if at.After(b.last) {
-		b.tokens = min(perHour, b.tokens+perHour*at.Sub(b.last).Hours())
+		b.tokens = min(size, b.tokens+perHour*at.Sub(b.last).Hours())
 		b.last = at
 	}
 	if b.tokens < n {

@@ -83,19 +83,20 @@ func TestSessionQuota(t *testing.T) {
 	g := New("me", Limits{SessionsPerHour: 10}, history{}, nil)
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	admitted := 0
-	for i := range 25 {
+	for i := range 115 {
 		sid := fmt.Sprint("e", i)
 		if g.Admit(ctx, from("eve", sid, hdrOf(sid)), t0.Add(time.Duration(i)*time.Second)) == nil {
 			admitted++
 		}
 		// A later line of the same session follows its header's fate.
 		err := g.Admit(ctx, from("eve", sid, `{"type":"message","id":"m1","message":{}}`), t0)
-		if (err == nil) != (i < 10) {
+		if (err == nil) != (i < 100) {
 			t.Errorf("line of session %d: %v", i, err)
 		}
 	}
-	if admitted != 10 {
-		t.Errorf("admitted %d new sessions, want 10", admitted)
+	// Ten hours' worth at once (a backlog), then the hourly rate.
+	if admitted != 100 {
+		t.Errorf("admitted %d new sessions, want 100", admitted)
 	}
 	if err := g.Admit(ctx, from("ann", "a1", hdrOf("a1")), t0); err != nil {
 		t.Errorf("another origin: %v", err)
@@ -124,14 +125,31 @@ func TestByteQuota(t *testing.T) {
 	g := New("me", Limits{BytesPerHour: 1000}, history{}, nil)
 	at := time.Now()
 	sent := 0
-	for i := range 50 {
+	for i := range 150 {
 		ev := from("eve", "s", fmt.Sprintf(`{"type":"message","id":"m%d","pad":"%060d"}`, i, 0))
 		if g.Admit(ctx, ev, at) == nil {
 			sent += len(ev.Raw)
 		}
 	}
-	if sent > 1000 || sent < 900 {
-		t.Errorf("admitted %d bytes in one moment, want just under 1000", sent)
+	if sent > 10*1000 || sent < 9*1000 {
+		t.Errorf("admitted %d bytes in one moment, want just under ten hours' worth, 10000", sent)
+	}
+}
+
+// TestQuotaTakesABacklog: a machine that joins the team with the sessions
+// it holds forwards them within seconds of hub time. At the default quota
+// (2,000 an hour) every one of a backlog of 10,000 sessions is admitted,
+// not the first 2,000 (the rest were rejected, on every machine, for good).
+func TestQuotaTakesABacklog(t *testing.T) {
+	ctx := context.Background()
+	g := New("me", Limits{SessionsPerHour: 2000, BytesPerHour: 2 << 30}, history{}, nil)
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for i := range 10_000 {
+		sid := fmt.Sprint("b", i)
+		at := t0.Add(time.Duration(i) * time.Millisecond)
+		if err := g.Admit(ctx, from("bob", sid, hdrOf(sid)), at); err != nil {
+			t.Fatalf("session %d of the backlog: %v", i, err)
+		}
 	}
 }
 
