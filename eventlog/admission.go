@@ -43,7 +43,14 @@ type framer struct {
 	examined uint64 // hub sequence of the last message taken (at first, the one the consumer starts after)
 	skipped  bool   // the messages after the last admitted one were all passed over
 	waitFrom uint64 // first hub sequence of the sealed line being opened
+	// held: after the hub's store was replaced, the origin position of
+	// the last line of each origin's session that PI_ALL holds or that
+	// was examined since (Downloader.heldSrc).
+	held map[pair]uint64
 }
+
+// pair is an origin node and one of its sessions.
+type pair struct{ node, sid string }
 
 // take frames msgs and returns the admitted lines, as PI_ALL messages.
 // It stops at a sealed line this machine has no key for: it returns the
@@ -168,8 +175,28 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 	return out, nil
 }
 
-// admit asks the admission point about ev.
+// admit asks the admission point about ev. After the hub's store was
+// replaced, a line PI_ALL holds already is passed over first (heldSrc).
 func (f *framer) admit(ctx context.Context, ev *Event, meta *jetstream.MsgMetadata) (bool, error) {
+	if f.d.rebuilt > 0 && ev.SrcSeq > 0 {
+		k := pair{ev.Node, ev.SID}
+		held, ok := f.held[k]
+		if !ok {
+			var err error
+			if held, err = f.d.heldSrc(ctx, ev.Node, ev.SID); err != nil {
+				return false, err
+			}
+			if f.held == nil {
+				f.held = map[pair]uint64{}
+			}
+		}
+		if ev.SrcSeq <= held {
+			f.held[k] = held
+			f.skipped = true
+			return false, nil
+		}
+		f.held[k] = ev.SrcSeq // admitted or not, the origin's lines come in order
+	}
 	err := f.d.opts.Admit.Admit(ctx, ev, meta.Timestamp)
 	if errors.Is(err, ErrRejected) {
 		f.d.rejected.Add(1)

@@ -39,6 +39,10 @@ type Downloader struct {
 	copied, rejected atomic.Int64
 	link             *Link
 	watched          bool // opts.HubLink was given
+	// rebuilt is the PI_ALL sequence up to which PI_ALL was copied from a
+	// PI_HUB since replaced (hubid.go), 0 if none: read by position, used
+	// by the framer it starts after.
+	rebuilt uint64
 }
 
 // Admitter is the admission point for other machines' events.
@@ -149,6 +153,9 @@ func (d *Downloader) position(ctx context.Context) (allSeq, hubSeq uint64, err e
 		return 0, 0, fmt.Errorf("downloader: %s: %w", AllStream, err)
 	}
 	allSeq = info.State.LastSeq
+	if d.rebuilt, err = d.rebuiltAt(ctx); err != nil {
+		return 0, 0, err
+	}
 	if info.State.Msgs > 0 {
 		// The last message still held: an erased session's may be gone
 		// (the stream's last sequence stays, and is what the next write
@@ -161,6 +168,9 @@ func (d *Downloader) position(ctx context.Context) (allSeq, hubSeq uint64, err e
 		hubSeq, err = strconv.ParseUint(m.Header.Get(HdrHubSeq), 10, 64)
 		if err != nil {
 			return 0, 0, fmt.Errorf("downloader: last message of %s has no %s", AllStream, HdrHubSeq)
+		}
+		if m.Sequence <= d.rebuilt {
+			hubSeq = 0 // a sequence of the PI_HUB since replaced (checkHub)
 		}
 	}
 	if d.opts.State != nil {
@@ -194,6 +204,9 @@ func (d *Downloader) session(ctx context.Context) error {
 // copies until an error.
 func (d *Downloader) copyFromHub(ctx context.Context) error {
 	link := d.opts.HubLink() // before the consumer: a change after it is seen
+	if err := d.checkHub(ctx); err != nil {
+		return err
+	}
 	allSeq, hubSeq, err := d.position(ctx)
 	if err != nil {
 		return err

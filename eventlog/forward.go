@@ -200,17 +200,6 @@ func (f *Forwarder) loadPosition(ctx context.Context) (uint64, error) {
 // session reads PI_LOCAL from the saved position and forwards until an
 // error; it returns to Run, which starts a new one after a pause.
 func (f *Forwarder) session(ctx context.Context) error {
-	pos, err := f.loadPosition(ctx)
-	if err != nil {
-		return err
-	}
-	saver := NewPosition(f.state, forwarderKey, pos)
-	defer func() {
-		if err := saver.SaveOnStop(ctx); err != nil {
-			f.logger.Debug("forwarder: position not saved on stop; a restart re-checks from the one before", "err", err)
-		}
-	}()
-	progress := newBacklog(f.logger, "forwarding a backlog to the hub")
 	// What goes to the hub is given up on when the link changes; the
 	// local consumer and the position are not.
 	hctx := ctx
@@ -222,6 +211,20 @@ func (f *Forwarder) session(ctx context.Context) error {
 		hctx, stop = watchLink(ctx, f.hubLink)
 		defer stop()
 	}
+	if err := f.checkHub(hctx); err != nil {
+		return fmt.Errorf("forwarder: %w", err)
+	}
+	pos, err := f.loadPosition(ctx)
+	if err != nil {
+		return err
+	}
+	saver := NewPosition(f.state, forwarderKey, pos)
+	defer func() {
+		if err := saver.SaveOnStop(ctx); err != nil {
+			f.logger.Debug("forwarder: position not saved on stop; a restart re-checks from the one before", "err", err)
+		}
+	}()
+	progress := newBacklog(f.logger, "forwarding a backlog to the hub")
 	for {
 		if pos, err = f.pass(ctx, hctx, pos, saver, progress); err != nil {
 			if c := context.Cause(hctx); hctx.Err() != nil && ctx.Err() == nil {

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+)
+
+// TestHubStoreReplaced: the hub's store rebuilt empty (or restored from an
+// older backup) numbers its messages afresh. Before, B's downloader resumed
+// after a hub sequence the new stream had not reached and copied nothing
+// of it, and A forwarded only its new lines, so the new hub never held the
+// team's history. Now each notices the new PI_HUB: A sends its history
+// again, B copies from the new stream's start, passing over what it holds
+// (no line twice in its file), and a machine that joins later gets the
+// whole session.
+func TestHubStoreReplaced(t *testing.T) {
+	hub := startTestHub(t)
+	a := newStation(t, "ws-a", hub.url(), "")
+	b := newStation(t, "ws-b", hub.url(), "")
+
+	sid := "0199bbbb-0000-7000-8000-0000000000f1"
+	rel := filepath.Join("--home-ann-proj--", "2026-11-30T00-00-00-000Z_"+sid+".jsonl")
+	aPath, bPath := filepath.Join(a.cfg.SessionsDir, rel), filepath.Join(b.cfg.SessionsDir, rel)
+	os.MkdirAll(filepath.Dir(aPath), 0o700)
+	want := []string{hdrLine(sid, "/home/ann/proj"), msgLine("e1", "", "one"), msgLine("e2", "e1", "two"),
+		msgLine("e3", "e2", "three"), msgLine("e4", "e3", "four")}
+	for _, l := range want[:4] {
+		appendLine(t, aPath, l)
+	}
+	hasLines := func(path string, n int) func() (bool, string) {
+		return func() (bool, string) {
+			got, err := os.ReadFile(path)
+			l := splitLines(string(got))
+			return err == nil && fmt.Sprint(l) == fmt.Sprint(want[:n]), fmt.Sprintf("%s: %v %q", path, err, l)
+		}
+	}
+	waitUntil(t, 30*time.Second, hasLines(bPath, 4))
+
+	// A hub restarted over its store keeps its PI_HUB, and so its identity
+	// (its creation time): nothing starts over.
+	before := hub.created(t)
+	hub.stop()
+	hub.start()
+	if after := hub.created(t); !after.Equal(before) {
+		t.Fatalf("PI_HUB created %v before a restart, %v after", before, after)
+	}
+
+	// The hub's store replaced by an empty one, on the same address.
+	hub.stop()
+	if err := os.RemoveAll(hub.dir); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(hub.dir, 0o700)
+	hub.start()
+
+	appendLine(t, aPath, want[4])
+	waitUntil(t, 60*time.Second, hasLines(bPath, 5))
+	// A's history is on the new hub, each line once.
+	hub.waitCount(t, 30*time.Second, "pi.up.ws-a.>", 5)
+
+	c := newStation(t, "ws-c", hub.url(), "")
+	waitUntil(t, 30*time.Second, hasLines(filepath.Join(c.cfg.SessionsDir, rel), 5))
+
+	// B holds each of A's lines once (its copy and its file).
+	n := 0
+	err := b.d.all.ScanSession(t.Context(), sid, false, func(ev *eventlog.Event) error {
+		if ev.Node == "ws-a" {
+			n++
+		}
+		return nil
+	})
+	if err != nil || n != 5 {
+		t.Fatalf("B's PI_ALL holds %d messages of the session (%v), want 5", n, err)
+	}
+	if got := b.d.tailer.Stats().LinesPublished; got != 0 {
+		t.Fatalf("B published %d lines of its own", got)
+	}
+}
+
+// created is when the hub's PI_HUB was made.
+func (h *testHub) created(t *testing.T) time.Time {
+	t.Helper()
+	nc, err := h.srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(t.Context(), eventlog.HubStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.CachedInfo().Created
+}
