@@ -164,6 +164,21 @@ func (c *Crypt) Forget(sid string) {
 	}
 }
 
+// NewHub forgets what this machine holds of the hub's key messages, when
+// the hub's store was replaced (hubid.go): the new PI_KEYS numbers its
+// messages afresh, so a handle names another key message there. The
+// sealer draws new data keys, whose key messages go to the new hub; the
+// opener fetches key messages again rather than open a line with a key
+// unwrapped from the old hub's message of the same number.
+func (c *Crypt) NewHub() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sealer != nil {
+		c.sealer.ForgetAll()
+		c.opener = seal.NewOpener(c.opener.Ring())
+	}
+}
+
 // EraseKeys is Forget for a session erased here on another node's erase
 // event, seq its PI_ALL sequence: it also has this node's key messages of
 // the session destroyed on the hub (the forwarder publishes an empty

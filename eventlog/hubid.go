@@ -100,6 +100,9 @@ func (d *Downloader) checkHub(ctx context.Context) error {
 	if _, err := d.opts.State.Put(ctx, skipKey, []byte("0")); err != nil {
 		return fmt.Errorf("downloader: %w", err)
 	}
+	if d.opts.Crypt != nil {
+		d.opts.Crypt.NewHub()
+	}
 	if err := recordHub(ctx, d.opts.State, downloaderHubKey, id); err != nil {
 		return fmt.Errorf("downloader: %w", err)
 	}
@@ -155,6 +158,9 @@ func (f *Forwarder) checkHub(ctx context.Context) error {
 		return fmt.Errorf("forwarder position: %w", err)
 	}
 	clear(f.up)
+	if f.crypt != nil {
+		f.crypt.NewHub()
+	}
 	if err := recordHub(ctx, f.state, forwarderHubKey, id); err != nil {
 		return err
 	}

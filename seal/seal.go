@@ -187,6 +187,10 @@ func (s *Sealer) Ring() *keyring.Ring { return s.ring }
 // gets a new one.
 func (s *Sealer) Forget(sid string) { delete(s.keys, Token(s.ring, sid)) }
 
+// ForgetAll drops every session's data key: each next payload gets a new
+// one, and its key message is published again.
+func (s *Sealer) ForgetAll() { clear(s.keys) }
+
 func (s *Sealer) dataKey(tok string) *dataKey {
 	cur := s.ring.CurrentKey()
 	if dk := s.keys[tok]; dk != nil && dk.kid == cur.ID {

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/keyring"
 )
 
 // TestHubStoreReplaced: the hub's store rebuilt empty (or restored from an
@@ -20,10 +21,25 @@ import (
 // again, B copies from the new stream's start, passing over what it holds
 // (no line twice in its file), and a machine that joins later gets the
 // whole session.
+// Sealed, the new hub's PI_KEYS numbers its key messages afresh too: A
+// seals under new data keys, and B does not open them with the keys it
+// unwrapped from the old hub's messages of the same numbers.
 func TestHubStoreReplaced(t *testing.T) {
+	for _, sealed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sealed=%v", sealed), func(t *testing.T) { testHubStoreReplaced(t, sealed) })
+	}
+}
+
+func testHubStoreReplaced(t *testing.T, sealed bool) {
 	hub := startTestHub(t)
-	a := newStation(t, "ws-a", hub.url(), "")
-	b := newStation(t, "ws-b", hub.url(), "")
+	var ring *keyring.Ring
+	newWS := func(name string) *station { return newStation(t, name, hub.url(), "") }
+	up := "pi.up.ws-a.>"
+	if sealed {
+		ring = keyring.New(time.Now())
+		newWS = func(name string) *station { return e2eStation(t, name, hub.url(), ring) }
+	}
+	a, b := newWS("ws-a"), newWS("ws-b")
 
 	sid := "0199bbbb-0000-7000-8000-0000000000f1"
 	rel := filepath.Join("--home-ann-proj--", "2026-11-30T00-00-00-000Z_"+sid+".jsonl")
@@ -63,9 +79,9 @@ func TestHubStoreReplaced(t *testing.T) {
 	appendLine(t, aPath, want[4])
 	waitUntil(t, 60*time.Second, hasLines(bPath, 5))
 	// A's history is on the new hub, each line once.
-	hub.waitCount(t, 30*time.Second, "pi.up.ws-a.>", 5)
+	hub.waitCount(t, 30*time.Second, up, 5)
 
-	c := newStation(t, "ws-c", hub.url(), "")
+	c := newWS("ws-c")
 	waitUntil(t, 30*time.Second, hasLines(filepath.Join(c.cfg.SessionsDir, rel), 5))
 
 	// B holds each of A's lines once (its copy and its file).
