@@ -265,7 +265,12 @@ func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 		}
 		return r.create(ctx, s)
 	}
-	busy, err := s.file.busy(r.opts.Idle, time.Now())
+	busy, ended, err := s.file.busy(r.opts.Idle, r.now())
+	if ended > 0 {
+		// Once per crash, and a file holds a fragment only until then.
+		r.logger.Warn("a partial last line left by a writer that stopped mid-line (pi crashed?) was ended with a newline, as pi does when it opens the file; it stays in the file as a malformed line, and lines from other machines follow it",
+			"file", s.file.path, "session", s.sid, "bytes", ended, "unchanged_for", crashAfter(r.opts.Idle))
+	}
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, errOtherSession) {
 		// The file went away (deleted here), or another session's file
 		// took its place: the next round creates a new one if the

@@ -36,6 +36,7 @@ type replica struct {
 	dev     uint64    // the file last read or written: a file put in its
 	ino     uint64    // place since is read again, never written blindly
 	dirty   bool      // written since the last fsync
+	frag    fragment  // the partial last line busy saw, if any
 }
 
 // entryRef is one entry of a file: its line's hash and its parent.
@@ -192,27 +193,101 @@ func (r *replica) closesCycle(id, parent string) bool {
 }
 
 // busy reports whether someone else (a local pi) wrote the file within
-// idle, or left a partial line: remote lines must wait.
-func (r *replica) busy(idle time.Duration, now time.Time) (bool, error) {
+// idle, or left a partial last line: remote lines must wait. A partial
+// line that has stayed as it is for crashAfter(idle) is no writer at work
+// but one that died mid-write: busy ends it with a "\n" as pi does
+// (endFragment), reports its length in ended, and the file is not busy.
+func (r *replica) busy(idle time.Duration, now time.Time) (busy bool, ended int64, err error) {
 	st, err := os.Lstat(r.path)
+	if err != nil {
+		return false, 0, err
+	}
+	dev, ino := fileID(st)
+	if st.Mode().IsRegular() && st.Size() == r.size && st.ModTime().Equal(r.mtime) && dev == r.dev && ino == r.ino {
+		return false, 0, nil // as we left it
+	}
+	partial, err := r.refresh()
+	if err != nil {
+		return false, 0, err
+	}
+	if !partial {
+		r.frag = fragment{}
+		return now.Sub(st.ModTime()) < idle, 0, nil
+	}
+	seen := fragment{dev: dev, ino: ino, size: st.Size(), mtime: st.ModTime(), since: now}
+	if !r.frag.same(seen) {
+		r.frag = seen // new, or it changed: a writer is at work
+		return true, 0, nil
+	}
+	if now.Sub(r.frag.since) < crashAfter(idle) {
+		return true, 0, nil
+	}
+	start := r.size
+	if ok, err := r.endFragment(seen); err != nil || !ok {
+		return !ok, 0, err
+	}
+	return false, seen.size - start, nil
+}
+
+// crashAfter is how long a partial last line must stay unchanged (same
+// file, size and mtime, timed on our clock from when we first saw it) to
+// be taken for a writer that died mid-line. pi writes each line with one
+// appendFileSync, write calls back to back: a partial line lasts as long
+// as one write call. idle is the pause after which a writer counts as
+// done between lines; sixty of them (a minute at PISYNC_IDLE_AFTER's
+// default of 1s) without a byte added is far beyond any stall of a write
+// call (a busy disk, a slow network file system), and the session still
+// catches up within a minute of pi's crash. Timed on our clock, not from
+// the mtime, so a coarse or skewed file system clock cannot shorten it.
+func crashAfter(idle time.Duration) time.Duration { return 60 * idle }
+
+// fragment is a partial last line as busy last saw it: the file's
+// identity, size and mtime, and since when it has been so.
+type fragment struct {
+	dev, ino uint64
+	size     int64
+	mtime    time.Time
+	since    time.Time
+}
+
+func (f fragment) same(g fragment) bool {
+	return f.dev == g.dev && f.ino == g.ino && f.size == g.size && f.mtime.Equal(g.mtime) && !f.since.IsZero()
+}
+
+// endFragment appends the "\n" that the partial last line seen lacks, as
+// pi (0.84.4 and later) does when it opens such a file (spec §2): the
+// fragment becomes a whole line that pi, and the tailer here, skip as
+// malformed, and what is appended after it stays whole. Without it the
+// file would wait for a writer that is gone, and a remote line appended
+// to the fragment would be lost in it. ok is false when the file is no
+// longer as seen (a writer came back): nothing is written.
+func (r *replica) endFragment(seen fragment) (ok bool, err error) {
+	f, st, err := openFile(r.path, os.O_APPEND|os.O_WRONLY)
 	if err != nil {
 		return false, err
 	}
-	dev, ino := fileID(st)
-	mine := st.Mode().IsRegular() && st.Size() == r.size && st.ModTime().Equal(r.mtime) && dev == r.dev && ino == r.ino
-	if !mine {
-		partial, err := r.refresh()
-		if err != nil {
-			return false, err
-		}
-		if partial {
-			return true, nil
-		}
-		if now.Sub(st.ModTime()) < idle {
-			return true, nil
-		}
+	if dev, ino := fileID(st); dev != seen.dev || ino != seen.ino || st.Size() != seen.size || !st.ModTime().Equal(seen.mtime) {
+		f.Close()
+		r.frag = fragment{}
+		return false, nil
 	}
-	return false, nil
+	if _, err := f.Write([]byte{'\n'}); err != nil {
+		f.Close()
+		return false, err
+	}
+	if st, err = f.Stat(); err != nil {
+		f.Close()
+		return false, err
+	}
+	if err := f.Close(); err != nil {
+		return false, err
+	}
+	r.frag = fragment{}
+	if _, err := r.refresh(); err != nil { // the fragment, now a line of the file
+		return false, err
+	}
+	r.mtime, r.dirty = st.ModTime(), true
+	return true, nil
 }
 
 // appendLines writes whole lines with one O_APPEND write, as pi does.

@@ -34,7 +34,7 @@ func TestReplicaAppendOnFullDisk(t *testing.T) {
 	if after, _ := os.ReadFile(p); string(after) != string(before) {
 		t.Fatalf("a failed append left %d bytes behind", len(after)-len(before))
 	}
-	if busy, err := r.busy(0, time.Now()); err != nil || busy {
+	if busy, _, err := r.busy(0, time.Now()); err != nil || busy {
 		t.Fatalf("after a failed append the file reads as busy (%v, %v)", busy, err)
 	}
 	free()

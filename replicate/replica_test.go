@@ -132,7 +132,7 @@ func TestReplicaOfAnotherSession(t *testing.T) {
 	if err := os.Rename(other, p); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.busy(0, time.Now()); !errors.Is(err, errOtherSession) {
+	if _, _, err := r.busy(0, time.Now()); !errors.Is(err, errOtherSession) {
 		t.Errorf("busy on s2's file in s1's place: %v, want errOtherSession", err)
 	}
 	if err := r.appendLines([][]byte{[]byte(entB)}); err == nil {

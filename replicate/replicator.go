@@ -71,6 +71,7 @@ type Replicator struct {
 	tracker Tracker
 	logger  *slog.Logger
 	link    *eventlog.Link // whether its consumer works; logs outages and their end
+	now     func() time.Time
 
 	// Owned by the Run goroutine.
 	sessions map[string]*sess
@@ -113,7 +114,7 @@ func New(all *eventlog.All, state jetstream.KeyValue, tracker Tracker, o Options
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Replicator{
-		opts: o, all: all, state: state, tracker: tracker, logger: o.Logger, link: eventlog.NewLink(o.Logger, "replication"),
+		opts: o, all: all, state: state, tracker: tracker, logger: o.Logger, link: eventlog.NewLink(o.Logger, "replication"), now: time.Now,
 		sessions: map[string]*sess{}, files: map[string]*replica{}, forkSIDs: map[string]struct{}{},
 		quarantined: map[string]string{},
 	}
