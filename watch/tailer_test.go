@@ -54,6 +54,27 @@ func TestPartialLineIsNotPublishedUntilComplete(t *testing.T) {
 	n.waitLines("s2", []string{header("s2"), entry("b1", "", "x")})
 }
 
+// TestEndedFragmentIsMalformed: a partial line that pi (on opening the
+// file) or the replicator (replicate.crashAfter) ends with a lone "\n"
+// after its writer died is a complete malformed line: counted, never
+// published, and the lines after it are published as usual.
+func TestEndedFragmentIsMalformed(t *testing.T) {
+	root := t.TempDir()
+	n := startNode(t, root, t.TempDir())
+	path := filepath.Join(root, "--p--", "s9.jsonl")
+	writeFile(t, path, header("s9")+"\n"+entry("b1", "", "crash")[:40])
+	n.waitLines("s9", []string{header("s9")})
+	appendFile(t, path, "\n"+entry("c1", "", "after")+"\n")
+	n.waitLines("s9", []string{header("s9"), entry("c1", "", "after")})
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		m := n.tailer.Stats().Malformed
+		return m == 1, fmt.Sprintf("malformed = %d, want 1", m)
+	})
+	if got := n.lines("s9"); len(got) != 2 {
+		t.Fatalf("published %q, want the header and c1", got)
+	}
+}
+
 func TestMalformedLinesAreCountedNotPublished(t *testing.T) {
 	root := t.TempDir()
 	n := startNode(t, root, t.TempDir())
