@@ -77,11 +77,6 @@ func SessionFiles(root, sid string) (live, trash []string, err error) {
 	return live, trash, err
 }
 
-// staging reports whether name is one of createFile's staging files.
-func staging(name string) bool {
-	return strings.HasPrefix(name, ".pisync-") && strings.HasSuffix(name, ".tmp")
-}
-
 // holdKey is the state key of a session erased here whose erase event has
 // not come back from the hub yet: until it has, nothing of the session is
 // written into a file here, whatever PI_ALL still delivers (lines that

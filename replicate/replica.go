@@ -364,7 +364,7 @@ func createFile(root, want string, lines [][]byte) (string, error) {
 	}
 	var rnd [8]byte
 	rand.Read(rnd[:])
-	tmp := filepath.Join(dir, ".pisync-"+hex.EncodeToString(rnd[:])+".tmp")
+	tmp := filepath.Join(dir, stagingPrefix+hex.EncodeToString(rnd[:])+stagingSuffix) // sweepStaging's pattern
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return "", err

@@ -189,6 +189,14 @@ const positionKey = "replicator.position"
 // counts as progress, so a failure after one is a new outage, waited out
 // from the shortest pause.
 func (r *Replicator) Run(ctx context.Context) error {
+	// Before any file is staged: what a crash left behind.
+	removed, err := sweepStaging(r.opts.Root, time.Now())
+	for _, p := range removed {
+		r.logger.Info("removed a staging file a crash left behind", "file", p)
+	}
+	if err != nil {
+		r.logger.Warn("cannot remove staging files a crash left behind; they stay until the next start", "err", err)
+	}
 	var settled atomic.Int64 // runs that lasted a minute
 	eventlog.RunSessions(ctx, r.link, &settled, func(ctx context.Context) error {
 		start := time.Now()
