@@ -11,7 +11,9 @@
 //
 // Session text is written by whoever wrote into a session (a web page an
 // agent read, a file it opened): every byte of it is escaped, markdown is
-// rendered with raw HTML off and dangerous URLs dropped, and the pages run
+// rendered with raw HTML off and dangerous URLs dropped, a text whose
+// markdown would cost much more than its length is shown preformatted
+// (mdbounds.go), and the pages run
 // under a strict Content-Security-Policy with no inline script or style
 // (security.go). Every asset is embedded: the view works offline.
 package web

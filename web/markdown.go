@@ -19,38 +19,47 @@ import (
 // it) and drops javascript:, vbscript:, file: and data: link targets.
 // urlFilter narrows links further to an allowlist of schemes.
 
-// maxMarkdown bounds the text rendered as markdown; longer text is shown
-// as preformatted text (a parser's worst cases grow with the input).
-const maxMarkdown = 256 << 10
-
 type markdown struct{ gm goldmark.Markdown }
 
 func newMarkdown() *markdown {
 	return &markdown{gm: goldmark.New(
 		goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.TaskList, extension.Linkify),
-		goldmark.WithParserOptions(parser.WithASTTransformers(prioritized(urlFilter{}))),
+		goldmark.WithParserOptions(
+			parser.WithASTTransformers(prioritized(urlFilter{})),
+			parser.WithParagraphTransformers(util.Prioritized(tableGuard{}, 150)), // before the table's, 200
+		),
 		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(htmlAsText{}, 0))),
 	)}
 }
 
-// render writes src as HTML to b.
+// render writes src as HTML to b: as markdown when that costs about what
+// the text does (see mdbounds.go), else as escaped preformatted text.
 func (m *markdown) render(b *bytes.Buffer, src string) {
-	if len(src) > maxMarkdown {
-		b.WriteString(`<pre class="plain">`)
-		b.WriteString(html.EscapeString(src))
-		b.WriteString(`</pre>`)
+	if len(src) > maxMarkdown || costlyMarkdown(src) {
+		plain(b, src)
+		return
+	}
+	in := []byte(src)
+	pc := parser.NewContext()
+	doc := m.gm.Parser().Parse(text.NewReader(in), parser.WithContext(pc))
+	if tooManyCells(pc) {
+		plain(b, src)
 		return
 	}
 	start := b.Len()
 	b.WriteString(`<div class="md">`)
-	if err := m.gm.Convert([]byte(src), b); err != nil {
+	if err := m.gm.Renderer().Render(&capWriter{b: b, left: maxHTML(len(src))}, in, doc); err != nil {
 		b.Truncate(start)
-		b.WriteString(`<pre class="plain">`)
-		b.WriteString(html.EscapeString(src))
-		b.WriteString(`</pre>`)
+		plain(b, src)
 		return
 	}
 	b.WriteString(`</div>`)
+}
+
+func plain(b *bytes.Buffer, src string) {
+	b.WriteString(`<pre class="plain">`)
+	b.WriteString(html.EscapeString(src))
+	b.WriteString(`</pre>`)
 }
 
 // urlFilter empties every link and image target whose scheme is not on

@@ -1,0 +1,84 @@
+package web
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+const plainPrefix = `<pre class="plain">`
+
+// TestMarkdownHostileIsBounded: a text whose markdown costs far more
+// than its length (a wide table over short rows, which goldmark pads to
+// the header; the parser's slow cases; deep nesting) is shown as
+// escaped preformatted text, and no rendering is more than a few times
+// its text.
+func TestMarkdownHostileIsBounded(t *testing.T) {
+	md := newMarkdown()
+	for name, src := range hostileMarkdown(maxMarkdown) {
+		var b bytes.Buffer
+		md.render(&b, src)
+		out := b.String()
+		if max := 8*len(src) + 4096; len(out) > max {
+			t.Errorf("%s: %d bytes of text rendered as %d bytes, over %d", name, len(src), len(out), max)
+		}
+		switch name {
+		case "table1000", "table64", "delims", "links", "images", "quotes", "olists", "mixlists":
+		default:
+			continue // cheap, whichever way it is shown
+		}
+		if !strings.HasPrefix(out, plainPrefix) {
+			t.Errorf("%s: rendered as markdown (%d bytes), want the text preformatted", name, len(out))
+		}
+	}
+}
+
+// TestMarkdownOverCapIsPlain: a text over maxMarkdown is preformatted
+// text, however plain its markdown.
+func TestMarkdownOverCapIsPlain(t *testing.T) {
+	md := newMarkdown()
+	src := strings.Repeat("some **bold** words\n", 40<<10/20)
+	var b bytes.Buffer
+	md.render(&b, src)
+	if !strings.HasPrefix(b.String(), plainPrefix) {
+		t.Errorf("%d bytes rendered as markdown, want the text preformatted", len(src))
+	}
+}
+
+// TestMarkdownOutputCap: a text the pre-scan lets through but whose
+// HTML outgrows the cap (block quotes 30 deep on every line: each '>'
+// becomes a <blockquote> pair) falls back to preformatted text.
+func TestMarkdownOutputCap(t *testing.T) {
+	md := newMarkdown()
+	src := strings.Repeat(strings.Repeat("> ", 30)+"a\n\n", 400)
+	var b bytes.Buffer
+	md.render(&b, src)
+	if !strings.HasPrefix(b.String(), plainPrefix) || b.Len() > 8*len(src)+4096 {
+		t.Errorf("%d bytes rendered as %d bytes (%.40q…), want the text preformatted", len(src), b.Len(), b.String())
+	}
+}
+
+// TestMarkdownOrdinaryRenders: the bounds leave ordinary markdown alone:
+// a 10-column table of 100 rows, a long list, emphasis and code.
+func TestMarkdownOrdinaryRenders(t *testing.T) {
+	md := newMarkdown()
+	var s strings.Builder
+	s.WriteString("# Results\n\nSome *emphasis*, **strong**, `code_with_underscores` and snake_case_names.\n\n")
+	s.WriteString("|" + strings.Repeat(" col |", 10) + "\n|" + strings.Repeat("---|", 10) + "\n")
+	for range 100 {
+		s.WriteString("| **v** |" + strings.Repeat(" v |", 9) + "\n")
+	}
+	s.WriteString("\n")
+	for range 200 {
+		s.WriteString("- item with a [link](https://example.com/x) and _stress_\n")
+	}
+	s.WriteString("\n```go\nfunc f(a, b *int) { *a = *b }\n```\n")
+	var b bytes.Buffer
+	md.render(&b, s.String())
+	out := b.String()
+	for _, want := range []string{`<div class="md">`, "<table>", "<em>emphasis</em>", `<a href="https://example.com/x">link</a>`, "<pre><code"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("ordinary markdown (%d bytes) lacks %s", s.Len(), want)
+		}
+	}
+}
