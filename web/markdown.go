@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"html"
+	"regexp"
 	"strings"
 
 	"github.com/yuin/goldmark"
@@ -62,8 +63,11 @@ func plain(b *bytes.Buffer, src string) {
 	b.WriteString(`</pre>`)
 }
 
-// urlFilter empties every link and image target whose scheme is not on
-// the allowlist, whatever the renderer would make of it.
+// urlFilter empties every link target whose scheme is not on the
+// allowlist, and shows as text every image not of this view, whatever
+// the renderer would make of them. It judges each target as the renderer
+// will write it, its character references and escapes decoded: the
+// source's "vscode&#58;//x" is "vscode://x" in the page.
 type urlFilter struct{}
 
 func (urlFilter) Transform(doc *ast.Document, reader text.Reader, pc parser.Context) {
@@ -76,17 +80,19 @@ func (urlFilter) Transform(doc *ast.Document, reader text.Reader, pc parser.Cont
 		}
 		switch n := n.(type) {
 		case *ast.Link:
-			if !safeURL(string(n.Destination), false) {
+			if !safeURL(string(n.Destination)) || !safeURL(string(util.URLEscape(n.Destination, true))) {
 				n.Destination = nil
 			}
 		case *ast.Image:
-			if !safeURL(string(n.Destination), true) {
-				// No image from elsewhere: its target shown as text.
-				swaps = append(swaps, swap{n, ast.NewString([]byte("[image: " + clipLine(string(n.Destination)) + "]"))})
+			if !imageURL(string(util.URLEscape(n.Destination, true))) {
+				// Only the view's own images: any other path here could be
+				// a costly answer (a session, its context), fetched by every
+				// viewer, and no image from elsewhere. Its alt text instead.
+				swaps = append(swaps, swap{n, ast.NewString([]byte("[image: " + clipLine(altText(n, src)) + "]"))})
 				return ast.WalkSkipChildren, nil
 			}
 		case *ast.AutoLink:
-			if !safeURL(string(n.URL(src)), false) {
+			if !safeURL(string(n.URL(src))) || !safeURL(string(util.URLEscape(n.URL(src), false))) {
 				// An autolink's target is its text: show the text alone.
 				swaps = append(swaps, swap{n, ast.NewString(n.Label(src))})
 				return ast.WalkSkipChildren, nil
@@ -99,6 +105,23 @@ func (urlFilter) Transform(doc *ast.Document, reader text.Reader, pc parser.Cont
 			p.ReplaceChild(p, s.old, s.new)
 		}
 	}
+}
+
+// altText is the text of an image's description, its markup left out.
+func altText(n ast.Node, src []byte) string {
+	var b strings.Builder
+	ast.Walk(n, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if entering {
+			switch n := n.(type) {
+			case *ast.Text:
+				b.Write(n.Segment.Value(src))
+			case *ast.String:
+				b.Write(n.Value)
+			}
+		}
+		return ast.WalkContinue, nil
+	})
+	return b.String()
 }
 
 // htmlAsText shows raw HTML in markdown as the text it is, escaped, where
@@ -137,9 +160,8 @@ func (htmlAsText) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
 }
 
 // safeURL accepts http, https and mailto targets, fragments and paths on
-// this server; an image only from this server (the CSP would block any
-// other anyway).
-func safeURL(u string, image bool) bool {
+// this server.
+func safeURL(u string) bool {
 	u = strings.TrimSpace(u)
 	if u == "" {
 		return true
@@ -149,11 +171,28 @@ func safeURL(u string, image bool) bool {
 		return false // another host, scheme-relative
 	}
 	if i := strings.IndexAny(l, ":/?#"); i >= 0 && l[i] == ':' {
-		if image {
-			return false
-		}
 		scheme := l[:i]
 		return scheme == "http" || scheme == "https" || scheme == "mailto"
+	}
+	return true
+}
+
+// viewImage is the path of an entry's image as the view serves it
+// (GET /api/s/{sid}/image/{entry}/{n}), nothing before or after it.
+var viewImage = regexp.MustCompile(`^/api/s/([^/?#\\]+)/image/([^/?#\\]+)/[0-9]{1,9}$`)
+
+// imageURL reports whether u, as the page will hold it, is an image the
+// view serves. A segment that starts with a dot, written or escaped, is
+// refused: a browser reads "..", "%2e%2e" too, as the parent.
+func imageURL(u string) bool {
+	m := viewImage.FindStringSubmatch(u)
+	if m == nil {
+		return false
+	}
+	for _, seg := range m[1:] {
+		if seg[0] == '.' || strings.HasPrefix(strings.ToLower(seg), "%2e") {
+			return false
+		}
 	}
 	return true
 }

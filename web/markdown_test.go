@@ -82,3 +82,38 @@ func TestMarkdownOrdinaryRenders(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkdownURLs: a link goes only to http, https, mailto or a path on
+// this server, and an image only to the view's own image endpoint, each
+// judged as the page holds it, its character references decoded; any
+// other image is shown as its alt text.
+func TestMarkdownURLs(t *testing.T) {
+	md := newMarkdown()
+	for _, c := range []struct{ src, want string }{
+		{`![ok](/api/s/s1/image/e1/0)`, `<img src="/api/s/s1/image/e1/0" alt="ok">`},
+		{`![ok](/api/s/s1/image/e%3A1/2)`, `<img src="/api/s/s1/image/e%3A1/2" alt="ok">`},
+		{`![big **one**](/api/s/x/context?x=1)`, `[image: big one]`},
+		{`![s](/s/x)`, `[image: s]`},
+		{`![q](/api/s/x/image/e/0?x=1)`, `[image: q]`},
+		{`![u](/api/s/x/image/../0)`, `[image: u]`},
+		{`![u](/api/s/%2E%2e/image/e/0)`, `[image: u]`},
+		{`![e](https://evil.example/x.png)`, `[image: e]`},
+		{`![e](https&#58;//evil.example/x.png)`, `[image: e]`},
+		{`![r](&#x2f;&#x2f;evil.example/x.png)`, `[image: r]`},
+		{`![d](data:image/png;base64,AAAA)`, `[image: d]`},
+		{`[vs](vscode&#58;//evil/x)`, `<a href="">vs</a>`},
+		{`[r](&#x2f;&#x2f;evil.example/x)`, `<a href="">r</a>`},
+		{`[j](javascript&colon;alert(1))`, `<a href="">j</a>`},
+		{"[ref]\n\n[ref]: vscode&#x3a;//evil/ref", `<a href="">ref</a>`},
+		{`[ok](https://example.com/a?b=1#c)`, `<a href="https://example.com/a?b=1#c">ok</a>`},
+		{`[m](mailto:a@example.com)`, `<a href="mailto:a@example.com">m</a>`},
+		{`[p](/s/x#e-1)`, `<a href="/s/x#e-1">p</a>`},
+		{`[f](#e-1)`, `<a href="#e-1">f</a>`},
+	} {
+		var b bytes.Buffer
+		md.render(&b, c.src)
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("%s:\n got %s\nwant %s", c.src, b.String(), c.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -153,6 +154,13 @@ var xssPayloads = []string{
 	`<a href="javascript:alert(4)">x</a>`,
 	`![i](data:image/svg+xml;base64,PHN2Zz48L3N2Zz4=)`,
 	"```\n</pre><script>alert(5)</script>\n```",
+	// a markdown image of any other path on this server (its context, a
+	// big session's page) makes each viewer's browser fetch it
+	`![c](/api/s/x/context?x=1) ![s](/s/x) ![q](/api/s/x/image/e/0?x=1) ![d](/api/s/x/image/../context)`,
+	// character references decoded after the scheme was checked
+	`[vs](vscode&#58;//evil/x) [r](&#x2f;&#x2f;evil.example/x)`,
+	`![e](https&#58;//evil.example/x.png) ![r](&#x2f;&#x2f;evil.example/x.png)`,
+	"[j](javascript&colon;alert(11)) [t](java&#9;script:alert(12))\n\n[ref]\n\n[ref]: vscode&#x3a;//evil/ref",
 }
 
 func xssSession(sid string) []string {
@@ -363,12 +371,43 @@ func checkInert(t *testing.T, markup string) {
 				t.Errorf("<%s style=%q>: inline style", tok.Data, a.Val)
 			case (a.Key == "href" || a.Key == "src") && (strings.HasPrefix(v, "javascript:") || strings.HasPrefix(v, "vbscript:") || strings.HasPrefix(v, "data:")):
 				t.Errorf("<%s %s=%q>: dangerous URL", tok.Data, a.Key, a.Val)
-			case a.Key == "src" && !strings.HasPrefix(v, "/"):
-				t.Errorf("<%s src=%q>: not this server", tok.Data, a.Val)
+			case a.Key == "src" && !imageSrc.MatchString(v):
+				t.Errorf("<%s src=%q>: not an image of this view", tok.Data, a.Val)
+			case a.Key == "href" && !safeHref(v):
+				t.Errorf("<%s href=%q>: not http, https, mailto or this server", tok.Data, a.Val)
 			}
 		}
 	}
 }
+
+// imageSrc is the one form an img src may take: an image of an entry,
+// as the view's image endpoint serves it.
+var imageSrc = regexp.MustCompile(`^/api/s/[^/?#\\]+/image/[^/?#\\]+/[0-9]+$`)
+
+// safeHref reports whether a link target (as the browser reads it, its
+// character references decoded) is http, https, mailto, or a path on
+// this server.
+func safeHref(v string) bool {
+	v = strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' {
+			return -1 // a browser drops them from a URL
+		}
+		return r
+	}, v)
+	if strings.HasPrefix(v, "//") || strings.HasPrefix(v, `\`) || strings.HasPrefix(v, `/\`) {
+		return false
+	}
+	if m := urlScheme.FindStringSubmatch(v); m != nil {
+		switch m[1] {
+		case "http", "https", "mailto":
+			return true
+		}
+		return false
+	}
+	return true // no scheme: a path on this server
+}
+
+var urlScheme = regexp.MustCompile(`^([a-z][a-z0-9+.-]*):`)
 
 func ids(es []event) []string {
 	var s []string
