@@ -74,6 +74,7 @@ func (urlFilter) Transform(doc *ast.Document, reader text.Reader, pc parser.Cont
 	src := reader.Source()
 	type swap struct{ old, new ast.Node }
 	var swaps []swap // applied after the walk, which must not see the tree change
+	images := 0
 	ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
 		if !entering {
 			return ast.WalkContinue, nil
@@ -84,13 +85,16 @@ func (urlFilter) Transform(doc *ast.Document, reader text.Reader, pc parser.Cont
 				n.Destination = nil
 			}
 		case *ast.Image:
-			if !imageURL(string(util.URLEscape(n.Destination, true))) {
-				// Only the view's own images: any other path here could be
-				// a costly answer (a session, its context), fetched by every
-				// viewer, and no image from elsewhere. Its alt text instead.
+			images++
+			if images > maxMarkdownImages || !imageURL(string(util.URLEscape(n.Destination, true))) {
+				// Only the view's own images, a few: any other path here
+				// could be a costly answer (a session, its context), fetched
+				// by every viewer, and no image from elsewhere. Its alt
+				// text instead.
 				swaps = append(swaps, swap{n, ast.NewString([]byte("[image: " + clipLine(altText(n, src)) + "]"))})
 				return ast.WalkSkipChildren, nil
 			}
+			n.SetAttributeString("loading", "lazy")
 		case *ast.AutoLink:
 			if !safeURL(string(n.URL(src))) || !safeURL(string(util.URLEscape(n.URL(src), false))) {
 				// An autolink's target is its text: show the text alone.
@@ -106,6 +110,9 @@ func (urlFilter) Transform(doc *ast.Document, reader text.Reader, pc parser.Cont
 		}
 	}
 }
+
+// maxMarkdownImages bounds the images one text shows.
+const maxMarkdownImages = 16
 
 // altText is the text of an image's description, its markup left out.
 func altText(n ast.Node, src []byte) string {

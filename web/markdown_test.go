@@ -90,8 +90,9 @@ func TestMarkdownOrdinaryRenders(t *testing.T) {
 func TestMarkdownURLs(t *testing.T) {
 	md := newMarkdown()
 	for _, c := range []struct{ src, want string }{
-		{`![ok](/api/s/s1/image/e1/0)`, `<img src="/api/s/s1/image/e1/0" alt="ok">`},
-		{`![ok](/api/s/s1/image/e%3A1/2)`, `<img src="/api/s/s1/image/e%3A1/2" alt="ok">`},
+		{`![ok](/api/s/s1/image/e1/0)`, `<img src="/api/s/s1/image/e1/0" alt="ok" loading="lazy">`},
+		{`![ok](/api/s/s1/image/e%3A1/2)`, `<img src="/api/s/s1/image/e%3A1/2" alt="ok" loading="lazy">`},
+		{strings.Repeat(`![ok](/api/s/s1/image/e1/0) `, maxMarkdownImages) + `![17th](/api/s/s1/image/e1/0)`, `[image: 17th]`},
 		{`![big **one**](/api/s/x/context?x=1)`, `[image: big one]`},
 		{`![s](/s/x)`, `[image: s]`},
 		{`![q](/api/s/x/image/e/0?x=1)`, `[image: q]`},
