@@ -370,7 +370,8 @@ func timestampOf(raw json.RawMessage) any {
 }
 
 // serveImage serves image n of an entry's content, decoded, with a raster
-// type only.
+// type only, never stored by the browser: an erased session's images must
+// not outlive it in a disk cache.
 func (s *Server) serveImage(w http.ResponseWriter, r *http.Request) {
 	sid, id := r.PathValue("sid"), r.PathValue("entry")
 	n, err := strconv.Atoi(r.PathValue("n"))
@@ -417,7 +418,7 @@ func (s *Server) serveImage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", mime)
-	w.Header().Set("Cache-Control", "private, max-age=86400")
+	w.Header().Set("Cache-Control", "no-store") // erased with its session, not kept in a cache
 	w.Write(img)
 }
 

@@ -416,3 +416,19 @@ func ids(es []event) []string {
 	}
 	return s
 }
+
+// TestImageNotCached: an image is served no-store, so that once a session
+// is erased no copy of its screenshots stays in a browser's disk cache.
+func TestImageNotCached(t *testing.T) {
+	d := startDaemon(t)
+	const sid = "22222222-0000-4000-8000-000000000005"
+	d.write(sid, testenv.Header(sid), imageEntry("i1", "", []byte("\x89PNG not really")))
+	d.waitEntries(sid, 1)
+	resp, body := d.get("/api/s/" + sid + "/image/i1/0")
+	if resp.StatusCode != 200 || body != "\x89PNG not really" {
+		t.Fatalf("image: status %d, %q", resp.StatusCode, body)
+	}
+	if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("image served with Cache-Control %q, want no-store", cc)
+	}
+}
