@@ -35,6 +35,8 @@ func hostileMarkdown(n int) map[string]string {
 		"quotes-nest":    fill("", strings.Repeat(">", maxNest)+"a\n"),
 		"lists-nest":     fill("", strings.Repeat("* + ", maxNest/2)+"a\n"),
 		"table1000":      fill("|"+strings.Repeat("a|", 1000)+"\n|"+strings.Repeat("-|", 1000)+"\n", "|"+strings.Repeat("x|", 10)+"\n"),
+		"table-quoted":   fill("> |"+strings.Repeat("a|", 100)+"\n> |"+strings.Repeat("-|", 100)+"\n", "> |x|\n"),
+		"table-listed":   fill("- |"+strings.Repeat("a|", 60)+"\n  |"+strings.Repeat("-|", 60)+"\n", "  |x|\n"),
 		"table64":        fill("|"+strings.Repeat("a|", 64)+"\n|"+strings.Repeat("-|", 64)+"\n", "|x|\n"),
 		"delims":         fill("", "*a_"),
 		"links":          fill("", "[a]("),

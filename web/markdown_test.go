@@ -4,6 +4,11 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/yuin/goldmark/ast"
+	extast "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/text"
 )
 
 const plainPrefix = `<pre class="plain">`
@@ -23,7 +28,7 @@ func TestMarkdownHostileIsBounded(t *testing.T) {
 			t.Errorf("%s: %d bytes of text rendered as %d bytes, over %d", name, len(src), len(out), max)
 		}
 		switch name {
-		case "table1000", "table64", "delims", "links", "images", "quotes", "olists", "mixlists":
+		case "table1000", "table64", "table-quoted", "table-listed", "delims", "links", "images", "quotes", "olists", "mixlists":
 		default:
 			continue // cheap, whichever way it is shown
 		}
@@ -115,6 +120,40 @@ func TestMarkdownURLs(t *testing.T) {
 		md.render(&b, c.src)
 		if !strings.Contains(b.String(), c.want) {
 			t.Errorf("%s:\n got %s\nwant %s", c.src, b.String(), c.want)
+		}
+	}
+}
+
+// TestMarkdownTableGuard: a wide table, or one of more cells than the
+// bound (goldmark's padding counted), is never built, at the top level,
+// in a block quote or in a list item: the parse says so and holds no
+// table. An ordinary table is built.
+func TestMarkdownTableGuard(t *testing.T) {
+	md := newMarkdown()
+	hostile := hostileMarkdown(maxMarkdown)
+	ordinary := "|" + strings.Repeat(" c |", 10) + "\n|" + strings.Repeat("---|", 10) + "\n" + strings.Repeat("|"+strings.Repeat(" v |", 10)+"\n", 100)
+	for _, c := range []struct {
+		name, src string
+		refused   bool
+	}{
+		{"table1000", hostile["table1000"], true},
+		{"table64", hostile["table64"], true},
+		{"table-quoted", hostile["table-quoted"], true},
+		{"table-listed", hostile["table-listed"], true},
+		{"65 columns", "|" + strings.Repeat("a|", 65) + "\n|" + strings.Repeat("-|", 65) + "\n", true},
+		{"ordinary", ordinary, false},
+	} {
+		pc := parser.NewContext()
+		doc := md.gm.Parser().Parse(text.NewReader([]byte(c.src)), parser.WithContext(pc))
+		tables := 0
+		ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+			if entering && n.Kind() == extast.KindTable {
+				tables++
+			}
+			return ast.WalkContinue, nil
+		})
+		if tooManyCells(pc) != c.refused || (tables > 0) == c.refused {
+			t.Errorf("%s: refused %v with %d tables built, want refused %v", c.name, tooManyCells(pc), tables, c.refused)
 		}
 	}
 }
