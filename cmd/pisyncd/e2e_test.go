@@ -72,16 +72,8 @@ func hubMsgs(t *testing.T, h *testHub, filter string) []*jetstream.RawStreamMsg 
 // hubStreamMsgs reads every message on filter of a hub stream.
 func hubStreamMsgs(t *testing.T, h *testHub, stream, filter string) []*jetstream.RawStreamMsg {
 	t.Helper()
-	nc, err := h.srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	s, err := js.Stream(t.Context(), stream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, done := h.stream(t, stream)
+	defer done()
 	var out []*jetstream.RawStreamMsg
 	for seq := uint64(1); ; {
 		m, err := s.GetMsg(t.Context(), seq, jetstream.WithGetMsgSubject(filter))

@@ -115,17 +115,9 @@ func startHubControl(t *testing.T, h *testHub) {
 // hubLines counts PI_HUB's messages of a session: all, and erase events.
 func (h *testHub) hubLines(t *testing.T, sid string) (total, events int) {
 	t.Helper()
-	nc, err := h.srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
 	ctx := context.Background()
-	s, err := js.Stream(ctx, eventlog.HubStream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, done := h.stream(t, eventlog.HubStream)
+	defer done()
 	for seq := uint64(1); ; {
 		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(eventlog.UpPrefix+".*."+sid))
 		if err != nil {

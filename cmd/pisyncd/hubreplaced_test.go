@@ -102,19 +102,23 @@ func testHubStoreReplaced(t *testing.T, sealed bool) {
 
 // created is when the hub's PI_HUB was made.
 func (h *testHub) created(t *testing.T) time.Time {
+	s, done := h.stream(t, eventlog.HubStream)
+	defer done()
+	return s.CachedInfo().Created
+}
+
+// stream is a stream of the hub, read over a connection of its own that
+// done closes.
+func (h *testHub) stream(t *testing.T, name string) (s jetstream.Stream, done func()) {
 	t.Helper()
 	nc, err := h.srv.Connect()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
+	js, _ := jetstream.New(nc)
+	if s, err = js.Stream(t.Context(), name); err != nil {
+		nc.Close()
 		t.Fatal(err)
 	}
-	s, err := js.Stream(t.Context(), eventlog.HubStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.CachedInfo().Created
+	return s, nc.Close
 }
