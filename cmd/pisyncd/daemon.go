@@ -89,9 +89,6 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 	logger = slog.New(hintHandler{logger.Handler(), hints})
 	var seed []byte
 	if cfg.HubNkey != "" {
-		if name := nkeyFileName(cfg.HubNkey); name != "" && name != cfg.NodeID {
-			logger.Warn(fmt.Sprintf("PISYNC_HUB_NKEY is %s but PISYNC_NODE_ID is %q: a node must use the name its key was registered under (pisyncd hub add-node NAME writes NAME.nkey); the hub will answer nothing else. Set PISYNC_NODE_ID=%s", filepath.Base(cfg.HubNkey), cfg.NodeID, name))
-		}
 		b, err := os.ReadFile(cfg.HubNkey)
 		if err != nil {
 			return nil, fmt.Errorf("PISYNC_HUB_NKEY: %w", err)

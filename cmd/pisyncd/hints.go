@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -60,16 +59,6 @@ func (s *hintState) hintFor(msg, err string) (key, text string) {
 		return "node-id-not-registered", fmt.Sprintf("hint: the hub accepted this node's key but answers none of its requests: the key is most likely registered under another name than PISYNC_NODE_ID %q. Set PISYNC_NODE_ID to the NAME of `pisyncd hub add-node NAME` that made the key (or the hub runs without JetStream domain hub)", s.nodeID)
 	}
 	return "", ""
-}
-
-// nkeyFileName is the node name in a seed file named as `pisyncd hub
-// add-node NAME` names it (NAME.nkey), or "".
-func nkeyFileName(path string) string {
-	name, ok := strings.CutSuffix(filepath.Base(path), ".nkey")
-	if !ok || !eventlog.ValidNodeID(name) {
-		return ""
-	}
-	return name
 }
 
 func (s *hintState) leafConnected() bool {
