@@ -80,7 +80,9 @@ func devInitCommand(args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "kept node %s\n", n)
 			continue
 		}
-		seed, err := embedded.AddNode(nodesDir, n, embedded.DefaultTeam)
+		// A registration whose seed is gone gets a new key: nobody has the
+		// old one to run with.
+		seed, _, err := embedded.ReplaceNode(nodesDir, n, embedded.DefaultTeam)
 		if err != nil {
 			return fmt.Errorf("dev-init: %w", err)
 		}

@@ -21,7 +21,7 @@ import (
 // linked, forwarding and receiving. Now his link goes down and every
 // attempt to link again is refused, and ann, whose link the hub closed
 // too (it cannot tell which leaf connection is whose), links again and
-// goes on. A key replaced (add-node again) unlinks the old seed the same way.
+// goes on. A key replaced (add-node --replace) unlinks the old seed the same way.
 func TestRemovedWorkstationUnlinked(t *testing.T) {
 	e := startHostileHub(t, nil, nil)
 	startHubControl(t, e.hub.testHub)
@@ -70,14 +70,14 @@ func TestRemovedWorkstationUnlinked(t *testing.T) {
 		t.Errorf("ann's session written after bob's removal reached bob: %d lines", len(lines))
 	}
 
-	// A key replaced (ann's seed leaked: add-node again, then a reload)
+	// A key replaced (ann's seed leaked: add-node --replace, then a reload)
 	// unlinks whoever holds the old seed: ann, here.
 	var annLog testenv.LogBuffer
 	e.ann.stop()
 	e.ann.logs = &annLog
 	e.ann.start()
 	waitUntil(t, 30*time.Second, func() (bool, string) { return e.ann.d.srv.HubLinked(), "ann not linked" })
-	if _, err := embedded.AddNode(e.hub.nodes, "ann", "t1"); err != nil {
+	if _, _, err := embedded.ReplaceNode(e.hub.nodes, "ann", "t1"); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()

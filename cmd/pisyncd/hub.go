@@ -29,9 +29,11 @@ const hubUsage = `pisyncd hub: a node of the hub cluster that workstations join 
 
 Usage:
   pisyncd hub                          run a hub node (SIGHUP reloads the registered nodes)
-  pisyncd hub add-node NAME [--team T] [--out FILE]
+  pisyncd hub add-node NAME [--team T] [--out FILE] [--replace]
                                        register workstation NAME (its PISYNC_NODE_ID) and write its
-                                       nkey seed to FILE (default NAME.nkey, 0600) for PISYNC_HUB_NKEY
+                                       nkey seed to FILE (default NAME.nkey, 0600) for PISYNC_HUB_NKEY;
+                                       a name registered already needs --replace, which gives it a
+                                       new key (the old one is refused) and the team of --team
   pisyncd hub nodes [--json]           list the registered workstations
   pisyncd hub remove-node NAME [--erase] [--json]
                                        remove workstation NAME and reload the hub node running
@@ -373,7 +375,8 @@ func addNodeCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("add-node", flag.ContinueOnError)
 	team := fs.String("team", embedded.DefaultTeam, "the node's team (NATS account)")
 	out := fs.String("out", "", "where to write the node's nkey seed (default NAME.nkey)")
-	if err := parseArgs(fs, reorder(args, "team", "out"), "pisyncd hub add-node NAME [--team T] [--out FILE]", 1); err != nil {
+	replace := fs.Bool("replace", false, "give a node registered already a new key (its old one is refused from the hub's next reload) and the team of --team")
+	if err := parseArgs(fs, reorder(args, "team", "out"), "pisyncd hub add-node NAME [--team T] [--out FILE] [--replace]", 1); err != nil {
 		return err
 	}
 	name := fs.Arg(0)
@@ -390,17 +393,34 @@ func addNodeCommand(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	seed, err := embedded.AddNode(cfg.NodesDir, name, *team)
+	var seed []byte
+	var old *embedded.Node
+	if *replace {
+		seed, old, err = embedded.ReplaceNode(cfg.NodesDir, name, *team)
+	} else {
+		seed, err = embedded.AddNode(cfg.NodesDir, name, *team)
+	}
 	if err != nil {
 		f.Close()
 		os.Remove(*out)
+		if exists := (*embedded.NodeExistsError)(nil); errors.As(err, &exists) {
+			return fmt.Errorf("%w: registering it again would replace the key the workstation runs with, and cut it off. Nothing changed. To give it a new key on purpose (its seed leaked, the machine was replaced), add --replace; `pisyncd hub nodes` lists the registered names", err)
+		}
 		return err
 	}
 	if err := embedded.WriteSeed(f, seed); err != nil {
 		return err
 	}
 	abs, _ := filepath.Abs(*out)
-	fmt.Fprintf(stdout, "registered node %s (team %s) in %s\nits seed is in %s: copy it to the workstation and set\n  PISYNC_NODE_ID=%s PISYNC_HUB_NKEY=<path of the seed>\n", name, *team, cfg.NodesDir, abs, name)
+	if old != nil {
+		fmt.Fprintf(stdout, "replaced node %s's key in %s: its old key %s is refused from the hub's next reload, and a workstation still running with the old seed is cut off until it has the new one\n", name, cfg.NodesDir, old.Nkey)
+		if old.Team != *team {
+			fmt.Fprintf(stdout, "moved node %s from team %s to team %s: its lines already on the hub stay in team %s's PI_HUB\n", name, old.Team, *team, old.Team)
+		}
+		fmt.Fprintf(stdout, "its new seed is in %s: copy it to the workstation and set\n  PISYNC_NODE_ID=%s PISYNC_HUB_NKEY=<path of the seed>\n", abs, name)
+	} else {
+		fmt.Fprintf(stdout, "registered node %s (team %s) in %s\nits seed is in %s: copy it to the workstation and set\n  PISYNC_NODE_ID=%s PISYNC_HUB_NKEY=<path of the seed>\n", name, *team, cfg.NodesDir, abs, name)
+	}
 	// The hub node running here admits it at once (a key replaced: the
 	// old seed's link is closed); others need a reload of their own.
 	ctx, stop := signalContext(io.Discard)

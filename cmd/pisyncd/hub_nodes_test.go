@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -119,5 +120,54 @@ func TestAddNodeReloadsTheHub(t *testing.T) {
 	}
 	if got := h.srv.Nodes(); len(got) != 2 || got[1].Name != "bob" {
 		t.Errorf("the hub admits %+v after add-node bob", got)
+	}
+}
+
+// TestAddNodeExistingName: add-node on a name registered already replaced
+// its key (cutting off the workstation running with it) and, with --team,
+// moved it to another team, saying what a first registration says. Now it
+// is refused and changes nothing; --replace does it and says that the old
+// key is refused and that the node changed teams.
+func TestAddNodeExistingName(t *testing.T) {
+	dir := t.TempDir()
+	nodes := filepath.Join(dir, "nodes")
+	t.Setenv("PISYNC_HUB_STATE_DIR", filepath.Join(dir, "state"))
+	t.Setenv("PISYNC_HUB_NODES_DIR", nodes)
+	var out bytes.Buffer
+	if err := addNodeCommand([]string{"ann", "--team", "red", "--out", filepath.Join(dir, "ann.nkey")}, &out); err != nil {
+		t.Fatal(err)
+	}
+	before, err := embedded.LoadNodes(nodes)
+	if err != nil || len(before) != 1 {
+		t.Fatalf("%v %v", before, err)
+	}
+	out.Reset()
+	err = addNodeCommand([]string{"ann", "--team", "blue", "--out", filepath.Join(dir, "ann2.nkey")}, &out)
+	if err == nil || !strings.Contains(err.Error(), "node ann is registered already (team red") || !strings.Contains(err.Error(), "--replace") {
+		t.Errorf("add-node on a registered name: %v\n%s", err, out.String())
+	}
+	if after, _ := embedded.LoadNodes(nodes); len(after) != 1 || after[0] != before[0] {
+		t.Errorf("a refused add-node changed the registration: %v, was %v", after, before)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ann2.nkey")); err == nil {
+		t.Error("a refused add-node left a seed file")
+	}
+
+	// Registered under another file name: replaced, not registered twice.
+	if err := os.Rename(filepath.Join(nodes, "ann.json"), filepath.Join(nodes, "laptop.json")); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := addNodeCommand([]string{"ann", "--team", "blue", "--replace", "--out", filepath.Join(dir, "ann3.nkey")}, &out); err != nil {
+		t.Fatal(err)
+	}
+	after, err := embedded.LoadNodes(nodes)
+	if err != nil || len(after) != 1 || after[0].Team != "blue" || after[0].Nkey == before[0].Nkey {
+		t.Fatalf("add-node --replace: %v %v, was %v", after, err, before)
+	}
+	for _, want := range []string{"its old key " + before[0].Nkey + " is refused", "moved node ann from team red to team blue"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("add-node --replace does not say %q:\n%s", want, out.String())
+		}
 	}
 }

@@ -35,39 +35,82 @@ var teamPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompi
 // DefaultTeam is the account of nodes registered without a team.
 const DefaultTeam = "pisyncd"
 
-// AddNode registers a node in dir (0700) and returns its nkey seed, to be
-// handed to the workstation (PISYNC_HUB_NKEY). Registering an existing name
-// again replaces its key: the old seed stops working once the hub reloads.
+// NodeExistsError is AddNode's refusal of a name already registered:
+// registering it again would replace the key the workstation runs with.
+type NodeExistsError struct{ Node Node }
+
+func (e *NodeExistsError) Error() string {
+	return fmt.Sprintf("node %s is registered already (team %s, key %s)", e.Node.Name, e.Node.Team, e.Node.Nkey)
+}
+
+// AddNode registers a new node in dir (0700) and returns its nkey seed, to
+// be handed to the workstation (PISYNC_HUB_NKEY). A name registered
+// already is refused (*NodeExistsError): ReplaceNode replaces its key.
 func AddNode(dir, name, team string) ([]byte, error) {
+	seed, _, err := addNode(dir, name, team, false)
+	return seed, err
+}
+
+// ReplaceNode registers node name with a new key and team, whether or not
+// it is registered, and returns the registration it replaced (nil if
+// none): the old seed stops working once the hub reloads, and a node moved
+// to another team leaves its lines in the old team's PI_HUB.
+func ReplaceNode(dir, name, team string) ([]byte, *Node, error) {
+	return addNode(dir, name, team, true)
+}
+
+func addNode(dir, name, team string, replace bool) ([]byte, *Node, error) {
 	if !eventlog.ValidNodeID(name) {
-		return nil, fmt.Errorf("node name %q: want 1 to 64 characters of [A-Za-z0-9_-] (the node's PISYNC_NODE_ID)", name)
+		return nil, nil, fmt.Errorf("node name %q: want 1 to 64 characters of [A-Za-z0-9_-] (the node's PISYNC_NODE_ID)", name)
 	}
 	if team == "" {
 		team = DefaultTeam
 	}
 	if !teamPattern().MatchString(team) || team == "SYS" || team == "$G" {
-		return nil, fmt.Errorf("team %q: want a letter, then up to 63 of [A-Za-z0-9_-]", team)
+		return nil, nil, fmt.Errorf("team %q: want a letter, then up to 63 of [A-Za-z0-9_-]", team)
+	}
+	files, err := readNodes(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	var old *nodeFile
+	if i := slices.IndexFunc(files, func(f nodeFile) bool { return f.Name == name }); i >= 0 {
+		old = &files[i]
+		if !replace {
+			return nil, nil, &NodeExistsError{old.Node}
+		}
 	}
 	kp, err := nkeys.CreateUser()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pub, err := kp.PublicKey()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	seed, err := kp.Seed()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	path := filepath.Join(dir, name+".json")
 	b, _ := json.MarshalIndent(Node{Name: name, Team: team, Nkey: pub}, "", "  ")
-	if err := fsutil.WriteFileAtomic(filepath.Join(dir, name+".json"), append(b, '\n')); err != nil {
-		return nil, err
+	if err := fsutil.WriteFileAtomic(path, append(b, '\n')); err != nil {
+		return nil, nil, err
 	}
-	return seed, nil
+	if old == nil {
+		return seed, nil, nil
+	}
+	// A registration under another file name goes, or the name would be
+	// registered twice (a reload in between fails and keeps the old nodes).
+	if old.path != path {
+		if err := os.Remove(old.path); err != nil {
+			return nil, nil, fmt.Errorf("replace node: %w", err)
+		}
+	}
+	return seed, &old.Node, nil
 }
 
 // CreateSecretFile creates a new file for a secret (a node's seed), 0600.
