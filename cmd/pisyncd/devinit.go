@@ -56,9 +56,16 @@ func devInitCommand(args []string, stdout io.Writer) error {
 	}
 	dir := fset.Arg(0)
 	certs := []string{embedded.DevCerts.CA, embedded.DevCerts.Cert, embedded.DevCerts.Key}
-	if allExist(dir, certs...) {
+	switch {
+	case allExist(dir, certs...):
 		fmt.Fprintf(stdout, "kept the CA and hub certificate in %s\n", dir)
-	} else {
+	case allExist(dir, embedded.DevCerts.CA, embedded.DevCerts.CAKey):
+		// The CA stays: the workstations trust it.
+		if _, err := embedded.RenewHubCert(dir, hs); err != nil {
+			return fmt.Errorf("dev-init: %w", err)
+		}
+		fmt.Fprintf(stdout, "kept the CA in %s and issued a new hub certificate for %v from it\n", dir, hs)
+	default:
 		if err := embedded.GenerateDevCerts(dir, hs); err != nil {
 			return fmt.Errorf("dev-init: %w", err)
 		}

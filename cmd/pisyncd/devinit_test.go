@@ -87,3 +87,28 @@ func TestHubDevInit(t *testing.T) {
 		t.Error("a node name wrote outside DIR")
 	}
 }
+
+// TestHubDevInitKeepsCA: dev-init over a folder whose hub certificate was
+// removed (to have it made again) made a new CA as well, which the
+// workstations' ca.pem did not match. Now it keeps the CA and issues the
+// hub certificate from it.
+func TestHubDevInitKeepsCA(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{dir, "--hosts", "hub1,hub2", "--nodes", "ws1"}
+	var out bytes.Buffer
+	if err := devInitCommand(args, &out); err != nil {
+		t.Fatalf("dev-init: %v\n%s", err, out.String())
+	}
+	ca, _ := os.ReadFile(filepath.Join(dir, "ca.pem"))
+	os.Remove(filepath.Join(dir, "hub.pem"))
+	out.Reset()
+	if err := devInitCommand(args, &out); err != nil {
+		t.Fatalf("dev-init again: %v\n%s", err, out.String())
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "ca.pem")); !bytes.Equal(b, ca) {
+		t.Errorf("dev-init replaced the CA:\n%s", out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "hub.pem")); err != nil {
+		t.Errorf("no hub certificate: %v\n%s", err, out.String())
+	}
+}

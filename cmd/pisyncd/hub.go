@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -41,8 +42,14 @@ Usage:
                                        every line it published from PI_HUB
   pisyncd hub reload                   have the hub node running here read its registered nodes
                                        again, as SIGHUP does
-  pisyncd hub certs DIR --hosts H1,H2  create a development CA and hub certificate in DIR, and
-                                       a route secret for a cluster (DIR/route.secret, kept if present)
+  pisyncd hub certs DIR --hosts H1,H2 [--force]
+                                       create a development CA and hub certificate in DIR, and
+                                       a route secret for a cluster (DIR/route.secret, kept if present);
+                                       a CA there already is refused unless --force (a new CA: every
+                                       workstation then needs its ca.pem)
+  pisyncd hub certs DIR --renew [--hosts H1,H2]
+                                       a new hub certificate from the CA in DIR, which stays (the
+                                       certificates are valid one year); hosts default to the old one's
   pisyncd hub dev-init DIR --hosts H1,H2 --nodes N1,N2 [--owner UID:GID] [--team-key FILE]
                                        both of the above for a development cluster, once:
                                        certificates and route.secret in DIR, nodes in DIR/nodes,
@@ -190,12 +197,13 @@ func reloadHub(ctx context.Context, h *embedded.Server, cfg *config.Hub, logger 
 }
 
 // hubStartHints are the set-up mistakes a hub starts with although no
-// workstation can use it as it is: each says the cause and the fix.
+// workstation can use it as it is, or will not for long: each says the
+// cause and the fix.
 func hubStartHints(cfg *config.Hub, nodes int) []string {
+	hints := hubTLSHints(cfg, time.Now())
 	if cfg.Open {
-		return nil
+		return hints
 	}
-	var hints []string
 	if nodes == 0 {
 		hints = append(hints, fmt.Sprintf("no workstation is registered in %s: the hub refuses every connection until one is. Register each with `pisyncd hub add-node NAME` (NAME is its PISYNC_NODE_ID), then send SIGHUP to this hub", cfg.NodesDir))
 	}
@@ -203,6 +211,49 @@ func hubStartHints(cfg *config.Hub, nodes int) []string {
 		hints = append(hints, "the hub runs without TLS: the workstations' lines would cross the network in plain text, and a workstation refuses to send its key to a hub on another machine over plain nats:// (unless PISYNC_HUB_INSECURE=true). Set PISYNC_HUB_TLS_CERT and PISYNC_HUB_TLS_KEY (`pisyncd hub certs DIR --hosts HOST` makes a development pair)")
 	}
 	return hints
+}
+
+// certWarnBefore is how long before its end a hub's certificate is said
+// to expire, at each start.
+const certWarnBefore = 30 * 24 * time.Hour
+
+// hubTLSHints say, at start, what of the hub's TLS files will stop the
+// workstations: a certificate expired, not valid yet or expiring within
+// certWarnBefore (the workstations then refuse the hub and nothing is
+// replicated). A file it cannot read is for the server to refuse.
+func hubTLSHints(cfg *config.Hub, now time.Time) []string {
+	var hints []string
+	if cfg.TLSCert != "" {
+		renew := fmt.Sprintf("`pisyncd hub certs %s --renew` (the same CA, so the workstations keep trusting the hub), then restart this hub", filepath.Dir(cfg.TLSCert))
+		hints = append(hints, certTimeHint("the hub's certificate "+cfg.TLSCert+" (PISYNC_HUB_TLS_CERT)", cfg.TLSCert, now,
+			"every workstation refuses the hub (x509: certificate has expired or is not yet valid) and nothing is replicated. Issue a new one from the same CA: "+renew,
+			"every workstation refuses the hub then. Issue a new one from the same CA before: "+renew)...)
+	}
+	if cfg.TLSCA != "" {
+		hints = append(hints, certTimeHint("the CA "+cfg.TLSCA+" (PISYNC_HUB_TLS_CA)", cfg.TLSCA, now,
+			"no certificate it signed is trusted, the hub's own included. Make a new CA (`pisyncd hub certs DIR --hosts ... --force`) and give its ca.pem to every workstation (PISYNC_HUB_CA) and hub node",
+			"no certificate it signed is trusted then, the hub's own included. Before then, make a new CA (`pisyncd hub certs DIR --hosts ... --force`) and give its ca.pem to every workstation (PISYNC_HUB_CA) and hub node")...)
+	}
+	return hints
+}
+
+// certTimeHint says that the certificate in path is not valid at now, or
+// not for long, with what follows and the fix.
+func certTimeHint(what, path string, now time.Time, invalid, expiring string) []string {
+	c, err := embedded.ReadCert(path)
+	if err != nil {
+		return nil
+	}
+	day := func(t time.Time) string { return t.UTC().Format(time.DateTime) + " UTC" }
+	switch {
+	case now.After(c.NotAfter):
+		return []string{fmt.Sprintf("%s expired on %s: %s", what, day(c.NotAfter), invalid)}
+	case now.Before(c.NotBefore):
+		return []string{fmt.Sprintf("%s is not valid before %s (or this machine's clock is wrong): %s", what, day(c.NotBefore), invalid)}
+	case c.NotAfter.Sub(now) < certWarnBefore:
+		return []string{fmt.Sprintf("%s expires on %s, in %d days: %s", what, day(c.NotAfter), int(c.NotAfter.Sub(now).Hours()/24), expiring)}
+	}
+	return nil
 }
 
 func hubConfig(cfg *config.Hub, logger *slog.Logger) (embedded.HubConfig, error) {
@@ -440,22 +491,50 @@ func addNodeCommand(args []string, stdout io.Writer) error {
 	return nil
 }
 
+const certsUsage = "pisyncd hub certs DIR --hosts H1,H2 [--force] | pisyncd hub certs DIR --renew [--hosts H1,H2]"
+
 func certsCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("certs", flag.ContinueOnError)
-	hosts := fs.String("hosts", "", "comma-separated host names and IPs of the hub nodes")
-	const usage = "pisyncd hub certs DIR --hosts H1,H2"
-	if err := parseArgs(fs, reorder(args, "hosts"), usage, 1); err != nil {
+	hosts := fs.String("hosts", "", "comma-separated host names and IPs of the hub nodes (with --renew: default, those of the hub certificate it replaces)")
+	renew := fs.Bool("renew", false, "issue a new hub certificate (hub.pem, hub-key.pem) from the CA in DIR (ca.pem, ca-key.pem), which stays: the workstations keep trusting the hub")
+	force := fs.Bool("force", false, "replace the CA in DIR too: every workstation refuses the hub until it has the new ca.pem")
+	if err := parseArgs(fs, reorder(args, "hosts"), certsUsage, 1); err != nil {
 		return err
 	}
-	if *hosts == "" {
-		return &usageError{Msg: "certs: --hosts is required", Usage: usage}
+	dir, hs := fs.Arg(0), splitList(*hosts)
+	switch {
+	case *renew && *force:
+		return &usageError{Msg: "certs: --renew keeps the CA, --force replaces it: one or the other", Usage: certsUsage}
+	case *renew:
+		cert, err := embedded.RenewHubCert(dir, hs)
+		if err != nil {
+			return fmt.Errorf("certs: %w (--renew needs the CA that `pisyncd hub certs` made in DIR: %s and %s)", err, embedded.DevCerts.CA, embedded.DevCerts.CAKey)
+		}
+		names := append(slices.Clone(cert.DNSNames), ipStrings(cert)...)
+		fmt.Fprintf(stdout, "new hub certificate for %v from the CA in %s written to %s (hub.pem, hub-key.pem), valid until %s\n", names, dir, dir, cert.NotAfter.UTC().Format(time.DateOnly))
+		fmt.Fprintf(stdout, "the CA (ca.pem) is unchanged: the workstations keep trusting the hub. Restart each hub node with it (copy hub.pem and hub-key.pem to the other nodes of a cluster first)\n")
+		if ca, err := embedded.ReadCert(filepath.Join(dir, embedded.DevCerts.CA)); err == nil && !cert.NotAfter.Before(ca.NotAfter) {
+			fmt.Fprintf(stdout, "the CA itself expires on %s, and no certificate it signed is trusted after: before then, make a new CA (pisyncd hub certs DIR --hosts ... --force) and give its ca.pem to every workstation (PISYNC_HUB_CA) and hub node\n", ca.NotAfter.UTC().Format(time.DateOnly))
+		}
+		return nil
+	case *hosts == "":
+		return &usageError{Msg: "certs: --hosts is required", Usage: certsUsage}
+	case *force:
+		if err := embedded.ReplaceDevCerts(dir, hs); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "new development CA and hub certificate for %v written to %s (ca.pem, hub.pem, hub-key.pem), replacing what was there: copy the new ca.pem to every workstation (PISYNC_HUB_CA) and restart it, and these files to every hub node\n", hs, dir)
+	default:
+		if err := embedded.GenerateDevCerts(dir, hs); err != nil {
+			var exists *embedded.CAExistsError
+			if errors.As(err, &exists) {
+				return fmt.Errorf("certs: %w, which the workstations trust (their PISYNC_HUB_CA): a new CA would make every one of them refuse the hub once it restarts, so nothing was written. A new hub certificate from this CA (one expiring, other host names): pisyncd hub certs %s --renew [--hosts H1,H2]. A new CA on purpose: add --force, then give its ca.pem to every workstation", err, dir)
+			}
+			return err
+		}
+		fmt.Fprintf(stdout, "development CA and hub certificate for %v written to %s (ca.pem, hub.pem, hub-key.pem)\n", hs, dir)
 	}
-	hs := splitList(*hosts)
-	if err := embedded.GenerateDevCerts(fs.Arg(0), hs); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "development CA and hub certificate for %v written to %s (ca.pem, hub.pem, hub-key.pem)\n", hs, fs.Arg(0))
-	secret := filepath.Join(fs.Arg(0), embedded.RouteSecretFile)
+	secret := filepath.Join(dir, embedded.RouteSecretFile)
 	made, err := embedded.GenerateRouteSecret(secret)
 	if err != nil {
 		return err
@@ -464,4 +543,12 @@ func certsCommand(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "route secret for a cluster written to %s (PISYNC_HUB_ROUTE_SECRET; the same file on every hub node)\n", secret)
 	}
 	return nil
+}
+
+func ipStrings(c *x509.Certificate) []string {
+	var out []string
+	for _, ip := range c.IPAddresses {
+		out = append(out, ip.String())
+	}
+	return out
 }

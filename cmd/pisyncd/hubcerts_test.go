@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pisyncd/pisyncd/config"
+)
+
+// TestHubCertsKeepsCA: `hub certs DIR --hosts ...` over a folder that held
+// a CA replaced it (only route.secret was kept), and after the hub's
+// restart every workstation refused it. Now it refuses, names the files
+// and the ways out, and writes nothing; --renew issues a hub certificate
+// from the CA, which stays; --force replaces the CA.
+func TestHubCertsKeepsCA(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "certs")
+	var out bytes.Buffer
+	if err := certsCommand([]string{dir, "--hosts", "hub.lan,127.0.0.1"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	read := func(n string) []byte {
+		b, _ := os.ReadFile(filepath.Join(dir, n))
+		return b
+	}
+	ca, cert := read("ca.pem"), read("hub.pem")
+
+	out.Reset()
+	err := certsCommand([]string{dir, "--hosts", "hub.lan"}, &out)
+	if err == nil || !strings.Contains(err.Error(), "ca.pem ca-key.pem") || !strings.Contains(err.Error(), "--renew") || !strings.Contains(err.Error(), "--force") {
+		t.Errorf("certs over a CA: %v\n%s", err, out.String())
+	}
+	if !bytes.Equal(read("ca.pem"), ca) || !bytes.Equal(read("hub.pem"), cert) {
+		t.Fatal("certs over a CA replaced it")
+	}
+
+	out.Reset()
+	if err := certsCommand([]string{"--renew", dir}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(read("ca.pem"), ca) || bytes.Equal(read("hub.pem"), cert) {
+		t.Error("--renew: the CA must stay and the hub certificate change")
+	}
+	if !strings.Contains(out.String(), "new hub certificate for [hub.lan 127.0.0.1]") || !strings.Contains(out.String(), "the CA (ca.pem) is unchanged") {
+		t.Errorf("--renew says:\n%s", out.String())
+	}
+
+	var usage *usageError
+	if err := certsCommand([]string{dir, "--renew", "--force", "--hosts", "h"}, &out); !errors.As(err, &usage) {
+		t.Errorf("--renew --force: %v, want a usage error", err)
+	}
+	out.Reset()
+	if err := certsCommand([]string{dir, "--hosts", "hub.lan", "--force"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(read("ca.pem"), ca) || !strings.Contains(out.String(), "copy the new ca.pem to every workstation") {
+		t.Errorf("--force kept the CA, or does not say what to do:\n%s", out.String())
+	}
+}
+
+// writeCert writes a self-signed certificate valid from notBefore to
+// notAfter to path.
+func writeCert(t *testing.T, path string, notBefore, notAfter time.Time) {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "hub"}, NotBefore: notBefore, NotAfter: notAfter,
+		BasicConstraintsValid: true, IsCA: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHubStartHintsCertExpiry: the development CA and hub certificate are
+// valid a year, and a hub started with one expired (or about to) said
+// nothing, while every workstation refused it. Now it warns at start,
+// with the date and `hub certs --renew`.
+func TestHubStartHintsCertExpiry(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	cfg := &config.Hub{NodesDir: "n", TLSCert: filepath.Join(dir, "hub.pem"), TLSKey: filepath.Join(dir, "hub-key.pem"), TLSCA: filepath.Join(dir, "ca.pem")}
+	for _, c := range []struct {
+		name              string
+		notBefore, notAft time.Time
+		want              string
+	}{
+		{"valid", now.Add(-time.Hour), now.AddDate(0, 6, 0), ""},
+		{"expiring", now.Add(-time.Hour), now.Add(10*24*time.Hour + time.Hour), "expires on " + now.Add(10*24*time.Hour+time.Hour).UTC().Format(time.DateOnly)},
+		{"expired", now.AddDate(-1, 0, 0), now.Add(-time.Hour), "expired on " + now.Add(-time.Hour).UTC().Format(time.DateOnly)},
+		{"not yet valid", now.Add(time.Hour), now.AddDate(1, 0, 0), "is not valid before"},
+	} {
+		writeCert(t, cfg.TLSCert, c.notBefore, c.notAft)
+		writeCert(t, cfg.TLSCA, now.Add(-time.Hour), now.AddDate(5, 0, 0))
+		h := hubStartHints(cfg, 1)
+		if c.want == "" {
+			if len(h) != 0 {
+				t.Errorf("%s: %q", c.name, h)
+			}
+			continue
+		}
+		if len(h) != 1 || !strings.Contains(h[0], "the hub's certificate "+cfg.TLSCert) || !strings.Contains(h[0], c.want) || !strings.Contains(h[0], "pisyncd hub certs "+dir+" --renew") {
+			t.Errorf("%s: %q, want one hint saying %q and --renew", c.name, h, c.want)
+		}
+	}
+	// The CA too, whose end is every certificate's.
+	writeCert(t, cfg.TLSCert, now.Add(-time.Hour), now.AddDate(0, 6, 0))
+	writeCert(t, cfg.TLSCA, now.AddDate(-1, 0, 0), now.Add(5*24*time.Hour))
+	if h := hubStartHints(cfg, 1); len(h) != 1 || !strings.Contains(h[0], "the CA "+cfg.TLSCA) || !strings.Contains(h[0], "--force") {
+		t.Errorf("CA expiring: %q", h)
+	}
+}
