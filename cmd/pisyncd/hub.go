@@ -218,9 +218,11 @@ func hubStartHints(cfg *config.Hub, nodes int) []string {
 const certWarnBefore = 30 * 24 * time.Hour
 
 // hubTLSHints say, at start, what of the hub's TLS files will stop the
-// workstations: a certificate expired, not valid yet or expiring within
-// certWarnBefore (the workstations then refuse the hub and nothing is
-// replicated). A file it cannot read is for the server to refuse.
+// workstations or leak: a certificate expired, not valid yet or expiring
+// within certWarnBefore (the workstations then refuse the hub and nothing
+// is replicated), and a private key others may read (as a workstation's
+// nkey seed is said to be). A file it cannot read is for the server to
+// refuse.
 func hubTLSHints(cfg *config.Hub, now time.Time) []string {
 	var hints []string
 	if cfg.TLSCert != "" {
@@ -233,6 +235,29 @@ func hubTLSHints(cfg *config.Hub, now time.Time) []string {
 		hints = append(hints, certTimeHint("the CA "+cfg.TLSCA+" (PISYNC_HUB_TLS_CA)", cfg.TLSCA, now,
 			"no certificate it signed is trusted, the hub's own included. Make a new CA (`pisyncd hub certs DIR --hosts ... --force`) and give its ca.pem to every workstation (PISYNC_HUB_CA) and hub node",
 			"no certificate it signed is trusted then, the hub's own included. Before then, make a new CA (`pisyncd hub certs DIR --hosts ... --force`) and give its ca.pem to every workstation (PISYNC_HUB_CA) and hub node")...)
+	}
+	readable := func(p string) bool {
+		st, err := os.Stat(p)
+		return err == nil && st.Mode().Perm()&0o077 != 0
+	}
+	if cfg.TLSKey != "" && readable(cfg.TLSKey) {
+		hints = append(hints, fmt.Sprintf("the hub's TLS key file %s is readable by others; chmod 600 it (whoever reads it can pass for the hub)", cfg.TLSKey))
+	}
+	// The CA's key next to the CA or the certificate, where `hub certs`
+	// writes it: the hub does not need it.
+	var seen []string
+	for _, f := range []string{cfg.TLSCA, cfg.TLSCert} {
+		if f == "" {
+			continue
+		}
+		p := filepath.Join(filepath.Dir(f), embedded.DevCerts.CAKey)
+		if slices.Contains(seen, p) {
+			continue
+		}
+		seen = append(seen, p)
+		if readable(p) {
+			hints = append(hints, fmt.Sprintf("the CA's key file %s is readable by others; chmod 600 it (whoever reads it can make certificates the workstations trust; the hub itself does not need it, only `hub certs --renew` does)", p))
+		}
 	}
 	return hints
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
 )
 
 // TestHubCertsKeepsCA: `hub certs DIR --hosts ...` over a folder that held
@@ -121,5 +122,26 @@ func TestHubStartHintsCertExpiry(t *testing.T) {
 	writeCert(t, cfg.TLSCA, now.AddDate(-1, 0, 0), now.Add(5*24*time.Hour))
 	if h := hubStartHints(cfg, 1); len(h) != 1 || !strings.Contains(h[0], "the CA "+cfg.TLSCA) || !strings.Contains(h[0], "--force") {
 		t.Errorf("CA expiring: %q", h)
+	}
+}
+
+// TestHubStartHintsKeyReadable: a workstation's nkey seed readable by
+// others is warned about at start; the hub's TLS key and the CA's key were
+// not. Now they are.
+func TestHubStartHintsKeyReadable(t *testing.T) {
+	dir := t.TempDir()
+	if err := embedded.GenerateDevCerts(dir, []string{"localhost"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Hub{NodesDir: "n", TLSCert: filepath.Join(dir, "hub.pem"), TLSKey: filepath.Join(dir, "hub-key.pem"), TLSCA: filepath.Join(dir, "ca.pem")}
+	if h := hubStartHints(cfg, 1); len(h) != 0 {
+		t.Errorf("keys 0600: %q", h)
+	}
+	os.Chmod(cfg.TLSKey, 0o640)
+	os.Chmod(filepath.Join(dir, "ca-key.pem"), 0o604)
+	h := hubStartHints(cfg, 1)
+	if len(h) != 2 || !strings.Contains(h[0], "the hub's TLS key file "+cfg.TLSKey+" is readable by others; chmod 600 it") ||
+		!strings.Contains(h[1], "the CA's key file "+filepath.Join(dir, "ca-key.pem")+" is readable by others; chmod 600 it") {
+		t.Errorf("keys readable by others: %q", h)
 	}
 }
