@@ -48,7 +48,9 @@ func (s *hintState) hintFor(msg, err string) (key, text string) {
 	case strings.Contains(msg, "certificate signed by unknown authority") && s.hubCA == "":
 		return "hub-ca-unset", "hint: the hub's certificate is signed by a CA this machine does not trust. Set PISYNC_HUB_CA to the hub's CA certificate (ca.pem, which `pisyncd hub certs` or `hub dev-init` wrote on the hub). Nothing is forwarded or received meanwhile"
 	case strings.Contains(msg, "certificate signed by unknown authority"):
-		return "hub-ca-other", fmt.Sprintf("hint: PISYNC_HUB_CA %s did not sign the hub's certificate: set it to the CA that did (the hub's ca.pem). Nothing is forwarded or received meanwhile", s.hubCA)
+		return "hub-ca-other", fmt.Sprintf("hint: PISYNC_HUB_CA %s did not sign the hub's certificate: set it to the CA that did (the hub's ca.pem). The daemon reads PISYNC_HUB_CA when it starts: restart it after replacing the file. Nothing is forwarded or received meanwhile", s.hubCA)
+	case strings.Contains(msg, "certificate has expired or is not yet valid"):
+		return "hub-cert-time", "hint: the hub's certificate is not valid at this machine's time (the error says both): check this machine's clock first; if it is right, the hub's certificate has expired (a development one is valid a year), and the hub's operator issues a new one from the same CA, `pisyncd hub certs DIR --renew` on the hub, and restarts the hub (this machine then needs nothing). Nothing is forwarded or received meanwhile"
 	case strings.Contains(msg, "x509: certificate is valid for"):
 		return "hub-cert-name", "hint: the hub's certificate does not name the host this machine reaches it by (PISYNC_HUB_URLS). Use a name the certificate holds, or make the hub a certificate for this one (`pisyncd hub certs DIR --hosts NAME,...` on the hub). Nothing is forwarded or received meanwhile"
 	case strings.Contains(err, "stream not found") && (strings.HasPrefix(err, "forwarder: hub") || strings.HasPrefix(err, "downloader: hub")):
@@ -90,13 +92,18 @@ const handshakeQuiet = time.Minute
 // new at each attempt.
 var connID = regexp.MustCompile(`\b(lid|cid|rid):\d+`)
 
+// timestamp is a time in a log line (RFC 3339, as x509's "current time
+// 2026-12-03T19:40:01Z is after ..." has it), new at each attempt.
+var timestamp = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?`)
+
 // repeated reports whether msg is a handshake error logged in the last
-// handshakeQuiet (its connection number aside), and remembers it if not.
+// handshakeQuiet (its connection number and times aside), and remembers
+// it if not.
 func (s *hintState) repeated(msg string, at time.Time) bool {
 	if !strings.Contains(msg, "handshake error") {
 		return false
 	}
-	key := connID.ReplaceAllString(msg, "$1:_")
+	key := timestamp.ReplaceAllString(connID.ReplaceAllString(msg, "$1:_"), "_")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if last, ok := s.quiet[key]; ok && at.Sub(last) < handshakeQuiet {

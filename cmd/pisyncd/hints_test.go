@@ -165,6 +165,8 @@ func TestHintFor(t *testing.T) {
 		{"forwarding to the hub paused; retrying", "forwarder: erase s1's key messages: key subjects on PI_KEYS: context deadline exceeded", true, up, "no-pi-keys"},
 		{"127.0.0.1:7422 - lid:3 - TLS leafnode handshake error: tls: failed to verify certificate: x509: certificate signed by unknown authority", "", true, down, "hub-ca-unset"},
 		{"127.0.0.1:7422 - lid:3 - TLS leafnode handshake error: tls: failed to verify certificate: x509: certificate is valid for hub1, not hub.lan", "", true, down, "hub-cert-name"},
+		{"127.0.0.1:7422 - lid:3 - TLS leafnode handshake error: tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2026-12-03T19:40:01Z is after 2026-12-01T10:00:00Z", "", true, down, "hub-cert-time"},
+		{"127.0.0.1:7422 - lid:3 - TLS leafnode handshake error: tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2025-01-01T00:00:00+01:00 is before 2026-12-01T10:00:00Z", "", false, down, "hub-cert-time"},
 		// Without credentials, or with the hub away, the same errors
 		// mean the hub is not there yet: no hint.
 		{"copying from the hub paused; retrying", "downloader: hub consumer: nats: no responders available for request", false, up, ""},
@@ -176,6 +178,15 @@ func TestHintFor(t *testing.T) {
 		if key, _ := s.hintFor(c.msg, c.err); key != c.want {
 			t.Errorf("%q %q: %q, want %q", c.msg, c.err, key, c.want)
 		}
+	}
+	// What they say: the clock or a renewal for a certificate out of its
+	// time; for another CA, that the file is read at start (leafRemote).
+	s := &hintState{nodeID: "bob", hubCA: "/etc/ca.pem"}
+	if _, text := s.hintFor("TLS leafnode handshake error: x509: certificate has expired or is not yet valid: current time 2026-12-03T19:40:01Z is before 2026-12-04T00:00:00Z", ""); !strings.Contains(text, "check this machine's clock") || !strings.Contains(text, "pisyncd hub certs DIR --renew") {
+		t.Errorf("certificate out of its time: %q", text)
+	}
+	if _, text := s.hintFor("TLS leafnode handshake error: x509: certificate signed by unknown authority", ""); !strings.Contains(text, "reads PISYNC_HUB_CA when it starts: restart it") {
+		t.Errorf("another CA: %q", text)
 	}
 }
 
@@ -262,13 +273,18 @@ func TestHintHubCA(t *testing.T) {
 }
 
 // TestHandshakeErrorsOncePerMinute: a handshake error the server repeats
-// at every attempt is logged once a minute, whatever its connection number;
+// at every attempt is logged once a minute, whatever its connection number
+// and the times in it (an expired certificate's error holds the current
+// time, and was logged every second);
 // another error, and other messages, pass.
 func TestHandshakeErrorsOncePerMinute(t *testing.T) {
 	s := &hintState{}
 	t0 := time.Now()
 	msg := func(lid int) string {
 		return fmt.Sprintf("127.0.0.1:7422 - lid:%d - TLS leafnode handshake error: tls: failed to verify certificate: x509: certificate signed by unknown authority", lid)
+	}
+	expired := func(lid int, at time.Duration) string {
+		return fmt.Sprintf("127.0.0.1:7422 - lid:%d - TLS leafnode handshake error: tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time %s is after 2026-12-01T10:00:00Z", lid, t0.Add(at).UTC().Format(time.RFC3339))
 	}
 	for i, c := range []struct {
 		msg  string
@@ -283,6 +299,11 @@ func TestHandshakeErrorsOncePerMinute(t *testing.T) {
 		{"forwarding to the hub paused; retrying", 59 * time.Second, false},
 		{msg(5), 60 * time.Second, false},
 		{msg(6), 61 * time.Second, true},
+		// x509's validity error holds the current time, new each second.
+		{expired(7, 62*time.Second), 62 * time.Second, false},
+		{expired(8, 63*time.Second), 63 * time.Second, true},
+		{expired(9, 121*time.Second), 121 * time.Second, true},
+		{expired(10, 122*time.Second), 122 * time.Second, false},
 	} {
 		if got := s.repeated(c.msg, t0.Add(c.at)); got != c.want {
 			t.Errorf("%d: %q at %v: left out %v, want %v", i, c.msg, c.at, got, c.want)

@@ -145,3 +145,52 @@ func TestHubStartHintsKeyReadable(t *testing.T) {
 		t.Errorf("keys readable by others: %q", h)
 	}
 }
+
+// expireHubCert replaces the hub certificate in dir with one of the same
+// CA and key whose validity ended an hour ago.
+func expireHubCert(t *testing.T, dir string) {
+	t.Helper()
+	ca, err := embedded.ReadCert(filepath.Join(dir, "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := embedded.ReadCert(filepath.Join(dir, "hub.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "ca-key.pem"))
+	blk, _ := pem.Decode(b)
+	caKey, err := x509.ParseECPrivateKey(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := *old
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().AddDate(-1, 0, 0), time.Now().Add(-time.Hour)
+	der, err := x509.CreateCertificate(rand.Reader, &tmpl, ca, old.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "hub.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHintHubCertExpired: a workstation whose hub's certificate had
+// expired logged the x509 error every second (it holds the current time,
+// so it never counted as repeated) and no hint. Now one hint says to check
+// the clock or renew the certificate, and the error is logged once a
+// minute.
+func TestHintHubCertExpired(t *testing.T) {
+	h := startSecureHub(t)
+	expireHubCert(t, h.certs)
+	seed := h.addNode("ann", "red")
+	h.run()
+	cfg := stationConfig(t, "ann", "tls://localhost:"+portOnly(h.leaf))
+	cfg.HubNkey, cfg.HubCA = seed, filepath.Join(h.certs, "ca.pem")
+	_, log := loggedStation(t, cfg)
+	waitHint(t, log, `msg="hint: the hub's certificate is not valid at this machine's time`, "certificate has expired or is not yet valid", 1)
+	time.Sleep(3500 * time.Millisecond) // three more attempts
+	if n := strings.Count(log.String(), "certificate has expired or is not yet valid: current time"); n != 1 {
+		t.Errorf("the handshake error logged %d times in 3.5 s:\n%s", n, log.String())
+	}
+}
