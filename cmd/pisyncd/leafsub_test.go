@@ -16,18 +16,18 @@ import (
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
 )
 
-// TestLeafSubscriptionSeesNoTeamTraffic states what a node's key allows on
-// the leaf port beyond its subscribe permission: nats-server (2.15.3)
-// checks a leaf connection's subscriptions only against the user's publish
-// permissions, and only literal ones, so the hub accepts a teammate's
-// leaf subscription to ">". What it delivers through it is checked again,
-// against the same publish permissions: a teammate (ws-snoop) running a
-// leaf node of its own, subscribed to ">", "pi.>" and ws-a's inbox,
-// receives none of ws-a's live lines nor its replies, while the team's
-// administration connection on the hub sees the line. Another team's node
-// receives none either. The team's lines are readable by every node of
-// the team anyway, through its own consumer on PI_HUB (by design: docs/HUB.md,
-// "What a node may do"; docs/SECURITY.md).
+// TestLeafSubscriptionSeesNoTeamTraffic: on the leaf port nats-server
+// (2.15.3) does not refuse a leaf's wildcard subscription, ">" included
+// (it checks only literal subjects), so the hub keeps a teammate's
+// subscription to ">". What it delivers through it is checked against the
+// node's subscribe permission, its own inbox: a teammate (ws-snoop)
+// running a leaf node of its own, subscribed to ">", "pi.>" and ws-a's
+// inbox, receives none of ws-a's live lines nor its replies, while the
+// team's administration connection on the hub sees the line, and a
+// message on ws-snoop's own inbox reaches the same subscription. Another
+// team's node receives none either. The team's lines are readable by
+// every node of the team anyway, through its own consumer on PI_HUB (by
+// design: docs/HUB.md, "What a node may do"; docs/SECURITY.md).
 func TestLeafSubscriptionSeesNoTeamTraffic(t *testing.T) {
 	h := startSecureHub(t)
 	seedA, seedSnoop, seedOther := h.addNode("ws-a", "red"), h.addNode("ws-snoop", "red"), h.addNode("ws-other", "blue")
@@ -110,5 +110,19 @@ func TestLeafSubscriptionSeesNoTeamTraffic(t *testing.T) {
 	}
 	if s := seen(other, time.Second); s != "" {
 		t.Errorf("another team's leaf node subscribed to > received ws-a's %s", s)
+	}
+	// The subscription works: a message on ws-snoop's own inbox, within
+	// its subscribe permission, reaches it.
+	if err := admin.Publish("_INBOX_ws-snoop.probe", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(10 * time.Second)
+	for got := false; !got; {
+		select {
+		case m := <-snoop:
+			got = m.Subject == "_INBOX_ws-snoop.probe"
+		case <-deadline:
+			t.Fatal("ws-snoop's subscription to > received nothing, not even on its own subject: the test proves nothing")
+		}
 	}
 }
