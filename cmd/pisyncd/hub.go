@@ -48,8 +48,8 @@ Usage:
                                        a CA there already is refused unless --force (a new CA: every
                                        workstation then needs its ca.pem)
   pisyncd hub certs DIR --renew [--hosts H1,H2]
-                                       a new hub certificate from the CA in DIR, which stays (the
-                                       certificates are valid one year); hosts default to the old one's
+                                       a new hub certificate (valid a year) from the CA in DIR
+                                       (valid ten), which stays; hosts default to the old one's
   pisyncd hub dev-init DIR --hosts H1,H2 --nodes N1,N2 [--owner UID:GID] [--team-key FILE]
                                        both of the above for a development cluster, once:
                                        certificates and route.secret in DIR, nodes in DIR/nodes,

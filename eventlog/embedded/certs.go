@@ -23,9 +23,12 @@ import (
 // DevCerts names the files GenerateDevCerts writes.
 var DevCerts = struct{ CA, CAKey, Cert, Key string }{"ca.pem", "ca-key.pem", "hub.pem", "hub-key.pem"}
 
-// devCertLife is how long a development CA and a hub certificate are
-// valid (docs/HUB.md, "Certificate expiry").
-const devCertLife = 1 // year
+// devCertLife is how long a development hub certificate is valid, and
+// devCALife its CA (docs/HUB.md, "Certificate expiry"): the CA outlives
+// the certificates it signs, so `hub certs --renew` can issue the next
+// one without giving every workstation a new ca.pem. (Before, the CA
+// ended with the first certificate, and a renewal could not outlive it.)
+const devCertLife, devCALife = 1, 10 // years
 
 // CAExistsError is GenerateDevCerts' refusal of a folder that holds a CA
 // already: a new one would make every workstation, which trusts the old
@@ -40,9 +43,10 @@ func (e *CAExistsError) Error() string {
 	return fmt.Sprintf("%s holds a CA already (%v)", e.Dir, e.Files)
 }
 
-// GenerateDevCerts makes a development CA and one hub certificate signed by
-// it, valid for hosts (names or IPs) as server and as client (hub nodes
-// dial each other's routes with it), for one year. Keys are 0600. It
+// GenerateDevCerts makes a development CA (valid ten years) and one hub
+// certificate signed by it, valid for hosts (names or IPs) as server and
+// as client (hub nodes dial each other's routes with it), for one year.
+// Keys are 0600. It
 // refuses a dir that holds ca.pem or ca-key.pem (*CAExistsError):
 // RenewHubCert issues a new hub certificate from that CA, ReplaceDevCerts
 // replaces it. For real deployments use your organisation's CA instead
@@ -81,7 +85,7 @@ func ReplaceDevCerts(dir string, hosts []string) error {
 		SerialNumber:          serial(),
 		Subject:               pkix.Name{CommonName: "pisyncd dev CA"},
 		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.AddDate(devCertLife, 0, 0),
+		NotAfter:              now.AddDate(devCALife, 0, 0),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 		BasicConstraintsValid: true,
 		IsCA:                  true,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestDevCertsKeepCA: making the development certificates again over a
@@ -34,9 +35,18 @@ func TestDevCertsKeepCA(t *testing.T) {
 	if !bytes.Equal(read(DevCerts.CA), ca) || !bytes.Equal(read(DevCerts.CAKey), caKey) || !bytes.Equal(read(DevCerts.Cert), cert) {
 		t.Fatal("a refused GenerateDevCerts changed the files")
 	}
+	// The CA outlives its hub certificates, so a renewal can be valid
+	// a year again.
+	caCert, _ := ReadCert(filepath.Join(dir, DevCerts.CA))
+	if left := time.Until(caCert.NotAfter); left < 9*365*24*time.Hour {
+		t.Errorf("the CA is valid %v more, want ten years", left)
+	}
 	c, err := RenewHubCert(dir, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if left := time.Until(c.NotAfter); left < 364*24*time.Hour || left > 366*24*time.Hour {
+		t.Errorf("the renewed certificate is valid %v more, want a year", left)
 	}
 	if !bytes.Equal(read(DevCerts.CA), ca) || !bytes.Equal(read(DevCerts.CAKey), caKey) {
 		t.Error("renewing changed the CA")
