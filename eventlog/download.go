@@ -421,26 +421,38 @@ func owedTime(owed uint64) time.Duration {
 // PI_KEYS a node may make): its subject, body and sequence; sequence 0
 // when there is none yet.
 func (d *Downloader) keyMessage(ctx context.Context, h uint64, filter string) (string, []byte, uint64, error) {
+	subj, data, seq, err := directNext(ctx, d.nc, d.domain, KeysStream, h, filter)
+	if err != nil {
+		return "", nil, 0, fmt.Errorf("downloader: key message %d: %w", h, err)
+	}
+	return subj, data, seq, nil
+}
+
+// directNext reads the first message of the hub's stream at or after
+// sequence h on a subject matching filter, with a direct get (the one read
+// of the hub's streams a node may make): its subject, body and sequence;
+// sequence 0 when there is none.
+func directNext(ctx context.Context, nc *nats.Conn, domain, stream string, h uint64, filter string) (string, []byte, uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, _ := json.Marshal(struct {
 		Seq  uint64 `json:"seq"`
 		Next string `json:"next_by_subj"`
 	}{h, filter})
-	m, err := d.nc.RequestWithContext(ctx, "$JS."+d.domain+".API.DIRECT.GET."+KeysStream, req)
+	m, err := nc.RequestWithContext(ctx, "$JS."+domain+".API.DIRECT.GET."+stream, req)
 	if err != nil {
-		return "", nil, 0, fmt.Errorf("downloader: key message %d: %w", h, err)
+		return "", nil, 0, err
 	}
 	switch st := m.Header.Get("Status"); st {
 	case "":
 	case "404":
 		return "", nil, 0, nil
 	default:
-		return "", nil, 0, fmt.Errorf("downloader: key message %d: %s %s", h, st, m.Header.Get("Description"))
+		return "", nil, 0, fmt.Errorf("%s %s", st, m.Header.Get("Description"))
 	}
 	seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
 	if err != nil || seq < h {
-		return "", nil, 0, fmt.Errorf("downloader: key message %d: reply at sequence %q", h, m.Header.Get(jetstream.SequenceHeader))
+		return "", nil, 0, fmt.Errorf("reply at sequence %q", m.Header.Get(jetstream.SequenceHeader))
 	}
 	return m.Header.Get(jetstream.SubjectHeader), m.Data, seq, nil
 }

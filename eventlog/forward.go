@@ -25,6 +25,8 @@ import (
 // costs a re-check, never a duplicate.
 type Forwarder struct {
 	local  *Local
+	nc     *nats.Conn
+	domain string // the hub's JetStream domain
 	hub    jetstream.JetStream
 	pub    *Publisher
 	state  jetstream.KeyValue
@@ -60,7 +62,7 @@ func NewForwarder(local *Local, nc *nats.Conn, hubDomain string, state jetstream
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Forwarder{
-		local: local, hub: hub, state: state, logger: logger,
+		local: local, nc: nc, domain: hubDomain, hub: hub, state: state, logger: logger,
 		pub:  NewPublisher(nc, hub, 10*time.Second),
 		up:   make(map[string]upPos),
 		link: NewLink(logger, "forwarding to the hub"),

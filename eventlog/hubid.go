@@ -151,8 +151,14 @@ func (d *Downloader) heldSrc(ctx context.Context, node, sid string) (uint64, err
 // position, read per session, skips what it holds).
 func (f *Forwarder) checkHub(ctx context.Context) error {
 	changed, id, was, err := hubChanged(ctx, f.state, forwarderHubKey, f.hub)
-	if err != nil || !changed {
+	if err != nil {
 		return err
+	}
+	if was == "" {
+		return f.checkOwnLines(ctx)
+	}
+	if !changed {
+		return nil
 	}
 	if _, err := f.state.Put(ctx, forwarderKey, []byte("0")); err != nil {
 		return fmt.Errorf("forwarder position: %w", err)
@@ -166,5 +172,32 @@ func (f *Forwarder) checkHub(ctx context.Context) error {
 	}
 	f.logger.Warn("the hub's store is not the one this machine forwarded to (rebuilt, restored from a backup, or another team's): forwarding every line this machine holds again",
 		"hub_stream_created", id, "forwarded_to_stream_created", was)
+	return nil
+}
+
+// checkOwnLines looks, at this state's first contact with the hub, for
+// lines the hub holds of this node that this state never forwarded: the
+// node id is another machine's too (a reinstalled machine with a new state
+// dir, or two machines set to one id). The hub's per-session positions
+// are then not this store's: a line of a session the other store wrote is
+// taken for one the hub holds (its PI_LOCAL position is lower) and never
+// forwarded, and the replicator writes no line of this node's here, so the
+// first machine's sessions do not come back. Said once, with the fix; the
+// daemon goes on (new sessions are forwarded).
+func (f *Forwarder) checkOwnLines(ctx context.Context) error {
+	if _, err := f.state.Get(ctx, forwarderKey); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil // this state forwarded before the identity was kept (an upgrade), or cannot say
+	}
+	subj, _, seq, err := directNext(ctx, f.nc, f.domain, HubStream, 1, UpPrefix+"."+f.local.Node+".>")
+	if err != nil {
+		return fmt.Errorf("lines of %s on the hub: %w", f.local.Node, err)
+	}
+	if seq == 0 {
+		return nil
+	}
+	f.logger.Error("the hub holds lines of this node id that this machine never forwarded: another machine runs or ran as "+f.local.Node+
+		" (a reinstall with a new state dir, or two machines set to one id); that machine's sessions are not written here, and lines of its sessions written here are not forwarded",
+		"node", f.local.Node, "first_hub_seq", seq, "subject", subj,
+		"hint", "give this machine an id of its own: pisyncd hub add-node NEW-ID, then PISYNC_NODE_ID=NEW-ID with a new state dir (the old id's sessions then arrive as another node's)")
 	return nil
 }

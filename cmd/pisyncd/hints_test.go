@@ -36,12 +36,15 @@ func loggedStationAt(t *testing.T, cfg *config.Config, level slog.Level) (*stati
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
+	s := &station{t: t, name: cfg.NodeID, cfg: cfg, d: d, cancel: cancel, done: done}
 	t.Cleanup(func() {
-		cancel()
-		<-done
-		d.Close()
+		if s.cancel != nil { // not stopped by the test (stop, which reports Run's error)
+			cancel()
+			<-done
+			d.Close()
+		}
 	})
-	return &station{t: t, name: cfg.NodeID, cfg: cfg, d: d}, &log
+	return s, &log
 }
 
 // waitHint waits until the log holds the hint, and then checks it is there

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 	"github.com/pisyncd/pisyncd/keyring"
 )
 
@@ -121,4 +123,38 @@ func (h *testHub) stream(t *testing.T, name string) (s jetstream.Stream, done fu
 		t.Fatal(err)
 	}
 	return s, nc.Close
+}
+
+// TestNodeIDOfAnotherMachine: a machine reinstalled with a new state dir
+// under the id of the one before (or a second machine set to the same id)
+// is told at its first contact with the hub, with the fix: the hub's
+// positions of that id are another store's, so lines of the sessions that
+// store wrote would be taken for lines the hub holds, and its sessions are
+// never written here. A machine of its own id, and the first machine
+// started again over its state, are told nothing.
+func TestNodeIDOfAnotherMachine(t *testing.T) {
+	const warning = "the hub holds lines of this node id that this machine never forwarded"
+	hub := startTestHub(t)
+	first, firstLog := loggedStation(t, stationConfig(t, "ws-a", hub.url()))
+	writeSession(t, first, "0199cccc-0000-7000-8000-0000000000a1", 2)
+	hub.waitCount(t, 30*time.Second, "pi.up.ws-a.>", 3)
+	first.stop()
+
+	again, againLog := loggedStation(t, first.cfg)
+	writeSession(t, again, "0199cccc-0000-7000-8000-0000000000a2", 1)
+	hub.waitCount(t, 30*time.Second, "pi.up.ws-a.>", 5)
+	other, otherLog := loggedStation(t, stationConfig(t, "ws-b", hub.url()))
+	writeSession(t, other, "0199cccc-0000-7000-8000-0000000000b1", 1)
+	hub.waitCount(t, 30*time.Second, "pi.up.ws-b.>", 2)
+	for name, log := range map[string]*testenv.LogBuffer{"the first machine": firstLog, "the first machine again": againLog, "another id": otherLog} {
+		if strings.Contains(log.String(), warning) {
+			t.Errorf("%s was told its id is another machine's:\n%s", name, log.String())
+		}
+	}
+
+	_, log := loggedStation(t, stationConfig(t, "ws-a", hub.url()))
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		s := log.String()
+		return strings.Contains(s, warning) && strings.Contains(s, "pisyncd hub add-node NEW-ID"), s
+	})
 }
