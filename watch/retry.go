@@ -55,8 +55,23 @@ func (w *worker) pending(paths map[string]struct{}, now time.Time) {
 	}
 }
 
+// failLogMax is how many failing files the log names while they fail at
+// once. A store that takes no writes (a full disk) fails every file alike:
+// 3,000 sessions made 3,000 warnings in a second, and as many lines when
+// they were published again. Past it, one line says more files fail, and
+// one says when every file is published again; status counts them.
+const failLogMax = 5
+
+// failLog is the tailer's count of failing files the log named, and
+// whether it said that more fail.
+type failLog struct {
+	named atomic.Int64
+	more  atomic.Bool
+}
+
 // handle syncs one path. A failure is retried with back-off; the log says
-// once when a file starts failing and once when it is published again.
+// once when a file starts failing and once when it is published again
+// (for the first failLogMax failing at once; then once for the rest).
 func (w *worker) handle(ctx context.Context, path string) {
 	err := w.sync(ctx, path)
 	r, failing := w.retry[path]
@@ -64,9 +79,15 @@ func (w *worker) handle(ctx context.Context, path string) {
 		if failing {
 			delete(w.retry, path)
 			w.rx.retrying.Add(-1)
-			w.t.logger.Info("session file published again", "path", path,
-				"failed_attempts", r.attempts, "after", time.Since(w.rx.since[path]).Round(time.Millisecond))
+			if r.logged {
+				w.t.failLog.named.Add(-1)
+				w.t.logger.Info("session file published again", "path", path,
+					"failed_attempts", r.attempts, "after", time.Since(w.rx.since[path]).Round(time.Millisecond))
+			}
 			delete(w.rx.since, path)
+			if w.t.Retrying() == 0 && w.t.failLog.more.CompareAndSwap(true, false) {
+				w.t.logger.Info("every session file is published again")
+			}
 		}
 		return
 	}
@@ -93,8 +114,18 @@ func (w *worker) failed(ctx context.Context, path string, err error) {
 	msg := err.Error()
 	w.t.lastErr.Store(&msg)
 	if r.attempts == 1 {
-		w.t.logger.Warn("session file not published; retrying with back-off until it is", "path", path, "err", err,
-			"store_unavailable", errors.Is(err, eventlog.ErrStoreUnavailable))
+		if w.t.failLog.named.Add(1) <= failLogMax {
+			r.logged = true
+			w.retry[path] = r
+			w.t.logger.Warn("session file not published; retrying with back-off until it is", "path", path, "err", err,
+				"store_unavailable", errors.Is(err, eventlog.ErrStoreUnavailable))
+			return
+		}
+		w.t.failLog.named.Add(-1)
+		if w.t.failLog.more.CompareAndSwap(false, true) {
+			w.t.logger.Warn("more session files are not published; the log names no more of them, and says when every file is published again (status: filesRetrying)",
+				"err", err, "store_unavailable", errors.Is(err, eventlog.ErrStoreUnavailable))
+		}
 	}
 }
 

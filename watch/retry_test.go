@@ -285,3 +285,47 @@ func TestPauseTimesOut(t *testing.T) {
 		t.Fatalf("Reload after resume: %v", err)
 	}
 }
+
+// TestPublishFailuresLogBounded: a store that takes no writes fails every
+// file alike. The log names the first failLogMax failing files, then says
+// once that more fail, and once that every file is published again (it
+// had a warning and a recovery line for each: 3,000 sessions, 6,000 lines).
+func TestPublishFailuresLogBounded(t *testing.T) {
+	root := t.TempDir()
+	logs := &testenv.LogBuffer{}
+	n, g := startGatedNode(t, root, logs)
+	const files = 12
+	g.fail(errors.New("no space left on device (test)"))
+	for i := range files {
+		sid := fmt.Sprintf("f%d", i)
+		writeFile(t, filepath.Join(root, "--p--", sid+".jsonl"), header(sid)+"\n")
+	}
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		return n.tailer.Retrying() == files, fmt.Sprintf("retrying %d of %d", n.tailer.Retrying(), files)
+	})
+	<-n.tailer.Ready()
+	// The first read's summary says the files wait, not that all is read.
+	if out := logs.String(); !strings.Contains(out, `some are not published yet`) || !strings.Contains(out, "not_published=12") {
+		t.Errorf("the first read's summary does not say files wait:\n%s", out)
+	}
+	g.open()
+	n.tailer.RetryNow()
+	for i := range files {
+		sid := fmt.Sprintf("f%d", i)
+		n.waitLines(sid, []string{header(sid)})
+	}
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		return strings.Contains(logs.String(), "every session file is published again"), logs.String()
+	})
+	out := logs.String()
+	for line, want := range map[string]int{
+		"session file not published; retrying":  failLogMax,
+		"more session files are not published":  1,
+		"session file published again":          failLogMax,
+		"every session file is published again": 1,
+	} {
+		if c := strings.Count(out, line); c != want {
+			t.Errorf("%d lines %q, want %d:\n%s", c, line, want, out)
+		}
+	}
+}

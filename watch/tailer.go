@@ -79,6 +79,7 @@ type Tailer struct {
 	unreadableDirs             atomic.Int64 // discovery: folders the last walk could not read
 	ignoredBy                  [numIgnoreReasons]atomic.Int64
 	lastErr                    atomic.Pointer[string]
+	failLog                    failLog // failing files the log names (retry.go)
 	publishSeconds             prometheus.Histogram
 
 	// away is set while the sessions dir is gone or has none of its
@@ -194,8 +195,15 @@ func (t *Tailer) awaitReady(ctx context.Context, d *discovery) {
 			}
 		}
 	}
-	t.logger.Info("session files found at start are read", "files", d.found,
-		"lines_published", t.published.Load(), "took", time.Since(start).Round(time.Millisecond))
+	if r := t.Retrying(); r > 0 {
+		// Not a success to report as one: a store that takes no writes
+		// (a full disk) left these files to be published later.
+		t.logger.Warn("session files found at start are read, but some are not published yet; they are retried until they are", "files", d.found,
+			"not_published", r, "lines_published", t.published.Load(), "took", time.Since(start).Round(time.Millisecond))
+	} else {
+		t.logger.Info("session files found at start are read", "files", d.found,
+			"lines_published", t.published.Load(), "took", time.Since(start).Round(time.Millisecond))
+	}
 	t.dropKnown()
 	t.deletedWhileStopped(ctx, t.heldAtStart.take(), d.found)
 	close(t.ready)

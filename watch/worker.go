@@ -48,6 +48,7 @@ func (w *worker) scratch() []byte {
 type retryState struct {
 	at       time.Time
 	attempts int
+	logged   bool // its failure was logged: so is its recovery
 }
 
 func (w *worker) mark(path string) {
