@@ -285,6 +285,12 @@ func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 		r.deferred.Add(1)
 		return nil
 	}
+	if s.file.shrunk {
+		if err := r.refill(ctx, s); err != nil {
+			return err
+		}
+		s.file.shrunk = false
+	}
 	taken := r.writable(s, s.file)
 	if len(taken) == 0 {
 		return nil
@@ -304,6 +310,57 @@ func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 		return err
 	}
 	r.linesWritten.Add(int64(len(lines)))
+	return nil
+}
+
+// refill queues again, ahead of the rest, every line of the session that
+// PI_ALL holds and its file lacks, after the file was found shorter or
+// replaced and still starts with the line it started with
+// (replica.shrunk): lines already written and delivered are no
+// longer in the queue, so a truncated replica, or one restored from an
+// older backup, kept its hole for good, and a later line whose parent was
+// in the hole was written after a parent the file no longer held. This
+// node's own lines count too: the file was their origin, and the tailer
+// knows them (published already), so they are not published again. The
+// lines go in stream order, parents first, and writable drops those the
+// queue already holds once one is written.
+func (r *Replicator) refill(ctx context.Context, s *sess) error {
+	f := s.file
+	if f.head != f.headWas {
+		// It starts otherwise: rewritten (pi migrated it to a new
+		// format, new ids and all), or emptied. Lines of the old form
+		// written back would make it two sessions in one file.
+		return nil
+	}
+	var missing []*eventlog.Event
+	err := r.all.ScanSession(ctx, s.sid, true, func(ev *eventlog.Event) error {
+		if ev.Op != "" || ev.Type == "session" {
+			return nil
+		}
+		if _, ok := f.shas[ev.Sha]; ok {
+			return nil
+		}
+		if ev.Node != r.opts.Node {
+			if ok, err := r.mayWrite(ctx, s, ev.Node); err != nil || !ok {
+				return err
+			}
+		}
+		if ev.ID != "" {
+			if _, ok := s.seen[ev.ID]; !ok {
+				s.seen[ev.ID] = claim{sha: ev.Sha, node: ev.Node}
+			}
+		}
+		missing = append(missing, ev)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("replicator: lines of session %s that its file lost: %w", s.sid, err)
+	}
+	if len(missing) > 0 {
+		r.logger.Warn("a session file here lost lines (truncated, or restored from an older copy): the lines this machine holds are written back",
+			"file", f.path, "session", s.sid, "lines", len(missing))
+		r.requeue(s, missing)
+	}
 	return nil
 }
 

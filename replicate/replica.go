@@ -37,6 +37,14 @@ type replica struct {
 	ino     uint64    // place since is read again, never written blindly
 	dirty   bool      // written since the last fsync
 	frag    fragment  // the partial last line busy saw, if any
+	// shrunk: the file was found shorter than read, or another file of
+	// the session took its place (a truncation, a restore from an older
+	// backup): lines it held may be gone (Replicator.refill). head is the
+	// hash of the file's first line, headWas the one before it was read
+	// again: a file that starts otherwise now was rewritten (pi's
+	// migration to a new format), not cut short.
+	shrunk        bool
+	head, headWas [32]byte
 }
 
 // entryRef is one entry of a file: its line's hash and its parent.
@@ -110,6 +118,9 @@ func (r *replica) refresh() (partial bool, err error) {
 	}
 	defer f.Close()
 	if dev, ino := fileID(st); st.Size() < r.size || dev != r.dev || ino != r.ino {
+		if r.size > 0 && !r.shrunk {
+			r.shrunk, r.headWas = true, r.head
+		}
 		r.reset()
 		r.dev, r.ino = dev, ino
 	}
@@ -141,6 +152,9 @@ func (r *replica) refresh() (partial bool, err error) {
 		}
 		if err != nil {
 			return false, err
+		}
+		if r.size == 0 {
+			r.head = sha256.Sum256(line[:len(line)-1])
 		}
 		r.size += int64(len(line))
 		r.add(line[:len(line)-1])
