@@ -117,11 +117,11 @@ func (g *Gate) Admit(ctx context.Context, ev *eventlog.Event, at time.Time) erro
 		if ev.Type == "session" && (p == nil || !p.started) && g.limits.SessionsPerHour > 0 &&
 			!o.sessions.take(at, 1, float64(g.limits.SessionsPerHour)) {
 			return g.rejectLocked(&Rejection{Node: ev.Node, SID: ev.SID, Reason: SessionQuota,
-				Detail: "raise PISYNC_REMOTE_SESSIONS_PER_HOUR if this node is yours"}, true)
+				Detail: "raise PISYNC_REMOTE_SESSIONS_PER_HOUR if this node is yours; what is rejected meanwhile is not copied here later"}, true)
 		}
 		if g.limits.BytesPerHour > 0 && !o.bytes.take(at, float64(len(ev.Raw)), float64(g.limits.BytesPerHour)) {
 			return g.rejectLocked(&Rejection{Node: ev.Node, SID: ev.SID, Reason: ByteQuota,
-				Detail: "raise PISYNC_REMOTE_BYTES_PER_HOUR if this node is yours"}, false)
+				Detail: "raise PISYNC_REMOTE_BYTES_PER_HOUR if this node is yours; what is rejected meanwhile is not copied here later"}, false)
 		}
 	}
 	if p = g.pair(k); p != nil {
