@@ -183,14 +183,17 @@ func (f *Forwarder) checkHub(ctx context.Context) error {
 // taken for one the hub holds (its PI_LOCAL position is lower) and never
 // forwarded, and the replicator writes no line of this node's here, so the
 // first machine's sessions do not come back. Said once, with the fix; the
-// daemon goes on (new sessions are forwarded).
+// daemon goes on (new sessions are forwarded), as it does when the hub
+// cannot be asked.
 func (f *Forwarder) checkOwnLines(ctx context.Context) error {
 	if _, err := f.state.Get(ctx, forwarderKey); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil // this state forwarded before the identity was kept (an upgrade), or cannot say
 	}
 	subj, _, seq, err := directNext(ctx, f.nc, f.domain, HubStream, 1, UpPrefix+"."+f.local.Node+".>")
 	if err != nil {
-		return fmt.Errorf("lines of %s on the hub: %w", f.local.Node, err)
+		// Only a warning to give: forwarding goes on without it.
+		f.logger.Debug("forwarder: could not look for lines of this node id on the hub", "err", err)
+		return nil
 	}
 	if seq == 0 {
 		return nil
