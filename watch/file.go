@@ -9,8 +9,6 @@ import (
 	"os"
 	"syscall"
 	"time"
-
-	"github.com/pisyncd/pisyncd/eventlog"
 )
 
 type fileStatus uint8
@@ -111,7 +109,7 @@ func (w *worker) settleLeft(ctx context.Context, f *file, gone bool) error {
 	_, tracked := w.t.sessions[l.sid]
 	w.t.mu.Unlock()
 	if !tracked {
-		if err := w.t.publish(ctx, l.sess, []eventlog.Line{controlLine(eventlog.OpDelete, "tombstone", f.rel)}); err != nil {
+		if err := w.t.tombstone(ctx, l.sess, f.rel); err != nil {
 			return err
 		}
 		w.t.deleted.Add(1)

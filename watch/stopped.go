@@ -68,7 +68,7 @@ func (t *Tailer) tombstoneGone(ctx context.Context, sid string) error {
 	// A session log of its own, loaded from the store as for any
 	// session: were the file to come back meanwhile, the two publishes
 	// state the subject's last sequence and one of them is refused.
-	if err := t.publish(ctx, &sessionLog{sid: sid}, []eventlog.Line{controlLine(eventlog.OpDelete, "tombstone", last.File)}); err != nil {
+	if err := t.tombstone(ctx, &sessionLog{sid: sid}, last.File); err != nil {
 		return err
 	}
 	t.deleted.Add(1)

@@ -313,11 +313,17 @@ func (t *Tailer) fileGone(ctx context.Context, f *file) error {
 	if !f.tombstone {
 		return nil
 	}
-	if err := t.publish(ctx, f.sess, []eventlog.Line{controlLine(eventlog.OpDelete, "tombstone", f.rel)}); err != nil {
+	if err := t.tombstone(ctx, f.sess, f.rel); err != nil {
 		return err
 	}
 	f.tombstone = false
 	return nil
+}
+
+// tombstone publishes that session s has no file here any more; file is
+// the one that went last.
+func (t *Tailer) tombstone(ctx context.Context, s *sessionLog, file string) error {
+	return t.publish(ctx, s, []eventlog.Line{controlLine(eventlog.OpDelete, "tombstone", file)})
 }
 
 // revive publishes a restore when a file of a deleted session shows up: the
