@@ -45,7 +45,7 @@ type framer struct {
 	waitFrom uint64 // first hub sequence of the sealed line being opened
 	// held: after the hub's store was replaced, the origin position of
 	// the last line of each origin's session that PI_ALL holds or that
-	// was examined since (Downloader.heldSrc).
+	// was examined since (All.lastSrc).
 	held map[pair]uint64
 }
 
@@ -176,14 +176,14 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 }
 
 // admit asks the admission point about ev. After the hub's store was
-// replaced, a line PI_ALL holds already is passed over first (heldSrc).
+// replaced, a line PI_ALL holds already is passed over first (All.lastSrc).
 func (f *framer) admit(ctx context.Context, ev *Event, meta *jetstream.MsgMetadata) (bool, error) {
 	if f.d.rebuilt > 0 && ev.SrcSeq > 0 {
 		k := pair{ev.Node, ev.SID}
 		held, ok := f.held[k]
 		if !ok {
 			var err error
-			if held, err = f.d.heldSrc(ctx, ev.Node, ev.SID); err != nil {
+			if held, err = f.d.all.lastSrc(ctx, ev.Node, ev.SID); err != nil {
 				return false, err
 			}
 			if f.held == nil {

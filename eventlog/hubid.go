@@ -70,7 +70,7 @@ func recordHub(ctx context.Context, state jetstream.KeyValue, key, id string) er
 // messages were copied from a PI_HUB since replaced: their Pi-Hub-Seq
 // numbers another stream, and lines the new one holds again (its
 // forwarders send their history anew) are passed over by their position
-// at their origin (heldSrc).
+// at their origin (All.lastSrc).
 const rebuiltKey = "downloader.rebuilt"
 
 // checkHub starts the copy over when the hub's PI_HUB is not the one the
@@ -127,22 +127,6 @@ func (d *Downloader) rebuiltAt(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("downloader: %s %q: %w", rebuiltKey, e.Value(), err)
 	}
-	return n, nil
-}
-
-// heldSrc is the origin position (Pi-Src-Seq) of the last line of node's
-// session sid that PI_ALL holds, 0 for none. An origin's lines of a
-// session reach the hub in the order of their positions, so a line at or
-// before it is held.
-func (d *Downloader) heldSrc(ctx context.Context, node, sid string) (uint64, error) {
-	m, err := d.all.stream.GetLastMsgForSubject(ctx, AllSubject(node, sid))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("downloader: %s: last line of %s from %s: %w", AllStream, sid, node, err)
-	}
-	n, _ := strconv.ParseUint(m.Header.Get(HdrSrcSeq), 10, 64)
 	return n, nil
 }
 

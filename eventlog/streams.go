@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -197,6 +198,22 @@ func (a *All) HasLines(ctx context.Context, node, sid string) (bool, error) {
 		seq = m.Sequence + 1
 	}
 	return false, nil
+}
+
+// lastSrc is the origin position (Pi-Src-Seq) of the last line of node's
+// session sid that PI_ALL holds, 0 for none. An origin's lines of a
+// session reach the hub in the order of their positions, so a line at or
+// before it is held.
+func (a *All) lastSrc(ctx context.Context, node, sid string) (uint64, error) {
+	m, err := a.stream.GetLastMsgForSubject(ctx, AllSubject(node, sid))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("eventlog: last line of %s from %s in %s: %w", sid, node, AllStream, err)
+	}
+	n, _ := strconv.ParseUint(m.Header.Get(HdrSrcSeq), 10, 64)
+	return n, nil
 }
 
 // Origin returns the node that published the header line of session sid
