@@ -12,16 +12,24 @@ import (
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
 )
 
+// hubNodesEnv points the hub's commands at a state dir and a nodes dir of
+// the test's own, with no hub running: the dir that holds both, and the
+// nodes dir.
+func hubNodesEnv(t *testing.T) (dir, nodes string) {
+	dir = t.TempDir()
+	nodes = filepath.Join(dir, "nodes")
+	t.Setenv("PISYNC_HUB_STATE_DIR", filepath.Join(dir, "state"))
+	t.Setenv("PISYNC_HUB_NODES_DIR", nodes)
+	return dir, nodes
+}
+
 // TestHubNodesAndRemoveNodeWithoutHub: `hub nodes` lists the registrations;
 // `hub remove-node` with no hub node running here removes the registration
 // and says it takes effect when the hub starts, and refuses --erase (there
 // is no one to erase through) only after the removal, which it reports;
 // an unknown node is an error naming where it looked.
 func TestHubNodesAndRemoveNodeWithoutHub(t *testing.T) {
-	dir := t.TempDir()
-	nodes := filepath.Join(dir, "nodes")
-	t.Setenv("PISYNC_HUB_STATE_DIR", filepath.Join(dir, "state"))
-	t.Setenv("PISYNC_HUB_NODES_DIR", nodes)
+	_, nodes := hubNodesEnv(t)
 	var out bytes.Buffer
 	if err := nodesCommand(nil, &out); err != nil || !strings.Contains(out.String(), "no workstation is registered") {
 		t.Fatalf("hub nodes, none: %v\n%s", err, out.String())
@@ -129,10 +137,7 @@ func TestAddNodeReloadsTheHub(t *testing.T) {
 // is refused and changes nothing; --replace does it and says that the old
 // key is refused and that the node changed teams.
 func TestAddNodeExistingName(t *testing.T) {
-	dir := t.TempDir()
-	nodes := filepath.Join(dir, "nodes")
-	t.Setenv("PISYNC_HUB_STATE_DIR", filepath.Join(dir, "state"))
-	t.Setenv("PISYNC_HUB_NODES_DIR", nodes)
+	dir, nodes := hubNodesEnv(t)
 	var out bytes.Buffer
 	if err := addNodeCommand([]string{"ann", "--team", "red", "--out", filepath.Join(dir, "ann.nkey")}, &out); err != nil {
 		t.Fatal(err)
