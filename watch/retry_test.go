@@ -52,10 +52,15 @@ func (g *storeGate) open() {
 
 func startGatedNode(t *testing.T, root string, logs *testenv.LogBuffer) (*node, *storeGate) {
 	g := newStoreGate()
-	n := startNodeWith(t, root, t.TempDir(), Options{Logger: slog.New(slog.NewTextHandler(logs, nil))}, func(tl *Tailer) {
+	return startNodeGatedBy(t, root, logs, g), g
+}
+
+// startNodeGatedBy starts a node whose store writes pass g, which a test
+// may have closed before the node's first read.
+func startNodeGatedBy(t *testing.T, root string, logs *testenv.LogBuffer, g *storeGate) *node {
+	return startNodeWith(t, root, t.TempDir(), Options{Logger: slog.New(slog.NewTextHandler(logs, nil))}, func(tl *Tailer) {
 		tl.log.(*eventlog.Local).SetWritable(g.writable)
 	})
-	return n, g
 }
 
 // TestPublishFailuresBackOff: while the store takes no writes, files that
@@ -293,13 +298,18 @@ func TestPauseTimesOut(t *testing.T) {
 func TestPublishFailuresLogBounded(t *testing.T) {
 	root := t.TempDir()
 	logs := &testenv.LogBuffer{}
-	n, g := startGatedNode(t, root, logs)
 	const files = 12
-	g.fail(errors.New("no space left on device (test)"))
+	// The files are there before the node starts, so its first read meets
+	// them all with the store full (files written after it began may be
+	// found by the read or by the watcher, and only the read's summary is
+	// under test here).
 	for i := range files {
 		sid := fmt.Sprintf("f%d", i)
 		writeFile(t, filepath.Join(root, "--p--", sid+".jsonl"), header(sid)+"\n")
 	}
+	g := newStoreGate()
+	g.fail(errors.New("no space left on device (test)"))
+	n := startNodeGatedBy(t, root, logs, g)
 	waitFor(t, 10*time.Second, func() (bool, string) {
 		return n.tailer.Retrying() == files, fmt.Sprintf("retrying %d of %d", n.tailer.Retrying(), files)
 	})
