@@ -94,6 +94,17 @@ func (a *All) ScanSession(ctx context.Context, sid string, withData bool, fn fun
 	return ReadFiltered(ctx, a.js, AllStream, SessionFilter(sid), info.State.LastSeq, !withData, fn)
 }
 
+// ScanSessionRange calls fn for every event of the session in PI_ALL with a
+// stream sequence from from (0 or 1: the start) up to upTo, in stream order.
+// from is 0 or the sequence after an event of the session (an event's Seq is
+// its line's last message, so a read from there begins a whole line).
+func (a *All) ScanSessionRange(ctx context.Context, sid string, from, upTo uint64, withData bool, fn func(*Event) error) error {
+	if upTo == 0 {
+		return nil
+	}
+	return ReadFilteredFrom(ctx, a.js, AllStream, SessionFilter(sid), from, upTo, !withData, fn)
+}
+
 // PositionEvery is how often a worker writes its read position at most.
 // Each write is an fsync of the state bucket; a write per line cost one of
 // the few fsyncs a replicated line needs. A position a second old is only

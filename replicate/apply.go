@@ -1,6 +1,7 @@
 package replicate
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -285,11 +286,15 @@ func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 		r.deferred.Add(1)
 		return nil
 	}
-	if s.file.shrunk {
-		if err := r.refill(ctx, s); err != nil {
+	if s.file.shrunk || s.file.unchecked {
+		upTo := r.startPos // what this run did not read itself
+		if s.file.shrunk {
+			upTo = 0 // all of it
+		}
+		if err := r.refill(ctx, s, upTo); err != nil {
 			return err
 		}
-		s.file.shrunk = false
+		s.file.shrunk, s.file.unchecked = false, false
 	}
 	taken := r.writable(s, s.file)
 	if len(taken) == 0 {
@@ -314,45 +319,33 @@ func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 }
 
 // refill queues again, ahead of the rest, every line of the session that
-// PI_ALL holds and its file lacks, after the file was found shorter or
-// replaced and still starts with the line it started with
-// (replica.shrunk): lines already written and delivered are no
-// longer in the queue, so a truncated replica, or one restored from an
-// older backup, kept its hole for good, and a later line whose parent was
-// in the hole was written after a parent the file no longer held. This
-// node's own lines count too: the file was their origin, and the tailer
-// knows them (published already), so they are not published again. The
-// lines go in stream order, parents first, and writable drops those the
-// queue already holds once one is written.
-func (r *Replicator) refill(ctx context.Context, s *sess) error {
+// PI_ALL holds and its file lacks, when the file may have lost lines:
+//
+//   - it was found shorter, or replaced by a copy that still starts with
+//     the line it started with (replica.shrunk): every line PI_ALL holds
+//     now is checked;
+//   - it is opened for the first time in a run that resumed from a saved
+//     position (replica.unchecked): it may have been cut, or restored from
+//     an older copy, while the daemon was stopped, and nothing in memory
+//     knows its old size. The lines up to that position are checked; those
+//     after it come again through the run's own consumer.
+//
+// Lines already written and delivered are no longer in the queue, so a
+// truncated replica kept its hole for good, and a later line whose parent
+// was in the hole was written after a parent the file no longer held (as
+// an orphan, after a restart). This node's own lines count too: the file
+// was their origin, and the tailer knows them (published already), so they
+// are not published again. The lines go in stream order, parents first,
+// and writable drops those the queue already holds once one is written.
+func (r *Replicator) refill(ctx context.Context, s *sess, upTo uint64) error {
 	f := s.file
-	if f.head != f.headWas {
+	if f.shrunk && f.head != f.headWas {
 		// It starts otherwise: rewritten (pi migrated it to a new
 		// format, new ids and all), or emptied. Lines of the old form
 		// written back would make it two sessions in one file.
 		return nil
 	}
-	var missing []*eventlog.Event
-	err := r.all.ScanSession(ctx, s.sid, true, func(ev *eventlog.Event) error {
-		if ev.Op != "" || ev.Type == "session" {
-			return nil
-		}
-		if _, ok := f.shas[ev.Sha]; ok {
-			return nil
-		}
-		if ev.Node != r.opts.Node {
-			if ok, err := r.mayWrite(ctx, s, ev.Node); err != nil || !ok {
-				return err
-			}
-		}
-		if ev.ID != "" {
-			if _, ok := s.seen[ev.ID]; !ok {
-				s.seen[ev.ID] = claim{sha: ev.Sha, node: ev.Node}
-			}
-		}
-		missing = append(missing, ev)
-		return nil
-	})
+	missing, err := r.lacking(ctx, s, upTo)
 	if err != nil {
 		return fmt.Errorf("replicator: lines of session %s that its file lost: %w", s.sid, err)
 	}
@@ -362,6 +355,86 @@ func (r *Replicator) refill(ctx context.Context, s *sess) error {
 		r.requeue(s, missing)
 	}
 	return nil
+}
+
+// lacking returns, in stream order and with their bytes, the lines of
+// session s in PI_ALL up to stream sequence upTo (0: its last) that s's
+// file lacks and would have been written to it: not a line an entry of the
+// file already claims the id of (a collision, refused when it came), not
+// a losing migration's or an untrusted node's, not this node's own when
+// another file here holds the session too (those are that file's). It
+// returns none unless PI_ALL holds exactly one header of the session and
+// it is the file's first line: a file pi migrated to a new format (a
+// second header in PI_ALL), or one that starts otherwise, takes no lines
+// of another form. It reads the session's headers first, and the bytes
+// only of what is missing, so a whole file costs no read of its bodies.
+// The entry ids it reads are noted as seen: an entry whose parent was in
+// the hole waits for it instead of going in as an orphan.
+func (r *Replicator) lacking(ctx context.Context, s *sess, upTo uint64) ([]*eventlog.Event, error) {
+	f := s.file
+	if upTo == 0 {
+		info, err := r.all.Stream().Info(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s info: %w", eventlog.AllStream, err)
+		}
+		upTo = info.State.LastSeq
+	}
+	ownElsewhere := len(r.tracker.FilesFor(s.sid)) > 1
+	var (
+		headers   int
+		first     [32]byte
+		want      = map[[32]byte]struct{}{}
+		from, prv uint64
+	)
+	err := r.all.ScanSessionRange(ctx, s.sid, 0, upTo, false, func(ev *eventlog.Event) error {
+		defer func() { prv = ev.Seq }()
+		switch {
+		case ev.Op != "":
+			return nil
+		case ev.Type == "session":
+			if headers == 0 || ev.Sha != first {
+				headers++ // the same header from two nodes is one
+				first = cmp.Or(first, ev.Sha)
+			}
+			return nil
+		}
+		if ev.ID != "" {
+			if _, ok := s.seen[ev.ID]; !ok {
+				s.seen[ev.ID] = claim{sha: ev.Sha, node: ev.Node}
+			}
+		}
+		if _, ok := f.shas[ev.Sha]; ok {
+			return nil
+		}
+		if _, ok := f.ids[ev.ID]; ok && ev.ID != "" {
+			return nil
+		}
+		if s.lostMigration(ev) || (ev.Node == r.opts.Node && ownElsewhere) {
+			return nil
+		}
+		if ev.Node != r.opts.Node {
+			if ok, err := r.mayWrite(ctx, s, ev.Node); err != nil || !ok {
+				return err
+			}
+		}
+		if len(want) == 0 {
+			from = prv + 1
+		}
+		want[ev.Sha] = struct{}{}
+		return nil
+	})
+	if err != nil || len(want) == 0 || headers != 1 || first != f.head {
+		return nil, err
+	}
+	var missing []*eventlog.Event
+	err = r.all.ScanSessionRange(ctx, s.sid, from, upTo, true, func(ev *eventlog.Event) error {
+		if _, ok := want[ev.Sha]; ok && ev.Op == "" {
+			delete(want, ev.Sha) // a line published twice goes in once
+			missing = append(missing, ev)
+		}
+		return nil
+	})
+	return missing, err
 }
 
 // requeue puts lines taken for a write that failed back at the front.
@@ -393,6 +466,7 @@ func (r *Replicator) locate(s *sess) error {
 		if err != nil {
 			return err
 		}
+		f.unchecked = r.startPos > 0
 		r.files[p], s.file = f, f
 		return nil
 	}

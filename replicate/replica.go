@@ -45,6 +45,9 @@ type replica struct {
 	// migration to a new format), not cut short.
 	shrunk        bool
 	head, headWas [32]byte
+	// unchecked: opened in a run that resumed from a saved position, and
+	// not yet compared with PI_ALL (Replicator.refill).
+	unchecked bool
 }
 
 // entryRef is one entry of a file: its line's hash and its parent.

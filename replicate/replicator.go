@@ -92,6 +92,10 @@ type Replicator struct {
 	// bucket once (erase.go).
 	eraseMu sync.Mutex
 	holds   map[string]uint64
+
+	// startPos is the saved position the current run resumed from: the
+	// lines up to it were written before, by this run's predecessors.
+	startPos uint64
 }
 
 // maxListed bounds the collisions and quarantined sessions kept for status.
@@ -228,6 +232,7 @@ func (r *Replicator) run(ctx context.Context) error {
 	}
 	// Events held in memory are re-read from the stream: start clean.
 	r.sessions, r.files = map[string]*sess{}, map[string]*replica{}
+	r.startPos = pos
 	r.waiting.Store(0)
 	cfg := jetstream.OrderedConsumerConfig{}
 	if pos > 0 {
