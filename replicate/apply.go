@@ -1,7 +1,6 @@
 package replicate
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -362,14 +361,15 @@ func (r *Replicator) refill(ctx context.Context, s *sess, upTo uint64) error {
 // file lacks and would have been written to it: not a line an entry of the
 // file already claims the id of (a collision, refused when it came), not
 // a losing migration's or an untrusted node's, not this node's own when
-// another file here holds the session too (those are that file's). It
-// returns none unless PI_ALL holds exactly one header of the session and
-// it is the file's first line: a file pi migrated to a new format (a
-// second header in PI_ALL), or one that starts otherwise, takes no lines
-// of another form. It reads the session's headers first, and the bytes
-// only of what is missing, so a whole file costs no read of its bodies.
-// The entry ids it reads are noted as seen: an entry whose parent was in
-// the hole waits for it instead of going in as an orphan.
+// another file here holds the session too (those are that file's). Only
+// the lines of the file's own form count: those after the header that is
+// its first line and before another header. PI_ALL holds a session pi
+// migrated to a new format in both forms, one after the other (migrate.go),
+// and lines of the other form would make the file two sessions in one
+// that pi cannot read as either. It reads the session's headers first, and
+// the bytes only of what is missing, so a whole file costs no read of its
+// bodies. The entry ids it reads are noted as seen: an entry whose parent
+// was in the hole waits for it instead of going in as an orphan.
 func (r *Replicator) lacking(ctx context.Context, s *sess, upTo uint64) ([]*eventlog.Event, error) {
 	f := s.file
 	if upTo == 0 {
@@ -381,8 +381,7 @@ func (r *Replicator) lacking(ctx context.Context, s *sess, upTo uint64) ([]*even
 	}
 	ownElsewhere := len(r.tracker.FilesFor(s.sid)) > 1
 	var (
-		headers   int
-		first     [32]byte
+		inForm    bool // after the file's header, before another
 		want      = map[[32]byte]struct{}{}
 		from, prv uint64
 	)
@@ -392,10 +391,9 @@ func (r *Replicator) lacking(ctx context.Context, s *sess, upTo uint64) ([]*even
 		case ev.Op != "":
 			return nil
 		case ev.Type == "session":
-			if headers == 0 || ev.Sha != first {
-				headers++ // the same header from two nodes is one
-				first = cmp.Or(first, ev.Sha)
-			}
+			inForm = ev.Sha == f.head // the same header from two nodes is one
+			return nil
+		case !inForm:
 			return nil
 		}
 		if ev.ID != "" {
@@ -423,7 +421,7 @@ func (r *Replicator) lacking(ctx context.Context, s *sess, upTo uint64) ([]*even
 		want[ev.Sha] = struct{}{}
 		return nil
 	})
-	if err != nil || len(want) == 0 || headers != 1 || first != f.head {
+	if err != nil || len(want) == 0 {
 		return nil, err
 	}
 	var missing []*eventlog.Event

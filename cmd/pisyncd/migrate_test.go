@@ -141,3 +141,41 @@ func TestOldSessionMigratedTwice(t *testing.T) {
 	}
 	samePi(t, "context", aFile, bFile)
 }
+
+// TestMigratedReplicaCutIsFilledInItsForm: B's copy of a session pi
+// migrated (on A) is cut short; A's next turn fills it again with the
+// migrated lines only. The store holds the session in both forms, and
+// the old form's lines, which the file lacks too, would make it two
+// sessions in one file that pi cannot read as either.
+func TestMigratedReplicaCutIsFilledInItsForm(t *testing.T) {
+	_, _, b, v1, aFile, bFile := oldSessionOnTwo(t)
+	piWrite(t, `[{"op":"user","text":"back to the old session"},{"op":"assistant","text":"migrated and continued"}]`,
+		filepath.Dir(aFile), "--cwd", legacyCwd, "--open", aFile)
+	aLines := readLines(aFile)
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		return reflect.DeepEqual(readLines(bFile), aLines), fmt.Sprintf("B's copy %q\nA's file %q", readLines(bFile), aLines)
+	})
+
+	// B's copy cut after its second line, then a turn on A.
+	data, _ := os.ReadFile(bFile)
+	keep := len(aLines[0]) + 1 + len(aLines[1]) + 1
+	if err := os.WriteFile(bFile, data[:keep], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	piWrite(t, `[{"op":"user","text":"after B lost lines"},{"op":"assistant","text":"they come back"}]`,
+		filepath.Dir(aFile), "--cwd", legacyCwd, "--open", aFile)
+	aLines = readLines(aFile)
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		got := readLines(bFile)
+		return reflect.DeepEqual(got, aLines), fmt.Sprintf("B's copy %q\nA's file %q", got, aLines)
+	})
+	for _, l := range readLines(bFile) {
+		if strings.Contains(string(v1), l) {
+			t.Fatalf("B's migrated copy got a line of the old form back: %s", l)
+		}
+	}
+	samePi(t, "context", aFile, bFile)
+	if st, err := b.status(); err != nil || st.Replicator.Waiting != 0 {
+		t.Errorf("B's status: %v, %+v", err, st.Replicator)
+	}
+}
