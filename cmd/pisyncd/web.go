@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/pisyncd/pisyncd/config"
@@ -80,13 +81,20 @@ func locateSession(root, node string, pm replicate.PathMap, c projection.Catalog
 }
 
 // holdsSession reports whether the file at p is a session file whose
-// header names sid.
+// header names sid. It opens p without blocking and reads only a regular
+// file: a FIFO under a session's name (or a link to one) would hold a plain
+// open until a writer came, and with it one of the view's few session
+// reads (web.Options.MaxReads) for good: two such requests left every
+// session page waiting until a restart.
 func holdsSession(p, sid string) bool {
-	f, err := os.Open(p)
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return false
+	}
 	buf := make([]byte, 4096)
 	n, _ := io.ReadFull(f, buf)
 	line := buf[:n]

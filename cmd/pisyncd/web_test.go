@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/pisyncd/pisyncd/internal/testenv"
+	"github.com/pisyncd/pisyncd/projection"
+	"github.com/pisyncd/pisyncd/replicate"
 )
 
 // TestWebProcess: the web view on PISYNC_HTTP_ADDR of a real daemon
@@ -106,5 +108,55 @@ func TestWebProcess(t *testing.T) {
 	}
 	t.Logf("stopped %v after SIGTERM with an event stream open", time.Since(start))
 	for range lines {
+	}
+}
+
+// TestLocateSessionNeverBlocks: a FIFO, or a link to a device, where a
+// session's file was (the catalog still names it) is passed over at once.
+// A plain open of the FIFO waited for a writer that never came, holding
+// one of the view's two session reads: two page loads left every session
+// page of the view waiting until the daemon restarted.
+func TestLocateSessionNeverBlocks(t *testing.T) {
+	root := t.TempDir()
+	const sid = "aaaaaaaa-1111-2222-3333-444444444444"
+	own := filepath.Join("--tmp-x--", "2026-01-01T00-00-00-000Z_"+sid+".jsonl")
+	if err := os.MkdirAll(filepath.Join(root, "--tmp-x--"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(root, own)
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Let a reader blocked in open (without the fix) go.
+		if f, err := os.OpenFile(fifo, os.O_RDWR, 0); err == nil {
+			f.Close()
+		}
+	})
+	// A remote node's file name, where the replicator would put it: a link
+	// to a device.
+	if err := os.Symlink("/dev/zero", filepath.Join(root, "--tmp-x--", "2026-01-01T00-00-00-000Z_remote.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	c := projection.CatalogEntry{SessionID: sid, Cwd: "/tmp/x", Files: projection.NodeFiles{
+		{Node: "remote", File: "--tmp-x--/2026-01-01T00-00-00-000Z_remote.jsonl"},
+		{Node: "ws1", File: filepath.ToSlash(own)},
+	}}
+	type result struct {
+		p   string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		p, err := locateSession(root, "ws1", replicate.PathMap{}, c)
+		done <- result{p, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil || r.p != "" {
+			t.Errorf("locateSession = %q, %v; want no copy found", r.p, r.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("locateSession blocked on a FIFO under the session's file name")
 	}
 }
