@@ -110,8 +110,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
-	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("embedded: state dir: %w", err)
+	if err := privateStateDir(cfg.StateDir, cfg.Logger); err != nil {
+		return nil, fmt.Errorf("embedded: %w", err)
 	}
 	lock, err := lockDir(cfg.StateDir)
 	if err != nil {

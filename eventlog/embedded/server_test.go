@@ -285,3 +285,30 @@ func TestAsyncErrorsLogged(t *testing.T) {
 		t.Errorf("log does not name the subscription at warn level:\n%s", out)
 	}
 }
+
+// TestStateDirMadePrivate: a state dir made before pisyncd, open to other
+// users, is made 0700 before anything is created in it. Left open, the
+// control socket (bound under the process's umask, then chmod'ed 0600)
+// let another user connect in between: under a umask of 000 a loop of
+// connects by another account reached it at the daemon's first restart and
+// read the web view's token.
+func TestStateDirMadePrivate(t *testing.T) {
+	for _, mode := range []os.FileMode{0o777, 0o755, 0o710} {
+		dir := filepath.Join(t.TempDir(), "state")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		s := startServer(t, testConfig(t, dir))
+		st, err := os.Stat(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := st.Mode().Perm(); m != 0o700 {
+			t.Errorf("state dir made %v before: mode %v after start, want 0700", mode, m)
+		}
+		s.Close()
+	}
+}
