@@ -104,7 +104,9 @@ func startDaemonSearch(t testing.TB, withSearch bool) *daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.http = httptest.NewServer(d.web)
+	d.http = httptest.NewUnstartedServer(d.web)
+	d.http.Config.ConnContext = ConnContext // as the daemon's listener
+	d.http.Start()
 	t.Cleanup(func() { closeServer(d.http) })
 	return d
 }

@@ -1,11 +1,14 @@
 package web
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 )
 
@@ -83,14 +86,21 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 			http.Error(w, "web: this link's token is not this daemon's: `pisyncd web` prints the link that holds it", http.StatusUnauthorized)
 			return false
 		}
-		http.SetCookie(w, &http.Cookie{Name: cookieName(r.Host), Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
+		http.SetCookie(w, &http.Cookie{Name: cookieName(r.Host), Value: s.cookie, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
 		q.Del(TokenParam)
 		u := *r.URL
 		u.RawQuery = q.Encode()
 		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
 		return false
 	}
-	if c, err := r.Cookie(cookieName(r.Host)); err == nil && s.tokenIs(c.Value) {
+	if c, err := r.Cookie(cookieName(r.Host)); err == nil && c.Value != "" && subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.cookie)) == 1 {
+		// The browser sends it to every port of this host (peer.go): it
+		// counts only from a program of the daemon's own user.
+		if uid, ok := peerUID(r.Context()); ok && uid != os.Geteuid() {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "web: this cookie came from another user's program; the view takes it only from its own user's browser", http.StatusUnauthorized)
+			return false
+		}
 		return true
 	}
 	if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && s.tokenIs(bearer) {
@@ -105,6 +115,15 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="pisyncd"`)
 	http.Error(w, "web: the view needs this daemon's token, which only its user can read: open the link `pisyncd web` prints, or send the token in the "+TokenHeader+" header", http.StatusUnauthorized)
 	return false
+}
+
+// cookieValue is what the cookie holds for token: derived from it, not
+// it, so that a cookie that reached another user (peer.go) is no token in
+// a header.
+func cookieValue(token string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("pisyncd web cookie"))
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // tokenIs reports whether got is the token, in constant time.

@@ -73,6 +73,7 @@ var assets embed.FS
 type Server struct {
 	opts    Options
 	token   string
+	cookie  string // cookieValue(token)
 	handler http.Handler
 	md      *markdown
 	log     *slog.Logger
@@ -113,6 +114,7 @@ func New(opts Options) (*Server, error) {
 		}
 		s.token = t
 	}
+	s.cookie = cookieValue(s.token)
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {
 		return nil, err

@@ -59,7 +59,7 @@ func TestSecurityHeadersHostAndToken(t *testing.T) {
 	port := d.http.URL[strings.LastIndex(d.http.URL, ":")+1:]
 	for _, tok := range []string{"", "wrong", d.web.Token()} {
 		req, _ := http.NewRequest("POST", d.http.URL+"/api/sessions", strings.NewReader("x"))
-		req.AddCookie(&http.Cookie{Name: "pisync_token_" + port, Value: testToken})
+		req.AddCookie(&http.Cookie{Name: "pisync_token_" + port, Value: cookieValue(testToken)})
 		if tok != "" {
 			req.Header.Set(TokenHeader, tok)
 		}

@@ -408,7 +408,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			// The web view's event streams never end by themselves: its
 			// requests end with the daemon's context, so Shutdown does not
 			// wait for them.
-			BaseContext: func(net.Listener) context.Context { return ctx }})
+			BaseContext: func(net.Listener) context.Context { return ctx },
+			// Whose program sent the view's cookie (web.ConnContext).
+			ConnContext: web.ConnContext})
 		lns = append(lns, httpLn)
 		u := "http://" + httpLn.Addr().String() + "/"
 		d.httpURL.Store(&u)
