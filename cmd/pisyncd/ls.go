@@ -75,9 +75,9 @@ func printCatalog(w io.Writer, entries []projection.CatalogEntry) error {
 	for _, e := range entries {
 		// The name and the cwd are session text: a hostile file's
 		// escape sequences must not drive the terminal.
-		label := terminalSafe(e.Name)
+		label := cli.TerminalSafe(e.Name)
 		if label == "" {
-			label = terminalSafe(e.Cwd)
+			label = cli.TerminalSafe(e.Cwd)
 		}
 		n := catalogNotes(e)
 		if len(n) > 0 {
@@ -107,13 +107,13 @@ func catalogNotes(e projection.CatalogEntry) []string {
 		notes = append(notes, fmt.Sprintf("%s: deleted (on %s)", e.SessionID, strings.Join(e.DeletedOn, ", ")))
 	}
 	if e.Error != "" {
-		notes = append(notes, fmt.Sprintf("%s: unreadable: %s", e.SessionID, terminalSafe(e.Error)))
+		notes = append(notes, fmt.Sprintf("%s: unreadable: %s", e.SessionID, cli.TerminalSafe(e.Error)))
 	}
 	if e.Forked {
-		notes = append(notes, fmt.Sprintf("%s: forked from %s", e.SessionID, terminalSafe(e.ParentSession)))
+		notes = append(notes, fmt.Sprintf("%s: forked from %s", e.SessionID, cli.TerminalSafe(e.ParentSession)))
 	}
 	for _, c := range e.Collisions {
-		notes = append(notes, fmt.Sprintf("%s: entry %s claimed by %s and %s", e.SessionID, terminalSafe(c.ID), c.Nodes[0], c.Nodes[1]))
+		notes = append(notes, fmt.Sprintf("%s: entry %s claimed by %s and %s", e.SessionID, cli.TerminalSafe(c.ID), c.Nodes[0], c.Nodes[1]))
 	}
 	return notes
 }

@@ -33,3 +33,27 @@ func TestLsForkedNoteIsTerminalSafe(t *testing.T) {
 		t.Fatalf("note: %q", out.String())
 	}
 }
+
+// TestTailAndEventsAreTerminalSafe: pisyncd tail and pisyncd events print
+// a line's text, ids, type and file name, all of them anyone's (another
+// machine's session, a page an agent read), with their control characters
+// as spaces. They reached the terminal as they were: a message set the
+// clipboard (OSC 52) and cleared the screen of whoever followed the tail.
+func TestTailAndEventsAreTerminalSafe(t *testing.T) {
+	const hostile = "\x1b]52;c;ZXZpbA==\x07\x1b[2J\r\u202e"
+	var b bytes.Buffer
+	printTailEntry(&b, &projection.TailEntry{Session: "s1", ID: "e1" + hostile, ParentID: "p" + hostile, Type: "message",
+		Entry: []byte(`{"type":"message","message":{"role":"user\u001b[31m","content":"hi \u001b]52;c;ZXZpbA==\u0007 \u001b[2J there"}}`)})
+	printTailEntry(&b, &projection.TailEntry{Session: "s1", Op: "delete", File: "--x" + hostile + "--/a.jsonl"})
+	if err := eventPrinter(&b, false)(eventJSON{Seq: 1, Type: "message" + hostile, EntryID: "e1" + hostile, ParentID: "p" + hostile}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range b.String() {
+		if r != '\n' && r != '\t' && (r < 0x20 || r == 0x7f || r == '\u202e') {
+			t.Fatalf("printed %U: %q", r, b.String())
+		}
+	}
+	if !strings.Contains(b.String(), "there") {
+		t.Errorf("the text is gone: %q", b.String())
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf16"
 
 	"github.com/pisyncd/pisyncd/config"
@@ -119,8 +118,8 @@ func printHits(w io.Writer, res search.Result) error {
 		if h.Role != "" {
 			kind += "/" + h.Role
 		}
-		fmt.Fprintf(w, "\n%s  %s  entry %s  %s  %s\n", cli.OrDash(shortTime(h.Timestamp)), terminalSafe(h.SessionID), cli.OrDash(terminalSafe(h.EntryID)), terminalSafe(h.Node), terminalSafe(kind))
-		fmt.Fprintf(w, "    %s\n", terminalSafe(marked(h.Snippet, h.Highlights)))
+		fmt.Fprintf(w, "\n%s  %s  entry %s  %s  %s\n", cli.OrDash(shortTime(h.Timestamp)), cli.TerminalSafe(h.SessionID), cli.OrDash(cli.TerminalSafe(h.EntryID)), cli.TerminalSafe(h.Node), cli.TerminalSafe(kind))
+		fmt.Fprintf(w, "    %s\n", cli.TerminalSafe(marked(h.Snippet, h.Highlights)))
 	}
 	if res.Next > 0 {
 		fmt.Fprintf(w, "\nmore: --after %s\n", strconv.Itoa(res.Next))
@@ -143,13 +142,4 @@ func marked(snippet string, highlights [][2]int) string {
 	}
 	b.WriteString(string(utf16.Decode(u[at:])))
 	return b.String()
-}
-
-func terminalSafe(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r) {
-			return ' '
-		}
-		return r
-	}, s)
 }

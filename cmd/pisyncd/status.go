@@ -19,6 +19,7 @@ import (
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/cli"
 	"github.com/pisyncd/pisyncd/internal/redact"
 )
 
@@ -310,7 +311,7 @@ func eventPrinter(w io.Writer, asJSON bool) func(eventJSON) error {
 		if parent == "" {
 			parent = "-"
 		}
-		_, err := fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d bytes\n", e.Seq, e.Type, e.EntryID, parent, e.Bytes)
+		_, err := fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d bytes\n", e.Seq, cli.TerminalSafe(e.Type), cli.TerminalSafe(e.EntryID), cli.TerminalSafe(parent), e.Bytes)
 		return err
 	}
 }

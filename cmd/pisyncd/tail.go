@@ -89,5 +89,7 @@ func printTailEntry(w io.Writer, e *projection.TailEntry) {
 		json.Unmarshal(e.Entry, &m)
 		text = m.Message.Role + ": " + cli.ContentText(m.Message.Content)
 	}
-	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", e.Session, cli.OrDash(typ), cli.OrDash(id), cli.OrDash(e.ParentID), cli.Preview(text, 100))
+	// Every field but the session id (a subject token) is the line's own
+	// or its file's name: anyone's text.
+	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", e.Session, cli.OrDash(cli.TerminalSafe(typ)), cli.OrDash(cli.TerminalSafe(id)), cli.OrDash(cli.TerminalSafe(e.ParentID)), cli.Preview(text, 100))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 )
 
 // Summary is what the human form shows of a context: the lines of its
@@ -31,14 +32,14 @@ func (s *Summary) Add(m json.RawMessage) {
 	if text == "" {
 		text = ContentText(msg.Content)
 	}
-	s.Lines = append(s.Lines, fmt.Sprintf("%3d %-18s %s", len(s.Lines)+1, OrDash(msg.Role), Preview(text, 100)))
+	s.Lines = append(s.Lines, fmt.Sprintf("%3d %-18s %s", len(s.Lines)+1, OrDash(TerminalSafe(msg.Role)), Preview(text, 100)))
 }
 
 // Print writes the summary: a line about the leaf, the window, the model
 // and thinking level, one about the rules, then a line per message.
 func (s *Summary) Print(w io.Writer) error {
 	fmt.Fprintf(w, "leaf %s, %s in the window, %s, model %s, thinking %s\n",
-		OrDash(s.Leaf), plural(s.Entries, "entry", "entries"), plural(len(s.Lines), "message", "messages"), OrDash(ModelName(s.Model)), OrDash(JSONText(s.Thinking)))
+		OrDash(TerminalSafe(s.Leaf)), plural(s.Entries, "entry", "entries"), plural(len(s.Lines), "message", "messages"), OrDash(TerminalSafe(ModelName(s.Model))), OrDash(TerminalSafe(JSONText(s.Thinking))))
 	if note := RulesNote(s.Rules, s.RulesMode); note != "" {
 		fmt.Fprintln(w, note)
 	}
@@ -162,11 +163,26 @@ func ContentText(raw json.RawMessage) string {
 // Preview is s on one line, white space runs made one space, cut to n
 // characters.
 func Preview(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(TerminalSafe(s)), " ")
 	if r := []rune(s); len(r) > n {
 		return string(r[:n]) + "…"
 	}
 	return s
+}
+
+// TerminalSafe is s with every control character (escape sequences, a
+// carriage return), line or paragraph separator and bidirectional control
+// turned to a space: session text is anyone's (a page an agent read,
+// another machine of the team), and printed as it is, its escape sequences
+// would drive the terminal (set the clipboard, clear the screen, rename the
+// window).
+func TerminalSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r) {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 // OrDash is s, or "-" for nothing ("" or null).
