@@ -5,7 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/projection"
+	"github.com/pisyncd/pisyncd/replicate"
+	"github.com/pisyncd/pisyncd/watch"
 )
 
 // TestLsForkedNoteIsTerminalSafe: a header's parentSession, a session's
@@ -55,5 +58,26 @@ func TestTailAndEventsAreTerminalSafe(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "there") {
 		t.Errorf("the text is gone: %q", b.String())
+	}
+}
+
+// TestStatusIsTerminalSafe: pisyncd status lists entry id collisions, and
+// the colliding id is the other machine's choice (the hostile suite makes
+// one); it, like every value, is printed without control characters.
+func TestStatusIsTerminalSafe(t *testing.T) {
+	const hostile = "\x1b]52;c;ZXZpbA==\x07\x1b[2J\r\u202e"
+	st := &Status{Forwarder: &eventlog.ForwarderStats{}, Downloader: &eventlog.DownloaderStats{}, Replicator: &replicate.Stats{CollisionsList: []replicate.Collision{{Session: "s1", ID: "e1" + hostile, Nodes: [2]string{"a", "b"}}}},
+		Tailer: watch.Stats{LastError: "open --x" + hostile + "--/a.jsonl: denied"}}
+	var b bytes.Buffer
+	if err := printStatus(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range b.String() {
+		if r != '\n' && (r < 0x20 || r == 0x7f || r == '\u202e') {
+			t.Fatalf("printed %U: %q", r, b.String())
+		}
+	}
+	if !strings.Contains(b.String(), "entry e1 ") {
+		t.Errorf("the collision is not listed: %q", b.String())
 	}
 }

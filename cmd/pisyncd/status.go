@@ -51,8 +51,17 @@ func statusCommand(args []string, stdout io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(st)
 	}
+	return printStatus(stdout, &st)
+}
+
+// printStatus writes the text form of a status. Its values are printed
+// terminal-safe: some are anyone's text (a colliding entry id is another
+// machine's choice, a file name or an error quotes the sessions dir).
+func printStatus(stdout io.Writer, st *Status) error {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
+	row := func(k string, v any) {
+		fmt.Fprintf(tw, "%s\t%s\n", cli.TerminalSafe(k), cli.TerminalSafe(fmt.Sprint(v)))
+	}
 	if st.Build.Version == "" {
 		row("version", "unknown (a daemon older than `pisyncd version`)")
 	} else {
