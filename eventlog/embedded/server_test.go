@@ -312,3 +312,43 @@ func TestStateDirMadePrivate(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestStateDirPlantedFileRefused: while a state dir was open, another user
+// could put a web-token of their own in it (an audit did, and read every
+// session through the view with it): a start that closes the folder and
+// finds a file of another user in it refuses, naming it.
+func TestStateDirPlantedFileRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a file of another user needs root to make")
+	}
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o777)
+	planted := filepath.Join(dir, "web-token")
+	if err := os.WriteFile(planted, []byte("0000000000000000000000000000000000000000000000000000000000000007\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(planted, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Start(context.Background(), testConfig(t, dir))
+	if err == nil {
+		s.Close()
+		t.Fatal("started over a state dir holding another user's web-token")
+	}
+	if !strings.Contains(err.Error(), "web-token (uid 65534)") {
+		t.Errorf("the refusal does not name the file: %v", err)
+	}
+	if st, _ := os.Stat(dir); st.Mode().Perm() != 0o700 {
+		t.Errorf("state dir left %v", st.Mode().Perm())
+	}
+	// The folder closed, a start still refuses; removed, the next goes on.
+	if s, err := Start(context.Background(), testConfig(t, dir)); err == nil {
+		s.Close()
+		t.Fatal("a second start took the planted web-token")
+	}
+	os.Remove(planted)
+	startServer(t, testConfig(t, dir))
+}
