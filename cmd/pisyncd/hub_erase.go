@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -134,7 +135,7 @@ func hubErase(ctx context.Context, nc *nats.Conn, sid, node string, force bool, 
 	return eventlog.EraseHub(ctx, js, sid, force)
 }
 
-const hubEraseUsage = "pisyncd hub erase (SESSION-ID [--force] | --node NODE) [--team T] [--json] [--server URL (--user U --password P | --creds FILE) [--ca FILE]]"
+const hubEraseUsage = "pisyncd hub erase (SESSION-ID [--force] | --node NODE) [--team T] [--json] [--server URL (--user U --password-file F | --creds FILE) [--ca FILE]]"
 
 // hubEraseCommand erases a session from the hub: from a running `pisyncd
 // hub` node on this machine (its control socket), or from any hub through
@@ -329,19 +330,22 @@ func doHub(ctx context.Context, cfg *config.Hub, method, path string) (*http.Res
 // adminFlags reach any hub through its client listener as an
 // administration user (--server): a stock nats-server, say, which has no
 // pisyncd control socket.
-type adminFlags struct{ server, user, password, creds, ca *string }
+type adminFlags struct{ server, user, password, passwordFile, creds, ca *string }
 
 // adminValued are adminFlags' names, which take a value (reorder).
-var adminValued = []string{"server", "user", "password", "creds", "ca"}
+var adminValued = []string{"server", "user", "password", "password-file", "creds", "ca"}
 
 // addAdminFlags defines adminFlags on fs for a command that does what.
 func addAdminFlags(fs *flag.FlagSet, what string) adminFlags {
 	return adminFlags{
 		server:   fs.String("server", "", "the hub's client URL, to "+what+" as an administration user"),
 		user:     fs.String("user", "", "administration user (with --server)"),
-		password: fs.String("password", "", "its password"),
-		creds:    fs.String("creds", "", "administration credentials file (with --server)"),
-		ca:       fs.String("ca", "", "CA of the hub's certificate (with --server and tls://)"),
+		password: fs.String("password", "", "its password (every local user reads a command's arguments, in ps: prefer --password-file)"),
+		// A command's arguments are in /proc/PID/cmdline, which every
+		// user of the machine reads: the password in a file is not.
+		passwordFile: fs.String("password-file", "", "a file holding its password (its first line)"),
+		creds:        fs.String("creds", "", "administration credentials file (with --server)"),
+		ca:           fs.String("ca", "", "CA of the hub's certificate (with --server and tls://)"),
 	}
 }
 
@@ -349,8 +353,20 @@ func addAdminFlags(fs *flag.FlagSet, what string) adminFlags {
 // connection name.
 func (a adminFlags) connect(name string) (*nats.Conn, error) {
 	opts := []nats.Option{nats.Name(name)}
+	password := *a.password
+	if *a.passwordFile != "" {
+		if password != "" {
+			return nil, errors.New("--password and --password-file: give one")
+		}
+		b, err := os.ReadFile(*a.passwordFile)
+		if err != nil {
+			return nil, fmt.Errorf("--password-file: %w", err)
+		}
+		password, _, _ = strings.Cut(string(b), "\n")
+		password = strings.TrimSuffix(password, "\r")
+	}
 	if *a.user != "" {
-		opts = append(opts, nats.UserInfo(*a.user, *a.password))
+		opts = append(opts, nats.UserInfo(*a.user, password))
 	}
 	if *a.creds != "" {
 		opts = append(opts, nats.UserCredentials(*a.creds))

@@ -80,7 +80,7 @@ func serveHubUsage(h *embedded.Server) http.HandlerFunc {
 	}
 }
 
-const hubUsageUsage = "pisyncd hub usage [--team T] [--json] [--server URL (--user U --password P | --creds FILE) [--ca FILE]]"
+const hubUsageUsage = "pisyncd hub usage [--team T] [--json] [--server URL (--user U --password-file F | --creds FILE) [--ca FILE]]"
 
 // hubUsageCommand prints, for each team, its share of the hub's store and
 // what each node holds, largest first: asked of the hub node running here,

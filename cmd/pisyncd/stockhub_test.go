@@ -78,6 +78,18 @@ func TestStockNatsServerHub(t *testing.T) {
 	if a, b := used[0].Nodes["ws-a"], used[0].Nodes["ws-b"]; a.Messages != 4 || a.Sessions != 1 || b.Messages != 1 || a.Bytes == 0 {
 		t.Errorf("hub usage --server: %s", out.Bytes())
 	}
+	// The password from a file: --password is in the command's arguments,
+	// which every local user reads (ps).
+	pw := filepath.Join(t.TempDir(), "admin-password")
+	os.WriteFile(pw, []byte("change-me\n"), 0o600)
+	out.Reset()
+	if err := hubUsageCommand([]string{"--server", "tls://localhost:" + port, "--ca", ca, "--user", "admin", "--password-file", pw, "--json"}, &out); err != nil || !bytes.Equal(bytes.TrimSpace(out.Bytes())[:1], []byte("[")) {
+		t.Fatalf("hub usage --password-file: %v %s", err, out.Bytes())
+	}
+	os.WriteFile(pw, []byte("wrong\n"), 0o600)
+	if err := hubUsageCommand([]string{"--server", "tls://localhost:" + port, "--ca", ca, "--user", "admin", "--password-file", pw, "--json"}, &out); err == nil {
+		t.Error("hub usage with a wrong password in --password-file: no error")
+	}
 }
 
 // runNatsServer runs stock nats-server code with opts (signals and logging
