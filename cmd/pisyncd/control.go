@@ -184,7 +184,7 @@ func (d *Daemon) metricsHandler() http.Handler {
 	// token (a scraper sends it as a bearer token). /healthz says only
 	// whether the daemon is up.
 	mux.Handle("GET /metrics", d.web.Guard(promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{})))
-	mux.HandleFunc("GET /healthz", d.healthz)
+	mux.HandleFunc("GET /healthz", terse(d.healthz))
 	if d.web != nil {
 		// The web view: every other path. Its session pages read a whole
 		// session: foreground work, as a context is (not the event
@@ -194,6 +194,39 @@ func (d *Daemon) metricsHandler() http.Handler {
 		mux.Handle("GET /api/s/", d.fg.Handler(d.web))
 	}
 	return mux
+}
+
+// terse answers a health check with its status and not why: /healthz on
+// the HTTP listener, which every local user reaches without the token (the
+// store's error names files of the state dir, the server's its cause); the
+// control socket's /healthz and status say why.
+func terse(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusOnly{header: w.Header()}
+		h(rec, r)
+		if rec.code == http.StatusOK {
+			fmt.Fprintln(w, "ok")
+			return
+		}
+		http.Error(w, "unavailable: pisyncd status says why", rec.code)
+	}
+}
+
+// statusOnly keeps a handler's status and headers and drops its body.
+type statusOnly struct {
+	header http.Header
+	code   int
+}
+
+func (s *statusOnly) Header() http.Header { return s.header }
+func (s *statusOnly) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+}
+func (s *statusOnly) Write(b []byte) (int, error) {
+	s.WriteHeader(http.StatusOK)
+	return len(b), nil
 }
 
 func (d *Daemon) healthz(w http.ResponseWriter, r *http.Request) {

@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,5 +160,25 @@ func TestLocateSessionNeverBlocks(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("locateSession blocked on a FIFO under the session's file name")
+	}
+}
+
+// TestHealthzOnHTTPIsTerse: /healthz on the HTTP listener, which any local
+// user asks without the token, says whether the daemon is well and not
+// why: the reason named files of the user's state dir.
+func TestHealthzOnHTTPIsTerse(t *testing.T) {
+	failing := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		http.Error(w, "event store failing since 2026-12-03T00:00:00Z: write /home/ann/.local/state/pisyncd/jetstream/x.blk: no space left on device", http.StatusServiceUnavailable)
+	}
+	rec := httptest.NewRecorder()
+	terse(failing)(rec, httptest.NewRequest("GET", "/healthz", nil))
+	if rec.Code != http.StatusServiceUnavailable || strings.Contains(rec.Body.String(), "/home/ann") || rec.Header().Get("Connection") != "close" {
+		t.Errorf("failing: %d %q %v", rec.Code, rec.Body.String(), rec.Header())
+	}
+	rec = httptest.NewRecorder()
+	terse(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })(rec, httptest.NewRequest("GET", "/healthz", nil))
+	if rec.Code != http.StatusOK || strings.TrimSpace(rec.Body.String()) != "ok" {
+		t.Errorf("well: %d %q", rec.Code, rec.Body.String())
 	}
 }
