@@ -47,7 +47,9 @@ func privateStateDir(dir string, logger *slog.Logger) error {
 		if err != nil {
 			continue // gone meanwhile
 		}
-		if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		// root's are not another user's doing (an operator's sudo pisyncd
+		// hub add-node writes into a hub's state dir as root).
+		if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() && st.Uid != 0 {
 			foreign = append(foreign, fmt.Sprintf("%s (uid %d)", e.Name(), st.Uid))
 		}
 	}
