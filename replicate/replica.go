@@ -502,12 +502,24 @@ func firstHeaderID(path string) (string, bool) {
 	return l.ID, ok && l.HasID
 }
 
+// maxHeaderLine bounds a line readHeader looks at. A header is a few
+// hundred bytes (its cwd at most 4 KiB); a file whose first lines are
+// longer is taken for no session file here. Before, a line was read whole
+// however long: a 4 GiB sparse file named *.jsonl in the sessions dir took
+// the daemon past 2.4 GB within 25 s of one web page asking for a session
+// with no copy here (the resume command's walk, as erase's), and growing.
+const maxHeaderLine = 64 << 10
+
 // readHeader returns a file's header: its first kept line, when that is a
-// header (pi skips blank and malformed lines before it).
+// header (pi skips blank and malformed lines before it). It reads at most
+// 64 lines of at most maxHeaderLine bytes, and holds at most one of them.
 func readHeader(r io.Reader) (session.Line, bool) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(r, maxHeaderLine)
 	for i := 0; i < 64; i++ {
-		line, err := br.ReadBytes('\n')
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			break // longer than any header: not looked into further
+		}
 		l := session.ParseLine(bytes.TrimSuffix(line, []byte("\n")))
 		if l.Kind.Kept() {
 			return l, l.Kind == session.Header

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -140,5 +141,37 @@ func TestReplicaOfAnotherSession(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(p); string(b) != hdrS2+"\n"+entA+"\n"+entB+"\n" {
 		t.Errorf("s2's file changed: %q", b)
+	}
+}
+
+// TestHeaderReadIsBounded: finding a session's files (erase, the web view's
+// resume command) reads the header of every *.jsonl file in the sessions
+// dir; one whose first line never ends (a sparse file, a binary named so)
+// is passed over having held at most a buffer of it. It was read whole: a
+// 4 GiB sparse file took the daemon past 2.4 GB from one web page.
+func TestHeaderReadIsBounded(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "--p--")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	big, err := os.Create(filepath.Join(dir, "a-sparse.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := big.Truncate(256 << 20); err != nil { // zeros, no newline
+		t.Fatal(err)
+	}
+	big.Close()
+	writeTestFile(t, filepath.Join(dir, "b.jsonl"), hdrS1+"\n")
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	live, _, err := SessionFiles(root, "s1")
+	runtime.ReadMemStats(&after)
+	if err != nil || len(live) != 1 || filepath.Base(live[0]) != "b.jsonl" {
+		t.Fatalf("SessionFiles = %v, %v; want b.jsonl", live, err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 4<<20 {
+		t.Errorf("finding the files allocated %d MiB; want at most a few buffers", got>>20)
 	}
 }
