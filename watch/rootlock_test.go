@@ -1,0 +1,96 @@
+package watch
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/pisyncd/pisyncd/internal/fsutil"
+)
+
+// TestRootLockedByAnotherUser: another user of the machine who may open
+// the sessions dir (pi makes it 0755) may flock it too, and kept every
+// pisyncd of its owner from starting ("followed by another pisyncd"). A
+// lock held by another user's process is no pisyncd of this user's:
+// LockRoot says so (the daemon warns and goes on). One held by this
+// user's still refuses.
+func TestRootLockedByAnotherUser(t *testing.T) {
+	if dir := os.Getenv("PISYNC_TEST_HOLD_LOCK"); dir != "" {
+		// The child, as another user: hold the lock until stdin closes.
+		f, err := os.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fsutil.TryLock(f); err != nil {
+			t.Fatal(err)
+		}
+		os.Stdout.WriteString("locked\n")
+		io.Copy(io.Discard, os.Stdin)
+		return
+	}
+	root := filepath.Join(t.TempDir(), "sessions")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// This user's own second holder: refused, as two daemons would be.
+	l, err := LockRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LockRoot(root); !errors.Is(err, ErrRootInUse) {
+		t.Errorf("a second lock of this user: %v, want ErrRootInUse", err)
+	}
+	l.Close()
+	if os.Geteuid() != 0 {
+		t.Skip("another user's lock needs root to run a process as nobody")
+	}
+	for d := root; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		os.Chmod(d, 0o755) // nobody opens the folder
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bindir, err := os.MkdirTemp("", "rootlock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(bindir) })
+	os.Chmod(bindir, 0o755)
+	bin := filepath.Join(bindir, "watch.test")
+	b, err := os.ReadFile(exe)
+	if err == nil {
+		err = os.WriteFile(bin, b, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^"+t.Name()+"$", "-test.count=1")
+	cmd.Dir = bindir
+	cmd.Env = append(os.Environ(), "PISYNC_TEST_HOLD_LOCK="+root, "TMPDIR=/tmp", "HOME=/tmp")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "locked" {
+		t.Fatalf("the other user's process: %q %v", line, err)
+	}
+	l, err = LockRoot(root)
+	if l != nil {
+		l.Close()
+	}
+	if !errors.Is(err, ErrLockedByOther) || errors.Is(err, ErrRootInUse) || !strings.Contains(err.Error(), "uid 65534") {
+		t.Errorf("the lock held by another user: %v, want ErrLockedByOther naming uid 65534", err)
+	}
+}
