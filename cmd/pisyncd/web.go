@@ -32,7 +32,7 @@ func newWeb(d *Daemon) (*web.Server, error) {
 	if d.searchIx != nil {
 		searchH = d.searchIx.Handler(d.searchW.Unindexed)
 	}
-	token, err := webToken(d.cfg.StateDir, true)
+	token, err := webToken(d.cfg.StateDir)
 	if err != nil {
 		return nil, err
 	}
@@ -113,9 +113,8 @@ func holdsSession(p, sid string) bool {
 // bookmark's cookie and a program's set-up keep working.
 const webTokenFile = "web-token"
 
-// webToken reads the view's token from the state dir, making it first when
-// create is set (else "" when there is none).
-func webToken(stateDir string, create bool) (string, error) {
+// webToken reads the view's token from the state dir, making it first.
+func webToken(stateDir string) (string, error) {
 	path := filepath.Join(stateDir, webTokenFile)
 	b, err := os.ReadFile(path)
 	if err == nil && len(bytes.TrimSpace(b)) >= 32 {
@@ -123,9 +122,6 @@ func webToken(stateDir string, create bool) (string, error) {
 	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("web token: %w", err)
-	}
-	if !create {
-		return "", nil
 	}
 	// Missing, or too short to be one this daemon made: a new one.
 	token, err := web.NewToken()
@@ -192,10 +188,11 @@ func webCommand(args []string, stdout io.Writer) error {
 	if cfg.HTTPAddr == "" {
 		return errors.New(webUnset)
 	}
-	token, err := webToken(cfg.StateDir, false)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(stdout, "%s\n(the daemon is not running: start it with pisyncd run)\n", webLink("http://"+cfg.HTTPAddr+"/", token))
+	// Not the token: with no daemon on the address, whoever listens there
+	// gets the link, and any user of the machine may (an audit took the
+	// port first, which kept the daemon from starting, and read the token
+	// from the link the user then opened). A running daemon's answer is
+	// from the port it holds.
+	_, err = fmt.Fprintf(stdout, "http://%s/\n(the daemon is not running: start it with pisyncd run, then pisyncd web prints the link with the view's token)\n", cfg.HTTPAddr)
 	return err
 }

@@ -182,3 +182,22 @@ func TestHealthzOnHTTPIsTerse(t *testing.T) {
 		t.Errorf("well: %d %q", rec.Code, rec.Body.String())
 	}
 }
+
+// TestWebLinkOnlyFromTheDaemon: with no daemon running, pisyncd web names
+// the address but not the token. Whoever listens on the address gets the
+// link the user opens, and any user of the machine may listen there first
+// (which also keeps the daemon from starting): the token went to them.
+func TestWebLinkOnlyFromTheDaemon(t *testing.T) {
+	home := t.TempDir()
+	state := filepath.Join(home, "state")
+	os.Mkdir(state, 0o700)
+	token, err := webToken(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PISYNC_SESSIONS_DIR=" + filepath.Join(home, "sessions"), "PISYNC_STATE_DIR=" + state, "PISYNC_HTTP_ADDR=127.0.0.1:1", "GOMEMLIMIT="}
+	var out bytes.Buffer
+	if code := runCmd(t, env, &out, "web"); code != 0 || strings.Contains(out.String(), token) || !strings.Contains(out.String(), "http://127.0.0.1:1/") {
+		t.Errorf("web without a daemon: exit %d: %s", code, out.String())
+	}
+}
