@@ -108,7 +108,7 @@ func randomScript16(r *rand.Rand) []map[string]any {
 			leaf = to
 		case 5:
 			s = map[string]any{"op": "message", "message": map[string]any{
-				"role": "system", "content": fmt.Sprintf("system %d", i), "timestamp": 1764457696000 + i,
+				"role": "system", "content": fmt.Sprintf("system %d", i), "timestamp": int64(1764457696000) + int64(i),
 				"sections":   map[string]any{"identity": fmt.Sprintf("id %d", i), "tools": []any{nil, "t"}[r.IntN(2)]},
 				"toolsAdded": []any{map[string]any{"name": []string{"read", "bash"}[r.IntN(2)]}},
 			}}
