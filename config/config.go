@@ -115,6 +115,12 @@ func Load() (*Config, error) {
 }
 
 func (c *Config) fillDefaults(getenv func(string) string, home func() (string, error)) error {
+	if err := expandHome(Prefix, home, map[string]*string{
+		"SESSIONS_DIR": &c.SessionsDir, "STATE_DIR": &c.StateDir, "HUB_NKEY": &c.HubNkey, "HUB_CA": &c.HubCA,
+		"HUB_CREDS": &c.HubCreds, "KEY_FILE": &c.KeyFile, "STORE_KEY_FILE": &c.StoreKeyFile,
+	}); err != nil {
+		return err
+	}
 	needHome := func() (string, error) {
 		h, err := home()
 		if err != nil || h == "" {

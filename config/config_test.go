@@ -37,6 +37,44 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+// TestHomeInPaths: a path setting that begins with ~ is under the home
+// folder, as a shell would have it: values in a systemd EnvironmentFile or
+// a launchd plist reach pisyncd with the ~ unexpanded (before: a file not
+// found, or a folder named ~ in the working directory).
+func TestHomeInPaths(t *testing.T) {
+	home := func() (string, error) { return "/home/ann", nil }
+	c := Config{SessionsDir: "~/pi/sessions", StateDir: "~", HubNkey: "~/ann.nkey", HubCA: "ca.pem", HubCreds: "/etc/x~/c", KeyFile: "~bob/k", StoreKeyFile: "~/.store-key"}
+	if err := c.fillDefaults(func(string) string { return "" }, home); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []struct{ got, want string }{
+		{c.SessionsDir, "/home/ann/pi/sessions"}, {c.StateDir, "/home/ann"}, {c.HubNkey, "/home/ann/ann.nkey"},
+		{c.HubCA, "ca.pem"}, {c.HubCreds, "/etc/x~/c"}, {c.KeyFile, "~bob/k"}, {c.StoreKeyFile, "/home/ann/.store-key"},
+	} {
+		if g.got != g.want {
+			t.Errorf("%q, want %q", g.got, g.want)
+		}
+	}
+	c = Config{SessionsDir: "/s", StateDir: "/st", HubNkey: "~/ann.nkey"}
+	err := c.fillDefaults(func(string) string { return "" }, func() (string, error) { return "", errors.New("no home") })
+	if err == nil || !strings.Contains(err.Error(), `PISYNC_HUB_NKEY "~/ann.nkey" begins with ~`) {
+		t.Errorf("~ without a home: %v", err)
+	}
+
+	dir := t.TempDir()
+	t.Setenv("HOME", dir)
+	t.Setenv("PISYNC_HUB_STATE_DIR", "~/hub")
+	t.Setenv("PISYNC_HUB_TLS_CERT", "~/certs/hub.pem")
+	t.Setenv("PISYNC_HUB_TLS_KEY", "~/certs/hub-key.pem")
+	h, err := LoadHub()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.StateDir != filepath.Join(dir, "hub") || h.TLSCert != filepath.Join(dir, "certs", "hub.pem") || h.TLSKey != filepath.Join(dir, "certs", "hub-key.pem") || h.NodesDir != filepath.Join(dir, "hub", "nodes") {
+		t.Errorf("the hub's paths: %+v", h)
+	}
+}
+
 func TestLoadAndValidate(t *testing.T) {
 	t.Setenv("PISYNC_SESSIONS_DIR", "/tmp/s")
 	t.Setenv("PISYNC_STATE_DIR", "/tmp/st")

@@ -48,6 +48,12 @@ func LoadHub() (*Hub, error) {
 	if err := process(HubPrefix, &h); err != nil {
 		return nil, err
 	}
+	if err := expandHome(HubPrefix, os.UserHomeDir, map[string]*string{
+		"STATE_DIR": &h.StateDir, "NODES_DIR": &h.NodesDir, "TLS_CERT": &h.TLSCert, "TLS_KEY": &h.TLSKey,
+		"TLS_CA": &h.TLSCA, "ROUTE_SECRET": &h.RouteSecret, "STORE_KEY_FILE": &h.StoreKeyFile,
+	}); err != nil {
+		return nil, err
+	}
 	if h.Name == "" {
 		host, err := os.Hostname()
 		if err != nil {
