@@ -72,7 +72,7 @@ func getControl(ctx context.Context, cfg *config.Config, path string) (*http.Res
 func noAnswer(stateDir string, err error) error {
 	sock := filepath.Join(stateDir, config.ControlSocket)
 	if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
-		return fmt.Errorf("%w (no answer on %s)", errNotRunning, sock)
+		return fmt.Errorf("%w (no answer on %s): start it (pisyncd run, or its service)", errNotRunning, sock)
 	}
 	return fmt.Errorf("pisyncd did not answer on %s: %w", sock, err)
 }

@@ -19,8 +19,8 @@ import (
 func TestNoAnswer(t *testing.T) {
 	dir := t.TempDir()
 	cfg := &config.Config{StateDir: dir}
-	if _, err := getControl(context.Background(), cfg, "/status"); !errors.Is(err, errNotRunning) {
-		t.Fatalf("no socket: %v, want errNotRunning", err)
+	if _, err := getControl(context.Background(), cfg, "/status"); !errors.Is(err, errNotRunning) || !strings.Contains(err.Error(), "start it (pisyncd run") {
+		t.Fatalf("no socket: %v, want errNotRunning, with how to start it", err)
 	}
 	ln, err := net.Listen("unix", filepath.Join(dir, config.ControlSocket))
 	if err != nil {

@@ -186,7 +186,9 @@ func webCommand(args []string, stdout io.Writer) error {
 		return err
 	}
 	if cfg.HTTPAddr == "" {
-		return errors.New(webUnset)
+		// Not "restart": nothing runs, and the address the daemon would
+		// serve on is the one set where it starts, not in this shell.
+		return fmt.Errorf("%w, and the web view is off here: PISYNC_HTTP_ADDR is unset. Start it with one, e.g. PISYNC_HTTP_ADDR=127.0.0.1:9466 pisyncd run (or in ~/.config/pisyncd/env for the service), then run pisyncd web again", errNotRunning)
 	}
 	// Not the token: with no daemon on the address, whoever listens there
 	// gets the link, and any user of the machine may (an audit took the

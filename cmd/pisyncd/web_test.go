@@ -29,7 +29,10 @@ func TestWebProcess(t *testing.T) {
 	base := []string{"PISYNC_SESSIONS_DIR=" + sessions, "PISYNC_STATE_DIR=" + state, "PISYNC_LOG_LEVEL=warn", "GOMEMLIMIT="}
 
 	var out bytes.Buffer
-	if code := runCmd(t, append(base, "PISYNC_HTTP_ADDR="), &out, "web"); code != 1 || !strings.Contains(out.String(), "PISYNC_HTTP_ADDR is unset") {
+	// No daemon and no address: that nothing runs, and how to start it
+	// with the view (before: "restart pisyncd", as if one ran).
+	if code := runCmd(t, append(base, "PISYNC_HTTP_ADDR="), &out, "web"); code != 1 || !strings.Contains(out.String(), "pisyncd is not running") ||
+		!strings.Contains(out.String(), "PISYNC_HTTP_ADDR is unset. Start it with one, e.g. PISYNC_HTTP_ADDR=127.0.0.1:9466 pisyncd run") {
 		t.Errorf("web without an address: exit %d: %s", code, out.String())
 	}
 	addr := testenv.FreeAddr(t)
