@@ -58,7 +58,9 @@ func (s *hintState) hintFor(msg, err string) (key, text string) {
 	case (strings.Contains(err, "key message on "+eventlog.KeysStream) || strings.Contains(err, "key subjects on "+eventlog.KeysStream)) && s.leafConnected() && (strings.Contains(err, "no response from stream") || strings.Contains(err, "no responders") || strings.Contains(err, "deadline exceeded") || strings.Contains(err, "timeout")):
 		return "no-pi-keys", "hint: the hub takes none of this node's key messages (end-to-end encryption): its team account has no PI_KEYS stream, or its node permissions predate it (a hub of an earlier version). Upgrade pisyncd hub, which creates PI_KEYS at start; on a stock nats-server create PI_KEYS and regenerate the configuration (docs/HUB.md, \"A stock nats-server as the hub\"). Nothing is forwarded meanwhile"
 	case s.creds && s.leafConnected() && (strings.Contains(err, "no responders") || strings.Contains(err, "deadline exceeded") || strings.Contains(err, "timeout")):
-		return "node-id-not-registered", fmt.Sprintf("hint: the hub accepted this node's key but answers none of its requests: the key is most likely registered under another name than PISYNC_NODE_ID %q. Set PISYNC_NODE_ID to the NAME of `pisyncd hub add-node NAME` that made the key (or the hub runs without JetStream domain hub)", s.nodeID)
+		// Not only "set PISYNC_NODE_ID": over this state dir, which keeps
+		// the id it first ran under, another id is refused at start.
+		return "node-id-not-registered", fmt.Sprintf("hint: the hub accepted this node's key but answers none of its requests: the key is most likely registered under another name than this node's id %q. Either register this id on the hub (`pisyncd hub add-node %s` there) and set PISYNC_HUB_NKEY to the seed it writes, or run as the key's NAME (`pisyncd hub nodes` on the hub lists them) with PISYNC_NODE_ID=NAME and a PISYNC_STATE_DIR of its own: this state dir keeps the id it first ran under and refuses another (or the hub runs without JetStream domain hub)", s.nodeID, s.nodeID)
 	}
 	return "", ""
 }

@@ -114,7 +114,7 @@ func TestHintNodeIDNotRegistered(t *testing.T) {
 	s, log := loggedStation(t, cfg)
 	writeSession(t, s, "bobs-session", 1)
 	waitHint(t, log, `msg="hint: the hub accepted this node's key but answers none of its requests`, "paused; retrying", 1)
-	if !strings.Contains(log.String(), `PISYNC_NODE_ID \"bob\"`) {
+	if !strings.Contains(log.String(), `this node's id \"bob\"`) {
 		t.Errorf("the hint does not name the node id:\n%s", log.String())
 	}
 }
@@ -190,6 +190,15 @@ func TestHintFor(t *testing.T) {
 	}
 	if _, text := s.hintFor("TLS leafnode handshake error: x509: certificate signed by unknown authority", ""); !strings.Contains(text, "reads PISYNC_HUB_CA when it starts: restart it") {
 		t.Errorf("another CA: %q", text)
+	}
+	// A key of another name: both ways out, and that the state dir keeps
+	// its id (before, only "set PISYNC_NODE_ID", which the start refuses
+	// over a state dir that ran under another id).
+	s = &hintState{nodeID: "bob", creds: true}
+	up2 := up
+	s.leafUp.Store(&up2)
+	if _, text := s.hintFor("copying from the hub paused; retrying", "downloader: hub PI_HUB info: context deadline exceeded"); !strings.Contains(text, "`pisyncd hub add-node bob` there") || !strings.Contains(text, "PISYNC_NODE_ID=NAME and a PISYNC_STATE_DIR of its own") {
+		t.Errorf("a key of another name: %q", text)
 	}
 }
 
