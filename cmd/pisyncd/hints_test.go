@@ -203,8 +203,7 @@ func TestHintFor(t *testing.T) {
 }
 
 // TestHubStartHints: a secured hub with no node registered, or without
-// TLS, says so at start, with the fix; an open one and a complete one say
-// nothing.
+// TLS, says so at start, with the fix; a complete one says nothing.
 func TestHubStartHints(t *testing.T) {
 	secured := &config.Hub{NodesDir: "/var/lib/pisyncd-hub/nodes", TLSCert: "hub.pem", TLSKey: "hub-key.pem"}
 	if h := hubStartHints(secured, 2); len(h) != 0 {
@@ -218,8 +217,14 @@ func TestHubStartHints(t *testing.T) {
 	if len(h) != 1 || !strings.Contains(h[0], "without TLS") || !strings.Contains(h[0], "PISYNC_HUB_TLS_CERT") {
 		t.Errorf("no TLS: %q", h)
 	}
-	if h := hubStartHints(&config.Hub{Open: true}, 0); len(h) != 0 {
-		t.Errorf("open hub: %q", h)
+	// An open hub says so; on a leaf listener beyond loopback (the
+	// default, 0.0.0.0), that anyone on the network gets in, and how to
+	// keep it to this machine.
+	if h := hubStartHints(&config.Hub{Open: true, LeafListen: "127.0.0.1:7422"}, 0); len(h) != 1 || strings.Contains(h[0], "not only on this machine") {
+		t.Errorf("open hub on loopback: %q", h)
+	}
+	if h := hubStartHints(&config.Hub{Open: true, LeafListen: "0.0.0.0:7422"}, 0); len(h) != 1 || !strings.Contains(h[0], "PISYNC_HUB_LEAF_LISTEN 0.0.0.0:7422, not only on this machine") || !strings.Contains(h[0], "PISYNC_HUB_LEAF_LISTEN=127.0.0.1:7422") {
+		t.Errorf("open hub on every address: %q", h)
 	}
 }
 

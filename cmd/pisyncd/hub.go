@@ -142,9 +142,6 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return errors.Join(err, h.Close())
 	}
-	if cfg.Open {
-		logger.Warn("hub accepts unauthenticated connections (PISYNC_HUB_OPEN)")
-	}
 	nodes, _ := embedded.LoadNodes(cfg.NodesDir) // StartHub read them already
 	for _, h := range hubStartHints(cfg, len(nodes)) {
 		logger.Warn(h)
@@ -202,7 +199,12 @@ func reloadHub(ctx context.Context, h *embedded.Server, cfg *config.Hub, logger 
 func hubStartHints(cfg *config.Hub, nodes int) []string {
 	hints := hubTLSHints(cfg, time.Now())
 	if cfg.Open {
-		return hints
+		// The leaf listener's default is every address, for workstations
+		// on other machines: open, that is anyone on the network.
+		if config.CheckLoopback(cfg.LeafListen) != nil {
+			return append(hints, fmt.Sprintf("hub accepts unauthenticated connections (PISYNC_HUB_OPEN) on PISYNC_HUB_LEAF_LISTEN %s, not only on this machine: whoever reaches it reads every session and writes into every workstation's. For a hub of this machine's own, set PISYNC_HUB_LEAF_LISTEN=127.0.0.1:7422; otherwise secure it (docs/HUB.md, \"Securing the hub\")", cfg.LeafListen))
+		}
+		return append(hints, "hub accepts unauthenticated connections (PISYNC_HUB_OPEN)")
 	}
 	if nodes == 0 {
 		hints = append(hints, fmt.Sprintf("no workstation is registered in %s: the hub refuses every connection until one is. Register each with `pisyncd hub add-node NAME` (NAME is its PISYNC_NODE_ID), then send SIGHUP to this hub", cfg.NodesDir))
