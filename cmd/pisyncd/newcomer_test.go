@@ -156,6 +156,9 @@ func TestCommandsAgainstDaemon(t *testing.T) {
 	if code != 0 || !regexp.MustCompile(`(?m)^version\s+\S+ \(.*go1\.`).MatchString(out) {
 		t.Errorf("status text lacks the version: exit %d\n%s", code, out)
 	}
+	if !regexp.MustCompile(`(?m)^up since\s+\S+ \(the counts below are since then; the stream's are all time\)$`).MatchString(out) {
+		t.Errorf("status text does not say its counts are since the start:\n%s", out)
+	}
 	code, out, _ = mainIn(t, "status", "--json")
 	var st Status
 	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || st.Build.Version == "" || st.Build.GoVersion == "" {

@@ -69,7 +69,10 @@ func printStatus(stdout io.Writer, st *Status) error {
 	}
 	row("node", st.Node)
 	row("pid", st.PID)
-	row("up since", st.Started.Format(time.RFC3339))
+	// The counts below start at 0 with each start (the stream's are its
+	// own): "entries published 0" beside a stream of thousands read as
+	// nothing published.
+	row("up since", st.Started.Format(time.RFC3339)+" (the counts below are since then; the stream's are all time)")
 	if st.Tailer.SessionsDirAway {
 		row("sessions dir", st.SessionsDir+" (away: gone, or none of its session files there; nothing is taken for deleted until it is back)")
 	} else {
