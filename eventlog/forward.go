@@ -220,6 +220,14 @@ func (f *Forwarder) session(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The hub answered (checkHub). With nothing to forward, say so now:
+	// the first line forwarded may be hours away, and until then status
+	// showed "forwarder no" beside a link that was up. With lines waiting,
+	// the first window stored says it, so that a hub that answers but
+	// refuses them (a full share) is not reported reachable.
+	if info, err := f.local.Info(ctx); err == nil && info.LastSeq <= pos {
+		f.link.Up()
+	}
 	saver := NewPosition(f.state, forwarderKey, pos)
 	defer func() {
 		if err := saver.SaveOnStop(ctx); err != nil {

@@ -214,6 +214,19 @@ func TestStatusReachability(t *testing.T) {
 	}
 }
 
+// TestStatusReachableIdle: a workstation with nothing to forward reports
+// its forwarder reaching the hub once the hub answered it. (Before, a new
+// machine, or one whose lines were all on the hub, showed "forwarder no"
+// beside a link that was up, until its first line went.)
+func TestStatusReachableIdle(t *testing.T) {
+	h := startTestHub(t)
+	s := newStation(t, "ws-idle", h.url(), "")
+	waitUntil(t, 20*time.Second, func() (bool, string) {
+		st, _ := s.d.status(t.Context())
+		return st.Forwarder.Connected && st.Downloader.Connected && st.Forwarder.Forwarded == 0, fmt.Sprintf("%+v %+v", st.Forwarder, st.Downloader)
+	})
+}
+
 // TestModelName: the context's model reads provider/model, not pi's JSON.
 func TestModelName(t *testing.T) {
 	for raw, want := range map[string]string{
