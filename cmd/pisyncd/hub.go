@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -449,6 +450,29 @@ func upgradeDir(cfg *config.Hub, team string) string {
 	return filepath.Join(cfg.StateDir, "upgrade", team)
 }
 
+// workstationSettings is what add-node tells its operator to give the
+// workstation: every setting it needs to join this hub, not only its id and
+// seed (with those alone, a newcomer met the missing URL and CA one
+// refusal at a time).
+func workstationSettings(cfg *config.Hub, name string) string {
+	port := "7422"
+	if _, p, err := net.SplitHostPort(cfg.LeafListen); err == nil {
+		port = p
+	}
+	set := fmt.Sprintf("  PISYNC_NODE_ID=%s PISYNC_HUB_NKEY=<path of the seed>", name)
+	if cfg.TLSCert == "" {
+		// Said, since add-node reads the settings of its own shell: one
+		// without the hub's TLS settings would send a workstation to
+		// nats:// for a hub that runs with TLS.
+		return fmt.Sprintf("copy it to the workstation and set\n%s PISYNC_HUB_URLS=nats://<this host>:%s\n  (no TLS: PISYNC_HUB_TLS_CERT is unset here)\n", set, port)
+	}
+	ca, _ := filepath.Abs(filepath.Join(filepath.Dir(cfg.TLSCert), "ca.pem"))
+	if _, err := os.Stat(ca); err == nil {
+		return fmt.Sprintf("copy it and %s to the workstation and set\n%s PISYNC_HUB_CA=<path of ca.pem>\n  PISYNC_HUB_URLS=tls://<this host, as its certificate names it>:%s\n", ca, set, port)
+	}
+	return fmt.Sprintf("copy it to the workstation and set\n%s PISYNC_HUB_CA=<the CA that signed %s, unless the system trusts it>\n  PISYNC_HUB_URLS=tls://<this host, as its certificate names it>:%s\n", set, cfg.TLSCert, port)
+}
+
 func addNodeCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("add-node", flag.ContinueOnError)
 	team := fs.String("team", embedded.DefaultTeam, "the node's team (NATS account)")
@@ -495,9 +519,9 @@ func addNodeCommand(args []string, stdout io.Writer) error {
 		if old.Team != *team {
 			fmt.Fprintf(stdout, "moved node %s from team %s to team %s: its lines already on the hub stay in team %s's PI_HUB\n", name, old.Team, *team, old.Team)
 		}
-		fmt.Fprintf(stdout, "its new seed is in %s: copy it to the workstation and set\n  PISYNC_NODE_ID=%s PISYNC_HUB_NKEY=<path of the seed>\n", abs, name)
+		fmt.Fprintf(stdout, "its new seed is in %s: %s", abs, workstationSettings(cfg, name))
 	} else {
-		fmt.Fprintf(stdout, "registered node %s (team %s) in %s\nits seed is in %s: copy it to the workstation and set\n  PISYNC_NODE_ID=%s PISYNC_HUB_NKEY=<path of the seed>\n", name, *team, cfg.NodesDir, abs, name)
+		fmt.Fprintf(stdout, "registered node %s (team %s) in %s\nits seed is in %s: %s", name, *team, cfg.NodesDir, abs, workstationSettings(cfg, name))
 	}
 	// The hub node running here admits it at once (a key replaced: the
 	// old seed's link is closed); others need a reload of their own.

@@ -23,6 +23,39 @@ func hubNodesEnv(t *testing.T) (dir, nodes string) {
 	return dir, nodes
 }
 
+// TestAddNodeSaysWhatToSet: add-node names every setting the workstation
+// needs, the hub's URL and CA included, and which file to copy besides the
+// seed (before: only PISYNC_NODE_ID and PISYNC_HUB_NKEY).
+func TestAddNodeSaysWhatToSet(t *testing.T) {
+	dir, _ := hubNodesEnv(t)
+	var out bytes.Buffer
+	if err := addNodeCommand([]string{"ann", "--out", filepath.Join(dir, "ann.nkey")}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := "  PISYNC_NODE_ID=ann PISYNC_HUB_NKEY=<path of the seed> PISYNC_HUB_URLS=nats://<this host>:7422\n  (no TLS: PISYNC_HUB_TLS_CERT is unset here)\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("without TLS:\n%s\nwant %q", out.String(), want)
+	}
+	certs := filepath.Join(dir, "certs")
+	os.MkdirAll(certs, 0o700)
+	os.WriteFile(filepath.Join(certs, "ca.pem"), []byte("ca"), 0o600)
+	t.Setenv("PISYNC_HUB_TLS_CERT", filepath.Join(certs, "hub.pem"))
+	t.Setenv("PISYNC_HUB_TLS_KEY", filepath.Join(certs, "hub-key.pem"))
+	t.Setenv("PISYNC_HUB_LEAF_LISTEN", "0.0.0.0:17422")
+	out.Reset()
+	if err := addNodeCommand([]string{"bob", "--out", filepath.Join(dir, "bob.nkey")}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"copy it and " + filepath.Join(certs, "ca.pem") + " to the workstation",
+		"  PISYNC_NODE_ID=bob PISYNC_HUB_NKEY=<path of the seed> PISYNC_HUB_CA=<path of ca.pem>\n",
+		"  PISYNC_HUB_URLS=tls://<this host, as its certificate names it>:17422\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("with TLS:\n%s\nwant %q", out.String(), want)
+		}
+	}
+}
+
 // TestHubNodesAndRemoveNodeWithoutHub: `hub nodes` lists the registrations;
 // `hub remove-node` with no hub node running here removes the registration
 // and says it takes effect when the hub starts, and refuses --erase (there
