@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
 	"github.com/pisyncd/pisyncd/internal/foreground"
 	"github.com/pisyncd/pisyncd/internal/metrics"
+	"github.com/pisyncd/pisyncd/internal/redact"
 	"github.com/pisyncd/pisyncd/keyring"
 	"github.com/pisyncd/pisyncd/projection"
 	"github.com/pisyncd/pisyncd/replicate"
@@ -428,7 +430,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if u := d.srv.ClientURL(); u != "" {
 		d.logger.Info("local subscriber listener up (read-only)", "url", u, "credentials", d.srv.CredentialsFile())
 	}
-	d.logger.Info("pisyncd running", "node", d.cfg.NodeID, "sessions_dir", d.cfg.SessionsDir, "state_dir", d.cfg.StateDir, "store_cipher", d.srv.StoreCipher())
+	// The hub's URLs, when set: the one word in the log that says this
+	// machine replicates (its link coming up logs nothing).
+	running := []any{"node", d.cfg.NodeID, "sessions_dir", d.cfg.SessionsDir, "state_dir", d.cfg.StateDir, "store_cipher", d.srv.StoreCipher()}
+	if len(d.cfg.HubURLs) > 0 {
+		running = append(running, "hub", strings.Join(redact.URLs(d.cfg.HubURLs), ","))
+	}
+	d.logger.Info("pisyncd running", running...)
 
 	select {
 	case <-ctx.Done():

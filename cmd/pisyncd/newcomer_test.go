@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -225,6 +226,21 @@ func TestStatusReachableIdle(t *testing.T) {
 		st, _ := s.d.status(t.Context())
 		return st.Forwarder.Connected && st.Downloader.Connected && st.Forwarder.Forwarded == 0, fmt.Sprintf("%+v %+v", st.Forwarder, st.Downloader)
 	})
+}
+
+// TestRunningLineNamesHub: the start's "pisyncd running" names the hub a
+// workstation replicates through, its credentials redacted. (Before, a
+// workstation's log said nothing of the hub until something failed.)
+func TestRunningLineNamesHub(t *testing.T) {
+	cfg := stationConfig(t, "ws-line", "nats://ann:secret@127.0.0.1:1")
+	_, log := loggedStationAt(t, cfg, slog.LevelInfo)
+	waitUntil(t, 20*time.Second, func() (bool, string) {
+		return strings.Contains(log.String(), `msg="pisyncd running"`), log.String()
+	})
+	line := regexp.MustCompile(`(?m)^.*msg="pisyncd running".*$`).FindString(log.String())
+	if !strings.Contains(line, " hub=nats://REDACTED@127.0.0.1:1") || strings.Contains(line, "secret") {
+		t.Errorf("the running line: %s", line)
+	}
 }
 
 // TestModelName: the context's model reads provider/model, not pi's JSON.
