@@ -47,6 +47,10 @@ type eraseResult struct {
 	// without a running daemon: it does so when it starts).
 	ViewsDropped bool `json:"viewsDropped"`
 	Offline      bool `json:"offline,omitempty"`
+	// Hub: the daemon that erased replicates through a hub, so the event
+	// goes there. Its settings, not the command's: a shell without
+	// PISYNC_HUB_URLS was told nothing of the hub or of hub erase.
+	Hub bool `json:"hub,omitempty"`
 }
 
 // errNothingToErase: no file and no line of the session on this machine.
@@ -154,6 +158,7 @@ func (d *Daemon) eraseSession(ctx context.Context, sid string) (*eraseResult, er
 		}
 	}
 	d.erased.Add(1)
+	res.Hub = len(d.cfg.HubURLs) > 0
 	d.logger.Info("session erased here", "session", sid, "files", len(live), "copies", len(copies),
 		"lines_local", res.Messages.Local, "lines_all", res.Messages.All, "event_seq", res.EventSeq)
 	if d.proj != nil {
@@ -316,7 +321,7 @@ func eraseCommand(args []string, stdout io.Writer) error {
 	if res.Offline {
 		fmt.Fprintln(stdout, "the daemon is not running: its views drop the session, and the erase event leaves for the hub, when it starts")
 	}
-	if len(cfg.HubURLs) > 0 {
+	if res.Hub || len(cfg.HubURLs) > 0 {
 		fmt.Fprintf(stdout, "the erase event (seq %d) goes to the hub: every machine of the team erases its copy.\n", res.EventSeq)
 		fmt.Fprintf(stdout, "once `pisyncd status` on each shows it, erase the hub's copy: pisyncd hub erase %s\n", sid)
 		if r, err := keyring.Load(keyring.Path(cfg.StateDir, cfg.KeyFile)); err == nil {

@@ -318,6 +318,29 @@ func stationEnv(t *testing.T, cfg *config.Config) {
 	t.Setenv("PISYNC_HUB_URLS", strings.Join(cfg.HubURLs, ","))
 }
 
+// TestEraseSaysHubOfTheDaemon: erase through a running daemon that has a
+// hub says the event goes there and what to run on the hub, also from a
+// shell without PISYNC_HUB_URLS (before, it said nothing of the hub).
+func TestEraseSaysHubOfTheDaemon(t *testing.T) {
+	hub := startTestHub(t)
+	a := newStation(t, "ws-a", hub.url(), "")
+	sid := "0199ffff-0000-7000-8000-000000000012"
+	mustWriteLines(t, filepath.Join(a.cfg.SessionsDir, sessionRel("/work/e", sid)), []string{hdrLine(sid, "/work/e"), msgLine("e1", "", "hello")})
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		st, err := a.status()
+		return err == nil && st.Stream.Messages == 2, fmt.Sprintf("PI_LOCAL: %+v %v", st.Stream, err)
+	})
+	stationEnv(t, a.cfg)
+	t.Setenv("PISYNC_HUB_URLS", "")
+	var out bytes.Buffer
+	if err := eraseCommand([]string{sid}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "goes to the hub") || !strings.Contains(out.String(), "pisyncd hub erase "+sid) {
+		t.Errorf("erase through a daemon with a hub, from a shell without one:\n%s", out.String())
+	}
+}
+
 // TestEraseWithoutDaemon: `pisyncd erase` with no daemon running erases on
 // the store itself; when the daemon starts, its views drop the session and
 // the erase event reaches the other machine, which erases its copy.
