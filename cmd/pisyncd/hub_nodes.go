@@ -154,8 +154,23 @@ func nodesCommand(args []string, stdout io.Writer) error {
 		_, err := fmt.Fprintf(stdout, "no workstation is registered in %s (pisyncd hub add-node NAME registers one)\n", cfg.NodesDir)
 		return err
 	}
+	names, teams := make([]string, len(nodes)), make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i], teams[i] = n.Name, n.Team
+	}
+	nw, tw := columnWidth(names, 24), columnWidth(teams, 16)
 	for _, n := range nodes {
-		fmt.Fprintf(stdout, "%-24s team %-16s %s\n", n.Name, n.Team, n.Nkey)
+		fmt.Fprintf(stdout, "%-*s team %-*s %s\n", nw, n.Name, tw, n.Team, n.Nkey)
 	}
 	return nil
+}
+
+// columnWidth is the width of a column of names: at least least, and the
+// longest (a node id may be 64 characters, a generated one is 36: a fixed
+// width pushed the columns after such a name out of line).
+func columnWidth(names []string, least int) int {
+	for _, n := range names {
+		least = max(least, len(n))
+	}
+	return least
 }

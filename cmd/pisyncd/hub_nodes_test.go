@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +54,26 @@ func TestAddNodeSaysWhatToSet(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("with TLS:\n%s\nwant %q", out.String(), want)
 		}
+	}
+}
+
+// TestHubNodesColumns: hub nodes keeps its columns in line past a long
+// name, such as the 36 characters of a node id generated at a first start
+// (before: a fixed width of 24, which such a name overran).
+func TestHubNodesColumns(t *testing.T) {
+	dir, _ := hubNodesEnv(t)
+	for _, n := range []string{"ann", "94fd1a6d-bdc8-43ce-919f-388728c1483a"} {
+		if err := addNodeCommand([]string{n, "--out", filepath.Join(dir, n+".nkey")}, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	if err := nodesCommand(nil, &out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || strings.Index(lines[0], " team ") != strings.Index(lines[1], " team ") || strings.Index(lines[0], " U") != strings.Index(lines[1], " U") {
+		t.Errorf("hub nodes out of line:\n%s", out.String())
 	}
 }
 

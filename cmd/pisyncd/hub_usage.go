@@ -148,9 +148,10 @@ func hubUsageCommand(args []string, stdout io.Writer) error {
 		slices.SortFunc(nodes, func(a, b string) int {
 			return cmp.Or(cmp.Compare(r.Nodes[b].Bytes, r.Nodes[a].Bytes), cmp.Compare(a, b))
 		})
+		w := columnWidth(nodes, 20)
 		for _, n := range nodes {
 			u := r.Nodes[n]
-			fmt.Fprintf(stdout, "  %-20s %10s in %d messages, %d sessions\n", n, byteCount(u.Bytes), u.Messages, u.Sessions)
+			fmt.Fprintf(stdout, "  %-*s %10s in %d messages, %d sessions\n", w, n, byteCount(u.Bytes), u.Messages, u.Sessions)
 		}
 	}
 	return errors.Join(errs...)
