@@ -5,13 +5,12 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/pisyncd/pisyncd/internal/fsutil"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // TestRootLockedByAnotherUser: another user of the machine who may open
@@ -53,28 +52,8 @@ func TestRootLockedByAnotherUser(t *testing.T) {
 	for d := root; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
 		os.Chmod(d, 0o755) // nobody opens the folder
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bindir, err := os.MkdirTemp("", "rootlock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(bindir) })
-	os.Chmod(bindir, 0o755)
-	bin := filepath.Join(bindir, "watch.test")
-	b, err := os.ReadFile(exe)
-	if err == nil {
-		err = os.WriteFile(bin, b, 0o755)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-test.run=^"+t.Name()+"$", "-test.count=1")
-	cmd.Dir = bindir
-	cmd.Env = append(os.Environ(), "PISYNC_TEST_HOLD_LOCK="+root, "TMPDIR=/tmp", "HOME=/tmp")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd := testenv.AsNobody(t, "-test.run=^"+t.Name()+"$", "-test.count=1")
+	cmd.Env = append(cmd.Env, "PISYNC_TEST_HOLD_LOCK="+root)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr

@@ -1,12 +1,9 @@
 package watch
 
 import (
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,35 +19,7 @@ func unprivileged(t *testing.T) bool {
 	if os.Getuid() != 0 {
 		return true
 	}
-	// The test binary lives in a folder only root may enter: copy it.
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "unprivileged")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	bin := filepath.Join(dir, "watch.test")
-	src, err := os.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err == nil {
-		_, err = io.Copy(dst, src)
-		dst.Close()
-	}
-	src.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TMPDIR=/tmp", "HOME=/tmp")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd := testenv.AsNobody(t, "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
 		t.Fatalf("as nobody: %v\n%s", err, out)

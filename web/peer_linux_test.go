@@ -5,10 +5,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/pisyncd/pisyncd/internal/testenv"
@@ -112,30 +109,9 @@ func TestCookieOnlyFromOwnUser(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("another user's replay needs root to run as nobody")
 	}
-	// The test binary lives in a folder only root may enter: copy it.
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "stolen-cookie")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	bin := filepath.Join(dir, "web.test")
-	src, err := os.ReadFile(exe)
-	if err == nil {
-		err = os.WriteFile(bin, src, 0o755)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TMPDIR=/tmp", "HOME=/tmp", "PISYNC_TEST_STOLEN_URL="+d.http.URL+"/api/s/"+sid1+"/context",
+	cmd := testenv.AsNobody(t, "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(cmd.Env, "PISYNC_TEST_STOLEN_URL="+d.http.URL+"/api/s/"+sid1+"/context",
 		"PISYNC_TEST_STOLEN_COOKIE="+cookie, "PISYNC_TEST_STOLEN_VALUE="+cookies[0].Value)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
 		t.Fatalf("as nobody: %v\n%s", err, out)
