@@ -574,7 +574,7 @@ func certsCommand(args []string, stdout io.Writer) error {
 		if err := embedded.ReplaceDevCerts(dir, hs); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "new development CA and hub certificate for %v written to %s (ca.pem, hub.pem, hub-key.pem), replacing what was there: copy the new ca.pem to every workstation (PISYNC_HUB_CA) and restart it, and these files to every hub node\n", hs, dir)
+		fmt.Fprintf(stdout, "new development CA and hub certificate for %v written to %s (ca.pem, hub.pem, hub-key.pem, and the CA's key ca-key.pem, which stays on this machine), replacing what was there: copy the new ca.pem to every workstation (PISYNC_HUB_CA) and restart it, and these files to every hub node\n", hs, dir)
 	default:
 		if err := embedded.GenerateDevCerts(dir, hs); err != nil {
 			var exists *embedded.CAExistsError
@@ -583,7 +583,7 @@ func certsCommand(args []string, stdout io.Writer) error {
 			}
 			return err
 		}
-		fmt.Fprintf(stdout, "development CA and hub certificate for %v written to %s (ca.pem, hub.pem, hub-key.pem)\n", hs, dir)
+		fmt.Fprintf(stdout, "development CA and hub certificate for %v written to %s (ca.pem, hub.pem, hub-key.pem, and the CA's key ca-key.pem, which stays on this machine: it signs renewals, --renew)\n", hs, dir)
 	}
 	secret := filepath.Join(dir, embedded.RouteSecretFile)
 	made, err := embedded.GenerateRouteSecret(secret)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -113,16 +114,33 @@ func keyCommand(args []string, stdout io.Writer) error {
 	return printKeyStatus(stdout, path, r, *asJSON)
 }
 
+// maxExport bounds what key import reads: an export block is a few hundred
+// bytes a key; a file that is not one (/dev/zero, a log) is not read whole.
+const maxExport = 1 << 20
+
+// readExport reads an export block from file ("" or "-": stdin), at most
+// maxExport bytes.
+func readExport(file string) ([]byte, error) {
+	in := io.Reader(os.Stdin)
+	if file != "" && file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		in = f
+	}
+	b, err := io.ReadAll(io.LimitReader(in, maxExport+1))
+	if err == nil && len(b) > maxExport {
+		err = fmt.Errorf("%s is larger than %d bytes, more than any export block: give the file `pisyncd key export` wrote", cmp.Or(file, "stdin"), maxExport)
+	}
+	return b, err
+}
+
 // importKey reads an export block from file ("" or "-": stdin) into the
 // keyring at path, merging with the keys already there.
 func importKey(path, file string, stdout io.Writer, asJSON bool) (*keyring.Ring, error) {
-	var b []byte
-	var err error
-	if file == "" || file == "-" {
-		b, err = io.ReadAll(io.LimitReader(os.Stdin, 1<<20))
-	} else {
-		b, err = os.ReadFile(file)
-	}
+	b, err := readExport(file)
 	if err != nil {
 		return nil, fmt.Errorf("key import: %w", err)
 	}

@@ -73,3 +73,17 @@ func TestKeyCommand(t *testing.T) {
 		t.Fatalf("importing again: %s", out)
 	}
 }
+
+// TestKeyImportReadsABoundedFile: key import given a file that is no
+// export block and has no end (/dev/zero) says so after a megabyte; it
+// read the whole file before, and grew without bound.
+func TestKeyImportReadsABoundedFile(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("PISYNC_STATE_DIR", filepath.Join(home, "state"))
+	t.Setenv("PISYNC_SESSIONS_DIR", filepath.Join(home, "sessions"))
+	t.Setenv("PISYNC_KEY_FILE", "")
+	var out, errb bytes.Buffer
+	if code := Main([]string{"key", "import", "/dev/zero"}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "larger than") {
+		t.Fatalf("key import /dev/zero: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+}
