@@ -55,7 +55,14 @@ func TestClaimHeldAllocates(t *testing.T) {
 		t.Fatalf("claim: %v %v", ok, err)
 	}
 	walked := string([]byte(path)) // the next walk's copy of the path
-	if n := testing.AllocsPerRun(100, func() { d.claimStat(walked) }); n > 1 {
+	// AllocsPerRun counts every goroutine's allocations, and goroutines an
+	// earlier test left stopping may still run: the least of a few counts
+	// is the claim's own (CI once counted 5).
+	n := testing.AllocsPerRun(100, func() { d.claimStat(walked) })
+	for range 4 {
+		n = min(n, testing.AllocsPerRun(100, func() { d.claimStat(walked) }))
+	}
+	if n > 1 {
 		t.Errorf("claiming a held file allocates %v times, want at most 1 (the path for the system call)", n)
 	}
 	if len(d.owner) != 1 || len(d.keyOf) != 1 {
