@@ -43,11 +43,15 @@ type framer struct {
 	examined uint64 // hub sequence of the last message taken (at first, the one the consumer starts after)
 	skipped  bool   // the messages after the last admitted one were all passed over
 	waitFrom uint64 // first hub sequence of the sealed line being opened
-	// held: after the hub's store was replaced, the origin position of
-	// the last line of each origin's session that PI_ALL holds or that
-	// was examined since (All.lastSrc).
+	// held: the origin position of the last line of each origin's
+	// session that PI_ALL holds or that was examined since (All.lastSrc),
+	// for sealed lines and, after the hub's store was replaced, for all.
 	held map[pair]uint64
 }
+
+// maxHeld bounds framer.held: past it the map starts again, read from
+// PI_ALL, so what a session's lines make it keep stays bounded.
+const maxHeld = 100_000
 
 // pair is an origin node and one of its sessions.
 type pair struct{ node, sid string }
@@ -157,7 +161,7 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 		f.reject(node, sid, rejectShaMismatch, "payload does not match "+HdrSha)
 		return nil, nil
 	}
-	if ok, err := f.admit(ctx, ev, meta); !ok || err != nil {
+	if ok, err := f.admit(ctx, ev, meta, false); !ok || err != nil {
 		return nil, err
 	}
 	out := make([]*nats.Msg, 0, len(run))
@@ -177,8 +181,14 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 
 // admit asks the admission point about ev. After the hub's store was
 // replaced, a line PI_ALL holds already is passed over first (All.lastSrc).
-func (f *framer) admit(ctx context.Context, ev *Event, meta *jetstream.MsgMetadata) (bool, error) {
-	if f.d.rebuilt > 0 && ev.SrcSeq > 0 {
+// A sealed line at or before the last position of its origin's session
+// admitted already is refused as replayed: its envelope binds its
+// position, not its place on the hub, and an origin sends a session's
+// lines in order, each once (the forwarder states the subject's last
+// sequence), so a second copy is the hub's doing: a delete event stored
+// again after its restore would delete the session again everywhere.
+func (f *framer) admit(ctx context.Context, ev *Event, meta *jetstream.MsgMetadata, sealed bool) (bool, error) {
+	if (f.d.rebuilt > 0 || sealed) && ev.SrcSeq > 0 {
 		k := pair{ev.Node, ev.SID}
 		held, ok := f.held[k]
 		if !ok {
@@ -186,13 +196,17 @@ func (f *framer) admit(ctx context.Context, ev *Event, meta *jetstream.MsgMetada
 			if held, err = f.d.all.lastSrc(ctx, ev.Node, ev.SID); err != nil {
 				return false, err
 			}
-			if f.held == nil {
-				f.held = map[pair]uint64{}
+			if f.held == nil || len(f.held) >= maxHeld {
+				f.held = map[pair]uint64{} // PI_ALL answers again for those dropped
 			}
 		}
 		if ev.SrcSeq <= held {
 			f.held[k] = held
-			f.skipped = true
+			if f.d.rebuilt > 0 {
+				f.skipped = true // the new hub's copy of a line PI_ALL holds
+				return false, nil
+			}
+			f.reject(ev.Node, ev.SID, RejectReplayed, fmt.Sprintf("position %d, and %d of the session was admitted already", ev.SrcSeq, held))
 			return false, nil
 		}
 		f.held[k] = ev.SrcSeq // admitted or not, the origin's lines come in order
@@ -258,7 +272,7 @@ func (f *framer) addSealed(ctx context.Context, node, tok string, run []jetstrea
 		f.reject(node, ev.SID, rejectShaMismatch, "payload does not match its sha")
 		return nil, nil
 	}
-	if ok, err := f.admit(ctx, ev, meta); !ok || err != nil {
+	if ok, err := f.admit(ctx, ev, meta, true); !ok || err != nil {
 		return nil, err
 	}
 	l := Line{Raw: ev.Raw, Sha: ev.Sha, ID: ev.ID, ParentID: ev.ParentID, Type: ev.Type, File: ev.File, Off: ev.Off, Op: ev.Op, SrcSeq: ev.SrcSeq}

@@ -390,6 +390,7 @@ const (
 	RejectUndecryptable = "undecryptable" // tampered, reordered, truncated, malformed
 	RejectMoved         = "moved"         // sealed for another node, session or position
 	RejectErased        = "erased"        // its key message is gone from the hub: erased
+	RejectReplayed      = "replayed"      // at or before a position of its origin's session admitted already
 )
 
 // needKey returns the handle of the key message an error of open asks

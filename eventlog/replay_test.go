@@ -1,0 +1,172 @@
+package eventlog_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/admit"
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/testenv"
+	"github.com/pisyncd/pisyncd/keyring"
+)
+
+// sealedHub is a hub and a workstation's leaf, a team key in keyFile, and
+// send, which seals a line of n2's session sid at position pos and
+// publishes it on the hub as n2's forwarder does.
+func sealedHub(t *testing.T) (hubJS jetstream.JetStream, ws *embedded.Server, all *eventlog.All, keyFile string, send func(sid string, l eventlog.Line, pos uint64)) {
+	hubJS, ws, all = hubAndLeaf(t)
+	ctx := context.Background()
+	if _, err := eventlog.EnsureStream(ctx, hubJS, eventlog.KeysStreamConfig(1)); err != nil {
+		t.Fatal(err)
+	}
+	keyFile = filepath.Join(t.TempDir(), "team-key.json")
+	if err := keyring.Save(keyFile, keyring.New(time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	sender := eventlog.NewCrypt(keyFile, "n2", true)
+	kh := eventlog.KeyHub{
+		Publish: func(subj string, body []byte) (uint64, error) {
+			ack, err := hubJS.Publish(ctx, subj, body)
+			if err != nil {
+				return 0, err
+			}
+			return ack.Sequence, nil
+		},
+		Subjects: func(filter string) ([]string, error) { return eventlog.KeySubjects(ctx, hubJS, filter) },
+	}
+	pub := eventlog.NewPublisher(hubJS.Conn(), hubJS, 10*time.Second)
+	hub, err := hubJS.Stream(ctx, eventlog.HubStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send = func(sid string, l eventlog.Line, pos uint64) {
+		t.Helper()
+		l.SrcSeq = pos
+		subj, sealed, err := eventlog.SealLine(sender, sid, &l, kh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The subject's last sequence, as the forwarder finds it again
+		// after a refusal (a hub client may have published on it).
+		var last uint64
+		if m, err := hub.GetLastMsgForSubject(ctx, subj); err == nil {
+			last = m.Sequence
+		}
+		if _, _, err := pub.Publish(ctx, subj, last, []eventlog.Line{sealed}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return hubJS, ws, all, keyFile, send
+}
+
+// copyFromHub runs w1's downloader, its encryption on (always) or auto,
+// until the test ends, and returns its admission point.
+func copyFromHub(t *testing.T, ws *embedded.Server, all *eventlog.All, keyFile string, always bool) *admit.Gate {
+	nc, err := ws.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	receiver := eventlog.NewCrypt(keyFile, "w1", always)
+	gate := admit.New("w1", admit.Limits{}, all, nil)
+	d, err := eventlog.NewDownloader(nc, all, embedded.HubDomain, eventlog.DownloaderOptions{Admit: gate, MaxLine: 1 << 20, Crypt: receiver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		nc.Close()
+	})
+	return gate
+}
+
+// allLines lists PI_ALL's events as position:op-or-id.
+func allLines(t *testing.T, all *eventlog.All) string {
+	t.Helper()
+	var got []string
+	err := eventlog.ReadFiltered(context.Background(), all.JetStream(), eventlog.AllStream, eventlog.AllPrefix+".>", 0xffffffff, false, func(ev *eventlog.Event) error {
+		got = append(got, fmt.Sprintf("%s/%d:%s%s", ev.Node, ev.SrcSeq, ev.Op, ev.ID))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(got, ",")
+}
+
+// TestDownloaderRefusesReplayedSealedLines: a hub client (the operator)
+// copies sealed messages already on PI_HUB and publishes them again on
+// their subject, with their headers and payload but without the
+// Nats-Msg-Id, after later lines: a session's delete event again after
+// its restore, a line again. Each still opens (its envelope binds its
+// position, which is the same), so before the downloader admitted them,
+// PI_ALL held the delete after the restore and the session was deleted
+// again on every workstation. A sealed line at or before the last
+// position admitted of its origin's session is now refused as replayed;
+// the lines the origin sends after are copied.
+func TestDownloaderRefusesReplayedSealedLines(t *testing.T) {
+	hubJS, ws, all, keyFile, send := sealedHub(t)
+	ctx := context.Background()
+	control := func(op string) eventlog.Line {
+		raw := []byte(fmt.Sprintf(`{"op":%q,"file":"--p--/s1.jsonl"}`, op))
+		return eventlog.Line{Raw: raw, Sha: sha256.Sum256(raw), Type: "tombstone", File: "--p--/s1.jsonl", Op: op}
+	}
+	lines := mkLines(3, 50, "e")
+	send("s1", lines[0], 1)
+	send("s1", control(eventlog.OpDelete), 2)
+	send("s1", control(eventlog.OpRestore), 3)
+	send("s1", lines[1], 4)
+
+	// The operator, with a client of its own on the hub, publishes the
+	// delete event and the first line again: same subject, headers and
+	// envelope, no Nats-Msg-Id (nor the expected sequence), so the hub
+	// stores them as new messages.
+	hub, err := hubJS.Stream(ctx, eventlog.HubStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replay := func(seq uint64) {
+		t.Helper()
+		m, err := hub.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nm := nats.NewMsg(m.Subject)
+		for k, v := range m.Header {
+			if strings.HasPrefix(k, "Pi-") {
+				nm.Header[k] = v
+			}
+		}
+		nm.Data = m.Data
+		if _, err := hubJS.PublishMsg(ctx, nm, jetstream.WithExpectStream(eventlog.HubStream)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replay(2) // the delete, after the restore
+	replay(1) // the first line, after the fourth
+	send("s1", lines[2], 5)
+
+	gate := copyFromHub(t, ws, all, keyFile, true)
+	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
+		by := gate.Stats().ByOrigin["n2"].ByReason
+		return by[admit.Reason(eventlog.RejectReplayed)] == 2, fmt.Sprintf("rejections %v", by)
+	})
+	waitCount(t, all, 5)
+	if got, want := allLines(t, all), "n2/1:e0,n2/2:delete,n2/3:restore,n2/4:e1,n2/5:e2"; got != want {
+		t.Fatalf("PI_ALL holds %s, want %s", got, want)
+	}
+}
