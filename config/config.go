@@ -58,7 +58,7 @@ type Config struct {
 	Search string `envconfig:"SEARCH" default:"auto" desc:"keep a full-text index of every session in STATE_DIR/search for pisyncd search and the web view's search: auto (the default: on, except with PISYNC_STORE_CIPHER: the index is plaintext and would sit in clear beside the encrypted store), on, or off; about 1.5× the sessions' size on disk, built from the streams at first start (docs/SEARCH.md, docs/SECURITY.md)"`
 
 	KeyFile string `envconfig:"KEY_FILE" desc:"the team keyring for end-to-end encryption, 0600 (default: STATE_DIR/team-key.json; pisyncd key init|import writes it)"`
-	Encrypt string `envconfig:"ENCRYPT" default:"auto" desc:"seal every line before it goes to the hub: on (fail closed: without a team key nothing is forwarded), off, or auto (on while a team key is here); sealed lines from others are opened whenever a key is here (docs/SECURITY.md)"`
+	Encrypt string `envconfig:"ENCRYPT" default:"auto" desc:"seal every line before it goes to the hub: on (fail closed: without a team key nothing is forwarded, and lines in clear from the hub are refused), off, or auto (on while a team key is here); sealed lines from others are opened whenever a key is here (docs/SECURITY.md)"`
 
 	StoreCipher  string `envconfig:"STORE_CIPHER" default:"off" desc:"encrypt the local JetStream store at rest: chachapoly or aes (nats-server's cipher), or off; the key is made at first use into PISYNC_STORE_KEY_FILE; an existing store is never converted, either way (docs/SECURITY.md, \"The local store at rest\")"`
 	StoreKeyFile string `envconfig:"STORE_KEY_FILE" desc:"the store's key, 0600 (default: STATE_DIR/store-key); without it an encrypted store cannot be read: back it up apart from the store"`

@@ -142,6 +142,13 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 	if run[0].Headers().Get(HdrSeal) != "" {
 		return f.addSealed(ctx, node, sid, run, meta)
 	}
+	if c := f.d.opts.Crypt; c != nil && c.always {
+		// Encryption is on here: a line in clear is any hub client's (the
+		// hub's operator may publish on every node's subject), not the
+		// team's, whose lines are sealed.
+		f.reject(node, sid, RejectUnsealed, "a line in clear, and encryption is on here (PISYNC_ENCRYPT=on)")
+		return nil, nil
+	}
 	ev, err := newEvent(HubStream, subj, meta.Sequence.Stream, run[0].Headers())
 	if err != nil {
 		f.reject(node, sid, rejectShaMismatch, err.Error())

@@ -391,6 +391,7 @@ const (
 	RejectMoved         = "moved"         // sealed for another node, session or position
 	RejectErased        = "erased"        // its key message is gone from the hub: erased
 	RejectReplayed      = "replayed"      // at or before a position of its origin's session admitted already
+	RejectUnsealed      = "unsealed"      // in clear, and encryption is on here (PISYNC_ENCRYPT=on)
 )
 
 // needKey returns the handle of the key message an error of open asks

@@ -170,3 +170,31 @@ func TestDownloaderRefusesReplayedSealedLines(t *testing.T) {
 		t.Fatalf("PI_ALL holds %s, want %s", got, want)
 	}
 }
+
+// TestDownloaderRefusesUnsealedWhenOn: with PISYNC_ENCRYPT=on, a line in
+// clear from the hub is refused as unsealed: any hub client (the
+// operator, with its admin credentials or a node it added) could publish
+// one on any node's subject, and a workstation admitted it as that
+// node's, a session the team never wrote written into its sessions
+// folder. The sealed lines around them are copied.
+func TestDownloaderRefusesUnsealedWhenOn(t *testing.T) {
+	hubJS, ws, all, keyFile, send := sealedHub(t)
+	lines := mkLines(2, 50, "e")
+	send("s1", lines[0], 1)
+	rawPublish(t, hubJS, eventlog.UpSubject("n2", "s7"), []byte(`{"type":"session","version":3,"id":"s7","timestamp":"2026-12-03T00:00:00.000Z","cwd":"/x"}`),
+		map[string]string{eventlog.HdrType: "session", eventlog.HdrID: "s7", eventlog.HdrSrcSeq: "2"})
+	rawPublish(t, hubJS, eventlog.UpSubject("eve", "s8"), []byte(`{"type":"message","id":"f0"}`),
+		map[string]string{eventlog.HdrType: "message", eventlog.HdrID: "f0"})
+	send("s1", lines[1], 3)
+
+	gate := copyFromHub(t, ws, all, keyFile, true)
+	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
+		s := gate.Stats()
+		return s.ByOrigin["n2"].ByReason[admit.Reason(eventlog.RejectUnsealed)] == 1 && s.ByOrigin["eve"].ByReason[admit.Reason(eventlog.RejectUnsealed)] == 1,
+			fmt.Sprintf("rejections %+v", s.ByOrigin)
+	})
+	waitCount(t, all, 2)
+	if got, want := allLines(t, all), "n2/1:e0,n2/3:e1"; got != want {
+		t.Fatalf("PI_ALL holds %s, want %s", got, want)
+	}
+}
