@@ -200,7 +200,9 @@ func (g *Gate) rejectLocked(r *Rejection, quarantine bool) error {
 	o.byReason[r.Reason]++
 	p := g.pair(pair{r.Node, r.SID})
 	first := p == nil && o.rejected == 1
-	if p != nil {
+	if p != nil && notTheOrigins(r.Reason) {
+		first = o.byReason[r.Reason] == 1
+	} else if p != nil {
 		p.rejected++
 		first = p.rejected == 1
 		if p.quarantined == "" && (quarantine || p.rejected >= quarantineAfter) {
@@ -214,6 +216,16 @@ func (g *Gate) rejectLocked(r *Rejection, quarantine bool) error {
 			"reason", r.Reason, "detail", r.Detail)
 	}
 	return r
+}
+
+// notTheOrigins reports whether a rejection is one any client of the hub
+// can cause in an origin's name without its key: a sealed line of the
+// origin stored again (replayed) or a line in clear while encryption is on
+// (unsealed). They count, but for no quarantine of the origin's session:
+// nine of them stopped that session's copying from its origin on every
+// workstation.
+func notTheOrigins(r Reason) bool {
+	return r == Reason(eventlog.RejectReplayed) || r == Reason(eventlog.RejectUnsealed)
 }
 
 func (g *Gate) origin(node string) *origin {
