@@ -47,6 +47,9 @@ type framer struct {
 	// session that PI_ALL holds or that was examined since (All.lastSrc),
 	// for sealed lines and, after the hub's store was replaced, for all.
 	held map[pair]uint64
+	// floor: the key message handle of the last erase event of each
+	// session examined (All.keyFloor).
+	floor map[string]uint64
 }
 
 // maxHeld bounds framer.held: past it the map starts again, read from
@@ -168,7 +171,7 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 		f.reject(node, sid, rejectShaMismatch, "payload does not match "+HdrSha)
 		return nil, nil
 	}
-	if ok, err := f.admit(ctx, ev, meta, false); !ok || err != nil {
+	if ok, err := f.admit(ctx, ev, meta, false, 0); !ok || err != nil {
 		return nil, err
 	}
 	out := make([]*nats.Msg, 0, len(run))
@@ -194,7 +197,35 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 // lines in order, each once (the forwarder states the subject's last
 // sequence), so a second copy is the hub's doing: a delete event stored
 // again after its restore would delete the session again everywhere.
-func (f *framer) admit(ctx context.Context, ev *Event, meta *jetstream.MsgMetadata, sealed bool) (bool, error) {
+//
+// A sealed line (handle: its key message's, 0 for a plain one) that
+// names a key message older than the last erase event of its session
+// names is refused as erased: its session's lines before the erase are
+// gone from PI_ALL, so lastSrc no longer tells a copy of one stored again
+// by the hub (its key message still there: a node away that has not
+// destroyed its own yet) from a line written after the erase, which names
+// a key message drawn after it.
+func (f *framer) admit(ctx context.Context, ev *Event, meta *jetstream.MsgMetadata, sealed bool, handle uint64) (bool, error) {
+	if handle > 0 {
+		floor, ok := f.floor[ev.SID]
+		if !ok {
+			var err error
+			if floor, err = f.d.all.keyFloor(ctx, ev.SID, f.d.rebuilt); err != nil {
+				return false, err
+			}
+			if f.floor == nil || len(f.floor) >= maxHeld {
+				f.floor = map[string]uint64{}
+			}
+			f.floor[ev.SID] = floor
+		}
+		if handle < floor {
+			f.reject(ev.Node, ev.SID, RejectErased, fmt.Sprintf("key message %d is older than the session's erase (%d)", handle, floor))
+			return false, nil
+		}
+		if ev.Op == OpErase {
+			f.floor[ev.SID] = handle
+		}
+	}
 	if (f.d.rebuilt > 0 || sealed) && ev.SrcSeq > 0 {
 		k := pair{ev.Node, ev.SID}
 		held, ok := f.held[k]
@@ -279,7 +310,8 @@ func (f *framer) addSealed(ctx context.Context, node, tok string, run []jetstrea
 		f.reject(node, ev.SID, rejectShaMismatch, "payload does not match its sha")
 		return nil, nil
 	}
-	if ok, err := f.admit(ctx, ev, meta, true); !ok || err != nil {
+	handle, _ := seal.Handle(envs[0]) // 0: a version 1 envelope, its key in it
+	if ok, err := f.admit(ctx, ev, meta, true, handle); !ok || err != nil {
 		return nil, err
 	}
 	l := Line{Raw: ev.Raw, Sha: ev.Sha, ID: ev.ID, ParentID: ev.ParentID, Type: ev.Type, File: ev.File, Off: ev.Off, Op: ev.Op, SrcSeq: ev.SrcSeq}
@@ -289,6 +321,9 @@ func (f *framer) addSealed(ctx context.Context, node, tok string, run []jetstrea
 			m.Header.Del(HdrSha)
 		}
 		m.Header.Set(HdrHubSeq, strconv.FormatUint(meta.Sequence.Stream, 10))
+		if ev.Op == OpErase && handle > 0 {
+			m.Header.Set(HdrKeyFloor, strconv.FormatUint(handle, 10))
+		}
 	}
 	return out, nil
 }

@@ -20,6 +20,12 @@ import (
 // HdrHubSeq is, on PI_ALL, the message's sequence in the hub's PI_HUB.
 const HdrHubSeq = "Pi-Hub-Seq"
 
+// HdrKeyFloor is set on a sealed erase event in PI_ALL: the handle of its
+// key message, drawn after every data key its session's earlier lines
+// name. A sealed line of the session naming an older one is a copy of an
+// erased line (framer.admit).
+const HdrKeyFloor = "Pi-Key-Floor"
+
 // Downloader copies the hub's PI_HUB into this node's PI_ALL, in hub order,
 // exactly once, admitting each line first: it is the boundary where
 // other machines' events enter this one, so nothing that its Admitter

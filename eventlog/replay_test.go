@@ -20,9 +20,9 @@ import (
 )
 
 // sealedHub is a hub and a workstation's leaf, a team key in keyFile, and
-// send, which seals a line of n2's session sid at position pos and
-// publishes it on the hub as n2's forwarder does.
-func sealedHub(t *testing.T) (hubJS jetstream.JetStream, ws *embedded.Server, all *eventlog.All, keyFile string, send func(sid string, l eventlog.Line, pos uint64)) {
+// send, which seals a line of node's session sid at position pos and
+// publishes it on the hub as node's forwarder does.
+func sealedHub(t *testing.T) (hubJS jetstream.JetStream, ws *embedded.Server, all *eventlog.All, keyFile string, send func(node, sid string, l eventlog.Line, pos uint64)) {
 	hubJS, ws, all = hubAndLeaf(t)
 	ctx := context.Background()
 	if _, err := eventlog.EnsureStream(ctx, hubJS, eventlog.KeysStreamConfig(1)); err != nil {
@@ -32,7 +32,7 @@ func sealedHub(t *testing.T) (hubJS jetstream.JetStream, ws *embedded.Server, al
 	if err := keyring.Save(keyFile, keyring.New(time.Now())); err != nil {
 		t.Fatal(err)
 	}
-	sender := eventlog.NewCrypt(keyFile, "n2", true)
+	senders := map[string]*eventlog.Crypt{}
 	kh := eventlog.KeyHub{
 		Publish: func(subj string, body []byte) (uint64, error) {
 			ack, err := hubJS.Publish(ctx, subj, body)
@@ -48,10 +48,13 @@ func sealedHub(t *testing.T) (hubJS jetstream.JetStream, ws *embedded.Server, al
 	if err != nil {
 		t.Fatal(err)
 	}
-	send = func(sid string, l eventlog.Line, pos uint64) {
+	send = func(node, sid string, l eventlog.Line, pos uint64) {
 		t.Helper()
+		if senders[node] == nil {
+			senders[node] = eventlog.NewCrypt(keyFile, node, true)
+		}
 		l.SrcSeq = pos
-		subj, sealed, err := eventlog.SealLine(sender, sid, &l, kh)
+		subj, sealed, err := eventlog.SealLine(senders[node], sid, &l, kh)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,10 +129,10 @@ func TestDownloaderRefusesReplayedSealedLines(t *testing.T) {
 		return eventlog.Line{Raw: raw, Sha: sha256.Sum256(raw), Type: "tombstone", File: "--p--/s1.jsonl", Op: op}
 	}
 	lines := mkLines(3, 50, "e")
-	send("s1", lines[0], 1)
-	send("s1", control(eventlog.OpDelete), 2)
-	send("s1", control(eventlog.OpRestore), 3)
-	send("s1", lines[1], 4)
+	send("n2", "s1", lines[0], 1)
+	send("n2", "s1", control(eventlog.OpDelete), 2)
+	send("n2", "s1", control(eventlog.OpRestore), 3)
+	send("n2", "s1", lines[1], 4)
 
 	// The operator, with a client of its own on the hub, publishes the
 	// delete event and the first line again: same subject, headers and
@@ -139,7 +142,8 @@ func TestDownloaderRefusesReplayedSealedLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replay := func(seq uint64) {
+	replay := func(seq uint64) { replayHub(t, hubJS, hub, seq) }
+	_ = func(seq uint64) {
 		t.Helper()
 		m, err := hub.GetMsg(ctx, seq)
 		if err != nil {
@@ -165,7 +169,7 @@ func TestDownloaderRefusesReplayedSealedLines(t *testing.T) {
 	for range 9 {
 		replay(1)
 	}
-	send("s1", lines[2], 5)
+	send("n2", "s1", lines[2], 5)
 
 	gate := copyFromHub(t, ws, all, keyFile, true)
 	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
@@ -188,7 +192,7 @@ func TestDownloaderRefusesReplayedSealedLines(t *testing.T) {
 func TestDownloaderRefusesUnsealedWhenOn(t *testing.T) {
 	hubJS, ws, all, keyFile, send := sealedHub(t)
 	lines := mkLines(2, 50, "e")
-	send("s1", lines[0], 1)
+	send("n2", "s1", lines[0], 1)
 	rawPublish(t, hubJS, eventlog.UpSubject("n2", "s7"), []byte(`{"type":"session","version":3,"id":"s7","timestamp":"2026-12-03T00:00:00.000Z","cwd":"/x"}`),
 		map[string]string{eventlog.HdrType: "session", eventlog.HdrID: "s7", eventlog.HdrSrcSeq: "2"})
 	rawPublish(t, hubJS, eventlog.UpSubject("eve", "s8"), []byte(`{"type":"message","id":"f0"}`),
@@ -201,7 +205,7 @@ func TestDownloaderRefusesUnsealedWhenOn(t *testing.T) {
 		raw := []byte(fmt.Sprintf(`{"type":"message","id":"g%d"}`, i))
 		rawPublish(t, hubJS, eventlog.UpSubject("n2", "s1"), raw, map[string]string{eventlog.HdrType: "message", eventlog.HdrID: fmt.Sprint("g", i)})
 	}
-	send("s1", lines[1], 3)
+	send("n2", "s1", lines[1], 3)
 
 	gate := copyFromHub(t, ws, all, keyFile, true)
 	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
@@ -211,6 +215,74 @@ func TestDownloaderRefusesUnsealedWhenOn(t *testing.T) {
 	})
 	waitCount(t, all, 2)
 	if got, want := allLines(t, all), "n2/1:e0,n2/3:e1"; got != want {
+		t.Fatalf("PI_ALL holds %s, want %s", got, want)
+	}
+}
+
+// replayHub publishes PI_HUB's message seq again, as a hub client can:
+// same subject, Pi-* headers and payload, no Nats-Msg-Id.
+func replayHub(t *testing.T, hubJS jetstream.JetStream, hub jetstream.Stream, seq uint64) {
+	t.Helper()
+	ctx := context.Background()
+	m, err := hub.GetMsg(ctx, seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nm := nats.NewMsg(m.Subject)
+	for k, v := range m.Header {
+		if strings.HasPrefix(k, "Pi-") {
+			nm.Header[k] = v
+		}
+	}
+	nm.Data = m.Data
+	if _, err := hubJS.PublishMsg(ctx, nm, jetstream.WithExpectStream(eventlog.HubStream)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDownloaderRefusesErasedLinesReplayed: n3 erases session s1, which
+// n2 wrote too and whose key messages n2, away, has not destroyed yet.
+// After the workstation erased s1 (its lines gone from PI_ALL) and its
+// downloader restarted, the hub's operator publishes n2's first line of
+// s1 again. Before, it opened (its key message still there) and, PI_ALL
+// holding nothing of n2's s1 any more, was admitted as a line written
+// after the erase: the erased text was back in the sessions folder. It is
+// now refused as erased (it names a key message older than the erase
+// event's); n3's line after the erase is copied.
+func TestDownloaderRefusesErasedLinesReplayed(t *testing.T) {
+	hubJS, ws, all, keyFile, send := sealedHub(t)
+	ctx := context.Background()
+	lines := mkLines(4, 50, "e")
+	send("n2", "s1", lines[0], 1) // hub sequence 1
+	send("n2", "s1", lines[1], 2)
+	send("n3", "s1", lines[2], 1)
+	t.Run("before", func(t *testing.T) {
+		copyFromHub(t, ws, all, keyFile, true)
+		waitCount(t, all, 3)
+	})
+	send("n3", "s1", eventlog.EraseLine("--p--/s1.jsonl", time.Now()), 2)
+	t.Run("erase", func(t *testing.T) {
+		copyFromHub(t, ws, all, keyFile, true)
+		waitCount(t, all, 4)
+	})
+	// What the replicator does with n3's erase event (PI_ALL sequence 4).
+	if _, err := eventlog.EraseSession(ctx, all.JetStream(), "w1", "s1", eventlog.EraseBounds{All: 4}); err != nil {
+		t.Fatal(err)
+	}
+	hub, err := hubJS.Stream(ctx, eventlog.HubStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayHub(t, hubJS, hub, 1)
+	send("n3", "s1", lines[3], 3)
+
+	gate := copyFromHub(t, ws, all, keyFile, true)
+	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
+		by := gate.Stats().ByOrigin["n2"].ByReason
+		return by[admit.Reason(eventlog.RejectErased)] == 1, fmt.Sprintf("rejections %v", by)
+	})
+	waitCount(t, all, 2)
+	if got, want := allLines(t, all), "n3/2:erase,n3/3:e3"; got != want {
 		t.Fatalf("PI_ALL holds %s, want %s", got, want)
 	}
 }

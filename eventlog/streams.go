@@ -239,3 +239,31 @@ func (a *All) Origin(ctx context.Context, sid string) (string, error) {
 	}
 	return "", nil
 }
+
+// keyFloor returns the highest key message handle that PI_ALL's erase
+// events of session sid name (HdrKeyFloor), 0 when none does. An erase
+// keeps its event and deletes the lines before it, so the session's
+// first messages are its erase events: the scan stops at the first that
+// is not one. Those at or below sequence after were copied from a hub
+// whose store was replaced since, whose PI_KEYS numbered its messages
+// otherwise: they name no floor.
+func (a *All) keyFloor(ctx context.Context, sid string, after uint64) (uint64, error) {
+	subj := AllPrefix + ".*." + EncodeSID(sid)
+	var floor uint64
+	for seq := uint64(1); ; {
+		m, err := a.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return floor, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("eventlog: read %s: %w", subj, err)
+		}
+		if m.Header.Get(HdrOp) != OpErase {
+			return floor, nil
+		}
+		if h, err := strconv.ParseUint(m.Header.Get(HdrKeyFloor), 10, 64); err == nil && m.Sequence > after {
+			floor = max(floor, h)
+		}
+		seq = m.Sequence + 1
+	}
+}
