@@ -37,6 +37,7 @@ type replica struct {
 	ino     uint64    // place since is read again, never written blindly
 	dirty   bool      // written since the last fsync
 	frag    fragment  // the partial last line busy saw, if any
+	ahead   fragment  // the file as busy saw it with an mtime ahead of our clock, if so
 	// shrunk: the file was found shorter than read, or another file of
 	// the session took its place (a truncation, a restore from an older
 	// backup): lines it held may be gone (Replicator.refill). head is the
@@ -229,7 +230,22 @@ func (r *replica) busy(idle time.Duration, now time.Time) (busy bool, ended int6
 	}
 	if !partial {
 		r.frag = fragment{}
-		return now.Sub(st.ModTime()) < idle, 0, nil
+		if !st.ModTime().After(now) {
+			r.ahead = fragment{}
+			return now.Sub(st.ModTime()) < idle, 0, nil
+		}
+		// An mtime ahead of our clock (a clock that was hours fast when pi
+		// wrote and has been set right since, a file copied from a machine
+		// whose clock is ahead) says nothing of when pi last wrote: time
+		// the file's stillness on our clock instead. Before, such a file
+		// held remote lines back until the clock caught up with its mtime,
+		// hours with linesWaiting above zero.
+		seen := fragment{dev: dev, ino: ino, size: st.Size(), mtime: st.ModTime(), since: now}
+		if !r.ahead.same(seen) {
+			r.ahead = seen // new, or it changed: a writer may be at work
+			return true, 0, nil
+		}
+		return now.Sub(r.ahead.since) < idle, 0, nil
 	}
 	seen := fragment{dev: dev, ino: ino, size: st.Size(), mtime: st.ModTime(), since: now}
 	if !r.frag.same(seen) {
