@@ -143,23 +143,6 @@ func TestDownloaderRefusesReplayedSealedLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	replay := func(seq uint64) { replayHub(t, hubJS, hub, seq) }
-	_ = func(seq uint64) {
-		t.Helper()
-		m, err := hub.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nm := nats.NewMsg(m.Subject)
-		for k, v := range m.Header {
-			if strings.HasPrefix(k, "Pi-") {
-				nm.Header[k] = v
-			}
-		}
-		nm.Data = m.Data
-		if _, err := hubJS.PublishMsg(ctx, nm, jetstream.WithExpectStream(eventlog.HubStream)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	replay(2) // the delete, after the restore
 	// The first line, after the fourth, more times than the admission
 	// point takes from an origin's session before it quarantines the

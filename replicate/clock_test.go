@@ -1,15 +1,10 @@
 package replicate
 
 import (
-	"context"
-	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/pisyncd/pisyncd/eventlog"
-	"github.com/pisyncd/pisyncd/session"
 )
 
 // TestMtimeAheadOfClockIsNotBusy: a file whose mtime is hours ahead of this
@@ -23,32 +18,11 @@ func TestMtimeAheadOfClockIsNotBusy(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "s1.jsonl")
 	writeTestFile(t, p, hdrS1+"\n"+entA+"\n")
 	idle := time.Second
-	r := New(nil, nil, nopTracker{}, Options{Root: filepath.Dir(p), Node: "B", Idle: idle})
-	now := time.Now()
-	r.now = func() time.Time { return now }
-	ahead := now.Add(3 * time.Hour)
+	h := newBusyHarness(t, p, idle, nil)
+	s, queue, flush := h.s, h.queue, h.flush
+	ahead := h.now.Add(3 * time.Hour)
 	if err := os.Chtimes(p, ahead, ahead); err != nil {
 		t.Fatal(err)
-	}
-	f, err := openReplica(p, "s1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := r.session("s1")
-	s.checked, s.file, r.files[p] = true, f, f
-	queue := func(raw string) {
-		ev := &eventlog.Event{Node: "A", SID: "s1", Type: "message", Raw: []byte(raw), Sha: sha256.Sum256([]byte(raw))}
-		l := session.ParseLine(ev.Raw)
-		ev.ID, ev.ParentID = l.ID, l.ParentID
-		s.queue = append(s.queue, ev)
-		r.waiting.Add(1)
-	}
-	flush := func(after time.Duration) {
-		t.Helper()
-		now = now.Add(after)
-		if err := r.flushSession(context.Background(), s); err != nil {
-			t.Fatal(err)
-		}
 	}
 	waiting := func(want int) {
 		t.Helper()

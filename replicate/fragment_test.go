@@ -23,6 +23,49 @@ func (nopTracker) Learn(string, [32]byte)                 {}
 func (nopTracker) Forget(string) func()                   { return func() {} }
 func (nopTracker) Remove(context.Context, []string) error { return nil }
 
+// busyHarness drives one session's flushes against a real file on a clock
+// of the test's own: what the replicator's busy check decides, without
+// waiting.
+type busyHarness struct {
+	t   *testing.T
+	r   *Replicator
+	s   *sess
+	now time.Time
+}
+
+// newBusyHarness opens the replica at p, session s1, for a replicator of
+// node B with the given idle pause.
+func newBusyHarness(t *testing.T, p string, idle time.Duration, logger *slog.Logger) *busyHarness {
+	h := &busyHarness{t: t, now: time.Now()}
+	h.r = New(nil, nil, nopTracker{}, Options{Root: filepath.Dir(p), Node: "B", Idle: idle, Logger: logger})
+	h.r.now = func() time.Time { return h.now }
+	f, err := openReplica(p, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.s = h.r.session("s1")
+	h.s.checked, h.s.file, h.r.files[p] = true, f, f
+	return h
+}
+
+// queue puts a line of node A in the session's queue.
+func (h *busyHarness) queue(raw string) {
+	ev := &eventlog.Event{Node: "A", SID: "s1", Type: "message", Raw: []byte(raw), Sha: sha256.Sum256([]byte(raw))}
+	l := session.ParseLine(ev.Raw)
+	ev.ID, ev.ParentID = l.ID, l.ParentID
+	h.s.queue = append(h.s.queue, ev)
+	h.r.waiting.Add(1)
+}
+
+// flush moves the clock on by after and flushes the session.
+func (h *busyHarness) flush(after time.Duration) {
+	h.t.Helper()
+	h.now = h.now.Add(after)
+	if err := h.r.flushSession(context.Background(), h.s); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 // TestCrashedWriterFragmentIsEnded: a partial last line that a local pi
 // left when it died mid-write holds remote lines back only while it might
 // still grow. Once it has stayed unchanged for crashAfter(Idle), it is
@@ -39,30 +82,8 @@ func TestCrashedWriterFragmentIsEnded(t *testing.T) {
 	writeTestFile(t, p, hdrS1+"\n"+entA+"\n"+frag[:50])
 	var logs bytes.Buffer
 	idle := time.Second
-	r := New(nil, nil, nopTracker{}, Options{Root: filepath.Dir(p), Node: "B", Idle: idle,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	now := time.Now()
-	r.now = func() time.Time { return now }
-	f, err := openReplica(p, "s1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := r.session("s1")
-	s.checked, s.file, r.files[p] = true, f, f
-	queue := func(raw string) {
-		ev := &eventlog.Event{Node: "A", SID: "s1", Type: "message", Raw: []byte(raw), Sha: sha256.Sum256([]byte(raw))}
-		l := session.ParseLine(ev.Raw)
-		ev.ID, ev.ParentID = l.ID, l.ParentID
-		s.queue = append(s.queue, ev)
-		r.waiting.Add(1)
-	}
-	flush := func(after time.Duration) {
-		t.Helper()
-		now = now.Add(after)
-		if err := r.flushSession(context.Background(), s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	h := newBusyHarness(t, p, idle, slog.New(slog.NewTextHandler(&logs, nil)))
+	s, queue, flush := h.s, h.queue, h.flush
 	unchanged := func(want string) {
 		t.Helper()
 		if b, _ := os.ReadFile(p); string(b) != want {
