@@ -222,9 +222,6 @@ func (f *framer) admit(ctx context.Context, ev *Event, meta *jetstream.MsgMetada
 			f.reject(ev.Node, ev.SID, RejectErased, fmt.Sprintf("key message %d is older than the session's erase (%d)", handle, floor))
 			return false, nil
 		}
-		if ev.Op == OpErase {
-			f.floor[ev.SID] = handle
-		}
 	}
 	if (f.d.rebuilt > 0 || sealed) && ev.SrcSeq > 0 {
 		k := pair{ev.Node, ev.SID}
@@ -259,6 +256,14 @@ func (f *framer) admit(ctx context.Context, ev *Event, meta *jetstream.MsgMetada
 		return false, fmt.Errorf("downloader: admission: %w", err)
 	}
 	f.skipped = false
+	if handle > 0 && ev.Op == OpErase {
+		// Only an erase admitted raises the floor, as only those PI_ALL
+		// holds name one (keyFloor): one passed over (a copy of a line
+		// PI_ALL holds, sealed again for a new hub under a newer key
+		// message than lines its origins sealed for it before) refused
+		// the session's later lines as erased until a restart.
+		f.floor[ev.SID] = handle
+	}
 	return true, nil
 }
 
