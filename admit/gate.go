@@ -220,12 +220,17 @@ func (g *Gate) rejectLocked(r *Rejection, quarantine bool) error {
 
 // notTheOrigins reports whether a rejection is one any client of the hub
 // can cause in an origin's name without its key: a sealed line of the
-// origin stored again (replayed) or a line in clear while encryption is on
-// (unsealed). They count, but for no quarantine of the origin's session:
-// nine of them stopped that session's copying from its origin on every
-// workstation.
+// origin stored again (replayed, or erased: a line of a session erased
+// since, which also comes from an origin away during the erase), or a line
+// in clear while encryption is on (unsealed). They count, but for no
+// quarantine of the origin's session: nine of them stopped that session's
+// copying from its origin on every workstation.
 func notTheOrigins(r Reason) bool {
-	return r == Reason(eventlog.RejectReplayed) || r == Reason(eventlog.RejectUnsealed)
+	switch r {
+	case Reason(eventlog.RejectReplayed), Reason(eventlog.RejectUnsealed), Reason(eventlog.RejectErased):
+		return true
+	}
+	return false
 }
 
 func (g *Gate) origin(node string) *origin {

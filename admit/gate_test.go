@@ -201,3 +201,21 @@ func TestAuthorityNarrowedTrust(t *testing.T) {
 		t.Errorf("with every node trusted: %v", err)
 	}
 }
+
+// TestHubCausedRejectionsQuarantineNothing: a hub client that publishes
+// again, nine times, a sealed line of an erased session (its key message
+// older than the erase's) has it refused as erased each time; it is the
+// hub's doing, and the origin's later lines of the session (restored,
+// written under a new key) are still admitted.
+func TestHubCausedRejectionsQuarantineNothing(t *testing.T) {
+	ctx := context.Background()
+	for _, reason := range []string{eventlog.RejectReplayed, eventlog.RejectUnsealed, eventlog.RejectErased} {
+		g := New("me", Limits{}, history{}, nil)
+		for range quarantineAfter + 1 {
+			g.Reject("n2", "s1", reason, "a copy from the hub")
+		}
+		if err := g.Admit(ctx, from("n2", "s1", hdrOf("s1")), time.Now()); err != nil {
+			t.Errorf("%s: n2's next line of s1: %v", reason, err)
+		}
+	}
+}
