@@ -391,7 +391,15 @@ func (r *Replicator) lacking(ctx context.Context, s *sess, upTo uint64) ([]*even
 		case ev.Op != "":
 			return nil
 		case ev.Type == "session":
-			inForm = ev.Sha == f.head // the same header from two nodes is one
+			// The same header from two nodes is one; a replica made
+			// here starts with it mapped (PISYNC_PATH_MAP).
+			inForm = ev.Sha == f.head
+			if !inForm {
+				var err error
+				if inForm, err = r.mappedHeaderIs(ctx, s.sid, ev, f.head); err != nil {
+					return err
+				}
+			}
 			return nil
 		case !inForm:
 			return nil
@@ -433,6 +441,22 @@ func (r *Replicator) lacking(ctx context.Context, s *sess, upTo uint64) ([]*even
 		return nil
 	})
 	return missing, err
+}
+
+// mappedHeaderIs reports whether header ev of session sid, mapped as
+// create writes it (PISYNC_PATH_MAP), hashes to sha.
+func (r *Replicator) mappedHeaderIs(ctx context.Context, sid string, ev *eventlog.Event, sha [32]byte) (bool, error) {
+	raw := ev.Raw
+	if raw == nil { // read without its bytes
+		if err := r.all.ScanSessionRange(ctx, sid, ev.Seq, ev.Seq, true, func(e *eventlog.Event) error {
+			raw = e.Raw
+			return nil
+		}); err != nil {
+			return false, err
+		}
+	}
+	hdr, _, err := mapHeader(raw, r.opts.PathMap)
+	return err == nil && sha256.Sum256(hdr) == sha, nil
 }
 
 // requeue puts lines taken for a write that failed back at the front.

@@ -90,3 +90,48 @@ func (r *cutReplica) next(t *testing.T) {
 		t.Fatalf("B published %d lines of its own", got)
 	}
 }
+
+// TestTruncatedMappedReplicaIsFilledAgain: as TestTruncatedReplicaIsFilledAgain,
+// B mapping A's folders (PISYNC_PATH_MAP), so that B's replica starts with
+// the header mapped, not the one in PI_ALL. Before, no line of PI_ALL was
+// of the replica's form (its header's hash), nothing was written back, and
+// A's next line waited for its parent for good.
+func TestTruncatedMappedReplicaIsFilledAgain(t *testing.T) {
+	sid := "0199bbbb-0000-7000-8000-0000000000f9"
+	hub := startTestHub(t)
+	a := newStation(t, "ws-a", hub.url(), "")
+	b := newStation(t, "ws-b", hub.url(), "/home/ann=/Users/ann")
+	name := "2026-11-30T00-00-00-000Z_" + sid + ".jsonl"
+	aPath := filepath.Join(a.cfg.SessionsDir, "--home-ann-proj--", name)
+	bPath := filepath.Join(b.cfg.SessionsDir, "--Users-ann-proj--", name)
+	os.MkdirAll(filepath.Dir(aPath), 0o700)
+	want := []string{hdrLine(sid, "/home/ann/proj")}
+	parent := ""
+	for i := range 8 {
+		id := fmt.Sprintf("t%d", i)
+		want = append(want, msgLine(id, parent, fmt.Sprintf("line %d", i)))
+		parent = id
+	}
+	bHolds := func(n int) func() (bool, string) {
+		return func() (bool, string) {
+			got, err := os.ReadFile(bPath)
+			l := splitLines(string(got))
+			return err == nil && len(l) == n && strings.Join(l[1:], "\n") == strings.Join(want[1:n], "\n"), fmt.Sprintf("B's file: %v %q", err, l)
+		}
+	}
+	for _, l := range want[:7] {
+		appendLine(t, aPath, l)
+	}
+	waitUntil(t, 30*time.Second, bHolds(7))
+	data, _ := os.ReadFile(bPath)
+	l := splitLines(string(data))
+	if !strings.Contains(l[0], "/Users/ann/proj") {
+		t.Fatalf("B's header %s", l[0])
+	}
+	keep := len(strings.Join(l[:3], "\n")) + 1
+	if err := os.WriteFile(bPath, data[:keep], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	appendLine(t, aPath, want[7])
+	waitUntil(t, 30*time.Second, bHolds(8))
+}
