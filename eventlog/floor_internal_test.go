@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -37,5 +38,33 @@ func TestFloorNotRaisedBySkippedErase(t *testing.T) {
 	ok, err := f.admit(ctx, &Event{Node: "n2", SID: "s1", SrcSeq: 8}, meta, true, 3)
 	if err != nil || !ok {
 		t.Fatalf("n2's new line refused: %v %v, rejections %v", ok, err, a.rejected)
+	}
+}
+
+type refuseErase struct{ countAdmit }
+
+func (r *refuseErase) Admit(_ context.Context, ev *Event, _ time.Time) error {
+	if ev.Op == OpErase {
+		return fmt.Errorf("no authority: %w", ErrRejected)
+	}
+	return nil
+}
+
+// TestFloorNotRaisedByRefusedErase: an erase event the admission point
+// refuses (from a node with no say over the session: it never wrote it,
+// or PISYNC_TRUSTED_NODES leaves it out) erases nothing here, and the
+// session's origin, which refused it too, goes on under its data key:
+// its next line must be admitted, not refused as erased.
+func TestFloorNotRaisedByRefusedErase(t *testing.T) {
+	a := &refuseErase{countAdmit{rejected: map[string]int{}}}
+	d := &Downloader{opts: DownloaderOptions{Admit: a}}
+	f := &framer{d: d, held: map[pair]uint64{{"eve", "s1"}: 0, {"n2", "s1"}: 7}, floor: map[string]uint64{"s1": 0}}
+	meta := &jetstream.MsgMetadata{}
+	ctx := context.Background()
+	if ok, err := f.admit(ctx, &Event{Node: "eve", SID: "s1", SrcSeq: 1, Op: OpErase}, meta, true, 10); ok || err != nil {
+		t.Fatalf("eve's erase: %v %v", ok, err)
+	}
+	if ok, err := f.admit(ctx, &Event{Node: "n2", SID: "s1", SrcSeq: 8}, meta, true, 3); err != nil || !ok {
+		t.Fatalf("n2's next line refused: %v %v, rejections %v", ok, err, a.rejected)
 	}
 }
