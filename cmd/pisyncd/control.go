@@ -184,7 +184,7 @@ func (d *Daemon) metricsHandler() http.Handler {
 	// token (a scraper sends it as a bearer token). /healthz says only
 	// whether the daemon is up.
 	mux.Handle("GET /metrics", d.web.Guard(promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{})))
-	mux.HandleFunc("GET /healthz", terse(d.healthz))
+	mux.HandleFunc("GET /healthz", d.healthzTerse)
 	if d.web != nil {
 		// The web view: every other path. Its session pages read a whole
 		// session: foreground work, as a context is (not the event
@@ -196,58 +196,48 @@ func (d *Daemon) metricsHandler() http.Handler {
 	return mux
 }
 
-// terse answers a health check with its status and not why: /healthz on
-// the HTTP listener, which every local user reaches without the token (the
-// store's error names files of the state dir, the server's its cause); the
-// control socket's /healthz and status say why.
-func terse(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		rec := &statusOnly{header: w.Header()}
-		h(rec, r)
-		if rec.code == http.StatusOK {
-			fmt.Fprintln(w, "ok")
-			return
-		}
-		http.Error(w, "unavailable: pisyncd status says why", rec.code)
-	}
-}
-
-// statusOnly keeps a handler's status and headers and drops its body.
-type statusOnly struct {
-	header http.Header
-	code   int
-}
-
-func (s *statusOnly) Header() http.Header { return s.header }
-func (s *statusOnly) WriteHeader(code int) {
-	if s.code == 0 {
-		s.code = code
-	}
-}
-func (s *statusOnly) Write(b []byte) (int, error) {
-	s.WriteHeader(http.StatusOK)
-	return len(b), nil
-}
-
+// healthz answers a probe on the control socket: ok, or 503 and why.
 func (d *Daemon) healthz(w http.ResponseWriter, r *http.Request) {
+	answerHealth(w, d.unhealthy(), true)
+}
+
+// healthzTerse answers a probe on the HTTP listener, which every local user
+// reaches without the token, with its status and not why: the store's
+// error names files of the state dir, the server's its cause. The control
+// socket's /healthz and status say why.
+func (d *Daemon) healthzTerse(w http.ResponseWriter, r *http.Request) {
+	answerHealth(w, d.unhealthy(), false)
+}
+
+// answerHealth writes ok, or 503 with reason when why is set.
+func answerHealth(w http.ResponseWriter, reason string, why bool) {
 	// A probe asks once: its connection is not kept (any local user can
 	// ask, and a kept connection holds one of the daemon's descriptors).
 	w.Header().Set("Connection", "close")
+	switch {
+	case reason == "":
+		fmt.Fprintln(w, "ok")
+	case why:
+		http.Error(w, reason, http.StatusServiceUnavailable)
+	default:
+		http.Error(w, "unavailable: pisyncd status says why", http.StatusServiceUnavailable)
+	}
+}
+
+// unhealthy says why the daemon cannot do its work, "" when it can.
+func (d *Daemon) unhealthy() string {
 	if !d.nc.IsConnected() {
-		http.Error(w, "nats connection down", http.StatusServiceUnavailable)
-		return
+		return "nats connection down"
 	}
 	if err := d.srv.Err(); err != nil {
-		http.Error(w, "embedded server failed: "+err.Error(), http.StatusServiceUnavailable)
-		return
+		return "embedded server failed: " + err.Error()
 	}
 	if d.store != nil {
 		if st := d.store.Stats(); st.State != embedded.StoreOK {
-			http.Error(w, fmt.Sprintf("event store %s since %s: %s", st.State, st.Since.Format(time.RFC3339), st.Error), http.StatusServiceUnavailable)
-			return
+			return fmt.Sprintf("event store %s since %s: %s", st.State, st.Since.Format(time.RFC3339), st.Error)
 		}
 	}
-	fmt.Fprintln(w, "ok")
+	return ""
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

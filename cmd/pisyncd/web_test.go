@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -170,17 +169,14 @@ func TestLocateSessionNeverBlocks(t *testing.T) {
 // user asks without the token, says whether the daemon is well and not
 // why: the reason named files of the user's state dir.
 func TestHealthzOnHTTPIsTerse(t *testing.T) {
-	failing := func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Connection", "close")
-		http.Error(w, "event store failing since 2026-12-03T00:00:00Z: write /home/ann/.local/state/pisyncd/jetstream/x.blk: no space left on device", http.StatusServiceUnavailable)
-	}
+	const failing = "event store failing since 2026-12-03T00:00:00Z: write /home/ann/.local/state/pisyncd/jetstream/x.blk: no space left on device"
 	rec := httptest.NewRecorder()
-	terse(failing)(rec, httptest.NewRequest("GET", "/healthz", nil))
+	answerHealth(rec, failing, false)
 	if rec.Code != http.StatusServiceUnavailable || strings.Contains(rec.Body.String(), "/home/ann") || rec.Header().Get("Connection") != "close" {
 		t.Errorf("failing: %d %q %v", rec.Code, rec.Body.String(), rec.Header())
 	}
 	rec = httptest.NewRecorder()
-	terse(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })(rec, httptest.NewRequest("GET", "/healthz", nil))
+	answerHealth(rec, "", false)
 	if rec.Code != http.StatusOK || strings.TrimSpace(rec.Body.String()) != "ok" {
 		t.Errorf("well: %d %q", rec.Code, rec.Body.String())
 	}
