@@ -40,16 +40,7 @@ func TestEraseKeysOverRestart(t *testing.T) {
 	if err := keyring.Save(keyFile, ring); err != nil {
 		t.Fatal(err)
 	}
-	kh := eventlog.KeyHub{
-		Publish: func(subj string, body []byte) (uint64, error) {
-			ack, err := hubJS.Publish(ctx, subj, body)
-			if err != nil {
-				return 0, err
-			}
-			return ack.Sequence, nil
-		},
-		Subjects: func(filter string) ([]string, error) { return eventlog.KeySubjects(ctx, hubJS, filter) },
-	}
+	kh := eventlog.HubKeys(ctx, hubJS)
 	start := func() *eventlog.Crypt {
 		c := eventlog.NewCrypt(keyFile, "w1", true)
 		if err := c.UseState(ctx, state); err != nil {

@@ -115,13 +115,14 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	return nil
 }
 
-// keyHub is PI_KEYS on the hub for sealing, each call bounded.
-func (f *Forwarder) keyHub(ctx context.Context) KeyHub {
+// HubKeys is PI_KEYS on hub for sealing, each call bounded: the
+// forwarder's, and a test's that seals as a forwarder does.
+func HubKeys(ctx context.Context, hub jetstream.JetStream) KeyHub {
 	return KeyHub{
 		Publish: func(subj string, body []byte) (uint64, error) {
 			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			ack, err := f.hub.Publish(ctx, subj, body, jetstream.WithExpectStream(KeysStream))
+			ack, err := hub.Publish(ctx, subj, body, jetstream.WithExpectStream(KeysStream))
 			if err != nil {
 				return 0, fmt.Errorf("key message on %s: %w", KeysStream, err)
 			}
@@ -130,7 +131,7 @@ func (f *Forwarder) keyHub(ctx context.Context) KeyHub {
 		Subjects: func(filter string) ([]string, error) {
 			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			return KeySubjects(ctx, f.hub, filter)
+			return KeySubjects(ctx, hub, filter)
 		},
 	}
 }
@@ -164,7 +165,7 @@ func (f *Forwarder) eraseKeys(ctx context.Context) {
 		toks, more := f.crypt.keyErasures()
 		failed := false
 		for _, tok := range toks {
-			if err := f.crypt.eraseKeys(tok, f.keyHub(ctx)); err != nil {
+			if err := f.crypt.eraseKeys(tok, HubKeys(ctx, f.hub)); err != nil {
 				if ctx.Err() != nil {
 					return
 				}
@@ -422,7 +423,7 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line, held 
 		if sealing {
 			out = make([]Line, len(lines)-i)
 			for j := range out {
-				if _, out[j], err = f.crypt.seal(sid, &lines[i+j], f.keyHub(ctx)); err != nil {
+				if _, out[j], err = f.crypt.seal(sid, &lines[i+j], HubKeys(ctx, f.hub)); err != nil {
 					return fmt.Errorf("forwarder: %w", err)
 				}
 			}

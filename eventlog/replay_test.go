@@ -33,16 +33,7 @@ func sealedHub(t *testing.T) (hubJS jetstream.JetStream, ws *embedded.Server, al
 		t.Fatal(err)
 	}
 	senders := map[string]*eventlog.Crypt{}
-	kh := eventlog.KeyHub{
-		Publish: func(subj string, body []byte) (uint64, error) {
-			ack, err := hubJS.Publish(ctx, subj, body)
-			if err != nil {
-				return 0, err
-			}
-			return ack.Sequence, nil
-		},
-		Subjects: func(filter string) ([]string, error) { return eventlog.KeySubjects(ctx, hubJS, filter) },
-	}
+	kh := eventlog.HubKeys(ctx, hubJS)
 	pub := eventlog.NewPublisher(hubJS.Conn(), hubJS, 10*time.Second)
 	hub, err := hubJS.Stream(ctx, eventlog.HubStream)
 	if err != nil {
