@@ -52,9 +52,28 @@ type framer struct {
 	floor map[string]uint64
 }
 
-// maxHeld bounds framer.held: past it the map starts again, read from
-// PI_ALL, so what a session's lines make it keep stays bounded.
+// maxHeld bounds framer.held and framer.floor: past it a map starts
+// again, read from PI_ALL, so what a session's lines make it keep stays
+// bounded.
 const maxHeld = 100_000
+
+// remembered returns (*m)[k], read with load and kept when *m lacks it; a
+// map grown to maxHeld starts again (PI_ALL answers again for those
+// dropped).
+func remembered[K comparable](m *map[K]uint64, k K, load func() (uint64, error)) (uint64, error) {
+	if v, ok := (*m)[k]; ok {
+		return v, nil
+	}
+	v, err := load()
+	if err != nil {
+		return 0, err
+	}
+	if *m == nil || len(*m) >= maxHeld {
+		*m = map[K]uint64{}
+	}
+	(*m)[k] = v
+	return v, nil
+}
 
 // pair is an origin node and one of its sessions.
 type pair struct{ node, sid string }
@@ -207,16 +226,9 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 // a key message drawn after it.
 func (f *framer) admit(ctx context.Context, ev *Event, meta *jetstream.MsgMetadata, sealed bool, handle uint64) (bool, error) {
 	if handle > 0 {
-		floor, ok := f.floor[ev.SID]
-		if !ok {
-			var err error
-			if floor, err = f.d.all.keyFloor(ctx, ev.SID, f.d.rebuilt); err != nil {
-				return false, err
-			}
-			if f.floor == nil || len(f.floor) >= maxHeld {
-				f.floor = map[string]uint64{}
-			}
-			f.floor[ev.SID] = floor
+		floor, err := remembered(&f.floor, ev.SID, func() (uint64, error) { return f.d.all.keyFloor(ctx, ev.SID, f.d.rebuilt) })
+		if err != nil {
+			return false, err
 		}
 		if handle < floor {
 			f.reject(ev.Node, ev.SID, RejectErased, fmt.Sprintf("key message %d is older than the session's erase (%d)", handle, floor))
@@ -225,18 +237,11 @@ func (f *framer) admit(ctx context.Context, ev *Event, meta *jetstream.MsgMetada
 	}
 	if (f.d.rebuilt > 0 || sealed) && ev.SrcSeq > 0 {
 		k := pair{ev.Node, ev.SID}
-		held, ok := f.held[k]
-		if !ok {
-			var err error
-			if held, err = f.d.all.lastSrc(ctx, ev.Node, ev.SID); err != nil {
-				return false, err
-			}
-			if f.held == nil || len(f.held) >= maxHeld {
-				f.held = map[pair]uint64{} // PI_ALL answers again for those dropped
-			}
+		held, err := remembered(&f.held, k, func() (uint64, error) { return f.d.all.lastSrc(ctx, ev.Node, ev.SID) })
+		if err != nil {
+			return false, err
 		}
 		if ev.SrcSeq <= held {
-			f.held[k] = held
 			if f.d.rebuilt > 0 {
 				f.skipped = true // the new hub's copy of a line PI_ALL holds
 				return false, nil
