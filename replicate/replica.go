@@ -228,6 +228,7 @@ func (r *replica) busy(idle time.Duration, now time.Time) (busy bool, ended int6
 	if err != nil {
 		return false, 0, err
 	}
+	seen := fragment{dev: dev, ino: ino, size: st.Size(), mtime: st.ModTime(), since: now}
 	if !partial {
 		r.frag = fragment{}
 		if !st.ModTime().After(now) {
@@ -240,20 +241,10 @@ func (r *replica) busy(idle time.Duration, now time.Time) (busy bool, ended int6
 		// the file's stillness on our clock instead. Before, such a file
 		// held remote lines back until the clock caught up with its mtime,
 		// hours with linesWaiting above zero.
-		seen := fragment{dev: dev, ino: ino, size: st.Size(), mtime: st.ModTime(), since: now}
-		if !r.ahead.same(seen) {
-			r.ahead = seen // new, or it changed: a writer may be at work
-			return true, 0, nil
-		}
-		return now.Sub(r.ahead.since) < idle, 0, nil
+		return r.ahead.unchangedFor(seen) < idle, 0, nil
 	}
-	seen := fragment{dev: dev, ino: ino, size: st.Size(), mtime: st.ModTime(), since: now}
-	if !r.frag.same(seen) {
-		r.frag = seen // new, or it changed: a writer is at work
-		return true, 0, nil
-	}
-	if now.Sub(r.frag.since) < crashAfter(idle) {
-		return true, 0, nil
+	if r.frag.unchangedFor(seen) < crashAfter(idle) {
+		return true, 0, nil // new, changed (a writer is at work), or not for long
 	}
 	start := r.size
 	if ok, err := r.endFragment(seen); err != nil || !ok {
@@ -274,8 +265,9 @@ func (r *replica) busy(idle time.Duration, now time.Time) (busy bool, ended int6
 // the mtime, so a coarse or skewed file system clock cannot shorten it.
 func crashAfter(idle time.Duration) time.Duration { return 60 * idle }
 
-// fragment is a partial last line as busy last saw it: the file's
-// identity, size and mtime, and since when it has been so.
+// fragment is a file as busy last saw it (with a partial last line, or
+// an mtime ahead of our clock): its identity, size and mtime, and since
+// when it has been so, on our clock.
 type fragment struct {
 	dev, ino uint64
 	size     int64
@@ -285,6 +277,16 @@ type fragment struct {
 
 func (f fragment) same(g fragment) bool {
 	return f.dev == g.dev && f.ino == g.ino && f.size == g.size && f.mtime.Equal(g.mtime) && !f.since.IsZero()
+}
+
+// unchangedFor notes the file as seen and returns how long it has been so:
+// 0 when it is new or changed since f (a writer may be at work).
+func (f *fragment) unchangedFor(seen fragment) time.Duration {
+	if !f.same(seen) {
+		*f = seen
+		return 0
+	}
+	return seen.since.Sub(f.since)
 }
 
 // endFragment appends the "\n" that the partial last line seen lacks, as
