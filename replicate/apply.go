@@ -394,7 +394,7 @@ func (r *Replicator) lacking(ctx context.Context, s *sess, upTo uint64) ([]*even
 			// The same header from two nodes is one; a replica made
 			// here starts with it mapped (PISYNC_PATH_MAP).
 			inForm = ev.Sha == f.head
-			if !inForm {
+			if !inForm && !r.opts.PathMap.Empty() {
 				var err error
 				if inForm, err = r.mappedHeaderIs(ctx, s.sid, ev, f.head); err != nil {
 					return err
