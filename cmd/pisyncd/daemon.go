@@ -380,6 +380,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		d.afterFirstRead(ctx)
+		giveBack(ctx, d.logger) // for every burst after it
 	}()
 	if d.fwd != nil {
 		wg.Add(3)

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+)
+
+// An idle daemon keeps the memory of its last burst. The Go runtime
+// returns freed pages only above what it expects to need again, about
+// the heap's size at its last collection (twice what is live, with
+// GOGC=100), so after a burst (a catch-up from the hub, a large session,
+// the embedded server writing its index of 50,000 KV keys at its
+// two-minute sync) the resident set stays where the burst took it:
+// with 10,000 sessions, 100-104 MB a minute after the first read and
+// 112-115 MB after three (docs/PERFORMANCE.md, "Memory after a burst").
+// afterFirstRead gives the first read's memory back; giveBack does it for
+// whatever comes after, for as long as the daemon runs.
+
+// giveBackEvery is how often giveBack looks: a read of four runtime
+// counters, no stop of the world.
+const giveBackEvery = 5 * time.Second
+
+// giveBackQuiet is how long the process must have allocated little
+// before its memory is given back (a collection and scavenge of a heap in
+// full use costs hundreds of milliseconds: not in the middle of work),
+// and quietAlloc what "little" is per look: an idle daemon with 10,000
+// sessions allocates 10-70 KB a look, and 5-7 MB in the look of its
+// full walk of the sessions tree (once a minute) or of the server's sync.
+// giveBackQuiet covers the embedded server's block caches, which go 10 s
+// after their last use to a pool that a second collection empties.
+const (
+	giveBackQuiet = blockCacheExpiry + giveBackEvery
+	quietAlloc    = 2 << 20
+)
+
+// giveBackSlack is how far the heap's pages (objects, live or dead,
+// and free pages not yet returned) may grow past what they were after the
+// last give-back before another: at least minGiveBackSlack, else an
+// eighth of them. Each give-back costs two collections of the whole heap
+// (50-75 ms with 10,000 sessions), so an idle daemon, whose garbage grows
+// by about 5 MB a minute, pays one every minute or two.
+const minGiveBackSlack = 4 << 20
+
+// heapSample is what giveBack reads of the runtime.
+type heapSample struct {
+	allocs uint64 // bytes allocated since the process started
+	pages  uint64 // heap pages held from the system: objects, unused parts of spans, free
+}
+
+// giveBackState decides, look by look, when to give memory back.
+type giveBackState struct {
+	last       heapSample
+	base       uint64 // pages after the last give-back (or at the start)
+	quietSince int    // looks in a row with little allocated
+}
+
+func newGiveBackState(s heapSample) giveBackState {
+	return giveBackState{last: s, base: s.pages}
+}
+
+// look takes one sample and reports whether to give memory back now.
+func (g *giveBackState) look(s heapSample) bool {
+	if s.allocs-g.last.allocs > quietAlloc {
+		g.quietSince = 0
+	} else {
+		g.quietSince++
+	}
+	g.last = s
+	slack := max(uint64(minGiveBackSlack), g.base/8)
+	return time.Duration(g.quietSince)*giveBackEvery >= giveBackQuiet && s.pages > g.base+slack
+}
+
+// gaveBack records the pages held after a give-back.
+func (g *giveBackState) gaveBack(s heapSample) {
+	g.last, g.base = s, s.pages
+}
+
+var heapMetrics = [...]string{
+	"/gc/heap/allocs:bytes",
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/unused:bytes",
+	"/memory/classes/heap/free:bytes",
+}
+
+// readHeap reads a heapSample from the runtime.
+func readHeap(buf []metrics.Sample) heapSample {
+	metrics.Read(buf)
+	var s heapSample
+	s.allocs = buf[0].Value.Uint64()
+	for _, m := range buf[1:] {
+		s.pages += m.Value.Uint64()
+	}
+	return s
+}
+
+// giveBack returns the heap's free memory to the system whenever the
+// process has been quiet for giveBackQuiet and holds giveBackSlack more
+// than after the last time, until ctx ends.
+func giveBack(ctx context.Context, logger *slog.Logger) {
+	buf := make([]metrics.Sample, len(heapMetrics))
+	for i, name := range heapMetrics {
+		buf[i].Name = name
+	}
+	g := newGiveBackState(readHeap(buf))
+	tick := time.NewTicker(giveBackEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		s := readHeap(buf)
+		if !g.look(s) {
+			continue
+		}
+		start := time.Now()
+		// Two collections: a pooled buffer is only freed by the second.
+		debug.FreeOSMemory()
+		debug.FreeOSMemory()
+		g.gaveBack(readHeap(buf))
+		logger.Debug("gave memory back", "heapBefore", s.pages, "heapAfter", g.base, "took", time.Since(start))
+	}
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
+)
+
+// TestGiveBackWaitsForQuiet: memory is given back only after the process
+// has allocated little for giveBackQuiet, and only when the heap holds
+// more than the slack past the last give-back.
+func TestGiveBackWaitsForQuiet(t *testing.T) {
+	const mb = 1 << 20
+	quietLooks := int((giveBackQuiet + giveBackEvery - 1) / giveBackEvery)
+	g := newGiveBackState(heapSample{allocs: 0, pages: 80 * mb})
+	s := heapSample{allocs: 0, pages: 80 * mb}
+	step := func(alloc, pages uint64) bool {
+		s.allocs += alloc
+		s.pages = pages
+		return g.look(s)
+	}
+
+	// A burst: the heap grows far past the base, but the process is busy.
+	for range 20 {
+		if step(50*mb, 200*mb) {
+			t.Fatal("gave back while busy")
+		}
+	}
+	// Quiet after it: nothing until giveBackQuiet has passed.
+	for i := 1; i < quietLooks; i++ {
+		if step(quietAlloc/2, 200*mb) {
+			t.Fatalf("gave back after %d quiet looks, want %d", i, quietLooks)
+		}
+	}
+	if !step(quietAlloc/2, 200*mb) {
+		t.Fatalf("did not give back after %d quiet looks", quietLooks)
+	}
+	g.gaveBack(heapSample{allocs: s.allocs, pages: 90 * mb})
+
+	// Quiet, the heap within the slack past the new base (an eighth of
+	// 90 MB): nothing, however long.
+	for range 100 {
+		if step(quietAlloc/4, 90*mb+90*mb/8) {
+			t.Fatal("gave back within the slack")
+		}
+	}
+	// Past it (the server's sync writing its index): given back.
+	if !step(quietAlloc/4, 90*mb+90*mb/8+1) {
+		t.Fatal("did not give back past the slack")
+	}
+	g.gaveBack(heapSample{allocs: s.allocs, pages: 10 * mb})
+
+	// A small heap's slack is minGiveBackSlack, not an eighth.
+	if step(0, 10*mb+minGiveBackSlack) {
+		t.Fatal("gave back within the least slack")
+	}
+	if !step(0, 10*mb+minGiveBackSlack+1) {
+		t.Fatal("did not give back past the least slack")
+	}
+
+	// One busy look starts the quiet stretch again.
+	g.gaveBack(heapSample{allocs: s.allocs, pages: 10 * mb})
+	step(quietAlloc+1, 100*mb)
+	for i := 1; i < quietLooks; i++ {
+		if step(0, 100*mb) {
+			t.Fatalf("gave back %d looks after a busy one", i)
+		}
+	}
+}
+
+// TestReadHeapNamesKnownMetrics: every counter giveBack reads exists in
+// this Go (an unknown name reads as KindBad, and the heap as 0).
+func TestReadHeapNamesKnownMetrics(t *testing.T) {
+	buf := make([]metrics.Sample, len(heapMetrics))
+	for i, name := range heapMetrics {
+		buf[i].Name = name
+	}
+	s := readHeap(buf)
+	for _, m := range buf {
+		if m.Value.Kind() != metrics.KindUint64 {
+			t.Errorf("%s: kind %v, want uint64", m.Name, m.Value.Kind())
+		}
+	}
+	if s.allocs == 0 || s.pages == 0 {
+		t.Errorf("sample %+v: want both above 0", s)
+	}
+}
+
+// TestGiveBackReturnsABurst: the worker, on the real runtime under fake
+// time, gives back the pages of a burst once it has been quiet for
+// giveBackQuiet, not before, and returns when its context ends.
+func TestGiveBackReturnsABurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logged testenv.LogBuffer
+		logger := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			giveBack(ctx, logger)
+			close(done)
+		}()
+		synctest.Wait() // its first sample taken: the base
+		burst := make([][]byte, 64)
+		for i := range burst {
+			burst[i] = make([]byte, 1<<20)
+			burst[i][0] = 1
+		}
+		runtime.KeepAlive(burst)
+		burst = nil
+		runtime.GC() // the burst's pages are free now, and still held
+
+		// The first look sees the burst; those after it count the quiet.
+		time.Sleep(giveBackEvery + giveBackQuiet)
+		synctest.Wait()
+		if strings.Contains(logged.String(), "gave memory back") {
+			t.Fatalf("gave back before %v of quiet looks:\n%s", giveBackQuiet, logged.String())
+		}
+		time.Sleep(giveBackEvery)
+		synctest.Wait()
+		if !strings.Contains(logged.String(), "gave memory back") {
+			t.Fatalf("the burst's pages not given back after %v of quiet looks", giveBackQuiet+giveBackEvery)
+		}
+		cancel()
+		<-done
+	})
+}
