@@ -34,6 +34,9 @@ import (
 // threads) per minute; and its resident set after it; then the same idle
 // stretch once more after the daemon is started again over its state. PISYNC_BENCH_BIN
 // runs another pisyncd binary (a "before") with the same harness.
+// PISYNC_BENCH_LIVE=1 writes the sessions while the daemon runs, once its
+// start has settled (a burst in the middle of its life, not a first
+// read): its idle figures are the ones to read then.
 //
 //	go test -run '^$' -bench 'DaemonSessions/sessions=10000$' -benchtime=1x -timeout 30m ./cmd/pisyncd/
 func BenchmarkDaemonSessions(b *testing.B) {
@@ -48,6 +51,7 @@ func BenchmarkDaemonSessions(b *testing.B) {
 				idle = d
 			}
 			bin := os.Getenv("PISYNC_BENCH_BIN") // another build (a "before")
+			live := os.Getenv("PISYNC_BENCH_LIVE") != ""
 			if bin == "" {
 				bin = buildPisyncd(b)
 			}
@@ -55,15 +59,16 @@ func BenchmarkDaemonSessions(b *testing.B) {
 			var daemonCPU, rawCPU float64
 			var r scaleReport
 			for b.Loop() {
-				d1, rep1 := daemonSessions(b, bin, n, 0)
+				d1, rep1 := daemonSessions(b, bin, n, 0, live)
 				r1, c1 := rawSessions(b, n)
 				r2, c2 := rawSessions(b, n)
-				d2, rep := daemonSessions(b, bin, n, idle)
+				d2, rep := daemonSessions(b, bin, n, idle, live)
 				b.Logf("CPU seconds: daemon %.2f, %.2f (%.2f, %.2f cores busy); raw %.2f, %.2f (%.2f, %.2f cores busy)",
 					rep1.cpu, rep.cpu, rep1.cpu/d1.Seconds(), rep.cpu/d2.Seconds(), c1, c2, c1/r1.Seconds(), c2/r2.Seconds())
-				b.Logf("daemon %v (published after %v), %v (%v); raw %v, %v; kv writes %d; peak RSS %.0f / %.0f MB; idle %.2f CPU-s/min, %.0f wake-ups/min; RSS %.0f MB before idle, %.0f MB after",
+				b.Logf("daemon %v (published after %v), %v (%v); raw %v, %v; kv writes %d; peak RSS %.0f / %.0f MB; idle %.2f CPU-s/min, %.0f wake-ups/min; RSS %.0f MB before idle, %.0f MB after (mean %.0f, max %.0f); after a restart %.0f MB (mean %.0f, max %.0f)",
 					d1.Round(time.Millisecond), rep1.published.Round(time.Millisecond), d2.Round(time.Millisecond), rep.published.Round(time.Millisecond), r1.Round(time.Millisecond), r2.Round(time.Millisecond),
-					rep.kvWrites, rep1.rssPeak/1e6, rep.rssPeak/1e6, rep.cpuPerMin, rep.wakePerMin, rep.rssBefore/1e6, rep.rssAfter/1e6)
+					rep.kvWrites, rep1.rssPeak/1e6, rep.rssPeak/1e6, rep.idle.cpuPerMin, rep.idle.wakePerMin, rep.rssBefore/1e6, rep.idle.rss/1e6, rep.idle.rssMean/1e6, rep.idle.rssMax/1e6,
+					rep.restart.rss/1e6, rep.restart.rssMean/1e6, rep.restart.rssMax/1e6)
 				daemon += d1 + d2
 				pub += rep1.published + rep.published
 				raw += r1 + r2
@@ -83,35 +88,45 @@ func BenchmarkDaemonSessions(b *testing.B) {
 			// both, the rate ratio cannot pass the inverse of this.
 			b.ReportMetric(daemonCPU/rawCPU, "cpu/raw-cpu")
 			b.ReportMetric(float64(r.kvWrites), "kv-writes")
-			b.ReportMetric(r.cpuPerMin, "idle-cpu-s/min")
-			b.ReportMetric(r.wakePerMin, "idle-wakeups/min")
 			b.ReportMetric(r.rssPeak/1e6, "rss-peak-MB")
 			b.ReportMetric(r.rssBefore/1e6, "rss-ready-MB")
-			b.ReportMetric(r.rssAfter/1e6, "rss-idle-MB")
-			// Of it, the pages of files: the binary's own, which no
-			// session adds to (the rest is anonymous memory).
-			b.ReportMetric(r.rssAfterFile/1e6, "rss-idle-file-MB")
+			r.idle.report(b, "")
 			b.ReportMetric(float64(r.restartTracked.Milliseconds()), "restart-tracked-ms")
-			b.ReportMetric(r.restartCPUPerMin, "restart-idle-cpu-s/min")
-			b.ReportMetric(r.restartWakePerMin, "restart-idle-wakeups/min")
-			b.ReportMetric(r.restartRSS/1e6, "restart-rss-idle-MB")
-			b.ReportMetric(r.restartRSSFile/1e6, "restart-rss-idle-file-MB")
+			r.restart.report(b, "restart-")
 		})
 	}
 }
 
 type scaleReport struct {
-	published             time.Duration // until every line was published (the tailer's share)
-	cpu                   float64       // the daemon's CPU seconds from its start until projected
-	kvWrites              int64
-	cpuPerMin, wakePerMin float64
-	rssPeak               float64 // VmHWM once projected: the first read's peak
-	rssBefore, rssAfter   float64
-	rssAfterFile          float64 // of rssAfter, file pages (RssFile)
+	published time.Duration // until every line was published (the tailer's share)
+	cpu       float64       // the daemon's CPU seconds from its start until projected
+	kvWrites  int64
+	rssPeak   float64 // VmHWM once projected: the first read's peak
+	rssBefore float64
+	idle      idleFigures
 	// The same, after the daemon is started again over its state.
-	restartTracked                      time.Duration
-	restartCPUPerMin, restartWakePerMin float64
-	restartRSS, restartRSSFile          float64
+	restartTracked time.Duration
+	restart        idleFigures
+}
+
+// idleFigures is what an idle stretch measured.
+type idleFigures struct {
+	cpuPerMin, wakePerMin float64
+	rss, rssFile          float64 // at its end; rssFile the file pages (RssFile) of rss
+	// Over the stretch, sampled once a second: an idle daemon's resident
+	// set goes up with its garbage and down when it is given back.
+	rssMean, rssMax float64
+}
+
+func (f idleFigures) report(b *testing.B, prefix string) {
+	b.ReportMetric(f.cpuPerMin, prefix+"idle-cpu-s/min")
+	b.ReportMetric(f.wakePerMin, prefix+"idle-wakeups/min")
+	b.ReportMetric(f.rss/1e6, prefix+"rss-idle-MB")
+	// Of it, the pages of files: the binary's own, which no session adds
+	// to (the rest is anonymous memory).
+	b.ReportMetric(f.rssFile/1e6, prefix+"rss-idle-file-MB")
+	b.ReportMetric(f.rssMean/1e6, prefix+"rss-idle-mean-MB")
+	b.ReportMetric(f.rssMax/1e6, prefix+"rss-idle-max-MB")
 }
 
 // scaleSession is session i of the corpus, as text and as lines.
@@ -136,34 +151,62 @@ func scaleSession(i int) (sid, rel string, data []byte, lines []eventlog.Line) {
 
 // daemonSessions writes n sessions, starts the daemon and times it until
 // every line is published and projected; with idle > 0 it then measures
-// the idle daemon.
-func daemonSessions(b *testing.B, bin string, n int, idle time.Duration) (time.Duration, scaleReport) {
+// the idle daemon. live writes them once the daemon has started and
+// settled instead, and times from the first write.
+func daemonSessions(b *testing.B, bin string, n int, idle time.Duration, live bool) (time.Duration, scaleReport) {
 	b.StopTimer()
 	home := b.TempDir()
 	sessions, state := filepath.Join(home, "sessions"), filepath.Join(home, "state")
-	for i := range n {
-		_, rel, data, _ := scaleSession(i)
-		path := filepath.Join(sessions, rel)
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			b.Fatal(err)
+	write := func() {
+		for i := range n {
+			_, rel, data, _ := scaleSession(i)
+			path := filepath.Join(sessions, rel)
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				b.Fatal(err)
+			}
 		}
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			b.Fatal(err)
-		}
+	}
+	if err := os.MkdirAll(sessions, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	if !live {
+		write()
 	}
 	env := append(os.Environ(), "PISYNC_SESSIONS_DIR="+sessions, "PISYNC_STATE_DIR="+state, "PISYNC_LOG_LEVEL=warn")
 	syscall.Sync() // the files just written are not written back during the run
-	b.StartTimer()
-	start := time.Now()
-	d := startMemDaemon(b, bin, env)
-	want := int64(n * 6)
-	var st Status
 	// Polled every 100 ms from this process over the control socket, one
 	// connection kept: a `pisyncd status` process per poll (how this
 	// benchmark first asked) costs the two cores a start of the whole
 	// binary each time, taken from the daemon it measures.
 	ctl := controlClient(state)
 	defer ctl.CloseIdleConnections()
+	if live {
+		d := startMemDaemon(b, bin, env)
+		for daemonStatus(ctl).PID == 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		// The start's own give-backs (the first read's, and 12 s after
+		// it) are past: what follows is a burst in the daemon's life.
+		time.Sleep(20 * time.Second)
+		b.StartTimer()
+		start := time.Now()
+		write()
+		return waitSessions(b, d, ctl, bin, env, n, idle, start)
+	}
+	b.StartTimer()
+	start := time.Now()
+	d := startMemDaemon(b, bin, env)
+	return waitSessions(b, d, ctl, bin, env, n, idle, start)
+}
+
+// waitSessions waits until the daemon has published and projected the n
+// sessions, then measures it idle (idle > 0).
+func waitSessions(b *testing.B, d *memDaemon, ctl *http.Client, bin string, env []string, n int, idle time.Duration, start time.Time) (time.Duration, scaleReport) {
+	want := int64(n * 6)
+	var st Status
 	deadline := time.Now().Add(20 * time.Minute)
 	var published time.Duration
 	for {
@@ -189,7 +232,7 @@ func daemonSessions(b *testing.B, bin string, n int, idle time.Duration) (time.D
 	if idle > 0 {
 		time.Sleep(5 * time.Second) // let the first read's aftermath (flushes, GC) pass
 		r.rssBefore = float64(d.rss(b))
-		r.cpuPerMin, r.wakePerMin, r.rssAfter, r.rssAfterFile = idleStretch(b, d, idle)
+		r.idle = idleStretch(b, d, idle)
 		r.kvWrites = daemonStatus(ctl).Projection.Writes
 	}
 	d.stop(b)
@@ -207,7 +250,7 @@ func daemonSessions(b *testing.B, bin string, n int, idle time.Duration) (time.D
 		}
 		r.restartTracked = time.Since(restart)
 		time.Sleep(5 * time.Second)
-		r.restartCPUPerMin, r.restartWakePerMin, r.restartRSS, r.restartRSSFile = idleStretch(b, d, idle)
+		r.restart = idleStretch(b, d, idle)
 		d.stop(b)
 	}
 	b.StartTimer()
@@ -217,11 +260,25 @@ func daemonSessions(b *testing.B, bin string, n int, idle time.Duration) (time.D
 // idleStretch measures the daemon doing nothing for idle: its CPU seconds
 // and context switches a minute, and its resident set after, and of that
 // the pages of files.
-func idleStretch(b *testing.B, d *memDaemon, idle time.Duration) (cpuPerMin, wakePerMin, rss, rssFile float64) {
+func idleStretch(b *testing.B, d *memDaemon, idle time.Duration) idleFigures {
 	cpu0, sw0 := procCPU(b, d.cmd.Process.Pid)
-	time.Sleep(idle)
+	var f idleFigures
+	var sum float64
+	var n int
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for end := time.Now().Add(idle); time.Now().Before(end); {
+		<-tick.C
+		rss := float64(d.rss(b))
+		sum, n, f.rssMax = sum+rss, n+1, max(f.rssMax, rss)
+	}
 	cpu1, sw1 := procCPU(b, d.cmd.Process.Pid)
-	return (cpu1 - cpu0) / idle.Minutes(), float64(sw1-sw0) / idle.Minutes(), float64(d.rss(b)), float64(d.status(b, "RssFile"))
+	f.cpuPerMin, f.wakePerMin = (cpu1-cpu0)/idle.Minutes(), float64(sw1-sw0)/idle.Minutes()
+	f.rss, f.rssFile = float64(d.rss(b)), float64(d.status(b, "RssFile"))
+	if n > 0 {
+		f.rssMean = sum / float64(n)
+	}
+	return f
 }
 
 // daemonStatus asks the daemon for its status (what `pisyncd status
