@@ -53,6 +53,10 @@ func TestHelpAndBadFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
 		}
 	}
+	// Its flags as the usage line writes them (cli.TestHelpShowsDoubleDash).
+	if _, out, _ := mainIn(t, "status", "-h"); !strings.Contains(out, "\n  --json\n") {
+		t.Errorf("status -h shows its flag not as --json:\n%s", out)
+	}
 	for _, c := range []struct {
 		args []string
 		want string

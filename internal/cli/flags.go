@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -47,9 +48,14 @@ func (h *HelpRequest) Print(w io.Writer) {
 	h.FS.SetOutput(&b)
 	h.FS.PrintDefaults()
 	if b.Len() > 0 {
-		fmt.Fprintf(w, "\nflags:\n%s", b.String())
+		fmt.Fprintf(w, "\nflags:\n%s", doubleDash.ReplaceAllString(b.String(), "$1--"))
 	}
 }
+
+// doubleDash finds the flag names PrintDefaults writes with Go's one dash
+// ("  -json"): help shows them as --json, the form every usage line and
+// the docs use (the flag package takes both).
+var doubleDash = regexp.MustCompile(`(?m)^(  )-`)
 
 // ParseArgs parses a subcommand's flags and checks that want positional
 // arguments remain (-1: any number). -h/--help asks for the usage; a flag
