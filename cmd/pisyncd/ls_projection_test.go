@@ -143,7 +143,7 @@ func TestProjectionCommands(t *testing.T) {
 	tailDone := make(chan error, 1)
 	var tailErr bytes.Buffer
 	go func() {
-		tailDone <- tailCommand([]string{"--session", sid, "--json"}, pw, &tailErr)
+		tailDone <- tailCommand([]string{"--session", sid, "--type", "message", "--json"}, pw, &tailErr)
 		pw.Close()
 	}()
 	// tail of a session no stream holds says so on stderr, and waits.
@@ -157,6 +157,29 @@ func TestProjectionCommands(t *testing.T) {
 		t.Fatalf("tail of an unknown session: stderr %q", note)
 	}
 	go io.Copy(io.Discard, er)
+	// A type pisyncd does not know is followed, with a note naming the
+	// known ones (before, it waited in silence).
+	ter, tew := io.Pipe()
+	unknownTypeDone := make(chan error, 1)
+	go func() {
+		unknownTypeDone <- tailCommand([]string{"--type", "bogus"}, io.Discard, tew)
+		tew.Close()
+	}()
+	typeNote := make(chan string, 1)
+	go func() {
+		note, _ := bufio.NewReader(ter).ReadString('\n')
+		typeNote <- note
+	}()
+	select {
+	case note := <-typeNote:
+		if !strings.Contains(note, `type "bogus" is none pisyncd knows (session, message, compaction,`) || !strings.Contains(note, "waiting for entries of that type all the same") {
+			t.Errorf("tail of an unknown type: stderr %q", note)
+		}
+	case <-time.After(20 * time.Second):
+		// Error, not Fatal: the tail must still end with the server.
+		t.Error("tail --type bogus: no note on stderr in 20 s")
+	}
+	go io.Copy(io.Discard, ter)
 	got := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
@@ -187,7 +210,7 @@ func TestProjectionCommands(t *testing.T) {
 	}
 	// Stopping the server ends the tail.
 	srv.Close()
-	for _, done := range []chan error{tailDone, unknownDone} {
+	for _, done := range []chan error{tailDone, unknownDone, unknownTypeDone} {
 		select {
 		case <-done:
 		case <-time.After(20 * time.Second):

@@ -8,11 +8,23 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
+	"strings"
 
 	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/internal/cli"
 	"github.com/pisyncd/pisyncd/projection"
 )
+
+// tailTypes are the types --type selects that pisyncd knows: pi's entry
+// types (session/line.go) and its own control events. pi adds types of its
+// own accord, so another is followed anyway, with a note: a misspelt one
+// would otherwise wait in silence.
+var tailTypes = []string{
+	"session", "message", "compaction", "model_change", "thinking_level_change", "branch_summary",
+	"custom_message", "custom", "label", "session_info", "tombstone", eventlog.EraseType,
+}
 
 // tailCommand follows new entries as the daemon's projection applies
 // them, one line each, until interrupted. It needs the running daemon.
@@ -42,6 +54,9 @@ func tailCommand(args []string, stdout, stderr io.Writer) error {
 	defer resp.Body.Close()
 	if resp.Header.Get(projection.HdrTailSession) == "unknown" {
 		fmt.Fprintf(stderr, "pisyncd tail: no session %s here yet; waiting for its first entry (pisyncd ls lists the sessions; an id is given whole)\n", *sid)
+	}
+	if *typ != "" && !slices.Contains(tailTypes, *typ) {
+		fmt.Fprintf(stderr, "pisyncd tail: type %q is none pisyncd knows (%s); waiting for entries of that type all the same\n", *typ, strings.Join(tailTypes, ", "))
 	}
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
