@@ -5,15 +5,19 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
@@ -265,4 +269,43 @@ func linesOf(lines []string, sid string) []string {
 		}
 	}
 	return out
+}
+
+// TestListenExamplesAvoidHubPort: the workstation's PISYNC_LISTEN examples
+// use a port a hub node on the same machine does not (before, they said
+// 127.0.0.1:4222, PISYNC_HUB_LISTEN's default: followed on a hub's
+// machine, the daemon could not listen).
+func TestListenExamplesAvoidHubPort(t *testing.T) {
+	f, _ := reflect.TypeOf(config.Hub{}).FieldByName("Listen")
+	_, hubPort, err := net.SplitHostPort(f.Tag.Get("default"))
+	if err != nil {
+		t.Fatalf("the hub's client listener default: %v", err)
+	}
+	var usage strings.Builder
+	if err := config.Usage(&usage); err != nil {
+		t.Fatal(err)
+	}
+	texts := map[string]string{"pisyncd help": usage.String()}
+	for _, root := range []string{"../../examples", "../../docs", "../../deploy", "../../README.md"} {
+		filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				b, _ := os.ReadFile(path)
+				texts[path] = string(b)
+			}
+			return nil
+		})
+	}
+	listen := regexp.MustCompile(`PISYNC_LISTEN=[^\s:]*:(\d+)|local subscribers, e\.g\. [^\s:]*:(\d+)`)
+	found := 0
+	for path, text := range texts {
+		for _, m := range listen.FindAllStringSubmatch(text, -1) {
+			found++
+			if m[1] == hubPort || m[2] == hubPort {
+				t.Errorf("%s: %q: the hub's client port (PISYNC_HUB_LISTEN)", path, m[0])
+			}
+		}
+	}
+	if found < 3 {
+		t.Errorf("found %d PISYNC_LISTEN examples, want at least 3 (docs/SUBSCRIBING.md, examples/notify-go, pisyncd help)", found)
+	}
 }

@@ -6,7 +6,7 @@
 // read-only user whose credentials the daemon writes when PISYNC_LISTEN is
 // set (docs/SUBSCRIBING.md):
 //
-//	PISYNC_LISTEN=127.0.0.1:4222 pisyncd &
+//	PISYNC_LISTEN=127.0.0.1:4223 pisyncd &
 //	go run ./examples/notify-go                 # from now on
 //	go run ./examples/notify-go -from-start     # everything stored first
 //
