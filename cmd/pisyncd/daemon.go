@@ -229,21 +229,26 @@ func (d *Daemon) Close() error {
 // OpenDaemon opens the store and builds the workers: the tailer and, with a
 // hub, the forwarder and the replicator. Run runs them.
 func OpenDaemon(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Daemon, error) {
-	release := holdStartGC() // from the store's recovery on
-	d, err := OpenStore(ctx, cfg, logger)
-	if err != nil {
-		release()
-		return nil, err
-	}
-	if d.rootLock, err = watch.LockRoot(cfg.SessionsDir); errors.Is(err, watch.ErrRootInUse) {
-		release()
-		d.Close()
+	// The sessions dir's lock comes first: a daemon refused for it leaves
+	// nothing behind, no state dir, node id or store of its own.
+	rootLock, err := watch.LockRoot(cfg.SessionsDir)
+	if errors.Is(err, watch.ErrRootInUse) {
 		return nil, fmt.Errorf("PISYNC_SESSIONS_DIR %s is followed by another pisyncd, with another state dir: the two would publish every line twice, under two node ids. Stop the other one, or give this one its PISYNC_STATE_DIR", cfg.SessionsDir)
 	} else if err != nil {
 		// A file system that takes no lock (some network and container
 		// mounts): the daemon runs, unguarded against a second one.
 		logger.Warn("the sessions dir could not be locked: a second pisyncd over it, with a state dir of its own, would not be refused", "dir", cfg.SessionsDir, "err", err)
 	}
+	release := holdStartGC() // from the store's recovery on
+	d, err := OpenStore(ctx, cfg, logger)
+	if err != nil {
+		release()
+		if rootLock != nil {
+			rootLock.Close()
+		}
+		return nil, err
+	}
+	d.rootLock = rootLock
 	if info, err := d.log.Info(ctx); err == nil && info.LastSeq == 0 {
 		release() // a first start: only a restart gains (settle.go)
 	} else {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -63,7 +64,8 @@ func TestListenerInUse(t *testing.T) {
 // TestSessionsDirInUse: a second daemon over the same sessions dir, with a
 // state dir of its own, is refused at start, naming the folder and the
 // fix; once the first has stopped, it starts. (Before, it ran and published
-// every line a second time under its own node id.)
+// every line a second time under its own node id; until 2026-12-04 the
+// refused one left a state dir of its own behind.)
 func TestSessionsDirInUse(t *testing.T) {
 	discard := slog.New(slog.DiscardHandler)
 	first := stationConfig(t, "ws-first", "")
@@ -82,6 +84,10 @@ func TestSessionsDirInUse(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Fatalf("a second daemon: err %v, want it to say %q", err, w)
 		}
+	}
+	// Refused, it made nothing (before, its state dir, node id and store).
+	if _, err := os.Stat(second.StateDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused daemon's state dir %s: %v, want none", second.StateDir, err)
 	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
