@@ -81,6 +81,22 @@ func temporaryBuild(exe string) bool {
 	return false
 }
 
+// serviceExe is the path of this binary for a service file that cmd
+// prints: not a temporary build, which Go deletes.
+func serviceExe(cmd string) (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("service: %w", err)
+	}
+	if exe, err = filepath.EvalSymlinks(exe); err != nil {
+		return "", fmt.Errorf("service: %w", err)
+	}
+	if temporaryBuild(exe) {
+		return "", fmt.Errorf("service: this pisyncd is a temporary build (%s, from `go run`), which Go deletes: a service would point at nothing; build it first (go build -o ~/.local/bin/pisyncd ./cmd/pisyncd) and run `%s` from there", exe, cmd)
+	}
+	return exe, nil
+}
+
 // serviceFile renders the service file of kind for the binary exe.
 func serviceFile(kind, exe, home string) ([]byte, error) {
 	text, ok := serviceTemplates[kind]
@@ -120,15 +136,9 @@ func serviceCommand(args []string, stdout io.Writer) error {
 	if install && kind != native {
 		return fmt.Errorf("service: %s is not this system's service manager (%s): --install would write a file nothing reads; install %s, or print the %s file without --install", kind, runtime.GOOS, native, kind)
 	}
-	exe, err := os.Executable()
+	exe, err := serviceExe("pisyncd service")
 	if err != nil {
-		return fmt.Errorf("service: %w", err)
-	}
-	if exe, err = filepath.EvalSymlinks(exe); err != nil {
-		return fmt.Errorf("service: %w", err)
-	}
-	if temporaryBuild(exe) {
-		return fmt.Errorf("service: this pisyncd is a temporary build (%s, from `go run`), which Go deletes: a service would point at nothing; build it first (go build -o ~/.local/bin/pisyncd ./cmd/pisyncd) and run `pisyncd service` from there", exe)
+		return err
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {

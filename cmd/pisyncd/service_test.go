@@ -92,6 +92,58 @@ func TestDeployedServiceFiles(t *testing.T) {
 			t.Errorf("%s differs from `pisyncd service %s`:\n%s\nwant:\n%s", c.file, kind, got, want)
 		}
 	}
+	// The hub's unit likewise (`pisyncd hub service`).
+	want, err := hubServiceFile("/usr/local/bin/pisyncd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile("../../deploy/systemd/pisyncd-hub.service"); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("deploy/systemd/pisyncd-hub.service differs from `pisyncd hub service` (%v):\n%s\nwant:\n%s", err, got, want)
+	}
+}
+
+// TestHubService: `pisyncd hub service` prints a systemd system unit that
+// runs the hub as a user of its own, with no privilege, over the state
+// dir HUB.md uses; --install writes it once. (Before, the workstation had
+// service files and the hub none: `hub service` was an unknown command.)
+func TestHubService(t *testing.T) {
+	unit, err := hubServiceFile("/opt/bin/pisyncd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"ExecStart=/opt/bin/pisyncd hub\n", "ExecReload=/bin/kill -HUP $MAINPID\n",
+		"User=pisyncd-hub\n", "StateDirectory=pisyncd-hub\n", "Environment=PISYNC_HUB_STATE_DIR=/var/lib/pisyncd-hub\n",
+		"NoNewPrivileges=yes\n", "CapabilityBoundingSet=\n", "ProtectSystem=strict\n", "WantedBy=multi-user.target\n",
+	} {
+		if !bytes.Contains(unit, []byte(want)) {
+			t.Errorf("hub unit lacks %q:\n%s", want, unit)
+		}
+	}
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if err := writeHubService("/opt/bin/pisyncd", dir, true, &out); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "pisyncd-hub.service")
+	if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, unit) {
+		t.Fatalf("installed unit: %v\n%s", err, got)
+	}
+	if !strings.Contains(out.String(), "useradd --system") || !strings.Contains(out.String(), "systemctl daemon-reload && systemctl enable --now pisyncd-hub") {
+		t.Errorf("install says:\n%s", out.String())
+	}
+	if err := writeHubService("/opt/bin/pisyncd", dir, true, &out); err == nil || !strings.Contains(err.Error(), "exists already") {
+		t.Errorf("second install: %v", err)
+	}
+	// Through the CLI: under go test the binary is a temporary build, so
+	// it refuses as `pisyncd service` does, naming itself.
+	code, stdout, stderr := mainIn(t, "hub", "service")
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "temporary build") || !strings.Contains(stderr, "run `pisyncd hub service` from there") {
+		t.Errorf("hub service under go test: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if code, _, stderr := mainIn(t, "hub", "service", "launchd"); code != 2 || !strings.Contains(stderr, "hub service takes no arguments") {
+		t.Errorf("hub service launchd: exit %d, %q", code, stderr)
+	}
 }
 
 // TestServiceInstallsOnlyNative: --install writes only this system's kind
