@@ -212,6 +212,14 @@ func ParseLine(raw []byte) Line {
 	return l
 }
 
+// EntryTypes are the entry types pi writes (spec §6, `usage` and
+// `context_edit` since pi 0.86), the header's "session" first. pi adds
+// types of its own accord: a line of another type is kept as it is.
+var EntryTypes = []string{
+	"session", "message", "thinking_level_change", "model_change", "compaction", "branch_summary",
+	"custom", "custom_message", "label", "session_info", "usage", "context_edit",
+}
+
 // typeName is jsString of a "type" value, without a copy for the types pi
 // writes.
 func typeName(raw []byte) (string, bool) {

@@ -172,7 +172,7 @@ func TestProjectionCommands(t *testing.T) {
 	}()
 	select {
 	case note := <-typeNote:
-		if !strings.Contains(note, `type "bogus" is none pisyncd knows (session, message, compaction,`) || !strings.Contains(note, "waiting for entries of that type all the same") {
+		if !strings.Contains(note, `type "bogus" is none pisyncd knows (session, message, `) || !strings.Contains(note, "context_edit, tombstone, erase)") || !strings.Contains(note, "waiting for entries of that type all the same") {
 			t.Errorf("tail of an unknown type: stderr %q", note)
 		}
 	case <-time.After(20 * time.Second):

@@ -15,16 +15,14 @@ import (
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/internal/cli"
 	"github.com/pisyncd/pisyncd/projection"
+	"github.com/pisyncd/pisyncd/session"
 )
 
 // tailTypes are the types --type selects that pisyncd knows: pi's entry
-// types (session/line.go) and its own control events. pi adds types of its
-// own accord, so another is followed anyway, with a note: a misspelt one
-// would otherwise wait in silence.
-var tailTypes = []string{
-	"session", "message", "compaction", "model_change", "thinking_level_change", "branch_summary",
-	"custom_message", "custom", "label", "session_info", "tombstone", eventlog.EraseType,
-}
+// types and its own control events. pi adds types of its own accord, so
+// another is followed anyway, with a note: a misspelt one would otherwise
+// wait in silence.
+var tailTypes = append(slices.Clone(session.EntryTypes), "tombstone", eventlog.EraseType)
 
 // tailCommand follows new entries as the daemon's projection applies
 // them, one line each, until interrupted. It needs the running daemon.
