@@ -233,6 +233,11 @@ func OpenDaemon(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*
 	// nothing behind, no state dir, node id or store of its own.
 	rootLock, err := watch.LockRoot(cfg.SessionsDir)
 	if errors.Is(err, watch.ErrRootInUse) {
+		// The same daemon started twice holds the state dir as well: that
+		// is what to say, not that another state dir is in use.
+		if inUse := embedded.StateDirInUse(cfg.StateDir); inUse != nil {
+			return nil, inUse
+		}
 		return nil, fmt.Errorf("PISYNC_SESSIONS_DIR %s is followed by another pisyncd, with another state dir: the two would publish every line twice, under two node ids. Stop the other one, or give this one its PISYNC_STATE_DIR", cfg.SessionsDir)
 	} else if err != nil {
 		// A file system that takes no lock (some network and container

@@ -77,3 +77,23 @@ func readPID(path string) int {
 	}
 	return pid
 }
+
+// StateDirInUse reports whether another process holds dir's lock, without
+// creating anything: nil when no state dir or lock file is there, or
+// nobody holds it.
+func StateDirInUse(dir string) *InUseError {
+	path := filepath.Join(dir, "lock")
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if err := fsutil.TryLock(f); err != nil {
+		if errors.Is(err, fsutil.ErrLocked) {
+			return &InUseError{Dir: dir, PID: readPID(path)}
+		}
+		return nil
+	}
+	fsutil.Unlock(f)
+	return nil
+}
