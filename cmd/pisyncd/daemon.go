@@ -389,8 +389,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		d.afterFirstRead(ctx)
-		giveBack(ctx, d.logger) // for every burst after it
+		settled := d.afterFirstRead(ctx)
+		if os.Getenv("GOGC") == "" { // a collector the user tuned is left alone
+			giveBack(ctx, d.logger, settled) // for every burst after it
+		}
 	}()
 	if d.fwd != nil {
 		wg.Add(3)

@@ -16,6 +16,7 @@ import (
 // two-minute sync) the resident set stays where the burst took it:
 // with 10,000 sessions, 100-104 MB a minute after the first read and
 // 112-115 MB after three (docs/PERFORMANCE.md, "Memory after a burst").
+// A GOGC set by the user turns it off, as it does the start's target.
 // afterFirstRead gives the first read's memory back; giveBack does it for
 // whatever comes after, for as long as the daemon runs.
 
@@ -57,8 +58,15 @@ type giveBackState struct {
 	quietSince int    // looks in a row with little allocated
 }
 
-func newGiveBackState(s heapSample) giveBackState {
-	return giveBackState{last: s, base: s.pages}
+// newGiveBackState starts from s; settled says that the pages of s are
+// what the process holds after a give-back. When they are not (the first
+// read's could not be given back), the first quiet stretch gives back.
+func newGiveBackState(s heapSample, settled bool) giveBackState {
+	g := giveBackState{last: s, base: s.pages}
+	if !settled {
+		g.base = 0
+	}
+	return g
 }
 
 // look takes one sample and reports whether to give memory back now.
@@ -69,6 +77,9 @@ func (g *giveBackState) look(s heapSample) bool {
 		g.quietSince++
 	}
 	g.last = s
+	// The runtime returns pages of its own accord too (near the memory
+	// budget's soft limit): the base follows them down.
+	g.base = min(g.base, s.pages)
 	slack := max(uint64(minGiveBackSlack), g.base/8)
 	return time.Duration(g.quietSince)*giveBackEvery >= giveBackQuiet && s.pages > g.base+slack
 }
@@ -98,13 +109,15 @@ func readHeap(buf []metrics.Sample) heapSample {
 
 // giveBack returns the heap's free memory to the system whenever the
 // process has been quiet for giveBackQuiet and holds giveBackSlack more
-// than after the last time, until ctx ends.
-func giveBack(ctx context.Context, logger *slog.Logger) {
+// than after the last time, until ctx ends; settled as for
+// newGiveBackState. The counters are the process's: where a process runs
+// several daemons (tests), each gives back for all of them.
+func giveBack(ctx context.Context, logger *slog.Logger, settled bool) {
 	buf := make([]metrics.Sample, len(heapMetrics))
 	for i, name := range heapMetrics {
 		buf[i].Name = name
 	}
-	g := newGiveBackState(readHeap(buf))
+	g := newGiveBackState(readHeap(buf), settled)
 	tick := time.NewTicker(giveBackEvery)
 	defer tick.Stop()
 	for {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"strings"
 	"testing"
@@ -19,7 +20,7 @@ import (
 func TestGiveBackWaitsForQuiet(t *testing.T) {
 	const mb = 1 << 20
 	quietLooks := int((giveBackQuiet + giveBackEvery - 1) / giveBackEvery)
-	g := newGiveBackState(heapSample{allocs: 0, pages: 80 * mb})
+	g := newGiveBackState(heapSample{allocs: 0, pages: 80 * mb}, true)
 	s := heapSample{allocs: 0, pages: 80 * mb}
 	step := func(alloc, pages uint64) bool {
 		s.allocs += alloc
@@ -65,6 +66,22 @@ func TestGiveBackWaitsForQuiet(t *testing.T) {
 		t.Fatal("did not give back past the least slack")
 	}
 
+	// Pages the runtime returned itself lower the base.
+	g.gaveBack(heapSample{allocs: s.allocs, pages: 40 * mb})
+	step(0, 20*mb)
+	if !step(0, 20*mb+minGiveBackSlack+1) {
+		t.Fatal("the base did not follow the pages down")
+	}
+
+	// A start whose first read was not given back gives back at its
+	// first quiet stretch, whatever the pages.
+	u := newGiveBackState(heapSample{allocs: 0, pages: 200 * mb}, false)
+	for i := 1; i <= quietLooks; i++ {
+		if got := u.look(heapSample{allocs: 0, pages: 200 * mb}); got != (i == quietLooks) {
+			t.Fatalf("unsettled start, quiet look %d: gave back %v", i, got)
+		}
+	}
+
 	// One busy look starts the quiet stretch again.
 	g.gaveBack(heapSample{allocs: s.allocs, pages: 10 * mb})
 	step(quietAlloc+1, 100*mb)
@@ -98,12 +115,15 @@ func TestReadHeapNamesKnownMetrics(t *testing.T) {
 // giveBackQuiet, not before, and returns when its context ends.
 func TestGiveBackReturnsABurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		// What earlier tests of this process left free would take the
+		// burst, and the worker's base would hold it already.
+		debug.FreeOSMemory()
 		var logged testenv.LogBuffer
 		logger := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
 		go func() {
-			giveBack(ctx, logger)
+			giveBack(ctx, logger, true)
 			close(done)
 		}()
 		synctest.Wait() // its first sample taken: the base
@@ -115,6 +135,11 @@ func TestGiveBackReturnsABurst(t *testing.T) {
 		runtime.KeepAlive(burst)
 		burst = nil
 		runtime.GC() // the burst's pages are free now, and still held
+		buf := make([]metrics.Sample, len(heapMetrics))
+		for i, name := range heapMetrics {
+			buf[i].Name = name
+		}
+		held := readHeap(buf).pages
 
 		// The first look sees the burst; those after it count the quiet.
 		time.Sleep(giveBackEvery + giveBackQuiet)
@@ -126,6 +151,9 @@ func TestGiveBackReturnsABurst(t *testing.T) {
 		synctest.Wait()
 		if !strings.Contains(logged.String(), "gave memory back") {
 			t.Fatalf("the burst's pages not given back after %v of quiet looks", giveBackQuiet+giveBackEvery)
+		}
+		if after := readHeap(buf).pages; after+32<<20 > held {
+			t.Errorf("heap pages %d MiB after the give-back, %d MiB before: the burst's not returned", after>>20, held>>20)
 		}
 		cancel()
 		<-done

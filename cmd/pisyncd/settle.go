@@ -132,14 +132,16 @@ func (d *Daemon) endStartGC() (end func()) {
 // readers have caught up with it (quiet): at once (the lines, batches and
 // views of the burst: tens of megabytes for thousands of sessions), and
 // again once the server dropped its block caches. Each is a collection and
-// a scavenge, a few milliseconds of CPU.
-func (d *Daemon) afterFirstRead(ctx context.Context) {
+// a scavenge, a few milliseconds of CPU. It reports whether it gave the
+// memory back (not when the store's readers could not be asked, or ctx
+// ended).
+func (d *Daemon) afterFirstRead(ctx context.Context) bool {
 	endGC := d.endStartGC()
 	defer endGC()
 	select {
 	case <-d.tailer.Ready():
 	case <-ctx.Done():
-		return
+		return false
 	}
 	err := d.firstReadProjected(ctx)
 	close(d.caughtUp)
@@ -148,7 +150,7 @@ func (d *Daemon) afterFirstRead(ctx context.Context) {
 	}
 	endGC()
 	if err != nil {
-		return // nothing to wait for: the next burst's garbage goes back by itself
+		return false // giveBack takes it back once the daemon is quiet
 	}
 	t := time.NewTimer(blockCacheExpiry) // counted from the catch-up, not from the collection's end
 	debug.FreeOSMemory()
@@ -156,14 +158,15 @@ func (d *Daemon) afterFirstRead(ctx context.Context) {
 	case <-t.C:
 	case <-ctx.Done():
 		t.Stop()
-		return
+		return false
 	}
 	if d.quiet(ctx) != nil {
-		return
+		return false
 	}
 	// Two collections: a pooled buffer is only freed by the second.
 	debug.FreeOSMemory()
 	debug.FreeOSMemory()
+	return true
 }
 
 // firstReadProjected waits until the projection has handled what the
