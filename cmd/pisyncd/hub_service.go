@@ -58,6 +58,12 @@ ProtectControlGroups=yes
 # AF_NETLINK: nats-server lists the interfaces to advertise its addresses.
 RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK
 RestrictNamespaces=yes
+RestrictSUIDSGID=yes
+RestrictRealtime=yes
+ProtectClock=yes
+ProtectKernelLogs=yes
+ProtectHostname=yes
+RemoveIPC=yes
 LockPersonality=yes
 MemoryDenyWriteExecute=yes
 SystemCallArchitectures=native
@@ -94,7 +100,22 @@ func hubServiceCommand(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if dir, hidden := hiddenFromHub(exe); hidden {
+		return fmt.Errorf("hub service: %s is under %s, which the unit hides from the hub (ProtectHome, PrivateTmp): the service would not find it. Install it first (sudo install -m 0755 %s /usr/local/bin/pisyncd) and run /usr/local/bin/pisyncd hub service", exe, dir, exe)
+	}
 	return writeHubService(exe, "/etc/systemd/system", install, stdout)
+}
+
+// hiddenFromHub reports the folder of exe that the unit's sandbox hides
+// from the hub's process (ProtectHome, PrivateTmp), if there is one: a
+// binary built in a checkout under /home, or run from /tmp.
+func hiddenFromHub(exe string) (string, bool) {
+	for _, dir := range []string{"/home/", "/root/", "/run/user/", "/tmp/", "/var/tmp/"} {
+		if strings.HasPrefix(exe, dir) {
+			return strings.TrimSuffix(dir, "/"), true
+		}
+	}
+	return "", false
 }
 
 // writeHubService prints the hub's unit for exe or, with install, writes

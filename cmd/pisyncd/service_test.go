@@ -144,6 +144,15 @@ func TestHubService(t *testing.T) {
 	if code, _, stderr := mainIn(t, "hub", "service", "launchd"); code != 2 || !strings.Contains(stderr, "hub service takes no arguments") {
 		t.Errorf("hub service launchd: exit %d, %q", code, stderr)
 	}
+	// A binary the unit's sandbox hides from the hub is refused.
+	for exe, hidden := range map[string]bool{
+		"/home/ann/go/bin/pisyncd": true, "/root/pisyncd": true, "/tmp/pisyncd": true, "/var/tmp/x/pisyncd": true,
+		"/run/user/1000/pisyncd": true, "/usr/local/bin/pisyncd": false, "/opt/pisyncd/pisyncd": false, "/homes/pisyncd": false,
+	} {
+		if _, got := hiddenFromHub(exe); got != hidden {
+			t.Errorf("hiddenFromHub(%s) = %v, want %v", exe, got, hidden)
+		}
+	}
 }
 
 // TestServiceInstallsOnlyNative: --install writes only this system's kind
