@@ -54,3 +54,15 @@ func TestEntryTypesCoverPi(t *testing.T) {
 		}
 	}
 }
+
+// TestEntryTypesNameWithoutACopy: typeName returns each of EntryTypes
+// without allocating (its switch is a second list of them).
+func TestEntryTypesNameWithoutACopy(t *testing.T) {
+	for _, typ := range EntryTypes {
+		raw := []byte(`"` + typ + `"`)
+		var got string
+		if n := testing.AllocsPerRun(10, func() { got, _ = typeName(raw) }); n != 0 || got != typ {
+			t.Errorf("typeName(%s) = %q with %v allocations, want %q with none", raw, got, n, typ)
+		}
+	}
+}

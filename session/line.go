@@ -245,6 +245,10 @@ func typeName(raw []byte) (string, bool) {
 			return "label", true
 		case "session_info":
 			return "session_info", true
+		case "usage":
+			return "usage", true
+		case "context_edit":
+			return "context_edit", true
 		}
 	}
 	return jsString(raw)
