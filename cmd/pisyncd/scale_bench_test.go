@@ -36,7 +36,8 @@ import (
 // runs another pisyncd binary (a "before") with the same harness.
 // PISYNC_BENCH_LIVE=1 writes the sessions while the daemon runs, once its
 // start has settled (a burst in the middle of its life, not a first
-// read): its idle figures are the ones to read then.
+// read): its idle figures are the ones to read then; its times include
+// writing the files, so its ratios are not those of a first read.
 //
 //	go test -run '^$' -bench 'DaemonSessions/sessions=10000$' -benchtime=1x -timeout 30m ./cmd/pisyncd/
 func BenchmarkDaemonSessions(b *testing.B) {
@@ -185,8 +186,16 @@ func daemonSessions(b *testing.B, bin string, n int, idle time.Duration, live bo
 	defer ctl.CloseIdleConnections()
 	if live {
 		d := startMemDaemon(b, bin, env)
+		deadline := time.Now().Add(time.Minute)
 		for daemonStatus(ctl).PID == 0 {
-			time.Sleep(100 * time.Millisecond)
+			select {
+			case err := <-d.done:
+				b.Fatalf("pisyncd exited before it answered: %v\n%s", err, d.stderr.String())
+			case <-time.After(100 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("pisyncd not up after a minute\n%s", d.stderr.String())
+			}
 		}
 		// The start's own give-backs (the first read's, and 12 s after
 		// it) are past: what follows is a burst in the daemon's life.
@@ -227,6 +236,7 @@ func waitSessions(b *testing.B, d *memDaemon, ctl *http.Client, bin string, env 
 	}
 	took := time.Since(start)
 	b.StopTimer()
+	syscall.Sync() // files written during the run (live) are not written back while idle
 	cpu, _ := procCPU(b, d.cmd.Process.Pid)
 	r := scaleReport{kvWrites: st.Projection.Writes, published: published, cpu: cpu, rssPeak: float64(d.status(b, "VmHWM"))}
 	if idle > 0 {
@@ -262,6 +272,7 @@ func waitSessions(b *testing.B, d *memDaemon, ctl *http.Client, bin string, env 
 // the pages of files.
 func idleStretch(b *testing.B, d *memDaemon, idle time.Duration) idleFigures {
 	cpu0, sw0 := procCPU(b, d.cmd.Process.Pid)
+	t0 := time.Now()
 	var f idleFigures
 	var sum float64
 	var n int
@@ -273,7 +284,8 @@ func idleStretch(b *testing.B, d *memDaemon, idle time.Duration) idleFigures {
 		sum, n, f.rssMax = sum+rss, n+1, max(f.rssMax, rss)
 	}
 	cpu1, sw1 := procCPU(b, d.cmd.Process.Pid)
-	f.cpuPerMin, f.wakePerMin = (cpu1-cpu0)/idle.Minutes(), float64(sw1-sw0)/idle.Minutes()
+	took := time.Since(t0).Minutes()
+	f.cpuPerMin, f.wakePerMin = (cpu1-cpu0)/took, float64(sw1-sw0)/took
 	f.rss, f.rssFile = float64(d.rss(b)), float64(d.status(b, "RssFile"))
 	if n > 0 {
 		f.rssMean = sum / float64(n)
