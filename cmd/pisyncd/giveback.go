@@ -41,9 +41,15 @@ const (
 // and free pages not yet returned) may grow past what they were after the
 // last give-back before another: at least minGiveBackSlack, else an
 // eighth of them. Each give-back costs two collections of the whole heap
-// (50-75 ms with 10,000 sessions), so an idle daemon, whose garbage grows
-// by about 5 MB a minute, pays one every minute or two.
-const minGiveBackSlack = 4 << 20
+// (50-75 ms with 10,000 sessions), and giveBackGap spaces them: the
+// runtime's own pace when idle (it collects every two minutes), so that
+// a daemon allocating just under quietAlloc a look (a live session, a
+// slow link) pays at most one every two minutes, where the slack alone
+// would have it pay one every 20 s.
+const (
+	minGiveBackSlack = 4 << 20
+	giveBackGap      = 2 * time.Minute
+)
 
 // heapSample is what giveBack reads of the runtime.
 type heapSample struct {
@@ -56,6 +62,7 @@ type giveBackState struct {
 	last       heapSample
 	base       uint64 // pages after the last give-back (or at the start)
 	quietSince int    // looks in a row with little allocated
+	sinceLast  int    // looks since the last give-back
 }
 
 // newGiveBackState starts from s; settled says that the pages of s are
@@ -64,7 +71,7 @@ type giveBackState struct {
 func newGiveBackState(s heapSample, settled bool) giveBackState {
 	g := giveBackState{last: s, base: s.pages}
 	if !settled {
-		g.base = 0
+		g.base, g.sinceLast = 0, int(giveBackGap/giveBackEvery)
 	}
 	return g
 }
@@ -77,16 +84,18 @@ func (g *giveBackState) look(s heapSample) bool {
 		g.quietSince++
 	}
 	g.last = s
+	g.sinceLast++
 	// The runtime returns pages of its own accord too (near the memory
 	// budget's soft limit): the base follows them down.
 	g.base = min(g.base, s.pages)
 	slack := max(uint64(minGiveBackSlack), g.base/8)
-	return time.Duration(g.quietSince)*giveBackEvery >= giveBackQuiet && s.pages > g.base+slack
+	return time.Duration(g.quietSince)*giveBackEvery >= giveBackQuiet &&
+		time.Duration(g.sinceLast)*giveBackEvery >= giveBackGap && s.pages > g.base+slack
 }
 
 // gaveBack records the pages held after a give-back.
 func (g *giveBackState) gaveBack(s heapSample) {
-	g.last, g.base = s, s.pages
+	g.last, g.base, g.sinceLast = s, s.pages, 0
 }
 
 var heapMetrics = [...]string{

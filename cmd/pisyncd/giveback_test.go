@@ -15,11 +15,12 @@ import (
 )
 
 // TestGiveBackWaitsForQuiet: memory is given back only after the process
-// has allocated little for giveBackQuiet, and only when the heap holds
-// more than the slack past the last give-back.
+// has allocated little for giveBackQuiet, at most once a giveBackGap, and
+// only when the heap holds more than the slack past the last give-back.
 func TestGiveBackWaitsForQuiet(t *testing.T) {
 	const mb = 1 << 20
 	quietLooks := int((giveBackQuiet + giveBackEvery - 1) / giveBackEvery)
+	gapLooks := int(giveBackGap / giveBackEvery)
 	g := newGiveBackState(heapSample{allocs: 0, pages: 80 * mb}, true)
 	s := heapSample{allocs: 0, pages: 80 * mb}
 	step := func(alloc, pages uint64) bool {
@@ -29,7 +30,7 @@ func TestGiveBackWaitsForQuiet(t *testing.T) {
 	}
 
 	// A burst: the heap grows far past the base, but the process is busy.
-	for range 20 {
+	for range gapLooks {
 		if step(50*mb, 200*mb) {
 			t.Fatal("gave back while busy")
 		}
@@ -58,9 +59,23 @@ func TestGiveBackWaitsForQuiet(t *testing.T) {
 	}
 	g.gaveBack(heapSample{allocs: s.allocs, pages: 10 * mb})
 
+	// Past the slack again at once (a trickle of garbage): not before
+	// giveBackGap since the last give-back.
+	for i := 1; i < gapLooks; i++ {
+		if step(quietAlloc/2, 100*mb) {
+			t.Fatalf("gave back %d looks after the last, want %d", i, gapLooks)
+		}
+	}
+	if !step(quietAlloc/2, 100*mb) {
+		t.Fatalf("did not give back %d looks after the last", gapLooks)
+	}
+	g.gaveBack(heapSample{allocs: s.allocs, pages: 10 * mb})
+
 	// A small heap's slack is minGiveBackSlack, not an eighth.
-	if step(0, 10*mb+minGiveBackSlack) {
-		t.Fatal("gave back within the least slack")
+	for range gapLooks {
+		if step(0, 10*mb+minGiveBackSlack) {
+			t.Fatal("gave back within the least slack")
+		}
 	}
 	if !step(0, 10*mb+minGiveBackSlack+1) {
 		t.Fatal("did not give back past the least slack")
@@ -68,7 +83,9 @@ func TestGiveBackWaitsForQuiet(t *testing.T) {
 
 	// Pages the runtime returned itself lower the base.
 	g.gaveBack(heapSample{allocs: s.allocs, pages: 40 * mb})
-	step(0, 20*mb)
+	for range gapLooks - 1 {
+		step(0, 20*mb)
+	}
 	if !step(0, 20*mb+minGiveBackSlack+1) {
 		t.Fatal("the base did not follow the pages down")
 	}
@@ -84,11 +101,17 @@ func TestGiveBackWaitsForQuiet(t *testing.T) {
 
 	// One busy look starts the quiet stretch again.
 	g.gaveBack(heapSample{allocs: s.allocs, pages: 10 * mb})
+	for range gapLooks {
+		step(0, 10*mb)
+	}
 	step(quietAlloc+1, 100*mb)
 	for i := 1; i < quietLooks; i++ {
 		if step(0, 100*mb) {
 			t.Fatalf("gave back %d looks after a busy one", i)
 		}
+	}
+	if !step(0, 100*mb) {
+		t.Fatal("did not give back after the quiet stretch")
 	}
 }
 
@@ -126,7 +149,12 @@ func TestGiveBackReturnsABurst(t *testing.T) {
 			giveBack(ctx, logger, true)
 			close(done)
 		}()
-		synctest.Wait() // its first sample taken: the base
+		synctest.Wait()         // its first sample taken: the base
+		time.Sleep(giveBackGap) // as long after the start's give-back as it waits
+		synctest.Wait()
+		// Other tests of this process may have made it give back already.
+		gave := func() int { return strings.Count(logged.String(), "gave memory back") }
+		before := gave()
 		burst := make([][]byte, 64)
 		for i := range burst {
 			burst[i] = make([]byte, 1<<20)
@@ -144,12 +172,12 @@ func TestGiveBackReturnsABurst(t *testing.T) {
 		// The first look sees the burst; those after it count the quiet.
 		time.Sleep(giveBackEvery + giveBackQuiet)
 		synctest.Wait()
-		if strings.Contains(logged.String(), "gave memory back") {
+		if gave() != before {
 			t.Fatalf("gave back before %v of quiet looks:\n%s", giveBackQuiet, logged.String())
 		}
 		time.Sleep(giveBackEvery)
 		synctest.Wait()
-		if !strings.Contains(logged.String(), "gave memory back") {
+		if gave() == before {
 			t.Fatalf("the burst's pages not given back after %v of quiet looks", giveBackQuiet+giveBackEvery)
 		}
 		if after := readHeap(buf).pages; after+32<<20 > held {
