@@ -15,7 +15,7 @@ import (
 // the embedded server writing its index of 50,000 KV keys at its
 // two-minute sync) the resident set stays where the burst took it:
 // with 10,000 sessions, 100-104 MB a minute after the first read and
-// 112-115 MB after three (docs/PERFORMANCE.md, "Memory after a burst").
+// 110-117 MB after three (docs/PERFORMANCE.md, "Memory after a burst").
 // A GOGC set by the user turns it off, as it does the start's target.
 // afterFirstRead gives the first read's memory back; giveBack does it for
 // whatever comes after, for as long as the daemon runs.
