@@ -153,10 +153,13 @@ func TestProjectionCommands(t *testing.T) {
 		unknownDone <- tailCommand([]string{"--session", "no-such-session"}, io.Discard, ew)
 		ew.Close()
 	}()
-	if note, _ := bufio.NewReader(er).ReadString('\n'); !strings.Contains(note, "no session no-such-session here yet") {
-		t.Fatalf("tail of an unknown session: stderr %q", note)
+	// Error, not Fatal, here and below: the tails must still end with the
+	// server.
+	if note, ok := noteWithin(er); !ok {
+		t.Error("tail of an unknown session: no note on stderr in 20 s")
+	} else if !strings.Contains(note, "no session no-such-session here yet") {
+		t.Errorf("tail of an unknown session: stderr %q", note)
 	}
-	go io.Copy(io.Discard, er)
 	// A type pisyncd does not know is followed, with a note naming the
 	// known ones (before, it waited in silence).
 	ter, tew := io.Pipe()
@@ -165,21 +168,11 @@ func TestProjectionCommands(t *testing.T) {
 		unknownTypeDone <- tailCommand([]string{"--type", "bogus"}, io.Discard, tew)
 		tew.Close()
 	}()
-	typeNote := make(chan string, 1)
-	go func() {
-		note, _ := bufio.NewReader(ter).ReadString('\n')
-		typeNote <- note
-	}()
-	select {
-	case note := <-typeNote:
-		if !strings.Contains(note, `type "bogus" is none pisyncd knows (session, message, `) || !strings.Contains(note, "context_edit, tombstone, erase)") || !strings.Contains(note, "waiting for entries of that type all the same") {
-			t.Errorf("tail of an unknown type: stderr %q", note)
-		}
-	case <-time.After(20 * time.Second):
-		// Error, not Fatal: the tail must still end with the server.
+	if note, ok := noteWithin(ter); !ok {
 		t.Error("tail --type bogus: no note on stderr in 20 s")
+	} else if !strings.Contains(note, `type "bogus" is none pisyncd knows (session, message, `) || !strings.Contains(note, "context_edit, tombstone, erase)") || !strings.Contains(note, "waiting for entries of that type all the same") {
+		t.Errorf("tail of an unknown type: stderr %q", note)
 	}
-	go io.Copy(io.Discard, ter)
 	got := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
@@ -236,4 +229,23 @@ func (w *writeRecorder) Write(p []byte) (int, error) {
 func (w *writeRecorder) ReadFrom(r io.Reader) (int64, error) {
 	w.readFroms++
 	return w.buf.ReadFrom(r)
+}
+
+// noteWithin returns r's first line, or false when none comes within 20 s.
+// What follows it is read and thrown away, so that its writer never
+// blocks.
+func noteWithin(r io.Reader) (string, bool) {
+	c := make(chan string, 1)
+	go func() {
+		br := bufio.NewReader(r)
+		line, _ := br.ReadString('\n')
+		c <- line
+		io.Copy(io.Discard, br)
+	}()
+	select {
+	case line := <-c:
+		return line, true
+	case <-time.After(20 * time.Second):
+		return "", false
+	}
 }
