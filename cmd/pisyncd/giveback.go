@@ -45,10 +45,16 @@ const (
 // runtime's own pace when idle (it collects every two minutes), so that
 // a daemon allocating just under quietAlloc a look (a live session, a
 // slow link) pays at most one every two minutes, where the slack alone
-// would have it pay one every 20 s.
+// would have it pay one every 20 s. A heap grown past bigGrowth (at least
+// minBigGrowth, else half the base) is given back once quiet without
+// waiting for the gap: ten thousand sessions written while the daemon ran
+// held 360 MB for a minute more after their burst, waiting for it. Such
+// growth is paid for in allocation (32 MiB is 80 s of looks just under
+// quietAlloc), so the gap's bound on a trickle's cost stays.
 const (
 	minGiveBackSlack = 4 << 20
 	giveBackGap      = 2 * time.Minute
+	minBigGrowth     = 32 << 20
 )
 
 // heapSample is what giveBack reads of the runtime.
@@ -88,9 +94,11 @@ func (g *giveBackState) look(s heapSample) bool {
 	// The runtime returns pages of its own accord too (near the memory
 	// budget's soft limit): the base follows them down.
 	g.base = min(g.base, s.pages)
-	slack := max(uint64(minGiveBackSlack), g.base/8)
-	return time.Duration(g.quietSince)*giveBackEvery >= giveBackQuiet &&
-		time.Duration(g.sinceLast)*giveBackEvery >= giveBackGap && s.pages > g.base+slack
+	slack, big := max(uint64(minGiveBackSlack), g.base/8), max(uint64(minBigGrowth), g.base/2)
+	if time.Duration(g.quietSince)*giveBackEvery < giveBackQuiet || s.pages <= g.base+slack {
+		return false
+	}
+	return time.Duration(g.sinceLast)*giveBackEvery >= giveBackGap || s.pages > g.base+big
 }
 
 // gaveBack records the pages held after a give-back.

@@ -15,8 +15,9 @@ import (
 )
 
 // TestGiveBackWaitsForQuiet: memory is given back only after the process
-// has allocated little for giveBackQuiet, at most once a giveBackGap, and
-// only when the heap holds more than the slack past the last give-back.
+// has allocated little for giveBackQuiet, only when the heap holds more
+// than the slack past the last give-back, and at most once a giveBackGap
+// unless it grew past bigGrowth.
 func TestGiveBackWaitsForQuiet(t *testing.T) {
 	const mb = 1 << 20
 	quietLooks := int((giveBackQuiet + giveBackEvery - 1) / giveBackEvery)
@@ -59,15 +60,39 @@ func TestGiveBackWaitsForQuiet(t *testing.T) {
 	}
 	g.gaveBack(heapSample{allocs: s.allocs, pages: 10 * mb})
 
-	// Past the slack again at once (a trickle of garbage): not before
-	// giveBackGap since the last give-back.
+	// Past the slack again at once (a trickle of garbage), short of
+	// minBigGrowth: not before giveBackGap since the last give-back.
 	for i := 1; i < gapLooks; i++ {
-		if step(quietAlloc/2, 100*mb) {
+		if step(quietAlloc/2, 10*mb+minBigGrowth) {
 			t.Fatalf("gave back %d looks after the last, want %d", i, gapLooks)
 		}
 	}
-	if !step(quietAlloc/2, 100*mb) {
+	if !step(quietAlloc/2, 10*mb+minBigGrowth) {
 		t.Fatalf("did not give back %d looks after the last", gapLooks)
+	}
+	g.gaveBack(heapSample{allocs: s.allocs, pages: 10 * mb})
+
+	// Past minBigGrowth (a burst of work) right after a give-back: given
+	// back once quiet, the gap not waited for.
+	step(50*mb, 10*mb+minBigGrowth+1)
+	for i := 1; i < quietLooks; i++ {
+		if step(0, 10*mb+minBigGrowth+1) {
+			t.Fatalf("gave back a burst after %d quiet looks, want %d", i, quietLooks)
+		}
+	}
+	if !step(0, 10*mb+minBigGrowth+1) {
+		t.Fatal("did not give a burst back before the gap")
+	}
+	// A large base's bigGrowth is half of it: still quiet, the heap grown
+	// by half of 200 MB is not given back before the gap, and past that is.
+	g.gaveBack(heapSample{allocs: s.allocs, pages: 200 * mb})
+	for range 3 {
+		if step(0, 300*mb) {
+			t.Fatal("gave back within half a large base before the gap")
+		}
+	}
+	if !step(0, 300*mb+1) {
+		t.Fatal("did not give back past half a large base before the gap")
 	}
 	g.gaveBack(heapSample{allocs: s.allocs, pages: 10 * mb})
 
