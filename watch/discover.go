@@ -49,6 +49,8 @@ type discovery struct {
 	// dirs is what the last walk found in each folder it read or passed
 	// over; reading is what the walk under way finds (nil outside a walk).
 	dirs, reading map[string]*dirState
+	// swept is when dropIdleKnown last ran.
+	swept time.Time
 }
 
 // dirState is a folder as a walk read it: its stat, taken before the read
@@ -112,6 +114,12 @@ func (d *discovery) run(ctx context.Context) error {
 		case <-tick.C:
 			if err := d.walk(); err != nil {
 				d.t.logger.Warn("rescan failed", "err", err)
+			}
+			// Once a minute: a pass over every session, and a minute is
+			// nothing against knownIdle.
+			if now := time.Now(); now.Sub(d.swept) >= time.Minute {
+				d.t.dropIdleKnown(now)
+				d.swept = now
 			}
 		case ev, ok := <-d.w.Events:
 			if !ok {

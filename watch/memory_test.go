@@ -114,3 +114,49 @@ func splitLines(s string) []string {
 	}
 	return out
 }
+
+// TestIdleSessionsLetGoOfTheirHashes: a session written while the tailer
+// runs keeps its lines' hashes while it is in use and lets go of them
+// after knownIdle; its next line reads them back from the subject, and
+// is published once, its earlier lines not again.
+func TestIdleSessionsLetGoOfTheirHashes(t *testing.T) {
+	root := t.TempDir()
+	n := startNode(t, root, t.TempDir())
+	<-n.tailer.Ready()
+	path := filepath.Join(root, "--p--", "idle.jsonl")
+	want := []string{header("idle"), entry("a", "", "one")}
+	writeFile(t, path, want[0]+"\n"+want[1]+"\n")
+	n.waitLines("idle", want)
+	loaded := func() bool {
+		n.tailer.mu.Lock()
+		s := n.tailer.sessions["idle"].s
+		n.tailer.mu.Unlock()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.known != nil
+	}
+	if !loaded() {
+		t.Fatal("a session just written holds no hashes")
+	}
+	n.tailer.dropIdleKnown(time.Now().Add(knownIdle / 2))
+	if !loaded() {
+		t.Fatalf("hashes let go of %v after the session's last line, before knownIdle", knownIdle/2)
+	}
+	n.tailer.dropIdleKnown(time.Now().Add(knownIdle))
+	if loaded() {
+		t.Fatalf("hashes still held %v after the session's last line", knownIdle)
+	}
+	// A second file of the session (pi's /export keeps the id) holding
+	// its lines and a new one before them, so that it is read from its
+	// start: only the new line is not on the subject.
+	c := entry("c", "", "zero")
+	writeFile(t, filepath.Join(root, "--p--", "idle-copy.jsonl"), want[0]+"\n"+c+"\n"+want[1]+"\n")
+	want = append(want, c)
+	n.waitLines("idle", want)
+	if !loaded() {
+		t.Fatal("the session's hashes not read back for its next line")
+	}
+	if got := n.tailer.Stats().LinesPublished; got != 3 {
+		t.Fatalf("%d lines published, want 3", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/pisyncd/pisyncd/eventlog"
 )
@@ -35,6 +36,9 @@ type sessionLog struct {
 	// that two different lines claim (a collision or a rewrite).
 	ids  map[string][32]byte
 	last uint64 // subject sequence of the last stored message
+	// used is when known was last needed: dropIdleKnown lets go of it
+	// after knownIdle.
+	used time.Time
 }
 
 // load reads the subject's stored lines (headers only).
