@@ -49,7 +49,7 @@ type discovery struct {
 	// dirs is what the last walk found in each folder it read or passed
 	// over; reading is what the walk under way finds (nil outside a walk).
 	dirs, reading map[string]*dirState
-	// swept is when dropIdleKnown last ran.
+	// swept is when dropKnown last let go of idle sessions' hashes.
 	swept time.Time
 }
 
@@ -118,7 +118,7 @@ func (d *discovery) run(ctx context.Context) error {
 			// Once a minute: a pass over every session, and a minute is
 			// nothing against knownIdle.
 			if now := time.Now(); now.Sub(d.swept) >= time.Minute {
-				d.t.dropIdleKnown(now)
+				d.t.dropKnown(now.Add(-knownIdle))
 				d.swept = now
 			}
 		case ev, ok := <-d.w.Events:

@@ -36,8 +36,8 @@ type sessionLog struct {
 	// that two different lines claim (a collision or a rewrite).
 	ids  map[string][32]byte
 	last uint64 // subject sequence of the last stored message
-	// used is when known was last needed: dropIdleKnown lets go of it
-	// after knownIdle.
+	// used is when known was last needed: dropKnown lets go of it after
+	// knownIdle.
 	used time.Time
 }
 

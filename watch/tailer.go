@@ -204,40 +204,29 @@ func (t *Tailer) awaitReady(ctx context.Context, d *discovery) {
 		t.logger.Info("session files found at start are read", "files", d.found,
 			"lines_published", t.published.Load(), "took", time.Since(start).Round(time.Millisecond))
 	}
-	t.dropKnown()
+	t.dropKnown(time.Now())
 	t.deletedWhileStopped(ctx, t.heldAtStart.take(), d.found)
 	close(t.ready)
 }
 
-// dropKnown lets go of the hashes and entry ids the first read loaded or
-// learned for each session: most sessions found at start are never written
-// again, and holding every line's hash of every one of them made the
-// daemon's memory grow with the number of sessions (about 1 KB a small
-// session). A session loads them again from its subject the next time one
-// of its files has a line to publish, as after a restart.
-func (t *Tailer) dropKnown() {
-	for _, s := range t.sessionLogs() {
-		s.mu.Lock()
-		s.known, s.ids = nil, nil
-		s.mu.Unlock()
-	}
-}
-
 // knownIdle is how long a session's hashes and entry ids stay loaded
-// after they were last needed. Sessions written while the daemon runs
-// kept them until it stopped (6.9 MB live after 10,000 were written, the
-// same ~0.7 KB a session dropKnown lets go of after the first read); a
-// session written again after knownIdle reads its subject's headers once
-// more first, as after a restart. Ten minutes keeps them across a person's
-// pauses in a live session, where that read would add to a line's time.
+// after they were last needed. Holding every line's hash of every session
+// made the daemon's memory grow with the number of sessions (about 0.7 KB
+// a small session: 6.9 MB live after 10,000 were written while it ran),
+// and most sessions are never written again. A session loads them again
+// from its subject the next time one of its files has a line to publish,
+// as after a restart; ten minutes keeps them across a person's pauses in
+// a live session, where that read would add to a line's time.
 const knownIdle = 10 * time.Minute
 
-// dropIdleKnown lets go of the hashes and entry ids of the sessions not
-// written since knownIdle before now (discovery calls it once a minute).
-func (t *Tailer) dropIdleKnown(now time.Time) {
+// dropKnown lets go of the hashes and entry ids of the sessions that last
+// needed them before the given time: at the end of the first read, every
+// session it read (before is then); after that, once a minute, those not
+// written for knownIdle.
+func (t *Tailer) dropKnown(before time.Time) {
 	for _, s := range t.sessionLogs() {
 		s.mu.Lock()
-		if s.known != nil && now.Sub(s.used) >= knownIdle {
+		if s.used.Before(before) {
 			s.known, s.ids = nil, nil
 		}
 		s.mu.Unlock()
@@ -421,7 +410,8 @@ func (t *Tailer) Forget(path string) (undo func()) {
 // Ready is closed once every file present at start has been read once.
 func (t *Tailer) Ready() <-chan struct{} { return t.ready }
 
-// loadLocked reads what the session holds, once. Called with s.mu held.
+// loadLocked reads what the session holds, once, and records that it was
+// needed now (dropKnown). Called with s.mu held.
 func (t *Tailer) loadLocked(ctx context.Context, s *sessionLog) error {
 	s.used = time.Now()
 	if s.known != nil {
