@@ -94,11 +94,11 @@ func (g *giveBackState) look(s heapSample) bool {
 	// The runtime returns pages of its own accord too (near the memory
 	// budget's soft limit): the base follows them down.
 	g.base = min(g.base, s.pages)
-	slack, big := max(uint64(minGiveBackSlack), g.base/8), max(uint64(minBigGrowth), g.base/2)
+	slack, bigGrowth := max(uint64(minGiveBackSlack), g.base/8), max(uint64(minBigGrowth), g.base/2)
 	if time.Duration(g.quietSince)*giveBackEvery < giveBackQuiet || s.pages <= g.base+slack {
 		return false
 	}
-	return time.Duration(g.sinceLast)*giveBackEvery >= giveBackGap || s.pages > g.base+big
+	return time.Duration(g.sinceLast)*giveBackEvery >= giveBackGap || s.pages > g.base+bigGrowth
 }
 
 // gaveBack records the pages held after a give-back.
