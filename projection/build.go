@@ -20,7 +20,7 @@ type value struct {
 
 // buildViews computes every value of the session from its tree and
 // catalog entry, each with its hash under seed.
-func (s *sessionState) buildViews(seed maphash.Seed) ([]value, int) {
+func (s *sessionState) buildViews(seed maphash.Seed, nm *names) ([]value, int) {
 	t := s.tree
 	src := s.src()
 	var out []value
@@ -100,7 +100,7 @@ func (s *sessionState) buildViews(seed maphash.Seed) ([]value, int) {
 
 	// The catalog entry last: it carries the applied sequences, so once
 	// it is written everything before it is.
-	s.refreshCatalog(&cv)
+	s.refreshCatalog(&cv, nm)
 	s.cat.CtxPages = cv.Pages
 	// Session text stays out of the bucket: a purged value's bytes
 	// outlive an erase in the bucket stream's blocks (firstmessage.go).

@@ -25,6 +25,7 @@ func (w *Worker) loadCatalog(ctx context.Context) ([]*sessionState, error) {
 	loaded := make([]*sessionState, 0, len(entries))
 	for _, c := range entries {
 		s := newSessionState(c.SessionID)
+		w.names.share(&c)
 		s.cat, s.listed = c, true
 		if s.cat.Nodes == nil {
 			s.cat.Nodes = []string{}

@@ -219,7 +219,7 @@ func (w *Worker) applyEvent(ctx context.Context, f *follower, ev *eventlog.Event
 		return err
 	}
 	w.noteCollision(ctx, s, ev)
-	s.apply(ev)
+	s.apply(ev, &w.names)
 	w.cacheBody(s, ev)
 	w.applied.Add(1)
 	f.dirty[s] = struct{}{}
@@ -321,7 +321,7 @@ func (w *Worker) writeViews(ctx context.Context, s *sessionState, pipe *kvPipe) 
 		}
 	}
 	oldPages := s.cat.CtxPages
-	vals, pages := s.buildViews(w.viewSeed)
+	vals, pages := s.buildViews(w.viewSeed, &w.names)
 	for _, v := range vals {
 		if s.written.get(v.slot) == v.hash {
 			continue

@@ -164,7 +164,7 @@ func (w *Worker) readFirstMessage(ctx context.Context, sid string, upTo Src) (*s
 					return
 				}
 				ev.SID = sid
-				s.feed(ev)
+				s.feed(ev, ev.Node) // a state kept only for this read
 			})
 			cancel()
 			if err != nil {

@@ -52,7 +52,7 @@ func (w *Worker) rebuildKeep(ctx context.Context, sid string, upTo Src, keep fun
 			if ev.Op != "" || (stream == eventlog.AllStream && ev.Node == w.opts.Node) {
 				return nil
 			}
-			s.feed(ev)
+			s.feed(ev, ev.Node) // a state kept only for this read
 			if keep != nil {
 				keep(ev)
 			}

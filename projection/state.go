@@ -69,17 +69,22 @@ func newSessionState(sid string) *sessionState {
 func (s *sessionState) applied(ev *eventlog.Event) bool { return ev.Seq <= s.cat.Src.Get(ev.Stream) }
 
 // apply adds one event to the tree (loaded by the caller) and the catalog.
-func (s *sessionState) apply(ev *eventlog.Event) {
+// The event's strings are substrings of its message's subject and header
+// block (nats.go copies the block once): what the entry keeps is a copy
+// (nm's, shared by every session, for its node and stream), or one session
+// held on to a whole message's headers.
+func (s *sessionState) apply(ev *eventlog.Event, nm *names) {
 	c := &s.cat
-	c.Src.set(ev.Stream, ev.Seq)
-	// The event's strings are substrings of its message's subject and
-	// header block (nats.go copies the block once): what the entry keeps
-	// is copied, or one session held on to a whole message's headers.
+	stream := ev.Stream
+	if c.Src.Get(stream) == 0 {
+		stream = nm.get(stream) // new to the entry, which keeps it
+	}
+	c.Src.set(stream, ev.Seq)
 	node := ev.Node
 	if i := slices.Index(c.Nodes, node); i >= 0 {
 		node = c.Nodes[i]
 	} else {
-		node = strings.Clone(node)
+		node = nm.get(node)
 		c.Nodes = append(c.Nodes, node)
 		slices.Sort(c.Nodes)
 	}
@@ -107,7 +112,7 @@ func (s *sessionState) apply(ev *eventlog.Event) {
 		c.Deleted = len(c.DeletedOn) == len(c.Nodes) // the node may be new to the session
 		return
 	}
-	s.feed(ev)
+	s.feed(ev, node)
 	if n := s.tree.Len(); n > 0 {
 		if ts := s.tree.Entry(n - 1).Timestamp; !math.IsNaN(ts) && ts > c.UpdatedMs {
 			c.UpdatedMs, c.Updated = ts, isoMs(ts)
@@ -120,8 +125,9 @@ func (s *sessionState) apply(ev *eventlog.Event) {
 // rewrote when it opened it, published again by that machine) restarts
 // the tree from it, since what came before is the same conversation with
 // other ids. A later migration of the same session by another node loses,
-// as in the files: its lines are left out.
-func (s *sessionState) feed(ev *eventlog.Event) {
+// as in the files: its lines are left out. node is the entry's copy of
+// ev.Node, which is a substring of the event's message.
+func (s *sessionState) feed(ev *eventlog.Event, node string) {
 	c := &s.cat
 	if slices.Contains(c.MigrationLosers, ev.Node) {
 		return
@@ -129,12 +135,12 @@ func (s *sessionState) feed(ev *eventlog.Event) {
 	if ev.Type == "session" && s.tree.Header() != nil && session.ParseLine(ev.Raw).Version >= 3 {
 		switch {
 		case c.MigratedBy == "" && s.tree.Migrated():
-			c.MigratedBy = ev.Node
+			c.MigratedBy = node
 			t := session.NewTree()
 			t.SetRules(s.tree.RuleMode())
 			s.tree, s.err = t, nil
 		case c.MigratedBy != "" && c.MigratedBy != ev.Node:
-			c.MigrationLosers = append(c.MigrationLosers, ev.Node)
+			c.MigrationLosers = append(c.MigrationLosers, node)
 			return
 		}
 	}
@@ -151,7 +157,7 @@ func (s *sessionState) appendLine(ev *eventlog.Event) {
 }
 
 // refreshCatalog copies what the tree knows into the catalog entry.
-func (s *sessionState) refreshCatalog(ctxView *ContextView) {
+func (s *sessionState) refreshCatalog(ctxView *ContextView, nm *names) {
 	c, t := &s.cat, s.tree
 	s.listed = true
 	c.Entries, c.Messages = t.Len(), t.MessageCount
@@ -166,7 +172,8 @@ func (s *sessionState) refreshCatalog(ctxView *ContextView) {
 			Timestamp any `json:"timestamp"`
 		}
 		json.Unmarshal(t.Header(), &h)
-		c.Cwd, _ = h.Cwd.(string)
+		cwd, _ := h.Cwd.(string)
+		c.Cwd = nm.get(cwd)
 		if ts, ok := h.Timestamp.(string); ok {
 			c.Created = ts
 			if tm, err := time.Parse(time.RFC3339Nano, ts); err == nil && c.UpdatedMs == 0 {
@@ -182,7 +189,7 @@ func (s *sessionState) refreshCatalog(ctxView *ContextView) {
 	}
 	c.LeafID, c.Model, c.Thinking, c.Rules = nil, nil, nil, ""
 	if ctxView != nil {
-		c.LeafID, c.Model, c.Thinking, c.Rules = ctxView.LeafID, ctxView.Model, ctxView.Thinking, ctxView.Rules
+		c.LeafID, c.Model, c.Thinking, c.Rules = ctxView.LeafID, ctxView.Model, ctxView.Thinking, nm.get(ctxView.Rules)
 	}
 }
 

@@ -85,6 +85,8 @@ type Worker struct {
 
 	mu       sync.Mutex
 	sessions map[string]*sessionState
+	// names: the strings many sessions' entries share, kept once.
+	names    names
 	clock    uint64 // LRU clock
 	trees    int    // loaded trees
 	catalog  []CatalogEntry

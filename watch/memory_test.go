@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestGrowingLineIsReadOnce: a 12 MB line written in 256 KiB pieces, each
@@ -158,5 +160,26 @@ func TestIdleSessionsLetGoOfTheirHashes(t *testing.T) {
 	}
 	if got := n.tailer.Stats().LinesPublished; got != 3 {
 		t.Fatalf("%d lines published, want 3", got)
+	}
+}
+
+// TestRelIsTheEndOfThePath: a tracked file keeps its path and its name
+// under the root; the name is the end of the path's memory, not a copy,
+// where the path ends with it.
+func TestRelIsTheEndOfThePath(t *testing.T) {
+	tl := &Tailer{root: "/r/sessions"}
+	for _, c := range []struct{ path, want string }{
+		{"/r/sessions/--p--/a.jsonl", "--p--/a.jsonl"},
+		{"/r/sessions/x/../--p--/a.jsonl", "--p--/a.jsonl"},
+		{"/r/other/a.jsonl", "../other/a.jsonl"},
+	} {
+		got, err := tl.rel(c.path)
+		if err != nil || got != c.want {
+			t.Errorf("rel(%q) = %q, %v; want %q", c.path, got, err, c.want)
+			continue
+		}
+		if shared := unsafe.StringData(got) == unsafe.StringData(c.path[len(c.path)-len(got):]); shared != strings.HasSuffix(c.path, "/"+got) {
+			t.Errorf("rel(%q): shares the path's memory: %v", c.path, shared)
+		}
 	}
 }

@@ -256,7 +256,13 @@ func (t *Tailer) rel(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("watch: %s is outside %s: %w", path, t.root, err)
 	}
-	return filepath.ToSlash(rel), nil
+	rel = filepath.ToSlash(rel)
+	// The end of path where it is that: a tracked file keeps both, and a
+	// second copy of 10,000 files' names was about 1 MB of an idle heap.
+	if n := len(path) - len(rel); n > 0 && path[n-1] == '/' && path[n:] == rel {
+		return path[n:], nil
+	}
+	return rel, nil
 }
 
 // track attaches a file to its session, creating the session's state on

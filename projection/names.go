@@ -1,0 +1,65 @@
+package projection
+
+import (
+	"strings"
+	"sync"
+)
+
+// names keeps one copy of the short strings that many sessions' catalog
+// entries share: node ids, stream names, working folders, rule sets. Each
+// entry held copies of its own (read from the bucket after a restart, or
+// cloned off an event's message, which it must not keep alive): with
+// 10,000 sessions, about 2.5 MB of a 34 MB heap (docs/PERFORMANCE.md,
+// "The catalog's shared strings").
+type names struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// maxNames bounds the table: past it a string is copied as before, so
+// that sessions with many distinct folders (or a node naming many nodes)
+// cost what they did without it, and nothing more.
+const maxNames = 4096
+
+// get returns the kept copy of s, keeping one when there is room. The
+// result never shares memory with s (a substring of a message).
+func (n *names) get(s string) string {
+	if s == "" {
+		return ""
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if v, ok := n.m[s]; ok {
+		return v
+	}
+	v := strings.Clone(s)
+	if len(n.m) < maxNames {
+		if n.m == nil {
+			n.m = make(map[string]string)
+		}
+		n.m[v] = v
+	}
+	return v
+}
+
+// share points the strings of a catalog entry read from the bucket at
+// the kept copies, and its File at its node's file, which holds the same
+// text.
+func (n *names) share(c *CatalogEntry) {
+	c.Cwd, c.Rules = n.get(c.Cwd), n.get(c.Rules)
+	for i := range c.Nodes {
+		c.Nodes[i] = n.get(c.Nodes[i])
+	}
+	for i := range c.DeletedOn {
+		c.DeletedOn[i] = n.get(c.DeletedOn[i])
+	}
+	for i := range c.Src {
+		c.Src[i].Stream = n.get(c.Src[i].Stream)
+	}
+	for i := range c.Files {
+		c.Files[i].Node = n.get(c.Files[i].Node)
+		if c.Files[i].File == c.File {
+			c.File = c.Files[i].File
+		}
+	}
+}
