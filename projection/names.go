@@ -16,10 +16,14 @@ type names struct {
 	m  map[string]string
 }
 
-// maxNames bounds the table: past it a string is copied as before, so
-// that sessions with many distinct folders (or a node naming many nodes)
-// cost what they did without it, and nothing more.
-const maxNames = 4096
+// maxNames and maxNameLen bound the table (to 1 MiB of text, whatever
+// sessions come and go): past them a string is copied as before, so that
+// sessions with many distinct or long folders (a hostile node's) cost what
+// they did without it.
+const (
+	maxNames   = 4096
+	maxNameLen = 256
+)
 
 // get returns the kept copy of s, keeping one when there is room. The
 // result never shares memory with s (a substring of a message).
@@ -33,7 +37,7 @@ func (n *names) get(s string) string {
 		return v
 	}
 	v := strings.Clone(s)
-	if len(n.m) < maxNames {
+	if len(n.m) < maxNames && len(v) <= maxNameLen {
 		if n.m == nil {
 			n.m = make(map[string]string)
 		}

@@ -2,6 +2,7 @@ package projection
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -27,6 +28,10 @@ func TestNamesKeepOneCopy(t *testing.T) {
 	}
 	if nm.get("") != "" {
 		t.Error(`get("") is not ""`)
+	}
+	long := strings.Repeat("x", maxNameLen+1)
+	if l1, l2 := nm.get(long), nm.get(long); l1 != long || sameMemory(l1, l2) {
+		t.Errorf("a string of %d bytes was kept (%v)", len(long), sameMemory(l1, l2))
 	}
 	// Past the bound, a string is copied and not kept.
 	for i := len(nm.m); i < maxNames; i++ {
