@@ -233,7 +233,7 @@ const certWarnBefore = 30 * 24 * time.Hour
 func hubTLSHints(cfg *config.Hub, now time.Time) []string {
 	var hints []string
 	if cfg.TLSCert != "" {
-		renew := fmt.Sprintf("`pisyncd hub certs %s --renew` (the same CA, so the workstations keep trusting the hub), then restart this hub", filepath.Dir(cfg.TLSCert))
+		renew := fmt.Sprintf("`pisyncd hub certs %s --renew` (the same CA, so the workstations keep trusting the hub), then `pisyncd hub reload` (or SIGHUP) this hub", filepath.Dir(cfg.TLSCert))
 		hints = append(hints, certTimeHint("the hub's certificate "+cfg.TLSCert+" (PISYNC_HUB_TLS_CERT)", cfg.TLSCert, now,
 			"every workstation refuses the hub (x509: certificate has expired or is not yet valid) and nothing is replicated. Issue a new one from the same CA: "+renew,
 			"every workstation refuses the hub then. Issue a new one from the same CA before: "+renew)...)
@@ -567,7 +567,7 @@ func certsCommand(args []string, stdout io.Writer) error {
 		}
 		names := append(slices.Clone(cert.DNSNames), ipStrings(cert)...)
 		fmt.Fprintf(stdout, "new hub certificate for %v from the CA in %s written to %s (hub.pem, hub-key.pem), valid until %s\n", names, dir, dir, cert.NotAfter.UTC().Format(time.DateOnly))
-		fmt.Fprintf(stdout, "the CA (ca.pem) is unchanged: the workstations keep trusting the hub. Restart each hub node with it (copy hub.pem and hub-key.pem to the other nodes of a cluster first)\n")
+		fmt.Fprintf(stdout, "the CA (ca.pem) is unchanged: the workstations keep trusting the hub. Each hub node serves it once it is reloaded (pisyncd hub reload, SIGHUP or systemctl reload pisyncd-hub; its connections stay) or restarted: copy hub.pem and hub-key.pem to the other nodes of a cluster first\n")
 		if ca, err := embedded.ReadCert(filepath.Join(dir, embedded.DevCerts.CA)); err == nil && !cert.NotAfter.Before(ca.NotAfter) {
 			fmt.Fprintf(stdout, "the CA itself expires on %s, and no certificate it signed is trusted after: before then, make a new CA (pisyncd hub certs DIR --hosts ... --force) and give its ca.pem to every workstation (PISYNC_HUB_CA) and hub node\n", ca.NotAfter.UTC().Format(time.DateOnly))
 		}
