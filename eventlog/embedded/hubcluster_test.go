@@ -1,8 +1,12 @@
 package embedded
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"math/big"
+	"net"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -172,4 +176,65 @@ func TestClusterNeedsRouteAuth(t *testing.T) {
 	if !strings.Contains(log.String(), "INSECURE") {
 		t.Errorf("an open hub's plain-text routes are not in the log:\n%s", log.String())
 	}
+}
+
+// TestClusterReloadRenewsCert: a hub certificate renewed in place is taken
+// by a reload on each node of a cluster (nats-server accepts a route TLS
+// change on reload), the routes stay, and the leaf listener then presents
+// the new certificate.
+func TestClusterReloadRenewsCert(t *testing.T) {
+	certs := t.TempDir()
+	if err := GenerateDevCerts(certs, []string{"127.0.0.1", "localhost"}); err != nil {
+		t.Fatal(err)
+	}
+	secret := "route-secret-0123456789abcdefghijklmnopqrstuvwxyz"
+	a1, a2 := testenv.FreeAddr(t), testenv.FreeAddr(t)
+	c1 := clusterNode(t, "h1", certs, secret, a1, a2)
+	h1 := startHub(t, c1)
+	h2 := startHub(t, clusterNode(t, "h2", certs, secret, a2, a1))
+	routed := func() bool { return h1.NATS().NumRoutes() > 0 && h2.NATS().NumRoutes() > 0 }
+	waitFor(t, 20*time.Second, "h2 to join h1", routed)
+	old := leafSerial(t, c1.LeafListen, filepath.Join(certs, "ca.pem"))
+
+	renewed, err := RenewHubCert(certs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []*Server{h1, h2} {
+		if err := h.Reload(); err != nil {
+			t.Fatalf("reload with the renewed certificate: %v", err)
+		}
+	}
+	if got := leafSerial(t, c1.LeafListen, filepath.Join(certs, "ca.pem")); got.Cmp(renewed.SerialNumber) != 0 {
+		t.Fatalf("after the reload h1 presents serial %v, want the renewed %v (old %v)", got, renewed.SerialNumber, old)
+	}
+	if !routed() {
+		t.Fatal("the reload dropped the route between h1 and h2")
+	}
+}
+
+// leafSerial is the serial of the certificate the listener at addr
+// presents after its INFO, as a workstation's TLS handshake sees it.
+func leafSerial(t *testing.T, addr, caFile string) *big.Int {
+	t.Helper()
+	ca, err := ReadCert(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := bufio.NewReader(c).ReadString('\n'); err != nil { // INFO
+		t.Fatal(err)
+	}
+	tc := tls.Client(c, &tls.Config{RootCAs: pool, ServerName: "localhost"})
+	if err := tc.Handshake(); err != nil {
+		t.Fatalf("TLS with %s: %v", addr, err)
+	}
+	return tc.ConnectionState().PeerCertificates[0].SerialNumber
 }
