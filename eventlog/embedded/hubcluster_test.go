@@ -1,12 +1,8 @@
 package embedded
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"math/big"
-	"net"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -31,6 +27,18 @@ func clusterNode(t *testing.T, name, certs, secret, listen string, peers ...stri
 		cfg.Routes = append(cfg.Routes, "nats://"+p)
 	}
 	return cfg
+}
+
+// devCluster makes the development CA and hub certificate of a cluster
+// of two on loopback in a folder of its own, and returns it with the
+// cluster's route secret and its nodes' cluster addresses.
+func devCluster(t *testing.T) (certs, secret, a1, a2 string) {
+	t.Helper()
+	certs = t.TempDir()
+	if err := GenerateDevCerts(certs, []string{"127.0.0.1", "localhost"}); err != nil {
+		t.Fatal(err)
+	}
+	return certs, "route-secret-0123456789abcdefghijklmnopqrstuvwxyz", testenv.FreeAddr(t), testenv.FreeAddr(t)
 }
 
 func startHub(t *testing.T, cfg HubConfig) *Server {
@@ -75,12 +83,7 @@ func stranger(t *testing.T, name, route string, tc *tls.Config) *server.Server {
 // a second hub node with both joins. (With the CA-verified certificate
 // alone, the second stranger joined before routes authenticated.)
 func TestStrangerCannotJoinCluster(t *testing.T) {
-	certs := t.TempDir()
-	if err := GenerateDevCerts(certs, []string{"127.0.0.1", "localhost"}); err != nil {
-		t.Fatal(err)
-	}
-	secret := "route-secret-0123456789abcdefghijklmnopqrstuvwxyz"
-	a1, a2 := testenv.FreeAddr(t), testenv.FreeAddr(t)
+	certs, secret, a1, a2 := devCluster(t)
 	h1 := startHub(t, clusterNode(t, "h1", certs, secret, a1, a2))
 
 	cert, err := tls.LoadX509KeyPair(filepath.Join(certs, "hub.pem"), filepath.Join(certs, "hub-key.pem"))
@@ -183,18 +186,13 @@ func TestClusterNeedsRouteAuth(t *testing.T) {
 // change on reload), the routes stay, and the leaf listener then presents
 // the new certificate.
 func TestClusterReloadRenewsCert(t *testing.T) {
-	certs := t.TempDir()
-	if err := GenerateDevCerts(certs, []string{"127.0.0.1", "localhost"}); err != nil {
-		t.Fatal(err)
-	}
-	secret := "route-secret-0123456789abcdefghijklmnopqrstuvwxyz"
-	a1, a2 := testenv.FreeAddr(t), testenv.FreeAddr(t)
+	certs, secret, a1, a2 := devCluster(t)
 	c1 := clusterNode(t, "h1", certs, secret, a1, a2)
 	h1 := startHub(t, c1)
 	h2 := startHub(t, clusterNode(t, "h2", certs, secret, a2, a1))
 	routed := func() bool { return h1.NATS().NumRoutes() > 0 && h2.NATS().NumRoutes() > 0 }
 	waitFor(t, 20*time.Second, "h2 to join h1", routed)
-	old := leafSerial(t, c1.LeafListen, filepath.Join(certs, "ca.pem"))
+	old := testenv.ServedCertSerial(t, c1.LeafListen, filepath.Join(certs, "ca.pem"))
 
 	renewed, err := RenewHubCert(certs, nil)
 	if err != nil {
@@ -205,36 +203,10 @@ func TestClusterReloadRenewsCert(t *testing.T) {
 			t.Fatalf("reload with the renewed certificate: %v", err)
 		}
 	}
-	if got := leafSerial(t, c1.LeafListen, filepath.Join(certs, "ca.pem")); got.Cmp(renewed.SerialNumber) != 0 {
+	if got := testenv.ServedCertSerial(t, c1.LeafListen, filepath.Join(certs, "ca.pem")); got.Cmp(renewed.SerialNumber) != 0 {
 		t.Fatalf("after the reload h1 presents serial %v, want the renewed %v (old %v)", got, renewed.SerialNumber, old)
 	}
 	if !routed() {
 		t.Fatal("the reload dropped the route between h1 and h2")
 	}
-}
-
-// leafSerial is the serial of the certificate the listener at addr
-// presents after its INFO, as a workstation's TLS handshake sees it.
-func leafSerial(t *testing.T, addr, caFile string) *big.Int {
-	t.Helper()
-	ca, err := ReadCert(caFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := bufio.NewReader(c).ReadString('\n'); err != nil { // INFO
-		t.Fatal(err)
-	}
-	tc := tls.Client(c, &tls.Config{RootCAs: pool, ServerName: "localhost"})
-	if err := tc.Handshake(); err != nil {
-		t.Fatalf("TLS with %s: %v", addr, err)
-	}
-	return tc.ConnectionState().PeerCertificates[0].SerialNumber
 }
