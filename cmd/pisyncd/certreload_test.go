@@ -24,7 +24,8 @@ func TestHubReloadRenewsCert(t *testing.T) {
 	writeSession(t, a, "cert1-session", 2)
 	waitFile(t, b, "cert1-session", 3)
 
-	old := testenv.ServedCertSerial(t, h.leaf, ca)
+	trust := testenv.TrustCA(t, ca, "localhost")
+	old := testenv.ServedCertSerial(t, h.leaf, trust)
 	renewed, err := embedded.RenewHubCert(h.certs, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -32,13 +33,13 @@ func TestHubReloadRenewsCert(t *testing.T) {
 	if renewed.SerialNumber.Cmp(old) == 0 {
 		t.Fatal("the renewed certificate has the old serial")
 	}
-	if got := testenv.ServedCertSerial(t, h.leaf, ca); got.Cmp(old) != 0 {
+	if got := testenv.ServedCertSerial(t, h.leaf, trust); got.Cmp(old) != 0 {
 		t.Fatalf("before the reload the hub serves serial %v, want the old %v", got, old)
 	}
 	if err := reloadHub(context.Background(), h.srv, h.cfg, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
-	if got := testenv.ServedCertSerial(t, h.leaf, ca); got.Cmp(renewed.SerialNumber) != 0 {
+	if got := testenv.ServedCertSerial(t, h.leaf, trust); got.Cmp(renewed.SerialNumber) != 0 {
 		t.Fatalf("after the reload the hub serves serial %v, want the renewed %v (old %v)", got, renewed.SerialNumber, old)
 	}
 	writeSession(t, a, "cert2-session", 2)

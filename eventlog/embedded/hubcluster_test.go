@@ -192,7 +192,8 @@ func TestClusterReloadRenewsCert(t *testing.T) {
 	h2 := startHub(t, clusterNode(t, "h2", certs, secret, a2, a1))
 	routed := func() bool { return h1.NATS().NumRoutes() > 0 && h2.NATS().NumRoutes() > 0 }
 	waitFor(t, 20*time.Second, "h2 to join h1", routed)
-	old := testenv.ServedCertSerial(t, c1.LeafListen, filepath.Join(certs, "ca.pem"))
+	trust := testenv.TrustCA(t, filepath.Join(certs, "ca.pem"), "localhost")
+	old := testenv.ServedCertSerial(t, c1.LeafListen, trust)
 
 	renewed, err := RenewHubCert(certs, nil)
 	if err != nil {
@@ -203,7 +204,7 @@ func TestClusterReloadRenewsCert(t *testing.T) {
 			t.Fatalf("reload with the renewed certificate: %v", err)
 		}
 	}
-	if got := testenv.ServedCertSerial(t, c1.LeafListen, filepath.Join(certs, "ca.pem")); got.Cmp(renewed.SerialNumber) != 0 {
+	if got := testenv.ServedCertSerial(t, c1.LeafListen, trust); got.Cmp(renewed.SerialNumber) != 0 {
 		t.Fatalf("after the reload h1 presents serial %v, want the renewed %v (old %v)", got, renewed.SerialNumber, old)
 	}
 	if !routed() {

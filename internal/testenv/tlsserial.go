@@ -11,11 +11,9 @@ import (
 	"time"
 )
 
-// ServedCertSerial is the serial number of the certificate a NATS listener
-// at addr (a hub's leaf or client port) presents to a client that trusts
-// the CA in caFile and asks for "localhost": NATS sends its INFO in clear,
-// then the TLS handshake follows, as a workstation's link makes it.
-func ServedCertSerial(tb testing.TB, addr, caFile string) *big.Int {
+// TrustCA is a TLS client configuration that trusts only the CA in
+// caFile and expects a certificate for serverName.
+func TrustCA(tb testing.TB, caFile, serverName string) *tls.Config {
 	tb.Helper()
 	pem, err := os.ReadFile(caFile)
 	if err != nil {
@@ -25,6 +23,15 @@ func ServedCertSerial(tb testing.TB, addr, caFile string) *big.Int {
 	if !pool.AppendCertsFromPEM(pem) {
 		tb.Fatalf("no certificate in %s", caFile)
 	}
+	return &tls.Config{RootCAs: pool, ServerName: serverName}
+}
+
+// ServedCertSerial is the serial number of the certificate a NATS listener
+// at addr (a hub's leaf or client port) presents to a client with the
+// configuration tc: NATS sends its INFO in clear, then the TLS handshake
+// follows, as a workstation's link makes it.
+func ServedCertSerial(tb testing.TB, addr string, tc *tls.Config) *big.Int {
+	tb.Helper()
 	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
 	if err != nil {
 		tb.Fatal(err)
@@ -34,9 +41,9 @@ func ServedCertSerial(tb testing.TB, addr, caFile string) *big.Int {
 	if _, err := bufio.NewReader(c).ReadString('\n'); err != nil { // INFO
 		tb.Fatal(err)
 	}
-	tc := tls.Client(c, &tls.Config{RootCAs: pool, ServerName: "localhost"})
-	if err := tc.Handshake(); err != nil {
+	conn := tls.Client(c, tc)
+	if err := conn.Handshake(); err != nil {
 		tb.Fatalf("TLS with %s: %v", addr, err)
 	}
-	return tc.ConnectionState().PeerCertificates[0].SerialNumber
+	return conn.ConnectionState().PeerCertificates[0].SerialNumber
 }

@@ -10,13 +10,17 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // TestSecure: the compose file as it is, a plain `docker-compose up`: the
 // pki service fills the certs volume, every hub listener runs TLS and each
 // workstation is authenticated by its registered nkey. A session crosses
 // both ways, the hubs refuse nothing that should pass, and a connection
-// without credentials is refused.
+// without credentials is refused. The hub certificate renewed and every
+// hub reloaded, each presents the new one; ws2 removed, ws1 links again
+// (with the new certificate) and goes on.
 func TestSecure(t *testing.T) {
 	// The client listener on the private network, so that a client
 	// without credentials can try it.
@@ -57,11 +61,31 @@ func TestSecure(t *testing.T) {
 		t.Fatal("a plain-text client was accepted")
 	}
 
+	// The operator renews the hubs' certificate from the same CA (`hub
+	// certs --renew` where the CA is, the pki service's volume) and
+	// reloads every hub: each presents the new one from then on, without
+	// a restart. (ws1 is made to link again below, with it.)
+	leaf := func(h string) string { return s.ip(h) + ":7422" }
+	insecure := &tls.Config{InsecureSkipVerify: true} // the serial is all that is read
+	old := testenv.ServedCertSerial(t, leaf("hub1"), insecure)
+	out := s.compose(time.Minute, "run", "--rm", "--no-deps", "pki", "hub", "certs", "/certs", "--renew")
+	if !strings.Contains(out, "new hub certificate for [hub1 hub2 hub3]") {
+		t.Fatalf("hub certs --renew: %s", out)
+	}
+	for _, h := range hubs {
+		if out := s.docker(30*time.Second, "exec", s.id(h), "/pisyncd", "hub", "reload"); !strings.Contains(out, "admits 2 node(s)") {
+			t.Fatalf("%s: hub reload: %s", h, out)
+		}
+		if got := testenv.ServedCertSerial(t, leaf(h), insecure); got.Cmp(old) == 0 {
+			t.Fatalf("%s presents the certificate it had before the renewal and the reload (serial %v)", h, got)
+		}
+	}
+
 	// The operator takes ws2 away: its registration removed from the
 	// nodes folder the hubs share (they mount it read-only: the pki
 	// service has it writable), then `hub reload` on every hub, which
 	// closes ws2's link wherever it is. ws2 stays out; ws1 goes on.
-	out := s.compose(time.Minute, "run", "--rm", "--no-deps", "-e", "PISYNC_HUB_NODES_DIR=/certs/nodes", "-e", "PISYNC_HUB_STATE_DIR=/certs",
+	out = s.compose(time.Minute, "run", "--rm", "--no-deps", "-e", "PISYNC_HUB_NODES_DIR=/certs/nodes", "-e", "PISYNC_HUB_STATE_DIR=/certs",
 		"pki", "hub", "remove-node", "ws2")
 	if !strings.Contains(out, "removed node ws2") {
 		t.Fatalf("hub remove-node ws2: %s", out)
