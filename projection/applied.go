@@ -29,16 +29,15 @@ func (a Applied) Get(stream string) uint64 {
 
 func streamOf(e StreamSeq) string { return e.Stream }
 
-// set records the stream's sequence; a new stream's name is kept as
-// given, so it must not be a substring of a message the entry must not
-// keep alive (apply passes the names table's copy).
-func (a *Applied) set(stream string, seq uint64) {
+// set records the stream's sequence; a new stream's name is nm's copy
+// (stream may be a substring of a message the entry must not keep alive).
+func (a *Applied) set(stream string, seq uint64, nm *names) {
 	i, ok := findSorted(*a, stream, streamOf)
 	if ok {
 		(*a)[i].Seq = seq
 		return
 	}
-	*a = slices.Insert(*a, i, StreamSeq{Stream: stream, Seq: seq})
+	*a = slices.Insert(*a, i, StreamSeq{Stream: nm.get(stream), Seq: seq})
 }
 
 // Src is a copy as a map, the form rebuilds and views take.

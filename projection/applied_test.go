@@ -17,7 +17,7 @@ func TestAppliedJSONAsTheMap(t *testing.T) {
 	} {
 		var a Applied
 		for s, seq := range m {
-			a.set(s, seq)
+			a.set(s, seq, &names{})
 		}
 		for s, seq := range m {
 			if got := a.Get(s); got != seq {
@@ -39,9 +39,9 @@ func TestAppliedJSONAsTheMap(t *testing.T) {
 
 func TestAppliedSetKeepsOrder(t *testing.T) {
 	var a Applied
-	a.set("PI_LOCAL", 5)
-	a.set("PI_ALL", 9)
-	a.set("PI_LOCAL", 6)
+	a.set("PI_LOCAL", 5, &names{})
+	a.set("PI_ALL", 9, &names{})
+	a.set("PI_LOCAL", 6, &names{})
 	want := Applied{{"PI_ALL", 9}, {"PI_LOCAL", 6}}
 	if !slices.Equal(a, want) {
 		t.Errorf("applied %v, want %v", a, want)

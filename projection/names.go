@@ -3,10 +3,12 @@ package projection
 import (
 	"strings"
 	"sync"
+
+	"github.com/pisyncd/pisyncd/session"
 )
 
 // names keeps one copy of the short strings that many sessions' catalog
-// entries share: node ids, stream names, working folders, rule sets. Each
+// entries share: node ids, stream names, working folders. Each
 // entry held copies of its own (read from the bucket after a restart, or
 // cloned off an event's message, which it must not keep alive): with
 // 10,000 sessions, about 2.5 MB of a 34 MB heap (docs/PERFORMANCE.md,
@@ -47,10 +49,14 @@ func (n *names) get(s string) string {
 }
 
 // share points the strings of a catalog entry read from the bucket at
-// the kept copies, and its File at its node's file, which holds the same
-// text.
+// the kept copies, its rule set at session's own name for it (what a
+// context view's Rules holds), and its File at its node's file, which
+// holds the same text.
 func (n *names) share(c *CatalogEntry) {
-	c.Cwd, c.Rules = n.get(c.Cwd), n.get(c.Rules)
+	c.Cwd = n.get(c.Cwd)
+	if r, err := session.ParseRuleSet(c.Rules); err == nil {
+		c.Rules = r.String()
+	}
 	for i := range c.Nodes {
 		c.Nodes[i] = n.get(c.Nodes[i])
 	}

@@ -75,11 +75,7 @@ func (s *sessionState) applied(ev *eventlog.Event) bool { return ev.Seq <= s.cat
 // held on to a whole message's headers.
 func (s *sessionState) apply(ev *eventlog.Event, nm *names) {
 	c := &s.cat
-	stream := ev.Stream
-	if c.Src.Get(stream) == 0 {
-		stream = nm.get(stream) // new to the entry, which keeps it
-	}
-	c.Src.set(stream, ev.Seq)
+	c.Src.set(ev.Stream, ev.Seq, nm)
 	node := ev.Node
 	if i := slices.Index(c.Nodes, node); i >= 0 {
 		node = c.Nodes[i]
@@ -189,7 +185,7 @@ func (s *sessionState) refreshCatalog(ctxView *ContextView, nm *names) {
 	}
 	c.LeafID, c.Model, c.Thinking, c.Rules = nil, nil, nil, ""
 	if ctxView != nil {
-		c.LeafID, c.Model, c.Thinking, c.Rules = ctxView.LeafID, ctxView.Model, ctxView.Thinking, nm.get(ctxView.Rules)
+		c.LeafID, c.Model, c.Thinking, c.Rules = ctxView.LeafID, ctxView.Model, ctxView.Thinking, ctxView.Rules
 	}
 }
 
