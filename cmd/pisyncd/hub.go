@@ -8,12 +8,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -186,6 +189,10 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 // remove-node` through the control socket): the connections of a node no
 // longer registered are closed, and a new team gets its PI_HUB.
 func reloadHub(ctx context.Context, h *embedded.Server, cfg *config.Hub, logger *slog.Logger) error {
+	if err := hubFilesReadable(cfg); err != nil {
+		logger.Error("reload failed; keeping the previous nodes and certificate", "err", err)
+		return fmt.Errorf("reload failed, the hub keeps the nodes and certificate it had: %w", err)
+	}
 	if err := h.Reload(); err != nil {
 		logger.Error("reload failed; keeping the previous nodes", "err", err)
 		return fmt.Errorf("reload failed, the hub keeps the nodes it had: %w", err)
@@ -300,6 +307,9 @@ func hubConfig(cfg *config.Hub, logger *slog.Logger) (embedded.HubConfig, error)
 		Logger: logger, Auth: !cfg.Open, NodesDir: cfg.NodesDir,
 		StoreCipher: cfg.StoreCipher, StoreKeyFile: cfg.StoreKeyFile,
 	}
+	if err := hubFilesReadable(cfg); err != nil {
+		return hc, err
+	}
 	if cfg.TLSCert != "" {
 		hc.TLS = &embedded.HubTLS{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, CAFile: cfg.TLSCA}
 	}
@@ -311,6 +321,47 @@ func hubConfig(cfg *config.Hub, logger *slog.Logger) (embedded.HubConfig, error)
 		hc.RouteSecret = secret
 	}
 	return hc, nil
+}
+
+// hubFilesReadable says which of the hub's TLS and route secret files its
+// process may not read, with whose they are and the fix. The files are
+// 0600, so made (or renewed, before it kept their owner) by root for a
+// hub that runs as a user of its own, they stop it at start or reload,
+// where nats-server says only "permission denied".
+func hubFilesReadable(cfg *config.Hub) error {
+	for _, f := range []struct{ env, path string }{
+		{"TLS_CERT", cfg.TLSCert}, {"TLS_KEY", cfg.TLSKey}, {"TLS_CA", cfg.TLSCA}, {"ROUTE_SECRET", cfg.RouteSecret},
+	} {
+		if f.path == "" {
+			continue
+		}
+		fh, err := os.Open(f.path)
+		if err == nil {
+			fh.Close()
+			continue
+		}
+		if !errors.Is(err, fs.ErrPermission) {
+			continue // missing or unreadable otherwise: the server's own error says it
+		}
+		whose := ""
+		if fi, serr := os.Stat(f.path); serr == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				whose = fmt.Sprintf(", which belongs to %s with mode %04o", userName(st.Uid), fi.Mode().Perm())
+			}
+		}
+		return fmt.Errorf("the hub runs as %s and cannot read %s (%s_%s)%s: give it to the hub's user (chown %s %s), or make the certificates as that user (sudo -u %s pisyncd hub certs DIR ...); a renewal (--renew) keeps each file's owner",
+			userName(uint32(os.Geteuid())), f.path, config.HubPrefix, f.env, whose, userName(uint32(os.Geteuid())), f.path, userName(uint32(os.Geteuid())))
+	}
+	return nil
+}
+
+// userName is the name of user uid, or its number.
+func userName(uid uint32) string {
+	id := strconv.FormatUint(uint64(uid), 10)
+	if u, err := user.LookupId(id); err == nil {
+		return u.Username
+	}
+	return "uid " + id
 }
 
 // StartHub starts a hub node and makes sure every team's account has

@@ -174,7 +174,7 @@ func issueHubCert(dir string, hosts []string, caCert *x509.Certificate, caKey cr
 }
 
 func writePEM(dir, name, typ string, der []byte) error {
-	return fsutil.WriteFileAtomic(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}))
+	return fsutil.ReplaceFileKeepOwner(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}))
 }
 
 // ReadCert reads the first certificate of a PEM file.

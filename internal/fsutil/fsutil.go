@@ -3,13 +3,35 @@
 package fsutil
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // WriteFileAtomic writes data to path with mode 0600 through a temp file,
 // fsync and rename, so a crash leaves the old file or the new, never half.
 func WriteFileAtomic(path string, data []byte) error {
+	return writeAtomic(path, data, false)
+}
+
+// ReplaceFileKeepOwner is WriteFileAtomic for a file another user may
+// have to read: what it replaces keeps its owner and group. A file an
+// operator renews as root (a hub's TLS key, 0600) must stay readable by
+// the service's own user, or the service cannot load it at its next
+// reload or start. A process that cannot give the file back to its
+// owner (not root) writes nothing and says so.
+func ReplaceFileKeepOwner(path string, data []byte) error {
+	return writeAtomic(path, data, true)
+}
+
+func writeAtomic(path string, data []byte, keepOwner bool) error {
+	owner, hasOwner, err := ownerToKeep(path, keepOwner)
+	if err != nil {
+		return err
+	}
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*") // created 0600
 	if err != nil {
@@ -17,6 +39,12 @@ func WriteFileAtomic(path string, data []byte) error {
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp) // no-op after a successful rename
+	if hasOwner {
+		if err := f.Chown(owner.uid, owner.gid); err != nil {
+			f.Close()
+			return fmt.Errorf("%s belongs to uid %d, gid %d, and this process (uid %d) cannot give its replacement back to them: %w; run this as that user or as root", path, owner.uid, owner.gid, os.Geteuid(), err)
+		}
+	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return err
@@ -37,4 +65,35 @@ func WriteFileAtomic(path string, data []byte) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+type fileOwner struct{ uid, gid int }
+
+// ownerToKeep returns the owner of the file at path when keep is set, it
+// exists and it is not already what a new file of this process gets.
+// Checked before anything is written, so that a refusal leaves no file
+// half-renewed.
+func ownerToKeep(path string, keep bool) (fileOwner, bool, error) {
+	if !keep {
+		return fileOwner{}, false, nil
+	}
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fileOwner{}, false, nil
+	}
+	if err != nil {
+		return fileOwner{}, false, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileOwner{}, false, nil
+	}
+	o := fileOwner{uid: int(st.Uid), gid: int(st.Gid)}
+	if o.uid == os.Geteuid() && o.gid == os.Getegid() {
+		return fileOwner{}, false, nil
+	}
+	if os.Geteuid() != 0 && o.uid != os.Geteuid() {
+		return fileOwner{}, false, fmt.Errorf("%s belongs to uid %d and this process runs as uid %d, so its replacement would not be theirs (a service running as them could no longer read it): run this as that user (sudo -u) or as root", path, o.uid, os.Geteuid())
+	}
+	return o, true, nil
 }

@@ -1,0 +1,119 @@
+package fsutil
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
+)
+
+// replaceEnv names the file a helper process (this test binary run as
+// another user) replaces: TestMain does it and exits, printing the error.
+const replaceEnv = "PISYNC_TEST_REPLACE_FILE"
+
+func TestMain(m *testing.M) {
+	if p := os.Getenv(replaceEnv); p != "" {
+		if err := ReplaceFileKeepOwner(p, []byte("helper's\n")); err != nil {
+			fmt.Println(err)
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+const nobody = testenv.Nobody
+
+func owner(t *testing.T, path string) (uid, gid uint32, mode os.FileMode) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	return st.Uid, st.Gid, fi.Mode().Perm()
+}
+
+// TestReplaceKeepsOwner: an operator renewing the hub's certificate as
+// root (sudo pisyncd hub certs DIR --renew) left hub-key.pem root's, 0600,
+// and the hub, running as its own user, could no longer load it at its
+// next reload or start. The replacement now keeps the replaced file's
+// owner and group.
+func TestReplaceKeepsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to hand a file to another user (CI runs as root)")
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "hub-key.pem")
+	if err := os.WriteFile(p, []byte("old\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(p, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReplaceFileKeepOwner(p, []byte("new\n")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "new\n" {
+		t.Fatalf("content %q", b)
+	}
+	if uid, gid, mode := owner(t, p); uid != nobody || gid != nobody || mode != 0o600 {
+		t.Errorf("replaced file: uid %d gid %d mode %v, want %d %d 0600", uid, gid, mode, nobody, nobody)
+	}
+	// A new file is the writer's, as with WriteFileAtomic.
+	q := filepath.Join(dir, "hub.pem")
+	if err := ReplaceFileKeepOwner(q, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if uid, _, mode := owner(t, q); uid != 0 || mode != 0o600 {
+		t.Errorf("new file: uid %d mode %v, want 0 0600", uid, mode)
+	}
+}
+
+// TestReplaceRefusedForAnotherUsersFile: a user who can write the folder
+// but not give a file back to its owner replaces nothing: the owner's
+// service would lose its file.
+func TestReplaceRefusedForAnotherUsersFile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run a helper as another user (CI runs as root)")
+	}
+	base, err := os.MkdirTemp("", "replace") // nobody must enter it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(base, "certs")
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "hub-key.pem")
+	if err := os.WriteFile(p, []byte("root's\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := testenv.AsNobody(t)
+	cmd.Env = append(cmd.Env, replaceEnv+"="+p)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the helper replaced root's file: %s", out)
+	}
+	if !strings.Contains(string(out), "belongs to uid 0") || !strings.Contains(string(out), "sudo -u") {
+		t.Errorf("the helper's error does not name the owner and the fix: %s (%v)", out, err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "root's\n" {
+		t.Errorf("the file was changed: %q", b)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, ".*"))
+	if len(left) > 0 {
+		t.Errorf("temp files left: %v", left)
+	}
+}
