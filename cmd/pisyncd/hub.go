@@ -323,15 +323,24 @@ func hubConfig(cfg *config.Hub, logger *slog.Logger) (embedded.HubConfig, error)
 	return hc, nil
 }
 
-// hubFilesReadable says which of the hub's TLS and route secret files its
-// process may not read, with whose they are and the fix. The files are
-// 0600, so made (or renewed, before it kept their owner) by root for a
-// hub that runs as a user of its own, they stop it at start or reload,
-// where nats-server says only "permission denied".
+// hubFilesReadable says which of the hub's TLS, route secret and node
+// files its process may not read, with whose they are and the fix. The
+// files are 0600, so made by root (or renewed or registered with sudo,
+// before those kept the owner) for a hub that runs as a user of its own,
+// they stop it at start or reload, where the error said only "permission
+// denied".
 func hubFilesReadable(cfg *config.Hub) error {
-	for _, f := range []struct{ env, path string }{
+	files := []struct{ env, path string }{
 		{"TLS_CERT", cfg.TLSCert}, {"TLS_KEY", cfg.TLSKey}, {"TLS_CA", cfg.TLSCA}, {"ROUTE_SECRET", cfg.RouteSecret},
-	} {
+		{"NODES_DIR", cfg.NodesDir},
+	}
+	if cfg.NodesDir != "" {
+		nodes, _ := filepath.Glob(filepath.Join(cfg.NodesDir, "*.json"))
+		for _, n := range nodes {
+			files = append(files, struct{ env, path string }{"NODES_DIR", n})
+		}
+	}
+	for _, f := range files {
 		if f.path == "" {
 			continue
 		}
@@ -343,14 +352,17 @@ func hubFilesReadable(cfg *config.Hub) error {
 		if !errors.Is(err, fs.ErrPermission) {
 			continue // missing or unreadable otherwise: the server's own error says it
 		}
-		whose := ""
+		whose, chown := "", "chown"
 		if fi, serr := os.Stat(f.path); serr == nil {
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 				whose = fmt.Sprintf(", which belongs to %s with mode %04o", userName(st.Uid), fi.Mode().Perm())
 			}
+			if fi.IsDir() {
+				chown = "chown -R"
+			}
 		}
-		return fmt.Errorf("the hub runs as %s and cannot read %s (%s_%s)%s: give it to the hub's user (chown %s %s), or make the certificates as that user (sudo -u %s pisyncd hub certs DIR ...); a renewal (--renew) keeps each file's owner",
-			userName(uint32(os.Geteuid())), f.path, config.HubPrefix, f.env, whose, userName(uint32(os.Geteuid())), f.path, userName(uint32(os.Geteuid())))
+		return fmt.Errorf("the hub runs as %s and cannot read %s (%s_%s)%s: give it to the hub's user (%s %s %s), or make it as that user (sudo -u %s pisyncd hub certs DIR ..., or add-node); a renewal (--renew) and a node registered into a folder of the hub's keep its owner",
+			userName(uint32(os.Geteuid())), f.path, config.HubPrefix, f.env, whose, chown, userName(uint32(os.Geteuid())), f.path, userName(uint32(os.Geteuid())))
 	}
 	return nil
 }

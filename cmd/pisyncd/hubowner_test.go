@@ -19,7 +19,8 @@ import (
 // says whose they are and the fix. And `sudo pisyncd hub certs DIR
 // --renew` left hub.pem and hub-key.pem root's, so the reload that was to
 // serve them failed; the renewal now keeps each file's owner, and the
-// hub, reloaded, serves the new certificate.
+// hub, reloaded, serves the new certificate. So with `sudo pisyncd hub
+// add-node` into the hub's state dir.
 func TestHubAsItsUserAfterRootRenews(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root, to run the hub as another user (CI runs as root)")
@@ -45,12 +46,13 @@ func TestHubAsItsUserAfterRootRenews(t *testing.T) {
 		t.Fatal(err)
 	}
 	leaf := testenv.FreeAddr(t)
+	hubEnv := []string{"PISYNC_HUB_NAME=hub-own",
+		"PISYNC_HUB_STATE_DIR=" + state, "PISYNC_HUB_LEAF_LISTEN=" + leaf, "PISYNC_HUB_LISTEN=" + testenv.FreeAddr(t),
+		"PISYNC_HUB_TLS_CERT=" + filepath.Join(certs, "hub.pem"), "PISYNC_HUB_TLS_KEY=" + filepath.Join(certs, "hub-key.pem"),
+		"PISYNC_HUB_TLS_CA=" + filepath.Join(certs, "ca.pem")}
 	start := func() (*syscallProc, *lockedWriter) {
 		cmd := testenv.AsNobody(t, "hub")
-		cmd.Env = append(cmd.Env, "PISYNC_TEST_AS_MAIN=1", "PISYNC_HUB_NAME=hub-own",
-			"PISYNC_HUB_STATE_DIR="+state, "PISYNC_HUB_LEAF_LISTEN="+leaf, "PISYNC_HUB_LISTEN="+testenv.FreeAddr(t),
-			"PISYNC_HUB_TLS_CERT="+filepath.Join(certs, "hub.pem"), "PISYNC_HUB_TLS_KEY="+filepath.Join(certs, "hub-key.pem"),
-			"PISYNC_HUB_TLS_CA="+filepath.Join(certs, "ca.pem"))
+		cmd.Env = append(append(cmd.Env, "PISYNC_TEST_AS_MAIN=1"), hubEnv...)
 		out := &lockedWriter{w: &bytes.Buffer{}}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
@@ -97,9 +99,33 @@ func TestHubAsItsUserAfterRootRenews(t *testing.T) {
 	trust := testenv.TrustCA(t, filepath.Join(certs, "ca.pem"), "localhost")
 	old := testenv.ServedCertSerial(t, leaf, trust)
 
+	// A node registered by root into the hub's state dir: the nodes
+	// folder and its file are the hub's, which reloads and admits it
+	// (before, both were root's, 0700 and 0600, and the reload failed).
+	for _, kv := range hubEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	var said bytes.Buffer
+	if err := addNodeCommand([]string{"laptop", "--out", filepath.Join(base, "laptop.nkey")}, &said); err != nil {
+		t.Fatalf("add-node as root: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(said.String(), "the hub node running here reloaded and admits laptop") {
+		t.Errorf("add-node as root says:\n%s", said.String())
+	}
+	for _, p := range []string{filepath.Join(state, "nodes"), filepath.Join(state, "nodes", "laptop.json")} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); st.Uid != testenv.Nobody {
+			t.Errorf("%s is uid %d's, want the hub's user's", p, st.Uid)
+		}
+	}
+
 	// Renewed by root, then reloaded: the hub still reads its files and
 	// serves the new certificate.
-	var said bytes.Buffer
+	said.Reset()
 	if err := certsCommand([]string{filepath.Clean(certs), "--renew"}, &said); err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +142,7 @@ func TestHubAsItsUserAfterRootRenews(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	reloads := strings.Count(out.String(), "reloaded registered nodes") // add-node's
 	if err := syscall.Kill(p.pid, syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +150,7 @@ func TestHubAsItsUserAfterRootRenews(t *testing.T) {
 		if strings.Contains(out.String(), "reload failed") {
 			t.Fatalf("the reload after a renewal by root failed:\n%s", out.String())
 		}
-		return strings.Contains(out.String(), "reloaded registered nodes"), "the reload:\n" + out.String()
+		return strings.Count(out.String(), "reloaded registered nodes") > reloads, "the reload:\n" + out.String()
 	})
 	if got := testenv.ServedCertSerial(t, leaf, trust); got.Cmp(renewed.SerialNumber) != 0 || got.Cmp(old) == 0 {
 		t.Fatalf("after the reload the hub serves serial %v, want the renewed %v (old %v)", got, renewed.SerialNumber, old)

@@ -73,7 +73,7 @@ func ReplaceDevCerts(dir string, hosts []string) error {
 	if len(hosts) == 0 {
 		return fmt.Errorf("dev certs: no host names")
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := fsutil.MkdirAllKeepOwner(dir); err != nil {
 		return err
 	}
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

@@ -92,12 +92,15 @@ func addNode(dir, name, team string, replace bool) ([]byte, *Node, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// Registered with sudo into the hub's state dir, the folder and the
+	// file take its owner: the hub, running as a user of its own, reads
+	// them at its reload.
+	if err := fsutil.MkdirAllKeepOwner(dir); err != nil {
 		return nil, nil, err
 	}
 	path := filepath.Join(dir, name+".json")
 	b, _ := json.MarshalIndent(Node{Name: name, Team: team, Nkey: pub}, "", "  ")
-	if err := fsutil.WriteFileAtomic(path, append(b, '\n')); err != nil {
+	if err := fsutil.ReplaceFileKeepOwner(path, append(b, '\n')); err != nil {
 		return nil, nil, err
 	}
 	if old == nil {

@@ -17,14 +17,43 @@ func WriteFileAtomic(path string, data []byte) error {
 	return writeAtomic(path, data, false)
 }
 
-// ReplaceFileKeepOwner is WriteFileAtomic for a file another user may
-// have to read: what it replaces keeps its owner and group. A file an
-// operator renews as root (a hub's TLS key, 0600) must stay readable by
-// the service's own user, or the service cannot load it at its next
-// reload or start. A process that cannot give the file back to its
-// owner (not root) writes nothing and says so.
+// ReplaceFileKeepOwner is WriteFileAtomic for a file a service running as
+// another user reads: what it replaces keeps its owner and group, and a
+// new file, run as root, takes its folder's. A file an operator renews as
+// root (a hub's TLS key, 0600), or a node registered with sudo into the
+// hub's state dir, must stay readable by the service's own user, or the
+// service cannot load it at its next reload or start. A process that
+// cannot give a file it replaces back to its owner (not root) writes
+// nothing and says so.
 func ReplaceFileKeepOwner(path string, data []byte) error {
 	return writeAtomic(path, data, true)
+}
+
+// MkdirAllKeepOwner is os.MkdirAll with mode 0700 where each folder it
+// makes, run as root, takes the owner of the folder it is made in, as
+// ReplaceFileKeepOwner's new files do.
+func MkdirAllKeepOwner(dir string) error {
+	if fi, err := os.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
+		}
+		return nil
+	}
+	if parent := filepath.Dir(dir); parent != dir {
+		if err := MkdirAllKeepOwner(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil // made meanwhile
+		}
+		return err
+	}
+	if o, ok := folderOwner(filepath.Dir(dir)); ok {
+		return os.Lchown(dir, o.uid, o.gid)
+	}
+	return nil
 }
 
 func writeAtomic(path string, data []byte, keepOwner bool) error {
@@ -69,31 +98,54 @@ func writeAtomic(path string, data []byte, keepOwner bool) error {
 
 type fileOwner struct{ uid, gid int }
 
-// ownerToKeep returns the owner of the file at path when keep is set, it
-// exists and it is not already what a new file of this process gets.
-// Checked before anything is written, so that a refusal leaves no file
-// half-renewed.
+// ownerToKeep returns who the file written at path is to belong to when
+// keep is set, if not this process: the owner of the file it replaces,
+// or for a new file, when running as root, its folder's. Checked before
+// anything is written, so that a refusal leaves no file half-renewed.
 func ownerToKeep(path string, keep bool) (fileOwner, bool, error) {
 	if !keep {
 		return fileOwner{}, false, nil
 	}
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return fileOwner{}, false, nil
+		o, ok := folderOwner(filepath.Dir(path))
+		return o, ok, nil
 	}
 	if err != nil {
 		return fileOwner{}, false, err
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fileOwner{}, false, nil
-	}
-	o := fileOwner{uid: int(st.Uid), gid: int(st.Gid)}
-	if o.uid == os.Geteuid() && o.gid == os.Getegid() {
+	o, ok := ownerOf(fi)
+	if !ok || o.uid == os.Geteuid() && o.gid == os.Getegid() {
 		return fileOwner{}, false, nil
 	}
 	if os.Geteuid() != 0 && o.uid != os.Geteuid() {
 		return fileOwner{}, false, fmt.Errorf("%s belongs to uid %d and this process runs as uid %d, so its replacement would not be theirs (a service running as them could no longer read it): run this as that user (sudo -u) or as root", path, o.uid, os.Geteuid())
 	}
 	return o, true, nil
+}
+
+// folderOwner is the owner of folder dir, when this process runs as root
+// and it is another: what root makes in it is given to them. Another
+// user's new files stay theirs (a folder such as /tmp is root's).
+func folderOwner(dir string) (fileOwner, bool) {
+	if os.Geteuid() != 0 {
+		return fileOwner{}, false
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fileOwner{}, false
+	}
+	o, ok := ownerOf(fi)
+	if !ok || o.uid == 0 {
+		return fileOwner{}, false
+	}
+	return o, true
+}
+
+func ownerOf(fi fs.FileInfo) (fileOwner, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileOwner{}, false
+	}
+	return fileOwner{uid: int(st.Uid), gid: int(st.Gid)}, true
 }

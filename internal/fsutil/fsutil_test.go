@@ -64,13 +64,38 @@ func TestReplaceKeepsOwner(t *testing.T) {
 	if uid, gid, mode := owner(t, p); uid != nobody || gid != nobody || mode != 0o600 {
 		t.Errorf("replaced file: uid %d gid %d mode %v, want %d %d 0600", uid, gid, mode, nobody, nobody)
 	}
-	// A new file is the writer's, as with WriteFileAtomic.
+	// A new file in root's folder is root's, as with WriteFileAtomic.
 	q := filepath.Join(dir, "hub.pem")
 	if err := ReplaceFileKeepOwner(q, []byte("x")); err != nil {
 		t.Fatal(err)
 	}
 	if uid, _, mode := owner(t, q); uid != 0 || mode != 0o600 {
 		t.Errorf("new file: uid %d mode %v, want 0 0600", uid, mode)
+	}
+	// In the service's folder (a node registered with sudo into the hub's
+	// state dir), new folders and files are the service's.
+	state := filepath.Join(dir, "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(state, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	nodes := filepath.Join(state, "nodes", "team")
+	if err := MkdirAllKeepOwner(nodes); err != nil {
+		t.Fatal(err)
+	}
+	n := filepath.Join(nodes, "laptop.json")
+	if err := ReplaceFileKeepOwner(n, []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Dir(nodes), nodes, n} {
+		if uid, gid, mode := owner(t, p); uid != nobody || gid != nobody || mode&0o077 != 0 {
+			t.Errorf("%s: uid %d gid %d mode %v, want the folder's owner's, 0700 or 0600", p, uid, gid, mode)
+		}
+	}
+	if err := MkdirAllKeepOwner(n); err == nil {
+		t.Error("MkdirAllKeepOwner over a file: no error")
 	}
 }
 
