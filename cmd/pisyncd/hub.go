@@ -599,6 +599,9 @@ func addNodeCommand(args []string, stdout io.Writer) error {
 	case err != nil:
 		return fmt.Errorf("node %s registered, but the hub node running here did not reload, so it does not admit the node yet: %w; mend that and run pisyncd hub reload", name, err)
 	case !reloaded:
+		if hint := serviceStateDirHint(cfg); hint != "" {
+			fmt.Fprintf(stdout, "no hub node runs on this state dir, and %s\n", hint)
+		}
 		fmt.Fprintln(stdout, "then reload the running hub nodes: pisyncd hub reload on each (or SIGHUP), or restart them")
 	default:
 		fmt.Fprintf(stdout, "the hub node running here reloaded and admits %s\n", name)

@@ -317,6 +317,9 @@ func doHub(ctx context.Context, cfg *config.Hub, method, path string) (*http.Res
 	}
 	resp, err := controlClient(cfg.StateDir).Do(req)
 	if err != nil {
+		if hint := serviceStateDirHint(cfg); hint != "" {
+			return nil, fmt.Errorf("%w (no answer on %s): %s", errNoHubHere, filepath.Join(cfg.StateDir, config.ControlSocket), hint)
+		}
 		return nil, fmt.Errorf("%w (no answer on %s; set PISYNC_HUB_STATE_DIR, or use --server)", errNoHubHere, filepath.Join(cfg.StateDir, config.ControlSocket))
 	}
 	if resp.StatusCode != http.StatusOK {

@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strings"
 	"text/template"
+
+	"github.com/pisyncd/pisyncd/config"
 )
 
 const hubServiceUsage = "pisyncd hub service [--install]"
@@ -103,7 +105,32 @@ func hubServiceCommand(args []string, stdout io.Writer) error {
 	if dir, hidden := hiddenFromHub(exe); hidden {
 		return fmt.Errorf("hub service: %s is under %s, which the unit hides from the hub (ProtectHome, PrivateTmp): the service would not find it. Install it first (sudo install -m 0755 %s /usr/local/bin/pisyncd) and run /usr/local/bin/pisyncd hub service", exe, dir, exe)
 	}
-	return writeHubService(exe, "/etc/systemd/system", install, stdout)
+	return writeHubService(exe, hubUnitDir, install, stdout)
+}
+
+// hubUnitDir is where `hub service --install` writes the hub's unit.
+var hubUnitDir = "/etc/systemd/system"
+
+// serviceStateDirHint says so when the hub unit installed here keeps its
+// state in another folder than cfg's: the hub commands run in an
+// operator's shell do not have the unit's environment, so `hub add-node`
+// registered a node in the operator's own state dir, which the service
+// never reads, and `hub reload` found no hub. "" otherwise.
+func serviceStateDirHint(cfg *config.Hub) string {
+	unit := filepath.Join(hubUnitDir, "pisyncd-hub.service")
+	b, err := os.ReadFile(unit)
+	if err != nil {
+		return ""
+	}
+	const key = "Environment=" + config.HubPrefix + "_STATE_DIR="
+	for line := range strings.Lines(string(b)) {
+		dir, ok := strings.CutPrefix(strings.TrimSpace(line), key)
+		if !ok || dir == "" || filepath.Clean(dir) == filepath.Clean(cfg.StateDir) {
+			continue
+		}
+		return fmt.Sprintf("the hub service installed here (%s) keeps its state in %s, and this command used %s: for that hub, run it as sudo env %s_STATE_DIR=%s pisyncd hub ...", unit, dir, cfg.StateDir, config.HubPrefix, dir)
+	}
+	return ""
 }
 
 // hiddenFromHub reports the folder of exe that the unit's sandbox hides

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/pisyncd/pisyncd/config"
 )
 
 func TestServiceFiles(t *testing.T) {
@@ -172,5 +174,45 @@ func TestServiceInstallsOnlyNative(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(home); len(entries) != 0 {
 		t.Errorf("it wrote into the home: %v", entries)
+	}
+}
+
+// TestHubCommandsNameTheServiceStateDir: the hub commands run in an
+// operator's shell have none of the installed unit's environment. `hub
+// add-node` registered the node in the operator's own state dir, which
+// the service never reads, and said only to reload; `hub reload` found no
+// hub. Both now name the service's state dir and the command to run.
+func TestHubCommandsNameTheServiceStateDir(t *testing.T) {
+	units := t.TempDir()
+	was := hubUnitDir
+	hubUnitDir = units
+	t.Cleanup(func() { hubUnitDir = was })
+	unit, err := hubServiceFile("/usr/local/bin/pisyncd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(units, "pisyncd-hub.service"), unit, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(t.TempDir(), "hub-state")
+	t.Setenv("PISYNC_HUB_STATE_DIR", state)
+	t.Setenv("PISYNC_HUB_NODES_DIR", "")
+	want := "keeps its state in /var/lib/pisyncd-hub, and this command used " + state + ": for that hub, run it as sudo env PISYNC_HUB_STATE_DIR=/var/lib/pisyncd-hub pisyncd hub ..."
+	code, _, stderr := mainIn(t, "hub", "reload")
+	if code != 1 || !strings.Contains(stderr, "no hub node runs here") || !strings.Contains(stderr, want) {
+		t.Errorf("hub reload: exit %d, %s", code, stderr)
+	}
+	code, stdout, stderr := mainIn(t, "hub", "add-node", "laptop", "--out", filepath.Join(t.TempDir(), "laptop.nkey"))
+	if code != 0 || !strings.Contains(stdout, "no hub node runs on this state dir, and the hub service installed here") || !strings.Contains(stdout, want) {
+		t.Errorf("hub add-node: exit %d, %s%s", code, stdout, stderr)
+	}
+	// The service's own state dir: nothing to say.
+	t.Setenv("PISYNC_HUB_STATE_DIR", "/var/lib/pisyncd-hub")
+	cfg, err := config.LoadHub()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := serviceStateDirHint(cfg); h != "" {
+		t.Errorf("hint for the service's own state dir: %s", h)
 	}
 }
