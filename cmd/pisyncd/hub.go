@@ -72,8 +72,10 @@ Usage:
                                        each team's share of the store, and what each node holds
                                        on PI_HUB, largest first (which node filled a share); asks
                                        the hub node running here, or any hub with --server as above
-  pisyncd hub service [--install]      print (or install) a systemd system unit that runs this
-                                       binary as a hub node, as a user of its own (pisyncd-hub)
+  pisyncd hub service [systemd|launchd] [--install]
+                                       print (or install) a system service that runs this binary
+                                       as a hub node, as a user of its own: a systemd unit
+                                       (pisyncd-hub), or a launchd daemon on macOS (_pisyncd-hub)
   pisyncd hub upgrade                  copy a PI_HUB made by an older pisyncd into settings that
                                        allow erasing (once, on one node of a cluster; a single
                                        node does it when it starts)

@@ -14,7 +14,7 @@ import (
 	"github.com/pisyncd/pisyncd/config"
 )
 
-const hubServiceUsage = "pisyncd hub service [--install]"
+const hubServiceUsage = "pisyncd hub service [systemd|launchd] [--install]"
 
 // A hub node is a server's, not a person's: a systemd system unit (not a
 // user unit, as `pisyncd service` writes for a workstation) running it as
@@ -74,15 +74,65 @@ SystemCallArchitectures=native
 WantedBy=multi-user.target
 `
 
-// hubServiceFile renders the hub's systemd unit for the binary exe.
-func hubServiceFile(exe string) ([]byte, error) {
+// hubLaunchdTemplate is the hub's launchd daemon for macOS: a system
+// daemon (in /Library/LaunchDaemons, loaded at boot, not at a login) run
+// as a user of its own, _pisyncd-hub, with a umask that keeps what it
+// writes its own. launchd makes no folder, so the state dir is made
+// beforehand (docs/HUB.md); `launchctl kill HUP system/io.pisyncd.hub` is
+// the reload.
+const hubLaunchdTemplate = `<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0">
+<dict>
+	<key>Label</key>
+	<string>io.pisyncd.hub</string>
+	<key>ProgramArguments</key>
+	<array>
+		<string>{{.Exe}}</string>
+		<string>hub</string>
+	</array>
+	<key>UserName</key>
+	<string>_pisyncd-hub</string>
+	<key>GroupName</key>
+	<string>_pisyncd-hub</string>
+	<key>Umask</key>
+	<integer>63</integer>
+	<key>EnvironmentVariables</key>
+	<dict>
+		<key>PISYNC_HUB_STATE_DIR</key>
+		<string>/usr/local/var/pisyncd-hub</string>
+		<!-- PISYNC_HUB_* settings go here, e.g. PISYNC_HUB_NAME and the TLS files. -->
+	</dict>
+	<key>RunAtLoad</key>
+	<true/>
+	<key>KeepAlive</key>
+	<dict>
+		<key>SuccessfulExit</key>
+		<false/>
+	</dict>
+	<key>ExitTimeOut</key>
+	<integer>20</integer>
+	<key>StandardErrorPath</key>
+	<string>/usr/local/var/log/pisyncd-hub.log</string>
+</dict>
+</plist>
+`
+
+// hubServiceFile renders the hub's service file of kind (systemd or
+// launchd) for the binary exe.
+func hubServiceFile(kind, exe string) ([]byte, error) {
+	text, ok := map[string]string{"systemd": hubServiceTemplate, "launchd": hubLaunchdTemplate}[kind]
+	if !ok {
+		return nil, &usageError{Msg: fmt.Sprintf("hub service: unknown kind %q (systemd or launchd)", kind), Usage: hubServiceUsage}
+	}
 	var b bytes.Buffer
-	err := template.Must(template.New("hub").Parse(hubServiceTemplate)).Execute(&b, struct{ Exe string }{exe})
+	err := template.Must(template.New(kind).Parse(text)).Execute(&b, struct{ Exe string }{exe})
 	return b.Bytes(), err
 }
 
 func hubServiceCommand(args []string, stdout io.Writer) error {
 	install := false
+	var kind string
 	for _, a := range args {
 		switch {
 		case a == "--install" || a == "-install":
@@ -91,44 +141,81 @@ func hubServiceCommand(args []string, stdout io.Writer) error {
 			return &helpRequest{Usage: hubServiceUsage}
 		case strings.HasPrefix(a, "-"):
 			return &usageError{Msg: "hub service: flag provided but not defined: " + a, Usage: hubServiceUsage}
+		case a != "systemd" && a != "launchd":
+			return &usageError{Msg: fmt.Sprintf("hub service: unknown kind %q: systemd or launchd (elsewhere run pisyncd hub under your own supervisor, or in Docker: docs/CLUSTER.md)", a), Usage: hubServiceUsage}
+		case kind != "":
+			return &usageError{Msg: fmt.Sprintf("hub service: one kind, got %q and %q", kind, a), Usage: hubServiceUsage}
 		default:
-			return &usageError{Msg: fmt.Sprintf("hub service takes no arguments, got %q (a systemd unit is the only kind; elsewhere run pisyncd hub under your own supervisor, or in Docker: docs/CLUSTER.md)", a), Usage: hubServiceUsage}
+			kind = a
 		}
 	}
-	if install && runtime.GOOS != "linux" {
-		return fmt.Errorf("hub service: --install writes a systemd unit, and this is %s: print it without --install, or run pisyncd hub under your own supervisor", runtime.GOOS)
+	native := "systemd"
+	if runtime.GOOS == "darwin" {
+		native = "launchd"
+	}
+	if kind == "" {
+		kind = native
+	}
+	if install && (kind != native || runtime.GOOS != "linux" && runtime.GOOS != "darwin") {
+		return fmt.Errorf("hub service: --install writes a %s file, and this is %s, whose service manager would not read it: print it without --install, or run pisyncd hub under your own supervisor", kind, runtime.GOOS)
 	}
 	exe, err := serviceExe("pisyncd hub service")
 	if err != nil {
 		return err
 	}
-	if dir, hidden := hiddenFromHub(exe); hidden {
+	if dir, hidden := hiddenFromHub(exe); hidden && kind == "systemd" {
 		return fmt.Errorf("hub service: %s is under %s, which the unit hides from the hub (ProtectHome, PrivateTmp): the service would not find it. Install it first (sudo install -m 0755 %s /usr/local/bin/pisyncd) and run /usr/local/bin/pisyncd hub service", exe, dir, exe)
 	}
-	return writeHubService(exe, hubUnitDir, install, stdout)
+	dir := hubUnitDir
+	if kind == "launchd" {
+		dir = hubLaunchdDir
+	}
+	return writeHubService(kind, exe, dir, install, stdout)
 }
 
-// hubUnitDir is where `hub service --install` writes the hub's unit.
-var hubUnitDir = "/etc/systemd/system"
+// hubUnitDir and hubLaunchdDir are where `hub service --install` writes
+// the hub's systemd unit and launchd daemon.
+var (
+	hubUnitDir    = "/etc/systemd/system"
+	hubLaunchdDir = "/Library/LaunchDaemons"
+)
 
-// serviceStateDirHint says so when the hub unit installed here keeps its
-// state in another folder than cfg's: the hub commands run in an
-// operator's shell do not have the unit's environment, so `hub add-node`
-// registered a node in the operator's own state dir, which the service
-// never reads, and `hub reload` found no hub. "" otherwise.
+// serviceStateDirHint says so when the hub service installed here (its
+// systemd unit or launchd daemon) keeps its state in another folder than
+// cfg's: the hub commands run in an operator's shell do not have the
+// service's environment, so `hub add-node` registered a node in the
+// operator's own state dir, which the service never reads, and `hub
+// reload` found no hub. "" otherwise.
 func serviceStateDirHint(cfg *config.Hub) string {
-	unit := filepath.Join(hubUnitDir, "pisyncd-hub.service")
-	b, err := os.ReadFile(unit)
-	if err != nil {
-		return ""
-	}
-	const key = "Environment=" + config.HubPrefix + "_STATE_DIR="
-	for line := range strings.Lines(string(b)) {
-		dir, ok := strings.CutPrefix(strings.TrimSpace(line), key)
-		if !ok || dir == "" || filepath.Clean(dir) == filepath.Clean(cfg.StateDir) {
+	const key = config.HubPrefix + "_STATE_DIR"
+	for _, f := range []struct {
+		path   string
+		before string // what precedes the folder on its line
+		after  string // and follows it
+		next   bool   // on the line after the key's
+	}{
+		{filepath.Join(hubUnitDir, "pisyncd-hub.service"), "Environment=" + key + "=", "", false},
+		{filepath.Join(hubLaunchdDir, "io.pisyncd.hub.plist"), "<string>", "</string>", true},
+	} {
+		b, err := os.ReadFile(f.path)
+		if err != nil {
 			continue
 		}
-		return fmt.Sprintf("the hub service installed here (%s) keeps its state in %s, and this command used %s: for that hub, run it as sudo env %s_STATE_DIR=%s pisyncd hub ...", unit, dir, cfg.StateDir, config.HubPrefix, dir)
+		lines := strings.Split(string(b), "\n")
+		for i, line := range lines {
+			if f.next {
+				if strings.TrimSpace(line) != "<key>"+key+"</key>" || i+1 == len(lines) {
+					continue
+				}
+				line = lines[i+1]
+			}
+			dir, pre := strings.CutPrefix(strings.TrimSpace(line), f.before)
+			dir, post := strings.CutSuffix(dir, f.after)
+			if !pre || !post || dir == "" || filepath.Clean(dir) == filepath.Clean(cfg.StateDir) {
+				continue
+			}
+			return fmt.Sprintf("the hub service installed here (%s) keeps its state in %s, and this command used %s: for that hub, run it as sudo env %s=%s pisyncd hub ...", f.path, dir, cfg.StateDir, key, dir)
+		}
 	}
 	return ""
 }
@@ -145,10 +232,10 @@ func hiddenFromHub(exe string) (string, bool) {
 	return "", false
 }
 
-// writeHubService prints the hub's unit for exe or, with install, writes
-// it into unitDir and says what else a start needs.
-func writeHubService(exe, unitDir string, install bool, stdout io.Writer) error {
-	data, err := hubServiceFile(exe)
+// writeHubService prints the hub's service file of kind for exe or, with
+// install, writes it into dir and says what else a start needs.
+func writeHubService(kind, exe, dir string, install bool, stdout io.Writer) error {
+	data, err := hubServiceFile(kind, exe)
 	if err != nil {
 		return err
 	}
@@ -156,23 +243,37 @@ func writeHubService(exe, unitDir string, install bool, stdout io.Writer) error 
 		_, err = stdout.Write(data)
 		return err
 	}
-	path := filepath.Join(unitDir, "pisyncd-hub.service")
+	name := "pisyncd-hub.service"
+	if kind == "launchd" {
+		name = "io.pisyncd.hub.plist"
+	}
+	path := filepath.Join(dir, name)
 	if _, err := os.Stat(path); err == nil {
-		return fmt.Errorf("hub service: %s exists already; remove it first or print the unit without --install", path)
+		return fmt.Errorf("hub service: %s exists already; remove it first or print the file without --install", path)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("hub service: %w", err)
 	}
-	// A system unit holds no secret: 0644, as systemd's own.
+	// A system service file holds no secret: 0644, as the system's own
+	// (launchd refuses a daemon's file that others may write).
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		if errors.Is(err, os.ErrPermission) {
-			return fmt.Errorf("hub service: %w; a system unit needs root: sudo %s hub service --install", err, exe)
+			return fmt.Errorf("hub service: %w; a system service needs root: sudo %s hub service --install", err, exe)
 		}
 		return fmt.Errorf("hub service: %w", err)
+	}
+	if kind == "launchd" {
+		_, err = fmt.Fprintf(stdout, "wrote %s\n"+
+			"then, once: make the user _pisyncd-hub and its state dir, /usr/local/var/pisyncd-hub, 0700, and /usr/local/var/log (docs/HUB.md, \"As a service\")\n"+
+			"settings in its EnvironmentVariables (PISYNC_HUB_NAME, the TLS files, readable by _pisyncd-hub)\n"+
+			"start it with: launchctl bootstrap system %s\n"+
+			"reload it (SIGHUP) with: launchctl kill HUP system/io.pisyncd.hub\n"+
+			"run the other hub commands with its state dir: sudo env PISYNC_HUB_STATE_DIR=/usr/local/var/pisyncd-hub %s hub add-node NAME\n", path, path, exe)
+		return err
 	}
 	_, err = fmt.Fprintf(stdout, "wrote %s\n"+
 		"then, once: useradd --system --home-dir /var/lib/pisyncd-hub --shell /usr/sbin/nologin pisyncd-hub\n"+
 		"settings in /etc/pisyncd-hub/env (one PISYNC_HUB_NAME=value a line; certificates readable by pisyncd-hub)\n"+
 		"start it with: systemctl daemon-reload && systemctl enable --now pisyncd-hub\n"+
-		"run the other hub commands as its user: sudo -u pisyncd-hub env PISYNC_HUB_STATE_DIR=/var/lib/pisyncd-hub %s hub add-node NAME\n", path, exe)
+		"run the other hub commands with its state dir: sudo env PISYNC_HUB_STATE_DIR=/var/lib/pisyncd-hub %s hub add-node NAME\n", path, exe)
 	return err
 }

@@ -94,13 +94,60 @@ func TestDeployedServiceFiles(t *testing.T) {
 			t.Errorf("%s differs from `pisyncd service %s`:\n%s\nwant:\n%s", c.file, kind, got, want)
 		}
 	}
-	// The hub's unit likewise (`pisyncd hub service`).
-	want, err := hubServiceFile("/usr/local/bin/pisyncd")
-	if err != nil {
-		t.Fatal(err)
+	// The hub's likewise (`pisyncd hub service`).
+	for kind, file := range map[string]string{
+		"systemd": "../../deploy/systemd/pisyncd-hub.service", "launchd": "../../deploy/launchd/io.pisyncd.hub.plist",
+	} {
+		want, err := hubServiceFile(kind, "/usr/local/bin/pisyncd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.ReadFile(file); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s differs from `pisyncd hub service %s` (%v):\n%s\nwant:\n%s", file, kind, err, got, want)
+		}
 	}
-	if got, err := os.ReadFile("../../deploy/systemd/pisyncd-hub.service"); err != nil || !bytes.Equal(got, want) {
-		t.Errorf("deploy/systemd/pisyncd-hub.service differs from `pisyncd hub service` (%v):\n%s\nwant:\n%s", err, got, want)
+}
+
+// plistTop reads a plist's top dict: each key's value as text (a string's
+// or an integer's), "true"/"false", or the element's name for an array
+// or a dict, whose strings follow in order under key+"/".
+func plistTop(t *testing.T, data []byte) map[string][]string {
+	t.Helper()
+	d := xml.NewDecoder(bytes.NewReader(data))
+	out := map[string][]string{}
+	var key, elem string
+	depth := 0
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			if err.Error() == "EOF" {
+				return out
+			}
+			t.Fatalf("plist: %v", err)
+		}
+		switch tk := tok.(type) {
+		case xml.StartElement:
+			depth++
+			elem = tk.Name.Local
+			switch {
+			case depth == 3 && (elem == "true" || elem == "false" || elem == "array" || elem == "dict"):
+				out[key] = append(out[key], elem)
+			}
+		case xml.EndElement:
+			depth--
+			elem = ""
+		case xml.CharData:
+			text := strings.TrimSpace(string(tk))
+			switch {
+			case text == "":
+			case depth == 3 && elem == "key":
+				key = text
+			case depth == 3:
+				out[key] = append(out[key], text)
+			case depth > 3:
+				out[key+"/"] = append(out[key+"/"], text)
+			}
+		}
 	}
 }
 
@@ -109,7 +156,7 @@ func TestDeployedServiceFiles(t *testing.T) {
 // dir HUB.md uses; --install writes it once. (Before, the workstation had
 // service files and the hub none: `hub service` was an unknown command.)
 func TestHubService(t *testing.T) {
-	unit, err := hubServiceFile("/opt/bin/pisyncd")
+	unit, err := hubServiceFile("systemd", "/opt/bin/pisyncd")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +171,7 @@ func TestHubService(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var out bytes.Buffer
-	if err := writeHubService("/opt/bin/pisyncd", dir, true, &out); err != nil {
+	if err := writeHubService("systemd", "/opt/bin/pisyncd", dir, true, &out); err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(dir, "pisyncd-hub.service")
@@ -134,7 +181,7 @@ func TestHubService(t *testing.T) {
 	if !strings.Contains(out.String(), "useradd --system") || !strings.Contains(out.String(), "systemctl daemon-reload && systemctl enable --now pisyncd-hub") {
 		t.Errorf("install says:\n%s", out.String())
 	}
-	if err := writeHubService("/opt/bin/pisyncd", dir, true, &out); err == nil || !strings.Contains(err.Error(), "exists already") {
+	if err := writeHubService("systemd", "/opt/bin/pisyncd", dir, true, &out); err == nil || !strings.Contains(err.Error(), "exists already") {
 		t.Errorf("second install: %v", err)
 	}
 	// Through the CLI: under go test the binary is a temporary build, so
@@ -143,8 +190,39 @@ func TestHubService(t *testing.T) {
 	if code != 1 || stdout != "" || !strings.Contains(stderr, "temporary build") || !strings.Contains(stderr, "run `pisyncd hub service` from there") {
 		t.Errorf("hub service under go test: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
-	if code, _, stderr := mainIn(t, "hub", "service", "launchd"); code != 2 || !strings.Contains(stderr, "hub service takes no arguments") {
-		t.Errorf("hub service launchd: exit %d, %q", code, stderr)
+	if code, _, stderr := mainIn(t, "hub", "service", "upstart"); code != 2 || !strings.Contains(stderr, `unknown kind "upstart": systemd or launchd`) {
+		t.Errorf("hub service upstart: exit %d, %q", code, stderr)
+	}
+	if code, _, stderr := mainIn(t, "hub", "service", "launchd", "systemd"); code != 2 || !strings.Contains(stderr, "one kind") {
+		t.Errorf("hub service launchd systemd: exit %d, %q", code, stderr)
+	}
+
+	// The launchd daemon for a hub on macOS: a system daemon run as a
+	// user of its own, with a umask keeping its files its own. (Before,
+	// `hub service launchd` was refused: a hub had no launchd file.)
+	plist, err := hubServiceFile("launchd", "/opt/bin/pisyncd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := plistTop(t, plist)
+	for k, want := range map[string]string{
+		"Label": "io.pisyncd.hub", "ProgramArguments/": "/opt/bin/pisyncd hub", "UserName": "_pisyncd-hub", "GroupName": "_pisyncd-hub",
+		"Umask": "63", "RunAtLoad": "true", "KeepAlive/": "SuccessfulExit", "EnvironmentVariables/": "PISYNC_HUB_STATE_DIR /usr/local/var/pisyncd-hub",
+	} {
+		if got := strings.Join(top[k], " "); got != want {
+			t.Errorf("hub plist %s = %q, want %q", k, got, want)
+		}
+	}
+	ld := t.TempDir()
+	out.Reset()
+	if err := writeHubService("launchd", "/opt/bin/pisyncd", ld, true, &out); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(filepath.Join(ld, "io.pisyncd.hub.plist")); err != nil || st.Mode().Perm() != 0o644 {
+		t.Fatalf("installed plist: %v %v", st, err)
+	}
+	if !strings.Contains(out.String(), "launchctl bootstrap system "+filepath.Join(ld, "io.pisyncd.hub.plist")) || !strings.Contains(out.String(), "launchctl kill HUP system/io.pisyncd.hub") {
+		t.Errorf("launchd install says:\n%s", out.String())
 	}
 	// A binary the unit's sandbox hides from the hub is refused.
 	for exe, hidden := range map[string]bool{
@@ -183,21 +261,35 @@ func TestServiceInstallsOnlyNative(t *testing.T) {
 // the service never reads, and said only to reload; `hub reload` found no
 // hub. Both now name the service's state dir and the command to run.
 func TestHubCommandsNameTheServiceStateDir(t *testing.T) {
+	for _, c := range []struct{ kind, file, dir string }{
+		{"systemd", "pisyncd-hub.service", "/var/lib/pisyncd-hub"},
+		{"launchd", "io.pisyncd.hub.plist", "/usr/local/var/pisyncd-hub"},
+	} {
+		t.Run(c.kind, func(t *testing.T) { serviceStateDirNamed(t, c.kind, c.file, c.dir) })
+	}
+}
+
+func serviceStateDirNamed(t *testing.T, kind, file, serviceDir string) {
 	units := t.TempDir()
-	was := hubUnitDir
-	hubUnitDir = units
-	t.Cleanup(func() { hubUnitDir = was })
-	unit, err := hubServiceFile("/usr/local/bin/pisyncd")
+	wasUnit, wasLaunchd := hubUnitDir, hubLaunchdDir
+	hubUnitDir, hubLaunchdDir = t.TempDir(), t.TempDir()
+	if kind == "systemd" {
+		hubUnitDir = units
+	} else {
+		hubLaunchdDir = units
+	}
+	t.Cleanup(func() { hubUnitDir, hubLaunchdDir = wasUnit, wasLaunchd })
+	unit, err := hubServiceFile(kind, "/usr/local/bin/pisyncd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(units, "pisyncd-hub.service"), unit, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(units, file), unit, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	state := filepath.Join(t.TempDir(), "hub-state")
 	t.Setenv("PISYNC_HUB_STATE_DIR", state)
 	t.Setenv("PISYNC_HUB_NODES_DIR", "")
-	want := "keeps its state in /var/lib/pisyncd-hub, and this command used " + state + ": for that hub, run it as sudo env PISYNC_HUB_STATE_DIR=/var/lib/pisyncd-hub pisyncd hub ..."
+	want := "keeps its state in " + serviceDir + ", and this command used " + state + ": for that hub, run it as sudo env PISYNC_HUB_STATE_DIR=" + serviceDir + " pisyncd hub ..."
 	code, _, stderr := mainIn(t, "hub", "reload")
 	if code != 1 || !strings.Contains(stderr, "no hub node runs here") || !strings.Contains(stderr, want) {
 		t.Errorf("hub reload: exit %d, %s", code, stderr)
@@ -207,7 +299,7 @@ func TestHubCommandsNameTheServiceStateDir(t *testing.T) {
 		t.Errorf("hub add-node: exit %d, %s%s", code, stdout, stderr)
 	}
 	// The service's own state dir: nothing to say.
-	t.Setenv("PISYNC_HUB_STATE_DIR", "/var/lib/pisyncd-hub")
+	t.Setenv("PISYNC_HUB_STATE_DIR", serviceDir)
 	cfg, err := config.LoadHub()
 	if err != nil {
 		t.Fatal(err)
