@@ -131,32 +131,11 @@ func hubServiceFile(kind, exe string) ([]byte, error) {
 }
 
 func hubServiceCommand(args []string, stdout io.Writer) error {
-	install := false
-	var kind string
-	for _, a := range args {
-		switch {
-		case a == "--install" || a == "-install":
-			install = true
-		case a == "-h" || a == "--help" || a == "-help":
-			return &helpRequest{Usage: hubServiceUsage}
-		case strings.HasPrefix(a, "-"):
-			return &usageError{Msg: "hub service: flag provided but not defined: " + a, Usage: hubServiceUsage}
-		case a != "systemd" && a != "launchd":
-			return &usageError{Msg: fmt.Sprintf("hub service: unknown kind %q: systemd or launchd (elsewhere run pisyncd hub under your own supervisor, or in Docker: docs/CLUSTER.md)", a), Usage: hubServiceUsage}
-		case kind != "":
-			return &usageError{Msg: fmt.Sprintf("hub service: one kind, got %q and %q", kind, a), Usage: hubServiceUsage}
-		default:
-			kind = a
-		}
+	kind, install, err := serviceArgs("hub service", hubServiceUsage, args)
+	if err != nil {
+		return err
 	}
-	native := "systemd"
-	if runtime.GOOS == "darwin" {
-		native = "launchd"
-	}
-	if kind == "" {
-		kind = native
-	}
-	if install && (kind != native || runtime.GOOS != "linux" && runtime.GOOS != "darwin") {
+	if install && (kind != nativeService() || runtime.GOOS != "linux" && runtime.GOOS != "darwin") {
 		return fmt.Errorf("hub service: --install writes a %s file, and this is %s, whose service manager would not read it: print it without --install, or run pisyncd hub under your own supervisor", kind, runtime.GOOS)
 	}
 	exe, err := serviceExe("pisyncd hub service")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -109,31 +110,11 @@ func serviceFile(kind, exe, home string) ([]byte, error) {
 }
 
 func serviceCommand(args []string, stdout io.Writer) error {
-	install := false
-	var kind string
-	for _, a := range args {
-		switch {
-		case a == "--install" || a == "-install":
-			install = true
-		case a == "-h" || a == "--help" || a == "-help":
-			return &helpRequest{Usage: serviceUsage}
-		case strings.HasPrefix(a, "-"):
-			return &usageError{Msg: "service: flag provided but not defined: " + a, Usage: serviceUsage}
-		default:
-			if kind != "" {
-				return &usageError{Msg: fmt.Sprintf("service: one kind, got %q and %q", kind, a), Usage: serviceUsage}
-			}
-			kind = a
-		}
+	kind, install, err := serviceArgs("service", serviceUsage, args)
+	if err != nil {
+		return err
 	}
-	native := "systemd"
-	if runtime.GOOS == "darwin" {
-		native = "launchd"
-	}
-	if kind == "" {
-		kind = native
-	}
-	if install && kind != native {
+	if native := nativeService(); install && kind != native {
 		return fmt.Errorf("service: %s is not this system's service manager (%s): --install would write a file nothing reads; install %s, or print the %s file without --install", kind, runtime.GOOS, native, kind)
 	}
 	exe, err := serviceExe("pisyncd service")
@@ -145,6 +126,36 @@ func serviceCommand(args []string, stdout io.Writer) error {
 		return fmt.Errorf("service: %w", err)
 	}
 	return writeService(kind, exe, home, install, stdout)
+}
+
+// serviceArgs reads `[systemd|launchd] [--install]` for command cmd: the
+// kind, this system's own when not given, and whether to install it.
+func serviceArgs(cmd, usage string, args []string) (kind string, install bool, err error) {
+	for _, a := range args {
+		switch {
+		case a == "--install" || a == "-install":
+			install = true
+		case a == "-h" || a == "--help" || a == "-help":
+			return "", false, &helpRequest{Usage: usage}
+		case strings.HasPrefix(a, "-"):
+			return "", false, &usageError{Msg: cmd + ": flag provided but not defined: " + a, Usage: usage}
+		case a != "systemd" && a != "launchd":
+			return "", false, &usageError{Msg: fmt.Sprintf("%s: unknown kind %q: systemd or launchd (elsewhere run pisyncd under your own supervisor)", cmd, a), Usage: usage}
+		case kind != "":
+			return "", false, &usageError{Msg: fmt.Sprintf("%s: one kind, got %q and %q", cmd, kind, a), Usage: usage}
+		default:
+			kind = a
+		}
+	}
+	return cmp.Or(kind, nativeService()), install, nil
+}
+
+// nativeService is the kind of service file this system's manager reads.
+func nativeService() string {
+	if runtime.GOOS == "darwin" {
+		return "launchd"
+	}
+	return "systemd"
 }
 
 // writeService prints the service file of kind for exe or, with install,
