@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -665,7 +666,33 @@ func certsCommand(args []string, stdout io.Writer) error {
 	if made {
 		fmt.Fprintf(stdout, "route secret for a cluster written to %s (PISYNC_HUB_ROUTE_SECRET; the same file on every hub node)\n", secret)
 	}
+	if hint := rootOwnedCertsHint(dir); hint != "" {
+		fmt.Fprintln(stdout, hint)
+	}
 	return nil
+}
+
+// rootOwnedCertsHint says, after `hub certs` run as root, that the files
+// it made are root's, 0600, so a hub running as a user of its own (the
+// service's) cannot read them, and which to give it: not the CA's key,
+// which the hub does not need. "" when they are another user's already
+// (made in a folder of theirs, or kept by a renewal).
+func rootOwnedCertsHint(dir string) string {
+	if os.Geteuid() != 0 {
+		return ""
+	}
+	fi, err := os.Stat(filepath.Join(dir, embedded.DevCerts.Key))
+	if err != nil {
+		return ""
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid != 0 {
+		return ""
+	}
+	var files []string
+	for _, n := range []string{embedded.DevCerts.Cert, embedded.DevCerts.Key, embedded.DevCerts.CA, embedded.RouteSecretFile} {
+		files = append(files, filepath.Join(dir, n))
+	}
+	return fmt.Sprintf("these files are root's, 0600: a hub running as a user of its own (the service's, pisyncd-hub) cannot read them. Give it those it reads: chown pisyncd-hub %s (not %s, which only a renewal needs)", strings.Join(files, " "), filepath.Join(dir, embedded.DevCerts.CAKey))
 }
 
 func ipStrings(c *x509.Certificate) []string {

@@ -31,8 +31,17 @@ func TestHubAsItsUserAfterRootRenews(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
 	certs, state := filepath.Join(base, "certs"), filepath.Join(base, "state")
-	if err := embedded.GenerateDevCerts(certs, []string{"localhost", "127.0.0.1"}); err != nil {
+	var made bytes.Buffer
+	if err := certsCommand([]string{certs, "--hosts", "localhost,127.0.0.1"}, &made); err != nil {
 		t.Fatal(err)
+	}
+	// Made by root, they are root's, and it says which to give the hub.
+	files := []string{"hub.pem", "hub-key.pem", "ca.pem", "route.secret"}
+	for i, f := range files {
+		files[i] = filepath.Join(certs, f)
+	}
+	if want := "chown pisyncd-hub " + strings.Join(files, " ") + " (not " + filepath.Join(certs, "ca-key.pem"); !strings.Contains(made.String(), want) {
+		t.Errorf("hub certs as root does not say %q:\n%s", want, made.String())
 	}
 	for _, d := range []string{base, certs} {
 		if err := os.Chmod(d, 0o755); err != nil {
@@ -81,7 +90,6 @@ func TestHubAsItsUserAfterRootRenews(t *testing.T) {
 	}
 
 	// Given to the hub's user, as the error says: it runs.
-	files, _ := filepath.Glob(filepath.Join(certs, "*"))
 	for _, f := range files {
 		if err := os.Chown(f, testenv.Nobody, testenv.Nobody); err != nil {
 			t.Fatal(err)
@@ -128,6 +136,9 @@ func TestHubAsItsUserAfterRootRenews(t *testing.T) {
 	said.Reset()
 	if err := certsCommand([]string{filepath.Clean(certs), "--renew"}, &said); err != nil {
 		t.Fatal(err)
+	}
+	if strings.Contains(said.String(), "these files are root's") {
+		t.Errorf("a renewal that kept the hub's owner says they are root's:\n%s", said.String())
 	}
 	for _, n := range []string{"hub.pem", "hub-key.pem"} {
 		fi, err := os.Stat(filepath.Join(certs, n))

@@ -43,7 +43,7 @@ func GenerateRouteSecret(path string) (bool, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return false, fmt.Errorf("route secret: %w", err)
 	}
-	if err := fsutil.WriteFileAtomic(path, []byte(base64.RawURLEncoding.EncodeToString(b[:])+"\n")); err != nil {
+	if err := fsutil.ReplaceFileKeepOwner(path, []byte(base64.RawURLEncoding.EncodeToString(b[:])+"\n")); err != nil {
 		return false, fmt.Errorf("route secret: %w", err)
 	}
 	return true, nil
