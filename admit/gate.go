@@ -222,12 +222,13 @@ func (g *Gate) rejectLocked(r *Rejection, quarantine bool) error {
 // can cause in an origin's name without its key: a sealed line of the
 // origin stored again (replayed, or erased: a line of a session erased
 // since, which also comes from an origin away during the erase), or a line
-// in clear while encryption is on (unsealed). They count, but for no
+// in clear while encryption is on (unsealed), or a sealed line while it is
+// off with no key to tell it from noise (sealed). They count, but for no
 // quarantine of the origin's session: nine of them stopped that session's
 // copying from its origin on every workstation.
 func notTheOrigins(r Reason) bool {
 	switch r {
-	case Reason(eventlog.RejectReplayed), Reason(eventlog.RejectUnsealed), Reason(eventlog.RejectErased):
+	case Reason(eventlog.RejectReplayed), Reason(eventlog.RejectUnsealed), Reason(eventlog.RejectErased), Reason(eventlog.RejectSealed):
 		return true
 	}
 	return false

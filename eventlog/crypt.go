@@ -37,6 +37,7 @@ type Crypt struct {
 	path   string
 	node   string
 	always bool // on: fail closed without a key; else (auto) plain without one
+	off    bool // off: sealed lines are opened only with a keyring here (NoSealing)
 
 	mu      sync.Mutex
 	ring    *keyring.Ring
@@ -72,6 +73,33 @@ func NewCrypt(path, node string, always bool) *Crypt {
 	c.refreshLocked(time.Time{})
 	c.Status()
 	return c
+}
+
+// NoSealing says that encryption is off here (PISYNC_ENCRYPT=off): this
+// machine seals nothing, and a sealed line from another node is opened
+// when a keyring is here, as under auto, but refused (RejectSealed) when
+// none is, where auto waits for one. In a team that does not encrypt, a
+// teammate sealing a line under a key of its own stalled every copy to
+// such a machine, which waited for a key that would never come.
+func (c *Crypt) NoSealing() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.off = true
+}
+
+// refusesSealed reports whether a sealed line is refused here rather than
+// waited for: encryption off and no keyring (one imported since is read
+// again, and from then on lines are opened).
+func (c *Crypt) refusesSealed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.off {
+		return false
+	}
+	// The file looked at again for every such line, not once a second: a
+	// line that comes just after a key was imported is opened, not lost.
+	c.refreshLocked(time.Time{})
+	return c.ring == nil
 }
 
 // ErrNoTeamKey: encryption is on and this machine has no team key, so
@@ -392,6 +420,7 @@ const (
 	RejectErased        = "erased"        // its key message is gone from the hub: erased
 	RejectReplayed      = "replayed"      // at or before a position of its origin's session admitted already
 	RejectUnsealed      = "unsealed"      // in clear, and encryption is on here (PISYNC_ENCRYPT=on)
+	RejectSealed        = "sealed"        // sealed, and encryption is off here with no keyring (PISYNC_ENCRYPT=off)
 )
 
 // needKey returns the handle of the key message an error of open asks

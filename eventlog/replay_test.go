@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -257,6 +258,84 @@ func TestDownloaderRefusesErasedLinesReplayed(t *testing.T) {
 	})
 	waitCount(t, all, 2)
 	if got, want := allLines(t, all), "n3/2:erase,n3/3:e3"; got != want {
+		t.Fatalf("PI_ALL holds %s, want %s", got, want)
+	}
+}
+
+// TestDownloaderRefusesSealedWhenOff: in a team that does not encrypt, a
+// teammate sealing a line under a key of its own stopped every copy to a
+// machine without a keyring, which waited for a key that would never
+// come (the lines after it, of every node, waited too). With encryption
+// off here (PISYNC_ENCRYPT=off) such a line is refused, counted as
+// `sealed`, and the lines after it are copied; once a keyring is here,
+// sealed lines are opened again, as under auto.
+func TestDownloaderRefusesSealedWhenOff(t *testing.T) {
+	hubJS, ws, all, keyFile, send := sealedHub(t)
+	ctx := context.Background()
+	pub := eventlog.NewPublisher(hubJS.Conn(), hubJS, 10*time.Second)
+	sealed := mkLines(2, 50, "e")
+	send("mallory", "s1", sealed[0], 1)
+	// Noise marked sealed on n3's session s5, which any hub client can
+	// publish: more than the admission point takes before it quarantines
+	// an origin's session, and it must not quarantine n3's.
+	for i := range 10 {
+		rawPublish(t, hubJS, eventlog.UpSubject("n3", "s5"), []byte(fmt.Sprint("noise ", i)), map[string]string{eventlog.HdrSeal: "2", eventlog.HdrSrcSeq: fmt.Sprint(i + 1)})
+	}
+	hub, err := hubJS.Stream(ctx, eventlog.HubStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noise, err := hub.GetLastMsgForSubject(ctx, eventlog.UpSubject("n3", "s5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := pub.Publish(ctx, eventlog.UpSubject("n3", "s5"), noise.Sequence, mkLines(2, 50, "p")); err != nil {
+		t.Fatal(err)
+	}
+
+	// w1 has no keyring: its path names no file yet.
+	ring := filepath.Join(t.TempDir(), "team-key.json")
+	nc, err := ws.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	receiver := eventlog.NewCrypt(ring, "w1", false)
+	receiver.NoSealing()
+	gate := admit.New("w1", admit.Limits{}, all, nil)
+	d, err := eventlog.NewDownloader(nc, all, embedded.HubDomain, eventlog.DownloaderOptions{Admit: gate, MaxLine: 1 << 20, Crypt: receiver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(rctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	waitCount(t, all, 2)
+	if got, want := allLines(t, all), "n3/0:p0,n3/0:p1"; got != want {
+		t.Fatalf("PI_ALL holds %s, want %s", got, want)
+	}
+	s := gate.Stats()
+	if m, n := s.ByOrigin["mallory"].ByReason[admit.Reason(eventlog.RejectSealed)], s.ByOrigin["n3"].ByReason[admit.Reason(eventlog.RejectSealed)]; m != 1 || n != 10 {
+		t.Errorf("counted as sealed: mallory %d (want 1), n3 %d (want 10): %+v", m, n, s.ByOrigin)
+	}
+
+	// The team's key imported here: sealed lines are opened.
+	b, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ring, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	send("n2", "s2", sealed[1], 1)
+	waitCount(t, all, 3)
+	if got, want := allLines(t, all), "n3/0:p0,n3/0:p1,n2/1:e1"; got != want {
 		t.Fatalf("PI_ALL holds %s, want %s", got, want)
 	}
 }

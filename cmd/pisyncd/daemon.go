@@ -189,6 +189,8 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 	d.fwd.WatchLink(d.srv.HubLink)
 	if d.cfg.Encrypt != "off" {
 		d.fwd.Encrypt(d.crypt)
+	} else {
+		d.crypt.NoSealing()
 	}
 	d.repl = replicate.New(all, state, nil, replicate.Options{
 		Root: d.cfg.SessionsDir, Node: d.cfg.NodeID, PathMap: pm,
