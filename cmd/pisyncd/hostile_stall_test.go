@@ -3,11 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pisyncd/pisyncd/admit"
+	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/internal/testenv"
+	"github.com/pisyncd/pisyncd/keyring"
 )
 
 // stallBound is how long an honest session may take to reach the other
@@ -75,6 +79,42 @@ func TestHostileStallMany(t *testing.T) {
 	e := startHostile(t, nil)
 	badHeaders(t, e, 300, func(i int) string { return []string{"object", "long"}[i%2] })
 	e.rounds(t, "0003", 3, stallBound)
+}
+
+// TestHostileStallSealedWhenOff: in a team that does not encrypt
+// (PISYNC_ENCRYPT=off on ann and bob, no keyring), eve runs her daemon
+// with PISYNC_ENCRYPT=on and a team key of her own, so that her lines
+// reach the hub sealed under a key nobody else has. Under auto a machine
+// without a key waits for one at the first of them and copies nothing
+// after it, from anyone, for good. Proves that under off ann refuses
+// them and three rounds of new sessions cross both ways within the bound.
+func TestHostileStallSealedWhenOff(t *testing.T) {
+	h := startSecureHub(t)
+	seeds := map[string]string{}
+	for _, n := range []string{"ann", "bob", "eve"} {
+		seeds[n] = h.addNode(n, "t1")
+	}
+	h.run()
+	run := func(name, encrypt, keyFile string) *station {
+		cfg := stationConfig(t, name, "tls://localhost:"+portOnly(h.leaf))
+		cfg.HubNkey, cfg.HubCA, cfg.Encrypt, cfg.KeyFile = seeds[name], filepath.Join(h.certs, "ca.pem"), encrypt, keyFile
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("%s: config: %v", name, err)
+		}
+		return runStation(t, cfg)
+	}
+	e := &hostileEnv{hub: h, ann: run("ann", "off", ""), bob: run("bob", "off", "")}
+	ring := filepath.Join(t.TempDir(), "team-key.json")
+	if err := keyring.Save(ring, keyring.New(time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	eve := run("eve", "on", ring)
+	writeSession(t, eve, "0199e5e6-0000-7000-8000-000000000001", 2)
+	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
+		n := e.ann.d.gate.Stats().ByOrigin["eve"].ByReason[admit.Reason(eventlog.RejectSealed)]
+		return n == 3, fmt.Sprintf("ann refused %d of eve's 3 sealed lines as sealed (%+v)", n, e.ann.d.gate.Stats().ByOrigin)
+	})
+	e.rounds(t, "0005", 3, stallBound)
 }
 
 // TestHostileStallOpenBatches replays attack 1d: eve starts more atomic
