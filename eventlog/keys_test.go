@@ -10,7 +10,6 @@ import (
 
 	"github.com/pisyncd/pisyncd/admit"
 	"github.com/pisyncd/pisyncd/eventlog"
-	"github.com/pisyncd/pisyncd/eventlog/embedded"
 	"github.com/pisyncd/pisyncd/internal/testenv"
 	"github.com/pisyncd/pisyncd/keyring"
 	"github.com/pisyncd/pisyncd/seal"
@@ -89,26 +88,8 @@ func TestDownloaderKeyMessages(t *testing.T) {
 		return publishKey(eventlog.KeySubject("n2", seal.Token(ring, "s6"))+"."+eventlog.KeyID(body), body)
 	})
 
-	nc, err := ws.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
 	receiver := eventlog.NewCrypt(keyFile, "w1", true)
-	gate := admit.New("w1", admit.Limits{}, all, nil)
-	d, err := eventlog.NewDownloader(nc, all, embedded.HubDomain, eventlog.DownloaderOptions{Admit: gate, MaxLine: 1 << 20, Crypt: receiver})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.Run(rctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	gate := copyFromHubWith(t, ws, all, receiver)
 
 	// s2's key message lies past the last PI_KEYS holds: it was never
 	// stored (key messages are stored before the lines naming them), so

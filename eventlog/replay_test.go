@@ -66,11 +66,15 @@ func sealedHub(t *testing.T) (hubJS jetstream.JetStream, ws *embedded.Server, al
 // copyFromHub runs w1's downloader, its encryption on (always) or auto,
 // until the test ends, and returns its admission point.
 func copyFromHub(t *testing.T, ws *embedded.Server, all *eventlog.All, keyFile string, always bool) *admit.Gate {
+	return copyFromHubWith(t, ws, all, eventlog.NewCrypt(keyFile, "w1", always))
+}
+
+// copyFromHubWith is copyFromHub opening sealed lines with receiver.
+func copyFromHubWith(t *testing.T, ws *embedded.Server, all *eventlog.All, receiver *eventlog.Crypt) *admit.Gate {
 	nc, err := ws.Connect()
 	if err != nil {
 		t.Fatal(err)
 	}
-	receiver := eventlog.NewCrypt(keyFile, "w1", always)
 	gate := admit.New("w1", admit.Limits{}, all, nil)
 	d, err := eventlog.NewDownloader(nc, all, embedded.HubDomain, eventlog.DownloaderOptions{Admit: gate, MaxLine: 1 << 20, Crypt: receiver})
 	if err != nil {
@@ -295,27 +299,9 @@ func TestDownloaderRefusesSealedWhenOff(t *testing.T) {
 
 	// w1 has no keyring: its path names no file yet.
 	ring := filepath.Join(t.TempDir(), "team-key.json")
-	nc, err := ws.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
 	receiver := eventlog.NewCrypt(ring, "w1", false)
 	receiver.NoSealing()
-	gate := admit.New("w1", admit.Limits{}, all, nil)
-	d, err := eventlog.NewDownloader(nc, all, embedded.HubDomain, eventlog.DownloaderOptions{Admit: gate, MaxLine: 1 << 20, Crypt: receiver})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.Run(rctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	gate := copyFromHubWith(t, ws, all, receiver)
 	waitCount(t, all, 2)
 	if got, want := allLines(t, all), "n3/0:p0,n3/0:p1"; got != want {
 		t.Fatalf("PI_ALL holds %s, want %s", got, want)
