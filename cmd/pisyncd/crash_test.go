@@ -37,6 +37,13 @@ func startDaemonProcArgs(t *testing.T, env []string, out *bytes.Buffer, args ...
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), append([]string{"PISYNC_TEST_AS_MAIN=1"}, env...)...)
+	return startProc(t, cmd, out)
+}
+
+// startProc starts cmd (this test binary, made to run as pisyncd by its
+// environment) as startDaemonProcArgs does.
+func startProc(t *testing.T, cmd *exec.Cmd, out *bytes.Buffer) *daemonProc {
+	t.Helper()
 	p := &daemonProc{cmd: cmd, stderr: &lockedWriter{w: &bytes.Buffer{}}, done: make(chan error, 1)}
 	cmd.Stderr = p.stderr
 	if out != nil {

@@ -59,27 +59,19 @@ func TestHubAsItsUserAfterRootRenews(t *testing.T) {
 		"PISYNC_HUB_STATE_DIR=" + state, "PISYNC_HUB_LEAF_LISTEN=" + leaf, "PISYNC_HUB_LISTEN=" + testenv.FreeAddr(t),
 		"PISYNC_HUB_TLS_CERT=" + filepath.Join(certs, "hub.pem"), "PISYNC_HUB_TLS_KEY=" + filepath.Join(certs, "hub-key.pem"),
 		"PISYNC_HUB_TLS_CA=" + filepath.Join(certs, "ca.pem")}
-	start := func() (*syscallProc, *lockedWriter) {
+	start := func() (*daemonProc, *lockedWriter) {
 		cmd := testenv.AsNobody(t, "hub")
 		cmd.Env = append(append(cmd.Env, "PISYNC_TEST_AS_MAIN=1"), hubEnv...)
-		out := &lockedWriter{w: &bytes.Buffer{}}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		p := &syscallProc{pid: cmd.Process.Pid, done: make(chan struct{})}
-		go func() { p.err = cmd.Wait(); close(p.done) }()
-		t.Cleanup(func() {
-			cmd.Process.Signal(syscall.SIGTERM)
-			<-p.done
-		})
-		return p, out
+		p := startProc(t, cmd, nil)
+		t.Cleanup(func() { p.kill(t, syscall.SIGTERM) })
+		return p, p.stderr
 	}
 
 	// Made by root: refused at start, with whose the file is and the fix.
 	p, out := start()
 	select {
-	case <-p.done:
+	case err := <-p.done:
+		p.done <- err // for the clean-up's kill
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the hub started with files it cannot read:\n%s", out.String())
 	}
@@ -98,8 +90,9 @@ func TestHubAsItsUserAfterRootRenews(t *testing.T) {
 	p, out = start()
 	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
 		select {
-		case <-p.done:
-			t.Fatalf("the hub stopped: %v\n%s", p.err, out.String())
+		case err := <-p.done:
+			p.done <- err
+			t.Fatalf("the hub stopped: %v\n%s", err, out.String())
 		default:
 		}
 		return strings.Contains(out.String(), "hub running"), "the hub running:\n" + out.String()
@@ -154,7 +147,7 @@ func TestHubAsItsUserAfterRootRenews(t *testing.T) {
 		t.Fatal(err)
 	}
 	reloads := strings.Count(out.String(), "reloaded registered nodes") // add-node's
-	if err := syscall.Kill(p.pid, syscall.SIGHUP); err != nil {
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
@@ -166,12 +159,4 @@ func TestHubAsItsUserAfterRootRenews(t *testing.T) {
 	if got := testenv.ServedCertSerial(t, leaf, trust); got.Cmp(renewed.SerialNumber) != 0 || got.Cmp(old) == 0 {
 		t.Fatalf("after the reload the hub serves serial %v, want the renewed %v (old %v)", got, renewed.SerialNumber, old)
 	}
-}
-
-// syscallProc is a child process: done is closed when it has ended, with
-// err.
-type syscallProc struct {
-	pid  int
-	done chan struct{}
-	err  error
 }
