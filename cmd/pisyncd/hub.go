@@ -28,6 +28,7 @@ import (
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/fsutil"
 	"github.com/pisyncd/pisyncd/internal/redact"
 )
 
@@ -310,9 +311,6 @@ func hubConfig(cfg *config.Hub, logger *slog.Logger) (embedded.HubConfig, error)
 		Logger: logger, Auth: !cfg.Open, NodesDir: cfg.NodesDir,
 		StoreCipher: cfg.StoreCipher, StoreKeyFile: cfg.StoreKeyFile,
 	}
-	if err := hubFilesReadable(cfg); err != nil {
-		return hc, err
-	}
 	if cfg.TLSCert != "" {
 		hc.TLS = &embedded.HubTLS{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, CAFile: cfg.TLSCA}
 	}
@@ -357,22 +355,23 @@ func hubFilesReadable(cfg *config.Hub) error {
 		}
 		whose, chown := "", "chown"
 		if fi, serr := os.Stat(f.path); serr == nil {
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				whose = fmt.Sprintf(", which belongs to %s with mode %04o", userName(st.Uid), fi.Mode().Perm())
+			if uid, _, ok := fsutil.Owner(fi); ok {
+				whose = fmt.Sprintf(", which belongs to %s with mode %04o", userName(uid), fi.Mode().Perm())
 			}
 			if fi.IsDir() {
 				chown = "chown -R"
 			}
 		}
+		me := userName(os.Geteuid())
 		return fmt.Errorf("the hub runs as %s and cannot read %s (%s_%s)%s: give it to the hub's user (%s %s %s), or make it as that user (sudo -u %s pisyncd hub certs DIR ..., or add-node); a renewal (--renew) and a node registered into a folder of the hub's keep its owner",
-			userName(uint32(os.Geteuid())), f.path, config.HubPrefix, f.env, whose, chown, userName(uint32(os.Geteuid())), f.path, userName(uint32(os.Geteuid())))
+			me, f.path, config.HubPrefix, f.env, whose, chown, me, f.path, me)
 	}
 	return nil
 }
 
 // userName is the name of user uid, or its number.
-func userName(uid uint32) string {
-	id := strconv.FormatUint(uint64(uid), 10)
+func userName(uid int) string {
+	id := strconv.Itoa(uid)
 	if u, err := user.LookupId(id); err == nil {
 		return u.Username
 	}
@@ -384,6 +383,9 @@ func userName(uid uint32) string {
 func StartHub(ctx context.Context, cfg *config.Hub, logger *slog.Logger) (*embedded.Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := hubFilesReadable(cfg); err != nil {
+		return nil, err
 	}
 	hc, err := hubConfig(cfg, logger)
 	if err != nil {
@@ -685,7 +687,7 @@ func rootOwnedCertsHint(dir string) string {
 	if err != nil {
 		return ""
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid != 0 {
+	if uid, _, ok := fsutil.Owner(fi); !ok || uid != 0 {
 		return ""
 	}
 	var files []string

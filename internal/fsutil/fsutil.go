@@ -143,9 +143,15 @@ func folderOwner(dir string) (fileOwner, bool) {
 }
 
 func ownerOf(fi fs.FileInfo) (fileOwner, bool) {
+	uid, gid, ok := Owner(fi)
+	return fileOwner{uid: uid, gid: gid}, ok
+}
+
+// Owner is the user and group fi belongs to, where the system says.
+func Owner(fi fs.FileInfo) (uid, gid int, ok bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return fileOwner{}, false
+		return 0, 0, false
 	}
-	return fileOwner{uid: int(st.Uid), gid: int(st.Gid)}, true
+	return int(st.Uid), int(st.Gid), true
 }
