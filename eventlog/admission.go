@@ -299,10 +299,6 @@ func (f *framer) addSealed(ctx context.Context, node, tok string, run []jetstrea
 	if f.d.opts.Crypt == nil {
 		return nil, fmt.Errorf("downloader: a sealed line from %s: %w", node, seal.ErrNoKey)
 	}
-	if f.d.opts.Crypt.refusesSealed() {
-		f.reject(node, tok, RejectSealed, "a sealed line, and encryption is off here with no team key (PISYNC_ENCRYPT=off; pisyncd key import, then it is opened)")
-		return nil, nil
-	}
 	ev, err := f.d.opts.Crypt.open(node, tok, srcSeq, envs, f.maxLine)
 	if h, ok := needKey(err); ok {
 		ev, err = f.openWithKey(ctx, node, tok, h, srcSeq, envs)

@@ -87,21 +87,6 @@ func (c *Crypt) NoSealing() {
 	c.off = true
 }
 
-// refusesSealed reports whether a sealed line is refused here rather than
-// waited for: encryption off and no keyring (one imported since is read
-// again, and from then on lines are opened).
-func (c *Crypt) refusesSealed() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.off {
-		return false
-	}
-	// The file looked at again for every such line, not once a second: a
-	// line that comes just after a key was imported is opened, not lost.
-	c.refreshLocked(time.Time{})
-	return c.ring == nil
-}
-
 // ErrNoTeamKey: encryption is on and this machine has no team key, so
 // nothing is forwarded.
 var ErrNoTeamKey = errors.New("encryption is on and there is no team key here: nothing is forwarded to the hub (pisyncd key import, or key init)")
@@ -466,12 +451,23 @@ func (c *Crypt) keyWait(node string, h uint64) error {
 
 // open opens the envelopes of one line that node sealed on the hub
 // subject token tok. An error wrapping seal.ErrNoKey means wait for a
-// key; an *errUnsealed means pass the line over.
+// key; an *errUnsealed means pass the line over, as a line is when
+// encryption is off here with no keyring (NoSealing).
 func (c *Crypt) open(node, tok string, srcSeq uint64, envs [][]byte, maxLine int) (*Event, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer c.statusLocked() // waitDl may change
-	c.refreshLocked(time.Now())
+	now := time.Now()
+	if c.off && c.ring == nil {
+		// The keyring looked at again for every such line, not once a
+		// second: a line that comes just after a key was imported is
+		// opened, not refused.
+		now = time.Time{}
+	}
+	c.refreshLocked(now)
+	if c.off && c.ring == nil {
+		return nil, &errUnsealed{RejectSealed, errors.New("a sealed line, and encryption is off here with no team key (PISYNC_ENCRYPT=off; pisyncd key import, then it is opened)")}
+	}
 	if c.opener == nil {
 		c.opener = seal.NewOpener(nil)
 	}
