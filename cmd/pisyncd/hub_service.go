@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"text/template"
@@ -166,38 +167,31 @@ var (
 // operator's own state dir, which the service never reads, and `hub
 // reload` found no hub. "" otherwise.
 func serviceStateDirHint(cfg *config.Hub) string {
-	const key = config.HubPrefix + "_STATE_DIR"
 	for _, f := range []struct {
-		path   string
-		before string // what precedes the folder on its line
-		after  string // and follows it
-		next   bool   // on the line after the key's
+		path string
+		dir  *regexp.Regexp // its first group: the state dir the file sets
 	}{
-		{filepath.Join(hubUnitDir, "pisyncd-hub.service"), "Environment=" + key + "=", "", false},
-		{filepath.Join(hubLaunchdDir, "io.pisyncd.hub.plist"), "<string>", "</string>", true},
+		{filepath.Join(hubUnitDir, "pisyncd-hub.service"), unitStateDir},
+		{filepath.Join(hubLaunchdDir, "io.pisyncd.hub.plist"), plistStateDir},
 	} {
 		b, err := os.ReadFile(f.path)
 		if err != nil {
 			continue
 		}
-		lines := strings.Split(string(b), "\n")
-		for i, line := range lines {
-			if f.next {
-				if strings.TrimSpace(line) != "<key>"+key+"</key>" || i+1 == len(lines) {
-					continue
-				}
-				line = lines[i+1]
-			}
-			dir, pre := strings.CutPrefix(strings.TrimSpace(line), f.before)
-			dir, post := strings.CutSuffix(dir, f.after)
-			if !pre || !post || dir == "" || filepath.Clean(dir) == filepath.Clean(cfg.StateDir) {
-				continue
-			}
-			return fmt.Sprintf("the hub service installed here (%s) keeps its state in %s, and this command used %s: for that hub, run it as sudo env %s=%s pisyncd hub ...", f.path, dir, cfg.StateDir, key, dir)
+		m := f.dir.FindSubmatch(b)
+		if m == nil || filepath.Clean(string(m[1])) == filepath.Clean(cfg.StateDir) {
+			continue
 		}
+		return fmt.Sprintf("the hub service installed here (%s) keeps its state in %s, and this command used %s: for that hub, run it as sudo env %s_STATE_DIR=%s pisyncd hub ...", f.path, m[1], cfg.StateDir, config.HubPrefix, m[1])
 	}
 	return ""
 }
+
+// The state dir a hub's systemd unit and launchd daemon set.
+var (
+	unitStateDir  = regexp.MustCompile(`(?m)^\s*Environment=` + config.HubPrefix + `_STATE_DIR=(\S+)\s*$`)
+	plistStateDir = regexp.MustCompile(`<key>` + config.HubPrefix + `_STATE_DIR</key>\s*<string>([^<]+)</string>`)
+)
 
 // hiddenFromHub reports the folder of exe that the unit's sandbox hides
 // from the hub's process (ProtectHome, PrivateTmp), if there is one: a
