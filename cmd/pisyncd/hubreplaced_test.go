@@ -152,6 +152,11 @@ func TestNodeIDOfAnotherMachine(t *testing.T) {
 		}
 	}
 
+	// The machine reinstalled: the one before is gone. (Were it still
+	// linked, the hub would take each of the two ws-a links for the
+	// other's duplicate and close one every second; the new one then
+	// could miss its first contact for the whole wait, as it did in CI.)
+	again.stop()
 	_, log := loggedStation(t, stationConfig(t, "ws-a", hub.url()))
 	waitUntil(t, 30*time.Second, func() (bool, string) {
 		s := log.String()
