@@ -184,17 +184,20 @@ func (d *Daemon) firstReadProjected(ctx context.Context) error {
 	return d.proj.WaitHandled(ctx, eventlog.LocalStream, info.LastSeq)
 }
 
-// quiet waits until every reader of the store has read what the streams
-// hold, PI_ALL's copy from the hub included, and no new message came
-// meanwhile: the projection, its read of the first messages back after a
-// restart, and the search index when it is on. A collection and scavenge
-// of a heap in full use costs hundreds of milliseconds of CPU (0.6 s in
-// the middle of a catch-up from the hub, where it was first called): it
-// belongs after the work. And the block caches a reader loads expire 10 s
-// after its last read: counted from the projection alone, the collection
-// meant for them raced the first messages' read after a restart (one
-// restart in two) and the index's first pass, which starts once the
-// projection has caught up (docs/PERFORMANCE.md).
+// quiet waits until every reader of the store (the projection, its read
+// of the first messages back after a restart, and the search index when it
+// is on) has read what the streams hold, PI_ALL's copy from the hub
+// included, no new message came meanwhile, and the downloader copies no
+// backlog the hub has for this node. A collection and scavenge of a heap in
+// full use costs hundreds of milliseconds of CPU: it belongs after the
+// work. It cost a catch-up from the hub 0.6 s where it was first called,
+// and again a tenth of the catch-up's CPU where the readers caught up with
+// PI_ALL between two of the downloader's rounds. And the block caches a
+// reader loads expire 10 s after its last read: counted from the
+// projection alone, the collection meant for them raced the first
+// messages' read after a restart (one restart in two) and the index's
+// first pass, which starts once the projection has caught up
+// (docs/PERFORMANCE.md).
 func (d *Daemon) quiet(ctx context.Context) error {
 	select {
 	case <-d.proj.FirstMessagesFilled():
@@ -220,6 +223,17 @@ func (d *Daemon) quiet(ctx context.Context) error {
 	}
 	local, all, err := lasts()
 	for err == nil {
+		if d.dl != nil {
+			// A catch-up from the hub is not quiet between its rounds.
+			select {
+			case <-d.dl.Idle():
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+			if local, all, err = lasts(); err != nil {
+				return err
+			}
+		}
 		for _, r := range readers {
 			if err := r.WaitHandled(ctx, eventlog.LocalStream, local); err != nil {
 				return err

@@ -1,0 +1,105 @@
+package eventlog_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/admit"
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+)
+
+// TestDownloaderIdleAfterBacklog: the downloader says it is idle only once
+// the backlog the hub held is stored, not between its rounds (a daemon
+// gives its memory back then: cmd/pisyncd quiet), and not before its first
+// copy has heard from the hub.
+func TestDownloaderIdleAfterBacklog(t *testing.T) {
+	hubJS, ws, all := hubAndLeaf(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pub := eventlog.NewPublisher(hubJS.Conn(), hubJS, 10*time.Second)
+	const n = 5000 // rounds of eventlog.MaxBatch at most
+	var last uint64
+	for i := 0; i < n; i += eventlog.MaxBatch {
+		var err error
+		if last, _, err = pub.Publish(ctx, eventlog.UpSubject("n2", "s1"), last, mkLines(eventlog.MaxBatch, 100, fmt.Sprintf("r%d-", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nc, err := ws.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	d, err := eventlog.NewDownloader(nc, all, embedded.HubDomain, eventlog.DownloaderOptions{
+		Admit: admit.New("w1", admit.Limits{}, all, nil), MaxLine: 1 << 20, HubLink: ws.HubLink,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-d.Idle():
+		t.Fatal("idle before the first copy heard from the hub")
+	default:
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	select {
+	case <-d.Idle():
+	case <-time.After(time.Minute):
+		t.Fatalf("not idle a minute after it started; PI_ALL holds %d of %d", allCount(t, all), n)
+	}
+	if got := allCount(t, all); got != n {
+		t.Fatalf("idle with %d of the hub's %d lines stored", got, n)
+	}
+}
+
+// TestDownloaderIdleWithoutHub: a downloader whose hub is out of reach is
+// idle once its copy failed, so a daemon cut off from its hub still counts
+// itself quiet.
+func TestDownloaderIdleWithoutHub(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ws, err := embedded.Start(ctx, embedded.Config{StateDir: t.TempDir(), NodeID: "w1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	nc, err := ws.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	all, err := eventlog.OpenAll(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := eventlog.NewDownloader(nc, all, embedded.HubDomain, eventlog.DownloaderOptions{Admit: admit.New("w1", admit.Limits{}, all, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	select {
+	case <-d.Idle():
+	case <-time.After(time.Minute):
+		t.Fatal("not idle a minute after its first copy could not reach a hub")
+	}
+}
