@@ -62,6 +62,11 @@ type Daemon struct {
 	// caughtUp is closed once the projection has caught up with the
 	// tailer's first read (afterFirstRead): the search index starts then.
 	caughtUp chan struct{}
+	// settled is closed once afterFirstRead has returned: the start's
+	// memory given back (benchmarks that run several daemons in one
+	// process wait for it, so that one's collection does not land in
+	// another's measured work).
+	settled chan struct{}
 	// releaseGC ends the collector's start target (settle.go); nil when
 	// the daemon holds none (a first start, or opened only to read the
 	// store).
@@ -146,7 +151,7 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 		srv.Close()
 		return nil, err
 	}
-	return &Daemon{cfg: cfg, logger: logger, srv: srv, nc: nc, log: lg, started: time.Now(), fg: foreground.New(), caughtUp: make(chan struct{})}, nil
+	return &Daemon{cfg: cfg, logger: logger, srv: srv, nc: nc, log: lg, started: time.Now(), fg: foreground.New(), caughtUp: make(chan struct{}), settled: make(chan struct{})}, nil
 }
 
 // openReplication sets up the hub side: the state bucket, PI_ALL, the
@@ -392,6 +397,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		settled := d.afterFirstRead(ctx)
+		close(d.settled)
 		if os.Getenv("GOGC") == "" { // a collector the user tuned is left alone
 			giveBack(ctx, d.logger, settled) // for every burst after it
 		}
