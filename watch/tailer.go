@@ -136,8 +136,9 @@ func (t *Tailer) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := t.heldAtStart.read(ctx, t.log); err != nil {
-		// Each session's subject is read on its own instead.
+	if err := t.heldAtStart.read(ctx, t.log); err != nil && ctx.Err() == nil {
+		// Each session's subject is read on its own instead. (A daemon
+		// stopped during the read is no news.)
 		t.logger.Warn("watch: sessions held in the store not read at start", "err", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
