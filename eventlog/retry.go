@@ -2,17 +2,21 @@ package eventlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // RunSessions runs session until ctx ends. A session runs until it fails
 // (the hub unreachable, a stale position); the next one starts after a
 // pause that doubles up to five seconds and starts over once a session made
-// progress (moved the counter). The first failure, every twentieth and
-// one whose error differs from the failure before are logged, so a long
+// progress (moved the counter). The first failure (unless it is a first
+// "no responders"), every twentieth and one whose error differs from the
+// failure before are logged, so a long
 // outage cannot flood the log and a new cause is not hidden behind an old
 // one. When a session is up again (Link.Up) after failures, that is
 // logged too, with how long it was down, so an outage in the log has an
@@ -32,7 +36,13 @@ func RunSessions(ctx context.Context, l *Link, progress *atomic.Int64, session f
 			backoff, failures = first, 0
 		}
 		failures++
-		if why := fmt.Sprint(err); failures == 1 || failures%20 == 0 || why != last {
+		switch why := fmt.Sprint(err); {
+		case failures == 1 && errors.Is(err, nats.ErrNoResponders):
+			// A leaf link just made answers so until its route to the
+			// hub's JetStream is known a moment later: at almost every
+			// start. A second in a row is logged (why differs from last).
+			l.logger.Debug(l.what+" not yet possible; retrying", "err", err, "retry_in", backoff)
+		case failures == 1 || failures%20 == 0 || why != last:
 			l.logger.Warn(l.what+" paused; retrying", "err", err, "attempt", failures, "retry_in", backoff)
 			l.announced.Store(true)
 			last = why

@@ -3,12 +3,15 @@ package eventlog
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+
+	"github.com/nats-io/nats.go"
 )
 
 // TestRunSessionsLogsNewCauses: a failure that repeats is logged once (and
@@ -48,6 +51,59 @@ func TestRunSessionsLogsNewCauses(t *testing.T) {
 		want := "hub unreachable | consumer gone | hub unreachable | hub unreachable"
 		if got := strings.Join(logged, " | "); got != want {
 			t.Fatalf("logged %q, want %q", got, want)
+		}
+	})
+}
+
+// TestRunSessionsPassesOverNoResponders: a first "no responders" (a leaf
+// link just made, at almost every start) is no warning; a second in a row
+// is, and so is one after a session that made progress and failed again
+// with another cause first.
+func TestRunSessionsPassesOverNoResponders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		noResp := fmt.Errorf("downloader: hub PI_HUB info: %w", nats.ErrNoResponders)
+		var warned []string
+		var mu sync.Mutex
+		logger := slog.New(recordHandler(func(r slog.Record) {
+			if r.Level < slog.LevelWarn {
+				return
+			}
+			r.Attrs(func(a slog.Attr) bool {
+				if a.Key == "err" {
+					mu.Lock()
+					warned = append(warned, a.Value.String())
+					mu.Unlock()
+				}
+				return true
+			})
+		}))
+		ctx, cancel := context.WithCancel(t.Context())
+		var progress atomic.Int64
+		// Each session fails with err, having made progress first or not.
+		steps := []struct {
+			err      error
+			progress bool
+		}{{noResp, false}, {noResp, true}, {noResp, false}, {noResp, false}, {errors.New("hub unreachable"), true}, {noResp, false}}
+		i := 0
+		RunSessions(ctx, NewLink(logger, "copying"), &progress, func(context.Context) error {
+			if i == len(steps) {
+				cancel()
+				return ctx.Err()
+			}
+			st := steps[i]
+			i++
+			if st.progress {
+				progress.Add(1)
+			}
+			return st.err
+		})
+		// 1: a first failure, passed over; 2: progress, so a first
+		// failure again, passed over; 3: a second in a row, warned; 4: the
+		// same again, not; 5: progress, a first failure of another
+		// cause; 6: a second in a row, another cause.
+		want := noResp.Error() + " | hub unreachable | " + noResp.Error()
+		if got := strings.Join(warned, " | "); got != want {
+			t.Fatalf("warned %q,\nwant   %q", got, want)
 		}
 	})
 }
