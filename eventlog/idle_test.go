@@ -14,9 +14,9 @@ import (
 )
 
 // TestDownloaderIdleAfterBacklog: the downloader says it is idle only once
-// the backlog the hub held is stored, not between its rounds (a daemon
-// gives its memory back then: cmd/pisyncd quiet), and not before its first
-// copy has heard from the hub.
+// the backlog the hub held is stored: not between its rounds, where a
+// daemon waiting for it (cmd/pisyncd quiet) would give its memory back in
+// the middle of the work, and not before its first copy heard from the hub.
 func TestDownloaderIdleAfterBacklog(t *testing.T) {
 	hubJS, ws, all := hubAndLeaf(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -46,17 +46,7 @@ func TestDownloaderIdleAfterBacklog(t *testing.T) {
 		t.Fatal("idle before the first copy heard from the hub")
 	default:
 	}
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
-	select {
-	case <-d.Idle():
-	case <-time.After(time.Minute):
+	if !runUntilIdle(t, d) {
 		t.Fatalf("not idle a minute after it started; PI_ALL holds %d of %d", allCount(t, all), n)
 	}
 	if got := allCount(t, all); got != n {
@@ -89,17 +79,27 @@ func TestDownloaderIdleWithoutHub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !runUntilIdle(t, d) {
+		t.Fatal("not idle a minute after its first copy could not reach a hub")
+	}
+}
+
+// runUntilIdle runs d until the test ends, and reports whether it was idle
+// within a minute.
+func runUntilIdle(t *testing.T, d *eventlog.Downloader) bool {
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
-	}()
+	})
 	select {
 	case <-d.Idle():
+		return true
 	case <-time.After(time.Minute):
-		t.Fatal("not idle a minute after its first copy could not reach a hub")
+		return false
 	}
 }
