@@ -137,6 +137,15 @@ func runDownloaderWatching(t *testing.T, ws *embedded.Server, all *eventlog.All,
 	if err != nil {
 		t.Fatal(err)
 	}
+	run := goRun(t, d)
+	return func() {
+		run()
+		nc.Close()
+	}
+}
+
+// goRun runs d until stop, which checks that it returned cleanly.
+func goRun(t *testing.T, d *eventlog.Downloader) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
@@ -145,7 +154,6 @@ func runDownloaderWatching(t *testing.T, ws *embedded.Server, all *eventlog.All,
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
-		nc.Close()
 	}
 }
 

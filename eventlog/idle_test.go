@@ -87,15 +87,7 @@ func TestDownloaderIdleWithoutHub(t *testing.T) {
 // runUntilIdle runs d until the test ends, and reports whether it was idle
 // within a minute.
 func runUntilIdle(t *testing.T, d *eventlog.Downloader) bool {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
+	t.Cleanup(goRun(t, d))
 	select {
 	case <-d.Idle():
 		return true

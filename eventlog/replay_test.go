@@ -80,14 +80,9 @@ func copyFromHubWith(t *testing.T, ws *embedded.Server, all *eventlog.All, recei
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
+	stop := goRun(t, d)
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
+		stop()
 		nc.Close()
 	})
 	return gate
