@@ -11,12 +11,17 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
+// noRespGrace is how long a hub answers "no responders" in a row before
+// it is news: a leaf link just made does until its route to the hub's
+// JetStream is known, which took up to 300 ms in the tests here.
+const noRespGrace = 2 * time.Second
+
 // RunSessions runs session until ctx ends. A session runs until it fails
 // (the hub unreachable, a stale position); the next one starts after a
 // pause that doubles up to five seconds and starts over once a session made
-// progress (moved the counter). The first failure (unless it is a first
-// "no responders"), every twentieth and one whose error differs from the
-// failure before are logged, so a long
+// progress (moved the counter). The first failure, every twentieth and
+// one whose error differs from the failure before are logged (but
+// "no responders" only once it lasted noRespGrace), so a long
 // outage cannot flood the log and a new cause is not hidden behind an old
 // one. When a session is up again (Link.Up) after failures, that is
 // logged too, with how long it was down, so an outage in the log has an
@@ -25,6 +30,7 @@ import (
 func RunSessions(ctx context.Context, l *Link, progress *atomic.Int64, session func(context.Context) error) {
 	const first, most = 100 * time.Millisecond, 5 * time.Second
 	backoff, failures, last := first, 0, ""
+	var noRespSince time.Time // since when the failures in a row were "no responders"
 	for {
 		before := progress.Load()
 		err := session(ctx)
@@ -36,11 +42,18 @@ func RunSessions(ctx context.Context, l *Link, progress *atomic.Int64, session f
 			backoff, failures = first, 0
 		}
 		failures++
+		noResp := errors.Is(err, nats.ErrNoResponders)
+		switch {
+		case !noResp:
+			noRespSince = time.Time{}
+		case failures == 1 || noRespSince.IsZero():
+			noRespSince = time.Now()
+		}
 		switch why := fmt.Sprint(err); {
-		case failures == 1 && errors.Is(err, nats.ErrNoResponders):
+		case noResp && time.Since(noRespSince) < noRespGrace:
 			// A leaf link just made answers so until its route to the
-			// hub's JetStream is known a moment later: at almost every
-			// start. A second in a row is logged (why differs from last).
+			// hub's JetStream is known, a moment later: at a start, or
+			// when the link is made again.
 			l.logger.Debug(l.what+" not yet possible; retrying", "err", err, "retry_in", backoff)
 		case failures == 1 || failures%20 == 0 || why != last:
 			l.logger.Warn(l.what+" paused; retrying", "err", err, "attempt", failures, "retry_in", backoff)
