@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
+
+	"github.com/pisyncd/pisyncd/internal/codepages"
 )
 
 // An idle daemon keeps the memory of its last burst. The Go runtime
@@ -151,7 +153,21 @@ func giveBack(ctx context.Context, logger *slog.Logger, settled bool) {
 		// Two collections: a pooled buffer is only freed by the second.
 		debug.FreeOSMemory()
 		debug.FreeOSMemory()
+		dropCodePages(logger)
 		g.gaveBack(readHeap(buf))
 		logger.Debug("gave memory back", "heapBefore", s.pages, "heapAfter", g.base, "took", time.Since(start))
 	}
+}
+
+// dropCodePages lets go of the pages of the executable's code and
+// read-only data that the process holds (codepages.Drop): a burst ran
+// code an idle daemon does not, and the kernel mapped 64 KiB around each
+// page it touched. What runs next is mapped again, a page at a time.
+func dropCodePages(logger *slog.Logger) {
+	n, err := codepages.Drop()
+	if err != nil {
+		logger.Debug("the executable's pages kept", "err", err)
+		return
+	}
+	logger.Debug("the executable's pages let go", "mapped", n)
 }

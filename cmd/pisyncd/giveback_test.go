@@ -160,7 +160,8 @@ func TestReadHeapNamesKnownMetrics(t *testing.T) {
 
 // TestGiveBackReturnsABurst: the worker, on the real runtime under fake
 // time, gives back the pages of a burst once it has been quiet for
-// giveBackQuiet, not before, and returns when its context ends.
+// giveBackQuiet, not before, lets go of the executable's pages with it,
+// and returns when its context ends.
 func TestGiveBackReturnsABurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// What earlier tests of this process left free would take the
@@ -207,6 +208,9 @@ func TestGiveBackReturnsABurst(t *testing.T) {
 		}
 		if after := readHeap(buf).pages; after+32<<20 > held {
 			t.Errorf("heap pages %d MiB after the give-back, %d MiB before: the burst's not returned", after>>20, held>>20)
+		}
+		if runtime.GOOS == "linux" && !strings.Contains(logged.String(), "the executable's pages let go") {
+			t.Errorf("the give-back kept the executable's pages (codepages.Drop):\n%s", logged.String())
 		}
 		cancel()
 		<-done

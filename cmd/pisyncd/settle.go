@@ -166,6 +166,7 @@ func (d *Daemon) afterFirstRead(ctx context.Context) bool {
 	// Two collections: a pooled buffer is only freed by the second.
 	debug.FreeOSMemory()
 	debug.FreeOSMemory()
+	dropCodePages(d.logger)
 	return true
 }
 

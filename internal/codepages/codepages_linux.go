@@ -1,0 +1,118 @@
+package codepages
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// region is one mapping of the executable that is never written.
+type region struct{ start, end uintptr }
+
+// readOnly lists the mappings of the running executable that are not
+// writable and hold no page of their own (code, read-only data), from
+// /proc/self/smaps, matched by the executable's device and inode. A
+// mapping with anonymous pages was written once (a position-independent
+// build's relocated data, made read-only after): dropping those pages
+// would lose the writes, so it is left alone.
+func readOnly() ([]region, error) {
+	exe, err := os.Stat("/proc/self/exe")
+	if err != nil {
+		return nil, err
+	}
+	st, ok := exe.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil, fmt.Errorf("no inode for /proc/self/exe")
+	}
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		return nil, err
+	}
+	var out []region
+	var cur *region // the mapping whose fields are being read, if one of ours
+	sc := bufio.NewScanner(bytes.NewReader(smaps))
+	for sc.Scan() {
+		line := sc.Bytes()
+		if k, v, ok := bytes.Cut(line, []byte(":")); ok && !bytes.Contains(k, []byte(" ")) && !bytes.Contains(k, []byte("-")) {
+			// A field of the mapping above: "Anonymous:    4 kB".
+			if cur != nil && string(k) == "Anonymous" && string(bytes.TrimSpace(v)) != "0 kB" {
+				out = out[:len(out)-1]
+				cur = nil
+			}
+			continue
+		}
+		cur = nil
+		if r, ok := ours(line, st); ok {
+			out = append(out, r)
+			cur = &out[len(out)-1]
+		}
+	}
+	return out, sc.Err()
+}
+
+// ours parses a mapping's header line of smaps (start-end perms offset
+// dev inode path) and reports whether it maps the file st read-only.
+func ours(line []byte, st *syscall.Stat_t) (region, bool) {
+	f := bytes.Fields(line)
+	if len(f) < 6 || len(f[1]) != 4 || f[1][1] == 'w' || f[1][3] != 'p' {
+		return region{}, false
+	}
+	if ino, err := strconv.ParseUint(string(f[4]), 10, 64); err != nil || ino != st.Ino {
+		return region{}, false
+	}
+	maj, min, ok := bytes.Cut(f[3], []byte(":"))
+	if !ok {
+		return region{}, false
+	}
+	ma, err1 := strconv.ParseUint(string(maj), 16, 32)
+	mi, err2 := strconv.ParseUint(string(min), 16, 32)
+	if err1 != nil || err2 != nil || unix.Mkdev(uint32(ma), uint32(mi)) != uint64(st.Dev) {
+		return region{}, false
+	}
+	s, e, ok := bytes.Cut(f[0], []byte("-"))
+	if !ok {
+		return region{}, false
+	}
+	start, err1 := strconv.ParseUint(string(s), 16, 64)
+	end, err2 := strconv.ParseUint(string(e), 16, 64)
+	if err1 != nil || err2 != nil || end <= start {
+		return region{}, false
+	}
+	return region{uintptr(start), uintptr(end)}, true
+}
+
+func madvise(r region, advice int) error {
+	_, _, errno := unix.Syscall(unix.SYS_MADVISE, r.start, r.end-r.start, uintptr(advice))
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// Drop lets go of the executable's code and read-only pages that the
+// process holds mapped, and has the kernel map such pages one at a time
+// from now on, not with their neighbours (MADV_RANDOM turns fault-around
+// off for the mapping), so that what comes back is what runs. It returns
+// the bytes of the regions it advised.
+func Drop() (int64, error) {
+	rs, err := readOnly()
+	if err != nil {
+		return 0, fmt.Errorf("codepages: %w", err)
+	}
+	var n int64
+	for _, r := range rs {
+		if err := madvise(r, unix.MADV_RANDOM); err != nil {
+			return n, fmt.Errorf("codepages: madvise random: %w", err)
+		}
+		if err := madvise(r, unix.MADV_DONTNEED); err != nil {
+			return n, fmt.Errorf("codepages: madvise dontneed: %w", err)
+		}
+		n += int64(r.end - r.start)
+	}
+	return n, nil
+}
