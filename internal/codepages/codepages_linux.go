@@ -98,7 +98,11 @@ func madvise(r region, advice int) error {
 // process holds mapped, and has the kernel map such pages one at a time
 // from now on, not with their neighbours (MADV_RANDOM turns fault-around
 // off for the mapping), so that what comes back is what runs. It returns
-// the bytes of the regions it advised.
+// the bytes of the regions it advised. The cost: a page the kernel evicted
+// from its cache meanwhile is read back alone, without the pages around
+// it (MADV_RANDOM turns read-around off too), which on a machine short of
+// memory makes a burst after a long idle stretch read its code 4 KiB at a
+// time; on others the page comes from the cache, a minor fault.
 func Drop() (int64, error) {
 	rs, err := readOnly()
 	if err != nil {
