@@ -162,7 +162,7 @@ func giveBack(ctx context.Context, logger *slog.Logger, settled bool) {
 // dropCodePages lets go of the pages of the executable's code and
 // read-only data that the process holds (codepages.Drop): a burst ran
 // code an idle daemon does not, and the kernel mapped 64 KiB around each
-// page it touched. What runs next is mapped again, a page at a time.
+// page it touched. What runs next is mapped again from the page cache.
 func dropCodePages(logger *slog.Logger) {
 	n, err := codepages.Drop()
 	if err != nil {

@@ -95,14 +95,11 @@ func madvise(r region, advice int) error {
 }
 
 // Drop lets go of the executable's code and read-only pages that the
-// process holds mapped, and has the kernel map such pages one at a time
-// from now on, not with their neighbours (MADV_RANDOM turns fault-around
-// off for the mapping), so that what comes back is what runs. It returns
-// the bytes of the regions it advised. The cost: a page the kernel evicted
-// from its cache meanwhile is read back alone, without the pages around
-// it (MADV_RANDOM turns read-around off too), which on a machine short of
-// memory makes a burst after a long idle stretch read its code 4 KiB at a
-// time; on others the page comes from the cache, a minor fault.
+// process holds mapped; what runs next is mapped again, from the page
+// cache. It returns the bytes of the regions it dropped. (Mapping them a
+// page at a time from then on, MADV_RANDOM, kept 1 MB fewer with 10,000
+// sessions, and would have read code back 4 KiB at a time on a machine
+// whose cache had evicted it: docs/PERFORMANCE.md.)
 func Drop() (int64, error) {
 	rs, err := readOnly()
 	if err != nil {
@@ -110,11 +107,8 @@ func Drop() (int64, error) {
 	}
 	var n int64
 	for _, r := range rs {
-		if err := madvise(r, unix.MADV_RANDOM); err != nil {
-			return n, fmt.Errorf("codepages: madvise random: %w", err)
-		}
 		if err := madvise(r, unix.MADV_DONTNEED); err != nil {
-			return n, fmt.Errorf("codepages: madvise dontneed: %w", err)
+			return n, fmt.Errorf("codepages: madvise: %w", err)
 		}
 		n += int64(r.end - r.start)
 	}
