@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // TestContextQueryReadsAhead: a 12 MB context (1500 entries of 8 KB, then
@@ -110,20 +112,7 @@ type rssMeter struct{}
 func (rssMeter) reset() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
 
 // field is a "kB" field of /proc/self/status, in bytes.
-func (rssMeter) field(name string) int64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok && k == name {
-			var kb int64
-			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
-			return kb << 10
-		}
-	}
-	return 0
-}
+func (rssMeter) field(name string) int64 { return testenv.ProcStatus(name) }
 
 // hashWriter counts and hashes what is written to it.
 type hashWriter struct {

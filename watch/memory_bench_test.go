@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // BenchmarkMemory measures what the tailer costs in memory and in bytes
@@ -194,7 +195,7 @@ func (m *measure) report(b *testing.B, t *Tailer, size int64) {
 	close(m.stop)
 	m.wg.Wait()
 	const mb = 1e6
-	b.ReportMetric(float64(procStatus("VmHWM"))/mb, "peak-rss-MB")
+	b.ReportMetric(float64(testenv.ProcStatus("VmHWM"))/mb, "peak-rss-MB")
 	b.ReportMetric(float64(m.peakHeap.Load())/mb, "peak-heap-MB")
 	b.ReportMetric(float64(procIO("rchar")-m.read0)/mb, "read-MB")
 	b.ReportMetric(float64(size)/mb, "file-MB")
@@ -204,10 +205,10 @@ func (m *measure) report(b *testing.B, t *Tailer, size int64) {
 		b.ReportMetric(float64(st.MemoryPeak)/mb, "tailer-held-MB")
 	}
 	runtime.GC()
-	b.ReportMetric(float64(procStatus("VmRSS"))/mb, "rss-after-MB")
+	b.ReportMetric(float64(testenv.ProcStatus("VmRSS"))/mb, "rss-after-MB")
 	time.Sleep(20 * time.Second)
 	runtime.GC()
-	b.ReportMetric(float64(procStatus("VmRSS"))/mb, "rss-20s-MB")
+	b.ReportMetric(float64(testenv.ProcStatus("VmRSS"))/mb, "rss-20s-MB")
 }
 
 // writeBigLine appends a pi-like message entry of about size bytes and its
@@ -256,12 +257,6 @@ func fileSize(t testing.TB, path string) int64 {
 // resetPeakRSS resets VmHWM to the current RSS (Linux 4.0 and later; a
 // no-op elsewhere).
 func resetPeakRSS() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
-
-// procStatus reads a "kB" field of /proc/self/status, in bytes (0 where
-// there is no /proc).
-func procStatus(field string) int64 {
-	return procField("/proc/self/status", field) << 10
-}
 
 // procIO reads a field of /proc/self/io (0 where there is none).
 func procIO(field string) int64 { return procField("/proc/self/io", field) }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // BenchmarkScale measures the tailer's first read (the sessions exist
@@ -196,7 +197,7 @@ func scaleTailer(b *testing.B, c scaleCorpus) (took time.Duration, rssMB, heapMB
 	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	rssMB, heapMB = float64(procStatus("VmRSS"))/1e6, float64(ms.HeapInuse)/1e6
+	rssMB, heapMB = float64(testenv.ProcStatus("VmRSS"))/1e6, float64(ms.HeapInuse)/1e6
 	if p := os.Getenv("PISYNC_BENCH_HEAPPROFILE"); p != "" {
 		// What the process holds per followed session (the embedded
 		// server's share included: it runs in this process).

@@ -4,48 +4,25 @@ package codepages_test
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/pisyncd/pisyncd/internal/codepages"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
-
-// rssFile is the process's resident pages of files (its executable's,
-// mostly), from /proc/self/status.
-func rssFile(t *testing.T) int64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "RssFile:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no RssFile in /proc/self/status")
-	return 0
-}
 
 // TestDropLetsGoOfTheExecutablesPages: after Drop the test binary holds
 // fewer of its file's pages, and runs on.
 func TestDropLetsGoOfTheExecutablesPages(t *testing.T) {
-	before := rssFile(t)
+	before := testenv.ProcStatus("RssFile")
 	n, err := codepages.Drop()
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := rssFile(t)
+	after := testenv.ProcStatus("RssFile")
 	t.Logf("advised %d MiB; file pages resident %d KiB before, %d KiB after", n>>20, before>>10, after>>10)
-	if n == 0 || after >= before {
+	if n == 0 || before == 0 || after >= before {
 		t.Fatalf("advised %d bytes; file pages resident %d before, %d after", n, before, after)
 	}
 }
