@@ -34,22 +34,21 @@ func readOnly() ([]region, error) {
 		return nil, err
 	}
 	var out []region
-	var cur *region // the mapping whose fields are being read, if one of ours
+	last := false // the fields being read are those of out's last region
 	sc := bufio.NewScanner(bytes.NewReader(smaps))
 	for sc.Scan() {
 		line := sc.Bytes()
-		if k, v, ok := bytes.Cut(line, []byte(":")); ok && !bytes.Contains(k, []byte(" ")) && !bytes.Contains(k, []byte("-")) {
-			// A field of the mapping above: "Anonymous:    4 kB".
-			if cur != nil && string(k) == "Anonymous" && string(bytes.TrimSpace(v)) != "0 kB" {
-				out = out[:len(out)-1]
-				cur = nil
+		// A field of the mapping above ("Anonymous:    4 kB") has no
+		// space before its colon; a mapping's line does.
+		if k, v, ok := bytes.Cut(line, []byte(":")); ok && !bytes.Contains(k, []byte(" ")) {
+			if last && string(k) == "Anonymous" && string(bytes.TrimSpace(v)) != "0 kB" {
+				out, last = out[:len(out)-1], false
 			}
 			continue
 		}
-		cur = nil
-		if r, ok := ours(line, st); ok {
+		var r region
+		if r, last = ours(line, st); last {
 			out = append(out, r)
-			cur = &out[len(out)-1]
 		}
 	}
 	return out, sc.Err()
@@ -86,14 +85,6 @@ func ours(line []byte, st *syscall.Stat_t) (region, bool) {
 	return region{uintptr(start), uintptr(end)}, true
 }
 
-func madvise(r region, advice int) error {
-	_, _, errno := unix.Syscall(unix.SYS_MADVISE, r.start, r.end-r.start, uintptr(advice))
-	if errno != 0 {
-		return errno
-	}
-	return nil
-}
-
 // Drop lets go of the executable's code and read-only pages that the
 // process holds mapped; what runs next is mapped again, from the page
 // cache. It returns the bytes of the regions it dropped. (Mapping them a
@@ -107,8 +98,8 @@ func Drop() (int64, error) {
 	}
 	var n int64
 	for _, r := range rs {
-		if err := madvise(r, unix.MADV_DONTNEED); err != nil {
-			return n, fmt.Errorf("codepages: madvise: %w", err)
+		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, r.start, r.end-r.start, unix.MADV_DONTNEED); errno != 0 {
+			return n, fmt.Errorf("codepages: madvise: %w", errno)
 		}
 		n += int64(r.end - r.start)
 	}
