@@ -150,20 +150,21 @@ func giveBack(ctx context.Context, logger *slog.Logger, settled bool) {
 			continue
 		}
 		start := time.Now()
-		// Two collections: a pooled buffer is only freed by the second.
-		debug.FreeOSMemory()
-		debug.FreeOSMemory()
-		dropCodePages(logger)
+		releaseMemory(logger)
 		g.gaveBack(readHeap(buf))
 		logger.Debug("gave memory back", "heapBefore", s.pages, "heapAfter", g.base, "took", time.Since(start))
 	}
 }
 
-// dropCodePages lets go of the pages of the executable's code and
-// read-only data that the process holds (codepages.Drop): a burst ran
-// code an idle daemon does not, and the kernel mapped 64 KiB around each
-// page it touched. What runs next is mapped again from the page cache.
-func dropCodePages(logger *slog.Logger) {
+// releaseMemory gives what the process holds and does not use back to
+// the system: the heap's free pages (two collections: a pooled buffer is
+// only freed by the second), and the pages of the executable's code and
+// read-only data it holds (codepages.Drop): a burst ran code an idle
+// daemon does not, and the kernel mapped 64 KiB around each page it
+// touched. What runs next is mapped again from the page cache.
+func releaseMemory(logger *slog.Logger) {
+	debug.FreeOSMemory()
+	debug.FreeOSMemory()
 	n, err := codepages.Drop()
 	if err != nil {
 		logger.Debug("the executable's pages kept", "err", err)

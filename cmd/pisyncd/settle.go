@@ -163,10 +163,7 @@ func (d *Daemon) afterFirstRead(ctx context.Context) bool {
 	if d.quiet(ctx) != nil {
 		return false
 	}
-	// Two collections: a pooled buffer is only freed by the second.
-	debug.FreeOSMemory()
-	debug.FreeOSMemory()
-	dropCodePages(d.logger)
+	releaseMemory(d.logger)
 	return true
 }
 
