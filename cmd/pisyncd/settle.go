@@ -221,23 +221,21 @@ func (d *Daemon) quiet(ctx context.Context) error {
 	}
 	local, all, err := lasts()
 	for err == nil {
-		if d.dl != nil {
-			// A catch-up from the hub is not quiet between its rounds.
-			select {
-			case <-d.dl.Idle():
-			case <-ctx.Done():
-				return context.Cause(ctx)
-			}
-			if local, all, err = lasts(); err != nil {
-				return err
-			}
-		}
 		for _, r := range readers {
 			if err := r.WaitHandled(ctx, eventlog.LocalStream, local); err != nil {
 				return err
 			}
 			if err := r.WaitHandled(ctx, eventlog.AllStream, all); err != nil {
 				return err
+			}
+		}
+		if d.dl != nil {
+			// A catch-up from the hub is not quiet between its rounds:
+			// what it stored meanwhile shows in PI_ALL's last sequence.
+			select {
+			case <-d.dl.Idle():
+			case <-ctx.Done():
+				return context.Cause(ctx)
 			}
 		}
 		l, a, lerr := lasts()
