@@ -23,18 +23,7 @@ func TestRunSessionsLogsNewCauses(t *testing.T) {
 		for range 20 {
 			causes = append(causes, "hub unreachable")
 		}
-		var logged []string
-		var mu sync.Mutex
-		logger := slog.New(recordHandler(func(r slog.Record) {
-			r.Attrs(func(a slog.Attr) bool {
-				if a.Key == "err" {
-					mu.Lock()
-					logged = append(logged, a.Value.String())
-					mu.Unlock()
-				}
-				return true
-			})
-		}))
+		logger, logged := errsLogged(slog.LevelDebug)
 		ctx, cancel := context.WithCancel(t.Context())
 		var progress atomic.Int64
 		i := 0
@@ -49,7 +38,7 @@ func TestRunSessionsLogsNewCauses(t *testing.T) {
 		// Failures 1 (the first), 4 and 6 (new causes), 20 (the
 		// twentieth); not 2, 3, 5 or the rest.
 		want := "hub unreachable | consumer gone | hub unreachable | hub unreachable"
-		if got := strings.Join(logged, " | "); got != want {
+		if got := logged(); got != want {
 			t.Fatalf("logged %q, want %q", got, want)
 		}
 	})
@@ -62,21 +51,7 @@ func TestRunSessionsLogsNewCauses(t *testing.T) {
 func TestRunSessionsPassesOverNoResponders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		noResp := fmt.Errorf("downloader: hub PI_HUB info: %w", nats.ErrNoResponders)
-		var warned []string
-		var mu sync.Mutex
-		logger := slog.New(recordHandler(func(r slog.Record) {
-			if r.Level < slog.LevelWarn {
-				return
-			}
-			r.Attrs(func(a slog.Attr) bool {
-				if a.Key == "err" {
-					mu.Lock()
-					warned = append(warned, a.Value.String())
-					mu.Unlock()
-				}
-				return true
-			})
-		}))
+		logger, warned := errsLogged(slog.LevelWarn)
 		ctx, cancel := context.WithCancel(t.Context())
 		var progress atomic.Int64
 		// Each session fails with err, having made progress first or
@@ -105,7 +80,7 @@ func TestRunSessionsPassesOverNoResponders(t *testing.T) {
 			return st.err
 		})
 		want := noResp.Error() + " | hub unreachable"
-		if got := strings.Join(warned, " | "); got != want {
+		if got := warned(); got != want {
 			t.Fatalf("warned %q,\nwant   %q", got, want)
 		}
 	})
@@ -177,6 +152,31 @@ func TestRunSessionsLogsRecovery(t *testing.T) {
 			t.Errorf("logged\n%s\nwant\n%s", got, strings.Join(want, "\n"))
 		}
 	})
+}
+
+// errsLogged returns a logger that keeps the err of each record at level
+// or above, and what it kept so far, joined by " | ".
+func errsLogged(level slog.Level) (*slog.Logger, func() string) {
+	var errs []string
+	var mu sync.Mutex
+	logger := slog.New(recordHandler(func(r slog.Record) {
+		if r.Level < level {
+			return
+		}
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "err" {
+				mu.Lock()
+				errs = append(errs, a.Value.String())
+				mu.Unlock()
+			}
+			return true
+		})
+	}))
+	return logger, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(errs, " | ")
+	}
 }
 
 // recordHandler is a slog.Handler that hands every record to f.
