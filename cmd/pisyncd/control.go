@@ -93,8 +93,9 @@ type Status struct {
 	// MemoryBudget is PISYNC_MEMORY_BUDGET in force, the bound on the
 	// daemon's peak resident set; GoMemoryLimit the Go runtime's soft
 	// limit (the budget less 160 MiB, or GOMEMLIMIT).
-	MemoryBudget  int64 `json:"memoryBudget"`
-	GoMemoryLimit int64 `json:"goMemoryLimit"`
+	MemoryBudget  int64      `json:"memoryBudget"`
+	GoMemoryLimit int64      `json:"goMemoryLimit"`
+	Heap          heapStatus `json:"heap"`
 }
 
 // streamInfoTimeout bounds the stream's part of a status: while the store
@@ -111,6 +112,7 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 		SessionsDir: d.cfg.SessionsDir, StateDir: d.cfg.StateDir, NATSURL: d.srv.ClientURL(),
 		Stream: info, StoreCipher: d.srv.StoreCipher(), Erased: d.erased.Load(), SessionsDirFreeBytes: freeBytes(d.cfg.SessionsDir),
 		MemoryBudget: int64(config.BudgetOrDefault(d.cfg.MemoryBudget)), GoMemoryLimit: debug.SetMemoryLimit(-1),
+		Heap: readHeapStatus(),
 	}
 	if err != nil {
 		st.StreamError = err.Error()

@@ -51,8 +51,12 @@ func TestDaemonProcess(t *testing.T) {
 	if st.MemoryBudget != 512<<20 || st.GoMemoryLimit != 352<<20 || st.Tailer.MemoryBudget != 64<<20 {
 		t.Errorf("status: memory budget %d, Go limit %d, the tailer's share %d; want 512, 352 and 64 MiB", st.MemoryBudget, st.GoMemoryLimit, st.Tailer.MemoryBudget)
 	}
+	// A daemon that ran has collected, and holds pages for what is live.
+	if st.Heap.LiveBytes == 0 || st.Heap.InUseBytes < st.Heap.LiveBytes || st.Heap.InUseBytes > uint64(st.GoMemoryLimit) {
+		t.Errorf("status: heap %+v; want 0 < live <= in use <= the Go limit", st.Heap)
+	}
 	var out bytes.Buffer
-	if code := runCmd(t, env, &out, "status"); code != 0 || !regexp.MustCompile(`(?m)^memory budget\s+536870912 bytes .*Go memory limit 369098752$`).MatchString(out.String()) {
+	if code := runCmd(t, env, &out, "status"); code != 0 || !regexp.MustCompile(`(?m)^memory budget\s+536870912 bytes .*Go memory limit 369098752$(?s:.*)^Go heap\s+\d+ bytes live`).MatchString(out.String()) {
 		t.Errorf("status text lacks the memory budget: exit %d\n%s", code, out.String())
 	}
 	out.Reset()

@@ -31,7 +31,8 @@ import (
 // writes; the first read's peak resident set; then, with every session
 // tracked, an idle stretch (no file changes) of PISYNC_BENCH_IDLE (default
 // 60 s): the daemon's CPU seconds and context switches (wake-ups, all
-// threads) per minute; and its resident set after it; then the same idle
+// threads) per minute; and its resident set and Go heap (live, and the
+// pages held for objects: status) after it; then the same idle
 // stretch once more after the daemon is started again over its state. PISYNC_BENCH_BIN
 // runs another pisyncd binary (a "before") with the same harness.
 // PISYNC_BENCH_LIVE=1 writes the sessions while the daemon runs, once its
@@ -117,6 +118,10 @@ type idleFigures struct {
 	// Over the stretch, sampled once a second: an idle daemon's resident
 	// set goes up with its garbage and down when it is given back.
 	rssMean, rssMax float64
+	// The Go heap at its end (status): what the last collection found
+	// live, and the pages held for objects (live, garbage, and the
+	// unused room of their spans).
+	heapLive, heapInUse float64
 }
 
 func (f idleFigures) report(b *testing.B, prefix string) {
@@ -128,6 +133,8 @@ func (f idleFigures) report(b *testing.B, prefix string) {
 	b.ReportMetric(f.rssFile/1e6, prefix+"rss-idle-file-MB")
 	b.ReportMetric(f.rssMean/1e6, prefix+"rss-idle-mean-MB")
 	b.ReportMetric(f.rssMax/1e6, prefix+"rss-idle-max-MB")
+	b.ReportMetric(f.heapLive/1e6, prefix+"heap-live-idle-MB")
+	b.ReportMetric(f.heapInUse/1e6, prefix+"heap-inuse-idle-MB")
 }
 
 // scaleSession is session i of the corpus, as text and as lines.
@@ -242,7 +249,7 @@ func waitSessions(b *testing.B, d *memDaemon, ctl *http.Client, bin string, env 
 	if idle > 0 {
 		time.Sleep(5 * time.Second) // let the first read's aftermath (flushes, GC) pass
 		r.rssBefore = float64(d.rss(b))
-		r.idle = idleStretch(b, d, idle)
+		r.idle = idleStretch(b, d, ctl, idle)
 		r.kvWrites = daemonStatus(ctl).Projection.Writes
 	}
 	d.stop(b)
@@ -260,7 +267,7 @@ func waitSessions(b *testing.B, d *memDaemon, ctl *http.Client, bin string, env 
 		}
 		r.restartTracked = time.Since(restart)
 		time.Sleep(5 * time.Second)
-		r.restart = idleStretch(b, d, idle)
+		r.restart = idleStretch(b, d, ctl, idle)
 		d.stop(b)
 	}
 	b.StartTimer()
@@ -269,8 +276,8 @@ func waitSessions(b *testing.B, d *memDaemon, ctl *http.Client, bin string, env 
 
 // idleStretch measures the daemon doing nothing for idle: its CPU seconds
 // and context switches a minute, and its resident set after, and of that
-// the pages of files.
-func idleStretch(b *testing.B, d *memDaemon, idle time.Duration) idleFigures {
+// the pages of files, and its heap.
+func idleStretch(b *testing.B, d *memDaemon, ctl *http.Client, idle time.Duration) idleFigures {
 	cpu0, sw0 := procCPU(b, d.cmd.Process.Pid)
 	t0 := time.Now()
 	var f idleFigures
@@ -287,6 +294,8 @@ func idleStretch(b *testing.B, d *memDaemon, idle time.Duration) idleFigures {
 	took := time.Since(t0).Minutes()
 	f.cpuPerMin, f.wakePerMin = (cpu1-cpu0)/took, float64(sw1-sw0)/took
 	f.rss, f.rssFile = float64(d.rss(b)), float64(d.status(b, "RssFile"))
+	h := daemonStatus(ctl).Heap // zero from a daemon older than the figure
+	f.heapLive, f.heapInUse = float64(h.LiveBytes), float64(h.InUseBytes)
 	if n > 0 {
 		f.rssMean = sum / float64(n)
 	}

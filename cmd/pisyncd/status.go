@@ -89,6 +89,7 @@ func printStatus(stdout io.Writer, st *Status) error {
 		row("folders not readable", st.Tailer.UnreadableFolders)
 	}
 	row("memory budget", fmt.Sprintf("%d bytes (PISYNC_MEMORY_BUDGET, the bound on peak resident memory), Go memory limit %d", st.MemoryBudget, st.GoMemoryLimit))
+	row("Go heap", fmt.Sprintf("%d bytes live at the last collection, %d held for objects", st.Heap.LiveBytes, st.Heap.InUseBytes))
 	row("lines held in memory", fmt.Sprintf("%d bytes now, %d at most, of %d (a quarter of PISYNC_MEMORY_BUDGET less its 256 MiB reserve)", st.Tailer.MemoryHeld, st.Tailer.MemoryPeak, st.Tailer.MemoryBudget))
 	row("sessions", st.Tailer.Sessions)
 	row("entries published", st.Tailer.LinesPublished)
