@@ -24,17 +24,23 @@ type file struct {
 	path, rel string
 	dev, ino  uint64
 	size      int64
-	mtime     time.Time
+	mtime     int64 // UnixNano (modNanos): 8 bytes where a time.Time takes 24
 
 	status  fileStatus
 	ignored ignoreReason // why, when statusIgnored
-	sid     string
-	sess    *sessionLog
 	// resumed is set once the stream's resume hint was tried for this file.
 	resumed bool
 	// gone: the file disappeared; tombstone: its deletion still has to be
 	// published.
 	gone, tombstone bool
+	// deferred: the last look put a read after a change in place off until
+	// recheckAt; the file is not settled then (settled.go), so that every
+	// walk looks at it again. (The small fields sit together: apart, each
+	// took a word of padding, in a record every file of the tree has.)
+	deferred bool
+
+	sid  string
+	sess *sessionLog
 
 	// offset is where the next unread line starts: everything before it is
 	// handled (published, known, or not an entry).
@@ -55,10 +61,6 @@ type file struct {
 	// place) makes the whole file be read again, at most once per rescan
 	// interval.
 	recheckAt time.Time
-	// deferred: the last look put such a read off until recheckAt; the
-	// file is not settled then (settled.go), so that every walk looks
-	// at it again.
-	deferred bool
 	// left: the session whose last file here this was before the file
 	// was replaced or rewritten; its deletion waits for the new content's
 	// header (settleLeft).
@@ -123,7 +125,7 @@ func (w *worker) settleLeft(ctx context.Context, f *file, gone bool) error {
 // to the size read: nothing to do.
 func (f *file) statSame(st fs.FileInfo) bool {
 	dev, ino := devIno(st)
-	return f.ino == ino && f.dev == dev && f.size == st.Size() && f.mtime.Equal(st.ModTime()) &&
+	return f.ino == ino && f.dev == dev && f.size == st.Size() && f.mtime == modNanos(st) &&
 		(f.status == statusIgnored || f.offset+f.part.n == f.size)
 }
 
@@ -213,7 +215,7 @@ func (w *worker) sync(ctx context.Context, path string) error {
 			w.t.logger.Info("session file replaced or truncated; reading it again", "file", f.rel)
 		}
 		w.reread(f, dev, ino)
-	} else if st.Size() == f.size && !st.ModTime().Equal(f.mtime) && f.status == statusSession {
+	} else if st.Size() == f.size && modNanos(st) != f.mtime && f.status == statusSession {
 		// Same size, new mtime: an edit in place, or a touch. Only a
 		// read of the whole file can tell (the checks below look at the
 		// header and the last line), so it is read again from the
@@ -231,7 +233,7 @@ func (w *worker) sync(ctx context.Context, path string) error {
 		f.resumed = true
 		f.recheckAt = now.Add(w.t.rescan)
 	}
-	f.size, f.mtime = st.Size(), st.ModTime()
+	f.size, f.mtime = st.Size(), modNanos(st)
 	if f.status == statusIgnored {
 		return nil
 	}
@@ -243,7 +245,7 @@ func (w *worker) sync(ctx context.Context, path string) error {
 		if !ok {
 			w.t.logger.Info("session file rewritten in place; reading it again", "file", f.rel)
 			w.reread(f, dev, ino)
-			f.size, f.mtime = st.Size(), st.ModTime()
+			f.size, f.mtime = st.Size(), modNanos(st)
 		}
 	}
 	if err := w.read(ctx, f, fh); err != nil {
@@ -256,12 +258,12 @@ func (w *worker) sync(ctx context.Context, path string) error {
 // device) as ignored, once: it is never opened for reading.
 func (w *worker) special(f *file, st fs.FileInfo) {
 	dev, ino := devIno(st)
-	f.size, f.mtime = st.Size(), st.ModTime()
+	f.size, f.mtime = st.Size(), modNanos(st)
 	if f.status == statusIgnored && f.ignored == ignoreSpecial && f.dev == dev && f.ino == ino {
 		return
 	}
 	w.reread(f, dev, ino)
-	f.size, f.mtime = st.Size(), st.ModTime()
+	f.size, f.mtime = st.Size(), modNanos(st)
 	w.t.ignore(f, ignoreSpecial, "type", st.Mode().Type().String())
 }
 
@@ -304,7 +306,7 @@ func (w *worker) resume(ctx context.Context, f *file, fh io.ReaderAt) (bool, err
 	if last == nil || last.Op != "" || last.File != f.rel || last.Off <= f.hdrStart || last.Off > f.size {
 		return false, nil
 	}
-	if last.Time.IsZero() || f.mtime.After(last.Time) {
+	if last.Time.IsZero() || time.Unix(0, f.mtime).After(last.Time) {
 		return false, nil
 	}
 	first, err := w.t.log.First(ctx, f.sid)

@@ -1,9 +1,6 @@
 package watch
 
-import (
-	"io/fs"
-	"time"
-)
+import "io/fs"
 
 // Settled files. The periodic rescan is the truth (fsnotify is only a
 // hint), but with thousands of sessions followed it used to hand every
@@ -25,13 +22,18 @@ import (
 // fileSig is what the walk compares.
 type fileSig struct {
 	dev, ino, size int64
-	mtime          time.Time
+	mtime          int64 // UnixNano
 }
 
 func sigOf(st fs.FileInfo) fileSig {
 	dev, ino := devIno(st)
-	return fileSig{dev: int64(dev), ino: int64(ino), size: st.Size(), mtime: st.ModTime()}
+	return fileSig{dev: int64(dev), ino: int64(ino), size: st.Size(), mtime: modNanos(st)}
 }
+
+// modNanos is a file's modification time in nanoseconds since 1970, as the
+// tailer keeps and compares it. (Past the year 2262 it wraps, the same
+// way for every stat: a comparison for equality still holds.)
+func modNanos(st fs.FileInfo) int64 { return st.ModTime().UnixNano() }
 
 // settle records (or, when f is not settled, forgets) the stat of a file
 // the worker has handled; called by the file's worker after each round.

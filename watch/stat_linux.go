@@ -1,9 +1,6 @@
 package watch
 
-import (
-	"syscall"
-	"time"
-)
+import "syscall"
 
 // statSig is os.Stat reduced to what the walk compares, without the
 // os.FileInfo that os.Stat allocates: a full walk stats every session file
@@ -21,5 +18,5 @@ func statSig(path string) (fileSig, error) {
 			return fileSig{}, err
 		}
 	}
-	return fileSig{dev: int64(uint64(st.Dev)), ino: int64(st.Ino), size: st.Size, mtime: time.Unix(st.Mtim.Unix())}, nil
+	return fileSig{dev: int64(uint64(st.Dev)), ino: int64(st.Ino), size: st.Size, mtime: st.Mtim.Nano()}, nil
 }

@@ -75,7 +75,10 @@ func (w *worker) take() (map[string]struct{}, []chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	d, b := w.dirty, w.barriers
-	w.dirty, w.barriers = make(map[string]struct{}, len(d)), nil
+	// Not sized after the round taken: a map keeps its room when emptied,
+	// and one sized for a first read's thousand files a worker held, empty,
+	// for as long as the daemon then stayed idle.
+	w.dirty, w.barriers = make(map[string]struct{}), nil
 	return d, b
 }
 
