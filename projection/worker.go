@@ -338,4 +338,38 @@ func (w *Worker) dropTree(s *sessionState) {
 	w.mu.Unlock()
 }
 
+// smallTree is the most entries a loaded tree may hold for
+// DropSmallTrees to let it go. Rebuilding one from the stream reads that
+// many messages, about a millisecond; the tree of a long session costs
+// more to rebuild than to keep, and stays under MaxTrees as before.
+const smallTree = 64
+
+// DropSmallTrees drops the loaded trees of at most smallTree entries that
+// nothing is using, and reports how many it dropped. The daemon calls it
+// when it gives memory back after a burst: a first read of 10,000 small
+// sessions left the last 460-512 of their trees in memory, though none
+// may take a line again for days, and a session that does has its tree
+// rebuilt at its next event (as after an eviction).
+func (w *Worker) DropSmallTrees() (dropped int) {
+	w.mu.Lock()
+	var loaded []*sessionState
+	for _, s := range w.sessions {
+		if s.lastUse > 0 {
+			loaded = append(loaded, s)
+		}
+	}
+	w.mu.Unlock()
+	for _, s := range loaded {
+		if !s.mu.TryLock() {
+			continue // in use: keep it
+		}
+		if s.tree != nil && s.tree.Len() <= smallTree {
+			w.dropTree(s)
+			dropped++
+		}
+		s.mu.Unlock()
+	}
+	return dropped
+}
+
 var errNotReady = errors.New("projection: not ready")

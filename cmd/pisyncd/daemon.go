@@ -399,7 +399,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		settled := d.afterFirstRead(ctx)
 		close(d.settled)
 		if os.Getenv("GOGC") == "" { // a collector the user tuned is left alone
-			giveBack(ctx, d.logger, settled) // for every burst after it
+			giveBack(ctx, d.logger, settled, d.dropRebuildable) // for every burst after it
 		}
 	}()
 	if d.fwd != nil {

@@ -130,8 +130,9 @@ func readHeap(buf []metrics.Sample) heapSample {
 // process has been quiet for giveBackQuiet and holds giveBackSlack more
 // than after the last time, until ctx ends; settled as for
 // newGiveBackState. The counters are the process's: where a process runs
-// several daemons (tests), each gives back for all of them.
-func giveBack(ctx context.Context, logger *slog.Logger, settled bool) {
+// several daemons (tests), each gives back for all of them. drop, when not
+// nil, lets go first of what the caller can rebuild (releaseMemory).
+func giveBack(ctx context.Context, logger *slog.Logger, settled bool, drop func()) {
 	buf := make([]metrics.Sample, len(heapMetrics))
 	for i, name := range heapMetrics {
 		buf[i].Name = name
@@ -150,7 +151,7 @@ func giveBack(ctx context.Context, logger *slog.Logger, settled bool) {
 			continue
 		}
 		start := time.Now()
-		releaseMemory(logger)
+		releaseMemory(logger, drop)
 		g.gaveBack(readHeap(buf))
 		logger.Debug("gave memory back", "heapBefore", s.pages, "heapAfter", g.base, "took", time.Since(start))
 	}
@@ -161,8 +162,12 @@ func giveBack(ctx context.Context, logger *slog.Logger, settled bool) {
 // only freed by the second), and the pages of the executable's code and
 // read-only data it holds (codepages.Drop): a burst ran code an idle
 // daemon does not, and the kernel mapped 64 KiB around each page it
-// touched. What runs next is mapped again from the page cache.
-func releaseMemory(logger *slog.Logger) {
+// touched. What runs next is mapped again from the page cache. drop, when
+// not nil, runs first: what it lets go of is collected with the rest.
+func releaseMemory(logger *slog.Logger, drop func()) {
+	if drop != nil {
+		drop()
+	}
 	debug.FreeOSMemory()
 	debug.FreeOSMemory()
 	n, err := codepages.Drop()
@@ -171,4 +176,16 @@ func releaseMemory(logger *slog.Logger) {
 		return
 	}
 	logger.Debug("the executable's pages let go", "mapped", n)
+}
+
+// dropRebuildable lets go of what the daemon holds in memory only to be
+// quick and can rebuild when next needed: the projection's trees of small
+// sessions (projection.Worker.DropSmallTrees).
+func (d *Daemon) dropRebuildable() {
+	if d.proj == nil {
+		return
+	}
+	if n := d.proj.DropSmallTrees(); n > 0 {
+		d.logger.Debug("small session trees let go", "trees", n)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -160,8 +161,8 @@ func TestReadHeapNamesKnownMetrics(t *testing.T) {
 
 // TestGiveBackReturnsABurst: the worker, on the real runtime under fake
 // time, gives back the pages of a burst once it has been quiet for
-// giveBackQuiet, not before, lets go of the executable's pages with it,
-// and returns when its context ends.
+// giveBackQuiet, not before, lets go of what the daemon can rebuild and of
+// the executable's pages with it, and returns when its context ends.
 func TestGiveBackReturnsABurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// What earlier tests of this process left free would take the
@@ -171,8 +172,9 @@ func TestGiveBackReturnsABurst(t *testing.T) {
 		logger := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
+		var drops atomic.Int32
 		go func() {
-			giveBack(ctx, logger, true)
+			giveBack(ctx, logger, true, func() { drops.Add(1) })
 			close(done)
 		}()
 		synctest.Wait()         // its first sample taken: the base
@@ -198,13 +200,16 @@ func TestGiveBackReturnsABurst(t *testing.T) {
 		// The first look sees the burst; those after it count the quiet.
 		time.Sleep(giveBackEvery + giveBackQuiet)
 		synctest.Wait()
-		if gave() != before {
-			t.Fatalf("gave back before %v of quiet looks:\n%s", giveBackQuiet, logged.String())
+		if gave() != before || drops.Load() != int32(before) {
+			t.Fatalf("gave back before %v of quiet looks (%d drops):\n%s", giveBackQuiet, drops.Load(), logged.String())
 		}
 		time.Sleep(giveBackEvery)
 		synctest.Wait()
 		if gave() == before {
 			t.Fatalf("the burst's pages not given back after %v of quiet looks", giveBackQuiet+giveBackEvery)
+		}
+		if int(drops.Load()) != gave() {
+			t.Errorf("%d give-backs let go of what the daemon can rebuild %d times", gave(), drops.Load())
 		}
 		if after := readHeap(buf).pages; after+32<<20 > held {
 			t.Errorf("heap pages %d MiB after the give-back, %d MiB before: the burst's not returned", after>>20, held>>20)

@@ -122,6 +122,7 @@ type idleFigures struct {
 	// live, and the pages held for objects (live, garbage, and the
 	// unused room of their spans).
 	heapLive, heapInUse float64
+	trees               int // the projection's trees in memory
 }
 
 func (f idleFigures) report(b *testing.B, prefix string) {
@@ -135,6 +136,7 @@ func (f idleFigures) report(b *testing.B, prefix string) {
 	b.ReportMetric(f.rssMax/1e6, prefix+"rss-idle-max-MB")
 	b.ReportMetric(f.heapLive/1e6, prefix+"heap-live-idle-MB")
 	b.ReportMetric(f.heapInUse/1e6, prefix+"heap-inuse-idle-MB")
+	b.ReportMetric(float64(f.trees), prefix+"trees-idle")
 }
 
 // scaleSession is session i of the corpus, as text and as lines.
@@ -294,8 +296,9 @@ func idleStretch(b *testing.B, d *memDaemon, ctl *http.Client, idle time.Duratio
 	took := time.Since(t0).Minutes()
 	f.cpuPerMin, f.wakePerMin = (cpu1-cpu0)/took, float64(sw1-sw0)/took
 	f.rss, f.rssFile = float64(d.rss(b)), float64(d.status(b, "RssFile"))
-	h := daemonStatus(ctl).Heap // zero from a daemon older than the figure
-	f.heapLive, f.heapInUse = float64(h.LiveBytes), float64(h.InUseBytes)
+	st := daemonStatus(ctl)
+	f.heapLive, f.heapInUse = float64(st.Heap.LiveBytes), float64(st.Heap.InUseBytes) // zero from a daemon older than the figure
+	f.trees = st.Projection.Trees
 	if n > 0 {
 		f.rssMean = sum / float64(n)
 	}

@@ -163,7 +163,7 @@ func (d *Daemon) afterFirstRead(ctx context.Context) bool {
 	if d.quiet(ctx) != nil {
 		return false
 	}
-	releaseMemory(d.logger)
+	releaseMemory(d.logger, d.dropRebuildable)
 	return true
 }
 
