@@ -1,7 +1,6 @@
 package projection
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 )
@@ -17,11 +16,7 @@ func TestBodyCacheFollowsAppends(t *testing.T) {
 	n := startNode(t, root, t.TempDir())
 	check := func() {
 		t.Helper()
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.waitContext(sid, fileContext(t, data))
+		n.waitFileContext(sid, path)
 		s := n.worker.lookup(sid, false)
 		s.mu.Lock()
 		defer s.mu.Unlock()

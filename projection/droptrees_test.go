@@ -2,7 +2,6 @@ package projection
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -24,11 +23,7 @@ func TestDropSmallTrees(t *testing.T) {
 	contexts := func() {
 		t.Helper()
 		for sid, p := range paths {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			n.waitContext(sid, fileContext(t, data))
+			n.waitFileContext(sid, p)
 		}
 	}
 	contexts()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -159,6 +160,17 @@ func (n *node) waitContext(sid, want string) {
 		written := n.writtenContext(sid)
 		return written == want, fmt.Sprintf("session %s streamed:\n got %.400s\nwant %.400s", sid, written, want)
 	})
+}
+
+// waitFileContext waits until the projection's context of sid is what
+// the file at path holds now.
+func (n *node) waitFileContext(sid, path string) {
+	n.t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	n.waitContext(sid, fileContext(n.t, data))
 }
 
 // catalogEntry is sid's entry in the worker's catalog (what Catalog

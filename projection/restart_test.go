@@ -30,8 +30,7 @@ func TestRestartIncrementalTombstone(t *testing.T) {
 	contexts := func() {
 		t.Helper()
 		for sid, p := range paths {
-			data, _ := os.ReadFile(p)
-			n.waitContext(sid, fileContext(t, data))
+			n.waitFileContext(sid, p)
 		}
 	}
 	check := func() {
