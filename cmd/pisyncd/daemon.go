@@ -399,6 +399,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		settled := d.afterFirstRead(ctx)
 		close(d.settled)
 		if os.Getenv("GOGC") == "" { // a collector the user tuned is left alone
+			if settled {
+				settled = d.afterSubjectState(ctx)
+			}
 			giveBack(ctx, d.logger, settled, d.dropRebuildable) // for every burst after it
 		}
 	}()

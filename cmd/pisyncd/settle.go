@@ -23,6 +23,14 @@ import (
 // one every two minutes, and then returns freed pages slowly).
 const blockCacheExpiry = 10*time.Second + 2*time.Second // with a margin for the server's timer tick
 
+// subjectStateExpiry is when the embedded server has dropped what it keeps
+// of a message block's subjects (a tree per block, beside the stream's own
+// index), two minutes after the block's last use, counted like
+// blockCacheExpiry: after a first read of 10,000 sessions the live heap
+// falls by 4-5 MB then (docs/PERFORMANCE.md, "The server's subject state").
+// The runtime would keep those pages; the give-back after it returns them.
+const subjectStateExpiry = 2*time.Minute + 5*time.Second
+
 // startGCPercent is the collector's target while the daemon starts again
 // over a store that holds lines (until afterFirstRead gives the start's
 // memory back). Go does not move objects: what a restart keeps for good
@@ -154,6 +162,25 @@ func (d *Daemon) afterFirstRead(ctx context.Context) bool {
 	}
 	t := time.NewTimer(blockCacheExpiry) // counted from the catch-up, not from the collection's end
 	debug.FreeOSMemory()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+		return false
+	}
+	if d.quiet(ctx) != nil {
+		return false
+	}
+	releaseMemory(d.logger, d.dropRebuildable)
+	return true
+}
+
+// afterSubjectState gives memory back once more when the server has let
+// go of the start's subject state (subjectStateExpiry after the catch-up
+// that afterFirstRead waited for), once the store's readers are quiet.
+// It reports whether it did, as afterFirstRead.
+func (d *Daemon) afterSubjectState(ctx context.Context) bool {
+	t := time.NewTimer(subjectStateExpiry - blockCacheExpiry) // afterFirstRead waited that long already
 	select {
 	case <-t.C:
 	case <-ctx.Done():
