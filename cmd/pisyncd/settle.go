@@ -162,17 +162,7 @@ func (d *Daemon) afterFirstRead(ctx context.Context) bool {
 	}
 	t := time.NewTimer(blockCacheExpiry) // counted from the catch-up, not from the collection's end
 	debug.FreeOSMemory()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-		t.Stop()
-		return false
-	}
-	if d.quiet(ctx) != nil {
-		return false
-	}
-	releaseMemory(d.logger, d.dropRebuildable)
-	return true
+	return d.releaseAt(ctx, t)
 }
 
 // afterSubjectState gives memory back once more when the server has let
@@ -180,7 +170,13 @@ func (d *Daemon) afterFirstRead(ctx context.Context) bool {
 // that afterFirstRead waited for), once the store's readers are quiet.
 // It reports whether it did, as afterFirstRead.
 func (d *Daemon) afterSubjectState(ctx context.Context) bool {
-	t := time.NewTimer(subjectStateExpiry - blockCacheExpiry) // afterFirstRead waited that long already
+	return d.releaseAt(ctx, time.NewTimer(subjectStateExpiry-blockCacheExpiry)) // afterFirstRead waited that long already
+}
+
+// releaseAt gives memory back (releaseMemory) when t fires and the store's
+// readers are quiet, and reports whether it did (not when they could not
+// be asked, or ctx ended).
+func (d *Daemon) releaseAt(ctx context.Context, t *time.Timer) bool {
 	select {
 	case <-t.C:
 	case <-ctx.Done():
