@@ -115,6 +115,15 @@ var heapMetrics = [...]string{
 	"/memory/classes/heap/free:bytes",
 }
 
+// samples is a buffer for metrics.Read of the named counters.
+func samples(names ...string) []metrics.Sample {
+	buf := make([]metrics.Sample, len(names))
+	for i, name := range names {
+		buf[i].Name = name
+	}
+	return buf
+}
+
 // readHeap reads a heapSample from the runtime.
 func readHeap(buf []metrics.Sample) heapSample {
 	metrics.Read(buf)
@@ -126,6 +135,29 @@ func readHeap(buf []metrics.Sample) heapSample {
 	return s
 }
 
+// heapStatus is the Go heap as status shows it: what the last collection
+// found live, and the pages the heap holds for it (objects, live or not
+// yet collected, and the unused room in their spans). The gap between the
+// two is garbage and fragmentation; the resident set adds the binary's
+// pages, stacks and the runtime's own.
+type heapStatus struct {
+	LiveBytes  uint64 `json:"liveBytes"`
+	InUseBytes uint64 `json:"inUseBytes"`
+}
+
+var heapStatusMetrics = [...]string{
+	"/gc/heap/live:bytes",
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/unused:bytes",
+}
+
+// readHeapStatus reads the runtime's counters (no stop of the world).
+func readHeapStatus() heapStatus {
+	buf := samples(heapStatusMetrics[:]...)
+	metrics.Read(buf)
+	return heapStatus{LiveBytes: buf[0].Value.Uint64(), InUseBytes: buf[1].Value.Uint64() + buf[2].Value.Uint64()}
+}
+
 // giveBack returns the heap's free memory to the system whenever the
 // process has been quiet for giveBackQuiet and holds giveBackSlack more
 // than after the last time, until ctx ends; settled as for
@@ -133,10 +165,7 @@ func readHeap(buf []metrics.Sample) heapSample {
 // several daemons (tests), each gives back for all of them. drop, when not
 // nil, lets go first of what the caller can rebuild (releaseMemory).
 func giveBack(ctx context.Context, logger *slog.Logger, settled bool, drop func()) {
-	buf := make([]metrics.Sample, len(heapMetrics))
-	for i, name := range heapMetrics {
-		buf[i].Name = name
-	}
+	buf := samples(heapMetrics[:]...)
 	g := newGiveBackState(readHeap(buf), settled)
 	tick := time.NewTicker(giveBackEvery)
 	defer tick.Stop()

@@ -144,10 +144,7 @@ func TestGiveBackWaitsForQuiet(t *testing.T) {
 // TestReadHeapNamesKnownMetrics: every counter giveBack reads exists in
 // this Go (an unknown name reads as KindBad, and the heap as 0).
 func TestReadHeapNamesKnownMetrics(t *testing.T) {
-	buf := make([]metrics.Sample, len(heapMetrics))
-	for i, name := range heapMetrics {
-		buf[i].Name = name
-	}
+	buf := samples(heapMetrics[:]...)
 	s := readHeap(buf)
 	for _, m := range buf {
 		if m.Value.Kind() != metrics.KindUint64 {
@@ -191,10 +188,7 @@ func TestGiveBackReturnsABurst(t *testing.T) {
 		runtime.KeepAlive(burst)
 		burst = nil
 		runtime.GC() // the burst's pages are free now, and still held
-		buf := make([]metrics.Sample, len(heapMetrics))
-		for i, name := range heapMetrics {
-			buf[i].Name = name
-		}
+		buf := samples(heapMetrics[:]...)
 		held := readHeap(buf).pages
 
 		// The first look sees the burst; those after it count the quiet.

@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
-	"runtime/metrics"
 
 	"github.com/pisyncd/pisyncd/config"
 )
@@ -90,29 +89,3 @@ func firstReadOverlap(budget int64) int64 { return workMemory(budget) / 8 }
 // segment files that its trimmer leaves mapped are measured with the
 // reserve (docs/PERFORMANCE.md, "Search").
 func searchBatch(budget int64) int { return int(max(workMemory(budget)/8/40, 64<<10)) }
-
-// heapStatus is the Go heap as status shows it: what the last collection
-// found live, and the pages the heap holds for it (objects, live or not
-// yet collected, and the unused room in their spans). The gap between the
-// two is garbage and fragmentation; the resident set adds the binary's
-// pages, stacks and the runtime's own.
-type heapStatus struct {
-	LiveBytes  uint64 `json:"liveBytes"`
-	InUseBytes uint64 `json:"inUseBytes"`
-}
-
-var heapStatusMetrics = [...]string{
-	"/gc/heap/live:bytes",
-	"/memory/classes/heap/objects:bytes",
-	"/memory/classes/heap/unused:bytes",
-}
-
-// readHeapStatus reads the runtime's counters (no stop of the world).
-func readHeapStatus() heapStatus {
-	var buf [len(heapStatusMetrics)]metrics.Sample
-	for i, name := range heapStatusMetrics {
-		buf[i].Name = name
-	}
-	metrics.Read(buf[:])
-	return heapStatus{LiveBytes: buf[0].Value.Uint64(), InUseBytes: buf[1].Value.Uint64() + buf[2].Value.Uint64()}
-}
