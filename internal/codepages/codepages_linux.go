@@ -64,25 +64,27 @@ func ours(line []byte, st *syscall.Stat_t) (region, bool) {
 	if ino, err := strconv.ParseUint(string(f[4]), 10, 64); err != nil || ino != st.Ino {
 		return region{}, false
 	}
-	maj, min, ok := bytes.Cut(f[3], []byte(":"))
-	if !ok {
+	ma, mi, ok := hexPair(f[3], ':', 32)
+	if !ok || unix.Mkdev(uint32(ma), uint32(mi)) != uint64(st.Dev) {
 		return region{}, false
 	}
-	ma, err1 := strconv.ParseUint(string(maj), 16, 32)
-	mi, err2 := strconv.ParseUint(string(min), 16, 32)
-	if err1 != nil || err2 != nil || unix.Mkdev(uint32(ma), uint32(mi)) != uint64(st.Dev) {
-		return region{}, false
-	}
-	s, e, ok := bytes.Cut(f[0], []byte("-"))
-	if !ok {
-		return region{}, false
-	}
-	start, err1 := strconv.ParseUint(string(s), 16, 64)
-	end, err2 := strconv.ParseUint(string(e), 16, 64)
-	if err1 != nil || err2 != nil || end <= start {
+	start, end, ok := hexPair(f[0], '-', 64)
+	if !ok || end <= start {
 		return region{}, false
 	}
 	return region{uintptr(start), uintptr(end)}, true
+}
+
+// hexPair parses two hexadecimal numbers of at most bits bits joined by
+// sep (a mapping's "start-end", its device's "major:minor").
+func hexPair(b []byte, sep byte, bits int) (x, y uint64, ok bool) {
+	l, r, ok := bytes.Cut(b, []byte{sep})
+	if !ok {
+		return 0, 0, false
+	}
+	x, err1 := strconv.ParseUint(string(l), 16, bits)
+	y, err2 := strconv.ParseUint(string(r), 16, bits)
+	return x, y, err1 == nil && err2 == nil
 }
 
 // Drop lets go of the executable's code and read-only pages that the
