@@ -294,18 +294,9 @@ func (w *Worker) evict() {
 		w.mu.Unlock()
 		return
 	}
-	type use struct {
-		s    *sessionState
-		last uint64
-	}
-	var loaded []use
-	for _, s := range w.sessions {
-		if s.lastUse > 0 {
-			loaded = append(loaded, use{s, s.lastUse})
-		}
-	}
+	loaded := w.loadedLocked()
 	w.mu.Unlock()
-	slices.SortFunc(loaded, func(a, b use) int { return cmp.Compare(a.last, b.last) })
+	slices.SortFunc(loaded, func(a, b treeUse) int { return cmp.Compare(a.last, b.last) })
 	target := w.opts.MaxTrees * 9 / 10
 	for _, u := range loaded {
 		s := u.s
@@ -321,6 +312,25 @@ func (w *Worker) evict() {
 		w.dropTree(s)
 		s.mu.Unlock()
 	}
+}
+
+// treeUse is a session whose tree was loaded, and when it was last used
+// (the LRU clock).
+type treeUse struct {
+	s    *sessionState
+	last uint64
+}
+
+// loadedLocked lists the sessions whose tree is loaded. Called with w.mu
+// held; a tree may go before the caller takes the session's lock.
+func (w *Worker) loadedLocked() []treeUse {
+	var loaded []treeUse
+	for _, s := range w.sessions {
+		if s.lastUse > 0 {
+			loaded = append(loaded, treeUse{s, s.lastUse})
+		}
+	}
+	return loaded
 }
 
 // dropTree drops the session's tree, if it is loaded, and what is kept
@@ -352,14 +362,10 @@ const smallTree = 64
 // rebuilt at its next event (as after an eviction).
 func (w *Worker) DropSmallTrees() (dropped int) {
 	w.mu.Lock()
-	var loaded []*sessionState
-	for _, s := range w.sessions {
-		if s.lastUse > 0 {
-			loaded = append(loaded, s)
-		}
-	}
+	loaded := w.loadedLocked()
 	w.mu.Unlock()
-	for _, s := range loaded {
+	for _, u := range loaded {
+		s := u.s
 		if !s.mu.TryLock() {
 			continue // in use: keep it
 		}
