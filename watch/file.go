@@ -124,9 +124,12 @@ func (w *worker) settleLeft(ctx context.Context, f *file, gone bool) error {
 // statSame reports whether st matches what f last saw, with every byte up
 // to the size read: nothing to do.
 func (f *file) statSame(st fs.FileInfo) bool {
-	dev, ino := devIno(st)
-	return f.ino == ino && f.dev == dev && f.size == st.Size() && f.mtime == modNanos(st) &&
-		(f.status == statusIgnored || f.offset+f.part.n == f.size)
+	return f.sig() == sigOf(st) && (f.status == statusIgnored || f.offset+f.part.n == f.size)
+}
+
+// sig is the stat f last saw, as the walk compares it (settled.go).
+func (f *file) sig() fileSig {
+	return fileSig{dev: int64(f.dev), ino: int64(f.ino), size: f.size, mtime: f.mtime}
 }
 
 func devIno(st fs.FileInfo) (dev, ino uint64) {

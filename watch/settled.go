@@ -44,7 +44,7 @@ func (t *Tailer) settle(path string, f *file, retrying bool) {
 		delete(t.settled, path)
 		return
 	}
-	t.settled[path] = fileSig{dev: int64(f.dev), ino: int64(f.ino), size: f.size, mtime: f.mtime}
+	t.settled[path] = f.sig()
 }
 
 // isSettled reports whether st is what the worker last handled at path.
