@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
 )
 
 // A context can be far larger than what a reader wants to hold: a 200 MB
@@ -26,24 +27,9 @@ import (
 func (ix *Index) EachMessage(src BodySource, emit func(json.RawMessage) error) error {
 	var msgs []json.RawMessage
 	for k := range ix.wins {
-		w := ix.wins[k]
-		n := &ix.nodes[w.n]
-		body, err := src.Body(n.ref)
-		if err != nil {
-			return fmt.Errorf("session: body of entry %d: %w", n.ref, err)
-		}
-		if msgs, err = entryMessages(msgs[:0], n, body, ix.Rules, ix.version); err != nil {
+		var err error
+		if msgs, err = ix.winMessages(msgs[:0], k, src); err != nil {
 			return err
-		}
-		if w.edit >= 0 {
-			e := &ix.nodes[w.edit]
-			eb, err := src.Body(e.ref)
-			if err != nil {
-				return fmt.Errorf("session: body of entry %d: %w", e.ref, err)
-			}
-			if err := editMessages(msgs, eb); err != nil {
-				return err
-			}
 		}
 		for _, m := range msgs {
 			if err := emit(m); err != nil {
@@ -55,22 +41,63 @@ func (ix *Index) EachMessage(src BodySource, emit func(json.RawMessage) error) e
 	return nil
 }
 
+// winMessages appends to msgs the messages of window entry k, its
+// context_edit applied.
+func (ix *Index) winMessages(msgs []json.RawMessage, k int, src BodySource) ([]json.RawMessage, error) {
+	w := ix.wins[k]
+	n := &ix.nodes[w.n]
+	body, err := src.Body(n.ref)
+	if err != nil {
+		return msgs, fmt.Errorf("session: body of entry %d: %w", n.ref, err)
+	}
+	if msgs, err = entryMessages(msgs, n, body, ix.Rules, ix.version); err != nil {
+		return msgs, err
+	}
+	if w.edit >= 0 {
+		e := &ix.nodes[w.edit]
+		eb, err := src.Body(e.ref)
+		if err != nil {
+			return msgs, fmt.Errorf("session: body of entry %d: %w", e.ref, err)
+		}
+		if err := editMessages(msgs, eb); err != nil {
+			return msgs, err
+		}
+	}
+	return msgs, nil
+}
+
 // WriteContext writes the context of ix to w exactly as json.Marshal of
 // the built Context writes it (values compacted, <, >, & and U+2028/9
 // escaped), message by message (EachMessage). On an error it stops; what
 // was written is then no valid document.
 func (ix *Index) WriteContext(w io.Writer, src BodySource) error {
+	return ix.writeContext(w, src, renderChunk)
+}
+
+// writeContext is WriteContext with the bodies of a source safe for
+// concurrent use rendered on two goroutines in chunks of about chunk bytes
+// (render_chunks.go).
+func (ix *Index) writeContext(w io.Writer, src BodySource, chunk int) error {
 	out := &marshalOut{w: bufio.NewWriterSize(w, 64<<10)}
 	writeHead(out, ix.LeafID, ix.EntryIDs)
-	first := true
-	err := ix.EachMessage(src, func(m json.RawMessage) error {
-		if !first {
-			out.lit(",")
-		}
-		first = false
-		out.val(m)
-		return out.err
-	})
+	var err error
+	var ends []int
+	if concurrentBodies(src) && runtime.GOMAXPROCS(0) > 1 {
+		ends = ix.renderChunks(src, chunk)
+	}
+	if ends != nil {
+		err = ix.writeMessagesOnTwo(out, src, ends)
+	} else {
+		first := true
+		err = ix.EachMessage(src, func(m json.RawMessage) error {
+			if !first {
+				out.lit(",")
+			}
+			first = false
+			out.val(m)
+			return out.err
+		})
+	}
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,13 @@
 package session
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -225,4 +228,100 @@ func randomJSON(r *rand.Rand, depth int) string {
 		return ws() + str() + ws()
 	}
 	return b.String()
+}
+
+// TestWriteContextOnTwo: a whole file's context rendered on two goroutines
+// (chunks of one entry and more) is the sequential one, byte for byte, for
+// every corpus file under both rule sets; where the sequential one fails,
+// it fails with the same error.
+func TestWriteContextOnTwo(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("one P: WriteContext renders on one goroutine")
+	}
+	cases := append(loadCorpus(t), loadCorpusDir(t, conformance16Dir(t))...)
+	compared := 0
+	for _, r := range []RuleSet{RulesSeed, RulesPi16} {
+		for _, c := range cases {
+			f, err := LoadRules(c.raw, r)
+			if err != nil {
+				continue
+			}
+			ix, err := f.Tree.Index()
+			if err != nil {
+				continue
+			}
+			var want bytes.Buffer
+			werr := ix.WriteContext(&want, struct{ BodySource }{f}) // not a *File: one goroutine
+			for _, chunk := range []int{1, 300, 2000} {
+				if ix.renderChunks(f, chunk) == nil {
+					continue
+				}
+				var got bytes.Buffer
+				err := ix.writeContext(&got, f, chunk)
+				switch {
+				case (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error():
+					t.Errorf("%s (%v, chunks of %d bytes): error %v, sequential %v", c.name, r, chunk, err, werr)
+				case err == nil && !bytes.Equal(got.Bytes(), want.Bytes()):
+					t.Errorf("%s (%v, chunks of %d bytes):\n%.400s\nsequential\n%.400s", c.name, r, chunk, got.Bytes(), want.Bytes())
+				}
+				compared++
+			}
+		}
+	}
+	if compared < 100 {
+		t.Errorf("only %d contexts compared", compared)
+	}
+}
+
+// TestWriteOnTwoStopsAtFirstError: a body missing on the helper's side (an
+// odd chunk) or on the writer's (an even one) stops the context with that
+// error, and nothing of the chunks after it is written.
+func TestWriteOnTwoStopsAtFirstError(t *testing.T) {
+	lines := []string{`{"type":"session","id":"s","version":3,"timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}`}
+	parent := "null"
+	for i := range 6 {
+		lines = append(lines, fmt.Sprintf(`{"type":"message","id":"e%d","parentId":%s,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"m%d"}}`, i, parent, i))
+		parent = fmt.Sprintf(`"e%d"`, i)
+	}
+	f, err := Load([]byte(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := f.Tree.Index()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends := ix.renderChunks(f, 1) // one entry a chunk
+	if len(ends) != 6 {
+		t.Fatalf("chunks end at %v, want six", ends)
+	}
+	for _, at := range []int{1, 2, 5} {
+		gone := errors.New("gone")
+		var got bytes.Buffer
+		out := &marshalOut{w: bufio.NewWriter(&got)}
+		err := ix.writeMessagesOnTwo(out, failAt{f, ix.Refs[at], gone}, ends)
+		out.w.Flush()
+		if !errors.Is(err, gone) {
+			t.Errorf("body of entry %d missing: got %v", at, err)
+		}
+		for i := range 6 {
+			if wrote := strings.Contains(got.String(), fmt.Sprintf(`"m%d"`, i)); wrote != (i < at) {
+				t.Errorf("body of entry %d missing: message %d written %v, in %s", at, i, wrote, got.String())
+			}
+		}
+	}
+}
+
+// failAt serves a File's bodies but ref's, and is safe for concurrent use.
+type failAt struct {
+	f   *File
+	ref Ref
+	err error
+}
+
+func (s failAt) Body(ref Ref) ([]byte, error) {
+	if ref == s.ref {
+		return nil, s.err
+	}
+	return s.f.Body(ref)
 }

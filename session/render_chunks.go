@@ -1,0 +1,154 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"sync"
+)
+
+// A whole file's context (`context FILE`, a file of up to 32 MiB held in
+// memory) is written on two cores: finding each window entry's messages
+// again and compacting them is a fifth of that command's time, and the
+// bodies, all in memory, can be read by two goroutines at once. The window
+// is cut into chunks of about renderChunk bytes of bodies; a helper renders the odd
+// chunks into buffers while this goroutine renders the even ones straight
+// into the output, and writes each of the helper's buffers in its turn, so
+// that the bytes, and the first error, are the sequential loop's.
+
+// renderChunk is about how many bytes of bodies a chunk holds: enough
+// that handing a buffer over (a goroutine woken) costs little beside
+// rendering it; 64-entry chunks of a 10,000-entry file were 0.5 ms slower
+// than 256-entry ones (~130 KB), and 512-entry ones 0.3 ms.
+const renderChunk = 128 << 10
+
+// renderChunks cuts ix's window into chunks of about size bytes of the
+// bodies src holds: the window entry each chunk ends before. It returns nil
+// when the window is not worth two goroutines (less than two chunks), or a
+// body is missing (the sequential loop then reports it).
+func (ix *Index) renderChunks(src BodySource, size int) []int {
+	var ends []int
+	n := 0
+	for k, w := range ix.wins {
+		for _, i := range [2]int32{w.n, w.edit} {
+			if i < 0 {
+				continue
+			}
+			b, err := src.Body(ix.nodes[i].ref)
+			if err != nil {
+				return nil
+			}
+			n += len(b)
+		}
+		if n >= size {
+			ends, n = append(ends, k+1), 0
+		}
+	}
+	if n > 0 {
+		ends = append(ends, len(ix.wins))
+	}
+	if len(ends) < 2 {
+		return nil
+	}
+	return ends
+}
+
+// chunkOut is a chunk the helper rendered: each message preceded by a
+// comma, or the error that stopped it.
+type chunkOut struct {
+	buf *bytes.Buffer
+	err error
+}
+
+// writeMessagesOnTwo writes the context's messages, comma-separated, to out
+// as EachMessage and marshalOut.val would, rendering the odd chunks (ends:
+// renderChunks) on a second goroutine. src must be safe for concurrent use
+// (a *File: its bodies are in memory and never change).
+func (ix *Index) writeMessagesOnTwo(out *marshalOut, src BodySource, ends []int) error {
+	chunks := len(ends)
+	start := func(c int) int {
+		if c == 0 {
+			return 0
+		}
+		return ends[c-1]
+	}
+	done := make(chan chunkOut, 2)
+	free := make(chan *bytes.Buffer, 2)
+	free <- new(bytes.Buffer)
+	free <- new(bytes.Buffer)
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(quit)
+	wg.Go(func() {
+		var msgs []json.RawMessage
+		for c := 1; c < chunks; c += 2 {
+			var buf *bytes.Buffer
+			select {
+			case buf = <-free:
+			case <-quit:
+				return
+			}
+			buf.Reset()
+			var err error
+			for k := start(c); k < ends[c] && err == nil; k++ {
+				msgs, err = ix.winMessages(msgs[:0], k, src)
+				for _, m := range msgs {
+					buf.WriteByte(',')
+					compactHTML(buf, m)
+				}
+				clear(msgs)
+			}
+			done <- chunkOut{buf, err} // never blocks: as many slots as buffers
+			if err != nil {
+				return
+			}
+		}
+	})
+	first := true
+	var msgs []json.RawMessage
+	for c := 0; c < chunks; c++ {
+		if c%2 == 1 {
+			r := <-done
+			if r.err != nil {
+				return r.err
+			}
+			b := r.buf.Bytes()
+			if first && len(b) > 0 {
+				b, first = b[1:], false
+			}
+			if out.err == nil {
+				_, out.err = out.w.Write(b)
+			}
+			free <- r.buf
+			if out.err != nil {
+				return out.err
+			}
+			continue
+		}
+		for k := start(c); k < ends[c]; k++ {
+			var err error
+			if msgs, err = ix.winMessages(msgs[:0], k, src); err != nil {
+				return err
+			}
+			for _, m := range msgs {
+				if !first {
+					out.lit(",")
+				}
+				first = false
+				out.val(m)
+			}
+			clear(msgs)
+			if out.err != nil {
+				return out.err
+			}
+		}
+	}
+	return nil
+}
+
+// concurrentBodies reports whether src may be asked for bodies by two
+// goroutines at once: a *File, whose bodies are in memory and never change.
+func concurrentBodies(src BodySource) bool {
+	_, ok := src.(*File)
+	return ok
+}
