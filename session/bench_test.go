@@ -110,8 +110,8 @@ func BenchmarkLoadDeepArrayTimestamp(b *testing.B) {
 
 // TestLoadPipelined: Load of an input large enough for two goroutines
 // (loadPipelined) builds what one goroutine builds (loadLines), with
-// lines pi skips among the entries and no '\n' at the end; and it stops
-// at the same error.
+// lines pi skips among the entries, with and without a '\n' at the end;
+// and it stops at the same error.
 func TestLoadPipelined(t *testing.T) {
 	base := synthSession(12000)
 	var b bytes.Buffer
@@ -130,27 +130,31 @@ func TestLoadPipelined(t *testing.T) {
 	if len(data) < 2*pipelineMin {
 		t.Fatalf("input of %d bytes: too small to be pipelined", len(data))
 	}
-	one := &File{Tree: NewTree()}
-	if err := one.loadLines(data); err != nil {
-		t.Fatal(err)
-	}
-	two := &File{Tree: NewTree()}
-	if err := two.loadPipelined(data); err != nil {
-		t.Fatal(err)
-	}
-	if len(one.lines) != len(two.lines) || one.Tree.Len() != two.Tree.Len() || one.Tree.Stats != two.Tree.Stats {
-		t.Fatalf("pipelined: %d lines, %d entries, %+v; one goroutine: %d, %d, %+v",
-			len(two.lines), two.Tree.Len(), two.Tree.Stats, len(one.lines), one.Tree.Len(), one.Tree.Stats)
-	}
-	for i := range one.lines {
-		if !bytes.Equal(one.lines[i], two.lines[i]) {
-			t.Fatalf("line %d differs", i)
+	// As written, and cut after its last '\n' (the ring's last run empty
+	// or short).
+	for _, data := range [][]byte{data, data[:bytes.LastIndexByte(data, '\n')+1]} {
+		one := &File{Tree: NewTree()}
+		if err := one.loadLines(data); err != nil {
+			t.Fatal(err)
 		}
-	}
-	c1, err1 := ContextJSON(one, nil)
-	c2, err2 := ContextJSON(two, nil)
-	if err1 != nil || err2 != nil || !bytes.Equal(c1, c2) {
-		t.Fatalf("contexts differ (%v, %v)", err1, err2)
+		two := &File{Tree: NewTree()}
+		if err := two.loadPipelined(data); err != nil {
+			t.Fatal(err)
+		}
+		if len(one.lines) != len(two.lines) || one.Tree.Len() != two.Tree.Len() || one.Tree.Stats != two.Tree.Stats {
+			t.Fatalf("pipelined: %d lines, %d entries, %+v; one goroutine: %d, %d, %+v",
+				len(two.lines), two.Tree.Len(), two.Tree.Stats, len(one.lines), one.Tree.Len(), one.Tree.Stats)
+		}
+		for i := range one.lines {
+			if !bytes.Equal(one.lines[i], two.lines[i]) {
+				t.Fatalf("line %d differs", i)
+			}
+		}
+		c1, err1 := ContextJSON(one, nil)
+		c2, err2 := ContextJSON(two, nil)
+		if err1 != nil || err2 != nil || !bytes.Equal(c1, c2) {
+			t.Fatalf("contexts differ (%v, %v)", err1, err2)
+		}
 	}
 	// A version-1 file whose first entry is a number: pi's migration throws,
 	// and both stop with the same error.

@@ -107,61 +107,113 @@ func (f *File) loadLines(data []byte) error {
 // goroutine costs more than it saves.
 const pipelineMin = 1 << 20
 
-// pipeBatch is how many lines one batch of loadPipelined carries, and
-// pipeBatches how many batches there are.
+// pipeBatch is how many lines one batch of loadPipelined carries,
+// pipeParsers how many goroutines parse them, and pipeBatches how many
+// batches each of them may fill ahead of the tree.
 const (
 	pipeBatch   = 128
+	pipeParsers = 2
 	pipeBatches = 4
 )
 
-// loadPipelined is Load's loop on two cores: one goroutine parses the
-// lines (ParseLine validates each: about half of a line's cost) while
-// this one adds them to the tree, in file order, so what is added and the
-// first error are the sequential loop's. The lines pass through a few
-// batches that are used again and again: the parsed lines take no memory
-// that grows with the file.
+// pipeSlot is a batch of loadPipelined: the parsed lines of one run of
+// pipeBatch lines, whether it is the file's last, and the two hand-overs
+// (cap 1 each) between the parser that fills it and the tree.
+type pipeSlot struct {
+	lines []Line
+	last  bool
+	full  chan struct{}
+	free  chan struct{}
+}
+
+// loadPipelined is Load's loop on more than one core: goroutines parse
+// runs of lines (ParseLine validates each: more than half of a line's
+// cost) while this one adds them to the tree in file order, so what is
+// added and the first error are the sequential loop's. Two parsers keep
+// the tree busy on two cores where one could not (it parses slower than
+// the tree adds). Run k of the file goes to slot k of a ring; the parsers
+// take runs in order under a lock (cutting a run is a few IndexByte calls),
+// so the lowest run not yet added always has its slot, and no parser waits
+// on another. The slots are used again and again: the parsed lines take no
+// memory that grows with the file.
 func (f *File) loadPipelined(data []byte) error {
-	var bufs [pipeBatches][]Line
-	free := make(chan int, pipeBatches)
-	for i := range bufs {
-		bufs[i] = make([]Line, 0, pipeBatch)
-		free <- i
+	slots := make([]pipeSlot, pipeParsers*pipeBatches)
+	for i := range slots {
+		slots[i] = pipeSlot{lines: make([]Line, 0, pipeBatch), full: make(chan struct{}, 1), free: make(chan struct{}, 1)}
+		slots[i].free <- struct{}{}
 	}
-	full := make(chan int, pipeBatches)
+	var (
+		mu   sync.Mutex
+		next int  // the next run to cut, under mu
+		done bool // the last run is cut, under mu
+	)
+	// cut takes the next run of up to pipeBatch lines off data.
+	cut := func() (k int, run []byte, last, ok bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if done {
+			return 0, nil, false, false
+		}
+		k, next = next, next+1
+		rest := data
+		for range pipeBatch {
+			i := bytes.IndexByte(rest, '\n')
+			if i < 0 {
+				run, data, done = data, nil, true
+				return k, run, true, true
+			}
+			rest = rest[i+1:]
+		}
+		run, data = data[:len(data)-len(rest)], rest
+		return k, run, false, true
+	}
 	quit := make(chan struct{})
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer close(quit)
-	wg.Go(func() {
-		defer close(full)
-		for more := true; more; {
-			var i int
-			select {
-			case i = <-free:
-			case <-quit:
-				return
-			}
-			b := bufs[i][:0]
-			for more && len(b) < pipeBatch {
-				var line []byte
-				line, data, more = bytes.Cut(data, []byte{'\n'})
-				if l := ParseLine(ToValidUTF8(line)); l.Kind.Kept() {
-					b = append(b, l)
+	for range pipeParsers {
+		wg.Go(func() {
+			for {
+				k, run, last, ok := cut()
+				if !ok {
+					return
 				}
+				s := &slots[k%len(slots)]
+				select {
+				case <-s.free:
+				case <-quit:
+					return
+				}
+				b := s.lines[:0]
+				for {
+					line, rest, more := bytes.Cut(run, []byte{'\n'})
+					if l := ParseLine(ToValidUTF8(line)); l.Kind.Kept() {
+						b = append(b, l)
+					}
+					if !more || len(rest) == 0 && !last {
+						break
+					}
+					run = rest
+				}
+				s.lines, s.last = b, last
+				s.full <- struct{}{} // never blocks: the tree took the slot's last run
 			}
-			bufs[i] = b
-			full <- i // never blocks: there are only pipeBatches batches
-		}
-	})
-	for i := range full {
-		for k := range bufs[i] {
-			if err := f.add(bufs[i][k]); err != nil {
+		})
+	}
+	for k := 0; ; k++ {
+		s := &slots[k%len(slots)]
+		<-s.full
+		for i := range s.lines {
+			if err := f.add(s.lines[i]); err != nil {
 				return err
 			}
 		}
-		free <- i
+		last := s.last
+		s.free <- struct{}{}
+		if last {
+			return nil
+		}
 	}
-	return nil
 }
 
 // Body implements BodySource over the file's kept lines.
