@@ -21,13 +21,17 @@ type discovery struct {
 	t       *Tailer
 	w       *fsnotify.Watcher
 	watched map[string]struct{}
-	seen    map[string]struct{} // *.jsonl paths found by the last walk
+	// seen holds the *.jsonl paths found by the last walk, each as its
+	// own value: the string a walk keeps for a path is the one the walk
+	// before kept (prev, keep), not the fresh one filepath.Join made.
+	seen map[string]string
 	// spare is the map of the walk before (cleared): the walks take
 	// turns with two maps instead of making one of 10,000 entries each
 	// interval.
-	spare  map[string]struct{}
-	walked chan struct{} // closed after the first walk
-	found  int           // session files the first walk found; read after walked
+	spare  map[string]string
+	prev   map[string]string // the last walk's seen, during a walk
+	walked chan struct{}     // closed after the first walk
+	found  int               // session files the first walk found; read after walked
 
 	// owner is the one path each file (device and inode) is followed
 	// under: a hard link, or two links to one project folder, must not
@@ -92,7 +96,7 @@ func newDiscovery(t *Tailer) (*discovery, error) {
 		return nil, fmt.Errorf("watch: fsnotify: %w", err)
 	}
 	return &discovery{
-		t: t, w: w, watched: make(map[string]struct{}), seen: make(map[string]struct{}), walked: make(chan struct{}),
+		t: t, w: w, watched: make(map[string]struct{}), seen: make(map[string]string), walked: make(chan struct{}),
 		owner: make(map[fileKey]string), keyOf: make(map[string]fileKey), dups: make(map[string]struct{}),
 		unreadable: make(map[string]error), unwatched: make(map[string]error),
 	}, nil
@@ -227,14 +231,15 @@ func (d *discovery) walk() error {
 	d.walks++
 	prev := d.seen
 	if d.spare == nil {
-		d.spare = make(map[string]struct{}, len(prev))
+		d.spare = make(map[string]string, len(prev))
 	}
 	d.seen, d.spare = d.spare, nil
 	d.dups = make(map[string]struct{})
 	d.walkUnreadable, d.walkUnwatched = make(map[string]error), make(map[string]error)
 	d.reading = make(map[string]*dirState, len(d.dirs))
+	d.prev = prev
 	err := d.walkFrom(d.t.root)
-	d.dirs, d.reading = d.reading, nil
+	d.dirs, d.reading, d.prev = d.reading, nil, nil
 	if err != nil {
 		return err
 	}
@@ -393,6 +398,7 @@ func (d *discovery) walkFrom(dir string) error {
 			}
 			return nil
 		}
+		path = d.keep(path)
 		if d.reading != nil && isSessionFile(path) {
 			if ds := d.reading[filepath.Dir(path)]; ds != nil {
 				ds.files = append(ds.files, path)
@@ -426,20 +432,34 @@ func (d *discovery) passOver(dir string) bool {
 	return false
 }
 
+// keep returns the string the last walk kept for path, if it found path
+// too. Each walk of the whole tree (once a minute) makes every path anew
+// (filepath.Join); keeping the new strings made 10,000 long-lived strings
+// a minute among the walk's garbage, a second copy of each path beside the
+// one the file's record holds, and pages of the heap that stay in use for
+// a few of them (docs/PERFORMANCE.md, "Whose objects the first read's
+// extra room is in"). The fresh string is garbage at once instead.
+func (d *discovery) keep(path string) string {
+	if kept, ok := d.prev[path]; ok {
+		return kept
+	}
+	return path
+}
+
 // found1 takes a file the walk came across.
 func (d *discovery) found1(path string) {
 	if !isSessionFile(path) {
 		return
 	}
 	if !d.full && d.quiet(path) {
-		d.seen[path] = struct{}{}
+		d.seen[path] = path
 		return
 	}
 	ok, st, err := d.claimStat(path)
 	if !ok {
 		return
 	}
-	d.seen[path] = struct{}{}
+	d.seen[path] = path
 	if err == nil && d.t.isSettled(path, st) {
 		return // its worker handled exactly this (settled.go)
 	}
@@ -487,7 +507,7 @@ func (d *discovery) walkLinked(link string) {
 	d.watch(link)
 	for _, e := range entries {
 		if !e.IsDir() {
-			d.found1(filepath.Join(link, e.Name()))
+			d.found1(d.keep(filepath.Join(link, e.Name())))
 		}
 	}
 }
