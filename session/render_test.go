@@ -17,44 +17,50 @@ import (
 // sets, at the leaf and with no leaf; where building fails, streaming
 // fails too. Bodies are asked once each, in the order of Index.Refs.
 func TestWriteContextEqualsMarshal(t *testing.T) {
-	cases := append(loadCorpus(t), loadCorpusDir(t, conformance16Dir(t))...)
 	compared := 0
-	for _, r := range []RuleSet{RulesSeed, RulesPi16} {
-		for _, c := range cases {
-			f, err := LoadRules(c.raw, r)
-			if err != nil {
+	eachLoadedCorpusFile(t, func(c corpusCase, r RuleSet, f *File) {
+		for _, at := range []func() (*Index, error){f.Tree.Index, func() (*Index, error) { return f.Tree.IndexAt(nil) }} {
+			ix, ierr := at()
+			var want []byte
+			var cerr error
+			if ierr == nil {
+				var ctx *Context
+				if ctx, cerr = f.Tree.render(ix, f); cerr == nil {
+					want, _ = json.Marshal(ctx)
+				}
+			}
+			if ierr != nil {
 				continue
 			}
-			for _, at := range []func() (*Index, error){f.Tree.Index, func() (*Index, error) { return f.Tree.IndexAt(nil) }} {
-				ix, ierr := at()
-				var want []byte
-				var cerr error
-				if ierr == nil {
-					var ctx *Context
-					if ctx, cerr = f.Tree.render(ix, f); cerr == nil {
-						want, _ = json.Marshal(ctx)
-					}
-				}
-				if ierr != nil {
-					continue
-				}
-				src := &orderedSource{t: t, f: f, refs: ix.Refs}
-				var got bytes.Buffer
-				err := ix.WriteContext(&got, src)
-				switch {
-				case (err == nil) != (cerr == nil):
-					t.Errorf("%s (%v): stream error %v, build error %v", c.name, r, err, cerr)
-				case err == nil && !bytes.Equal(got.Bytes(), want):
-					t.Errorf("%s (%v): streamed\n%.400s\nwant\n%.400s", c.name, r, got.Bytes(), want)
-				case err == nil && src.k != len(ix.Refs):
-					t.Errorf("%s (%v): %d bodies asked, index names %d", c.name, r, src.k, len(ix.Refs))
-				}
-				compared++
+			src := &orderedSource{t: t, f: f, refs: ix.Refs}
+			var got bytes.Buffer
+			err := ix.WriteContext(&got, src)
+			switch {
+			case (err == nil) != (cerr == nil):
+				t.Errorf("%s (%v): stream error %v, build error %v", c.name, r, err, cerr)
+			case err == nil && !bytes.Equal(got.Bytes(), want):
+				t.Errorf("%s (%v): streamed\n%.400s\nwant\n%.400s", c.name, r, got.Bytes(), want)
+			case err == nil && src.k != len(ix.Refs):
+				t.Errorf("%s (%v): %d bodies asked, index names %d", c.name, r, src.k, len(ix.Refs))
 			}
+			compared++
 		}
-	}
+	})
 	if compared < 100 {
 		t.Errorf("only %d contexts compared", compared)
+	}
+}
+
+// eachLoadedCorpusFile calls fn with every corpus file (the seed's and
+// pi 1.6's) that loads, under each of the two rule sets.
+func eachLoadedCorpusFile(t *testing.T, fn func(c corpusCase, r RuleSet, f *File)) {
+	cases := append(loadCorpus(t), loadCorpusDir(t, conformance16Dir(t))...)
+	for _, r := range []RuleSet{RulesSeed, RulesPi16} {
+		for _, c := range cases {
+			if f, err := LoadRules(c.raw, r); err == nil {
+				fn(c, r, f)
+			}
+		}
 	}
 }
 
@@ -238,36 +244,29 @@ func TestWriteContextOnTwo(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("one P: WriteContext renders on one goroutine")
 	}
-	cases := append(loadCorpus(t), loadCorpusDir(t, conformance16Dir(t))...)
 	compared := 0
-	for _, r := range []RuleSet{RulesSeed, RulesPi16} {
-		for _, c := range cases {
-			f, err := LoadRules(c.raw, r)
-			if err != nil {
-				continue
-			}
-			ix, err := f.Tree.Index()
-			if err != nil {
-				continue
-			}
-			var want bytes.Buffer
-			werr := ix.WriteContext(&want, struct{ BodySource }{f}) // not a *File: one goroutine
-			for _, chunk := range []int{1, 300, 2000} {
-				if ix.renderChunks(f, chunk) == nil {
-					continue
-				}
-				var got bytes.Buffer
-				err := ix.writeContext(&got, f, chunk)
-				switch {
-				case (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error():
-					t.Errorf("%s (%v, chunks of %d bytes): error %v, sequential %v", c.name, r, chunk, err, werr)
-				case err == nil && !bytes.Equal(got.Bytes(), want.Bytes()):
-					t.Errorf("%s (%v, chunks of %d bytes):\n%.400s\nsequential\n%.400s", c.name, r, chunk, got.Bytes(), want.Bytes())
-				}
-				compared++
-			}
+	eachLoadedCorpusFile(t, func(c corpusCase, r RuleSet, f *File) {
+		ix, err := f.Tree.Index()
+		if err != nil {
+			return
 		}
-	}
+		var want bytes.Buffer
+		werr := ix.WriteContext(&want, struct{ BodySource }{f}) // not a *File: one goroutine
+		for _, chunk := range []int{1, 300, 2000} {
+			if ix.renderChunks(f, chunk) == nil {
+				continue
+			}
+			var got bytes.Buffer
+			err := ix.writeContext(&got, f, chunk)
+			switch {
+			case (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error():
+				t.Errorf("%s (%v, chunks of %d bytes): error %v, sequential %v", c.name, r, chunk, err, werr)
+			case err == nil && !bytes.Equal(got.Bytes(), want.Bytes()):
+				t.Errorf("%s (%v, chunks of %d bytes):\n%.400s\nsequential\n%.400s", c.name, r, chunk, got.Bytes(), want.Bytes())
+			}
+			compared++
+		}
+	})
 	if compared < 100 {
 		t.Errorf("only %d contexts compared", compared)
 	}
