@@ -132,77 +132,89 @@ type pipeSlot struct {
 // added and the first error are the sequential loop's. Two parsers keep
 // the tree busy on two cores where one could not (it parses slower than
 // the tree adds). Run k of the file goes to slot k of a ring; the parsers
-// take runs in order under a lock (cutting a run is a few IndexByte calls),
-// so the lowest run not yet added always has its slot, and no parser waits
-// on another. The slots are used again and again: the parsed lines take no
-// memory that grows with the file.
+// take runs, and their slots, in order under a lock (cutting a run is a few
+// IndexByte calls), so the lowest run not yet added always has its slot.
+// The slots are used again and again: the parsed lines take no memory
+// that grows with the file.
 func (f *File) loadPipelined(data []byte) error {
 	slots := make([]pipeSlot, pipeParsers*pipeBatches)
 	for i := range slots {
 		slots[i] = pipeSlot{lines: make([]Line, 0, pipeBatch), full: make(chan struct{}, 1), free: make(chan struct{}, 1)}
 		slots[i].free <- struct{}{}
 	}
+	quit := make(chan struct{})
 	var (
 		mu   sync.Mutex
 		next int  // the next run to cut, under mu
 		done bool // the last run is cut, under mu
 	)
-	// cut takes the next run of up to pipeBatch lines off data.
-	cut := func() (k int, run []byte, last, ok bool) {
+	// cut takes the next run of up to pipeBatch lines off data, and its
+	// slot once the tree has read the run before in it. Both under mu: a
+	// parser that took run k but not yet its slot must not be passed by
+	// the other taking run k+len(slots) into that slot, which the tree
+	// would then read as run k.
+	cut := func() (s *pipeSlot, run []byte, last, ok bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		if done {
-			return 0, nil, false, false
+			return nil, nil, false, false
 		}
-		k, next = next, next+1
+		s = &slots[next%len(slots)]
+		select {
+		case <-s.free:
+		case <-quit:
+			return nil, nil, false, false
+		}
+		next++
 		rest := data
 		for range pipeBatch {
 			i := bytes.IndexByte(rest, '\n')
 			if i < 0 {
 				run, data, done = data, nil, true
-				return k, run, true, true
+				return s, run, true, true
 			}
 			rest = rest[i+1:]
 		}
 		run, data = data[:len(data)-len(rest)], rest
-		return k, run, false, true
+		return s, run, false, true
 	}
-	quit := make(chan struct{})
+	// parse fills slots with runs until there are none left, or the tree
+	// has stopped (quit).
+	parse := func() {
+		for {
+			s, run, last, ok := cut()
+			if !ok {
+				return
+			}
+			b := s.lines[:0]
+			for {
+				line, rest, more := bytes.Cut(run, []byte{'\n'})
+				if l := ParseLine(ToValidUTF8(line)); l.Kind.Kept() {
+					b = append(b, l)
+				}
+				if !more || len(rest) == 0 && !last {
+					break
+				}
+				run = rest
+			}
+			s.lines, s.last = b, last
+			s.full <- struct{}{} // never blocks: the tree took the slot's last run
+		}
+	}
+	h := newHelpers()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer close(quit)
 	for range pipeParsers {
-		wg.Go(func() {
-			for {
-				k, run, last, ok := cut()
-				if !ok {
-					return
-				}
-				s := &slots[k%len(slots)]
-				select {
-				case <-s.free:
-				case <-quit:
-					return
-				}
-				b := s.lines[:0]
-				for {
-					line, rest, more := bytes.Cut(run, []byte{'\n'})
-					if l := ParseLine(ToValidUTF8(line)); l.Kind.Kept() {
-						b = append(b, l)
-					}
-					if !more || len(rest) == 0 && !last {
-						break
-					}
-					run = rest
-				}
-				s.lines, s.last = b, last
-				s.full <- struct{}{} // never blocks: the tree took the slot's last run
-			}
-		})
+		wg.Go(func() { h.run(parse) })
 	}
 	for k := 0; ; k++ {
 		s := &slots[k%len(slots)]
-		<-s.full
+		select {
+		case <-s.full:
+		case <-h.faulted:
+			h.rethrow() // the input faulted under a parser (helpers)
+		}
 		for i := range s.lines {
 			if err := f.add(s.lines[i]); err != nil {
 				return err

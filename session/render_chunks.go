@@ -76,10 +76,8 @@ func (ix *Index) writeMessagesOnTwo(out *marshalOut, src BodySource, ends []int)
 	free <- new(bytes.Buffer)
 	free <- new(bytes.Buffer)
 	quit := make(chan struct{})
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer close(quit)
-	wg.Go(func() {
+	// render renders the odd chunks into the buffers free gives it.
+	render := func() {
 		var msgs []json.RawMessage
 		for c := 1; c < chunks; c += 2 {
 			var buf *bytes.Buffer
@@ -103,12 +101,22 @@ func (ix *Index) writeMessagesOnTwo(out *marshalOut, src BodySource, ends []int)
 				return
 			}
 		}
-	})
+	}
+	h := newHelpers()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(quit)
+	wg.Go(func() { h.run(render) })
 	first := true
 	var msgs []json.RawMessage
 	for c := 0; c < chunks; c++ {
 		if c%2 == 1 {
-			r := <-done
+			var r chunkOut
+			select {
+			case r = <-done:
+			case <-h.faulted:
+				h.rethrow() // the bodies faulted under the helper (helpers)
+			}
 			if r.err != nil {
 				return r.err
 			}

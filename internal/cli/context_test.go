@@ -16,7 +16,11 @@ import (
 
 // TestContextFileShrunk: `context FILE` maps the file; when another
 // process cuts it short before the bodies are written, the read of a body
-// faults, and the command fails with an error instead of crashing.
+// faults, and the command fails with an error instead of crashing. The
+// bodies of a file this size are written on two goroutines
+// (session.WriteContext): cut to nothing, both fault; cut after the first
+// chunk (about 128 KiB of bodies), only the helper rendering the second
+// one does, and its fault must still come back as the caller's.
 func TestContextFileShrunk(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.jsonl")
 	var b strings.Builder
@@ -27,34 +31,36 @@ func TestContextFileShrunk(t *testing.T) {
 		b.WriteString(testenv.EntryAt(id, parent, "2026-11-30T00:00:01.000Z", strings.Repeat("x", 1000)) + "\n")
 		parent = id
 	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	err := func() (err error) {
-		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-		defer faultAsError(path, &err)
-		file, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer file.Close()
-		st, _ := file.Stat()
-		tree, src, unmap, err := loadContextFile(file, st.Size(), session.RulesAuto)
-		if err != nil {
-			return err
-		}
-		defer unmap()
-		if err := os.Truncate(path, 0); err != nil {
+	for _, cut := range []int64{0, 132 << 10} {
+		if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		ix, err := tree.Index()
-		if err != nil {
-			return err
+		err := func() (err error) {
+			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			defer faultAsError(path, &err)
+			file, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			defer file.Close()
+			st, _ := file.Stat()
+			tree, src, unmap, err := loadContextFile(file, st.Size(), session.RulesAuto)
+			if err != nil {
+				return err
+			}
+			defer unmap()
+			if err := os.Truncate(path, cut); err != nil {
+				t.Fatal(err)
+			}
+			ix, err := tree.Index()
+			if err != nil {
+				return err
+			}
+			return session.WriteReport(io.Discard, ix, src, session.RulesAuto)
+		}()
+		if err == nil || !strings.Contains(err.Error(), "changed while it was read") {
+			t.Fatalf("context of a file cut to %d bytes: %v", cut, err)
 		}
-		return session.WriteReport(io.Discard, ix, src, session.RulesAuto)
-	}()
-	if err == nil || !strings.Contains(err.Error(), "changed while it was read") {
-		t.Fatalf("context of a file cut short: %v", err)
 	}
 	// And the command itself on an intact file.
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
