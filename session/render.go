@@ -80,23 +80,16 @@ func (ix *Index) WriteContext(w io.Writer, src BodySource) error {
 func (ix *Index) writeContext(w io.Writer, src BodySource, chunk int) error {
 	out := &marshalOut{w: bufio.NewWriterSize(w, 64<<10)}
 	writeHead(out, ix.LeafID, ix.EntryIDs)
-	var err error
-	var ends []int
+	var bounds []int
 	if concurrentBodies(src) && runtime.GOMAXPROCS(0) > 1 {
-		ends = ix.renderChunks(src, chunk)
+		bounds = ix.renderChunks(src, chunk)
 	}
-	if ends != nil {
-		err = ix.writeMessagesOnTwo(out, src, ends)
+	var err error
+	if bounds != nil {
+		err = ix.writeMessagesOnTwo(out.w, src, bounds)
 	} else {
 		first := true
-		err = ix.EachMessage(src, func(m json.RawMessage) error {
-			if !first {
-				out.lit(",")
-			}
-			first = false
-			out.val(m)
-			return out.err
-		})
+		_, err = ix.writeMessages(out.w, src, 0, len(ix.wins), nil, &first)
 	}
 	if err != nil {
 		return err
@@ -106,6 +99,32 @@ func (ix *Index) writeContext(w io.Writer, src BodySource, chunk int) error {
 		return out.err
 	}
 	return out.w.Flush()
+}
+
+// writeMessages writes to dst the messages of window entries [lo, hi),
+// each as marshalOut.val writes a value, after a comma unless it is the
+// context's first (*first, cleared by the first one written). It stops at
+// the first error, of a body or of dst (a bufio.Writer keeps its first; an
+// empty write reads it), and returns msgs to be used again.
+func (ix *Index) writeMessages(dst compactWriter, src BodySource, lo, hi int, msgs []json.RawMessage, first *bool) ([]json.RawMessage, error) {
+	for k := lo; k < hi; k++ {
+		var err error
+		if msgs, err = ix.winMessages(msgs[:0], k, src); err != nil {
+			return msgs, err
+		}
+		for _, m := range msgs {
+			if !*first {
+				dst.WriteByte(',')
+			}
+			*first = false
+			compactHTML(dst, m)
+		}
+		clear(msgs) // no reference to this body outlives the entry
+		if _, err := dst.Write(nil); err != nil {
+			return msgs, err
+		}
+	}
+	return msgs, nil
 }
 
 // jsonOut is where the corpus shape is written: lit for the shape's own

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"sync"
@@ -22,11 +23,12 @@ import (
 const renderChunk = 128 << 10
 
 // renderChunks cuts ix's window into chunks of about size bytes of the
-// bodies src holds: the window entry each chunk ends before. It returns nil
-// when the window is not worth two goroutines (less than two chunks), or a
-// body is missing (the sequential loop then reports it).
+// bodies src holds, as the bounds of the window entries they hold: chunk c
+// is [bounds[c], bounds[c+1]). It returns nil when the window is not worth
+// two goroutines (less than two chunks), or a body is missing (the
+// sequential loop then reports it).
 func (ix *Index) renderChunks(src BodySource, size int) []int {
-	var ends []int
+	bounds := []int{0}
 	n := 0
 	for k, w := range ix.wins {
 		for _, i := range [2]int32{w.n, w.edit} {
@@ -40,16 +42,16 @@ func (ix *Index) renderChunks(src BodySource, size int) []int {
 			n += len(b)
 		}
 		if n >= size {
-			ends, n = append(ends, k+1), 0
+			bounds, n = append(bounds, k+1), 0
 		}
 	}
 	if n > 0 {
-		ends = append(ends, len(ix.wins))
+		bounds = append(bounds, len(ix.wins))
 	}
-	if len(ends) < 2 {
+	if len(bounds) < 3 {
 		return nil
 	}
-	return ends
+	return bounds
 }
 
 // chunkOut is a chunk the helper rendered: each message preceded by a
@@ -59,24 +61,19 @@ type chunkOut struct {
 	err error
 }
 
-// writeMessagesOnTwo writes the context's messages, comma-separated, to out
-// as EachMessage and marshalOut.val would, rendering the odd chunks (ends:
-// renderChunks) on a second goroutine. src must be safe for concurrent use
-// (a *File: its bodies are in memory and never change).
-func (ix *Index) writeMessagesOnTwo(out *marshalOut, src BodySource, ends []int) error {
-	chunks := len(ends)
-	start := func(c int) int {
-		if c == 0 {
-			return 0
-		}
-		return ends[c-1]
-	}
+// writeMessagesOnTwo writes the context's messages to w as writeMessages
+// would, rendering the odd chunks (bounds: renderChunks) on a second
+// goroutine. src must be safe for concurrent use (a *File: its bodies are
+// in memory and never change).
+func (ix *Index) writeMessagesOnTwo(w *bufio.Writer, src BodySource, bounds []int) error {
+	chunks := len(bounds) - 1
 	done := make(chan chunkOut, 2)
 	free := make(chan *bytes.Buffer, 2)
 	free <- new(bytes.Buffer)
 	free <- new(bytes.Buffer)
 	quit := make(chan struct{})
-	// render renders the odd chunks into the buffers free gives it.
+	// render renders the odd chunks into the buffers free gives it, each
+	// message after a comma (the writer drops the context's first).
 	render := func() {
 		var msgs []json.RawMessage
 		for c := 1; c < chunks; c += 2 {
@@ -87,15 +84,9 @@ func (ix *Index) writeMessagesOnTwo(out *marshalOut, src BodySource, ends []int)
 				return
 			}
 			buf.Reset()
+			first := false
 			var err error
-			for k := start(c); k < ends[c] && err == nil; k++ {
-				msgs, err = ix.winMessages(msgs[:0], k, src)
-				for _, m := range msgs {
-					buf.WriteByte(',')
-					compactHTML(buf, m)
-				}
-				clear(msgs)
-			}
+			msgs, err = ix.writeMessages(buf, src, bounds[c], bounds[c+1], msgs, &first)
 			done <- chunkOut{buf, err} // never blocks: as many slots as buffers
 			if err != nil {
 				return
@@ -110,46 +101,30 @@ func (ix *Index) writeMessagesOnTwo(out *marshalOut, src BodySource, ends []int)
 	first := true
 	var msgs []json.RawMessage
 	for c := 0; c < chunks; c++ {
-		if c%2 == 1 {
-			var r chunkOut
-			select {
-			case r = <-done:
-			case <-h.faulted:
-				h.rethrow() // the bodies faulted under the helper (helpers)
-			}
-			if r.err != nil {
-				return r.err
-			}
-			b := r.buf.Bytes()
-			if first && len(b) > 0 {
-				b, first = b[1:], false
-			}
-			if out.err == nil {
-				_, out.err = out.w.Write(b)
-			}
-			free <- r.buf
-			if out.err != nil {
-				return out.err
+		if c%2 == 0 {
+			var err error
+			if msgs, err = ix.writeMessages(w, src, bounds[c], bounds[c+1], msgs, &first); err != nil {
+				return err
 			}
 			continue
 		}
-		for k := start(c); k < ends[c]; k++ {
-			var err error
-			if msgs, err = ix.winMessages(msgs[:0], k, src); err != nil {
-				return err
-			}
-			for _, m := range msgs {
-				if !first {
-					out.lit(",")
-				}
-				first = false
-				out.val(m)
-			}
-			clear(msgs)
-			if out.err != nil {
-				return out.err
-			}
+		var r chunkOut
+		select {
+		case r = <-done:
+		case <-h.faulted:
+			h.rethrow() // the bodies faulted under the helper (helpers)
 		}
+		if r.err != nil {
+			return r.err
+		}
+		b := r.buf.Bytes()
+		if first && len(b) > 0 {
+			b, first = b[1:], false
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		free <- r.buf
 	}
 	return nil
 }

@@ -290,16 +290,16 @@ func TestWriteOnTwoStopsAtFirstError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ends := ix.renderChunks(f, 1) // one entry a chunk
-	if len(ends) != 6 {
-		t.Fatalf("chunks end at %v, want six", ends)
+	bounds := ix.renderChunks(f, 1) // one entry a chunk
+	if len(bounds)-1 != 6 {
+		t.Fatalf("chunks bounded by %v, want six", bounds)
 	}
 	for _, at := range []int{1, 2, 5} {
 		gone := errors.New("gone")
 		var got bytes.Buffer
-		out := &marshalOut{w: bufio.NewWriter(&got)}
-		err := ix.writeMessagesOnTwo(out, failAt{f, ix.Refs[at], gone}, ends)
-		out.w.Flush()
+		w := bufio.NewWriter(&got)
+		err := ix.writeMessagesOnTwo(w, failAt{f, ix.Refs[at], gone}, bounds)
+		w.Flush()
 		if !errors.Is(err, gone) {
 			t.Errorf("body of entry %d missing: got %v", at, err)
 		}
