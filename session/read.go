@@ -148,8 +148,9 @@ func (f *File) loadPipelined(data []byte) error {
 		next int  // the next run to cut, under mu
 		done bool // the last run is cut, under mu
 	)
-	// cut takes the next run of up to pipeBatch lines off data, and its
-	// slot once the tree has read the run before in it. Both under mu: a
+	// cut takes the next run of up to pipeBatch lines off data (without
+	// the '\n' that ends it, as bytes.Cut would leave it), and its slot
+	// once the tree has read the run before in it. Both under mu: a
 	// parser that took run k but not yet its slot must not be passed by
 	// the other taking run k+len(slots) into that slot, which the tree
 	// would then read as run k.
@@ -175,7 +176,7 @@ func (f *File) loadPipelined(data []byte) error {
 			}
 			rest = rest[i+1:]
 		}
-		run, data = data[:len(data)-len(rest)], rest
+		run, data = data[:len(data)-len(rest)-1], rest
 		return s, run, false, true
 	}
 	// parse fills slots with runs until there are none left, or the tree
@@ -192,7 +193,7 @@ func (f *File) loadPipelined(data []byte) error {
 				if l := ParseLine(ToValidUTF8(line)); l.Kind.Kept() {
 					b = append(b, l)
 				}
-				if !more || len(rest) == 0 && !last {
+				if !more {
 					break
 				}
 				run = rest
