@@ -398,8 +398,11 @@ func (d *discovery) walkFrom(dir string) error {
 			}
 			return nil
 		}
+		if !isSessionFile(path) {
+			return nil
+		}
 		path = d.keep(path)
-		if d.reading != nil && isSessionFile(path) {
+		if d.reading != nil {
 			if ds := d.reading[filepath.Dir(path)]; ds != nil {
 				ds.files = append(ds.files, path)
 			}
@@ -446,11 +449,8 @@ func (d *discovery) keep(path string) string {
 	return path
 }
 
-// found1 takes a file the walk came across.
+// found1 takes a session file the walk came across.
 func (d *discovery) found1(path string) {
-	if !isSessionFile(path) {
-		return
-	}
 	if !d.full && d.quiet(path) {
 		d.seen[path] = path
 		return
@@ -506,7 +506,7 @@ func (d *discovery) walkLinked(link string) {
 	}
 	d.watch(link)
 	for _, e := range entries {
-		if !e.IsDir() {
+		if !e.IsDir() && isSessionFile(e.Name()) {
 			d.found1(d.keep(filepath.Join(link, e.Name())))
 		}
 	}
