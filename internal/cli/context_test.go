@@ -32,32 +32,7 @@ func TestContextFileShrunk(t *testing.T) {
 		parent = id
 	}
 	for _, cut := range []int64{0, 132 << 10} {
-		if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		err := func() (err error) {
-			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-			defer faultAsError(path, &err)
-			file, err := os.Open(path)
-			if err != nil {
-				return err
-			}
-			defer file.Close()
-			st, _ := file.Stat()
-			tree, src, unmap, err := loadContextFile(file, st.Size(), session.RulesAuto)
-			if err != nil {
-				return err
-			}
-			defer unmap()
-			if err := os.Truncate(path, cut); err != nil {
-				t.Fatal(err)
-			}
-			ix, err := tree.Index()
-			if err != nil {
-				return err
-			}
-			return session.WriteReport(io.Discard, ix, src, session.RulesAuto)
-		}()
+		err := contextCutShort(t, path, b.String(), cut)
 		if err == nil || !strings.Contains(err.Error(), "changed while it was read") {
 			t.Fatalf("context of a file cut to %d bytes: %v", cut, err)
 		}
@@ -70,6 +45,36 @@ func TestContextFileShrunk(t *testing.T) {
 	if err := ContextFile([]string{path, "--json"}, &out, "pisync context FILE", noEnv); err != nil || !bytes.Contains(out.Bytes(), []byte(`"e0001999"`)) {
 		t.Fatalf("context FILE: %v, %.200s", err, out.String())
 	}
+}
+
+// contextCutShort writes data to path, maps and loads it as `context FILE`
+// does, cuts the file to cut bytes, and writes its context, with a fault
+// on the mapping an error as WriteFileContext makes it.
+func contextCutShort(t *testing.T, path, data string, cut int64) (err error) {
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer faultAsError(path, &err)
+	file, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	st, _ := file.Stat()
+	tree, src, unmap, err := loadContextFile(file, st.Size(), session.RulesAuto)
+	if err != nil {
+		return err
+	}
+	defer unmap()
+	if err := os.Truncate(path, cut); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := tree.Index()
+	if err != nil {
+		return err
+	}
+	return session.WriteReport(io.Discard, ix, src, session.RulesAuto)
 }
 
 // noEnv is an empty environment: PISYNC_RULES unset.
