@@ -223,12 +223,14 @@ func (g *Gate) rejectLocked(r *Rejection, quarantine bool) error {
 // origin stored again (replayed, or erased: a line of a session erased
 // since, which also comes from an origin away during the erase), or a line
 // in clear while encryption is on (unsealed), or a sealed line while it is
-// off with no key to tell it from noise (sealed). They count, but for no
-// quarantine of the origin's session: nine of them stopped that session's
-// copying from its origin on every workstation.
+// off with no key to tell it from noise (sealed), or one more sealed line
+// this machine has no key for from a node with as many sessions held for
+// one as it may have (held-limit). They count, but for no quarantine of
+// the origin's session: nine of them stopped that session's copying from
+// its origin on every workstation.
 func notTheOrigins(r Reason) bool {
 	switch r {
-	case Reason(eventlog.RejectReplayed), Reason(eventlog.RejectUnsealed), Reason(eventlog.RejectErased), Reason(eventlog.RejectSealed):
+	case Reason(eventlog.RejectReplayed), Reason(eventlog.RejectUnsealed), Reason(eventlog.RejectErased), Reason(eventlog.RejectSealed), Reason(eventlog.RejectHeldLimit):
 		return true
 	}
 	return false

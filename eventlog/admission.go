@@ -50,6 +50,16 @@ type framer struct {
 	// floor: the key message handle of the last erase event of each
 	// session examined (All.keyFloor).
 	floor map[string]uint64
+
+	// park holds a sealed line this machine has no key for, and every
+	// later message of its hub subject (park.go); nil: such a line stops
+	// the copy (the framer of a release, or no state bucket to keep the
+	// copy's position past held lines).
+	park *parking
+	// releasing: the framer of parked lines. A copy of a line PI_ALL
+	// holds is passed over without a word there: the release before was
+	// stored and not yet taken out of PI_PARK when the daemon stopped.
+	releasing bool
 }
 
 // maxHeld bounds framer.held and framer.floor: past it a map starts
@@ -133,6 +143,14 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 	if len(f.run) > 0 && (cerr != nil || subj != f.run[0].Subject() || i != len(f.run)+1) {
 		f.breakRun()
 	}
+	if _, held := f.heldSubject(subj); held {
+		// Behind a held line of its subject: held too, unread, in order.
+		if err := f.park.park(ctx, []jetstream.Msg{m}, ""); err != nil {
+			return nil, err
+		}
+		f.skipped = true
+		return nil, nil
+	}
 	// One more for a sealed line: an envelope holds a little less.
 	maxChunks := (f.maxLine+MaxChunk-1)/MaxChunk + 1
 	switch {
@@ -162,7 +180,11 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 	run := f.run
 	f.run, f.runSize = nil, 0
 	if run[0].Headers().Get(HdrSeal) != "" {
-		return f.addSealed(ctx, node, sid, run, meta)
+		line, err := f.addSealed(ctx, node, sid, run, meta)
+		if errors.Is(err, seal.ErrNoKey) && f.park != nil {
+			return nil, f.hold(ctx, node, sid, run, err)
+		}
+		return line, err
 	}
 	if c := f.d.opts.Crypt; c != nil && c.always {
 		// Encryption is on here: a line in clear is any hub client's (the
@@ -242,7 +264,7 @@ func (f *framer) admit(ctx context.Context, ev *Event, meta *jetstream.MsgMetada
 			return false, err
 		}
 		if ev.SrcSeq <= held {
-			if f.d.rebuilt > 0 {
+			if f.d.rebuilt > 0 || f.releasing {
 				f.skipped = true // the new hub's copy of a line PI_ALL holds
 				return false, nil
 			}
@@ -379,6 +401,45 @@ func (f *framer) openWithKey(ctx context.Context, node, tok string, h, srcSeq ui
 		return nil, err
 	}
 	return c.open(node, tok, srcSeq, envs, f.maxLine)
+}
+
+// heldSubject reports whether hub subject subj is held, and the team key
+// its first held line waits for.
+func (f *framer) heldSubject(subj string) (string, bool) {
+	if f.park == nil {
+		return "", false
+	}
+	kid, ok := f.park.held[subj]
+	return kid, ok
+}
+
+// hold parks run, a sealed line of node's session token tok that waits
+// for a key (why), and holds its hub subject: the copy goes on past it. A
+// node holding maxHeldPerNode subjects already has the line passed over.
+// When PI_PARK refuses it (full), the copy waits at it instead, as it did
+// before lines were held: the error wraps why.
+func (f *framer) hold(ctx context.Context, node, tok string, run []jetstream.Msg, why error) error {
+	if f.park.full(node) {
+		f.reject(node, tok, RejectHeldLimit, fmt.Sprintf("%d of its sessions wait for a team key here already: %v", maxHeldPerNode, why))
+		return nil
+	}
+	if err := f.park.park(ctx, run, keyID(why)); err != nil {
+		return fmt.Errorf("%w (and it cannot be held aside: %v)", why, err)
+	}
+	f.skipped = true
+	return nil
+}
+
+// safe is the hub sequence up to which every message examined was stored,
+// passed over or held: the start of a line still being assembled is read
+// again.
+func (f *framer) safe() uint64 {
+	if len(f.run) > 0 {
+		if meta, err := f.run[0].Metadata(); err == nil {
+			return meta.Sequence.Stream - 1
+		}
+	}
+	return f.examined
 }
 
 // waitStart is the hub sequence of the first chunk of the line that

@@ -406,6 +406,7 @@ const (
 	RejectReplayed      = "replayed"      // at or before a position of its origin's session admitted already
 	RejectUnsealed      = "unsealed"      // in clear, and encryption is on here (PISYNC_ENCRYPT=on)
 	RejectSealed        = "sealed"        // sealed, and encryption is off here with no keyring (PISYNC_ENCRYPT=off)
+	RejectHeldLimit     = "held-limit"    // sealed with a key not here, and its node has maxHeldPerNode sessions held already
 )
 
 // needKey returns the handle of the key message an error of open asks
@@ -438,6 +439,24 @@ func (c *Crypt) addKey(node, tok string, h uint64, body []byte) error {
 		return &errUnsealed{RejectUndecryptable, err}
 	}
 	return nil
+}
+
+// keyringStamp returns the keyring file's size, time and mode, read again
+// at most once a second: it changes when a key is imported or rotated in.
+func (c *Crypt) keyringStamp() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refreshLocked(time.Now())
+	return c.stamp
+}
+
+// notWaiting records that copying does not wait for a key: the lines
+// that would have made it wait are held aside (park.go).
+func (c *Crypt) notWaiting() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.waitDl = ""
+	c.statusLocked()
 }
 
 // keyWait records that copying waits for key message h of node.

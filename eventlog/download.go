@@ -43,6 +43,8 @@ type Downloader struct {
 	logger *slog.Logger
 
 	copied, rejected atomic.Int64
+	held             atomic.Int64             // hub subjects held in PI_PARK (park.go)
+	heldFor          atomic.Pointer[[]string] // the team keys they wait for
 	link             *Link
 	backlog          idleGate // a backlog the hub said is still to come
 	watched          bool     // opts.HubLink was given
@@ -123,11 +125,21 @@ type DownloaderStats struct {
 	Copied    int64 `json:"copied"`
 	Rejected  int64 `json:"rejected"`
 	Connected bool  `json:"hubReachable"`
+	// Held is how many sessions of other nodes have lines held here
+	// until this machine has the team key they are sealed with; the
+	// rest is copied meanwhile.
+	Held int64 `json:"sessionsHeld"`
+	// HeldFor names the team keys they wait for, where known.
+	HeldFor []string `json:"heldForKeys,omitempty"`
 }
 
 // Stats returns the counters.
 func (d *Downloader) Stats() DownloaderStats {
-	return DownloaderStats{Copied: d.copied.Load(), Rejected: d.rejected.Load(), Connected: d.link.Load()}
+	st := DownloaderStats{Copied: d.copied.Load(), Rejected: d.rejected.Load(), Connected: d.link.Load(), Held: d.held.Load()}
+	if kids := d.heldFor.Load(); kids != nil {
+		st.HeldFor = *kids
+	}
+	return st
 }
 
 // Run copies until ctx ends; failures (the hub unreachable) are retried
@@ -232,6 +244,16 @@ func (d *Downloader) copyFromHub(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Without the state bucket the copy's position cannot be kept past
+	// held lines, older on the hub than what PI_ALL holds last once they
+	// are released: a sealed line without its key then stops the copy.
+	var park *parking
+	if d.opts.State != nil {
+		if park, err = openParking(ctx, d.local); err != nil {
+			return err
+		}
+		d.showHeld(park)
+	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	cfg := jetstream.OrderedConsumerConfig{InactiveThreshold: 30 * time.Second}
 	if hubSeq > 0 {
@@ -266,30 +288,52 @@ func (d *Downloader) copyFromHub(ctx context.Context) error {
 	fctx, stop := context.WithCancel(ctx)
 	rounds := make(chan round, 1)
 	var wg sync.WaitGroup
-	wg.Go(func() { d.frame(fctx, cons, hubSeq, link, p, rounds) })
+	wg.Go(func() { d.frame(fctx, cons, hubSeq, link, p, rounds, park) })
 	defer func() {
 		stop()
 		wg.Wait()
 	}()
 	saved := uint64(0)
+	save := func(to uint64) error {
+		if to > saved && d.opts.State != nil {
+			// Everything up to to was stored, passed over or held.
+			if _, err := d.opts.State.Put(ctx, skipKey, []byte(strconv.FormatUint(to, 10))); err != nil {
+				return fmt.Errorf("downloader: save position: %w", err)
+			}
+			saved = to
+		}
+		return nil
+	}
 	for r := range rounds {
 		if r.err != nil {
 			return r.err
 		}
+		if r.release.subj != "" {
+			// Released lines are older on the hub than what PI_ALL
+			// holds last: the position is kept first, so that it never
+			// goes back to them.
+			if err := save(r.skipTo); err != nil {
+				return err
+			}
+		}
 		if allSeq, err = d.storeLines(ctx, allSeq, r.lines); err != nil {
 			return err
 		}
-		if r.skipTo > saved && d.opts.State != nil {
-			// Everything up to skipTo was stored or passed over.
-			if _, err := d.opts.State.Put(ctx, skipKey, []byte(strconv.FormatUint(r.skipTo, 10))); err != nil {
-				return fmt.Errorf("downloader: save position: %w", err)
+		if err := save(r.skipTo); err != nil {
+			return err
+		}
+		if r.release.upto > 0 {
+			if err := park.release(ctx, r.release.subj, r.release.upto); err != nil {
+				return err
 			}
-			saved = r.skipTo
 		}
 		if r.wait != nil {
 			// Wait for the key: what came before is stored, nothing
 			// after is examined; the next session starts here again.
 			return r.wait
+		}
+		if r.release.subj != "" {
+			continue // released lines say nothing of what the hub still has
 		}
 		progress.update(r.msgs, r.pending, time.Now())
 		d.backlog.set(r.pending > 0)
@@ -309,13 +353,26 @@ type round struct {
 	skipTo uint64
 	wait   error // a sealed line waits for its key (seal.ErrNoKey)
 	err    error // the session ends
+	// release: the lines are held ones of this hub subject, framed from
+	// PI_PARK; once they are stored, PI_PARK lets go of its messages
+	// before upto.
+	release parkRelease
+}
+
+type parkRelease struct {
+	subj string
+	upto uint64
 }
 
 // frame reads the hub consumer (cons, through p, from after hub sequence
 // from; made over the hub link named link), frames and admits, and sends
 // each round to out, until an error or a line waiting for its key ends the
-// session. It closes out when it returns.
-func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from uint64, link string, p *Pump, out chan<- round) {
+// session. A sealed line whose key is not here is held in park instead
+// (nil: it ends the session), and what park holds is released when its
+// key may be here: at the start, when the keyring changes, and every
+// parkRetry for lines waiting for their key message. It closes out when
+// it returns.
+func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from uint64, link string, p *Pump, out chan<- round, park *parking) {
 	defer close(out)
 	send := func(r round) bool {
 		select {
@@ -325,8 +382,49 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 			return false
 		}
 	}
-	fr := &framer{d: d, maxLine: d.opts.MaxLine, examined: from}
-	var pending uint64        // what the consumer said was still to come
+	fr := &framer{d: d, maxLine: d.opts.MaxLine, examined: from, park: park}
+	var pending uint64     // what the consumer said was still to come
+	var stamp string       // the keyring's when held lines were last tried
+	var lagAgain time.Time // when lines waiting for a key message are tried again
+	release := func(all bool) bool {
+		stamp, lagAgain = d.keyringStamp(), time.Now().Add(parkRetry)
+		for _, subj := range park.subjects(func(kid string) bool { return all || kid == "" }) {
+			for {
+				lines, upto, how, why, err := fr.releaseSubject(ctx, subj)
+				if err != nil {
+					send(round{err: err})
+					return false
+				}
+				switch how {
+				case releasedAll:
+					park.unhold(subj)
+				case releasedWaits:
+					park.held[subj] = keyID(why)
+				}
+				if (upto > 0 || len(lines) > 0) && !send(round{lines: lines, pending: pending, skipTo: fr.safe(), release: parkRelease{subj, upto}}) {
+					return false
+				}
+				if how != releasedMore {
+					break
+				}
+			}
+		}
+		d.notWaiting()
+		d.showHeld(park)
+		return true
+	}
+	releaseDue := func() (due, all bool) {
+		if park == nil || len(park.held) == 0 {
+			return false, false
+		}
+		if d.keyringStamp() != stamp {
+			return true, true
+		}
+		return !time.Now().Before(lagAgain), false
+	}
+	if park != nil && len(park.held) > 0 && !release(true) {
+		return
+	}
 	var silent time.Duration  // since the last message arrived
 	var checked time.Duration // silent when the hub was last asked
 	for {
@@ -355,6 +453,9 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 			}
 			if pending == 0 {
 				d.backlog.set(false) // nothing is on its way
+			}
+			if due, all := releaseDue(); due && !release(all) {
+				return
 			}
 			if silent += linkPoll; silent-checked < stallAfter {
 				continue
@@ -392,10 +493,57 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 		if fr.skipped && len(fr.run) == 0 {
 			r.skipTo = fr.examined // a line still being assembled is read again from its start
 		}
+		if park != nil {
+			if werr == nil && len(park.held) > 0 {
+				d.notWaiting() // what waits is held: everything else goes on
+			}
+			d.showHeld(park)
+		}
 		if !send(r) || werr != nil {
 			return
 		}
+		if due, all := releaseDue(); due && !release(all) {
+			return
+		}
 	}
+}
+
+// showHeld publishes what park holds to Stats.
+func (d *Downloader) showHeld(park *parking) {
+	kids := park.keys()
+	d.heldFor.Store(&kids)
+	d.held.Store(int64(len(park.held)))
+}
+
+// parkRetry is how often held lines that wait for their key message (not
+// on the hub server that answered yet) are tried again; those waiting for
+// a team key are tried when the keyring changes.
+const parkRetry = 2 * time.Second
+
+// keyringStamp changes when the keyring's file does ("" without
+// encryption here).
+func (d *Downloader) keyringStamp() string {
+	if d.opts.Crypt == nil {
+		return ""
+	}
+	return d.opts.Crypt.keyringStamp()
+}
+
+// notWaiting clears the encryption status's "copying waits": the line
+// that made it wait is held, and the copy goes on.
+func (d *Downloader) notWaiting() {
+	if d.opts.Crypt != nil {
+		d.opts.Crypt.notWaiting()
+	}
+}
+
+// keyID is the team key an error of open waits for, "" when it waits for
+// something else (a key message not on the hub's server yet).
+func keyID(err error) string {
+	if nk := (*seal.NoKeyError)(nil); errors.As(err, &nk) {
+		return nk.KeyID
+	}
+	return ""
 }
 
 // checkConsumer asks the hub how far the consumer has delivered, after

@@ -103,6 +103,9 @@ func (d *Downloader) checkHub(ctx context.Context) error {
 	if d.opts.Crypt != nil {
 		d.opts.Crypt.NewHub()
 	}
+	if err := dropParked(ctx, d.local); err != nil {
+		return err
+	}
 	if err := recordHub(ctx, d.opts.State, downloaderHubKey, id); err != nil {
 		return fmt.Errorf("downloader: %w", err)
 	}

@@ -20,5 +20,6 @@ func (d *Downloader) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		metrics.Counter("hub_lines_downloaded_total", "Messages copied from the hub's PI_HUB into PI_ALL.", d.copied.Load),
 		metrics.Gauge("hub_downloader_connected", "1 while the downloader reaches the hub.", metrics.Bool(d.link.Load)),
+		metrics.Gauge("hub_downloader_sessions_held", "Sessions of other nodes whose lines are held until this machine has the team key they are sealed with.", d.held.Load),
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -132,11 +133,12 @@ func TestEncryptedReplication(t *testing.T) {
 		t.Fatalf("hub holds %d sealed lines on %s, want 21", n, tok)
 	}
 
-	// C has the wrong key: nothing of A's is copied, and it says why.
+	// C has the wrong key: nothing of A's is copied, and it says why: the
+	// session is held for the key.
 	waitUntil(t, 30*time.Second, func() (bool, string) {
 		st, err := c.status()
-		return err == nil && st.Encryption != nil && strings.Contains(st.Encryption.CopyWaiting, ring.Current),
-			fmt.Sprintf("C's encryption status %+v (%v)", st.Encryption, err)
+		return err == nil && st.Downloader != nil && st.Downloader.Held == 1 && slices.Contains(st.Downloader.HeldFor, ring.Current),
+			fmt.Sprintf("C's downloader %+v (%v)", st.Downloader, err)
 	})
 	if _, err := os.Stat(e2eFile(c, sid)); err == nil {
 		t.Fatal("C wrote A's session without its key")
@@ -238,7 +240,7 @@ func TestEncryptedReplication(t *testing.T) {
 	})
 
 	// Rotation mid-session: A's next lines are sealed with the new key; B
-	// waits for it, then converges after importing it.
+	// holds the session for it, then converges after importing it.
 	if _, err := keyCmd(t, a, "rotate"); err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +261,7 @@ func TestEncryptedReplication(t *testing.T) {
 	want = fileText(p)
 	waitUntil(t, 30*time.Second, func() (bool, string) {
 		st, err := b.status()
-		return err == nil && strings.Contains(st.Encryption.CopyWaiting, rotated.Current), fmt.Sprintf("B's encryption status %+v", st.Encryption)
+		return err == nil && st.Downloader.Held == 1 && slices.Contains(st.Downloader.HeldFor, rotated.Current), fmt.Sprintf("B's downloader %+v", st.Downloader)
 	})
 	newest := hubMsgs(t, hub, "pi.up.ws-a."+tok)
 	km := keyMessage(t, hjs, newest[len(newest)-1].Data)
@@ -278,7 +280,7 @@ func TestEncryptedReplication(t *testing.T) {
 	}
 	waitUntil(t, 30*time.Second, func() (bool, string) {
 		st, _ := b.status()
-		return fileText(e2eFile(b, sid)) == want && st.Encryption.CopyWaiting == "", fmt.Sprintf("B: %d of %d bytes; encryption %+v", len(fileText(e2eFile(b, sid))), len(want), st.Encryption)
+		return fileText(e2eFile(b, sid)) == want && st.Encryption.CopyWaiting == "" && st.Downloader.Held == 0, fmt.Sprintf("B: %d of %d bytes; downloader %+v encryption %+v", len(fileText(e2eFile(b, sid))), len(want), st.Downloader, st.Encryption)
 	})
 
 	// B writes a line of the session too: B's own data key, B's key

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -176,4 +178,79 @@ func TestHostileStallOpenBatches(t *testing.T) {
 		st, err := e.ann.status()
 		return err == nil && st.Forwarder.Waiting == 0, fmt.Sprintf("ann's status once the image went: %v, %+v", err, st.Forwarder)
 	})
+}
+
+// TestHostileStallSealedUnderAuto: ann and bob share a team key under
+// auto, the default; eve runs with a team key of her own, so that her
+// lines reach the hub sealed under a key nobody else has. A machine used
+// to stop at the first line it had no key for and copy nothing after it,
+// from anyone, until that key came: with eve's, never. Proves that ann and
+// bob hold eve's session aside (status and /metrics say so, naming her
+// key), that three rounds of new sessions cross both ways within the bound
+// while more of eve's lines arrive behind the held ones, that a restart
+// keeps the session held and goes on copying, and that none of eve's
+// lines is written anywhere.
+func TestHostileStallSealedUnderAuto(t *testing.T) {
+	h := startSecureHub(t)
+	seeds := map[string]string{}
+	for _, n := range []string{"ann", "bob", "eve"} {
+		seeds[n] = h.addNode(n, "t1")
+	}
+	h.run()
+	run := func(name, encrypt, keyFile string) *station {
+		cfg := stationConfig(t, name, "tls://localhost:"+portOnly(h.leaf))
+		cfg.HubNkey, cfg.HubCA, cfg.Encrypt, cfg.KeyFile = seeds[name], filepath.Join(h.certs, "ca.pem"), encrypt, keyFile
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("%s: config: %v", name, err)
+		}
+		return runStation(t, cfg)
+	}
+	newRing := func() (string, *keyring.Ring) {
+		p := filepath.Join(t.TempDir(), "team-key.json")
+		r := keyring.New(time.Now())
+		if err := keyring.Save(p, r); err != nil {
+			t.Fatal(err)
+		}
+		return p, r
+	}
+	team, _ := newRing()
+	evesRing, eves := newRing()
+	e := &hostileEnv{hub: h, ann: run("ann", "auto", team), bob: run("bob", "auto", team)}
+	eve := run("eve", "on", evesRing)
+	const eveSID = "0199e5e7-0000-7000-8000-000000000001"
+	evePath := writeSession(t, eve, eveSID, 2)
+	held := func(s *station) {
+		t.Helper()
+		testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
+			st, err := s.status()
+			return err == nil && st.Downloader != nil && st.Downloader.Held == 1 && slices.Equal(st.Downloader.HeldFor, []string{eves.Current}),
+				fmt.Sprintf("%s's downloader %+v (%v), want eve's session held for her key %s", s.name, st.Downloader, err, eves.Current)
+		})
+	}
+	held(e.ann)
+	held(e.bob)
+	if got := metricValue(t, e.ann, "pisyncd_hub_downloader_sessions_held"); got != 1 {
+		t.Errorf("ann's pisyncd_hub_downloader_sessions_held = %v, want 1", got)
+	}
+	e.rounds(t, "0006", 3, stallBound)
+
+	// More of eve's lines, held behind the first in order; the honest
+	// path still crosses.
+	for i := range 5 {
+		appendLine(t, evePath, msgLine(fmt.Sprintf("eve-more-%d", i), "", "more"))
+	}
+	e.rounds(t, "0007", 1, stallBound)
+
+	// After a restart the session is still held, by what PI_PARK holds,
+	// and the copy goes on past it.
+	e.bob.stop()
+	e.bob.start()
+	held(e.bob)
+	e.rounds(t, "0008", 2, stallBound)
+
+	for _, s := range []*station{e.ann, e.bob} {
+		if _, err := os.Stat(secPath(s, eveSID)); err == nil {
+			t.Errorf("%s wrote eve's session without her key", s.name)
+		}
+	}
 }

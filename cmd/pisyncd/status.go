@@ -140,6 +140,13 @@ func printStatus(stdout io.Writer, st *Status) error {
 			row("sessions waiting for the hub to take a batch", fmt.Sprintf("%d (an image each; the hub refuses atomic batches: docs/SECURITY.md)", n))
 		}
 		row("lines copied from the hub", st.Downloader.Copied)
+		if n := st.Downloader.Held; n > 0 {
+			keys := "a team key"
+			if len(st.Downloader.HeldFor) > 0 {
+				keys = "team key " + strings.Join(st.Downloader.HeldFor, ", ")
+			}
+			row("sessions held for a team key", fmt.Sprintf("%d (sealed with %s, which this machine does not have: held here and copied once it has it, pisyncd key import; everything else is copied)", n, keys))
+		}
 		if e := st.Encryption; e != nil {
 			row("end-to-end encryption", encryptionNote(e))
 			if e.KeyError != "" {

@@ -21,7 +21,7 @@ import (
 // hub to every other workstation, so one node's writes would land in the
 // others' streams too (nats-server's cross-domain capture trap). A node's
 // events reach the hub only through the forwarder, on pi.up.<node>.>.
-var LocalSubjects = []string{"pi.evt.>", "pi.all.>", "$KV.>", "$O.>"}
+var LocalSubjects = []string{"pi.evt.>", "pi.all.>", "pi.park.>", "$KV.>", "$O.>"}
 
 // privateExports never leave for the hub either: replies and consumer
 // deliveries inside this machine go to inboxes, and a hub that subscribed

@@ -1,0 +1,370 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/seal"
+)
+
+// Parking. A sealed line whose team key this machine lacks (a key rotated
+// in after this machine's copy of the keyring, or a key of a teammate's
+// own making) cannot be opened, so it cannot be judged. The downloader
+// used to stop at it and copy nothing after it, from anyone, until the
+// key came: one line sealed under a key of a node's own stalled every
+// workstation of the team for good. Now the line's hub subject (one
+// session of one node) is held: the line and every later message of that
+// subject are stored as they came in PI_PARK, in hub order, and every
+// other subject is copied on. Once the key is here, the held subject's
+// messages are framed and admitted from PI_PARK, in order, exactly as if
+// they came from the hub then, and stored in PI_ALL before anything of
+// that subject the hub sends after them.
+//
+// PI_PARK holds only what the hub sent, still sealed; the downloader is
+// its only writer, and nothing in it is trusted: a parked line goes
+// through the same framing and admission as any other.
+const (
+	ParkStream = "PI_PARK"
+	ParkPrefix = "pi.park" // PI_PARK: pi.park.<node>.<token>, a held hub subject pi.up.<node>.<token>
+)
+
+// HdrHubTime is, on PI_PARK, when the hub stored the message: the
+// admission point judges a released line by it, as by a line's time on
+// the hub (its quotas are per hour of the hub's clock).
+const HdrHubTime = "Pi-Hub-Time"
+
+// parkMaxBytes bounds PI_PARK. Full, it takes no more, and the copy waits
+// at the line as it did before parking (nothing is passed over unread):
+// what a node can make a workstation hold is bounded by this, not only by
+// the hub's share of its team. The bound is kept here, not as the stream's
+// MaxBytes, which nats-server reserves out of the store's whole limit
+// (PISYNC_MAX_STORE) when the stream is made, and refuses to make beyond
+// it.
+const parkMaxBytes = 1 << 30
+
+// errParkFull: PI_PARK holds parkMaxBytes already.
+var errParkFull = errors.New("it holds as much as it may (1 GiB) already")
+
+// ParkStreamConfig is PI_PARK on a workstation.
+func ParkStreamConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              ParkStream,
+		Description:       "pisyncd: sealed lines from the hub held until this machine has their team key",
+		Subjects:          []string{ParkPrefix + ".>"},
+		Storage:           jetstream.FileStorage,
+		Retention:         jetstream.LimitsPolicy,
+		Discard:           jetstream.DiscardNew,
+		MaxMsgs:           -1,
+		MaxBytes:          -1,
+		MaxMsgsPerSubject: -1,
+		MaxMsgSize:        MaxMsgSize,
+	}
+}
+
+// parkSubject is the PI_PARK subject of hub subject subj (pi.up.<node>.<token>).
+func parkSubject(subj string) string { return ParkPrefix + subj[len(UpPrefix):] }
+
+// hubSubject reverses parkSubject.
+func hubSubject(park string) string { return UpPrefix + park[len(ParkPrefix):] }
+
+// maxHeldPerNode bounds the hub subjects of one node held at once. Past
+// it, a line of that node that would start holding one more is passed
+// over (RejectHeldLimit): a node sealing each line of its own under a key
+// of its own cannot make a workstation keep a map entry and a consumer's
+// work per line, and a team's own rotation stays far inside it.
+const maxHeldPerNode = 1000
+
+// parking is PI_PARK and the hub subjects held in it. It belongs to the
+// downloader's framing stage; the storing stage only releases messages
+// from the stream.
+type parking struct {
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	// held: the hub subjects with lines in PI_PARK, and the team key the
+	// first of them waits for ("" when unknown, or when it waits for its
+	// key message to reach the hub server that answered).
+	held   map[string]string
+	byNode map[string]int // held subjects per origin node
+	bytes  uint64         // what PI_PARK holds, at most (releases are counted at the next open)
+}
+
+// openParking makes sure PI_PARK exists and reads which hub subjects it
+// holds lines of.
+func openParking(ctx context.Context, js jetstream.JetStream) (*parking, error) {
+	s, err := EnsureStream(ctx, js, ParkStreamConfig())
+	if err != nil {
+		return nil, err
+	}
+	p := &parking{js: js, stream: s, held: map[string]string{}, byNode: map[string]int{}}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(ParkPrefix+".>"))
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: %s: %w", ParkStream, err)
+	}
+	for subj := range info.State.Subjects {
+		p.hold(hubSubject(subj), "")
+	}
+	p.bytes = info.State.Bytes
+	return p, nil
+}
+
+// hold records that hub subject subj is held, waiting for team key kid.
+func (p *parking) hold(subj, kid string) {
+	if _, ok := p.held[subj]; !ok {
+		node, _, _ := ParseSubject(subj)
+		p.byNode[node]++
+	}
+	p.held[subj] = kid
+}
+
+// unhold records that nothing of hub subject subj is held any more.
+func (p *parking) unhold(subj string) {
+	if _, ok := p.held[subj]; !ok {
+		return
+	}
+	delete(p.held, subj)
+	node, _, _ := ParseSubject(subj)
+	if p.byNode[node]--; p.byNode[node] <= 0 {
+		delete(p.byNode, node)
+	}
+}
+
+// full reports whether node holds as many subjects as it may.
+func (p *parking) full(node string) bool { return p.byNode[node] >= maxHeldPerNode }
+
+// subjects returns the held hub subjects that keep waits for, sorted:
+// those whose key is here when keep says so.
+func (p *parking) subjects(keep func(kid string) bool) []string {
+	var out []string
+	for s, kid := range p.held {
+		if keep(kid) {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// keys returns the team keys the held subjects wait for, sorted, each
+// once.
+func (p *parking) keys() []string {
+	var out []string
+	for _, kid := range p.held {
+		if kid != "" && !slices.Contains(out, kid) {
+			out = append(out, kid)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// park stores hub messages msgs (all of one hub subject, in hub order) in
+// PI_PARK and holds their subject, waiting for team key kid. An error
+// means they are not all stored: the copy must not pass over them.
+func (p *parking) park(ctx context.Context, msgs []jetstream.Msg, kid string) error {
+	for _, m := range msgs {
+		meta, err := m.Metadata()
+		if err != nil {
+			return fmt.Errorf("downloader: park: %w", err)
+		}
+		pm := nats.NewMsg(parkSubject(m.Subject()))
+		copyHeaders(pm.Header, m.Headers())
+		pm.Header.Set(HdrHubSeq, strconv.FormatUint(meta.Sequence.Stream, 10))
+		pm.Header.Set(HdrHubTime, strconv.FormatInt(meta.Timestamp.UnixNano(), 10))
+		pm.Data = m.Data()
+		if p.bytes >= parkMaxBytes {
+			return fmt.Errorf("downloader: hold a sealed line of %s in %s: %w", m.Subject(), ParkStream, errParkFull)
+		}
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, err = p.js.PublishMsg(rctx, pm, jetstream.WithExpectStream(ParkStream))
+		cancel()
+		if err != nil {
+			return fmt.Errorf("downloader: hold a sealed line of %s in %s: %w", m.Subject(), ParkStream, err)
+		}
+		p.bytes += uint64(len(pm.Data) + len(pm.Subject) + 128) // about what a stored message takes
+		if _, ok := p.held[m.Subject()]; !ok {
+			p.hold(m.Subject(), kid)
+		}
+	}
+	return nil
+}
+
+// read returns up to n messages of held hub subject subj from PI_PARK
+// sequence from on, as the hub sent them (parkedMsg), and the PI_PARK
+// sequence of each.
+func (p *parking) read(ctx context.Context, subj string, from uint64, n int) ([]jetstream.Msg, []uint64, error) {
+	cons, err := p.js.OrderedConsumer(ctx, ParkStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{parkSubject(subj)},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    max(from, 1),
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("downloader: read %s: %w", ParkStream, err)
+	}
+	batch, err := cons.FetchNoWait(n)
+	if err != nil {
+		return nil, nil, fmt.Errorf("downloader: read %s: %w", ParkStream, err)
+	}
+	var msgs []jetstream.Msg
+	var seqs []uint64
+	for m := range batch.Messages() {
+		meta, err := m.Metadata()
+		if err != nil {
+			return nil, nil, fmt.Errorf("downloader: read %s: %w", ParkStream, err)
+		}
+		pm, err := newParkedMsg(m)
+		if err != nil {
+			return nil, nil, err
+		}
+		msgs = append(msgs, pm)
+		seqs = append(seqs, meta.Sequence.Stream)
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+		return nil, nil, fmt.Errorf("downloader: read %s: %w", ParkStream, err)
+	}
+	return msgs, seqs, nil
+}
+
+// release removes from PI_PARK the messages of hub subject subj before
+// PI_PARK sequence upto (all of them when upto is 0), once what they hold
+// is stored in PI_ALL.
+func (p *parking) release(ctx context.Context, subj string, upto uint64) error {
+	opts := []jetstream.StreamPurgeOpt{jetstream.WithPurgeSubject(parkSubject(subj))}
+	if upto > 0 {
+		opts = append(opts, jetstream.WithPurgeSequence(upto))
+	}
+	if err := p.stream.Purge(ctx, opts...); err != nil {
+		return fmt.Errorf("downloader: release %s from %s: %w", subj, ParkStream, err)
+	}
+	return nil
+}
+
+// dropParked empties PI_PARK when the hub's PI_HUB was replaced: what it
+// holds names the old stream's sequences, and the new one gets those
+// lines again from their origins' forwarders.
+func dropParked(ctx context.Context, js jetstream.JetStream) error {
+	s, err := js.Stream(ctx, ParkStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	if err == nil {
+		err = s.Purge(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("downloader: empty %s for a new hub: %w", ParkStream, err)
+	}
+	return nil
+}
+
+// parkedMsg is a message of PI_PARK seen as the hub message it was: its
+// hub subject, sequence and time. It is never acknowledged.
+type parkedMsg struct {
+	jetstream.Msg
+	subj string
+	meta jetstream.MsgMetadata
+	hdr  nats.Header
+}
+
+func newParkedMsg(m jetstream.Msg) (*parkedMsg, error) {
+	h := m.Headers()
+	seq, err := strconv.ParseUint(h.Get(HdrHubSeq), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("downloader: a message of %s without its hub sequence", ParkStream)
+	}
+	ns, err := strconv.ParseInt(h.Get(HdrHubTime), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("downloader: a message of %s without its hub time", ParkStream)
+	}
+	if !strings.HasPrefix(m.Subject(), ParkPrefix+".") {
+		return nil, fmt.Errorf("downloader: %q is no subject of %s", m.Subject(), ParkStream)
+	}
+	hdr := nats.Header{}
+	copyHeaders(hdr, h)
+	delete(hdr, HdrHubSeq)
+	delete(hdr, HdrHubTime)
+	pm := &parkedMsg{Msg: m, subj: hubSubject(m.Subject()), hdr: hdr}
+	pm.meta.Sequence.Stream = seq
+	pm.meta.Timestamp = time.Unix(0, ns)
+	pm.meta.Stream = HubStream
+	return pm, nil
+}
+
+func (m *parkedMsg) Subject() string                           { return m.subj }
+func (m *parkedMsg) Headers() nats.Header                      { return m.hdr }
+func (m *parkedMsg) Metadata() (*jetstream.MsgMetadata, error) { meta := m.meta; return &meta, nil }
+
+// released says how far a release of one held subject got.
+type released int
+
+const (
+	releasedAll   released = iota // every parked line framed: the subject is held no more
+	releasedMore                  // a batch's worth framed; more are parked
+	releasedWaits                 // stopped at a line whose key is still not here
+)
+
+// parkBatch is how many parked messages one read of PI_PARK takes.
+const parkBatch = 256
+
+// releaseSubject frames the parked messages of held hub subject subj, in
+// order, as f would have framed them from the hub, up to about batchBytes
+// of admitted lines. It returns those lines, the PI_PARK sequence before
+// which every parked message of subj was framed (0: none), how far it got,
+// and the error that stopped it at a line still without its key.
+//
+// Its framer is one of its own (a line in the making of f's is not
+// disturbed), without parking (a line still without its key stops it),
+// sharing f's knowledge of each session's last position and erase.
+func (f *framer) releaseSubject(ctx context.Context, subj string) (lines [][]*nats.Msg, upto uint64, how released, why error, err error) {
+	rf := &framer{d: f.d, maxLine: f.maxLine, held: f.held, floor: f.floor, releasing: true}
+	defer func() { f.held, f.floor = rf.held, rf.floor }()
+	size := 0
+	var runStart uint64 // PI_PARK sequence of the first chunk of rf.run
+	for from := uint64(1); ; {
+		msgs, seqs, err := f.park.read(ctx, subj, from, parkBatch)
+		if err != nil {
+			return nil, 0, 0, nil, err
+		}
+		if len(msgs) == 0 {
+			// What is parked ends with a line cut short (its chunks
+			// partly held when the daemon stopped): passed over.
+			rf.breakRun()
+			if from > 1 {
+				upto = from
+			}
+			return lines, upto, releasedAll, nil, nil
+		}
+		for i, m := range msgs {
+			meta, _ := m.Metadata()
+			if len(rf.run) == 0 {
+				runStart = seqs[i]
+			}
+			line, err := rf.add(ctx, m, meta)
+			if errors.Is(err, seal.ErrNoKey) {
+				return lines, runStart, releasedWaits, err, nil
+			}
+			if err != nil {
+				return nil, 0, 0, nil, err
+			}
+			for _, lm := range line {
+				size += len(lm.Data)
+			}
+			if line != nil {
+				lines = append(lines, line)
+			}
+			if len(rf.run) == 0 {
+				upto = seqs[i] + 1
+			}
+		}
+		from = seqs[len(seqs)-1] + 1
+		if size >= batchBytes && len(rf.run) == 0 {
+			return lines, upto, releasedMore, nil, nil
+		}
+	}
+}
