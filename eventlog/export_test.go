@@ -27,3 +27,11 @@ func PumpQueue(p *Pump) (waits, msgs, bytes int) {
 	defer p.mu.Unlock()
 	return p.waits, len(p.ch), p.queued
 }
+
+// SetParkBounds sets how many sessions a node may have held and how many
+// bytes PI_PARK may hold, until the test ends.
+func SetParkBounds(t interface{ Cleanup(func()) }, perNode int, bytes uint64) {
+	was, wasBytes := maxHeldPerNode, parkMaxBytes
+	maxHeldPerNode, parkMaxBytes = perNode, bytes
+	t.Cleanup(func() { maxHeldPerNode, parkMaxBytes = was, wasBytes })
+}

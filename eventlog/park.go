@@ -48,7 +48,7 @@ const HdrHubTime = "Pi-Hub-Time"
 // MaxBytes, which nats-server reserves out of the store's whole limit
 // (PISYNC_MAX_STORE) when the stream is made, and refuses to make beyond
 // it.
-const parkMaxBytes = 1 << 30
+var parkMaxBytes uint64 = 1 << 30 // a variable for tests
 
 // errParkFull: PI_PARK holds parkMaxBytes already.
 var errParkFull = errors.New("it holds as much as it may (1 GiB) already")
@@ -80,7 +80,7 @@ func hubSubject(park string) string { return UpPrefix + park[len(ParkPrefix):] }
 // over (RejectHeldLimit): a node sealing each line of its own under a key
 // of its own cannot make a workstation keep a map entry and a consumer's
 // work per line, and a team's own rotation stays far inside it.
-const maxHeldPerNode = 1000
+var maxHeldPerNode = 1000 // a variable for tests
 
 // parking is PI_PARK and the hub subjects held in it. It belongs to the
 // downloader's framing stage; the storing stage only releases messages
