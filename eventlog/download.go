@@ -401,8 +401,13 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 				case releasedWaits:
 					park.held[subj] = keyID(why)
 				}
-				if (upto > 0 || len(lines) > 0) && !send(round{lines: lines, pending: pending, skipTo: fr.safe(), release: parkRelease{subj, upto}}) {
-					return false
+				if upto > 0 {
+					if !send(round{lines: lines, pending: pending, skipTo: fr.safe(), release: parkRelease{subj, upto}}) {
+						return false
+					}
+					if how != releasedAll {
+						park.next[subj] = upto
+					}
 				}
 				if how != releasedMore {
 					break

@@ -94,6 +94,10 @@ type parking struct {
 	held   map[string]string
 	byNode map[string]int // held subjects per origin node
 	bytes  uint64         // what PI_PARK holds, at most (releases are counted at the next open)
+	// next: the PI_PARK sequence a held subject is read from again, past
+	// what was released of it already (its messages before are let go
+	// of only once the storing stage has stored what they hold).
+	next map[string]uint64
 }
 
 // openParking makes sure PI_PARK exists and reads which hub subjects it
@@ -103,7 +107,7 @@ func openParking(ctx context.Context, js jetstream.JetStream) (*parking, error) 
 	if err != nil {
 		return nil, err
 	}
-	p := &parking{js: js, stream: s, held: map[string]string{}, byNode: map[string]int{}}
+	p := &parking{js: js, stream: s, held: map[string]string{}, byNode: map[string]int{}, next: map[string]uint64{}}
 	info, err := s.Info(ctx, jetstream.WithSubjectFilter(ParkPrefix+".>"))
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: %s: %w", ParkStream, err)
@@ -130,6 +134,7 @@ func (p *parking) unhold(subj string) {
 		return
 	}
 	delete(p.held, subj)
+	delete(p.next, subj)
 	node, _, _ := ParseSubject(subj)
 	if p.byNode[node]--; p.byNode[node] <= 0 {
 		delete(p.byNode, node)
@@ -309,14 +314,16 @@ const (
 	releasedWaits                 // stopped at a line whose key is still not here
 )
 
-// parkBatch is how many parked messages one read of PI_PARK takes.
-const parkBatch = 256
+// parkBatch is how many parked messages one read of PI_PARK takes: at
+// most 8 MiB of chunks.
+const parkBatch = 32
 
-// releaseSubject frames the parked messages of held hub subject subj, in
-// order, as f would have framed them from the hub, up to about batchBytes
-// of admitted lines. It returns those lines, the PI_PARK sequence before
-// which every parked message of subj was framed (0: none), how far it got,
-// and the error that stopped it at a line still without its key.
+// releaseSubject frames the parked messages of held hub subject subj from
+// where the last release of it ended (parking.next), in order, as f would
+// have framed them from the hub, up to about batchBytes of admitted lines.
+// It returns those lines, the PI_PARK sequence before which every parked
+// message of subj was framed (0: none), how far it got, and the error that
+// stopped it at a line still without its key.
 //
 // Its framer is one of its own (a line in the making of f's is not
 // disturbed), without parking (a line still without its key stops it),
@@ -325,8 +332,7 @@ func (f *framer) releaseSubject(ctx context.Context, subj string) (lines [][]*na
 	rf := &framer{d: f.d, maxLine: f.maxLine, held: f.held, floor: f.floor, releasing: true}
 	defer func() { f.held, f.floor = rf.held, rf.floor }()
 	size := 0
-	var runStart uint64 // PI_PARK sequence of the first chunk of rf.run
-	for from := uint64(1); ; {
+	for from := max(f.park.next[subj], 1); ; {
 		msgs, seqs, err := f.park.read(ctx, subj, from, parkBatch)
 		if err != nil {
 			return nil, 0, 0, nil, err
@@ -342,12 +348,11 @@ func (f *framer) releaseSubject(ctx context.Context, subj string) (lines [][]*na
 		}
 		for i, m := range msgs {
 			meta, _ := m.Metadata()
-			if len(rf.run) == 0 {
-				runStart = seqs[i]
-			}
 			line, err := rf.add(ctx, m, meta)
 			if errors.Is(err, seal.ErrNoKey) {
-				return lines, runStart, releasedWaits, err, nil
+				// Up to the line that waits, which starts right after
+				// the last one framed.
+				return lines, upto, releasedWaits, err, nil
 			}
 			if err != nil {
 				return nil, 0, 0, nil, err
@@ -360,11 +365,11 @@ func (f *framer) releaseSubject(ctx context.Context, subj string) (lines [][]*na
 			}
 			if len(rf.run) == 0 {
 				upto = seqs[i] + 1
+				if size >= batchBytes {
+					return lines, upto, releasedMore, nil, nil
+				}
 			}
 		}
 		from = seqs[len(seqs)-1] + 1
-		if size >= batchBytes && len(rf.run) == 0 {
-			return lines, upto, releasedMore, nil, nil
-		}
 	}
 }

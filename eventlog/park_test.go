@@ -3,6 +3,7 @@ package eventlog_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,6 +22,12 @@ import (
 // lines with a team key of another team (so that n2's are held), until the
 // test ends.
 func heldCopy(t *testing.T, ws *embedded.Server, all *eventlog.All) (*eventlog.Downloader, *admit.Gate, *eventlog.Crypt) {
+	d, gate, receiver, _ := heldCopyKeyFile(t, ws, all)
+	return d, gate, receiver
+}
+
+// heldCopyKeyFile is heldCopy, returning the keyring file it reads too.
+func heldCopyKeyFile(t *testing.T, ws *embedded.Server, all *eventlog.All) (*eventlog.Downloader, *admit.Gate, *eventlog.Crypt, string) {
 	t.Helper()
 	other := filepath.Join(t.TempDir(), "team-key.json")
 	if err := keyring.Save(other, keyring.New(time.Now())); err != nil {
@@ -49,7 +56,7 @@ func heldCopy(t *testing.T, ws *embedded.Server, all *eventlog.All) (*eventlog.D
 		stop()
 		nc.Close()
 	})
-	return d, gate, receiver
+	return d, gate, receiver, other
 }
 
 // TestDownloaderHoldsWithinBounds: a node may have maxHeldPerNode
@@ -97,4 +104,69 @@ func TestDownloaderWaitsWhenParkFull(t *testing.T) {
 		w := receiver.Status().CopyWaiting
 		return strings.Contains(w, "no team key") && d.Stats().Held == 0, fmt.Sprintf("copy waiting %q, downloader %+v", w, d.Stats())
 	})
+}
+
+// TestDownloaderReleasesHeldLines: a session held for its key, with more
+// lines than one release takes (about 8 MiB), goes into PI_ALL once the
+// key is here: every line once, in order, after the line of another node
+// the hub stored after them; then PI_PARK is empty and nothing is held.
+func TestDownloaderReleasesHeldLines(t *testing.T) {
+	hubJS, ws, all, keyFile, send := sealedHub(t)
+	const n = 40 // of 230 KiB each: 9.2 MB
+	for i, l := range mkLines(n, 230<<10, "x") {
+		send("n2", "s1", l, uint64(i+1))
+	}
+	pub := eventlog.NewPublisher(hubJS.Conn(), hubJS, 10*time.Second)
+	if _, _, err := pub.Publish(context.Background(), eventlog.UpSubject("n3", "p1"), 0, mkLines(1, 50, "p")); err != nil {
+		t.Fatal(err)
+	}
+	d, _, _, receiverKeys := heldCopyKeyFile(t, ws, all)
+	waitCount(t, all, 1)
+	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
+		return d.Stats().Held == 1, fmt.Sprintf("downloader %+v", d.Stats())
+	})
+	team, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(receiverKeys, team, 0o600); err != nil { // the key imported
+		t.Fatal(err)
+	}
+	waitCount(t, all, n+1)
+	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
+		return d.Stats().Held == 0, fmt.Sprintf("downloader %+v", d.Stats())
+	})
+	if got, want := allLines(t, all), "n3/0:p0,"+strings.Join(func() []string {
+		var s []string
+		for i := range n {
+			s = append(s, fmt.Sprintf("n2/%d:x%d", i+1, i))
+		}
+		return s
+	}(), ","); got != want {
+		t.Fatalf("PI_ALL holds\n%s\nwant\n%s", got, want)
+	}
+	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
+		n := streamCount(t, ws, eventlog.ParkStream)
+		return n == 0, fmt.Sprintf("%s holds %d messages", eventlog.ParkStream, n)
+	})
+}
+
+// streamCount is how many messages stream holds on ws.
+func streamCount(t *testing.T, ws *embedded.Server, stream string) uint64 {
+	t.Helper()
+	nc, err := ws.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	s, err := js.Stream(context.Background(), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
 }
