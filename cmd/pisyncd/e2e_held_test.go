@@ -28,17 +28,7 @@ func TestHeldSessionReleasedOnce(t *testing.T) {
 	b := e2eStation(t, "ws-b", hub.url(), ring)
 	c := e2eStation(t, "ws-c", hub.url(), ring)
 
-	if _, err := keyCmd(t, a, "rotate"); err != nil {
-		t.Fatal(err)
-	}
-	rotated, err := keyring.Load(a.cfg.KeyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, 30*time.Second, func() (bool, string) {
-		st, err := a.status()
-		return err == nil && st.Encryption.CurrentKey == rotated.Current, fmt.Sprintf("A's encryption status %+v (%v)", st.Encryption, err)
-	})
+	rotated := rotateKey(t, a)
 	sidA := "0199eeee-0001-7000-8000-" + randomHex(t, 12)
 	// Three lines, then one of several chunks (an image's size): held
 	// and released as one line.

@@ -56,6 +56,25 @@ func keyCmd(t *testing.T, s *station, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// rotateKey runs `pisyncd key rotate` on s and returns the keyring once
+// the daemon seals with its new key.
+func rotateKey(t *testing.T, s *station) *keyring.Ring {
+	t.Helper()
+	if _, err := keyCmd(t, s, "rotate"); err != nil {
+		t.Fatal(err)
+	}
+	rotated, err := keyring.Load(s.cfg.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The daemon reads the keyring again within a second of a change.
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		st, err := s.status()
+		return err == nil && st.Encryption.CurrentKey == rotated.Current, fmt.Sprintf("%s's encryption status %+v (%v)", s.name, st.Encryption, err)
+	})
+	return rotated
+}
+
 func randomHex(t *testing.T, n int) string {
 	b := make([]byte, n/2)
 	if _, err := rand.Read(b); err != nil {
@@ -241,18 +260,7 @@ func TestEncryptedReplication(t *testing.T) {
 
 	// Rotation mid-session: A's next lines are sealed with the new key; B
 	// holds the session for it, then converges after importing it.
-	if _, err := keyCmd(t, a, "rotate"); err != nil {
-		t.Fatal(err)
-	}
-	rotated, err := keyring.Load(a.cfg.KeyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The daemon reads the keyring again within a second of a change.
-	waitUntil(t, 30*time.Second, func() (bool, string) {
-		st, err := a.status()
-		return err == nil && st.Encryption.CurrentKey == rotated.Current, fmt.Sprintf("A's encryption status %+v", st.Encryption)
-	})
+	rotated := rotateKey(t, a)
 	for i := 20; i < 25; i++ {
 		id := fmt.Sprintf("e%07d", i)
 		appendLine(t, p, msgLine(id, parent, fmt.Sprintf("after rotation %d: %s", i, marker)))

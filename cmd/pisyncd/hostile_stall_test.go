@@ -91,20 +91,7 @@ func TestHostileStallMany(t *testing.T) {
 // after it, from anyone, for good. Proves that under off ann refuses
 // them and three rounds of new sessions cross both ways within the bound.
 func TestHostileStallSealedWhenOff(t *testing.T) {
-	h := startSecureHub(t)
-	seeds := map[string]string{}
-	for _, n := range []string{"ann", "bob", "eve"} {
-		seeds[n] = h.addNode(n, "t1")
-	}
-	h.run()
-	run := func(name, encrypt, keyFile string) *station {
-		cfg := stationConfig(t, name, "tls://localhost:"+portOnly(h.leaf))
-		cfg.HubNkey, cfg.HubCA, cfg.Encrypt, cfg.KeyFile = seeds[name], filepath.Join(h.certs, "ca.pem"), encrypt, keyFile
-		if err := cfg.Validate(); err != nil {
-			t.Fatalf("%s: config: %v", name, err)
-		}
-		return runStation(t, cfg)
-	}
+	h, run := keyedHub(t)
 	e := &hostileEnv{hub: h, ann: run("ann", "off", ""), bob: run("bob", "off", "")}
 	ring := filepath.Join(t.TempDir(), "team-key.json")
 	if err := keyring.Save(ring, keyring.New(time.Now())); err != nil {
@@ -117,6 +104,26 @@ func TestHostileStallSealedWhenOff(t *testing.T) {
 		return n == 3, fmt.Sprintf("ann refused %d of eve's 3 sealed lines as sealed (%+v)", n, e.ann.d.gate.Stats().ByOrigin)
 	})
 	e.rounds(t, "0005", 3, stallBound)
+}
+
+// keyedHub starts a secure hub with ann, bob and eve, nodes of one team,
+// and returns it with run, which starts one of them with PISYNC_ENCRYPT
+// encrypt and the keyring keyFile ("": none).
+func keyedHub(t *testing.T) (*secureHub, func(name, encrypt, keyFile string) *station) {
+	h := startSecureHub(t)
+	seeds := map[string]string{}
+	for _, n := range []string{"ann", "bob", "eve"} {
+		seeds[n] = h.addNode(n, "t1")
+	}
+	h.run()
+	return h, func(name, encrypt, keyFile string) *station {
+		cfg := stationConfig(t, name, "tls://localhost:"+portOnly(h.leaf))
+		cfg.HubNkey, cfg.HubCA, cfg.Encrypt, cfg.KeyFile = seeds[name], filepath.Join(h.certs, "ca.pem"), encrypt, keyFile
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("%s: config: %v", name, err)
+		}
+		return runStation(t, cfg)
+	}
 }
 
 // TestHostileStallOpenBatches replays attack 1d: eve starts more atomic
@@ -191,20 +198,7 @@ func TestHostileStallOpenBatches(t *testing.T) {
 // keeps the session held and goes on copying, and that none of eve's
 // lines is written anywhere.
 func TestHostileStallSealedUnderAuto(t *testing.T) {
-	h := startSecureHub(t)
-	seeds := map[string]string{}
-	for _, n := range []string{"ann", "bob", "eve"} {
-		seeds[n] = h.addNode(n, "t1")
-	}
-	h.run()
-	run := func(name, encrypt, keyFile string) *station {
-		cfg := stationConfig(t, name, "tls://localhost:"+portOnly(h.leaf))
-		cfg.HubNkey, cfg.HubCA, cfg.Encrypt, cfg.KeyFile = seeds[name], filepath.Join(h.certs, "ca.pem"), encrypt, keyFile
-		if err := cfg.Validate(); err != nil {
-			t.Fatalf("%s: config: %v", name, err)
-		}
-		return runStation(t, cfg)
-	}
+	h, run := keyedHub(t)
 	newRing := func() (string, *keyring.Ring) {
 		p := filepath.Join(t.TempDir(), "team-key.json")
 		r := keyring.New(time.Now())
