@@ -100,14 +100,18 @@ type parking struct {
 	next map[string]uint64
 }
 
-// openParking makes sure PI_PARK exists and reads which hub subjects it
-// holds lines of.
+// openParking reads which hub subjects PI_PARK holds lines of. The stream
+// is made when a first line is held: most workstations never hold one.
 func openParking(ctx context.Context, js jetstream.JetStream) (*parking, error) {
-	s, err := EnsureStream(ctx, js, ParkStreamConfig())
-	if err != nil {
-		return nil, err
+	p := &parking{js: js, held: map[string]string{}, byNode: map[string]int{}, next: map[string]uint64{}}
+	s, err := js.Stream(ctx, ParkStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return p, nil
 	}
-	p := &parking{js: js, stream: s, held: map[string]string{}, byNode: map[string]int{}, next: map[string]uint64{}}
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: %s: %w", ParkStream, err)
+	}
+	p.stream = s
 	info, err := s.Info(ctx, jetstream.WithSubjectFilter(ParkPrefix+".>"))
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: %s: %w", ParkStream, err)
@@ -174,6 +178,13 @@ func (p *parking) keys() []string {
 // PI_PARK and holds their subject, waiting for team key kid. An error
 // means they are not all stored: the copy must not pass over them.
 func (p *parking) park(ctx context.Context, msgs []jetstream.Msg, kid string) error {
+	if p.stream == nil {
+		s, err := EnsureStream(ctx, p.js, ParkStreamConfig())
+		if err != nil {
+			return fmt.Errorf("downloader: hold a sealed line: %w", err)
+		}
+		p.stream = s
+	}
 	for _, m := range msgs {
 		meta, err := m.Metadata()
 		if err != nil {
