@@ -257,7 +257,11 @@ func (f *framer) admit(ctx context.Context, ev *Event, meta *jetstream.MsgMetada
 			return false, nil
 		}
 	}
-	if (f.d.rebuilt > 0 || sealed) && ev.SrcSeq > 0 {
+	// A release passes over any line at or before its session's last
+	// position in PI_ALL, plain ones too: a held line parked twice (the
+	// daemon stopped after parking it and before its position was saved)
+	// is released once.
+	if (f.d.rebuilt > 0 || sealed || f.releasing) && ev.SrcSeq > 0 {
 		k := pair{ev.Node, ev.SID}
 		held, err := remembered(&f.held, k, func() (uint64, error) { return f.d.all.lastSrc(ctx, ev.Node, ev.SID) })
 		if err != nil {
