@@ -148,8 +148,8 @@ func (p *parking) unhold(subj string) {
 // full reports whether node holds as many subjects as it may.
 func (p *parking) full(node string) bool { return p.byNode[node] >= maxHeldPerNode }
 
-// subjects returns the held hub subjects that keep waits for, sorted:
-// those whose key is here when keep says so.
+// subjects returns, sorted, the held hub subjects whose awaited key
+// (parking.held) keep accepts.
 func (p *parking) subjects(keep func(kid string) bool) []string {
 	var out []string
 	for s, kid := range p.held {
