@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -225,6 +226,19 @@ func TestHostileStallSealedUnderAuto(t *testing.T) {
 	held(e.bob)
 	if got := metricValue(t, e.ann, "pisyncd_hub_downloader_sessions_held"); got != 1 {
 		t.Errorf("ann's pisyncd_hub_downloader_sessions_held = %v, want 1", got)
+	}
+	if st, err := e.ann.status(); err != nil {
+		t.Fatal(err)
+	} else {
+		var b bytes.Buffer
+		if err := printStatus(&b, &st); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"sessions held for a team key ", " 1 (sealed with team key " + eves.Current + ", which this machine does not have"} {
+			if !strings.Contains(b.String(), want) {
+				t.Errorf("ann's status does not say %q:\n%s", want, b.String())
+			}
+		}
 	}
 	e.rounds(t, "0006", 3, stallBound)
 
