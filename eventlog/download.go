@@ -386,8 +386,9 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 	var pending uint64     // what the consumer said was still to come
 	var stamp string       // the keyring's when held lines were last tried
 	var lagAgain time.Time // when lines waiting for a key message are tried again
+	lagWait := parkRetry   // doubled while such lines keep waiting
 	release := func(all bool) bool {
-		stamp, lagAgain = d.keyringStamp(), time.Now().Add(parkRetry)
+		stamp = d.keyringStamp()
 		for _, subj := range park.subjects(func(kid string) bool { return all || kid == "" }) {
 			for {
 				lines, upto, how, why, err := fr.releaseSubject(ctx, subj)
@@ -414,6 +415,12 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 				}
 			}
 		}
+		if len(park.subjects(func(kid string) bool { return kid == "" })) > 0 {
+			lagWait = min(2*lagWait, parkRetryMax)
+		} else {
+			lagWait = parkRetry
+		}
+		lagAgain = time.Now().Add(lagWait)
 		d.notWaiting()
 		d.showHeld(park)
 		return true
@@ -520,10 +527,14 @@ func (d *Downloader) showHeld(park *parking) {
 	d.held.Store(int64(len(park.held)))
 }
 
-// parkRetry is how often held lines that wait for their key message (not
-// on the hub server that answered yet) are tried again; those waiting for
-// a team key are tried when the keyring changes.
-const parkRetry = 2 * time.Second
+// Held lines that wait for their key message (not on the hub server that
+// answered yet: a replica that lags) are tried again parkRetry later, then
+// twice as long each time they still wait, up to parkRetryMax; those
+// waiting for a team key are tried when the keyring changes.
+const (
+	parkRetry    = 2 * time.Second
+	parkRetryMax = time.Minute
+)
 
 // keyringStamp changes when the keyring's file does ("" without
 // encryption here).
