@@ -143,7 +143,7 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 	if len(f.run) > 0 && (cerr != nil || subj != f.run[0].Subject() || i != len(f.run)+1) {
 		f.breakRun()
 	}
-	if _, held := f.heldSubject(subj); held {
+	if f.isHeld(subj) {
 		// Behind a held line of its subject: held too, unread, in order.
 		if err := f.park.park(ctx, []jetstream.Msg{m}, ""); err != nil {
 			return nil, err
@@ -407,14 +407,13 @@ func (f *framer) openWithKey(ctx context.Context, node, tok string, h, srcSeq ui
 	return c.open(node, tok, srcSeq, envs, f.maxLine)
 }
 
-// heldSubject reports whether hub subject subj is held, and the team key
-// its first held line waits for.
-func (f *framer) heldSubject(subj string) (string, bool) {
+// isHeld reports whether hub subject subj is held (parking).
+func (f *framer) isHeld(subj string) bool {
 	if f.park == nil {
-		return "", false
+		return false
 	}
-	kid, ok := f.park.held[subj]
-	return kid, ok
+	_, ok := f.park.held[subj]
+	return ok
 }
 
 // hold parks run, a sealed line of node's session token tok that waits
@@ -431,6 +430,7 @@ func (f *framer) hold(ctx context.Context, node, tok string, run []jetstream.Msg
 		return fmt.Errorf("%w (and it cannot be held aside: %v)", why, err)
 	}
 	f.skipped = true
+	f.d.notWaiting() // what waited is held: everything else goes on
 	return nil
 }
 

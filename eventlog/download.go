@@ -389,9 +389,10 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 	lagWait := parkRetry   // doubled while such lines keep waiting
 	release := func(all bool) bool {
 		stamp = d.keyringStamp()
+		lag := false // a line still waits for its key message
 		for _, subj := range park.subjects(func(kid string) bool { return all || kid == "" }) {
 			for {
-				lines, upto, how, why, err := fr.releaseSubject(ctx, subj)
+				lines, upto, how, kid, err := fr.releaseSubject(ctx, subj)
 				if err != nil {
 					send(round{err: err})
 					return false
@@ -400,7 +401,8 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 				case releasedAll:
 					park.unhold(subj)
 				case releasedWaits:
-					park.held[subj] = keyID(why)
+					park.hold(subj, kid)
+					lag = lag || kid == ""
 				}
 				if upto > 0 {
 					if !send(round{lines: lines, pending: pending, skipTo: fr.safe(), release: parkRelease{subj, upto}}) {
@@ -415,13 +417,13 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 				}
 			}
 		}
-		if len(park.subjects(func(kid string) bool { return kid == "" })) > 0 {
+		if lag {
 			lagWait = min(2*lagWait, parkRetryMax)
 		} else {
 			lagWait = parkRetry
 		}
 		lagAgain = time.Now().Add(lagWait)
-		d.notWaiting()
+		d.notWaiting() // the lines tried and still waiting stay held
 		d.showHeld(park)
 		return true
 	}
@@ -505,12 +507,7 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 		if fr.skipped && len(fr.run) == 0 {
 			r.skipTo = fr.examined // a line still being assembled is read again from its start
 		}
-		if park != nil {
-			if werr == nil && len(park.held) > 0 {
-				d.notWaiting() // what waits is held: everything else goes on
-			}
-			d.showHeld(park)
-		}
+		d.showHeld(park)
 		if !send(r) || werr != nil {
 			return
 		}
@@ -520,8 +517,13 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 	}
 }
 
-// showHeld publishes what park holds to Stats.
+// showHeld publishes what park holds to Stats, when that changed (a
+// copy's rounds do not pay for it).
 func (d *Downloader) showHeld(park *parking) {
+	if park == nil || !park.changed {
+		return
+	}
+	park.changed = false
 	kids := park.keys()
 	d.heldFor.Store(&kids)
 	d.held.Store(int64(len(park.held)))

@@ -94,6 +94,8 @@ type parking struct {
 	held   map[string]string
 	byNode map[string]int // held subjects per origin node
 	bytes  uint64         // what PI_PARK holds, at most (releases are counted at the next open)
+	// changed: held changed since the downloader last showed it (Stats).
+	changed bool
 	// next: the PI_PARK sequence a held subject is read from again, past
 	// what was released of it already (its messages before are let go
 	// of only once the storing stage has stored what they hold).
@@ -103,7 +105,7 @@ type parking struct {
 // openParking reads which hub subjects PI_PARK holds lines of. The stream
 // is made when a first line is held: most workstations never hold one.
 func openParking(ctx context.Context, js jetstream.JetStream) (*parking, error) {
-	p := &parking{js: js, held: map[string]string{}, byNode: map[string]int{}, next: map[string]uint64{}}
+	p := &parking{js: js, held: map[string]string{}, byNode: map[string]int{}, next: map[string]uint64{}, changed: true}
 	s, err := js.Stream(ctx, ParkStream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return p, nil
@@ -125,11 +127,14 @@ func openParking(ctx context.Context, js jetstream.JetStream) (*parking, error) 
 
 // hold records that hub subject subj is held, waiting for team key kid.
 func (p *parking) hold(subj, kid string) {
-	if _, ok := p.held[subj]; !ok {
+	if was, ok := p.held[subj]; !ok {
 		node, _, _ := ParseSubject(subj)
 		p.byNode[node]++
+	} else if was == kid {
+		return
 	}
 	p.held[subj] = kid
+	p.changed = true
 }
 
 // unhold records that nothing of hub subject subj is held any more.
@@ -139,6 +144,7 @@ func (p *parking) unhold(subj string) {
 	}
 	delete(p.held, subj)
 	delete(p.next, subj)
+	p.changed = true
 	node, _, _ := ParseSubject(subj)
 	if p.byNode[node]--; p.byNode[node] <= 0 {
 		delete(p.byNode, node)
@@ -249,14 +255,9 @@ func (p *parking) read(ctx context.Context, subj string, from uint64, n int) ([]
 }
 
 // release removes from PI_PARK the messages of hub subject subj before
-// PI_PARK sequence upto (all of them when upto is 0), once what they hold
-// is stored in PI_ALL.
+// PI_PARK sequence upto, once what they hold is stored in PI_ALL.
 func (p *parking) release(ctx context.Context, subj string, upto uint64) error {
-	opts := []jetstream.StreamPurgeOpt{jetstream.WithPurgeSubject(parkSubject(subj))}
-	if upto > 0 {
-		opts = append(opts, jetstream.WithPurgeSequence(upto))
-	}
-	if err := p.stream.Purge(ctx, opts...); err != nil {
+	if err := p.stream.Purge(ctx, jetstream.WithPurgeSubject(parkSubject(subj)), jetstream.WithPurgeSequence(upto)); err != nil {
 		return fmt.Errorf("downloader: release %s from %s: %w", subj, ParkStream, err)
 	}
 	return nil
@@ -333,20 +334,21 @@ const parkBatch = 32
 // where the last release of it ended (parking.next), in order, as f would
 // have framed them from the hub, up to about batchBytes of admitted lines.
 // It returns those lines, the PI_PARK sequence before which every parked
-// message of subj was framed (0: none), how far it got, and the error that
-// stopped it at a line still without its key.
+// message of subj was framed (0: none), how far it got, and, when it
+// stopped at a line still without its key, the team key that line waits
+// for ("" for a key message not on the hub's server yet).
 //
 // Its framer is one of its own (a line in the making of f's is not
 // disturbed), without parking (a line still without its key stops it),
 // sharing f's knowledge of each session's last position and erase.
-func (f *framer) releaseSubject(ctx context.Context, subj string) (lines [][]*nats.Msg, upto uint64, how released, why error, err error) {
+func (f *framer) releaseSubject(ctx context.Context, subj string) (lines [][]*nats.Msg, upto uint64, how released, kid string, err error) {
 	rf := &framer{d: f.d, maxLine: f.maxLine, held: f.held, floor: f.floor, releasing: true}
 	defer func() { f.held, f.floor = rf.held, rf.floor }()
 	size := 0
 	for from := max(f.park.next[subj], 1); ; {
 		msgs, seqs, err := f.park.read(ctx, subj, from, parkBatch)
 		if err != nil {
-			return nil, 0, 0, nil, err
+			return nil, 0, 0, "", err
 		}
 		if len(msgs) == 0 {
 			// What is parked ends with a line cut short (its chunks
@@ -355,7 +357,7 @@ func (f *framer) releaseSubject(ctx context.Context, subj string) (lines [][]*na
 			if from > 1 {
 				upto = from
 			}
-			return lines, upto, releasedAll, nil, nil
+			return lines, upto, releasedAll, "", nil
 		}
 		for i, m := range msgs {
 			meta, _ := m.Metadata()
@@ -363,10 +365,10 @@ func (f *framer) releaseSubject(ctx context.Context, subj string) (lines [][]*na
 			if errors.Is(err, seal.ErrNoKey) {
 				// Up to the line that waits, which starts right after
 				// the last one framed.
-				return lines, upto, releasedWaits, err, nil
+				return lines, upto, releasedWaits, keyID(err), nil
 			}
 			if err != nil {
-				return nil, 0, 0, nil, err
+				return nil, 0, 0, "", err
 			}
 			for _, lm := range line {
 				size += len(lm.Data)
@@ -377,7 +379,7 @@ func (f *framer) releaseSubject(ctx context.Context, subj string) (lines [][]*na
 			if len(rf.run) == 0 {
 				upto = seqs[i] + 1
 				if size >= batchBytes {
-					return lines, upto, releasedMore, nil, nil
+					return lines, upto, releasedMore, "", nil
 				}
 			}
 		}
