@@ -44,14 +44,15 @@ type Config struct {
 	WebHosts []string `envconfig:"WEB_HOSTS" desc:"comma-separated Host names the web view answers to besides loopback names and addresses (any other Host is refused: DNS rebinding)"`
 	Listen   string   `envconfig:"LISTEN" desc:"loopback address of an optional NATS listener for local subscribers, e.g. 127.0.0.1:4223 (not 4222, a hub's client port); credentials are generated into STATE_DIR (default: off)"`
 
-	HubURLs     []string      `envconfig:"HUB_URLS" desc:"comma-separated leaf URLs of the hub cluster (nats://host:7422, tls://…); set to replicate sessions across machines (default: off, one machine)"`
-	HubCreds    string        `envconfig:"HUB_CREDS" desc:"this node's JWT credentials file for an operator-mode hub (.creds)"`
-	HubNkey     string        `envconfig:"HUB_NKEY" desc:"file holding this node's nkey seed from 'pisyncd hub add-node' (0600)"`
-	HubCA       string        `envconfig:"HUB_CA" desc:"CA certificate that signed the hub's TLS certificate (tls:// hub URLs; default: the system roots)"`
-	HubInsecure bool          `envconfig:"HUB_INSECURE" desc:"allow this node's hub credentials over a plain nats:// URL to a host other than loopback (refused by default: anyone on the path could read them; logged loudly when allowed)"`
-	PathMap     string        `envconfig:"PATH_MAP" desc:"comma-separated FROM=TO absolute path prefixes applied to remote sessions' cwd and parentSession, e.g. /Users/ann=/home/ann"`
-	Delete      string        `envconfig:"DELETE" default:"trash" desc:"what a session deleted on another machine does here: trash (move to SESSIONS_DIR/.pisyncd-trash) or ignore"`
-	IdleAfter   time.Duration `envconfig:"IDLE_AFTER" default:"1s" desc:"remote lines are appended to a file only after a local pi has not written it for this long"`
+	HubURLs        []string      `envconfig:"HUB_URLS" desc:"comma-separated leaf URLs of the hub cluster (nats://host:7422, tls://…); set to replicate sessions across machines (default: off, one machine)"`
+	HubCreds       string        `envconfig:"HUB_CREDS" desc:"this node's JWT credentials file for an operator-mode hub (.creds)"`
+	HubNkey        string        `envconfig:"HUB_NKEY" desc:"file holding this node's nkey seed from 'pisyncd hub add-node' (0600)"`
+	HubCA          string        `envconfig:"HUB_CA" desc:"CA certificate that signed the hub's TLS certificate (tls:// hub URLs; default: the system roots)"`
+	HubInsecure    bool          `envconfig:"HUB_INSECURE" desc:"allow this node's hub credentials over a plain nats:// URL to a host other than loopback (refused by default: anyone on the path could read them; logged loudly when allowed)"`
+	HubCompression string        `envconfig:"HUB_COMPRESSION" default:"auto" desc:"compression of the link to the hub: auto (nats-server's s2_auto: none on a link of under 10 ms, more the slower it is), off, fast, better or best; sealed lines do not compress, so a team that encrypts saves the work with off"`
+	PathMap        string        `envconfig:"PATH_MAP" desc:"comma-separated FROM=TO absolute path prefixes applied to remote sessions' cwd and parentSession, e.g. /Users/ann=/home/ann"`
+	Delete         string        `envconfig:"DELETE" default:"trash" desc:"what a session deleted on another machine does here: trash (move to SESSIONS_DIR/.pisyncd-trash) or ignore"`
+	IdleAfter      time.Duration `envconfig:"IDLE_AFTER" default:"1s" desc:"remote lines are appended to a file only after a local pi has not written it for this long"`
 
 	Rules string `envconfig:"RULES" default:"auto" desc:"the context rules every session's context and views follow: auto (pi-1.6 for a session holding a line only pi >= 0.86 writes, seed otherwise), seed (pi 0.85.1 plus retainedTail, the project's contract) or pi-1.6 (docs/RULES.md)"`
 
@@ -192,6 +193,11 @@ func (c *Config) Validate() error {
 	case "", "auto", "on", "off":
 	default:
 		errs = append(errs, fmt.Errorf("%s_ENCRYPT %q: want auto, on or off", Prefix, c.Encrypt))
+	}
+	switch c.HubCompression {
+	case "", "auto", "off", "fast", "better", "best": // embedded's names
+	default:
+		errs = append(errs, fmt.Errorf("%s_HUB_COMPRESSION %q: want auto, off, fast, better or best", Prefix, c.HubCompression))
 	}
 	switch c.Search {
 	case "", "auto", "on", "off":

@@ -86,6 +86,9 @@ func TestLoadAndValidate(t *testing.T) {
 		t.Errorf("defaults: %+v", c)
 	}
 	// Search is on by default, except with a store cipher (auto).
+	if c.HubCompression != "auto" {
+		t.Errorf("hub compression by default: %q, want auto", c.HubCompression)
+	}
 	if c.Search != "auto" || !c.SearchOn() {
 		t.Errorf("search by default: %q, on %v; want auto, on", c.Search, c.SearchOn())
 	}
@@ -100,6 +103,7 @@ func TestLoadAndValidate(t *testing.T) {
 		"PISYNC_STATE_DIR":       "/tmp/s/state",
 		"PISYNC_RESCAN_INTERVAL": "1ms",
 		"PISYNC_MEMORY_BUDGET":   "64KiB",
+		"PISYNC_HUB_COMPRESSION": "gzip",
 	} {
 		t.Run(k, func(t *testing.T) {
 			t.Setenv(k, v)

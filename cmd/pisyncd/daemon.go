@@ -106,19 +106,20 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 		seed = bytes.TrimSpace(b)
 	}
 	srv, err := embedded.Start(ctx, embedded.Config{
-		StateDir:     cfg.StateDir,
-		NodeID:       cfg.NodeID,
-		MaxMemory:    int64(cfg.MaxMemory),
-		MaxStore:     int64(cfg.MaxStore),
-		Listen:       cfg.Listen,
-		Logger:       natsLogger(logger),
-		HubURLs:      cfg.HubURLs,
-		HubCredsFile: cfg.HubCreds,
-		HubNkeySeed:  seed,
-		HubCAFile:    cfg.HubCA,
-		HubInsecure:  cfg.HubInsecure,
-		StoreCipher:  cfg.StoreCipher,
-		StoreKeyFile: cfg.StoreKeyFile,
+		StateDir:       cfg.StateDir,
+		NodeID:         cfg.NodeID,
+		MaxMemory:      int64(cfg.MaxMemory),
+		MaxStore:       int64(cfg.MaxStore),
+		Listen:         cfg.Listen,
+		Logger:         natsLogger(logger),
+		HubURLs:        cfg.HubURLs,
+		HubCredsFile:   cfg.HubCreds,
+		HubNkeySeed:    seed,
+		HubCAFile:      cfg.HubCA,
+		HubInsecure:    cfg.HubInsecure,
+		HubCompression: cfg.HubCompression,
+		StoreCipher:    cfg.StoreCipher,
+		StoreKeyFile:   cfg.StoreKeyFile,
 	})
 	if err != nil {
 		return nil, inUse(err, listener{config.Prefix + "_LISTEN", cfg.Listen})

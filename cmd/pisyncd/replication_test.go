@@ -12,11 +12,26 @@ import (
 
 // TestReplicationRoundTrip: a session begun on A appears on B as a native
 // file at the path pi would use there (cwd mapped), B continues it, and A's
-// file receives B's lines; nothing is published twice.
+// file receives B's lines; nothing is published twice. A's link to the
+// hub has the default compression (auto: framed, not compressed, on a
+// link this fast), B's is compressed whatever the link.
 func TestReplicationRoundTrip(t *testing.T) {
 	hub := startTestHub(t)
-	a := newStation(t, "ws-a", hub.url(), "")
-	b := newStation(t, "ws-b", hub.url(), "/Users/ann=/home/ann")
+	ac := stationConfig(t, "ws-a", hub.url())
+	ac.HubCompression = "auto"
+	a := runStation(t, ac)
+	bc := stationConfig(t, "ws-b", hub.url())
+	bc.PathMap, bc.HubCompression = "/Users/ann=/home/ann", "fast"
+	b := runStation(t, bc)
+	for s, want := range map[*station]string{a: "s2_uncompressed", b: "s2_fast"} {
+		waitUntil(t, 30*time.Second, func() (bool, string) {
+			lz, err := s.d.srv.NATS().Leafz(nil)
+			if err != nil || len(lz.Leafs) != 1 {
+				return false, fmt.Sprintf("%s's leaf links: %v %+v", s.name, err, lz)
+			}
+			return lz.Leafs[0].Compression == want, fmt.Sprintf("%s's link to the hub compresses %q, want %q", s.name, lz.Leafs[0].Compression, want)
+		})
+	}
 
 	sid := "0199bbbb-0000-7000-8000-000000000001"
 	aPath := filepath.Join(a.cfg.SessionsDir, "--Users-ann-proj--", "2026-11-30T00-00-00-000Z_"+sid+".jsonl")

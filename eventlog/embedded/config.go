@@ -59,6 +59,9 @@ type Config struct {
 	// than loopback. Without it Start refuses; with it Start logs a
 	// warning (PISYNC_HUB_INSECURE).
 	HubInsecure bool
+	// HubCompression is the leaf link's compression: "auto" (or ""),
+	// "off", "fast", "better" or "best" (CheckCompression).
+	HubCompression string
 	// StoreCipher encrypts the JetStream store at rest with nats-server's
 	// cipher: StoreCipherChaChaPoly or StoreCipherAES; "" keeps it in clear.
 	// The key is StoreKeyFile's, else StateDir/store-key, made at first

@@ -100,7 +100,12 @@ func plainCredentialURLs(cfg Config) []string {
 // complete, never a CONNECT with the node's credentials
 // (TestLeafInsistsOnTLS).
 func leafRemote(cfg Config) (*server.RemoteLeafOpts, error) {
+	mode, err := compressionMode(cfg.HubCompression)
+	if err != nil {
+		return nil, err
+	}
 	r := &server.RemoteLeafOpts{
+		Compression: server.CompressionOpts{Mode: mode},
 		Credentials: cfg.HubCredsFile,
 		Nkey:        string(cfg.HubNkeySeed),
 		DenyExports: append(slices.Clone(LocalSubjects), privateExports(cfg.NodeID)...),
@@ -162,3 +167,23 @@ func applyLeaf(opts *server.Options, cfg Config) error {
 // way; the forwarder and the downloader say the same at their own pace,
 // and the server logs the link's return.
 const connectErrorReports = 40
+
+// compressionModes maps PISYNC_HUB_COMPRESSION's values to nats-server's
+// modes. Each side of a link compresses what it sends in its own mode, and
+// off on either side turns it off both ways.
+var compressionModes = map[string]string{
+	"":       server.CompressionS2Auto,
+	"auto":   server.CompressionS2Auto,
+	"off":    server.CompressionOff,
+	"fast":   server.CompressionS2Fast,
+	"better": server.CompressionS2Better,
+	"best":   server.CompressionS2Best,
+}
+
+func compressionMode(mode string) (string, error) {
+	m, ok := compressionModes[mode]
+	if !ok {
+		return "", fmt.Errorf("compression %q: want auto, off, fast, better or best", mode)
+	}
+	return m, nil
+}
