@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pisyncd/pisyncd/keyring"
 )
 
 // TestSIGKILLReplication kills both workstations with SIGKILL at random
@@ -60,8 +63,15 @@ func TestSIGKILLReplication(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A last, clean run of both catches up with everything; it logs what
-	// it does, and a failure shows both daemons' status too.
+	checkCopiesOnce(t, hub, w, aEnv, bEnv, bSessions)
+}
+
+// checkCopiesOnce runs both daemons a last time, cleanly, until B's copy
+// of each of A's files (written by w) is A's file byte for byte, and then
+// checks that the hub holds each of A's lines once. It logs what the
+// daemons do, and a failure shows both daemons' status too.
+func checkCopiesOnce(t *testing.T, hub *testHub, w *sessionWriter, aEnv, bEnv []string, bSessions string) {
+	t.Helper()
 	aEnv, bEnv = append(aEnv, "PISYNC_LOG_LEVEL=info"), append(bEnv, "PISYNC_LOG_LEVEL=info")
 	a, b := startDaemonProc(t, aEnv), startDaemonProc(t, bEnv)
 	defer a.kill(t, syscall.SIGTERM)
@@ -110,7 +120,84 @@ func TestSIGKILLReplication(t *testing.T) {
 	if n != uint64(total) {
 		t.Fatalf("the hub holds %d messages of A for %d lines", n, total)
 	}
-	t.Logf("%d lines in %d sessions: on the hub once each, B's copies equal", total, sessions)
+	t.Logf("%d lines in %d sessions: on the hub once each, B's copies equal", total, len(w.files))
+}
+
+// TestSIGKILLHeldRelease: A seals its lines (PISYNC_ENCRYPT=on, the team
+// key); B has no key, so it holds every session of A's in PI_PARK while
+// pi-like writers append on A. Both are killed with SIGKILL at random
+// moments, six times so, then six more after B's key file appears, so that
+// kills land while B holds lines, releases them, and stores and lets go of
+// them. Proves that B's copies end up A's files byte for byte, and the hub
+// holds each of A's lines once: a release cut anywhere neither loses nor
+// repeats a line.
+func TestSIGKILLHeldRelease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	hub := startTestHub(t)
+	teamKey := filepath.Join(t.TempDir(), "team-key.json")
+	if err := keyring.Save(teamKey, keyring.New(time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	envOf := func(name, keyFile string) (sessions string, env []string) {
+		home := t.TempDir()
+		sessions = filepath.Join(home, "sessions")
+		return sessions, []string{
+			"PISYNC_SESSIONS_DIR=" + sessions, "PISYNC_STATE_DIR=" + filepath.Join(home, "state"),
+			"PISYNC_NODE_ID=" + name, "PISYNC_HUB_URLS=" + hub.url(),
+			"PISYNC_ENCRYPT=on", "PISYNC_KEY_FILE=" + keyFile,
+			"PISYNC_RESCAN_INTERVAL=200ms", "PISYNC_IDLE_AFTER=100ms", "PISYNC_LOG_LEVEL=warn",
+		}
+	}
+	aSessions, aEnv := envOf("ws-a", teamKey)
+	bKey := filepath.Join(t.TempDir(), "team-key.json")
+	bSessions, bEnv := envOf("ws-b", bKey)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	w := newSessionWriter(t, aSessions, 3, seed)
+	rng := rand.New(rand.NewPCG(seed, 4))
+
+	stop := writeLoop(w, 3*time.Millisecond)
+	for k := 0; k < 12; k++ {
+		if k == 6 {
+			// Before the key comes, B holds what A forwarded of its
+			// sessions (if the six runs before were too short for A to
+			// forward any, this run makes sure it does).
+			a, b := startDaemonProc(t, aEnv), startDaemonProc(t, bEnv)
+			waitUntil(t, 30*time.Second, func() (bool, string) {
+				var st struct {
+					Downloader struct {
+						Held int `json:"sessionsHeld"`
+					} `json:"downloader"`
+				}
+				out := statusText(t, bEnv)
+				return json.Unmarshal([]byte(out), &st) == nil && st.Downloader.Held > 0, "B holds: " + out
+			})
+			a.kill(t, syscall.SIGKILL)
+			b.kill(t, syscall.SIGKILL)
+			key, err := os.ReadFile(teamKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(bKey, key, 0o600); err != nil { // as key import writes it
+				t.Fatal(err)
+			}
+		}
+		a, b := startDaemonProc(t, aEnv), startDaemonProc(t, bEnv)
+		for _, p := range []*daemonProc{a, b} {
+			select {
+			case err := <-p.done:
+				t.Fatalf("daemon exited on its own (run %d): %v\n%s", k, err, p.stderr)
+			case <-time.After(time.Duration(rng.IntN(1500)) * time.Millisecond):
+			}
+			p.kill(t, syscall.SIGKILL)
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	checkCopiesOnce(t, hub, w, aEnv, bEnv, bSessions)
 }
 
 // statusText is what `pisyncd status --json` prints for the daemon of env,
