@@ -593,18 +593,12 @@ func (r *Replicator) create(ctx context.Context, s *sess) error {
 	for _, l := range lines {
 		r.tracker.Learn(s.sid, sha256.Sum256(l))
 	}
-	path, err := createFile(r.opts.Root, want, lines)
+	path, st, err := createFile(r.opts.Root, want, lines)
 	if err != nil {
 		r.requeue(s, taken)
 		return err
 	}
-	f = newReplica(path, s.sid)
-	if _, err := f.refresh(); err != nil {
-		return err
-	}
-	if st, err := os.Lstat(path); err == nil {
-		f.mtime = st.ModTime()
-	}
+	f = made(path, s.sid, lines, st)
 	r.files[path], s.file = f, f
 	r.filesCreated.Add(1)
 	r.linesWritten.Add(int64(len(lines)))

@@ -362,8 +362,29 @@ func (r *replica) appendLines(lines [][]byte) error {
 	for _, l := range lines {
 		r.add(l)
 	}
-	r.size, r.mtime, r.dirty = st.Size(), st.ModTime(), true
+	// What this write made, not the size now: a file cut right after it
+	// must read as shorter than written, and its lines be written back.
+	r.size, r.mtime, r.dirty = r.size+int64(b.Len()), st.ModTime(), true
 	return nil
+}
+
+// made is the replica of a file createFile just made of lines (st its
+// state then), taken from what was written rather than read back: a file
+// cut before a read would otherwise read as a file that never held the
+// lines cut off, and a later line whose parent was among them would wait
+// for it for good.
+func made(path, sid string, lines [][]byte, st fs.FileInfo) *replica {
+	r := newReplica(path, sid)
+	for i, l := range lines {
+		if i == 0 {
+			r.head = sha256.Sum256(l)
+		}
+		r.size += int64(len(l)) + 1
+		r.add(l)
+	}
+	r.dev, r.ino = fileID(st)
+	r.mtime = st.ModTime()
+	return r
 }
 
 // sync makes the file's written lines durable.
@@ -387,10 +408,10 @@ func (r *replica) sync() error {
 // it durable, and links it into place, never over an existing file. It
 // returns the path used: want, or want with -1, -2, … before ".jsonl" when
 // another session's file has that name already.
-func createFile(root, want string, lines [][]byte) (string, error) {
+func createFile(root, want string, lines [][]byte) (string, fs.FileInfo, error) {
 	dir := filepath.Dir(want)
 	if err := safeMkdir(root, dir); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	var b bytes.Buffer
 	for _, l := range lines {
@@ -402,32 +423,38 @@ func createFile(root, want string, lines [][]byte) (string, error) {
 	tmp := filepath.Join(dir, stagingPrefix+hex.EncodeToString(rnd[:])+stagingSuffix) // sweepStaging's pattern
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer os.Remove(tmp)
 	if _, err := f.Write(b.Bytes()); err != nil {
 		f.Close()
-		return "", err
+		return "", nil, err
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return "", err
+		return "", nil, err
+	}
+	// The file as written: its link below is the same inode.
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return "", nil, err
 	}
 	if err := f.Close(); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	for i := 0; i < 100; i++ {
 		p := numbered(want, i)
 		err := os.Link(tmp, p)
 		if err == nil {
 			syncDir(dir)
-			return p, nil
+			return p, st, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
-			return "", err
+			return "", nil, err
 		}
 	}
-	return "", fmt.Errorf("replicate: no free file name for %s", want)
+	return "", nil, fmt.Errorf("replicate: no free file name for %s", want)
 }
 
 // numbered is path for i = 0, else path with -i before its ".jsonl": how

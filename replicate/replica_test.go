@@ -87,6 +87,62 @@ func TestReplicaReplacedIsReadAgain(t *testing.T) {
 	}
 }
 
+// TestReplicaCutBeforeRead: a file cut right after the replicator made it
+// or appended to it, before it read the file again, is found shorter than
+// written, so the lines cut off are written back (Replicator.refill).
+// Before, the replica of a new file was what a read after its creation
+// found: cut first, it took the cut file for all it had ever held, and a
+// later line whose parent was cut off waited for it for good
+// (TestTruncatedReplicaIsFilledAgain failed about once in a hundred). An
+// append's size is likewise what it wrote, not a stat after it, which a
+// cut in between would have made the size of the cut file.
+func TestReplicaCutBeforeRead(t *testing.T) {
+	cut := func(t *testing.T, path string, size int64) {
+		t.Helper()
+		if err := os.Truncate(path, size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hdr := int64(len(hdrS1) + 1)
+	t.Run("made", func(t *testing.T) {
+		root := t.TempDir()
+		lines := [][]byte{[]byte(hdrS1), []byte(entA), []byte(entB)}
+		p, st, err := createFile(root, filepath.Join(root, "--proj--", "s1.jsonl"), lines)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cut(t, p, hdr) // before the replicator looks at the file again
+		r := made(p, "s1", lines, st)
+		if _, err := r.refresh(); err != nil {
+			t.Fatal(err)
+		}
+		if !r.shrunk || r.head != r.headWas || r.size != hdr {
+			t.Errorf("a new file cut before a read: shrunk %v, same head %v, size %d; want shrunk, the same head, %d", r.shrunk, r.head == r.headWas, r.size, hdr)
+		}
+	})
+	t.Run("appended", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "s1.jsonl")
+		writeTestFile(t, p, hdrS1+"\n")
+		r, err := openReplica(p, "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.appendLines([][]byte{[]byte(entA), []byte(entB)}); err != nil {
+			t.Fatal(err)
+		}
+		if want := hdr + int64(len(entA)+len(entB)+2); r.size != want {
+			t.Fatalf("after the append: size %d, want %d", r.size, want)
+		}
+		cut(t, p, hdr)
+		if _, err := r.refresh(); err != nil {
+			t.Fatal(err)
+		}
+		if !r.shrunk {
+			t.Error("a file cut after an append, before a read: not found shorter")
+		}
+	})
+}
+
 func TestClosesCycle(t *testing.T) {
 	r := newReplica("x", "s1")
 	for _, l := range []string{entA, entB,

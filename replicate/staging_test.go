@@ -79,7 +79,7 @@ func TestStagingLeftoversRemovedAtStart(t *testing.T) {
 		t.Errorf("the link's target changed: %q", b)
 	}
 	// The names createFile stages under are the ones swept.
-	if p, err := createFile(root, filepath.Join(proj, "s1.jsonl"), [][]byte{[]byte(hdrS1)}); err != nil || filepath.Base(p) != "s1.jsonl" {
+	if p, _, err := createFile(root, filepath.Join(proj, "s1.jsonl"), [][]byte{[]byte(hdrS1)}); err != nil || filepath.Base(p) != "s1.jsonl" {
 		t.Fatalf("createFile: %s, %v", p, err)
 	}
 	if !staging(stagingPrefix + "00112233445566ff" + stagingSuffix) {
