@@ -352,19 +352,28 @@ func (r *replica) appendLines(lines [][]byte) error {
 		f.Close()
 		return err
 	}
-	if st, err = f.Stat(); err != nil {
+	after, err := f.Stat()
+	if err != nil {
 		f.Close()
 		return err
 	}
 	if err := f.Close(); err != nil {
 		return err
 	}
+	r.dirty = true
+	if after.Size() != st.Size()+int64(b.Len()) {
+		// Another writer appended, or cut the file, between the stat and
+		// the write: the file is read again from where it was (a cut
+		// reads as one, and its lost lines are written back), not taken
+		// to be what this write made of it, nor what it is now, which
+		// would skip the other writer's line or the cut.
+		r.mtime = time.Time{}
+		return nil
+	}
 	for _, l := range lines {
 		r.add(l)
 	}
-	// What this write made, not the size now: a file cut right after it
-	// must read as shorter than written, and its lines be written back.
-	r.size, r.mtime, r.dirty = r.size+int64(b.Len()), st.ModTime(), true
+	r.size, r.mtime = after.Size(), after.ModTime()
 	return nil
 }
 

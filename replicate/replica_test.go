@@ -94,8 +94,10 @@ func TestReplicaReplacedIsReadAgain(t *testing.T) {
 // found: cut first, it took the cut file for all it had ever held, and a
 // later line whose parent was cut off waited for it for good
 // (TestTruncatedReplicaIsFilledAgain failed about once in a hundred). An
-// append's size is likewise what it wrote, not a stat after it, which a
-// cut in between would have made the size of the cut file.
+// append likewise takes the size after it only when that is the size
+// before plus what it wrote; a cut or another writer in between has the
+// file read again from where it was (not tested: no hook between the
+// append's stat and its write).
 func TestReplicaCutBeforeRead(t *testing.T) {
 	cut := func(t *testing.T, path string, size int64) {
 		t.Helper()
