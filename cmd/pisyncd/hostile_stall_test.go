@@ -242,6 +242,15 @@ func TestHostileStallSealedUnderAuto(t *testing.T) {
 			}
 		}
 	}
+	// ls, which lists no held session, says they are there and why.
+	stationEnv(t, e.ann.cfg)
+	var ls bytes.Buffer
+	if err := lsCommand(nil, &ls); err != nil {
+		t.Fatal(err)
+	}
+	if want := "\n1 more from other machines held, not listed: sealed with team key " + eves.Current + ", which this machine does not have"; !strings.Contains(ls.String(), want) {
+		t.Errorf("ann's ls does not say %q:\n%s", want, ls.String())
+	}
 	e.rounds(t, "0006", 3, stallBound)
 
 	// More of eve's lines, held behind the first in order; the honest

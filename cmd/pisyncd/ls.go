@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/internal/cli"
 	"github.com/pisyncd/pisyncd/projection"
 )
@@ -44,7 +45,31 @@ func lsCommand(args []string, stdout io.Writer) error {
 		}
 		return json.NewEncoder(stdout).Encode(entries)
 	}
-	return printCatalog(stdout, entries)
+	if err := printCatalog(stdout, entries); err != nil {
+		return err
+	}
+	// Sessions held for a team key are in no catalog until the key is
+	// here: someone missing a teammate's session learns why from the
+	// list. Only a running daemon knows (its status); without one the
+	// list stands alone.
+	if resp, err := getControl(ctx, cfg, "/status"); err == nil {
+		defer resp.Body.Close()
+		var st Status
+		if json.NewDecoder(resp.Body).Decode(&st) == nil {
+			return printHeld(stdout, st.Downloader)
+		}
+	}
+	return nil
+}
+
+// printHeld follows the table of `pisyncd ls` with the sessions from other
+// machines held for a team key this machine lacks, if any.
+func printHeld(w io.Writer, d *eventlog.DownloaderStats) error {
+	if d == nil || d.Held == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "\n%d more from other machines held, not listed: sealed with %s, which this machine does not have (pisyncd key import; pisyncd status)\n", d.Held, cli.TerminalSafe(heldKeys(d)))
+	return err
 }
 
 func fetchCatalog(ctx context.Context, cfg *config.Config) ([]projection.CatalogEntry, error) {

@@ -141,11 +141,7 @@ func printStatus(stdout io.Writer, st *Status) error {
 		}
 		row("lines copied from the hub", st.Downloader.Copied)
 		if n := st.Downloader.Held; n > 0 {
-			keys := "a team key"
-			if len(st.Downloader.HeldFor) > 0 {
-				keys = "team key " + strings.Join(st.Downloader.HeldFor, ", ")
-			}
-			row("sessions held for a team key", fmt.Sprintf("%d (sealed with %s, which this machine does not have: held here and copied once it has it, pisyncd key import; everything else is copied)", n, keys))
+			row("sessions held for a team key", fmt.Sprintf("%d (sealed with %s, which this machine does not have: held here and copied once it has it, pisyncd key import; everything else is copied)", n, heldKeys(st.Downloader)))
 		}
 		if e := st.Encryption; e != nil {
 			row("end-to-end encryption", encryptionNote(e))
@@ -363,4 +359,12 @@ func ignoredText(n int64, by map[string]int64) string {
 		parts[i] = fmt.Sprintf("%s %d", r, by[r])
 	}
 	return fmt.Sprintf("%d (%s)", n, strings.Join(parts, ", "))
+}
+
+// heldKeys names the team keys the downloader's held sessions wait for.
+func heldKeys(d *eventlog.DownloaderStats) string {
+	if len(d.HeldFor) == 0 {
+		return "a team key"
+	}
+	return "team key " + strings.Join(d.HeldFor, ", ")
 }
