@@ -144,7 +144,12 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 		f.breakRun()
 	}
 	if f.isHeld(subj) {
-		// Behind a held line of its subject: held too, unread, in order.
+		// Behind a held line of its subject: held too, unread, in order,
+		// unless its node has all of its share of PI_PARK already.
+		if f.park.overShare(node, []jetstream.Msg{m}) {
+			f.reject(node, sid, RejectHeldLimit, fmt.Sprintf("its lines held here for a team key take %d MiB already", parkNodeBytes>>20))
+			return nil, nil
+		}
 		if err := f.park.park(ctx, []jetstream.Msg{m}, ""); err != nil {
 			return nil, err
 		}
@@ -418,12 +423,17 @@ func (f *framer) isHeld(subj string) bool {
 
 // hold parks run, a sealed line of node's session token tok that waits
 // for a key (why), and holds its hub subject: the copy goes on past it. A
-// node holding maxHeldPerNode subjects already has the line passed over.
-// When PI_PARK refuses it (full), the copy waits at it instead, as it did
-// before lines were held: the error wraps why.
+// node holding maxHeldPerNode subjects, or its share of PI_PARK's bytes,
+// already has the line passed over. When PI_PARK refuses it (full), the
+// copy waits at it instead, as it did before lines were held: the error
+// wraps why.
 func (f *framer) hold(ctx context.Context, node, tok string, run []jetstream.Msg, why error) error {
 	if f.park.full(node) {
 		f.reject(node, tok, RejectHeldLimit, fmt.Sprintf("%d of its sessions wait for a team key here already: %v", maxHeldPerNode, why))
+		return nil
+	}
+	if f.park.overShare(node, run) {
+		f.reject(node, tok, RejectHeldLimit, fmt.Sprintf("its lines held here for a team key take %d MiB already: %v", parkNodeBytes>>20, why))
 		return nil
 	}
 	if err := f.park.park(ctx, run, keyID(why)); err != nil {

@@ -28,10 +28,11 @@ func PumpQueue(p *Pump) (waits, msgs, bytes int) {
 	return p.waits, len(p.ch), p.queued
 }
 
-// SetParkBounds sets how many sessions a node may have held and how many
-// bytes PI_PARK may hold, until the test ends.
-func SetParkBounds(t interface{ Cleanup(func()) }, perNode int, bytes uint64) {
-	was, wasBytes := maxHeldPerNode, parkMaxBytes
-	maxHeldPerNode, parkMaxBytes = perNode, bytes
-	t.Cleanup(func() { maxHeldPerNode, parkMaxBytes = was, wasBytes })
+// SetParkBounds sets how many sessions a node may have held, how many
+// bytes PI_PARK may hold, and how many of them one node's lines may take,
+// until the test ends.
+func SetParkBounds(t interface{ Cleanup(func()) }, perNode int, bytes, nodeBytes uint64) {
+	was, wasBytes, wasNode := maxHeldPerNode, parkMaxBytes, parkNodeBytes
+	maxHeldPerNode, parkMaxBytes, parkNodeBytes = perNode, bytes, nodeBytes
+	t.Cleanup(func() { maxHeldPerNode, parkMaxBytes, parkNodeBytes = was, wasBytes, wasNode })
 }

@@ -53,6 +53,13 @@ var parkMaxBytes uint64 = 1 << 30 // a variable for tests
 // errParkFull: PI_PARK holds parkMaxBytes already.
 var errParkFull = errors.New("it holds as much as it may (1 GiB) already")
 
+// parkNodeBytes is one node's share of PI_PARK. Past it, a line of that
+// node that would be held is passed over (RejectHeldLimit) instead: one
+// node alone (a teammate sealing a flood under a key of its own) cannot
+// fill PI_PARK, which would make the copy wait for everyone; it takes
+// four. A team's own rotation stays far inside it.
+var parkNodeBytes uint64 = 256 << 20 // a variable for tests
+
 // ParkStreamConfig is PI_PARK on a workstation.
 func ParkStreamConfig() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
@@ -93,7 +100,10 @@ type parking struct {
 	// key message to reach the hub server that answered).
 	held   map[string]string
 	byNode map[string]int // held subjects per origin node
-	bytes  uint64         // what PI_PARK holds, at most (releases are counted at the next open)
+	bytes  uint64         // what PI_PARK holds, about
+	// nodeBytes: what PI_PARK holds of each origin node, counted as
+	// bytes is.
+	nodeBytes map[string]uint64
 	// changed: held changed since the downloader last showed it (Stats).
 	changed bool
 	// next: the PI_PARK sequence a held subject is read from again, past
@@ -105,7 +115,7 @@ type parking struct {
 // openParking reads which hub subjects PI_PARK holds lines of. The stream
 // is made when a first line is held: most workstations never hold one.
 func openParking(ctx context.Context, js jetstream.JetStream) (*parking, error) {
-	p := &parking{js: js, held: map[string]string{}, byNode: map[string]int{}, next: map[string]uint64{}, changed: true}
+	p := &parking{js: js, held: map[string]string{}, byNode: map[string]int{}, nodeBytes: map[string]uint64{}, next: map[string]uint64{}, changed: true}
 	s, err := js.Stream(ctx, ParkStream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return p, nil
@@ -122,7 +132,69 @@ func openParking(ctx context.Context, js jetstream.JetStream) (*parking, error) 
 		p.hold(hubSubject(subj), "")
 	}
 	p.bytes = info.State.Bytes
+	if info.State.Msgs > 0 {
+		if err := p.countNodes(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// countNodes reads what PI_PARK holds of each node from its messages'
+// headers alone (the server sends a body's size, not the body), so that a
+// node's share outlives a restart.
+func (p *parking) countNodes(ctx context.Context) error {
+	cons, err := p.js.OrderedConsumer(ctx, ParkStream, jetstream.OrderedConsumerConfig{HeadersOnly: true})
+	if err != nil {
+		return fmt.Errorf("eventlog: count %s: %w", ParkStream, err)
+	}
+	for {
+		batch, err := cons.FetchNoWait(1024)
+		if err != nil {
+			return fmt.Errorf("eventlog: count %s: %w", ParkStream, err)
+		}
+		var pending uint64
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			size, _ := strconv.Atoi(m.Headers().Get(nats.MsgSize))
+			node, _, _ := ParseSubject(hubSubject(m.Subject()))
+			p.nodeBytes[node] += parkedCost(size, m.Subject())
+			if meta, err := m.Metadata(); err == nil {
+				pending = meta.NumPending
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return fmt.Errorf("eventlog: count %s: %w", ParkStream, err)
+		}
+		if n == 0 || pending == 0 {
+			return nil
+		}
+	}
+}
+
+// free counts n bytes of hub subject subj's messages as held no more: a
+// release framed them, and the storing stage purges them once stored.
+func (p *parking) free(subj string, n uint64) {
+	node, _, _ := ParseSubject(subj)
+	p.bytes -= min(n, p.bytes)
+	if p.nodeBytes[node] -= min(n, p.nodeBytes[node]); p.nodeBytes[node] == 0 {
+		delete(p.nodeBytes, node)
+	}
+}
+
+// parkedCost is about what PI_PARK takes to store a message of size bytes
+// on subject subj.
+func parkedCost(size int, subj string) uint64 { return uint64(size + len(subj) + 128) }
+
+// overShare reports whether holding msgs, lines of node, would take node
+// past its share of PI_PARK.
+func (p *parking) overShare(node string, msgs []jetstream.Msg) bool {
+	n := p.nodeBytes[node]
+	for _, m := range msgs {
+		n += parkedCost(len(m.Data()), parkSubject(m.Subject()))
+	}
+	return n > parkNodeBytes
 }
 
 // hold records that hub subject subj is held, waiting for team key kid.
@@ -210,7 +282,10 @@ func (p *parking) park(ctx context.Context, msgs []jetstream.Msg, kid string) er
 		if err != nil {
 			return fmt.Errorf("downloader: hold a sealed line of %s in %s: %w", m.Subject(), ParkStream, err)
 		}
-		p.bytes += uint64(len(pm.Data) + len(pm.Subject) + 128) // about what a stored message takes
+		cost := parkedCost(len(pm.Data), pm.Subject)
+		p.bytes += cost
+		node, _, _ := ParseSubject(m.Subject())
+		p.nodeBytes[node] += cost
 		if _, ok := p.held[m.Subject()]; !ok {
 			p.hold(m.Subject(), kid)
 		}
@@ -343,7 +418,13 @@ const parkBatch = 32
 // sharing f's knowledge of each session's last position and erase.
 func (f *framer) releaseSubject(ctx context.Context, subj string) (lines [][]*nats.Msg, upto uint64, how released, kid string, err error) {
 	rf := &framer{d: f.d, maxLine: f.maxLine, held: f.held, floor: f.floor, releasing: true}
-	defer func() { f.held, f.floor = rf.held, rf.floor }()
+	var cost, framed uint64 // PI_PARK's bytes read, and of them those before upto
+	defer func() {
+		f.held, f.floor = rf.held, rf.floor
+		if err == nil {
+			f.park.free(subj, framed)
+		}
+	}()
 	size := 0
 	for from := max(f.park.next[subj], 1); ; {
 		msgs, seqs, err := f.park.read(ctx, subj, from, parkBatch)
@@ -355,11 +436,12 @@ func (f *framer) releaseSubject(ctx context.Context, subj string) (lines [][]*na
 			// partly held when the daemon stopped): passed over.
 			rf.breakRun()
 			if from > 1 {
-				upto = from
+				upto, framed = from, cost
 			}
 			return lines, upto, releasedAll, "", nil
 		}
 		for i, m := range msgs {
+			cost += parkedCost(len(m.Data()), parkSubject(subj))
 			meta, _ := m.Metadata()
 			line, err := rf.add(ctx, m, meta)
 			if errors.Is(err, seal.ErrNoKey) {
@@ -377,7 +459,7 @@ func (f *framer) releaseSubject(ctx context.Context, subj string) (lines [][]*na
 				lines = append(lines, line)
 			}
 			if len(rf.run) == 0 {
-				upto = seqs[i] + 1
+				upto, framed = seqs[i]+1, cost
 				if size >= batchBytes {
 					return lines, upto, releasedMore, "", nil
 				}

@@ -2,10 +2,13 @@ package eventlog_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +32,14 @@ func heldCopy(t *testing.T, ws *embedded.Server, all *eventlog.All) (*eventlog.D
 // heldCopyKeyFile is heldCopy, returning the keyring file it reads too.
 func heldCopyKeyFile(t *testing.T, ws *embedded.Server, all *eventlog.All) (*eventlog.Downloader, *admit.Gate, *eventlog.Crypt, string) {
 	t.Helper()
+	d, gate, receiver, keyFile, _ := startHeldCopy(t, ws, all)
+	return d, gate, receiver, keyFile
+}
+
+// startHeldCopy is heldCopyKeyFile, returning a stop of its own too
+// (idempotent; the test's end calls it in any case).
+func startHeldCopy(t *testing.T, ws *embedded.Server, all *eventlog.All) (*eventlog.Downloader, *admit.Gate, *eventlog.Crypt, string, func()) {
+	t.Helper()
 	other := filepath.Join(t.TempDir(), "team-key.json")
 	if err := keyring.Save(other, keyring.New(time.Now())); err != nil {
 		t.Fatal(err)
@@ -51,12 +62,13 @@ func heldCopyKeyFile(t *testing.T, ws *embedded.Server, all *eventlog.All) (*eve
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := goRun(t, d)
-	t.Cleanup(func() {
-		stop()
+	run := goRun(t, d)
+	stop := sync.OnceFunc(func() {
+		run()
 		nc.Close()
 	})
-	return d, gate, receiver, other
+	t.Cleanup(stop)
+	return d, gate, receiver, other, stop
 }
 
 // TestDownloaderHoldsWithinBounds: a node may have maxHeldPerNode
@@ -65,7 +77,7 @@ func heldCopyKeyFile(t *testing.T, ws *embedded.Server, all *eventlog.All) (*eve
 // any node, are copied. Held sessions are counted and name the key they
 // wait for.
 func TestDownloaderHoldsWithinBounds(t *testing.T) {
-	eventlog.SetParkBounds(t, 2, 1<<30)
+	eventlog.SetParkBounds(t, 2, 1<<30, 1<<30)
 	hubJS, ws, all, _, send := sealedHub(t)
 	for i := range 3 {
 		send("n2", fmt.Sprint("s", i), mkLines(1, 50, "x")[0], 1)
@@ -87,11 +99,66 @@ func TestDownloaderHoldsWithinBounds(t *testing.T) {
 	}
 }
 
+// TestDownloaderHoldsANodesShare: one node's held lines may take
+// parkNodeBytes of PI_PARK; past it, a line of that node that would be
+// held is passed over as held-limit, behind a held line of its session
+// or as the first of another, and the copy goes on. After a restart the
+// share is counted again from what PI_PARK holds. Before, one node could
+// fill all of PI_PARK, and the copy then waited at its next such line,
+// for every node.
+func TestDownloaderHoldsANodesShare(t *testing.T) {
+	eventlog.SetParkBounds(t, 1000, 1<<30, 5000) // two lines of 2,000 bytes, sealed
+	hubJS, ws, all, _, send := sealedHub(t)
+	// Lines that do not compress: sealing compresses first.
+	noise := func(n int, prefix string) []eventlog.Line {
+		out := mkLines(n, 0, prefix)
+		for i := range out {
+			pad := make([]byte, 1500)
+			rand.Read(pad)
+			raw := []byte(fmt.Sprintf(`{"type":"message","id":"%s%d","pad":%q}`, prefix, i, base64.StdEncoding.EncodeToString(pad)))
+			out[i] = eventlog.NewLine(raw, fmt.Sprintf("%s%d", prefix, i), "", "message", "f.jsonl", int64(i+1))
+		}
+		return out
+	}
+	for i, l := range noise(3, "x") {
+		send("n2", "s0", l, uint64(i+1))
+	}
+	send("n2", "s1", noise(1, "y")[0], 1)
+	pub := eventlog.NewPublisher(hubJS.Conn(), hubJS, 10*time.Second)
+	if _, _, err := pub.Publish(context.Background(), eventlog.UpSubject("n3", "p1"), 0, mkLines(1, 50, "p")); err != nil {
+		t.Fatal(err)
+	}
+	d, gate, _, _, stop := startHeldCopy(t, ws, all)
+	waitCount(t, all, 1) // n3's line, past n2's
+	limited := func(d *eventlog.Downloader, gate *admit.Gate, want int64) {
+		t.Helper()
+		testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
+			st := d.Stats()
+			by := gate.Stats().ByOrigin["n2"].ByReason
+			return st.Held == 1 && by[admit.Reason(eventlog.RejectHeldLimit)] == want,
+				fmt.Sprintf("downloader %+v, n2's rejections %v", st, by)
+		})
+	}
+	limited(d, gate, 2) // s0's third line, s1's first
+	if n := streamCount(t, ws, eventlog.ParkStream); n != 2 {
+		t.Fatalf("%s holds %d messages, want s0's first two", eventlog.ParkStream, n)
+	}
+	stop()
+
+	send("n2", "s2", noise(1, "z")[0], 1)
+	if _, _, err := pub.Publish(context.Background(), eventlog.UpSubject("n3", "p2"), 0, mkLines(1, 50, "q")); err != nil {
+		t.Fatal(err)
+	}
+	d, gate, _, _, _ = startHeldCopy(t, ws, all)
+	waitCount(t, all, 2)
+	limited(d, gate, 1) // s2's line: the share is still taken
+}
+
 // TestDownloaderWaitsWhenParkFull: with PI_PARK full, a sealed line
 // without its key is not passed over: the copy waits at it, as it did
 // before lines were held, and says so.
 func TestDownloaderWaitsWhenParkFull(t *testing.T) {
-	eventlog.SetParkBounds(t, 1000, 0)
+	eventlog.SetParkBounds(t, 1000, 0, 1<<30)
 	hubJS, ws, all, _, send := sealedHub(t)
 	pub := eventlog.NewPublisher(hubJS.Conn(), hubJS, 10*time.Second)
 	if _, _, err := pub.Publish(context.Background(), eventlog.UpSubject("n3", "p1"), 0, mkLines(1, 50, "p")); err != nil {
