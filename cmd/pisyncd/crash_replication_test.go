@@ -46,24 +46,29 @@ func TestSIGKILLReplication(t *testing.T) {
 
 	stop := writeLoop(w, 3*time.Millisecond)
 	for k := 0; k < 12; k++ {
-		a, b := startDaemonProc(t, aEnv), startDaemonProc(t, bEnv)
-		// Kill each anywhere from start-up to well into steady state
-		// (positions are written a second apart: some kills come after
-		// one, most between two).
-		for _, p := range []*daemonProc{a, b} {
-			select {
-			case err := <-p.done:
-				t.Fatalf("daemon exited on its own (run %d): %v\n%s", k, err, p.stderr)
-			case <-time.After(time.Duration(rng.IntN(1500)) * time.Millisecond):
-			}
-			p.kill(t, syscall.SIGKILL)
-		}
+		killedRun(t, k, rng, aEnv, bEnv)
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 
 	checkCopiesOnce(t, hub, w, aEnv, bEnv, bSessions)
+}
+
+// killedRun is run k of both daemons, each killed (SIGKILL) anywhere from
+// start-up to well into steady state (positions are written a second
+// apart: some kills come after one, most between two).
+func killedRun(t *testing.T, k int, rng *rand.Rand, aEnv, bEnv []string) {
+	t.Helper()
+	a, b := startDaemonProc(t, aEnv), startDaemonProc(t, bEnv)
+	for _, p := range []*daemonProc{a, b} {
+		select {
+		case err := <-p.done:
+			t.Fatalf("daemon exited on its own (run %d): %v\n%s", k, err, p.stderr)
+		case <-time.After(time.Duration(rng.IntN(1500)) * time.Millisecond):
+		}
+		p.kill(t, syscall.SIGKILL)
+	}
 }
 
 // checkCopiesOnce runs both daemons a last time, cleanly, until B's copy
@@ -188,15 +193,7 @@ func TestSIGKILLHeldRelease(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		a, b := startDaemonProc(t, aEnv), startDaemonProc(t, bEnv)
-		for _, p := range []*daemonProc{a, b} {
-			select {
-			case err := <-p.done:
-				t.Fatalf("daemon exited on its own (run %d): %v\n%s", k, err, p.stderr)
-			case <-time.After(time.Duration(rng.IntN(1500)) * time.Millisecond):
-			}
-			p.kill(t, syscall.SIGKILL)
-		}
+		killedRun(t, k, rng, aEnv, bEnv)
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
