@@ -42,7 +42,16 @@ func hubAndLeafThrough(tb testing.TB, through func(leaf string) string) (hubJS j
 	if _, err := eventlog.EnsureStream(ctx, hubJS, eventlog.HubStreamConfig(1)); err != nil {
 		tb.Fatal(err)
 	}
-	ws, err = embedded.Start(ctx, embedded.Config{StateDir: tb.TempDir(), NodeID: "w1", HubURLs: []string{"nats://" + through(leaf)}})
+	// Tests run the link without compression: under -race nats-server's
+	// S2 writer allocates a fresh 1.2 MB buffer about every fourth flush
+	// (sync.Pool drops a quarter of what is put back), and lines sent one
+	// by one took 40 times as long (docs/PERFORMANCE.md, "The hub link's
+	// compression"). A benchmark keeps the default.
+	compression := "off"
+	if _, bench := tb.(*testing.B); bench {
+		compression = ""
+	}
+	ws, err = embedded.Start(ctx, embedded.Config{StateDir: tb.TempDir(), NodeID: "w1", HubURLs: []string{"nats://" + through(leaf)}, HubCompression: compression})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -26,13 +26,8 @@ import (
 // newStationWith is newStation with a hook that adjusts the config before
 // the daemon starts (for example Delete: "ignore").
 func newStationWith(t *testing.T, name, hubURL, pathMap string, adjust func(*config.Config)) *station {
-	home := t.TempDir()
-	cfg := &config.Config{
-		SessionsDir: filepath.Join(home, "sessions"), StateDir: filepath.Join(home, "state"), NodeID: name,
-		LogLevel: "warn", LogFormat: "text", HubURLs: []string{hubURL}, PathMap: pathMap, Delete: "trash",
-		IdleAfter: 150 * time.Millisecond, RescanInterval: 200 * time.Millisecond, MaxLine: 64 << 20,
-		MaxStore: 1 << 30, MaxMemory: 64 << 20, Workers: 4, ShutdownTimeout: 10 * time.Second,
-	}
+	cfg := stationConfig(t, name, hubURL)
+	cfg.PathMap = pathMap
 	if adjust != nil {
 		adjust(cfg)
 	}
