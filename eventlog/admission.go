@@ -146,8 +146,7 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 	if f.isHeld(subj) {
 		// Behind a held line of its subject: held too, unread, in order,
 		// unless its node has all of its share of PI_PARK already.
-		if f.park.overShare(node, []jetstream.Msg{m}) {
-			f.reject(node, sid, RejectHeldLimit, fmt.Sprintf("its lines held here for a team key take %d MiB already", parkNodeBytes>>20))
+		if f.pastShare(node, sid, []jetstream.Msg{m}, "") {
 			return nil, nil
 		}
 		if err := f.park.park(ctx, []jetstream.Msg{m}, ""); err != nil {
@@ -432,8 +431,7 @@ func (f *framer) hold(ctx context.Context, node, tok string, run []jetstream.Msg
 		f.reject(node, tok, RejectHeldLimit, fmt.Sprintf("%d of its sessions wait for a team key here already: %v", maxHeldPerNode, why))
 		return nil
 	}
-	if f.park.overShare(node, run) {
-		f.reject(node, tok, RejectHeldLimit, fmt.Sprintf("its lines held here for a team key take %d MiB already: %v", parkNodeBytes>>20, why))
+	if f.pastShare(node, tok, run, ": "+why.Error()) {
 		return nil
 	}
 	if err := f.park.park(ctx, run, keyID(why)); err != nil {
@@ -442,6 +440,17 @@ func (f *framer) hold(ctx context.Context, node, tok string, run []jetstream.Msg
 	f.skipped = true
 	f.d.notWaiting() // what waited is held: everything else goes on
 	return nil
+}
+
+// pastShare passes over msgs, of node's session token tok, when holding
+// them would take node past its share of PI_PARK (parkNodeBytes); why
+// ends the rejection's detail.
+func (f *framer) pastShare(node, tok string, msgs []jetstream.Msg, why string) bool {
+	if !f.park.overShare(node, msgs) {
+		return false
+	}
+	f.reject(node, tok, RejectHeldLimit, fmt.Sprintf("its lines held here for a team key take %d MiB already%s", parkNodeBytes>>20, why))
+	return true
 }
 
 // safe is the hub sequence up to which every message examined was stored,

@@ -157,13 +157,19 @@ func (r *replica) refresh() (partial bool, err error) {
 		if err != nil {
 			return false, err
 		}
-		if r.size == 0 {
-			r.head = sha256.Sum256(line[:len(line)-1])
-		}
-		r.size += int64(len(line))
-		r.add(line[:len(line)-1])
+		r.took(line[:len(line)-1])
 		line = line[:0]
 	}
+}
+
+// took counts line (without its "\n") as the file's next: its first
+// line is its head.
+func (r *replica) took(line []byte) {
+	if r.size == 0 {
+		r.head = sha256.Sum256(line)
+	}
+	r.size += int64(len(line)) + 1
+	r.add(line)
 }
 
 func (r *replica) add(raw []byte) {
@@ -384,12 +390,8 @@ func (r *replica) appendLines(lines [][]byte) error {
 // for it for good.
 func made(path, sid string, lines [][]byte, st fs.FileInfo) *replica {
 	r := newReplica(path, sid)
-	for i, l := range lines {
-		if i == 0 {
-			r.head = sha256.Sum256(l)
-		}
-		r.size += int64(len(l)) + 1
-		r.add(l)
+	for _, l := range lines {
+		r.took(l)
 	}
 	r.dev, r.ino = fileID(st)
 	r.mtime = st.ModTime()

@@ -52,12 +52,8 @@ func lsCommand(args []string, stdout io.Writer) error {
 	// here: someone missing a teammate's session learns why from the
 	// list. Only a running daemon knows (its status); without one the
 	// list stands alone.
-	if resp, err := getControl(ctx, cfg, "/status"); err == nil {
-		defer resp.Body.Close()
-		var st Status
-		if json.NewDecoder(resp.Body).Decode(&st) == nil {
-			return printHeld(stdout, st.Downloader)
-		}
+	if st, err := fetchStatus(ctx, cfg); err == nil {
+		return printHeld(stdout, st.Downloader)
 	}
 	return nil
 }

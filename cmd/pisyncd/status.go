@@ -35,23 +35,32 @@ func statusCommand(args []string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := getControl(ctx, cfg, "/status")
+	st, err := fetchStatus(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	var st Status
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return fmt.Errorf("status: %w", err)
-	}
-	// The daemon redacts too; a daemon of an older version did not.
-	st.HubURLs, st.NATSURL = redact.URLs(st.HubURLs), redact.URL(st.NATSURL)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(st)
 	}
 	return printStatus(stdout, &st)
+}
+
+// fetchStatus asks the running daemon for its status.
+func fetchStatus(ctx context.Context, cfg *config.Config) (Status, error) {
+	resp, err := getControl(ctx, cfg, "/status")
+	if err != nil {
+		return Status{}, err
+	}
+	defer resp.Body.Close()
+	var st Status
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return Status{}, fmt.Errorf("status: %w", err)
+	}
+	// The daemon redacts too; a daemon of an older version did not.
+	st.HubURLs, st.NATSURL = redact.URLs(st.HubURLs), redact.URL(st.NATSURL)
+	return st, nil
 }
 
 // printStatus writes the text form of a status. Its values are printed

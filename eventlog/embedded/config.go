@@ -60,7 +60,8 @@ type Config struct {
 	// warning (PISYNC_HUB_INSECURE).
 	HubInsecure bool
 	// HubCompression is the leaf link's compression: "auto" (or ""),
-	// "off", "fast", "better" or "best" (CheckCompression).
+	// "off", "fast", "better" or "best" (compressionModes; with HubURLs,
+	// Start refuses another).
 	HubCompression string
 	// StoreCipher encrypts the JetStream store at rest with nats-server's
 	// cipher: StoreCipherChaChaPoly or StoreCipherAES; "" keeps it in clear.
