@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pisyncd/pisyncd/config"
 )
 
 // TestReplicationRoundTrip: a session begun on A appears on B as a native
@@ -17,12 +19,8 @@ import (
 // link this fast), B's is compressed whatever the link.
 func TestReplicationRoundTrip(t *testing.T) {
 	hub := startTestHub(t)
-	ac := stationConfig(t, "ws-a", hub.url())
-	ac.HubCompression = "auto"
-	a := runStation(t, ac)
-	bc := stationConfig(t, "ws-b", hub.url())
-	bc.PathMap, bc.HubCompression = "/Users/ann=/home/ann", "fast"
-	b := runStation(t, bc)
+	a := newStationWith(t, "ws-a", hub.url(), "", func(c *config.Config) { c.HubCompression = "auto" })
+	b := newStationWith(t, "ws-b", hub.url(), "/Users/ann=/home/ann", func(c *config.Config) { c.HubCompression = "fast" })
 	for s, want := range map[*station]string{a: "s2_uncompressed", b: "s2_fast"} {
 		waitUntil(t, 30*time.Second, func() (bool, string) {
 			lz, err := s.d.srv.NATS().Leafz(nil)
