@@ -82,6 +82,9 @@ func WriteFileContext(stdout io.Writer, path, leafArg string, asJSON bool, mode 
 		if os.Getenv("GOMEMLIMIT") == "" {
 			defer debug.SetMemoryLimit(debug.SetMemoryLimit(oneShotMemory + 4*st.Size()))
 		}
+		if st.Size() >= hugeHeapFrom {
+			hugeHeap(int(min(2*st.Size(), 2*wholeFileMax)))
+		}
 	}
 	tree, f, unmap, err := loadContextFile(file, st.Size(), mode)
 	if err != nil {
@@ -185,6 +188,11 @@ func HoldBack(stdout io.Writer) *bufio.Writer {
 	widenPipe(stdout)
 	return bufio.NewWriterSize(stdout, heldBack)
 }
+
+// hugeHeapFrom is the smallest file whose one shot gets its heap in huge
+// pages (hugeHeap): the heap of a smaller one is a few hundred pages, for
+// which a collection and a 2 MiB page cost as much as they save.
+const hugeHeapFrom = 1 << 20
 
 // oneShotMemory is the Go soft limit of `context FILE` besides four
 // times the file it holds: the runtime, the tree and the output buffer.
