@@ -56,7 +56,7 @@ type Config struct {
 
 	Rules string `envconfig:"RULES" default:"auto" desc:"the context rules every session's context and views follow: auto (pi-1.6 for a session holding a line only pi >= 0.86 writes, seed otherwise), seed (pi 0.85.1 plus retainedTail, the project's contract) or pi-1.6 (docs/RULES.md)"`
 
-	Search string `envconfig:"SEARCH" default:"auto" desc:"keep a full-text index of every session in STATE_DIR/search for pisyncd search and the web view's search: auto (the default: on, except with PISYNC_STORE_CIPHER: the index is plaintext and would sit in clear beside the encrypted store), on, or off; about 1.5× the sessions' size on disk, built from the streams at first start (docs/SEARCH.md, docs/SECURITY.md)"`
+	Search string `envconfig:"SEARCH" default:"auto" desc:"keep a full-text index of every session in STATE_DIR/search for pisyncd search and the web view's search: auto (the default: on, except with PISYNC_STORE_CIPHER: the index is plaintext and would sit in clear beside the encrypted store), on, or off; about 1.5-1.7× the sessions' size on disk, built from the streams at first start (docs/SEARCH.md, docs/SECURITY.md)"`
 
 	KeyFile string `envconfig:"KEY_FILE" desc:"the team keyring for end-to-end encryption, 0600 (default: STATE_DIR/team-key.json; pisyncd key init|import writes it)"`
 	Encrypt string `envconfig:"ENCRYPT" default:"auto" desc:"seal every line before it goes to the hub: on (fail closed: without a team key nothing is forwarded, and lines in clear from the hub are refused), off, or auto (on while a team key is here); sealed lines from others are opened whenever a key is here, and without one wait for it, except under off, which refuses them (docs/SECURITY.md)"`
