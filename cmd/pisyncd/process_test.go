@@ -72,7 +72,13 @@ func TestDaemonProcess(t *testing.T) {
 	// scraper's bearer token; without it, nothing.
 	token, err := os.ReadFile(filepath.Join(state, "web-token"))
 	if st, serr := os.Stat(filepath.Join(state, "web-token")); err != nil || serr != nil || st.Mode().Perm() != 0o600 {
-		t.Fatalf("web-token: %v %v", err, serr)
+		t.Fatalf("web-token: %v %v %v", err, serr, st)
+	}
+	// The control socket answers whoever may open it: its owner alone.
+	if st, err := os.Stat(filepath.Join(state, config.ControlSocket)); err != nil {
+		t.Fatalf("control socket: %v", err)
+	} else if st.Mode().Type() != os.ModeSocket || st.Mode().Perm() != 0o600 {
+		t.Fatalf("control socket: mode %v, want a socket 0600", st.Mode())
 	}
 	req, _ := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
 	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
