@@ -100,9 +100,8 @@ type parking struct {
 	// key message to reach the hub server that answered).
 	held   map[string]string
 	byNode map[string]int // held subjects per origin node
-	bytes  uint64         // what PI_PARK holds, about
-	// nodeBytes: what PI_PARK holds of each origin node, counted as
-	// bytes is.
+	// nodeBytes: about what PI_PARK holds of each origin node
+	// (parkedCost of each message), counted from its messages at open.
 	nodeBytes map[string]uint64
 	// changed: held changed since the downloader last showed it (Stats).
 	changed bool
@@ -131,7 +130,6 @@ func openParking(ctx context.Context, js jetstream.JetStream) (*parking, error) 
 	for subj := range info.State.Subjects {
 		p.hold(hubSubject(subj), "")
 	}
-	p.bytes = info.State.Bytes
 	if info.State.Msgs > 0 {
 		if err := p.countNodes(ctx); err != nil {
 			return nil, err
@@ -141,8 +139,8 @@ func openParking(ctx context.Context, js jetstream.JetStream) (*parking, error) 
 }
 
 // countNodes reads what PI_PARK holds of each node from its messages'
-// headers alone (the server sends a body's size, not the body), so that a
-// node's share outlives a restart.
+// headers alone (the server sends a body's size, not the body), so that
+// each node's share, and with them PI_PARK's bound, outlive a restart.
 func (p *parking) countNodes(ctx context.Context) error {
 	cons, err := p.js.OrderedConsumer(ctx, ParkStream, jetstream.OrderedConsumerConfig{HeadersOnly: true})
 	if err != nil {
@@ -177,10 +175,18 @@ func (p *parking) countNodes(ctx context.Context) error {
 // release framed them, and the storing stage purges them once stored.
 func (p *parking) free(subj string, n uint64) {
 	node, _, _ := ParseSubject(subj)
-	p.bytes -= min(n, p.bytes)
 	if p.nodeBytes[node] -= min(n, p.nodeBytes[node]); p.nodeBytes[node] == 0 {
 		delete(p.nodeBytes, node)
 	}
+}
+
+// bytes is about what PI_PARK holds: every node's share together.
+func (p *parking) bytes() uint64 {
+	var n uint64
+	for _, b := range p.nodeBytes {
+		n += b
+	}
+	return n
 }
 
 // parkedCost is about what PI_PARK takes to store a message of size bytes
@@ -273,7 +279,7 @@ func (p *parking) park(ctx context.Context, msgs []jetstream.Msg, kid string) er
 		pm.Header.Set(HdrHubSeq, strconv.FormatUint(meta.Sequence.Stream, 10))
 		pm.Header.Set(HdrHubTime, strconv.FormatInt(meta.Timestamp.UnixNano(), 10))
 		pm.Data = m.Data()
-		if p.bytes >= parkMaxBytes {
+		if p.bytes() >= parkMaxBytes {
 			return fmt.Errorf("downloader: hold a sealed line of %s in %s: %w", m.Subject(), ParkStream, errParkFull)
 		}
 		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -282,10 +288,8 @@ func (p *parking) park(ctx context.Context, msgs []jetstream.Msg, kid string) er
 		if err != nil {
 			return fmt.Errorf("downloader: hold a sealed line of %s in %s: %w", m.Subject(), ParkStream, err)
 		}
-		cost := parkedCost(len(pm.Data), pm.Subject)
-		p.bytes += cost
 		node, _, _ := ParseSubject(m.Subject())
-		p.nodeBytes[node] += cost
+		p.nodeBytes[node] += parkedCost(len(pm.Data), pm.Subject)
 		if _, ok := p.held[m.Subject()]; !ok {
 			p.hold(m.Subject(), kid)
 		}
