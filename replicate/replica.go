@@ -377,9 +377,9 @@ func (r *replica) appendLines(lines [][]byte) error {
 		return nil
 	}
 	for _, l := range lines {
-		r.add(l)
+		r.took(l) // r.size ends at after.Size()
 	}
-	r.size, r.mtime = after.Size(), after.ModTime()
+	r.mtime = after.ModTime()
 	return nil
 }
 
