@@ -83,7 +83,7 @@ func WriteFileContext(stdout io.Writer, path, leafArg string, asJSON bool, mode 
 			defer debug.SetMemoryLimit(debug.SetMemoryLimit(oneShotMemory + 4*st.Size()))
 		}
 		if st.Size() >= hugeHeapFrom {
-			hugeHeap(int(min(2*st.Size(), 2*wholeFileMax)))
+			hugeHeap(int(2 * st.Size()))
 		}
 	}
 	tree, f, unmap, err := loadContextFile(file, st.Size(), mode)
