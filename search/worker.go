@@ -45,6 +45,17 @@ const maxYield = 2 * time.Second
 // maxBatchDocs bounds the documents of one batch whatever their size.
 const maxBatchDocs = 4096
 
+// liveEvery is the least time between two batches written for live lines.
+// Each batch is a segment the index persists with its fsyncs and later
+// merges, so a batch a line (what "write whenever caught up" gave while pi
+// writes) made the index the heaviest writer of the disk: with search on,
+// an append on A reached B's file in 10.8-12.0 ms at p50, 2.9-3.6 ms with
+// this (docs/PERFORMANCE.md, "The search index's batches"). A line
+// after a quiet second is written at once; the lines that follow it within
+// the second wait for one batch, held in memory (Unindexed counts them)
+// and read again from the stream after a crash, as any unwritten batch.
+const liveEvery = time.Second
+
 // Worker keeps the index up to date with the streams.
 type Worker struct {
 	js     jetstream.JetStream
@@ -60,7 +71,8 @@ type Worker struct {
 
 	indexed, skipped, erased, batches atomic.Int64
 	lagLocal, lagAll                  atomic.Int64
-	following                         atomic.Bool // Run's followers are running (Unindexed)
+	heldLocal, heldAll                atomic.Int64 // messages read, not yet written (liveEvery)
+	following                         atomic.Bool  // Run's followers are running (Unindexed)
 	handledLocal, handledAll          eventlog.Handled
 }
 
@@ -86,7 +98,7 @@ type Stats struct {
 	Skipped int64 `json:"linesSkipped"` // lines with nothing to search
 	Erased  int64 `json:"sessionsErased"`
 	Batches int64 `json:"batches"`
-	// Lag is the messages the followers have still to read.
+	// Lag is the messages the followers have still to read or write.
 	Lag int64 `json:"lag"`
 	// Docs and IndexBytes are the index's documents and the size of its
 	// files.
@@ -99,7 +111,7 @@ func (w *Worker) Stats() Stats {
 	docs, _ := w.ix.DocCount()
 	return Stats{
 		Indexed: w.indexed.Load(), Skipped: w.skipped.Load(), Erased: w.erased.Load(),
-		Batches: w.batches.Load(), Lag: w.lagLocal.Load() + w.lagAll.Load(),
+		Batches: w.batches.Load(), Lag: w.lagLocal.Load() + w.lagAll.Load() + w.heldLocal.Load() + w.heldAll.Load(),
 		Docs: docs, IndexBytes: w.ix.DiskBytes(),
 	}
 }
@@ -195,7 +207,8 @@ type pending struct {
 }
 
 // consume indexes the stream from the index's position on, writing a batch
-// whenever it has caught up or holds BatchBytes. Each batch written counts
+// whenever it holds BatchBytes, or has caught up and wrote none for
+// liveEvery (else once liveEvery is up). Each batch written counts
 // in progress and says the link is up.
 func (w *Worker) consume(ctx context.Context, stream string, link *eventlog.Link, progress *atomic.Int64) error {
 	pos, err := w.ix.Position(stream)
@@ -207,17 +220,28 @@ func (w *Worker) consume(ctx context.Context, stream string, link *eventlog.Link
 		return fmt.Errorf("search: %w", err)
 	}
 	defer it.Stop()
-	lag := &w.lagLocal
+	lag, held := &w.lagLocal, &w.heldLocal
 	handled := &w.handledLocal
 	if stream == eventlog.AllStream {
-		lag, handled = &w.lagAll, &w.handledAll
+		lag, held, handled = &w.lagAll, &w.heldAll, &w.handledAll
 	}
+	defer held.Store(0)
 	// What the index holds was read before: a waiter for it must not wait
 	// for a new message.
 	handled.Advance(pos)
 	asm := eventlog.NewAssemblers(false)
 	var batch []pending
 	bytes := 0
+	var last uint64     // the last message read
+	var wrote time.Time // when the last batch was written
+	// wake is closed when a held batch is due (nil: none is held).
+	var wake chan struct{}
+	var due *time.Timer
+	defer func() {
+		if due != nil {
+			due.Stop()
+		}
+	}()
 	flush := func(last uint64) error {
 		done := last
 		if p := asm.PendingStart(); p > 0 {
@@ -243,12 +267,24 @@ func (w *Worker) consume(ctx context.Context, stream string, link *eventlog.Link
 		progress.Add(1)
 		link.Up()
 		batch, bytes = batch[:0], 0
+		held.Store(0)
+		wrote = time.Now()
+		if due != nil {
+			due.Stop()
+			due, wake = nil, nil
+		}
 		return nil
 	}
 	for {
-		msg, err := it.Next(ctx)
+		msg, woke, err := it.NextOr(ctx, wake)
 		if err != nil {
 			return fmt.Errorf("search: read %s: %w", stream, err)
+		}
+		if woke {
+			if err := flush(last); err != nil {
+				return err
+			}
+			continue
 		}
 		meta, err := msg.Metadata()
 		if err != nil {
@@ -274,12 +310,25 @@ func (w *Worker) consume(ctx context.Context, stream string, link *eventlog.Link
 				w.skipped.Add(1)
 			}
 		}
+		last = seq
 		handled.Store(seq)
 		lag.Store(int64(meta.NumPending))
-		if meta.NumPending == 0 || bytes >= w.opts.BatchBytes || len(batch) >= maxBatchDocs {
-			if err := flush(seq); err != nil {
-				return err
+		switch {
+		case bytes >= w.opts.BatchBytes || len(batch) >= maxBatchDocs:
+			err = flush(seq)
+		case meta.NumPending > 0:
+			held.Add(1) // a backlog: written once read or at BatchBytes
+		case time.Since(wrote) >= liveEvery:
+			err = flush(seq)
+		default:
+			held.Add(1)
+			if due == nil {
+				c := make(chan struct{})
+				wake, due = c, time.AfterFunc(liveEvery-time.Since(wrote), func() { close(c) })
 			}
+		}
+		if err != nil {
+			return err
 		}
 	}
 }
@@ -368,14 +417,15 @@ func (w *Worker) erase(ctx context.Context, ev *eventlog.Event) error {
 }
 
 // Unindexed returns how many messages of the streams the index has yet to
-// read: while the followers run, what their consumers have pending; before
+// read or write: while the followers run, what their consumers have
+// pending and what they read into a batch not yet written; before
 // (the daemon starts them after the first read's projection), what the
 // streams hold past the index's positions.
 func (w *Worker) Unindexed(ctx context.Context) (int64, error) {
 	if w.following.Load() {
 		// Not the positions: a message deleted before it was read (an
 		// erase) would count for ever.
-		return w.lagLocal.Load() + w.lagAll.Load(), nil
+		return w.lagLocal.Load() + w.lagAll.Load() + w.heldLocal.Load() + w.heldAll.Load(), nil
 	}
 	var n int64
 	for _, stream := range w.streams() {

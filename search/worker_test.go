@@ -196,6 +196,49 @@ func TestWorkerIndexesResumesAndErases(t *testing.T) {
 	r.waitTotal("delta", 1)
 }
 
+// TestWorkerCoalescesLiveLines: live lines read within liveEvery of the
+// last batch go into one batch, not a batch (a persisted segment) each,
+// and while they wait Unindexed counts them; none is lost.
+func TestWorkerCoalescesLiveLines(t *testing.T) {
+	r := newRig(t)
+	r.waitPosition(r.publish("s1", session("s1", 1, "alpha")...))
+	before := r.w.Stats().Batches
+	const n = 10
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	parent := "s1-e0"
+	heldSeen := false
+	for i := range n {
+		id := fmt.Sprintf("live%d", i)
+		seq := r.publish("s1", testenv.Entry(id, parent, "omega live line"))
+		parent = id
+		// Read before the next is published: without the coalescing,
+		// each would be written alone, the follower having caught up.
+		if err := r.w.WaitHandled(ctx, eventlog.LocalStream, seq); err != nil {
+			t.Fatal(err)
+		}
+		if u, err := r.w.Unindexed(ctx); err == nil && u > 0 {
+			heldSeen = true
+		}
+	}
+	r.waitTotal("omega", n)
+	// The batch counts once bleve is done with it, after its documents
+	// can be found.
+	testenv.WaitFor(t, 20*time.Second, func() (bool, string) {
+		return r.w.Stats().Batches > before, "the batch counted"
+	})
+	if got := r.w.Stats().Batches - before; got > n/2 {
+		t.Errorf("%d live lines, each read before the next came, took %d batches: want them coalesced", n, got)
+	}
+	if !heldSeen {
+		t.Error("Unindexed never counted the lines held for a batch")
+	}
+	testenv.WaitFor(t, 20*time.Second, func() (bool, string) {
+		u, err := r.w.Unindexed(ctx)
+		return err == nil && u == 0, fmt.Sprintf("unindexed %d (%v) once written", u, err)
+	})
+}
+
 // holdGate is foreground work under way until release is closed.
 type holdGate struct {
 	waits   atomic.Int32

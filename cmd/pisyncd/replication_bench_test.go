@@ -67,7 +67,16 @@ func benchHub(tb testing.TB) (*embedded.Server, string) {
 }
 
 func benchStation(tb testing.TB, name, hubURL string) *benchNode {
+	return benchStationWith(tb, name, hubURL, nil)
+}
+
+// benchStationWith is benchStation with its configuration changed by edit
+// (nil: none) before it starts.
+func benchStationWith(tb testing.TB, name, hubURL string, edit func(*config.Config)) *benchNode {
 	n := &benchNode{tb: tb, cfg: benchStationConfig(tb.TempDir(), name, hubURL)}
+	if edit != nil {
+		edit(n.cfg)
+	}
 	n.start()
 	tb.Cleanup(n.stop)
 	return n
@@ -317,9 +326,20 @@ func (s *stageTimes) report(b *testing.B, base []time.Duration) {
 // server, interleaved: before each line, one baseline publish, so both
 // see the same load (the machine is shared).
 func BenchmarkReplicationLatency(b *testing.B) {
+	// The workstations as configured by default keep the search index
+	// (PISYNC_SEARCH=auto), which follows both streams and writes to the
+	// same disk; without it, the path alone.
+	for _, search := range []string{"off", "on"} {
+		b.Run("search="+search, func(b *testing.B) {
+			replicationLatency(b, func(c *config.Config) { c.Search = search })
+		})
+	}
+}
+
+func replicationLatency(b *testing.B, edit func(*config.Config)) {
 	hub, hubURL := benchHub(b)
-	na := benchStation(b, "ws-a", hubURL)
-	nb := benchStation(b, "ws-b", hubURL)
+	na := benchStationWith(b, "ws-a", hubURL, edit)
+	nb := benchStationWith(b, "ws-b", hubURL, edit)
 
 	sid := "0199bebe-0000-7000-8000-000000000001"
 	rel := sessionRel("/work/bench", sid)
