@@ -500,7 +500,7 @@ func (d *Daemon) openSearch() error {
 		Node: d.cfg.NodeID, All: len(d.cfg.HubURLs) > 0,
 		BatchBytes: searchBatch(int64(d.cfg.MemoryBudget)),
 		StartAfter: d.caughtUp, // neither the first read nor its projection is slowed by indexing
-		Foreground: d.fg,
+		Foreground: d.searchYield(),
 		Logger:     d.logger.With("component", "search"),
 	})
 	if err != nil {
@@ -509,6 +509,20 @@ func (d *Daemon) openSearch() error {
 	}
 	d.searchIx, d.searchW = ix, w
 	return nil
+}
+
+// searchYield is what each of the search index's batches waits for, at
+// most 2 s a batch: a person waiting on a context or a session page, and,
+// with a hub, a catch-up from it. The index is derived data; copying
+// another machine's lines into this one's files is the daemon's work, and
+// the index building beside it took 40% of a catch-up's rate (9.2-9.6k
+// lines/s against 15.4-17.8k without it: docs/PERFORMANCE.md, "The search
+// index's batches").
+func (d *Daemon) searchYield() foreground.Waiter {
+	if d.dl == nil {
+		return d.fg
+	}
+	return d.fg.AndIdle(d.dl.Idle)
 }
 
 // SearchHandler serves GET /api/search (search.Index.Handler), or answers

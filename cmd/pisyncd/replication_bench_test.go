@@ -443,15 +443,24 @@ func replicationLatency(b *testing.B, edit func(*config.Config)) {
 // server, measured just before and just after B's catch-up in the same run
 // (their mean), so that both see the same load; and a second baseline, the
 // same raw batches made of the message PI_ALL stored for the last line
-// (its Pi-* headers too), right after.
+// (its Pi-* headers too), right after. Both with the search index off and
+// on (a workstation's default, PISYNC_SEARCH=auto).
 func BenchmarkCatchUp(b *testing.B) {
+	for _, search := range []string{"off", "on"} {
+		b.Run("search="+search, func(b *testing.B) {
+			catchUp(b, func(c *config.Config) { c.Search = search })
+		})
+	}
+}
+
+func catchUp(b *testing.B, edit func(*config.Config)) {
 	n := testenv.EnvInt(b, "PISYNC_BENCH_CATCHUP", 100000, 1000, math.MaxInt)
 	const sessions = 10
 	for iter := 0; iter < b.N; iter++ {
 		b.StopTimer()
 		hub, hubURL := benchHub(b)
-		na := benchStation(b, "ws-a", hubURL)
-		nb := benchStation(b, "ws-b", hubURL)
+		na := benchStationWith(b, "ws-a", hubURL, edit)
+		nb := benchStationWith(b, "ws-b", hubURL, edit)
 		aPaths, bPaths := catchUpSessions(b, na, nb, sessions)
 		payload := []byte(msgLine("s0l0000000", "root", backlogText))
 		waitSettled(b, nb)

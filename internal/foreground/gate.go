@@ -1,7 +1,8 @@
 // Package foreground lets background work give way while a person waits
 // on an answer: the search index's batches (minutes of CPU after a large
 // first read) pause while a `context` query or a session page is being
-// served, which otherwise share the two cores with them.
+// served, which otherwise share the two cores with them; AndIdle adds other
+// work that goes first (a catch-up from the hub).
 package foreground
 
 import (
@@ -82,4 +83,52 @@ func (g *Gate) Handler(h http.Handler) http.Handler {
 		defer g.Enter()()
 		h.ServeHTTP(w, r)
 	})
+}
+
+// Waiter is what background work waits on before each step (Gate.Wait).
+type Waiter interface {
+	Wait(ctx context.Context, max time.Duration) error
+}
+
+// AndIdle returns a Waiter that waits for g and then for each of idle's
+// channels to be closed (each closed while work of more weight than the
+// waiter's is not under way, as eventlog.Downloader.Idle), all within one
+// max: such work slows the waiter down, never stops it.
+func (g *Gate) AndIdle(idle ...func() <-chan struct{}) Waiter {
+	return andIdle{g: g, idle: idle}
+}
+
+type andIdle struct {
+	g    *Gate
+	idle []func() <-chan struct{}
+}
+
+func (a andIdle) Wait(ctx context.Context, max time.Duration) error {
+	deadline := time.Now().Add(max)
+	if err := a.g.Wait(ctx, max); err != nil {
+		return err
+	}
+	for _, f := range a.idle {
+		c := f()
+		select {
+		case <-c:
+			continue
+		default:
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil
+		}
+		t := time.NewTimer(left)
+		select {
+		case <-c:
+			t.Stop()
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+	return nil
 }

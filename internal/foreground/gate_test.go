@@ -62,3 +62,41 @@ func TestGateHandler(t *testing.T) {
 		t.Fatalf("held back during the request: %v, after it: %v", during, busy(g))
 	}
 }
+
+// TestAndIdle: the waiter holds back while the gate does or while any idle
+// channel is open, and never past its bound.
+func TestAndIdle(t *testing.T) {
+	g := New()
+	copying := make(chan struct{}) // open: a catch-up under way
+	done := make(chan struct{})
+	close(done)
+	var idle <-chan struct{} = copying
+	w := g.AndIdle(func() <-chan struct{} { return done }, func() <-chan struct{} { return idle })
+	held := func() bool {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return errors.Is(w.Wait(ctx, time.Hour), context.Canceled)
+	}
+	if !held() {
+		t.Fatal("a catch-up under way does not hold back")
+	}
+	if err := w.Wait(context.Background(), time.Millisecond); err != nil {
+		t.Fatalf("Wait past its bound: %v", err)
+	}
+	idle = done
+	if held() {
+		t.Fatal("holds back with nothing under way")
+	}
+	leave := g.Enter()
+	if !held() {
+		t.Fatal("foreground work does not hold back")
+	}
+	leave()
+	if held() {
+		t.Fatal("holds back once the foreground work left")
+	}
+	var nilGate *Gate
+	if err := nilGate.AndIdle().Wait(context.Background(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+}
