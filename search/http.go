@@ -29,7 +29,7 @@ const (
 //
 // It answers a Result as JSON; a bad query is a 400 with {"error": why},
 // a search past QueryTimeout a 503. unindexed (nil: not told) says how
-// many messages the index has yet to read (Worker.Unindexed).
+// many messages the index has yet to add (Worker.Unindexed).
 func (ix *Index) Handler(unindexed func(context.Context) (int64, error)) http.Handler {
 	sem := make(chan struct{}, maxConcurrent)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -103,8 +103,8 @@ func TestBrowserSearchUnindexed(t *testing.T) {
 	b.do(t, chromedp.Navigate(viewLink(srv.URL+"/")))
 	b.waitJS(t, 20*time.Second, `document.readyState === 'complete'`)
 	b.do(t, chromedp.SendKeys(chromedp.CSS(`#q`), "anything\n"))
-	b.waitJS(t, 10*time.Second, `!!document.querySelector('#search-results .note')?.textContent.includes('yet to read')`)
-	if n := eval[string](t, b, `document.querySelector('#search-results .note').textContent`); n != "0 hits (the index has yet to read 1234 lines: hits among them are missing)" {
+	b.waitJS(t, 10*time.Second, `!!document.querySelector('#search-results .note')?.textContent.includes('yet to add')`)
+	if n := eval[string](t, b, `document.querySelector('#search-results .note').textContent`); n != "0 hits (the index has yet to add 1234 lines: hits among them are missing)" {
 		t.Errorf("note %q", n)
 	}
 }

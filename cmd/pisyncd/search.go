@@ -111,7 +111,7 @@ func printHits(w io.Writer, res search.Result) error {
 		if res.Unindexed == 1 {
 			lines = "1 line"
 		}
-		fmt.Fprintf(w, "(the index has yet to read %s: hits among them are missing; pisyncd status shows its progress)\n", lines)
+		fmt.Fprintf(w, "(the index has yet to add %s: hits among them are missing; pisyncd status shows its progress)\n", lines)
 	}
 	for _, h := range res.Hits {
 		kind := h.Type

@@ -142,15 +142,15 @@ func TestSearchRebuiltAtRestart(t *testing.T) {
 }
 
 // TestPrintHitsUnindexed: the text output says when the index has lines
-// yet to read (its first build, a backlog), so "0 hits" is not taken for
+// yet to add (its first build, a backlog), so "0 hits" is not taken for
 // an answer.
 func TestPrintHitsUnindexed(t *testing.T) {
-	for n, want := range map[int64]string{0: "", 1: "yet to read 1 line:", 12345: "yet to read 12345 lines:"} {
+	for n, want := range map[int64]string{0: "", 1: "yet to add 1 line:", 12345: "yet to add 12345 lines:"} {
 		var out bytes.Buffer
 		if err := printHits(&out, search.Result{Unindexed: n}); err != nil {
 			t.Fatal(err)
 		}
-		got := strings.Contains(out.String(), "yet to read")
+		got := strings.Contains(out.String(), "yet to add")
 		if got != (want != "") || !strings.Contains(out.String(), want) {
 			t.Errorf("unindexed %d: %q, want %q", n, out.String(), want)
 		}

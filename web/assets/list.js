@@ -196,7 +196,7 @@
       out.replaceChildren(pi.el('div', 'note', (total === 1 ? '1 hit' : total + ' hits') +
         (total > hits.length ? ' (best ' + hits.length + ' shown)' : '') +
         (d && d.approximate ? ' (phrases matched as their words in any order: in order took too long)' : '') +
-        (d && d.unindexed > 0 ? ' (the index has yet to read ' + (d.unindexed === 1 ? '1 line' : d.unindexed + ' lines') + ': hits among them are missing)' : '')));
+        (d && d.unindexed > 0 ? ' (the index has yet to add ' + (d.unindexed === 1 ? '1 line' : d.unindexed + ' lines') + ': hits among them are missing)' : '')));
       var byId = {};
       (all || []).forEach(function (s) { byId[s.id] = s; });
       hits.forEach(function (h) {
