@@ -52,8 +52,9 @@ const maxBatchDocs = 4096
 // an append on A reached B's file in 10.8-12.0 ms at p50, 2.9-3.6 ms with
 // this (docs/PERFORMANCE.md, "The search index's batches"). A line
 // after a quiet second is written at once; the lines that follow it within
-// the second wait for one batch, held in memory (Unindexed counts them)
-// and read again from the stream after a crash, as any unwritten batch.
+// the second, each read as the stream's last, wait for one batch, held in
+// memory (Unindexed counts them) and read again from the stream after a
+// crash, as any unwritten batch. A backlog is written once read, as before.
 const liveEvery = time.Second
 
 // Worker keeps the index up to date with the streams.
@@ -207,8 +208,9 @@ type pending struct {
 }
 
 // consume indexes the stream from the index's position on, writing a batch
-// whenever it holds BatchBytes, or has caught up and wrote none for
-// liveEvery (else once liveEvery is up). Each batch written counts
+// whenever it holds BatchBytes, or has read a backlog to its end, or has
+// caught up with live lines and wrote none for liveEvery (else once
+// liveEvery is up). Each batch written counts
 // in progress and says the link is up.
 func (w *Worker) consume(ctx context.Context, stream string, link *eventlog.Link, progress *atomic.Int64) error {
 	pos, err := w.ix.Position(stream)
@@ -234,6 +236,7 @@ func (w *Worker) consume(ctx context.Context, stream string, link *eventlog.Link
 	bytes := 0
 	var last uint64     // the last message read
 	var wrote time.Time // when the last batch was written
+	behind := false     // a message of the batch came with more pending: a backlog
 	// wake is closed when a held batch is due (nil: none is held).
 	var wake chan struct{}
 	var due *time.Timer
@@ -268,7 +271,7 @@ func (w *Worker) consume(ctx context.Context, stream string, link *eventlog.Link
 		link.Up()
 		batch, bytes = batch[:0], 0
 		held.Store(0)
-		wrote = time.Now()
+		wrote, behind = time.Now(), false
 		if due != nil {
 			due.Stop()
 			due, wake = nil, nil
@@ -318,7 +321,10 @@ func (w *Worker) consume(ctx context.Context, stream string, link *eventlog.Link
 			err = flush(seq)
 		case meta.NumPending > 0:
 			held.Add(1) // a backlog: written once read or at BatchBytes
-		case time.Since(wrote) >= liveEvery:
+			behind = true
+		case behind || time.Since(wrote) >= liveEvery:
+			// A backlog read to its end is written then, as its readers
+			// (the daemon's quiet start) expect.
 			err = flush(seq)
 		default:
 			held.Add(1)
