@@ -112,7 +112,7 @@ func (w *Worker) Stats() Stats {
 	docs, _ := w.ix.DocCount()
 	return Stats{
 		Indexed: w.indexed.Load(), Skipped: w.skipped.Load(), Erased: w.erased.Load(),
-		Batches: w.batches.Load(), Lag: w.lagLocal.Load() + w.lagAll.Load() + w.heldLocal.Load() + w.heldAll.Load(),
+		Batches: w.batches.Load(), Lag: w.unwritten(),
 		Docs: docs, IndexBytes: w.ix.DiskBytes(),
 	}
 }
@@ -234,7 +234,7 @@ func (w *Worker) consume(ctx context.Context, stream string, link *eventlog.Link
 	asm := eventlog.NewAssemblers(false)
 	var batch []pending
 	bytes := 0
-	var last uint64     // the last message read
+	var read uint64     // the last message read
 	var wrote time.Time // when the last batch was written
 	behind := false     // a message of the batch came with more pending: a backlog
 	// wake is closed when a held batch is due (nil: none is held).
@@ -284,7 +284,7 @@ func (w *Worker) consume(ctx context.Context, stream string, link *eventlog.Link
 			return fmt.Errorf("search: read %s: %w", stream, err)
 		}
 		if woke {
-			if err := flush(last); err != nil {
+			if err := flush(read); err != nil {
 				return err
 			}
 			continue
@@ -313,21 +313,20 @@ func (w *Worker) consume(ctx context.Context, stream string, link *eventlog.Link
 				w.skipped.Add(1)
 			}
 		}
-		last = seq
+		read = seq
 		handled.Store(seq)
 		lag.Store(int64(meta.NumPending))
+		held.Add(1) // until the batch it is in is written (flush)
 		switch {
 		case bytes >= w.opts.BatchBytes || len(batch) >= maxBatchDocs:
 			err = flush(seq)
 		case meta.NumPending > 0:
-			held.Add(1) // a backlog: written once read or at BatchBytes
-			behind = true
+			behind = true // a backlog: written once read or at BatchBytes
 		case behind || time.Since(wrote) >= liveEvery:
 			// A backlog read to its end is written then, as its readers
 			// (the daemon's quiet start) expect.
 			err = flush(seq)
 		default:
-			held.Add(1)
 			if due == nil {
 				c := make(chan struct{})
 				wake, due = c, time.AfterFunc(liveEvery-time.Since(wrote), func() { close(c) })
@@ -431,7 +430,7 @@ func (w *Worker) Unindexed(ctx context.Context) (int64, error) {
 	if w.following.Load() {
 		// Not the positions: a message deleted before it was read (an
 		// erase) would count for ever.
-		return w.lagLocal.Load() + w.lagAll.Load() + w.heldLocal.Load() + w.heldAll.Load(), nil
+		return w.unwritten(), nil
 	}
 	var n int64
 	for _, stream := range w.streams() {
@@ -448,6 +447,12 @@ func (w *Worker) Unindexed(ctx context.Context) (int64, error) {
 		}
 	}
 	return n, nil
+}
+
+// unwritten is what the running followers have yet to read or write:
+// their consumers' pending and what they hold for a batch.
+func (w *Worker) unwritten() int64 {
+	return w.lagLocal.Load() + w.lagAll.Load() + w.heldLocal.Load() + w.heldAll.Load()
 }
 
 // WaitHandled returns once the follower of stream has read the message at
