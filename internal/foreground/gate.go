@@ -55,21 +55,38 @@ func (g *Gate) Enter() (leave func()) {
 // if some is (a stream of queries slows the background down, never
 // stops it), or with ctx's error when ctx ends first.
 func (g *Gate) Wait(ctx context.Context, max time.Duration) error {
+	return waitClosed(ctx, g.idleNow(), time.Now().Add(max))
+}
+
+// idleNow is the channel closed once no foreground work is under way (a
+// nil Gate's is closed).
+func (g *Gate) idleNow() <-chan struct{} {
 	if g == nil {
-		return nil
+		return closed
 	}
 	g.mu.Lock()
-	idle := g.idle
-	g.mu.Unlock()
+	defer g.mu.Unlock()
+	return g.idle
+}
+
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// waitClosed returns once c is closed or deadline has passed, or with
+// ctx's error when ctx ends first.
+func waitClosed(ctx context.Context, c <-chan struct{}, deadline time.Time) error {
 	select {
-	case <-idle:
+	case <-c:
 		return nil
 	default:
 	}
-	t := time.NewTimer(max)
+	left := time.Until(deadline)
+	if left <= 0 {
+		return nil
+	}
+	t := time.NewTimer(left)
 	defer t.Stop()
 	select {
-	case <-idle:
+	case <-c:
 	case <-t.C:
 	case <-ctx.Done():
 		return ctx.Err()
@@ -105,29 +122,12 @@ type andIdle struct {
 
 func (a andIdle) Wait(ctx context.Context, max time.Duration) error {
 	deadline := time.Now().Add(max)
-	if err := a.g.Wait(ctx, max); err != nil {
+	if err := waitClosed(ctx, a.g.idleNow(), deadline); err != nil {
 		return err
 	}
-	for _, f := range a.idle {
-		c := f()
-		select {
-		case <-c:
-			continue
-		default:
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return nil
-		}
-		t := time.NewTimer(left)
-		select {
-		case <-c:
-			t.Stop()
-		case <-t.C:
-			return nil
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
+	for _, idle := range a.idle {
+		if err := waitClosed(ctx, idle(), deadline); err != nil {
+			return err
 		}
 	}
 	return nil
