@@ -326,12 +326,17 @@ func (s *stageTimes) report(b *testing.B, base []time.Duration) {
 // server, interleaved: before each line, one baseline publish, so both
 // see the same load (the machine is shared).
 func BenchmarkReplicationLatency(b *testing.B) {
-	// The workstations as configured by default keep the search index
-	// (PISYNC_SEARCH=auto), which follows both streams and writes to the
-	// same disk; without it, the path alone.
+	withSearchOffAndOn(b, replicationLatency)
+}
+
+// withSearchOffAndOn runs bench as two sub-benchmarks: search=off, the
+// path alone, and search=on, as a workstation is configured by default
+// (PISYNC_SEARCH=auto), its index following both streams and writing to
+// the same disk.
+func withSearchOffAndOn(b *testing.B, bench func(*testing.B, func(*config.Config))) {
 	for _, search := range []string{"off", "on"} {
 		b.Run("search="+search, func(b *testing.B) {
-			replicationLatency(b, func(c *config.Config) { c.Search = search })
+			bench(b, func(c *config.Config) { c.Search = search })
 		})
 	}
 }
@@ -446,11 +451,7 @@ func replicationLatency(b *testing.B, edit func(*config.Config)) {
 // (its Pi-* headers too), right after. Both with the search index off and
 // on (a workstation's default, PISYNC_SEARCH=auto).
 func BenchmarkCatchUp(b *testing.B) {
-	for _, search := range []string{"off", "on"} {
-		b.Run("search="+search, func(b *testing.B) {
-			catchUp(b, func(c *config.Config) { c.Search = search })
-		})
-	}
+	withSearchOffAndOn(b, catchUp)
 }
 
 func catchUp(b *testing.B, edit func(*config.Config)) {
