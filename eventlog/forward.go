@@ -39,6 +39,7 @@ type Forwarder struct {
 	waiting    atomic.Int64 // sessions held: their next line needs a batch the hub refuses
 	link       *Link
 	noBatch    bool          // the hub took no batch last time one was sent
+	backlog    idleGate      // a backlog of PI_LOCAL is being forwarded (Idle)
 	batchAgain time.Time     // when to send a batch again after that
 	hubLink    func() string // nil: the link is not watched (WatchLink)
 }
@@ -83,6 +84,13 @@ func (f *Forwarder) WatchLink(hubLink func() string) {
 	f.hubLink = hubLink
 	f.pub.carry = carryRate
 }
+
+// Idle returns a channel that is closed while the forwarder has no backlog
+// to forward: the last window it forwarded was the last PI_LOCAL held, or
+// no pass is under way (the hub out of reach). Work of less weight (the
+// search index's batches) waits on it, so that a machine's own sessions
+// reach the hub first after a first read or an outage.
+func (f *Forwarder) Idle() <-chan struct{} { return f.backlog.wait() }
 
 // Encrypt makes the forwarder seal every line with c before it leaves for
 // the hub, and forward nothing while c has no key. Call it before Run.
@@ -270,6 +278,7 @@ func (f *Forwarder) pass(ctx, hctx context.Context, from uint64, saver *Position
 		return 0, fmt.Errorf("forwarder: %w", err)
 	}
 	defer p.Stop()
+	defer f.backlog.set(false) // nothing more is forwarded from this pass
 
 	asm := NewAssemblers(false)
 	// Hints from before this pass may name messages an erase removed
@@ -308,6 +317,9 @@ func (f *Forwarder) pass(ctx, hctx context.Context, from uint64, saver *Position
 			continue // only messages handed over already
 		}
 		handled = last
+		if pending > 0 {
+			f.backlog.set(true) // before the window goes: Idle says so while the hub has a part
+		}
 		wasHeld := len(held) > 0
 		if err := f.forward(hctx, window, held); err != nil {
 			return 0, err
@@ -323,6 +335,7 @@ func (f *Forwarder) pass(ctx, hctx context.Context, from uint64, saver *Position
 			n += len(lines)
 		}
 		progress.update(n, pending, time.Now())
+		f.backlog.set(pending > 0)
 		// Everything up to last is on the hub, except split lines whose
 		// chunks have not all arrived and held lines: start again before
 		// those.

@@ -95,3 +95,78 @@ func runUntilIdle(t *testing.T, d *eventlog.Downloader) bool {
 		return false
 	}
 }
+
+// TestForwarderBusyWithBacklog: the forwarder says it is busy from the
+// first window of a backlog it sends (the search index's batches wait on
+// it) until the hub holds the backlog, and idle outside a pass.
+func TestForwarderBusyWithBacklog(t *testing.T) {
+	hubJS, ws, _ := hubAndLeaf(t)
+	ctx := context.Background()
+	nc, err := ws.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	local, err := eventlog.OpenLocal(ctx, nc, "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5000 // windows of 1000 at most: the first has more behind it
+	if _, _, err := local.Publish(ctx, "s1", 0, mkLines(n, 100, "b")); err != nil {
+		t.Fatal(err)
+	}
+	// Every line the hub is sent is seen here, before it is stored.
+	sub, err := hubJS.Conn().SubscribeSync(eventlog.UpPrefix + ".>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	state, err := eventlog.OpenState(ctx, local.JetStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := eventlog.NewForwarder(local, nc, embedded.HubDomain, state, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WatchLink(ws.HubLink)
+	select {
+	case <-f.Idle():
+	default:
+		t.Fatal("busy before it ran")
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.Run(fctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	if _, err := sub.NextMsg(time.Minute); err != nil {
+		t.Fatalf("no line reached the hub within a minute: %v", err)
+	}
+	select {
+	case <-f.Idle():
+		t.Fatalf("idle while the hub was sent the first window of a backlog of %d", n)
+	default:
+	}
+	sub.Unsubscribe()
+	select {
+	case <-f.Idle():
+	case <-time.After(time.Minute):
+		t.Fatal("still busy a minute after it started")
+	}
+	hub, err := hubJS.Stream(ctx, eventlog.HubStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := hub.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != n {
+		t.Fatalf("idle with %d of %d lines on the hub", info.State.Msgs, n)
+	}
+}

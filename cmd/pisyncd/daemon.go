@@ -513,16 +513,20 @@ func (d *Daemon) openSearch() error {
 
 // searchYield is what each of the search index's batches waits for, at
 // most 2 s a batch: a person waiting on a context or a session page, and,
-// with a hub, a catch-up from it. The index is derived data; copying
-// another machine's lines into this one's files is the daemon's work, and
-// the index building beside it took 40% of a catch-up's rate (9.2-9.6k
-// lines/s against 15.4-17.8k without it: docs/PERFORMANCE.md, "The search
-// index's batches").
+// with a hub, a catch-up from it or a backlog of this machine's lines on
+// their way to it. The index is derived data; moving lines between the
+// machines is the daemon's work, and the index building beside it took
+// 40% of a catch-up's rate (9.2-9.6k lines/s against 15.4-17.8k without
+// it: docs/PERFORMANCE.md, "The search index's batches").
 func (d *Daemon) searchYield() foreground.Waiter {
-	if d.dl == nil {
-		return d.fg
+	var idle []func() <-chan struct{}
+	if d.dl != nil {
+		idle = append(idle, d.dl.Idle)
 	}
-	return d.fg.AndIdle(d.dl.Idle)
+	if d.fwd != nil {
+		idle = append(idle, d.fwd.Idle)
+	}
+	return d.fg.AndIdle(idle...)
 }
 
 // SearchHandler serves GET /api/search (search.Index.Handler), or answers

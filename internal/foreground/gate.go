@@ -2,7 +2,7 @@
 // on an answer: the search index's batches (minutes of CPU after a large
 // first read) pause while a `context` query or a session page is being
 // served, which otherwise share the two cores with them; AndIdle adds other
-// work that goes first (a catch-up from the hub).
+// work that goes first (a catch-up from the hub, a backlog on its way to it).
 package foreground
 
 import (
