@@ -479,6 +479,10 @@ func catchUp(b *testing.B, edit func(*config.Config)) {
 		benchWait(b, 30*time.Minute, "the hub holds A's lines", func() bool { return streamCount(jsH, eventlog.HubStream) == total })
 		aRate := float64(n) / time.Since(t0).Seconds()
 		ncH.Close()
+		// A's search index writes its batches once its lines are on the
+		// hub (they give way to the forwarder's backlog); on a machine of
+		// its own that work would not share B's cores.
+		benchWait(b, 30*time.Minute, "A's search index holds its lines", func() bool { return indexedAll(na) })
 
 		var want []int64
 		for _, p := range aPaths {
@@ -553,6 +557,25 @@ func catchUp(b *testing.B, edit func(*config.Config)) {
 		nb.stop()
 		na.stop()
 	}
+}
+
+// indexedAll reports whether n's search index (if on) has written every
+// message its streams hold.
+func indexedAll(n *benchNode) bool {
+	if n.d.searchIx == nil {
+		return true
+	}
+	for _, s := range []jetstream.Stream{n.d.log.Stream(), n.d.all.Stream()} {
+		info, err := s.Info(context.Background())
+		if err != nil {
+			return false
+		}
+		pos, err := n.d.searchIx.Position(info.Config.Name)
+		if err != nil || pos < info.State.LastSeq {
+			return false
+		}
+	}
+	return true
 }
 
 // waitSettled waits until n's daemon gave its start's memory back. A
