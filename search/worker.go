@@ -142,6 +142,21 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.ix.Rebuilt && w.ix.Why != "" {
 		w.logger.Info("search index rebuilt from the streams", "why", w.ix.Why)
 	}
+	// Until a follower reads its first message and counts what is
+	// pending after it, its count is what the stream holds past the
+	// index's position, as before the followers ran: else a search in
+	// that moment reads as if it had every line.
+	for _, s := range w.streams() {
+		n, err := w.pastPosition(ctx, s)
+		if err != nil {
+			n = 0 // the followers count it once they read
+		}
+		lag := &w.lagLocal
+		if s == eventlog.AllStream {
+			lag = &w.lagAll
+		}
+		lag.Store(n)
+	}
 	w.following.Store(true)
 	defer w.following.Store(false)
 	var wg sync.WaitGroup
@@ -434,19 +449,29 @@ func (w *Worker) Unindexed(ctx context.Context) (int64, error) {
 	}
 	var n int64
 	for _, stream := range w.streams() {
-		pos, err := w.ix.Position(stream)
+		past, err := w.pastPosition(ctx, stream)
 		if err != nil {
 			return 0, err
 		}
-		last, err := w.lastSeq(ctx, stream)
-		if err != nil {
-			return 0, err
-		}
-		if last > pos {
-			n += int64(last - pos)
-		}
+		n += past
 	}
 	return n, nil
+}
+
+// pastPosition is how many messages stream holds past the index's position.
+func (w *Worker) pastPosition(ctx context.Context, stream string) (int64, error) {
+	pos, err := w.ix.Position(stream)
+	if err != nil {
+		return 0, err
+	}
+	last, err := w.lastSeq(ctx, stream)
+	if err != nil {
+		return 0, err
+	}
+	if last > pos {
+		return int64(last - pos), nil
+	}
+	return 0, nil
 }
 
 // unwritten is what the running followers have yet to read or write:

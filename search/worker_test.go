@@ -343,3 +343,38 @@ func TestWorkerUnindexed(t *testing.T) {
 	r.waitTotal("beta", 2)
 	unindexed(r.w, 0)
 }
+
+// TestWorkerUnindexedFromItsStart: from the moment the worker runs, what
+// the index has yet to add is never reported as nothing while the index's
+// position is short of the stream's end. Before the followers set their
+// counts from a first message, it was: a search in that moment said it
+// had every line.
+func TestWorkerUnindexedFromItsStart(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	r.stopWorker()
+	last := r.publish("s1", session("s1", 2000, "gamma")...)
+	r.startWorker()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		n, err := r.w.Unindexed(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The position only grows: read after the count, short of the end
+		// means it was short when the count was taken.
+		pos, err := r.ix.Position(eventlog.LocalStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pos >= last {
+			return
+		}
+		if n == 0 {
+			t.Fatalf("nothing unindexed reported with the index at %d of %d", pos, last)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the index at %d of %d after a minute", pos, last)
+		}
+	}
+}
