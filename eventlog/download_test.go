@@ -154,7 +154,7 @@ func runDownloaderWatching(t *testing.T, ws *embedded.Server, all *eventlog.All,
 }
 
 // goRun runs d until stop, which checks that it returned cleanly.
-func goRun(t *testing.T, d *eventlog.Downloader) (stop func()) {
+func goRun(t *testing.T, d interface{ Run(context.Context) error }) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()

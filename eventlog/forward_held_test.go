@@ -40,15 +40,7 @@ func TestForwarderHoldsALineWaitingForABatch(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	nc, err := ws.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	local, err := eventlog.OpenLocal(ctx, nc, "w1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, local := localOn(t, ws, "w1")
 	if _, _, err := local.Publish(ctx, "s1", 0, []eventlog.Line{imageLine("img0", 0, 200<<10)}); err != nil {
 		t.Fatal(err)
 	}

@@ -102,15 +102,7 @@ func runUntilIdle(t *testing.T, d *eventlog.Downloader) bool {
 func TestForwarderBusyWithBacklog(t *testing.T) {
 	hubJS, ws, _ := hubAndLeaf(t)
 	ctx := context.Background()
-	nc, err := ws.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	local, err := eventlog.OpenLocal(ctx, nc, "w1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, local := localOn(t, ws, "w1")
 	const n = 5000 // windows of 1000 at most: the first has more behind it
 	if _, _, err := local.Publish(ctx, "s1", 0, mkLines(n, 100, "b")); err != nil {
 		t.Fatal(err)
@@ -135,15 +127,7 @@ func TestForwarderBusyWithBacklog(t *testing.T) {
 	default:
 		t.Fatal("busy before it ran")
 	}
-	fctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- f.Run(fctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	defer goRun(t, f)()
 	if _, err := sub.NextMsg(time.Minute); err != nil {
 		t.Fatalf("no line reached the hub within a minute: %v", err)
 	}

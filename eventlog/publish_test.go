@@ -36,15 +36,7 @@ func startLog(t *testing.T, cfg embedded.Config) (*embedded.Server, *eventlog.Lo
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	lg, err := eventlog.OpenLocal(context.Background(), nc, "n1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, lg := localOn(t, srv, "n1")
 	return srv, lg
 }
 

@@ -219,16 +219,8 @@ func TestForwarderOverSlowUplink(t *testing.T) {
 		t.Skip("carries 600 KB over a link of 32 KiB/s")
 	}
 	hubJS, ws, _ := hubAndLeafThrough(t, func(leaf string) string { return slowProxy(t, leaf, 32<<10, 0) })
-	nc, err := ws.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc, local := localOn(t, ws, "w1")
 	ctx := context.Background()
-	local, err := eventlog.OpenLocal(ctx, nc, "w1")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, _, err := local.Publish(ctx, "s1", 0, []eventlog.Line{imageLine("img0", 0, 225<<10), imageLine("img1", 1, 225<<10)}); err != nil {
 		t.Fatal(err)
 	}
@@ -246,6 +238,22 @@ func TestForwarderOverSlowUplink(t *testing.T) {
 	if strings.Contains(logs.String(), "level=WARN") {
 		t.Errorf("the forwarder failed on the way:\n%s", logs.String())
 	}
+}
+
+// localOn connects to srv and opens node's PI_LOCAL on it, both closed
+// with the test.
+func localOn(t *testing.T, srv *embedded.Server, node string) (*nats.Conn, *eventlog.Local) {
+	t.Helper()
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	local, err := eventlog.OpenLocal(context.Background(), nc, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, local
 }
 
 // runWatchingForwarder runs a forwarder of local over nc that watches ws's
