@@ -39,9 +39,9 @@ type Forwarder struct {
 	waiting    atomic.Int64 // sessions held: their next line needs a batch the hub refuses
 	link       *Link
 	noBatch    bool          // the hub took no batch last time one was sent
-	backlog    idleGate      // a backlog of PI_LOCAL is being forwarded (Idle)
 	batchAgain time.Time     // when to send a batch again after that
 	hubLink    func() string // nil: the link is not watched (WatchLink)
+	backlog    idleGate      // a backlog of PI_LOCAL is being forwarded (Idle)
 }
 
 type upPos struct {

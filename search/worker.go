@@ -71,10 +71,23 @@ type Worker struct {
 	erasedBelow map[string]map[string]uint64 // sid → stream → sequence
 
 	indexed, skipped, erased, batches atomic.Int64
-	lagLocal, lagAll                  atomic.Int64
-	heldLocal, heldAll                atomic.Int64 // messages read, not yet written (liveEvery)
-	following                         atomic.Bool  // Run's followers are running (Unindexed)
-	handledLocal, handledAll          eventlog.Handled
+	following                         atomic.Bool // Run's followers are running (Unindexed)
+	local, all                        follower    // PI_LOCAL's and PI_ALL's
+}
+
+// follower is what one stream's follower tells the rest of the worker.
+type follower struct {
+	lag     atomic.Int64 // its consumer's pending after the last message read
+	held    atomic.Int64 // messages read, not yet written (liveEvery)
+	handled eventlog.Handled
+}
+
+// follower returns stream's follower.
+func (w *Worker) follower(stream string) *follower {
+	if stream == eventlog.AllStream {
+		return &w.all
+	}
+	return &w.local
 }
 
 // NewWorker returns a worker that keeps ix up to date from the streams on
@@ -151,11 +164,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		if err != nil {
 			n = 0 // the followers count it once they read
 		}
-		lag := &w.lagLocal
-		if s == eventlog.AllStream {
-			lag = &w.lagAll
-		}
-		lag.Store(n)
+		w.follower(s).lag.Store(n)
 	}
 	w.following.Store(true)
 	defer w.following.Store(false)
@@ -237,15 +246,11 @@ func (w *Worker) consume(ctx context.Context, stream string, link *eventlog.Link
 		return fmt.Errorf("search: %w", err)
 	}
 	defer it.Stop()
-	lag, held := &w.lagLocal, &w.heldLocal
-	handled := &w.handledLocal
-	if stream == eventlog.AllStream {
-		lag, held, handled = &w.lagAll, &w.heldAll, &w.handledAll
-	}
-	defer held.Store(0)
+	f := w.follower(stream)
+	defer f.held.Store(0)
 	// What the index holds was read before: a waiter for it must not wait
 	// for a new message.
-	handled.Advance(pos)
+	f.handled.Advance(pos)
 	asm := eventlog.NewAssemblers(false)
 	var batch []pending
 	bytes := 0
@@ -285,7 +290,7 @@ func (w *Worker) consume(ctx context.Context, stream string, link *eventlog.Link
 		progress.Add(1)
 		link.Up()
 		batch, bytes = batch[:0], 0
-		held.Store(0)
+		f.held.Store(0)
 		wrote, behind = time.Now(), false
 		if due != nil {
 			due.Stop()
@@ -329,9 +334,9 @@ func (w *Worker) consume(ctx context.Context, stream string, link *eventlog.Link
 			}
 		}
 		read = seq
-		handled.Store(seq)
-		lag.Store(int64(meta.NumPending))
-		held.Add(1) // until the batch it is in is written (flush)
+		f.handled.Store(seq)
+		f.lag.Store(int64(meta.NumPending))
+		f.held.Add(1) // until the batch it is in is written (flush)
 		switch {
 		case bytes >= w.opts.BatchBytes || len(batch) >= maxBatchDocs:
 			err = flush(seq)
@@ -477,18 +482,14 @@ func (w *Worker) pastPosition(ctx context.Context, stream string) (int64, error)
 // unwritten is what the running followers have yet to read or write:
 // their consumers' pending and what they hold for a batch.
 func (w *Worker) unwritten() int64 {
-	return w.lagLocal.Load() + w.lagAll.Load() + w.heldLocal.Load() + w.heldAll.Load()
+	return w.local.lag.Load() + w.all.lag.Load() + w.local.held.Load() + w.all.held.Load()
 }
 
 // WaitHandled returns once the follower of stream has read the message at
 // seq (an erase: its session is gone from the index then), or with an
 // error when ctx ends first.
 func (w *Worker) WaitHandled(ctx context.Context, stream string, seq uint64) error {
-	h := &w.handledLocal
-	if stream == eventlog.AllStream {
-		h = &w.handledAll
-	}
-	if err := h.Wait(ctx, seq); err != nil {
+	if err := w.follower(stream).handled.Wait(ctx, seq); err != nil {
 		return fmt.Errorf("search: %s: %w", stream, err)
 	}
 	return nil
