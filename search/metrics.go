@@ -12,7 +12,7 @@ func (w *Worker) Collectors() []prometheus.Collector {
 		metrics.Counter("search_docs_indexed_total", "Entries written to the search index.", w.indexed.Load),
 		metrics.Counter("search_lines_skipped_total", "Lines with nothing to search (settings changes, malformed lines).", w.skipped.Load),
 		metrics.Counter("search_sessions_erased_total", "Sessions removed from the search index on an erase event.", w.erased.Load),
-		metrics.Gauge("search_lag_messages", "Stream messages the search indexer has still to read.", func() int64 { return w.local.lag.Load() + w.all.lag.Load() }),
+		metrics.Gauge("search_lag_messages", "Stream messages the search indexer has still to read or write (the lag status shows).", w.unwritten),
 		metrics.Gauge("search_docs", "Entries in the search index.", func() int64 {
 			n, _ := w.ix.DocCount()
 			return int64(n)
