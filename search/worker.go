@@ -149,22 +149,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 	if err := w.checkStreams(ctx); err != nil {
-		// Not fatal: the index stays, and is checked again at the next start.
+		// Not fatal: the index stays, and is checked again at the next start;
+		// the followers count what they read.
 		w.logger.Warn("search: could not check the index against the streams", "err", err)
 	}
 	if w.ix.Rebuilt && w.ix.Why != "" {
 		w.logger.Info("search index rebuilt from the streams", "why", w.ix.Why)
-	}
-	// Until a follower reads its first message and counts what is
-	// pending after it, its count is what the stream holds past the
-	// index's position, as before the followers ran: else a search in
-	// that moment reads as if it had every line.
-	for _, s := range w.streams() {
-		n, err := w.pastPosition(ctx, s)
-		if err != nil {
-			n = 0 // the followers count it once they read
-		}
-		w.follower(s).lag.Store(n)
 	}
 	w.following.Store(true)
 	defer w.following.Store(false)
@@ -180,22 +170,37 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// checkStreams empties the index when a position is past its stream's
-// end: the store under the index was made afresh, and what the index holds
-// is not in it.
+// checkStreams reads each stream's end once. A position past it empties
+// the index: the store under the index was made afresh, and what the index
+// holds is not in it. Each follower's count starts as what its stream
+// holds past the index's position: until a follower reads its first
+// message and counts what is pending after it, a search in that moment
+// would otherwise read as if the index had every line.
 func (w *Worker) checkStreams(ctx context.Context) error {
-	for _, stream := range w.streams() {
-		pos, err := w.ix.Position(stream)
-		if err != nil || pos == 0 {
-			continue // an unreadable position reads the stream again
-		}
-		last, err := w.lastSeq(ctx, stream)
-		if err != nil {
+	streams := w.streams()
+	pos := make([]uint64, len(streams))
+	last := make([]uint64, len(streams))
+	why := ""
+	for i, stream := range streams {
+		var err error
+		if last[i], err = w.lastSeq(ctx, stream); err != nil {
 			return err
 		}
-		if pos > last {
-			return w.ix.Reset(fmt.Sprintf("indexed %s up to %d, the stream ends at %d", stream, pos, last))
+		if pos[i], err = w.ix.Position(stream); err != nil {
+			pos[i] = 0 // an unreadable position reads the stream again
 		}
+		if pos[i] > last[i] && why == "" {
+			why = fmt.Sprintf("indexed %s up to %d, the stream ends at %d", stream, pos[i], last[i])
+		}
+	}
+	if why != "" {
+		if err := w.ix.Reset(why); err != nil {
+			return err
+		}
+		clear(pos) // an index made afresh reads every stream from its start
+	}
+	for i, stream := range streams {
+		w.follower(stream).lag.Store(int64(last[i] - pos[i]))
 	}
 	return nil
 }

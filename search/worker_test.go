@@ -302,6 +302,21 @@ func TestWorkerResetsIndexOfAnotherStore(t *testing.T) {
 	if err := ix.Write([]Doc{{SessionID: "ghost", EntryID: "g", Type: "message", Text: "phantom"}}, eventlog.LocalStream, last+1000); err != nil {
 		t.Fatal(err)
 	}
+	// The check at a start empties the index, and counts every line of
+	// the stream as still to index (not the position's distance past it).
+	w, err := NewWorker(r.nc, ix, Options{Node: testNode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.checkStreams(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if pos, _ := ix.Position(eventlog.LocalStream); pos != 0 || !ix.Rebuilt {
+		t.Fatalf("after the check: position %d, rebuilt %v", pos, ix.Rebuilt)
+	}
+	if n := w.unwritten(); n != int64(last) {
+		t.Fatalf("after the check: %d lines to index, want the stream's %d", n, last)
+	}
 	ix.Close()
 	r.startWorker()
 	r.waitTotal("phantom", 0)
