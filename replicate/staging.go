@@ -20,6 +20,9 @@ const stagingPrefix, stagingSuffix, stagingHex = ".pisync-", ".tmp", 16
 // names.
 func staging(name string) bool {
 	h, ok := strings.CutPrefix(name, stagingPrefix)
+	if !ok {
+		return false
+	}
 	if h, ok = strings.CutSuffix(h, stagingSuffix); !ok || len(h) != stagingHex || strings.ToLower(h) != h {
 		return false
 	}

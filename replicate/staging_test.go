@@ -39,6 +39,8 @@ func TestStagingLeftoversRemovedAtStart(t *testing.T) {
 		filepath.Join(proj, ".pisync-0123456789abcdeg.tmp"),
 		filepath.Join(proj, ".pisync-0123456789ABCDEF.tmp"),
 		filepath.Join(proj, ".pisync-01234567.tmp"),
+		filepath.Join(proj, "0123456789abcdef.tmp"), // a name of the staging's shape without its prefix
+		filepath.Join(proj, ".pisyncd-0123456789abcdef.tmp"),
 		filepath.Join(proj, ".pisync-0123456789abcdef.tmp.jsonl"),
 		filepath.Join(proj, "2026-11-30T00-00-00-000Z_s1.jsonl"),
 		filepath.Join(proj, "sub", ".pisync-7777777777777777.tmp"),
