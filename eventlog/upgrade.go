@@ -92,7 +92,7 @@ func UpgradeStream(ctx context.Context, nc *nats.Conn, cfg jetstream.StreamConfi
 	if len(have.Subjects) != 1 || have.Subjects[0] != upgradingSubject(cfg.Name) {
 		closed := have
 		closed.Subjects = []string{upgradingSubject(cfg.Name)}
-		if s, err = js.UpdateStream(ctx, closed); err != nil {
+		if _, err = js.UpdateStream(ctx, closed); err != nil {
 			return false, fmt.Errorf("eventlog: upgrade %s: close to writers: %w", cfg.Name, err)
 		}
 	}

@@ -3,7 +3,6 @@ package projection
 import (
 	"encoding/base64"
 	"strconv"
-	"strings"
 
 	"github.com/pisyncd/pisyncd/eventlog"
 )
@@ -43,8 +42,3 @@ func sessionKey(sid, view string) string { return sessionPrefix + keyToken(sid) 
 func pageKey(sid string, n int) string { return sessionKey(sid, "ctx."+strconv.Itoa(n)) }
 
 func posKey(stream string) string { return posPrefix + stream }
-
-// isCatalogKey reports whether key is a session's catalog entry.
-func isCatalogKey(key string) bool {
-	return strings.HasPrefix(key, sessionPrefix) && strings.HasSuffix(key, ".cat") && strings.Count(key, ".") == 2
-}

@@ -33,7 +33,6 @@ type Summarizer struct {
 	header   map[string]json.RawMessage
 	dropped  bool
 	name     json.RawMessage
-	hasName  bool
 	last     float64
 	hasLast  bool
 	first    string
@@ -107,7 +106,7 @@ func (s *Summarizer) addLine(raw []byte) {
 	if role == "assistant" {
 		s.stats.addUsage(msg["usage"])
 	}
-	t := math.NaN()
+	var t float64
 	if isNumberRaw(msg["timestamp"]) {
 		t = jsToNumber(msg["timestamp"])
 	} else {

@@ -110,8 +110,10 @@ func TestHeldAtStartEmpty(t *testing.T) {
 	if h.empty("held", false) || h.empty("held", true) {
 		t.Fatal("a held subject is empty")
 	}
-	if !h.empty("new", false) || !h.empty("new", false) {
-		t.Fatal("a resume check used up the snapshot")
+	for i := range 2 { // asked twice: a resume check leaves the snapshot as it was
+		if !h.empty("new", false) {
+			t.Fatalf("a resume check used up the snapshot (check %d)", i+1)
+		}
 	}
 	if !h.empty("new", true) {
 		t.Fatal("a new session's first load is not empty")

@@ -176,7 +176,6 @@ type entryCtx struct {
 	node    string
 	label   string
 	results map[string]*resultRef  // tool results on the branch, by toolCallId
-	skip    map[string]bool        // entries shown inside another (paired results)
 	images  func(id string) string // URL prefix of an entry's images; nil shows none
 }
 

@@ -59,7 +59,7 @@ func BenchmarkEncryption(b *testing.B) {
 	}
 }
 
-// encStation is benchStation with PISYNC_ENCRYPT=on and ring as the team
+// encStation is benchStationWith with PISYNC_ENCRYPT=on and ring as the team
 // key, or plain (ring nil, PISYNC_ENCRYPT=off).
 func encStation(b *testing.B, name, hubURL string, ring *keyring.Ring) *benchNode {
 	home := b.TempDir()

@@ -43,7 +43,6 @@ import (
 type benchNode struct {
 	tb     testing.TB
 	cfg    *config.Config
-	srv    *embedded.Server // hub only
 	d      *Daemon
 	cancel context.CancelFunc
 	done   chan error
@@ -66,12 +65,8 @@ func benchHub(tb testing.TB) (*embedded.Server, string) {
 	return srv, "nats://" + addr
 }
 
-func benchStation(tb testing.TB, name, hubURL string) *benchNode {
-	return benchStationWith(tb, name, hubURL, nil)
-}
-
-// benchStationWith is benchStation with its configuration changed by edit
-// (nil: none) before it starts.
+// benchStationWith is a workstation joined to the hub at hubURL, its
+// configuration changed by edit (nil: none) before it starts.
 func benchStationWith(tb testing.TB, name, hubURL string, edit func(*config.Config)) *benchNode {
 	n := &benchNode{tb: tb, cfg: benchStationConfig(tb.TempDir(), name, hubURL)}
 	if edit != nil {

@@ -62,8 +62,6 @@ type storeState struct {
 	plain     bool // some stream or consumer has a meta.inf and no meta.key
 }
 
-func (st storeState) empty() bool { return !st.encrypted && !st.plain }
-
 // scanStore looks at every stream and consumer directory of the store
 // (each holds meta.inf, and meta.key when encrypted).
 func scanStore(storeDir string) (storeState, error) {
