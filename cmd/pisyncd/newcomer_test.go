@@ -156,6 +156,11 @@ func TestCommandsAgainstDaemon(t *testing.T) {
 	if code, out, _ := mainIn(t, "events", sid); code != 0 || strings.Count(out, "\n") != 3 {
 		t.Errorf("events %s: exit %d\n%s", sid, code, out)
 	}
+	// Output that cannot be written (a full disk, a closed pipe) fails.
+	var errOut bytes.Buffer
+	if code := Main([]string{"events", sid}, failingWriter{}, &errOut); code != 1 || !strings.Contains(errOut.String(), "events: write: no space left on device") {
+		t.Errorf("events into a full disk: exit %d, stderr %q", code, errOut.String())
+	}
 
 	code, out, _ := mainIn(t, "status")
 	if code != 0 || !regexp.MustCompile(`(?m)^version\s+\S+ \(.*go1\.`).MatchString(out) {
@@ -298,3 +303,8 @@ func TestLogStartsWithVersion(t *testing.T) {
 		t.Errorf("first log line: %q", first)
 	}
 }
+
+// failingWriter is output on a full disk.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }

@@ -318,6 +318,13 @@ func eventsCommand(args []string, stdout io.Writer) error {
 	if err == nil && n == 0 && ctx.Err() == nil {
 		return noSession("events", sid)
 	}
+	if err == nil {
+		// The last events are written here: a full disk or a closed pipe
+		// under them is a failure, not a short listing with exit 0.
+		if err = out.Flush(); err != nil {
+			err = fmt.Errorf("events: write: %w", err)
+		}
+	}
 	return err
 }
 
