@@ -8,7 +8,9 @@ import (
 	"encoding/hex"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"path"
 	"strings"
 )
 
@@ -88,8 +90,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 		}
 		http.SetCookie(w, &http.Cookie{Name: cookieName(r.Host), Value: s.cookie, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
 		q.Del(TokenParam)
-		u := *r.URL
-		u.RawQuery = q.Encode()
+		// Cleaned: a path of "//host/..." would send the browser to
+		// another site, a protocol-relative address in Location.
+		u := url.URL{Path: path.Clean("/" + r.URL.Path), RawQuery: q.Encode()}
 		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
 		return false
 	}

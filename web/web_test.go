@@ -141,6 +141,14 @@ func TestTokenIsNeeded(t *testing.T) {
 			t.Errorf("%s with the cookie: 401", p)
 		}
 	}
+	// The link sends the browser on within this view, whatever its path:
+	// "//host/" would be another site's address in a Location.
+	for p, want := range map[string]string{"//evil.example/": "/evil.example", "/\\evil.example/x": "/%5Cevil.example/x", "/s/a/../b/": "/s/b"} {
+		resp, _ := do(p+"?"+TokenParam+"="+testToken, nil)
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != want {
+			t.Errorf("the link at %q: %d, Location %q, want %q", p, resp.StatusCode, resp.Header.Get("Location"), want)
+		}
+	}
 	if resp, _ := do("/?"+TokenParam+"=wrong", nil); resp.StatusCode != http.StatusUnauthorized || len(resp.Cookies()) != 0 {
 		t.Errorf("a link with a wrong token: %d, cookies %v", resp.StatusCode, resp.Cookies())
 	}
