@@ -3,6 +3,7 @@ package replicate
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -91,4 +92,20 @@ func TestStagingLeftoversRemovedAtStart(t *testing.T) {
 	if removed, err := sweepStaging(filepath.Join(root, "none"), now); err != nil || len(removed) != 0 {
 		t.Errorf("missing root: %q, %v", removed, err)
 	}
+}
+
+// FuzzStagingName: staging takes exactly the names createFile stages
+// under, judged here by a regular expression; the start deletes what it
+// takes, so a name it takes by mistake is a user's file lost.
+func FuzzStagingName(f *testing.F) {
+	for _, s := range []string{".pisync-0123456789abcdef.tmp", "0123456789abcdef.tmp", ".pisync-0123456789ABCDEF.tmp",
+		".pisync-0123456789abcdef.tmp.jsonl", ".pisyncd-0123456789abcdef.tmp", "x.pisync-0123456789abcdef.tmp", ""} {
+		f.Add(s)
+	}
+	want := regexp.MustCompile(`^\.pisync-[0-9a-f]{16}\.tmp$`)
+	f.Fuzz(func(t *testing.T, name string) {
+		if got := staging(name); got != want.MatchString(name) {
+			t.Fatalf("staging(%q) = %v", name, got)
+		}
+	})
 }
