@@ -459,29 +459,19 @@ func (w *Worker) Unindexed(ctx context.Context) (int64, error) {
 	}
 	var n int64
 	for _, stream := range w.streams() {
-		past, err := w.pastPosition(ctx, stream)
+		pos, err := w.ix.Position(stream)
 		if err != nil {
 			return 0, err
 		}
-		n += past
+		last, err := w.lastSeq(ctx, stream)
+		if err != nil {
+			return 0, err
+		}
+		if last > pos {
+			n += int64(last - pos)
+		}
 	}
 	return n, nil
-}
-
-// pastPosition is how many messages stream holds past the index's position.
-func (w *Worker) pastPosition(ctx context.Context, stream string) (int64, error) {
-	pos, err := w.ix.Position(stream)
-	if err != nil {
-		return 0, err
-	}
-	last, err := w.lastSeq(ctx, stream)
-	if err != nil {
-		return 0, err
-	}
-	if last > pos {
-		return int64(last - pos), nil
-	}
-	return 0, nil
 }
 
 // unwritten is what the running followers have yet to read or write:

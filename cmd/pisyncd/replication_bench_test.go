@@ -557,20 +557,11 @@ func catchUp(b *testing.B, edit func(*config.Config)) {
 // indexedAll reports whether n's search index (if on) has written every
 // message its streams hold.
 func indexedAll(n *benchNode) bool {
-	if n.d.searchIx == nil {
+	if n.d.searchW == nil {
 		return true
 	}
-	for _, s := range []jetstream.Stream{n.d.log.Stream(), n.d.all.Stream()} {
-		info, err := s.Info(context.Background())
-		if err != nil {
-			return false
-		}
-		pos, err := n.d.searchIx.Position(info.Config.Name)
-		if err != nil || pos < info.State.LastSeq {
-			return false
-		}
-	}
-	return true
+	left, err := n.d.searchW.Unindexed(context.Background())
+	return err == nil && left == 0
 }
 
 // waitSettled waits until n's daemon gave its start's memory back. A
