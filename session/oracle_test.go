@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -13,6 +14,32 @@ import (
 
 	"github.com/pisyncd/pisyncd/internal/testenv"
 )
+
+// The oracle tests write random sessions with real pi's writer: a few by
+// default, as many as asked for a long run, e.g.
+//
+//	go test ./session/ -run 'TestAgainstOracle16$' -timeout 0 -args -oracle.runs 300 -oracle.seed 9
+var (
+	oracleRuns = flag.Int("oracle.runs", 0, "oracle tests: sessions to write (0: each test's own few)")
+	oracleSeed = flag.Uint64("oracle.seed", 0, "oracle tests: script seed (0: each test's own)")
+)
+
+// oracleRand is the scripts' generator, seeded with s1, s2, or with
+// -oracle.seed when set.
+func oracleRand(s1, s2 uint64) *rand.Rand {
+	if *oracleSeed != 0 {
+		s1, s2 = *oracleSeed, 0
+	}
+	return rand.New(rand.NewPCG(s1, s2))
+}
+
+// oracleRunCount is runs, or -oracle.runs when set.
+func oracleRunCount(runs int) int {
+	if *oracleRuns > 0 {
+		return *oracleRuns
+	}
+	return runs
+}
 
 // randomScript builds a pi-oracle write script: a random tree with
 // branches, compactions (with and without a kept range), branch summaries,
@@ -170,8 +197,8 @@ func TestAgainstOracle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs node")
 	}
-	r := rand.New(rand.NewPCG(1, 2))
-	for run := 0; run < 8; run++ {
+	r := oracleRand(1, 2)
+	for run := 0; run < oracleRunCount(8); run++ {
 		steps, _ := randomScript(r)
 		for _, file := range writeWithOracle(t, steps, "seed") {
 			compareWithOracle(t, r, fmt.Sprintf("run %d %s", run, filepath.Base(file)), file, RulesSeed, "seed")
@@ -189,9 +216,9 @@ func TestAgainstOracle16(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs node")
 	}
-	r := rand.New(rand.NewPCG(16, 0))
+	r := oracleRand(16, 0)
 	written := map[string]int{} // what the files hold, so that the test stays what it says
-	for run := 0; run < 6; run++ {
+	for run := 0; run < oracleRunCount(6); run++ {
 		for _, file := range writeWithOracle(t, randomScript16(r), "1.6.0") {
 			name := fmt.Sprintf("run %d %s", run, filepath.Base(file))
 			raw, err := os.ReadFile(file)
