@@ -382,12 +382,16 @@ func checkStored(b *testing.B, lg *eventlog.Local, corpus []benchSession) {
 // backfillTailer times the tailer from Run until every line is published
 // (the counter moves only after the PubAck, so the lines are durable).
 func backfillTailer(b *testing.B, corpus []benchSession) time.Duration {
-	return tailerRun(b, corpus, benchWait)
+	return tailerRun(b, corpus, benchWait, nil)
 }
 
 // tailerRun times a tailer over a fresh root holding corpus, from Run until
 // every line is published, waiting at most wait.
-func tailerRun(b *testing.B, corpus []benchSession, wait time.Duration) time.Duration {
+//
+// timed, when not nil, is called as the timed part starts, and what it
+// returns as it ends (a CPU profile of that part alone: the corpus's file
+// written before it is a copy as large as the session).
+func tailerRun(b *testing.B, corpus []benchSession, wait time.Duration, timed func() (end func())) time.Duration {
 	root := b.TempDir()
 	for i := range corpus {
 		writeFile(b, filepath.Join(root, corpus[i].rel), string(corpus[i].data))
@@ -403,6 +407,10 @@ func tailerRun(b *testing.B, corpus []benchSession, wait time.Duration) time.Dur
 	// stores: the baseline writes no file. (Not quiesce: a heap given
 	// back makes both sides fault every buffer in again, 25-30% slower.)
 	syscall.Sync()
+	end := func() {}
+	if timed != nil {
+		end = timed()
+	}
 	start := time.Now()
 	go func() { done <- tl.Run(ctx) }()
 	want := int64(0)
@@ -423,6 +431,7 @@ func tailerRun(b *testing.B, corpus []benchSession, wait time.Duration) time.Dur
 		}
 	}
 	elapsed := time.Since(start)
+	end()
 
 	cancel()
 	if err := <-done; err != nil {
