@@ -63,15 +63,14 @@ func benchBigSession(b *testing.B, s benchSession) {
 		mbs/tail.Seconds(), mbs/base.Seconds())
 }
 
-// bigCall is the tailer's rule for a batch, which each baseline Publish
-// call follows: lines are taken until they hold flushBytes or flushLines,
-// so the last line may take a batch past flushBytes. The same batches, so
-// the ratio is the tailer's own cost: larger calls are faster for large
-// lines (64 MiB ones stored the images session about twice as fast), at
-// the price of the server staging that much per batch in memory.
+// bigCall is how many of lines the tailer's read would send as one batch
+// (batchFull), and so one baseline Publish call: the same batches, so the
+// ratio is the tailer's own cost. Larger calls are faster for large lines
+// (64 MiB ones stored the images session about twice as fast), at the
+// price of the server staging that much per batch in memory.
 func bigCall(lines []eventlog.Line) int {
 	k, size := 0, 0
-	for k < len(lines) && k < flushLines && size < flushBytes {
+	for k < len(lines) && !batchFull(k, size) {
 		size += len(lines[k].Raw)
 		k++
 	}

@@ -43,6 +43,10 @@ const (
 	maxEnvelope = 8 << 10
 )
 
+// batchFull reports whether a read's batch of lines holding bytes goes to
+// the store now: the line that fills it may take it past flushBytes.
+func batchFull(lines, bytes int) bool { return lines >= flushLines || bytes >= flushBytes }
+
 // countingFile counts the bytes read from a session file.
 type countingFile struct {
 	f *os.File
@@ -205,7 +209,7 @@ func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again b
 			})
 			p.bytes += len(raw)
 			p.held += held
-			if len(p.lines) >= flushLines || p.bytes >= flushBytes {
+			if batchFull(len(p.lines), p.bytes) {
 				if err := w.flushAhead(ctx, f, p); err != nil {
 					return false, err
 				}
