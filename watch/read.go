@@ -35,8 +35,9 @@ func (p *pending) skip(ln *line) {
 }
 
 const (
+	// A read's batch is at most what one atomic batch of the store holds.
 	flushLines = eventlog.MaxBatch
-	flushBytes = 8 << 20
+	flushBytes = eventlog.MaxBatchBytes
 	// maxEnvelope bounds a line's id, parentId and type together: they
 	// travel in the headers of each of its messages (pi's ids are 8 hex
 	// digits, session ids UUIDs).
@@ -44,7 +45,8 @@ const (
 )
 
 // batchFull reports whether a read's batch of lines holding bytes goes to
-// the store now: the line that fills it may take it past flushBytes.
+// the store now: the line that fills it may take it past flushBytes, and
+// Publish then stores it as two atomic batches.
 func batchFull(lines, bytes int) bool { return lines >= flushLines || bytes >= flushBytes }
 
 // countingFile counts the bytes read from a session file.
