@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // The benchmarks here compare the tailer with what the embedded server alone
@@ -396,7 +397,7 @@ func tailerRun(b *testing.B, corpus []benchSession, wait time.Duration, timed fu
 	for i := range corpus {
 		// Its bytes as they are: through a string they were two copies
 		// of the corpus, garbage the timed part's collections then met.
-		writeFileBytes(b, filepath.Join(root, corpus[i].rel), corpus[i].data)
+		testenv.WriteFile(b, filepath.Join(root, corpus[i].rel), corpus[i].data)
 	}
 	srv, lg := benchLog(b, b.TempDir())
 	defer srv.Close()

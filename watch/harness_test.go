@@ -159,8 +159,6 @@ func waitFor(t testing.TB, d time.Duration, cond func() (bool, string)) {
 // Fixtures shared with the other packages' tests (testenv).
 func writeFile(t testing.TB, path, data string) { testenv.WriteFile(t, path, []byte(data)) }
 
-func writeFileBytes(t testing.TB, path string, data []byte) { testenv.WriteFile(t, path, data) }
-
 func appendFile(t testing.TB, path, data string) { testenv.AppendFile(t, path, data) }
 
 func header(sid string) string { return testenv.Header(sid) }
