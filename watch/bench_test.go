@@ -339,6 +339,27 @@ func abba(b *testing.B, tailer, baseline func() time.Duration) (tail, base time.
 	return tail, base, runs
 }
 
+// runDir is a fresh folder for one run's files, and remove, which the run
+// defers (before the server's Close, so that it runs after it): every run
+// of a benchmark then writes to a disk in the same state. Kept until the
+// benchmark's end (b.TempDir), each run's files made the later runs slower
+// on this VM: the images session's first three runs stored at about 0.7 s
+// a run, and every run from the fourth on at 1.2-1.3 s, whichever side ran
+// it, so ABBA's fourth run, a tailer's, bore it alone (2026-12-05,
+// docs/PERFORMANCE.md).
+func runDir(b *testing.B) (dir string, remove func()) {
+	b.Helper()
+	dir, err := os.MkdirTemp(b.TempDir(), "run")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return dir, func() {
+		if err := os.RemoveAll(dir); err != nil {
+			b.Errorf("remove a run's files: %v", err)
+		}
+	}
+}
+
 // benchLog starts a fresh embedded server with PI_LOCAL, as the daemon does.
 func benchLog(b *testing.B, state string) (*embedded.Server, *eventlog.Local) {
 	b.Helper()
@@ -393,13 +414,16 @@ func backfillTailer(b *testing.B, corpus []benchSession) time.Duration {
 // returns as it ends (a CPU profile of that part alone: the corpus's file
 // written before it is a copy as large as the session).
 func tailerRun(b *testing.B, corpus []benchSession, wait time.Duration, timed func() (end func())) time.Duration {
-	root := b.TempDir()
+	root, removeRoot := runDir(b)
+	defer removeRoot()
 	for i := range corpus {
 		// Its bytes as they are: through a string they were two copies
 		// of the corpus, garbage the timed part's collections then met.
 		testenv.WriteFile(b, filepath.Join(root, corpus[i].rel), corpus[i].data)
 	}
-	srv, lg := benchLog(b, b.TempDir())
+	state, removeState := runDir(b)
+	defer removeState()
+	srv, lg := benchLog(b, state)
 	defer srv.Close()
 	tl := New(lg, Options{Root: root, Workers: backfillWorkers, RescanInterval: 10 * time.Second, MaxLine: 64 << 20})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -451,7 +475,9 @@ func tailerRun(b *testing.B, corpus []benchSession, wait time.Duration, timed fu
 // backfillWorkers goroutines sharing one queue of sessions (a perfectly
 // balanced split; the tailer assigns files to workers by path hash).
 func backfillBaseline(b *testing.B, corpus []benchSession) time.Duration {
-	srv, lg := benchLog(b, b.TempDir())
+	state, removeState := runDir(b)
+	defer removeState()
+	srv, lg := benchLog(b, state)
 	defer srv.Close()
 	syscall.Sync()
 	ctx, cancel := context.WithTimeout(context.Background(), benchWait)

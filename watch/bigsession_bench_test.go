@@ -139,7 +139,9 @@ func bigImages(size int) benchSession {
 // bigBaseline times eventlog publishing of s's lines, in the tailer's batches
 // (bigCall).
 func bigBaseline(b *testing.B, s benchSession) time.Duration {
-	srv, lg := benchLog(b, b.TempDir())
+	state, removeState := runDir(b)
+	defer removeState()
+	srv, lg := benchLog(b, state)
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*benchWait)
 	defer cancel()
