@@ -549,6 +549,7 @@ func runCommand(args []string, stderr io.Writer) error {
 	if len(args) > 0 {
 		return &usageError{Msg: fmt.Sprintf("run takes no arguments, got %q; settings are PISYNC_* variables (pisyncd help)", args)}
 	}
+	defer outliveLogReader()()
 	cfg, err := config.Load()
 	if err != nil {
 		return err

@@ -135,6 +135,7 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 			return &usageError{Msg: fmt.Sprintf("unknown hub command %q (pisyncd hub help lists them)", args[0])}
 		}
 	}
+	defer outliveLogReader()()
 	cfg, err := config.LoadHub()
 	if err != nil {
 		return err
@@ -158,6 +159,11 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 	for _, h := range hubStartHints(cfg, len(nodes)) {
 		logger.Warn(h)
 	}
+	// Taken before the hub says it runs: a reload asked for as soon as it
+	// does would otherwise end it (SIGHUP's default).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	logger.Info("hub running", "name", cfg.Name, "leaf", cfg.LeafListen, "client", cfg.Listen, "cluster", cfg.ClusterListen, "routes", redact.URLs(cfg.Routes), "route_auth", cfg.RouteSecret != "", "replicas", cfg.Replicas, "tls", cfg.TLSCert != "", "nodes_dir", cfg.NodesDir, "store_cipher", cmp.Or(cfg.StoreCipher, "off"))
 	wctx, stopWatch := context.WithCancel(ctx)
 	var watching sync.WaitGroup
@@ -167,9 +173,6 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 		watching.Wait()
 		stopControl()
 	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	for {
 		select {
 		case <-ctx.Done():

@@ -119,6 +119,18 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return 1
 }
 
+// outliveLogReader keeps a long-running process (the daemon, a hub node)
+// going when the reader of its log goes away: `pisyncd 2>&1 | tee log` and
+// tee is killed, a log collector restarted. Unless SIGPIPE is handled, Go
+// ends a program whose write to a broken pipe on stdout or stderr fails, so
+// the next log line would stop the syncing. Ignored, the write fails with
+// EPIPE and slog drops the line. Not for the short commands: `pisyncd tail |
+// head` is to end with head. restore puts the default back.
+func outliveLogReader() (restore func()) {
+	signal.Ignore(syscall.SIGPIPE)
+	return func() { signal.Reset(syscall.SIGPIPE) }
+}
+
 // signalContext is cancelled by the first SIGINT or SIGTERM; a second one
 // exits at once.
 func signalContext(stderr io.Writer) (context.Context, func()) {
