@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"runtime/debug"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -60,7 +62,9 @@ func WriteFileContext(stdout io.Writer, path, leafArg string, asJSON bool, mode 
 	// short by another process while it is read) is an error, not a crash.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer faultAsError(path, &err)
-	file, err := os.Open(path)
+	// Not blocking: opening a named pipe would wait for a writer for
+	// ever. A regular file reads as it would otherwise.
+	file, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return fmt.Errorf("context: %w", err)
 	}
@@ -71,6 +75,9 @@ func WriteFileContext(stdout io.Writer, path, leafArg string, asJSON bool, mode 
 	}
 	if st.IsDir() {
 		return fmt.Errorf("context: %s is a folder; want a session file", path)
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("context: %s is %s, not a session file", path, notRegular(st.Mode()))
 	}
 	if st.Size() <= wholeFileMax {
 		// A one-shot command: the garbage of one scan of at most 32 MiB
@@ -119,6 +126,20 @@ func WriteFileContext(stdout io.Writer, path, leafArg string, asJSON bool, mode 
 		return fmt.Errorf("context: %s: %w", path, err)
 	}
 	return sum.Print(stdout)
+}
+
+// notRegular names what a file that is not a regular one is.
+func notRegular(m iofs.FileMode) string {
+	switch {
+	case m&iofs.ModeNamedPipe != 0:
+		return "a pipe"
+	case m&iofs.ModeDevice != 0:
+		return "a device"
+	case m&iofs.ModeSocket != 0:
+		return "a socket"
+	default:
+		return "an irregular file"
+	}
 }
 
 // faultAsError, deferred, turns a fault on an address (a mapped file cut

@@ -9,6 +9,9 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/pisyncd/pisyncd/internal/testenv"
 	"github.com/pisyncd/pisyncd/session"
@@ -79,3 +82,29 @@ func contextCutShort(t *testing.T, path, data string, cut int64) (err error) {
 
 // noEnv is an empty environment: PISYNC_RULES unset.
 func noEnv(string) (string, bool) { return "", false }
+
+// TestContextFileNotAFile: `context FILE` on a named pipe said nothing and
+// waited for ever (opening one waits for a writer); on a device, or a pipe
+// with a writer (`<(cat s.jsonl)`), it said "empty file". Each is refused
+// at once, naming what it is.
+func TestContextFileNotAFile(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{fifo, "is a pipe, not a session file"},
+		{os.DevNull, "is a device, not a session file"},
+	} {
+		done := make(chan error, 1)
+		go func() { done <- WriteFileContext(io.Discard, c.path, "", true, session.RulesAuto) }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("context %s: %v, want %q", c.path, err, c.want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("context %s: no answer within 30 s", c.path)
+		}
+	}
+}
