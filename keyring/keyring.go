@@ -171,7 +171,7 @@ func Load(path string) (*Ring, error) {
 	if fi.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("keyring: %s is readable by others (mode %v): chmod 600 it", path, fi.Mode().Perm())
 	}
-	b, err := os.ReadFile(path)
+	b, err := fsutil.ReadSetting(path, fsutil.SettingMax)
 	if err != nil {
 		return nil, fmt.Errorf("keyring: %w", err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
 	"github.com/pisyncd/pisyncd/internal/foreground"
+	"github.com/pisyncd/pisyncd/internal/fsutil"
 	"github.com/pisyncd/pisyncd/internal/metrics"
 	"github.com/pisyncd/pisyncd/internal/redact"
 	"github.com/pisyncd/pisyncd/keyring"
@@ -96,7 +97,7 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 	logger = slog.New(hintHandler{logger.Handler(), hints})
 	var seed []byte
 	if cfg.HubNkey != "" {
-		b, err := os.ReadFile(cfg.HubNkey)
+		b, err := fsutil.ReadSetting(cfg.HubNkey, fsutil.SettingMax)
 		if err != nil {
 			return nil, fmt.Errorf("PISYNC_HUB_NKEY: %w", err)
 		}
@@ -104,6 +105,15 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 			logger.Warn("the nkey seed file is readable by others; chmod 600 it", "file", cfg.HubNkey)
 		}
 		seed = bytes.TrimSpace(b)
+	}
+	if cfg.HubCreds != "" {
+		// The hub link reads it again at every reconnect: a file, not a
+		// pipe (which it would wait on for ever, or find empty).
+		if st, err := os.Stat(cfg.HubCreds); err != nil {
+			return nil, fmt.Errorf("PISYNC_HUB_CREDS: %w", err)
+		} else if !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("PISYNC_HUB_CREDS: %s is not a regular file; the hub link reads it again at every reconnect", cfg.HubCreds)
+		}
 	}
 	srv, err := embedded.Start(ctx, embedded.Config{
 		StateDir:       cfg.StateDir,

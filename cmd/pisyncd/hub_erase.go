@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/fsutil"
 )
 
 // A running hub node answers `pisyncd hub erase`, `usage`, `upgrade` and
@@ -361,7 +361,7 @@ func (a adminFlags) connect(name string) (*nats.Conn, error) {
 		if password != "" {
 			return nil, errors.New("--password and --password-file: give one")
 		}
-		b, err := os.ReadFile(*a.passwordFile)
+		b, err := fsutil.ReadSetting(*a.passwordFile, fsutil.SettingMax)
 		if err != nil {
 			return nil, fmt.Errorf("--password-file: %w", err)
 		}

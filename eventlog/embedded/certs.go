@@ -179,7 +179,7 @@ func writePEM(dir, name, typ string, der []byte) error {
 
 // ReadCert reads the first certificate of a PEM file.
 func ReadCert(path string) (*x509.Certificate, error) {
-	b, err := os.ReadFile(path)
+	b, err := fsutil.ReadSetting(path, fsutil.SettingMax)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +195,7 @@ func ReadCert(path string) (*x509.Certificate, error) {
 }
 
 func readKey(path string) (crypto.Signer, error) {
-	b, err := os.ReadFile(path)
+	b, err := fsutil.ReadSetting(path, fsutil.SettingMax)
 	if err != nil {
 		return nil, err
 	}

@@ -188,7 +188,7 @@ func readMarker(path string) (storeMarker, error) {
 
 // readStoreKey reads a key file: one line, 32 random bytes in base64.
 func readStoreKey(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	b, err := fsutil.ReadSetting(path, fsutil.SettingMax)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", err

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"slices"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/pisyncd/pisyncd/internal/fsutil"
 	"github.com/pisyncd/pisyncd/internal/redact"
 )
 
@@ -125,7 +125,7 @@ func leafRemote(cfg Config) (*server.RemoteLeafOpts, error) {
 	if secure {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12}
 		if cfg.HubCAFile != "" {
-			pem, err := os.ReadFile(cfg.HubCAFile)
+			pem, err := fsutil.ReadSetting(cfg.HubCAFile, fsutil.SettingMax)
 			if err != nil {
 				return nil, fmt.Errorf("hub CA: %w", err)
 			}

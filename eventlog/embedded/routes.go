@@ -19,7 +19,7 @@ const RouteSecretFile = "route.secret"
 // ReadRouteSecret reads the cluster's route secret from path (surrounding
 // white space trimmed) and checks it.
 func ReadRouteSecret(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	b, err := fsutil.ReadSetting(path, fsutil.SettingMax)
 	if err != nil {
 		return "", fmt.Errorf("route secret: %w", err)
 	}

@@ -1,5 +1,6 @@
 // Package fsutil holds the file-system habits pisyncd keeps everywhere it
-// writes its own files, and the one lock it takes on a file or a folder.
+// writes its own files, the one lock it takes on a file or a folder, and
+// how it reads a file a setting names (ReadSetting).
 package fsutil
 
 import (

@@ -173,3 +173,42 @@ func controlStatus(stateDir string) (Status, error) {
 	err = json.NewDecoder(resp.Body).Decode(&st)
 	return st, err
 }
+
+// TestSettingFileIsAPipe: a setting that names a named pipe no one writes
+// to (PISYNC_HUB_NKEY) or a file the hub link reads again and again
+// (PISYNC_HUB_CREDS) stops the start at once, saying so. Before, the daemon
+// waited in the open for ever, deaf to SIGTERM, having logged only that it
+// was starting.
+func TestSettingFileIsAPipe(t *testing.T) {
+	home := t.TempDir()
+	fifo := filepath.Join(home, "seed")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ env, want string }{
+		{"PISYNC_HUB_NKEY", "PISYNC_HUB_NKEY: " + fifo + " is a named pipe that nothing writes to"},
+		{"PISYNC_HUB_CREDS", "PISYNC_HUB_CREDS: " + fifo + " is not a regular file"},
+	} {
+		setEnv(t, filepath.Join(home, "sessions"), filepath.Join(home, "state"))
+		t.Setenv("PISYNC_HUB_URLS", "nats://127.0.0.1:1")
+		t.Setenv("PISYNC_HUB_NKEY", "")
+		t.Setenv(c.env, fifo)
+		type result struct {
+			code   int
+			stderr string
+		}
+		done := make(chan result, 1)
+		go func() {
+			code, _, errOut := mainIn(t, "run")
+			done <- result{code, errOut}
+		}()
+		select {
+		case r := <-done:
+			if r.code != 1 || !strings.Contains(r.stderr, c.want) {
+				t.Errorf("%s a pipe: exit %d, stderr %q, want %q", c.env, r.code, r.stderr, c.want)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s a pipe: no answer within 60 s", c.env)
+		}
+	}
+}
