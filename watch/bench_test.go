@@ -340,8 +340,8 @@ func abba(b *testing.B, tailer, baseline func() time.Duration) (tail, base time.
 }
 
 // runDir is a fresh folder for one run's files, and remove, which the run
-// defers (before the server's Close, so that it runs after it): every run
-// of a benchmark then writes to a disk in the same state. Kept until the
+// calls as it ends: every run of a benchmark then writes to a disk in the
+// same state. Kept until the
 // benchmark's end (b.TempDir), each run's files made the later runs slower
 // on this VM: the images session's first three runs stored at about 0.7 s
 // a run, and every run from the fourth on at 1.2-1.3 s, whichever side ran
@@ -357,6 +357,18 @@ func runDir(b *testing.B) (dir string, remove func()) {
 		if err := os.RemoveAll(dir); err != nil {
 			b.Errorf("remove a run's files: %v", err)
 		}
+	}
+}
+
+// runLog is benchLog over a folder of the run's own (runDir), and
+// closeRun, which the run defers: it closes the server, then removes the
+// folder.
+func runLog(b *testing.B) (lg *eventlog.Local, closeRun func()) {
+	state, remove := runDir(b)
+	srv, lg := benchLog(b, state)
+	return lg, func() {
+		srv.Close()
+		remove()
 	}
 }
 
@@ -421,10 +433,8 @@ func tailerRun(b *testing.B, corpus []benchSession, wait time.Duration, timed fu
 		// of the corpus, garbage the timed part's collections then met.
 		testenv.WriteFile(b, filepath.Join(root, corpus[i].rel), corpus[i].data)
 	}
-	state, removeState := runDir(b)
-	defer removeState()
-	srv, lg := benchLog(b, state)
-	defer srv.Close()
+	lg, closeRun := runLog(b)
+	defer closeRun()
 	tl := New(lg, Options{Root: root, Workers: backfillWorkers, RescanInterval: 10 * time.Second, MaxLine: 64 << 20})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -475,10 +485,8 @@ func tailerRun(b *testing.B, corpus []benchSession, wait time.Duration, timed fu
 // backfillWorkers goroutines sharing one queue of sessions (a perfectly
 // balanced split; the tailer assigns files to workers by path hash).
 func backfillBaseline(b *testing.B, corpus []benchSession) time.Duration {
-	state, removeState := runDir(b)
-	defer removeState()
-	srv, lg := benchLog(b, state)
-	defer srv.Close()
+	lg, closeRun := runLog(b)
+	defer closeRun()
 	syscall.Sync()
 	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
 	defer cancel()

@@ -171,10 +171,8 @@ func bigImages(size int) benchSession {
 // bigBaseline times eventlog publishing of s's lines, in the tailer's batches
 // (bigCall).
 func bigBaseline(b *testing.B, s benchSession) time.Duration {
-	state, removeState := runDir(b)
-	defer removeState()
-	srv, lg := benchLog(b, state)
-	defer srv.Close()
+	lg, closeRun := runLog(b)
+	defer closeRun()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*benchWait)
 	defer cancel()
 	syscall.Sync()
