@@ -35,17 +35,26 @@ func startDaemonProc(t *testing.T, env []string) *daemonProc {
 // when it is not nil, stderr to p.stderr otherwise.
 func startDaemonProcArgs(t *testing.T, env []string, out *bytes.Buffer, args ...string) *daemonProc {
 	t.Helper()
+	return startProc(t, pisyncdCmd(env, args...), out)
+}
+
+// pisyncdCmd is `pisyncd args...` with env added: this test binary, made
+// to run as pisyncd by its environment.
+func pisyncdCmd(env []string, args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), append([]string{"PISYNC_TEST_AS_MAIN=1"}, env...)...)
-	return startProc(t, cmd, out)
+	return cmd
 }
 
 // startProc starts cmd (this test binary, made to run as pisyncd by its
-// environment) as startDaemonProcArgs does.
+// environment) as startDaemonProcArgs does; stderr goes to p.stderr unless
+// cmd has one already.
 func startProc(t *testing.T, cmd *exec.Cmd, out *bytes.Buffer) *daemonProc {
 	t.Helper()
 	p := &daemonProc{cmd: cmd, stderr: &lockedWriter{w: &bytes.Buffer{}}, done: make(chan error, 1)}
-	cmd.Stderr = p.stderr
+	if cmd.Stderr == nil {
+		cmd.Stderr = p.stderr
+	}
 	if out != nil {
 		w := &lockedWriter{w: out}
 		cmd.Stdout, cmd.Stderr = w, w
@@ -75,14 +84,17 @@ func (l *lockedWriter) String() string {
 	return l.w.String()
 }
 
-func (p *daemonProc) kill(t *testing.T, sig syscall.Signal) {
+// kill sends sig and waits for the process to exit; it returns how it did.
+func (p *daemonProc) kill(t *testing.T, sig syscall.Signal) error {
 	t.Helper()
 	p.cmd.Process.Signal(sig)
 	select {
-	case <-p.done:
+	case err := <-p.done:
+		return err
 	case <-time.After(30 * time.Second):
 		p.cmd.Process.Kill()
 		t.Fatalf("daemon did not exit after %v", sig)
+		return nil
 	}
 }
 

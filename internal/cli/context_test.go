@@ -96,15 +96,12 @@ func TestContextFileNotAFile(t *testing.T) {
 		{fifo, "is a pipe, not a session file"},
 		{os.DevNull, "is a device, not a session file"},
 	} {
-		done := make(chan error, 1)
-		go func() { done <- WriteFileContext(io.Discard, c.path, "", true, session.RulesAuto) }()
-		select {
-		case err := <-done:
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("context %s: %v, want %q", c.path, err, c.want)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("context %s: no answer within 30 s", c.path)
+		var err error
+		testenv.Within(t, 30*time.Second, "context "+c.path, func() {
+			err = WriteFileContext(io.Discard, c.path, "", true, session.RulesAuto)
+		})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("context %s: %v, want %q", c.path, err, c.want)
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // TestReadSetting: a setting's file is read whole; a named pipe with no
@@ -43,18 +45,9 @@ func TestReadSetting(t *testing.T) {
 		{path: "/dev/zero", err: "holds more than 1024 bytes"},
 		{path: filepath.Join(dir, "missing"), err: "no such file"},
 	} {
-		done := make(chan struct{})
 		var got []byte
 		var err error
-		go func() {
-			defer close(done)
-			got, err = ReadSetting(c.path, 1024)
-		}()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s: no answer within 30 s", c.path)
-		}
+		testenv.Within(t, 30*time.Second, c.path, func() { got, err = ReadSetting(c.path, 1024) })
 		switch {
 		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
 			t.Errorf("%s: %v, want an error with %q", c.path, err, c.err)

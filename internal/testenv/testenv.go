@@ -100,6 +100,23 @@ func WaitFor(tb testing.TB, d time.Duration, cond func() (bool, string)) {
 	tb.Fatalf("condition not met within %v: %s", d, why)
 }
 
+// Within runs f and fails tb unless it returns within d: a call that may
+// hang (a read of a named pipe, say) fails the test, not the whole run. f
+// runs on a goroutine of its own, so it must not call tb.Fatal.
+func Within(tb testing.TB, d time.Duration, what string, f func()) {
+	tb.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+		tb.Fatalf("%s: no answer within %v", what, d)
+	}
+}
+
 // EnvInt is the whole number the environment variable name holds, def when
 // it is unset; a benchmark's knob outside [lo, hi] (or not a number) fails
 // tb, naming the variable and the range.
