@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,12 +40,11 @@ import (
 func BenchmarkBigSession(b *testing.B) {
 	mb := testenv.EnvInt(b, "PISYNC_BENCH_BIG_MB", 200, 10, math.MaxInt)
 	line := testenv.EnvInt(b, "PISYNC_BENCH_LINE_BYTES", 2048, 256, mb<<20) // up to the session's size
-	b.Run("lines", func(b *testing.B) { benchBigSession(b, bigLines(mb<<20, line)) })
-	b.Run("images", func(b *testing.B) { benchBigSession(b, bigImages(mb<<20)) })
+	b.Run("lines", func(b *testing.B) { benchBigSession(b, bigLines(b, mb<<20, line)) })
+	b.Run("images", func(b *testing.B) { benchBigSession(b, bigImages(b, mb<<20)) })
 }
 
 func benchBigSession(b *testing.B, s benchSession) {
-	s = offHeap(b, s)
 	profiled := false
 	tail, base, runs := abba(b,
 		func() time.Duration {
@@ -70,29 +68,21 @@ func benchBigSession(b *testing.B, s benchSession) {
 		mbs/tail.Seconds(), mbs/base.Seconds())
 }
 
-// offHeap moves s's bytes out of the Go heap, into memory of their own
-// that the lines alias: held in the heap, the corpus (as large as the
-// session) set the collector's goal for the whole run, so the tailer's
-// garbage grew the heap by hundreds of MB, every page of it a fault on its
-// first run in the process (the images session: 1.4-1.5 s against 0.8 s
-// warm, 2026-12-05), where the daemon holds no such thing.
-func offHeap(b *testing.B, s benchSession) benchSession {
+// offHeap is a copy of text in memory of its own, outside the Go heap:
+// held in the heap, the corpus (as large as the session) set the
+// collector's goal for the whole run, so the tailer's garbage grew the heap
+// by hundreds of MB, every page of it a fault on its first run in the
+// process (the images session: 1.4-1.5 s against 0.8 s warm, 2026-12-05),
+// where the daemon holds no such thing.
+func offHeap(b *testing.B, text string) []byte {
 	b.Helper()
-	data, err := unix.Mmap(-1, 0, len(s.data), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	data, err := unix.Mmap(-1, 0, len(text), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 	if err != nil {
-		b.Fatalf("map %d bytes for the corpus: %v", len(s.data), err)
+		b.Fatalf("map %d bytes for the corpus: %v", len(text), err)
 	}
 	b.Cleanup(func() { unix.Munmap(data) })
-	copy(data, s.data)
-	lines := slices.Clone(s.lines)
-	for i, off := 0, 0; i < len(lines); i++ {
-		n := len(lines[i].Raw)
-		lines[i].Raw = data[off : off+n : off+n]
-		off += n + 1
-	}
-	s.data, s.lines = data, lines
-	runtime.GC() // the heap's copy, gone before the first run
-	return s
+	copy(data, text)
+	return data
 }
 
 // bigCall is how many of lines the tailer's read would send as one batch
@@ -112,14 +102,15 @@ func bigCall(lines []eventlog.Line) int {
 // bigSID is the one session's id.
 const bigSID = "big00000-0000-7000-8000-000000000000"
 
-// bigSession builds a session of the given entry lines after a header.
-func bigSession(n int, line func(i int, id, parent string) string) benchSession {
+// bigSession builds a session of the given entry lines after a header, its
+// bytes held outside the Go heap (offHeap).
+func bigSession(b *testing.B, n int, line func(i int, id, parent string) string) benchSession {
 	s := benchSession{sid: bigSID, rel: "--home-u-p--/2026-11-29T23-08-16-463Z_" + bigSID + ".jsonl"}
 	var sb strings.Builder
 	add := func(raw, id, parent, typ string) {
 		sb.WriteString(raw)
 		sb.WriteByte('\n')
-		s.lines = append(s.lines, eventlog.Line{Raw: []byte(raw), ID: id, ParentID: parent, Type: typ, File: s.rel, Off: int64(sb.Len())})
+		s.lines = append(s.lines, eventlog.Line{ID: id, ParentID: parent, Type: typ, File: s.rel, Off: int64(sb.Len())})
 	}
 	add(header(bigSID), bigSID, "", "session")
 	parent := ""
@@ -128,25 +119,26 @@ func bigSession(n int, line func(i int, id, parent string) string) benchSession 
 		add(line(i, id, parent), id, parent, "message")
 		parent = id
 	}
-	s.data = []byte(sb.String())
+	s.data = offHeap(b, sb.String())
 	// The lines alias the file's bytes, as the tailer's do once read.
-	off := 0
-	for i := range s.lines {
-		n := len(s.lines[i].Raw)
-		s.lines[i] = eventlog.NewLine(s.data[off:off+n], s.lines[i].ID, s.lines[i].ParentID, s.lines[i].Type, s.rel, s.lines[i].Off)
-		off += n + 1
+	start := int64(0)
+	for i, l := range s.lines {
+		end := l.Off - 1 // its '\n'
+		s.lines[i] = eventlog.NewLine(s.data[start:end:end], l.ID, l.ParentID, l.Type, s.rel, l.Off)
+		start = l.Off
 	}
+	runtime.GC() // the builder's copy, gone before the first run
 	return s
 }
 
 // bigLines is a session of size bytes in lines of about lineSize.
-func bigLines(size, lineSize int) benchSession {
-	return bigSession(size/lineSize, func(_ int, id, parent string) string { return piLine(id, parent, lineSize) })
+func bigLines(b *testing.B, size, lineSize int) benchSession {
+	return bigSession(b, size/lineSize, func(_ int, id, parent string) string { return piLine(id, parent, lineSize) })
 }
 
 // bigImages is a session of about size bytes of user messages that each
 // carry one image of 1-4 MB in base64 (random bytes: no compression helps).
-func bigImages(size int) benchSession {
+func bigImages(b *testing.B, size int) benchSession {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var sizes []int
 	for total := 0; total < size; {
@@ -158,7 +150,7 @@ func bigImages(size int) benchSession {
 	for i := range raw {
 		raw[i] = byte(rng.Uint32())
 	}
-	return bigSession(len(sizes), func(i int, id, parent string) string {
+	return bigSession(b, len(sizes), func(i int, id, parent string) string {
 		p := "null"
 		if parent != "" {
 			p = strconv.Quote(parent)
