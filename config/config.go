@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -210,11 +211,7 @@ func (c *Config) Validate() error {
 	if c.Delete != "trash" && c.Delete != "ignore" {
 		errs = append(errs, fmt.Errorf("%s_DELETE %q: want trash or ignore", Prefix, c.Delete))
 	}
-	for _, n := range c.TrustedNodes {
-		if n != "*" && !eventlog.ValidNodeID(n) {
-			errs = append(errs, fmt.Errorf("%s_TRUSTED_NODES: %q is not a node id ([A-Za-z0-9_-]{1,64}) or *", Prefix, n))
-		}
-	}
+	errs = append(errs, checkTrustedNodes(c.TrustedNodes))
 	if c.RemoteSessionsPerHour < 0 || c.RemoteBytesPerHour < 0 {
 		errs = append(errs, fmt.Errorf("%s_REMOTE_SESSIONS_PER_HOUR and %s_REMOTE_BYTES_PER_HOUR: want 0 (no limit) or more", Prefix, Prefix))
 	}
@@ -432,3 +429,26 @@ func usage(w io.Writer, prefix string, spec any) error {
 const usageFormat = `VARIABLE	DEFAULT	DESCRIPTION
 {{range .}}{{usage_key .}}	{{usage_default .}}	{{usage_description .}}
 {{end}}`
+
+// checkTrustedNodes names each bad entry once: ",," would otherwise give
+// the same line for every empty name, and an empty name is a stray comma.
+func checkTrustedNodes(nodes []string) error {
+	var bad []string
+	for _, n := range nodes {
+		if n == "*" || eventlog.ValidNodeID(n) {
+			continue
+		}
+		if n == "" {
+			n = "an empty name (a stray comma?)"
+		} else {
+			n = strconv.Quote(n)
+		}
+		if !slices.Contains(bad, n) {
+			bad = append(bad, n)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s_TRUSTED_NODES: %s: want comma-separated node ids ([A-Za-z0-9_-]{1,64}) or *", Prefix, strings.Join(bad, ", "))
+}

@@ -386,3 +386,27 @@ func TestSettingMistakes(t *testing.T) {
 		t.Errorf("Unknown:\n got %q\nwant %q", got, want)
 	}
 }
+
+// TestTrustedNodesNamedOnce: each bad entry is named once, and an empty one
+// as the stray comma it is, not as "" three times.
+func TestTrustedNodesNamedOnce(t *testing.T) {
+	for v, want := range map[string]string{
+		",,":        `PISYNC_TRUSTED_NODES: an empty name (a stray comma?): want`,
+		"a,b.c,b.c": `PISYNC_TRUSTED_NODES: "b.c": want`,
+		"x/y,,ws-a": `PISYNC_TRUSTED_NODES: "x/y", an empty name (a stray comma?): want`,
+	} {
+		t.Run(v, func(t *testing.T) {
+			t.Setenv("PISYNC_SESSIONS_DIR", "/tmp/s")
+			t.Setenv("PISYNC_STATE_DIR", "/tmp/st")
+			t.Setenv("PISYNC_TRUSTED_NODES", v)
+			_, err := Load()
+			if err == nil || !strings.Contains(err.Error(), want) || strings.Count(err.Error(), "TRUSTED_NODES") != 1 {
+				t.Errorf("PISYNC_TRUSTED_NODES=%q: %v; want one line holding %q", v, err, want)
+			}
+		})
+	}
+	t.Setenv("PISYNC_TRUSTED_NODES", "ws-a,*")
+	if _, err := Load(); err != nil && strings.Contains(err.Error(), "TRUSTED") {
+		t.Errorf("valid list refused: %v", err)
+	}
+}
