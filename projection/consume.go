@@ -218,8 +218,8 @@ func (w *Worker) applyEvent(ctx context.Context, f *follower, ev *eventlog.Event
 	if err := w.ensureTree(ctx, s); err != nil {
 		return err
 	}
-	w.noteCollision(ctx, s, ev)
-	s.apply(ev, &w.names)
+	same := w.noteCollision(ctx, s, ev)
+	s.apply(ev, &w.names, same)
 	w.cacheBody(s, ev)
 	w.applied.Add(1)
 	f.dirty[s] = struct{}{}
@@ -228,36 +228,52 @@ func (w *Worker) applyEvent(ctx context.Context, f *follower, ev *eventlog.Event
 }
 
 // noteCollision records, in the catalog, a line whose entry id the session
-// holds already: both lines stay in the streams (pi's later-line-wins rule
-// applies in the views), and ls names both origins.
-func (w *Worker) noteCollision(ctx context.Context, s *sessionState, ev *eventlog.Event) {
-	if ev.Op != "" || ev.ID == "" || ev.Type == "session" || len(s.cat.Collisions) >= maxCollisions {
-		return
+// holds already with other bytes: both lines stay in the streams (pi's
+// later-line-wins rule applies in the views), and ls names both origins.
+// It reports whether the line is the very line the tree holds (the same
+// id and sha-256): one session file on two machines, each of which
+// published it as its own (copied before pisyncd ran, or a new state dir
+// over old files). Every file holds that line once, so the tree must too.
+func (w *Worker) noteCollision(ctx context.Context, s *sessionState, ev *eventlog.Event) (same bool) {
+	if ev.Op != "" || ev.ID == "" || ev.Type == "session" {
+		return false
 	}
 	i, ok := s.tree.Find(ev.ID)
 	if !ok {
-		return
+		return false
 	}
-	first := w.refNode(ctx, s.tree.Entry(i).Ref)
-	s.cat.Collisions = append(s.cat.Collisions, Collision{ID: ev.ID, Nodes: [2]string{first, ev.Node}})
+	first, sha, ok := w.refLine(ctx, s.tree.Entry(i).Ref)
+	if ok && sha == ev.Sha {
+		return true
+	}
+	if len(s.cat.Collisions) < maxCollisions {
+		s.cat.Collisions = append(s.cat.Collisions, Collision{ID: ev.ID, Nodes: [2]string{first, ev.Node}})
+	}
+	return false
 }
 
-// refNode is the node that published the line at ref: this node for
-// PI_LOCAL, the subject's node for PI_ALL ("" when it cannot be read).
-func (w *Worker) refNode(ctx context.Context, ref session.Ref) string {
-	if refStream(ref) == eventlog.LocalStream {
-		return w.opts.Node
+// refLine reads the line at ref back from its stream (rare: only for an id
+// the session holds already): the node that published it (this node for
+// PI_LOCAL, the subject's node for PI_ALL) and its Pi-Sha. ok is false when
+// the message cannot be read or carries no sha; the node may still be set.
+func (w *Worker) refLine(ctx context.Context, ref session.Ref) (node string, sha [32]byte, ok bool) {
+	name := refStream(ref)
+	if name == eventlog.LocalStream {
+		node = w.opts.Node
 	}
-	st, err := w.js.Stream(ctx, eventlog.AllStream)
+	st, err := w.js.Stream(ctx, name)
 	if err != nil {
-		return ""
+		return node, sha, false
 	}
 	m, err := st.GetMsg(ctx, refSeq(ref))
 	if err != nil {
-		return ""
+		return node, sha, false
 	}
-	node, _, _ := eventlog.ParseSubject(m.Subject)
-	return node
+	if name == eventlog.AllStream {
+		node, _, _ = eventlog.ParseSubject(m.Subject)
+	}
+	sha, err = eventlog.ParseSha(m.Header.Get(eventlog.HdrSha))
+	return node, sha, err == nil
 }
 
 // flush writes the views of the dirty sessions, then the stream position

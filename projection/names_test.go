@@ -87,7 +87,7 @@ func TestApplySharesNodeAndStream(t *testing.T) {
 			Type: "session", Raw: []byte(`{"type":"session","version":3,"id":"` + sid + `","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}`)}
 		s := newSessionState(sid)
 		s.tree = session.NewTree()
-		s.apply(ev, &nm)
+		s.apply(ev, &nm, false)
 		s.refreshCatalog(nil, &nm)
 		if sameMemory(s.cat.Nodes[0], ev.Node) || sameMemory(s.cat.Src[0].Stream, ev.Stream) || sameMemory(s.cat.Files[0].Node, ev.Node) {
 			t.Fatalf("%s keeps its event's memory", sid)

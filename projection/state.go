@@ -73,7 +73,10 @@ func (s *sessionState) applied(ev *eventlog.Event) bool { return ev.Seq <= s.cat
 // block (nats.go copies the block once): what the entry keeps is a copy
 // (nm's, shared by every session, for its node and stream), or one session
 // held on to a whole message's headers.
-func (s *sessionState) apply(ev *eventlog.Event, nm *names) {
+//
+// A line the tree holds already (same, the same id and bytes from another
+// node) is counted for its node and file but not added again.
+func (s *sessionState) apply(ev *eventlog.Event, nm *names, same bool) {
 	c := &s.cat
 	c.Src.set(ev.Stream, ev.Seq, nm)
 	node := ev.Node
@@ -106,6 +109,9 @@ func (s *sessionState) apply(ev *eventlog.Event, nm *names) {
 	}
 	if ev.Op == eventlog.OpRestore {
 		c.Deleted = len(c.DeletedOn) == len(c.Nodes) // the node may be new to the session
+		return
+	}
+	if same {
 		return
 	}
 	s.feed(ev, node)
