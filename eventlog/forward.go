@@ -298,9 +298,13 @@ func (f *Forwarder) pass(ctx, hctx context.Context, from uint64, saver *Position
 		if again := time.Until(f.batchAgain); len(held) > 0 && (!timed || again < wait) {
 			wait, timed = again, true
 		}
-		rctx, cancel := ctx, context.CancelFunc(func() {})
+		// The wait ends with the link too (hctx): a hub that came back
+		// with a new store (rebuilt, restored) must be told this
+		// machine's history now (checkHub, in the next session), not at
+		// its next line, which may be days away.
+		rctx, cancel := hctx, context.CancelFunc(func() {})
 		if timed {
-			rctx, cancel = context.WithTimeout(ctx, wait)
+			rctx, cancel = context.WithTimeout(hctx, wait)
 		}
 		window, last, pending, err := f.read(rctx, p, asm, handled)
 		cancel()

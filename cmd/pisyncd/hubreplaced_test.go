@@ -20,7 +20,7 @@ import (
 // after a hub sequence the new stream had not reached and copied nothing
 // of it, and A forwarded only its new lines, so the new hub never held the
 // team's history. Now each notices the new PI_HUB: A sends its history
-// again, B copies from the new stream's start, passing over what it holds
+// again, at once, idle or not, B copies from the new stream's start, passing over what it holds
 // (no line twice in its file), and a machine that joins later gets the
 // whole session.
 // Sealed, the new hub's PI_KEYS numbers its key messages afresh too: A
@@ -78,6 +78,10 @@ func testHubStoreReplaced(t *testing.T, sealed bool) {
 	os.MkdirAll(hub.dir, 0o700)
 	hub.start()
 
+	// A, idle, sends its history again once the link is back: a machine
+	// that joins meanwhile must not wait for A's next line. (Before, A
+	// kept waiting for its next local line and learnt of the new hub then.)
+	hub.waitCount(t, 30*time.Second, up, 4)
 	appendLine(t, aPath, want[4])
 	waitUntil(t, 60*time.Second, hasLines(bPath, 5))
 	// A's history is on the new hub, each line once.
