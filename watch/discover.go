@@ -168,6 +168,9 @@ func (d *discovery) event(ev fsnotify.Event) {
 	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
 		delete(d.watched, name)
 		d.release(name)
+		if !isSessionFile(name) {
+			d.rewatch()
+		}
 	}
 	if isSessionFile(name) && d.claim(name) {
 		d.t.submit(name)
@@ -478,6 +481,35 @@ func (d *discovery) quiet(path string) bool {
 		return false
 	}
 	return d.t.hasSettled(path)
+}
+
+// rewatch watches again each folder fsnotify stopped watching on its own.
+// A folder that moves keeps its inotify watch (one per folder), and the
+// Create of its new name has walkFrom ask for it under that name; but
+// fsnotify drops the watch when the move reaches it, and if that comes
+// after, it drops the one just asked for, while its event names the old
+// name. Lines appended in the moved folder then waited for a walk, up to
+// statEvery walks (a minute). Called on the removal or move of anything
+// but a session file, rare enough for a look at every watch.
+func (d *discovery) rewatch() {
+	live := map[string]struct{}{}
+	for _, p := range d.w.WatchList() {
+		live[p] = struct{}{}
+	}
+	var lost []string
+	for dir := range d.watched {
+		if _, ok := live[dir]; !ok {
+			lost = append(lost, dir)
+		}
+	}
+	for _, dir := range lost {
+		delete(d.watched, dir)
+		if st, err := os.Lstat(dir); err == nil && st.IsDir() {
+			if err := d.walkFrom(dir); err != nil {
+				d.t.logger.Warn("scan of moved folder failed", "dir", dir, "err", err)
+			}
+		}
+	}
 }
 
 func (d *discovery) watch(dir string) {
