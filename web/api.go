@@ -387,6 +387,10 @@ func (s *Server) serveImage(w http.ResponseWriter, r *http.Request) {
 		snap = s.recall(sid, id)
 	}
 	if snap == nil {
+		if !s.takeRead(r.Context()) {
+			return // the client went
+		}
+		defer s.doneRead() // the snapshot is held until the image is out
 		var ok bool
 		if snap, ok = s.snapshot(w, r, sid, c); !ok {
 			return

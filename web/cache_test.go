@@ -3,9 +3,11 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -222,8 +224,9 @@ func TestSessionPagePreloadsItsData(t *testing.T) {
 }
 
 // TestWholeSessionReadsAreBounded: no more than MaxReads requests read a
-// whole session at once; the next waits its turn and is answered once one
-// is done. Event streams past MaxStreams are refused.
+// whole session at once, whichever reads it (its data, the session page's
+// read ahead, an image of it); the next waits its turn and is answered
+// once one is done. Event streams past MaxStreams are refused.
 func TestWholeSessionReadsAreBounded(t *testing.T) {
 	const sid2, sid3 = "11111111-0000-4000-8000-000000000002", "11111111-0000-4000-8000-000000000003"
 	d := startDaemon(t)
@@ -233,17 +236,20 @@ func TestWholeSessionReadsAreBounded(t *testing.T) {
 	}
 	src, view, srv, release := gatedView(t, d, Options{MaxReads: 2, MaxStreams: 1})
 	codes := make(chan int, 3)
-	for _, sid := range []string{sid1, sid2, sid3} {
-		go getStatus(srv.URL+"/api/s/"+sid, codes)
+	for _, path := range []string{"/s/" + sid1, "/api/s/" + sid2 + "/image/u1/0", "/api/s/" + sid3} {
+		go getStatus(srv.URL+path, codes)
 	}
 	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
-		return src.reads.Load() == 2 && view.queued.Load() == 1, "two reading, one waiting"
+		return src.reads.Load() == 2 && view.queued.Load() == 1, fmt.Sprintf("%d reading, %d waiting; want two reading, one waiting", src.reads.Load(), view.queued.Load())
 	})
 	release()
+	var got []int
 	for range 3 {
-		if c := <-codes; c != 200 {
-			t.Errorf("status %d", c)
-		}
+		got = append(got, <-codes)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []int{200, 200, 404}) { // the entry has no image
+		t.Errorf("statuses %v, want 200 (page), 200 (data), 404 (no image there)", got)
 	}
 	if n := src.reads.Load(); n != 3 {
 		t.Errorf("%d reads, want 3", n)

@@ -144,18 +144,31 @@ func New(opts Options) (*Server, error) {
 // their number, not by how many tabs or scripts ask.
 func (s *Server) oneRead(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s.queued.Add(1)
-		select {
-		case s.reads <- struct{}{}:
-			s.queued.Add(-1)
-		case <-r.Context().Done():
-			s.queued.Add(-1)
+		if !s.takeRead(r.Context()) {
 			return // the client went
 		}
-		defer func() { <-s.reads }()
+		defer s.doneRead()
 		h(w, r)
 	}
 }
+
+// takeRead waits for a slot of Options.MaxReads, for a request that reads a
+// whole session: the routes of oneRead, and the page's read ahead and an
+// image's read when no kept snapshot serves them (before, those two read
+// outside the bound: a browser restoring many tabs of large sessions read
+// them all at once, past the memory budget). false: ctx ended first.
+func (s *Server) takeRead(ctx context.Context) bool {
+	s.queued.Add(1)
+	defer s.queued.Add(-1)
+	select {
+	case s.reads <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (s *Server) doneRead() { <-s.reads }
 
 // ServeHTTP serves the view.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
@@ -202,6 +215,10 @@ func (s *Server) readAhead(ctx context.Context, sid string) {
 	if c := s.catalogEntry(ctx, sid); c != nil && s.current(*c) != nil {
 		return
 	}
+	if !s.takeRead(ctx) {
+		return
+	}
+	defer s.doneRead()
 	s.read(ctx, sid) // a failure is the page's data request's to report
 }
 
