@@ -164,6 +164,18 @@ func openRegular(path string) (*os.File, fs.FileInfo, error) {
 func (w *worker) sync(ctx context.Context, path string) error {
 	f := w.files[path]
 	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, syscall.ELOOP):
+		// A link that leads round in a loop can never be read: it is
+		// not a regular file, as a FIFO is not, rather than a file to
+		// retry for ever (which also held back, at every start, the
+		// deletions of sessions whose files went while stopped).
+		if lst, lerr := os.Lstat(path); lerr == nil {
+			st, err = lst, nil
+		}
+	case errors.Is(err, syscall.ENOTDIR):
+		err = fs.ErrNotExist // a folder on its path is a file now: gone
+	}
 	if err == nil && f != nil && f.statSame(st) {
 		return w.settleLeft(ctx, f, false)
 	}
