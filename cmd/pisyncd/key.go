@@ -96,7 +96,11 @@ func keyCommand(args []string, stdout io.Writer) error {
 	case "status":
 		if r, err = keyring.Load(path); err != nil {
 			if errors.Is(err, keyring.ErrNoKeyring) && *asJSON {
-				return writeJSONTo(stdout, map[string]any{"path": path, "present": false})
+				// The answer on stdout, and the exit status of the text
+				// form: a script may test either.
+				if jerr := writeJSONTo(stdout, map[string]any{"path": path, "present": false}); jerr != nil {
+					return jerr
+				}
 			}
 			return err
 		}

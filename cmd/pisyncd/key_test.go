@@ -30,6 +30,17 @@ func TestKeyCommand(t *testing.T) {
 	if out := run(1, "status"); !strings.Contains(out, "no team key") {
 		t.Fatalf("status without a key: %s", out)
 	}
+	// --json answers on stdout with the same exit status (it was 0).
+	var jout, jerr bytes.Buffer
+	if code := Main([]string{"key", "status", "--json"}, &jout, &jerr); code != 1 {
+		t.Errorf("key status --json without a key: exit %d, want 1 as without --json", code)
+	}
+	var none struct {
+		Present *bool `json:"present"`
+	}
+	if err := json.Unmarshal(jout.Bytes(), &none); err != nil || none.Present == nil || *none.Present {
+		t.Errorf("key status --json without a key: %q (%v), want present false", jout.String(), err)
+	}
 	run(2, "frobnicate")
 	run(0, "init")
 	path := filepath.Join(home, "state", keyring.FileName)
