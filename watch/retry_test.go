@@ -119,6 +119,9 @@ func TestPublishFailuresBackOff(t *testing.T) {
 	waitFor(t, 5*time.Second, func() (bool, string) {
 		return n.tailer.Retrying() == 0, logs.String()
 	})
+	if st := n.tailer.Stats(); st.LastError != "" {
+		t.Errorf("lastError %q once every file is published again, want none", st.LastError)
+	}
 	out := logs.String()
 	if c := strings.Count(out, "session file not published; retrying"); c != 2 {
 		t.Errorf("%d 'not published' lines for 2 failing files:\n%s", c, out)

@@ -505,7 +505,7 @@ type Stats struct {
 	PublishErrors  int64  `json:"publishErrors"`
 	FilesDeleted   int64  `json:"filesDeleted"`
 	Rescans        int64  `json:"rescans"`
-	LastError      string `json:"lastError,omitempty"`
+	LastError      string `json:"lastError,omitempty"` // the latest failure, while a file is retried
 
 	// FilesIgnoredBy splits FilesIgnored by reason (see ignoreReason).
 	FilesIgnoredBy map[string]int64 `json:"filesIgnoredBy,omitempty"`
@@ -541,7 +541,9 @@ func (t *Tailer) Stats() Stats {
 		PublishErrors: t.publishErrors.Load(), FilesDeleted: t.deleted.Load(), Rescans: t.rescans.Load(),
 		SessionsDirAway: t.away.Load(),
 	}
-	if e := t.lastErr.Load(); e != nil {
+	if e := t.lastErr.Load(); e != nil && t.Retrying() > 0 {
+		// Only while a file still fails: once every file is published
+		// again, an old error in status read as a problem under way.
 		s.LastError = *e
 	}
 	for r := range t.ignoredBy {
