@@ -32,7 +32,7 @@ After=network-online.target
 
 [Service]
 Type=simple
-ExecStart={{.Exe}} hub
+ExecStart={{unitWord .Exe}} hub
 # SIGHUP reads the registered nodes again, as pisyncd hub reload does.
 ExecReload=/bin/kill -HUP $MAINPID
 Restart=on-failure
@@ -89,7 +89,7 @@ const hubLaunchdTemplate = `<?xml version="1.0" encoding="UTF-8"?>
 	<string>io.pisyncd.hub</string>
 	<key>ProgramArguments</key>
 	<array>
-		<string>{{.Exe}}</string>
+		<string>{{xmlText .Exe}}</string>
 		<string>hub</string>
 	</array>
 	<key>UserName</key>
@@ -126,8 +126,16 @@ func hubServiceFile(kind, exe string) ([]byte, error) {
 	if !ok {
 		return nil, &usageError{Msg: fmt.Sprintf("hub service: unknown kind %q (systemd or launchd)", kind), Usage: hubServiceUsage}
 	}
+	if err := servicePath("hub service: the binary's path", exe); err != nil {
+		return nil, err
+	}
+	if kind == "systemd" {
+		if err := unitPath("hub service: the binary's path", exe); err != nil {
+			return nil, err
+		}
+	}
 	var b bytes.Buffer
-	err := template.Must(template.New(kind).Parse(text)).Execute(&b, struct{ Exe string }{exe})
+	err := template.Must(template.New(kind).Funcs(serviceFuncs).Parse(text)).Execute(&b, struct{ Exe string }{exe})
 	return b.Bytes(), err
 }
 

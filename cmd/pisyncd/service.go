@@ -25,7 +25,7 @@ Documentation=https://github.com/pisyncd/pisyncd
 
 [Service]
 Type=simple
-ExecStart={{.Exe}} run
+ExecStart={{unitWord .Exe}} run
 Restart=on-failure
 RestartSec=2
 # SIGTERM stops it gracefully within PISYNC_SHUTDOWN_TIMEOUT (10s).
@@ -47,7 +47,7 @@ WantedBy=default.target
 	<string>io.pisyncd</string>
 	<key>ProgramArguments</key>
 	<array>
-		<string>{{.Exe}}</string>
+		<string>{{xmlText .Exe}}</string>
 		<string>run</string>
 	</array>
 	<key>EnvironmentVariables</key>
@@ -64,7 +64,7 @@ WantedBy=default.target
 	<key>ExitTimeOut</key>
 	<integer>20</integer>
 	<key>StandardErrorPath</key>
-	<string>{{.Home}}/Library/Logs/pisyncd.log</string>
+	<string>{{xmlText .Home}}/Library/Logs/pisyncd.log</string>
 </dict>
 </plist>
 `,
@@ -104,8 +104,19 @@ func serviceFile(kind, exe, home string) ([]byte, error) {
 	if !ok {
 		return nil, &usageError{Msg: fmt.Sprintf("service: unknown kind %q", kind), Usage: serviceUsage}
 	}
+	if err := servicePath("service: the binary's path", exe); err != nil {
+		return nil, err
+	}
+	if kind == "systemd" {
+		if err := unitPath("service: the binary's path", exe); err != nil {
+			return nil, err
+		}
+	}
+	if err := servicePath("service: the home folder", home); err != nil {
+		return nil, err
+	}
 	var b bytes.Buffer
-	err := template.Must(template.New(kind).Parse(text)).Execute(&b, struct{ Exe, Home string }{exe, home})
+	err := template.Must(template.New(kind).Funcs(serviceFuncs).Parse(text)).Execute(&b, struct{ Exe, Home string }{exe, home})
 	return b.Bytes(), err
 }
 

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/xml"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -306,5 +308,80 @@ func serviceStateDirNamed(t *testing.T, kind, file, serviceDir string) {
 	}
 	if h := serviceStateDirHint(cfg); h != "" {
 		t.Errorf("hint for the service's own state dir: %s", h)
+	}
+}
+
+// TestServiceFilesQuoteOddPaths: a binary under a folder with a space, a
+// '%', '$', '&' or '<' gets a unit whose ExecStart runs exactly it
+// (systemd-analyze verify finds it, where it is installed), and with a
+// quote or backslash too a plist that is XML naming exactly it; before,
+// the unit split the path at its space and expanded "%h", and the plist
+// was not XML. A unit for a path with a quote or backslash (systemd runs
+// none) and any file for a path with a newline are refused, with the fix.
+func TestServiceFilesQuoteOddPaths(t *testing.T) {
+	base := t.TempDir()
+	analyze, _ := exec.LookPath("systemd-analyze")
+	if analyze == "" {
+		t.Log("systemd-analyze is not installed: the units are checked against their expected text only")
+	}
+	for dir, want := range map[string]string{
+		"plain":               "ExecStart=" + base + "/plain/pisyncd run\n",
+		"we ird%h$x":          `ExecStart="` + base + `/we ird%%h$x/pisyncd" run` + "\n",
+		`q"uo\te`:             "", // refused: systemd runs no such path
+		"it's":                "", // refused
+		"a&b<c>d":             `ExecStart="` + base + `/a&b<c>d/pisyncd" run` + "\n",
+		"Application Support": `ExecStart="` + base + `/Application Support/pisyncd" run` + "\n",
+	} {
+		exe := filepath.Join(base, dir, "pisyncd")
+		if err := os.MkdirAll(filepath.Dir(exe), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(exe, []byte("#!/bin/sh\nexit 0\n"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		unit, err := serviceFile("systemd", exe, "/home/u")
+		_, hubErr := hubServiceFile("systemd", exe)
+		if want == "" {
+			for _, err := range []error{err, hubErr} {
+				if err == nil || !strings.Contains(err.Error(), "quote or a backslash") {
+					t.Errorf("%q: unit %v, want it refused", dir, err)
+				}
+			}
+		} else if err != nil || !bytes.Contains(unit, []byte(want)) {
+			t.Errorf("%q: unit %v, want the line %q in\n%s", dir, err, want, unit)
+		} else if hub, err := hubServiceFile("systemd", exe); err != nil || !bytes.Contains(hub, []byte(strings.Replace(want, " run\n", " hub\n", 1))) {
+			t.Errorf("%q: hub unit %v, want the line %q", dir, err, want)
+		}
+		if analyze != "" && want != "" {
+			file := filepath.Join(t.TempDir(), "pisyncd-odd.service")
+			os.WriteFile(file, unit, 0o600)
+			if out, err := exec.Command(analyze, "verify", file).CombinedOutput(); err != nil {
+				t.Errorf("%q: systemd-analyze verify: %v\n%s", dir, err, out)
+			}
+		}
+		home := filepath.Join(base, dir)
+		plist, err := serviceFile("launchd", exe, home)
+		var p struct {
+			Dict struct {
+				Strings []string `xml:"string"`
+				Args    []string `xml:"array>string"`
+			} `xml:"dict"`
+		}
+		if err == nil {
+			err = xml.Unmarshal(plist, &p)
+		}
+		if err != nil || len(p.Dict.Args) != 2 || p.Dict.Args[0] != exe || !slices.Contains(p.Dict.Strings, home+"/Library/Logs/pisyncd.log") {
+			t.Errorf("%q: plist %v %+v\n%s", dir, err, p, plist)
+		}
+		hubPlist, err := hubServiceFile("launchd", exe)
+		if err == nil {
+			err = xml.Unmarshal(hubPlist, new(struct{}))
+		}
+		if err != nil || !bytes.Contains(hubPlist, []byte(strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "'", "&#39;", `"`, "&#34;").Replace(exe))) {
+			t.Errorf("%q: hub plist %v\n%s", dir, err, hubPlist)
+		}
+	}
+	if _, err := serviceFile("systemd", "/opt/a\nb/pisyncd", "/home/u"); err == nil || !strings.Contains(err.Error(), "control character") {
+		t.Errorf("a path with a newline: %v, want it refused", err)
 	}
 }
