@@ -99,7 +99,8 @@ func askDaemon(ctx context.Context, cfg *config.Config, path string, fromDaemon 
 	if !storeExists(cfg) {
 		return fmt.Errorf("%w (no store in %s)", errNoStore, cfg.StateDir)
 	}
-	d, err := OpenStore(ctx, cfg, slog.New(slog.DiscardHandler))
+	cmd, _, _ := strings.Cut(strings.TrimPrefix(path, "/"), "?")
+	d, err := openStoreAs(ctx, cfg, slog.New(slog.DiscardHandler), "pisyncd "+cmd)
 	if err != nil {
 		return err
 	}

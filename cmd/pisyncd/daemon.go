@@ -90,6 +90,13 @@ type Daemon struct {
 // OpenStore takes the state dir, starts the embedded server and opens the
 // event log: everything a command that reads the store needs.
 func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Daemon, error) {
+	return openStoreAs(ctx, cfg, logger, "")
+}
+
+// openStoreAs is OpenStore for holder, the command that opens the store
+// while no daemon runs ("pisyncd events"; "" for the daemon): what a
+// daemon or another command started meanwhile is told holds it.
+func openStoreAs(ctx context.Context, cfg *config.Config, logger *slog.Logger, holder string) (*Daemon, error) {
 	if err := cfg.EnsureNodeID(storeExists(cfg)); err != nil {
 		return nil, err
 	}
@@ -117,6 +124,7 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 	}
 	srv, err := embedded.Start(ctx, embedded.Config{
 		StateDir:       cfg.StateDir,
+		Holder:         holder,
 		NodeID:         cfg.NodeID,
 		MaxMemory:      int64(cfg.MaxMemory),
 		MaxStore:       int64(cfg.MaxStore),
@@ -263,7 +271,7 @@ func OpenDaemon(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*
 		logger.Warn("the sessions dir could not be locked: a second pisyncd over it, with a state dir of its own, would not be refused", "dir", cfg.SessionsDir, "err", err)
 	}
 	release := holdStartGC() // from the store's recovery on
-	d, err := OpenStore(ctx, cfg, logger)
+	d, err := openStoreAfterCommands(ctx, cfg, logger)
 	if err != nil {
 		release()
 		if rootLock != nil {
@@ -587,4 +595,31 @@ func runCommand(args []string, stderr io.Writer) error {
 	// PISYNC_SHUTDOWN_TIMEOUT returned its error above.
 	logger.Info("pisyncd stopped")
 	return nil
+}
+
+// openStoreAfterCommands is OpenStore for the daemon, which waits while a
+// command holds the state dir, one that reads the store while no daemon
+// runs (pisyncd events piped to a pager): before, the daemon exited at once,
+// and under its service restarted every 2 s until systemd gave up on it.
+// Another daemon's hold is an error at once, as before.
+func openStoreAfterCommands(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Daemon, error) {
+	var told bool
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		d, err := OpenStore(ctx, cfg, logger)
+		var held *embedded.InUseError
+		if !errors.As(err, &held) || held.Holder == "" {
+			return d, err
+		}
+		if !told {
+			logger.Warn("waiting for a command that reads the store to end; the daemon starts once it has", "command", held.Holder, "pid", held.PID)
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (stopped while waiting for it)", err)
+		case <-t.C:
+		}
+	}
 }

@@ -296,7 +296,7 @@ func eraseCommand(args []string, stdout io.Writer) error {
 			return fmt.Errorf("erase: no session %q: %w (its files, if any, were never published: delete them as any file)", sid, errNoStore)
 		}
 		var d *Daemon
-		if d, err = OpenStore(ctx, cfg, slog.New(slog.DiscardHandler)); err != nil {
+		if d, err = openStoreAs(ctx, cfg, slog.New(slog.DiscardHandler), "pisyncd erase"); err != nil {
 			return err
 		}
 		res, err = d.eraseSession(ctx, sid)

@@ -23,6 +23,11 @@ type Config struct {
 	// StateDir/jetstream; the lock and the listener credentials beside it.
 	StateDir string
 
+	// Holder names a command that opens the store while no daemon runs
+	// ("pisyncd events"), for the message another process gets while it
+	// holds the state dir (InUseError). "" for the daemon.
+	Holder string
+
 	// NodeID names this machine: server name "pisyncd-<node>", JetStream
 	// domain "pi-<node>". Letters, digits, '-' and '_' only, because it
 	// becomes a subject token.

@@ -115,7 +115,7 @@ func StartHub(ctx context.Context, cfg HubConfig) (*Server, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.StateDir, server.JetStreamStoreDir), 0o700); err != nil {
 		return nil, fmt.Errorf("embedded: hub store dir: %w", err)
 	}
-	lock, err := lockDir(cfg.StateDir)
+	lock, err := lockDir(cfg.StateDir, "")
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}

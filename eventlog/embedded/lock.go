@@ -15,12 +15,19 @@ import (
 type InUseError struct {
 	Dir string
 	PID int // 0 when the holder's pid could not be read
+	// Holder is the command that holds it when that is not a daemon (a
+	// command that reads the store while none runs: "pisyncd events");
+	// "" for a daemon.
+	Holder string
 }
 
 func (e *InUseError) Error() string {
 	pid := "unknown"
 	if e.PID > 0 {
 		pid = strconv.Itoa(e.PID)
+	}
+	if e.Holder != "" {
+		return fmt.Sprintf("state dir %s is in use by `%s` (pid %s), which reads the store while the daemon is stopped: let it end (quit its pager), then try again", e.Dir, e.Holder, pid)
 	}
 	return fmt.Sprintf("state dir %s is in use by another pisyncd (pid %s)", e.Dir, pid)
 }
@@ -32,7 +39,8 @@ type dirLock struct {
 	f *os.File
 }
 
-func lockDir(dir string) (*dirLock, error) {
+// lockDir takes dir's lock for holder ("" for a daemon; see InUseError).
+func lockDir(dir, holder string) (*dirLock, error) {
 	path := filepath.Join(dir, "lock")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -41,16 +49,22 @@ func lockDir(dir string) (*dirLock, error) {
 	if err := fsutil.TryLock(f); err != nil {
 		f.Close()
 		if errors.Is(err, fsutil.ErrLocked) {
-			return nil, &InUseError{Dir: dir, PID: readPID(path)}
+			return nil, inUseBy(dir, path)
 		}
 		return nil, err
 	}
-	// The pid is only for the message above; the lock itself is the flock.
+	// The pid and holder are only for the message above; the lock itself
+	// is the flock. A daemon writes its pid alone, as before holders were
+	// written, so that an older pisyncd reads it.
+	line := strconv.Itoa(os.Getpid())
+	if holder != "" {
+		line += " " + holder
+	}
 	if err := f.Truncate(0); err != nil {
 		fsutil.Unlock(f)
 		return nil, fmt.Errorf("lock: %w", err)
 	}
-	if _, err := f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0); err != nil {
+	if _, err := f.WriteAt([]byte(line+"\n"), 0); err != nil {
 		fsutil.Unlock(f)
 		return nil, fmt.Errorf("lock: %w", err)
 	}
@@ -66,16 +80,18 @@ func (l *dirLock) release() error {
 	return nil
 }
 
-func readPID(path string) int {
+// inUseBy reads the holder of the lock file at path, as lockDir wrote it.
+func inUseBy(dir, path string) *InUseError {
+	e := &InUseError{Dir: dir}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0
+		return e
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return 0
+	pid, holder, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
+	if n, err := strconv.Atoi(pid); err == nil {
+		e.PID, e.Holder = n, holder
 	}
-	return pid
+	return e
 }
 
 // StateDirInUse reports whether another process holds dir's lock, without
@@ -90,7 +106,7 @@ func StateDirInUse(dir string) *InUseError {
 	defer f.Close()
 	if err := fsutil.TryLock(f); err != nil {
 		if errors.Is(err, fsutil.ErrLocked) {
-			return &InUseError{Dir: dir, PID: readPID(path)}
+			return inUseBy(dir, path)
 		}
 		return nil
 	}

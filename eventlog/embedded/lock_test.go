@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -16,7 +17,7 @@ func TestHelperHoldLock(t *testing.T) {
 	if dir == "" {
 		t.Skip("helper process only")
 	}
-	if _, err := lockDir(dir); err != nil {
+	if _, err := lockDir(dir, ""); err != nil {
 		t.Fatalf("lock: %v", err)
 	}
 	os.Stdout.WriteString("locked\n")
@@ -57,4 +58,32 @@ func TestLockReleasedOnProcessDeath(t *testing.T) {
 	}
 	cmd.Wait()
 	startServer(t, testConfig(t, dir))
+}
+
+// TestLockNamesACommand: a command that holds the state dir while no daemon
+// runs (pisyncd events, paged) is named as that, with what to do, and not
+// as "another pisyncd"; a daemon's lock reads as before.
+func TestLockNamesACommand(t *testing.T) {
+	dir := t.TempDir()
+	l, err := lockDir(dir, "pisyncd events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = lockDir(dir, "")
+	var inUse *InUseError
+	if !errors.As(err, &inUse) || inUse.PID != os.Getpid() || inUse.Holder != "pisyncd events" ||
+		!strings.Contains(err.Error(), "`pisyncd events` (pid") || !strings.Contains(err.Error(), "quit its pager") {
+		t.Fatalf("lock held by a command: %v (%+v)", err, inUse)
+	}
+	if got := StateDirInUse(dir); got == nil || got.Holder != "pisyncd events" {
+		t.Errorf("StateDirInUse: %+v", got)
+	}
+	l.release()
+	if l, err = lockDir(dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	defer l.release()
+	if _, err = lockDir(dir, "pisyncd ls"); !errors.As(err, &inUse) || inUse.Holder != "" || !strings.Contains(err.Error(), "another pisyncd") {
+		t.Fatalf("lock held by a daemon: %v", err)
+	}
 }

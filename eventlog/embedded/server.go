@@ -113,7 +113,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := privateStateDir(cfg.StateDir, cfg.Logger); err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
-	lock, err := lockDir(cfg.StateDir)
+	lock, err := lockDir(cfg.StateDir, cfg.Holder)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
