@@ -22,53 +22,19 @@ const searchUsage = `pisyncd search QUERY... [--json] [--limit N] [--after N] [-
 Searches every session known here (the running daemon's index): all words
 must match; "quoted phrases" match in order; -word excludes; session:ID,
 node:ID, type:TYPE and role:ROLE filter. Flags may come anywhere; every
-other argument is part of the query.`
+other argument is part of the query: a flag takes two dashes (-word
+excludes a word, -json too), and after -- every argument is the query.`
 
 // searchBounds are the numeric flags' ranges, the index's own: a number
 // outside one is a mistake on the command line, said before the daemon is
 // asked.
 var searchBounds = map[string][2]int{"limit": {1, search.MaxLimit}, "after": {0, search.MaxOffset}}
 
-// searchCommand asks the running daemon's index. Its own flags are picked
-// out by name; every other argument is the query, so that -word (an
-// exclusion) is not taken for a flag.
+// searchCommand asks the running daemon's index.
 func searchCommand(args []string, stdout io.Writer) error {
-	params := url.Values{}
-	asJSON := false
-	var words []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !strings.HasPrefix(a, "-") {
-			words = append(words, a)
-			continue
-		}
-		switch name {
-		case "h", "help":
-			return &helpRequest{Usage: searchUsage}
-		case "json":
-			asJSON = true
-		case "limit", "after", "session", "node":
-			if !hasVal {
-				if i+1 >= len(args) {
-					return &usageError{Msg: "search: --" + name + " needs a value", Usage: searchUsage}
-				}
-				i++
-				val = args[i]
-			}
-			if bound, ok := searchBounds[name]; ok {
-				if n, err := strconv.Atoi(val); err != nil || n < bound[0] || n > bound[1] {
-					return &usageError{Msg: fmt.Sprintf("search: --%s %q: want a number from %d to %d", name, val, bound[0], bound[1]), Usage: searchUsage}
-				}
-			}
-			params.Set(name, val)
-		default:
-			words = append(words, a)
-		}
-	}
-	params.Set("q", strings.Join(words, " "))
-	if len(words) == 0 && params.Get("session") == "" && params.Get("node") == "" {
-		return &usageError{Msg: "search: missing the query", Usage: searchUsage}
+	params, asJSON, err := searchArgs(args)
+	if err != nil {
+		return err
 	}
 	cfg, err := config.Load()
 	if err != nil {
@@ -142,4 +108,63 @@ func marked(snippet string, highlights [][2]int) string {
 	}
 	b.WriteString(string(utf16.Decode(u[at:])))
 	return b.String()
+}
+
+// searchArgs picks the command's own flags out of args by name, spelled
+// with two dashes (or -h); every other argument is the query. One dash is
+// the query's: -word excludes a word, so -json or -node is an exclusion
+// too, not a flag that takes the next word as its value. After --, every
+// argument is the query. A two-dash word that is no flag ("--force") is
+// the query's too.
+func searchArgs(args []string) (params url.Values, asJSON bool, err error) {
+	params = url.Values{}
+	var words []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			words = append(words, args[i+1:]...)
+			break
+		}
+		if a == "-h" || a == "-help" || a == "--help" {
+			return nil, false, &helpRequest{Usage: searchUsage}
+		}
+		flag, ok := strings.CutPrefix(a, "--")
+		if !ok || flag == "" {
+			words = append(words, a)
+			continue
+		}
+		name, val, hasVal := strings.Cut(flag, "=")
+		switch name {
+		case "h":
+			return nil, false, &helpRequest{Usage: searchUsage}
+		case "json":
+			asJSON = true
+			if hasVal {
+				if asJSON, err = strconv.ParseBool(val); err != nil {
+					return nil, false, &usageError{Msg: fmt.Sprintf("search: --json=%q: want true or false", val), Usage: searchUsage}
+				}
+			}
+		case "limit", "after", "session", "node":
+			if !hasVal {
+				if i+1 >= len(args) {
+					return nil, false, &usageError{Msg: "search: --" + name + " needs a value", Usage: searchUsage}
+				}
+				i++
+				val = args[i]
+			}
+			if bound, ok := searchBounds[name]; ok {
+				if n, err := strconv.Atoi(val); err != nil || n < bound[0] || n > bound[1] {
+					return nil, false, &usageError{Msg: fmt.Sprintf("search: --%s %q: want a number from %d to %d", name, val, bound[0], bound[1]), Usage: searchUsage}
+				}
+			}
+			params.Set(name, val)
+		default:
+			words = append(words, a) // "--force", say: words of the query, as before
+		}
+	}
+	params.Set("q", strings.Join(words, " "))
+	if len(words) == 0 && params.Get("session") == "" && params.Get("node") == "" {
+		return nil, false, &usageError{Msg: "search: missing the query", Usage: searchUsage}
+	}
+	return params, asJSON, nil
 }

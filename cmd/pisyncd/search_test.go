@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -153,6 +154,52 @@ func TestPrintHitsUnindexed(t *testing.T) {
 		got := strings.Contains(out.String(), "yet to add")
 		if got != (want != "") || !strings.Contains(out.String(), want) {
 			t.Errorf("unindexed %d: %q, want %q", n, out.String(), want)
+		}
+	}
+}
+
+// TestSearchArgs: the command's flags take two dashes; a word with one is
+// the query's exclusion, whatever it spells (before, -json, -node and -help
+// were taken for flags, and -node swallowed the next word as its value);
+// -- ends the flags; --json=false is false.
+func TestSearchArgs(t *testing.T) {
+	for _, c := range []struct {
+		args   []string
+		q      string
+		node   string
+		asJSON bool
+		err    string
+	}{
+		{args: []string{"zebra", "-node"}, q: "zebra -node"},
+		{args: []string{"zebra", "-json"}, q: "zebra -json"},
+		{args: []string{"zebra", "-help"}, err: "Usage"},
+		{args: []string{"-node", "foo", "bar"}, q: "-node foo bar"},
+		{args: []string{"--node", "foo", "bar"}, q: "bar", node: "foo"},
+		{args: []string{"--node=foo", "bar", "--json"}, q: "bar", node: "foo", asJSON: true},
+		{args: []string{"--json=false", "x"}, q: "x"},
+		{args: []string{"--json=maybe", "x"}, err: "want true or false"},
+		{args: []string{"x", "--", "--json", "--node"}, q: "x --json --node"},
+		{args: []string{"--force", "push"}, q: "--force push"},
+		{args: []string{"-h"}, err: "Usage"},
+		{args: []string{"--node"}, err: "--node needs a value"},
+		{args: []string{"--json"}, err: "missing the query"},
+	} {
+		params, asJSON, err := searchArgs(c.args)
+		switch {
+		case c.err != "":
+			var msg string
+			if err != nil {
+				msg = err.Error()
+				var h *helpRequest
+				if errors.As(err, &h) {
+					msg = "Usage: " + h.Usage
+				}
+			}
+			if !strings.Contains(msg, c.err) {
+				t.Errorf("%q: %v, want an error holding %q", c.args, err, c.err)
+			}
+		case err != nil || params.Get("q") != c.q || params.Get("node") != c.node || asJSON != c.asJSON:
+			t.Errorf("%q: q %q node %q json %v (%v), want q %q node %q json %v", c.args, params.Get("q"), params.Get("node"), asJSON, err, c.q, c.node, c.asJSON)
 		}
 	}
 }
