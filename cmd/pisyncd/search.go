@@ -125,7 +125,7 @@ func searchArgs(args []string) (params url.Values, asJSON bool, err error) {
 			words = append(words, args[i+1:]...)
 			break
 		}
-		if a == "-h" || a == "-help" || a == "--help" {
+		if a == "-h" || a == "--help" {
 			return nil, false, &helpRequest{Usage: searchUsage}
 		}
 		flag, ok := strings.CutPrefix(a, "--")

@@ -161,7 +161,7 @@ func TestPrintHitsUnindexed(t *testing.T) {
 // TestSearchArgs: the command's flags take two dashes; a word with one is
 // the query's exclusion, whatever it spells (before, -json, -node and -help
 // were taken for flags, and -node swallowed the next word as its value);
-// -- ends the flags; --json=false is false.
+// -h and --help ask for the usage; -- ends the flags; --json=false is false.
 func TestSearchArgs(t *testing.T) {
 	for _, c := range []struct {
 		args   []string
@@ -172,7 +172,8 @@ func TestSearchArgs(t *testing.T) {
 	}{
 		{args: []string{"zebra", "-node"}, q: "zebra -node"},
 		{args: []string{"zebra", "-json"}, q: "zebra -json"},
-		{args: []string{"zebra", "-help"}, err: "Usage"},
+		{args: []string{"zebra", "-help"}, q: "zebra -help"},
+		{args: []string{"zebra", "--help"}, err: "Usage"},
 		{args: []string{"-node", "foo", "bar"}, q: "-node foo bar"},
 		{args: []string{"--node", "foo", "bar"}, q: "bar", node: "foo"},
 		{args: []string{"--node=foo", "bar", "--json"}, q: "bar", node: "foo", asJSON: true},
