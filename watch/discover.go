@@ -3,11 +3,11 @@ package watch
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,9 +91,18 @@ type fileKey struct{ dev, ino uint64 }
 func (s fileSig) key() fileKey { return fileKey{uint64(s.dev), uint64(s.ino)} }
 
 func newDiscovery(t *Tailer) (*discovery, error) {
-	w, err := fsnotify.NewWatcher()
+	newWatcher := t.newWatcher
+	if newWatcher == nil {
+		newWatcher = fsnotify.NewWatcher
+	}
+	w, err := newWatcher()
 	if err != nil {
-		return nil, fmt.Errorf("watch: fsnotify: %w", err)
+		// No watcher at all (the inotify instance limit, shared with
+		// editors and other watchers): every folder is rescanned, as one
+		// that cannot be watched is, rather than no daemon.
+		t.logger.Warn("cannot watch any folder; relying on rescans: lines are published within PISYNC_RESCAN_INTERVAL, not at once",
+			"err", err, "fix", watchFix(err, true))
+		w = nil
 	}
 	return &discovery{
 		t: t, w: w, watched: make(map[string]struct{}), seen: make(map[string]string), walked: make(chan struct{}),
@@ -103,7 +112,13 @@ func newDiscovery(t *Tailer) (*discovery, error) {
 }
 
 func (d *discovery) run(ctx context.Context) error {
-	defer d.w.Close()
+	// Without a watcher the channels stay nil: never ready.
+	var events chan fsnotify.Event
+	var errs chan error
+	if d.w != nil {
+		defer d.w.Close()
+		events, errs = d.w.Events, d.w.Errors
+	}
 	if err := d.walk(); err != nil {
 		return err
 	}
@@ -125,14 +140,14 @@ func (d *discovery) run(ctx context.Context) error {
 				d.t.dropKnown(now.Add(-knownIdle))
 				d.swept = now
 			}
-		case ev, ok := <-d.w.Events:
+		case ev, ok := <-events:
 			if !ok {
 				return errors.New("watch: fsnotify closed")
 			}
 			if !d.t.hintless {
 				d.event(ev)
 			}
-		case err, ok := <-d.w.Errors:
+		case err, ok := <-errs:
 			if !ok {
 				return errors.New("watch: fsnotify closed")
 			}
@@ -292,22 +307,45 @@ func (d *discovery) report() {
 			}
 		}
 	}
+	var lost, back []string
+	var lostErr error
 	for dir, err := range d.walkUnwatched {
 		if _, ok := d.unwatched[dir]; !ok {
-			d.t.logger.Warn("cannot watch folder; relying on rescans", "dir", dir, "err", err)
+			lost, lostErr = append(lost, dir), err
 		}
 	}
 	for dir := range d.unwatched {
 		if _, ok := d.walkUnwatched[dir]; !ok {
 			if _, ok := d.watched[dir]; ok {
-				d.t.logger.Info("folder watched again", "dir", dir)
+				back = append(back, dir)
 			}
 		}
+	}
+	// One line a folder for a few; past that one line for all of them
+	// (a watch limit reached: a line for each of hundreds of folders
+	// said the same thing hundreds of times).
+	switch {
+	case len(lost) > 0 && len(lost) <= reportEach:
+		for _, dir := range lost {
+			d.t.logger.Warn("cannot watch folder; relying on rescans", "dir", dir, "err", d.walkUnwatched[dir], "fix", watchFix(d.walkUnwatched[dir], false))
+		}
+	case len(lost) > reportEach:
+		slices.Sort(lost)
+		d.t.logger.Warn("cannot watch folders; relying on rescans", "folders", len(lost), "first", lost[0], "err", lostErr, "fix", watchFix(lostErr, false))
+	}
+	switch {
+	case len(back) > 0 && len(back) <= reportEach:
+		for _, dir := range back {
+			d.t.logger.Info("folder watched again", "dir", dir)
+		}
+	case len(back) > reportEach:
+		d.t.logger.Info("folders watched again", "folders", len(back))
 	}
 	// Copies: events until the next walk add to the walk's maps, and
 	// what they add must still count as new then.
 	d.unreadable, d.unwatched = maps.Clone(d.walkUnreadable), maps.Clone(d.walkUnwatched)
 	d.t.unreadableDirs.Store(int64(len(d.unreadable)))
+	d.t.unwatchedDirs.Store(int64(len(d.unwatched)))
 }
 
 // rootAway reports whether the sessions dir itself is gone (moved away,
@@ -492,6 +530,9 @@ func (d *discovery) quiet(path string) bool {
 // statEvery walks (a minute). Called on the removal or move of anything
 // but a session file, rare enough for a look at every watch.
 func (d *discovery) rewatch() {
+	if d.w == nil {
+		return
+	}
 	live := map[string]struct{}{}
 	for _, p := range d.w.WatchList() {
 		live[p] = struct{}{}
@@ -514,6 +555,10 @@ func (d *discovery) rewatch() {
 
 func (d *discovery) watch(dir string) {
 	if _, ok := d.watched[dir]; ok {
+		return
+	}
+	if d.w == nil {
+		d.walkUnwatched[dir] = errNoWatcher
 		return
 	}
 	if err := d.w.Add(dir); err != nil {

@@ -23,6 +23,7 @@ func (t *Tailer) Collectors() []prometheus.Collector {
 		counter("file_bytes_read_total", "Bytes read from session files.", t.bytesRead.Load),
 		gauge("duplicate_paths", "Paths passed over because their file is followed under another path.", t.duplicatePaths.Load),
 		gauge("unreadable_folders", "Folders under the sessions dir the last rescan could not read.", t.unreadableDirs.Load),
+		gauge("unwatched_folders", "Folders under the sessions dir the last rescan could not watch (an inotify limit): found by rescans only.", t.unwatchedDirs.Load),
 		gauge("memory_held_bytes", "Bytes of lines the tailer holds now (bounded by memory_budget_bytes).", func() int64 { u, _, _ := t.mem.state(); return u }),
 		gauge("memory_budget_bytes", "The most bytes of lines the tailer holds at once (in pisyncd a quarter of PISYNC_MEMORY_BUDGET less its reserve).", func() int64 { return t.mem.size }),
 		counter("memory_waits_total", "Times a worker waited for room in the memory budget.", func() int64 { _, _, w := t.mem.state(); return w }),

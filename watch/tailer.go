@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -65,6 +66,9 @@ type Tailer struct {
 	// hintless makes discovery drop fsnotify's events (tests: the rescan
 	// alone must find every change).
 	hintless bool
+	// newWatcher makes discovery's watcher (nil: fsnotify.NewWatcher;
+	// tests: one that fails, as at the inotify instance limit).
+	newWatcher func() (*fsnotify.Watcher, error)
 
 	mu       sync.Mutex
 	sessions map[string]*sessionRef
@@ -77,6 +81,7 @@ type Tailer struct {
 	bytesRead                  atomic.Int64
 	duplicatePaths             atomic.Int64 // discovery: paths of a file followed under another path
 	unreadableDirs             atomic.Int64 // discovery: folders the last walk could not read
+	unwatchedDirs              atomic.Int64 // discovery: folders the last walk could not watch
 	ignoredBy                  [numIgnoreReasons]atomic.Int64
 	lastErr                    atomic.Pointer[string]
 	failLog                    failLog // failing files the log names (retry.go)
@@ -514,6 +519,9 @@ type Stats struct {
 	// UnreadableFolders the folders the last walk could not read.
 	DuplicatePaths    int64 `json:"duplicatePaths"`
 	UnreadableFolders int64 `json:"unreadableFolders"`
+	// UnwatchedFolders the folders the last walk could not watch (an
+	// inotify limit): their files are found by the rescans only.
+	UnwatchedFolders int64 `json:"unwatchedFolders,omitempty"`
 	// SessionsDirAway is true while the sessions dir is gone, or holds
 	// none of the two or more session files it held: no file is taken
 	// for deleted.
@@ -555,7 +563,7 @@ func (t *Tailer) Stats() Stats {
 		}
 	}
 	s.BytesRead = t.bytesRead.Load()
-	s.DuplicatePaths, s.UnreadableFolders = t.duplicatePaths.Load(), t.unreadableDirs.Load()
+	s.DuplicatePaths, s.UnreadableFolders, s.UnwatchedFolders = t.duplicatePaths.Load(), t.unreadableDirs.Load(), t.unwatchedDirs.Load()
 	s.MemoryHeld, s.MemoryPeak, s.MemoryWaits = t.mem.state()
 	s.MemoryBudget = t.mem.size
 	return s

@@ -97,6 +97,9 @@ func printStatus(stdout io.Writer, st *Status) error {
 		row("paths of a file followed elsewhere", st.Tailer.DuplicatePaths)
 		row("folders not readable", st.Tailer.UnreadableFolders)
 	}
+	if st.Tailer.UnwatchedFolders > 0 {
+		row("folders not watched", fmt.Sprintf("%d (their lines are found by the rescans, every PISYNC_RESCAN_INTERVAL; the log says which limit to raise)", st.Tailer.UnwatchedFolders))
+	}
 	row("memory budget", fmt.Sprintf("%d bytes (PISYNC_MEMORY_BUDGET, the bound on peak resident memory), Go memory limit %d", st.MemoryBudget, st.GoMemoryLimit))
 	row("Go heap", fmt.Sprintf("%d bytes live at the last collection, %d held for objects", st.Heap.LiveBytes, st.Heap.InUseBytes))
 	row("lines held in memory", fmt.Sprintf("%d bytes now, %d at most, of %d (a quarter of PISYNC_MEMORY_BUDGET less its 256 MiB reserve)", st.Tailer.MemoryHeld, st.Tailer.MemoryPeak, st.Tailer.MemoryBudget))
