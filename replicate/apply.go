@@ -32,6 +32,12 @@ type sess struct {
 	// node continuing from the same entry forks the session.
 	firstChild map[string]string
 	deleted    bool
+	// trashAfter is a deletion from another machine of a session a local
+	// pi wrote within the last crashAfter(Idle): it waits until the file
+	// has been left alone that long (trashed then), or until the file
+	// changes (pi still writes it: kept). trashSeen is the file then.
+	trashAfter *eventlog.Event
+	trashSeen  fileSnap
 	// checked: whether the state bucket was asked if the session was
 	// deleted elsewhere. Once per run is enough: only this replicator
 	// records deletions, and tombstone sets deleted as it does.
@@ -173,7 +179,7 @@ func (r *Replicator) mayWrite(ctx context.Context, s *sess, node string) (bool, 
 func (r *Replicator) flush(ctx context.Context) (durable bool) {
 	now := time.Now()
 	for _, s := range r.sessions {
-		if len(s.queue) == 0 || now.Before(s.retryAt) {
+		if len(s.queue) == 0 && s.trashAfter == nil || now.Before(s.retryAt) {
 			continue
 		}
 		err := r.flushSession(ctx, s)
@@ -241,6 +247,11 @@ func (r *Replicator) collision(sid, id, first, second string) {
 }
 
 func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
+	if s.trashAfter != nil {
+		// Nothing is written into a file on its way to the trash: a
+		// change to it is then the local pi's.
+		return r.trashWhenLeft(ctx, s)
+	}
 	if !s.checked {
 		deleted, err := r.Deleted(ctx, s.sid)
 		if err != nil {
@@ -607,24 +618,73 @@ func (r *Replicator) create(ctx context.Context, s *sess) error {
 }
 
 // tombstone moves this machine's copy of a session deleted elsewhere into
-// the trash folder (never unlinks it), and remembers the deletion.
+// the trash folder (never unlinks it), and remembers the deletion. A copy a
+// local pi wrote within the last crashAfter(Idle) waits (trashWhenLeft):
+// pi may have the session open, and a file moved away under it comes back
+// at its next line as a file without a header, which pi cannot open and
+// the tailer does not publish.
 func (r *Replicator) tombstone(ctx context.Context, s *sess, ev *eventlog.Event) error {
 	if r.opts.KeepDeleted {
 		return nil
 	}
-	s.deleted = true
-	r.waiting.Add(-int64(len(s.queue)))
-	s.queue = nil
 	if s.file == nil {
 		if err := r.locate(s); err != nil {
 			return fmt.Errorf("replicator: find session %s deleted on %s: %w", s.sid, ev.Node, err)
 		}
 	}
 	if s.file != nil {
+		snap, written, err := s.file.localWrite(crashAfter(r.opts.Idle), r.now())
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("replicator: session %s deleted on %s: %w", s.sid, ev.Node, err)
+		}
+		if err == nil && written {
+			s.trashAfter, s.trashSeen = ev, snap
+			r.logger.Info("session deleted on another machine, and written here within the last minute: it goes to the trash once left alone that long, and stays if written again",
+				"session", s.sid, "node", ev.Node, "file", s.file.path, "wait", crashAfter(r.opts.Idle))
+			return nil
+		}
+	}
+	return r.trash(ctx, s, ev)
+}
+
+// trashWhenLeft ends a deletion that waits for the local pi (tombstone):
+// the file written again since is kept (the session goes on here, and its
+// deletion is not applied here); left alone for crashAfter(Idle), or gone,
+// it is trashed.
+func (r *Replicator) trashWhenLeft(ctx context.Context, s *sess) error {
+	ev := s.trashAfter
+	st, err := os.Lstat(s.file.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return err
+	case !s.trashSeen.same(st):
+		s.trashAfter = nil
+		r.kept.Add(1)
+		r.logger.Warn("a session deleted on another machine was written here since: it stays here (delete it here too if it should go)",
+			"session", s.sid, "node", ev.Node, "file", s.file.path)
+		return nil
+	case r.now().Sub(s.trashSeen.at) < crashAfter(r.opts.Idle):
+		return nil // still waiting
+	}
+	s.trashAfter = nil
+	return r.trash(ctx, s, ev)
+}
+
+// trash moves the session's copy, if any, to the trash and records the
+// deletion.
+func (r *Replicator) trash(ctx context.Context, s *sess, ev *eventlog.Event) error {
+	s.deleted = true
+	r.waiting.Add(-int64(len(s.queue)))
+	s.queue = nil
+	if s.file != nil {
 		path := s.file.path
 		undo := r.tracker.Forget(path)
 		dst, err := r.moveToTrash(path)
-		if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			undo()
+			r.dropFile(s) // deleted here meanwhile, as on ev.Node
+		} else if err != nil {
 			undo()
 			// The copy stays here, so this machine keeps the session, as
 			// with PISYNC_DELETE=ignore, and no deletion is recorded: a
@@ -633,10 +693,11 @@ func (r *Replicator) tombstone(ctx context.Context, s *sess, ev *eventlog.Event)
 			r.logger.Warn("cannot move a session deleted elsewhere to the trash; keeping it", "file", path, "err", err)
 			s.deleted = false
 			return nil
+		} else {
+			r.dropFile(s)
+			r.trashed.Add(1)
+			r.logger.Info("session deleted on another machine; moved to trash", "session", s.sid, "node", ev.Node, "trash", dst)
 		}
-		r.dropFile(s)
-		r.trashed.Add(1)
-		r.logger.Info("session deleted on another machine; moved to trash", "session", s.sid, "node", ev.Node, "trash", dst)
 	}
 	// Recorded once no copy is left here; if that fails, the run ends and
 	// the tombstone is applied again.
@@ -652,6 +713,7 @@ func (r *Replicator) tombstone(ctx context.Context, s *sess, ev *eventlog.Event)
 // this machine's own included (its file went to the trash, or was deleted
 // here). Lines after the restore follow as usual.
 func (r *Replicator) restore(ctx context.Context, s *sess, ev *eventlog.Event) error {
+	s.trashAfter = nil // a deletion waiting for the local pi is undone too
 	if err := r.state.Delete(ctx, deletedKey(s.sid)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("clear deletion record: %w", err)
 	}

@@ -190,6 +190,7 @@ func (r *Replicator) flushHeld(ctx context.Context) (durable bool, err error) {
 // the event are a new session and stay. Applied again (a replay), it finds
 // little to do.
 func (r *Replicator) erase(ctx context.Context, s *sess, ev *eventlog.Event) error {
+	s.trashAfter = nil // an erase takes the file anyway
 	own := ev.Node == r.opts.Node
 	if own && ev.SrcSeq == 0 {
 		return nil // the copy that keeps the downloader's place (eventlog.KeepPosition)

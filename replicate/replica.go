@@ -259,6 +259,35 @@ func (r *replica) busy(idle time.Duration, now time.Time) (busy bool, ended int6
 	return false, seen.size - start, nil
 }
 
+// fileSnap is a file as seen at a moment (at, on our clock).
+type fileSnap struct {
+	dev, ino uint64
+	size     int64
+	mtime    time.Time
+	at       time.Time
+}
+
+func (f fileSnap) same(st fs.FileInfo) bool {
+	dev, ino := fileID(st)
+	return dev == f.dev && ino == f.ino && st.Size() == f.size && st.ModTime().Equal(f.mtime)
+}
+
+// localWrite reports whether someone other than the replicator (a local pi)
+// wrote the file within d: it is not as the replicator left it, and its
+// mtime is within d of now (or ahead of now). snap is the file now.
+func (r *replica) localWrite(d time.Duration, now time.Time) (snap fileSnap, written bool, err error) {
+	st, err := os.Lstat(r.path)
+	if err != nil {
+		return snap, false, err
+	}
+	dev, ino := fileID(st)
+	snap = fileSnap{dev: dev, ino: ino, size: st.Size(), mtime: st.ModTime(), at: now}
+	if st.Mode().IsRegular() && st.Size() == r.size && st.ModTime().Equal(r.mtime) && dev == r.dev && ino == r.ino {
+		return snap, false, nil // as we left it
+	}
+	return snap, now.Sub(st.ModTime()) < d, nil
+}
+
 // crashAfter is how long a partial last line must stay unchanged (same
 // file, size and mtime, timed on our clock from when we first saw it) to
 // be taken for a writer that died mid-line. pi writes each line with one

@@ -85,7 +85,7 @@ type Replicator struct {
 	filesCreated, linesWritten, rejected, trashed atomic.Int64
 	restored, erasedRemote                        atomic.Int64
 	collisions, waiting, deferred, refused        atomic.Int64
-	untrusted, migrated                           atomic.Int64
+	untrusted, migrated, kept                     atomic.Int64
 
 	// eraseMu is held by a write round and by Hold; holds (session →
 	// PI_ALL sequence when its erase here began) are read from the state
@@ -130,12 +130,15 @@ func (r *Replicator) SetTracker(t Tracker) { r.tracker = t }
 
 // Stats are the replicator's counters.
 type Stats struct {
-	FilesCreated   int64 `json:"filesCreated"`
-	LinesWritten   int64 `json:"linesWritten"`
-	Waiting        int64 `json:"linesWaiting"`
-	Deferred       int64 `json:"deferredWhilePiWrites"`
-	Rejected       int64 `json:"rejectedUnsafe"`
-	Trashed        int64 `json:"filesTrashed"`
+	FilesCreated int64 `json:"filesCreated"`
+	LinesWritten int64 `json:"linesWritten"`
+	Waiting      int64 `json:"linesWaiting"`
+	Deferred     int64 `json:"deferredWhilePiWrites"`
+	Rejected     int64 `json:"rejectedUnsafe"`
+	Trashed      int64 `json:"filesTrashed"`
+	// KeptWritten counts sessions deleted on another machine that a local
+	// pi wrote again before their copy here went to the trash: kept.
+	KeptWritten    int64 `json:"deletedButWrittenHere,omitempty"`
 	Restored       int64 `json:"sessionsRestored"`
 	Erased         int64 `json:"sessionsErased"` // erased here for another machine
 	ForkedSessions int64 `json:"forkedSessions"`
@@ -168,7 +171,7 @@ func (r *Replicator) Stats() Stats {
 	r.mu.Unlock()
 	return Stats{
 		FilesCreated: r.filesCreated.Load(), LinesWritten: r.linesWritten.Load(), Waiting: r.waiting.Load(),
-		Deferred: r.deferred.Load(), Rejected: r.rejected.Load(), Trashed: r.trashed.Load(), Restored: r.restored.Load(),
+		Deferred: r.deferred.Load(), Rejected: r.rejected.Load(), Trashed: r.trashed.Load(), KeptWritten: r.kept.Load(), Restored: r.restored.Load(),
 		Erased:         r.erasedRemote.Load(),
 		ForkedSessions: forks, Collisions: r.collisions.Load(), Refused: r.refused.Load(), Untrusted: r.untrusted.Load(), Migrated: r.migrated.Load(), Quarantined: q, CollisionsList: cl,
 	}
@@ -326,6 +329,11 @@ func (r *Replicator) run(ctx context.Context) error {
 		for _, s := range r.sessions {
 			for _, ev := range s.queue {
 				done = min(done, ev.Seq-1)
+			}
+			if s.trashAfter != nil {
+				// A deletion that waits for the local pi is applied
+				// again after a restart.
+				done = min(done, s.trashAfter.Seq-1)
 			}
 		}
 		if s := asm.PendingStart(); s > 0 {

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pisyncd/pisyncd/replicate"
+)
+
+// TestDeletedWhileWrittenHere: a session deleted on A while a pi on B has
+// it open. B's copy went to the trash at once, and pi's next line made a
+// file without a header in its place, which pi cannot open and the tailer
+// does not publish: the work after it was in no session anywhere. Now a
+// copy a local pi wrote within crashAfter(PISYNC_IDLE_AFTER) waits: written
+// again meanwhile, it stays, every line in it; left alone that long, it
+// goes to the trash as before.
+func TestDeletedWhileWrittenHere(t *testing.T) {
+	hub := startTestHub(t)
+	a := newStation(t, "ws-a", hub.url(), "")
+	b, blog := loggedStationAt(t, stationConfig(t, "ws-b", hub.url()), slog.LevelInfo)
+	const pending = "written here within the last minute"
+
+	write := func(sid, cwd string) (aPath, bPath string) {
+		rel := sessionRel(cwd, sid)
+		aPath, bPath = filepath.Join(a.cfg.SessionsDir, rel), filepath.Join(b.cfg.SessionsDir, rel)
+		mustWriteLines(t, aPath, append([]string{hdrLine(sid, cwd)}, chain("a", "", 3, "from A")...))
+		waitUntil(t, 30*time.Second, func() (bool, string) {
+			n := len(b.sessionFiles()[rel])
+			return n == 4, fmt.Sprintf("B has %d lines of %s", n, sid)
+		})
+		// B's pi continues the session; A deletes it a moment later.
+		appendLine(t, bPath, msgLine("b1", "a00002", "B adds one"))
+		if err := os.Remove(aPath); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, 30*time.Second, func() (bool, string) {
+			for _, l := range strings.Split(blog.String(), "\n") {
+				if strings.Contains(l, pending) && strings.Contains(l, "session="+sid) {
+					return true, ""
+				}
+			}
+			return false, "B waiting to trash " + sid + ":\n" + blog.String()
+		})
+		return aPath, bPath
+	}
+
+	// 1. pi on B writes the session again: it stays, with every line.
+	kept := "0199eeee-0000-7000-8000-0000000000c1"
+	_, bPath := write(kept, "/work/kept")
+	appendLine(t, bPath, msgLine("b2", "b1", "B goes on"))
+	waitUntil(t, 60*time.Second, func() (bool, string) {
+		st, err := b.status()
+		return err == nil && st.Replicator.KeptWritten == 1, fmt.Sprintf("B's status: %+v %v", st.Replicator, err)
+	})
+	got, err := os.ReadFile(bPath)
+	if err != nil || !strings.Contains(string(got), `"id":"b2"`) || !strings.HasPrefix(string(got), `{"type":"session"`) {
+		t.Fatalf("B's copy after it was written again: %v\n%s", err, got)
+	}
+	if trash, _ := filepath.Glob(filepath.Join(b.cfg.SessionsDir, replicate.TrashDir, "*"+kept+"*")); len(trash) != 0 {
+		t.Errorf("B trashed the session pi writes: %v", trash)
+	}
+
+	// 2. Left alone: the copy goes to the trash once the wait is over.
+	gone := "0199eeee-0000-7000-8000-0000000000c2"
+	_, bPath = write(gone, "/work/gone")
+	before, _ := os.ReadFile(bPath)
+	waitUntil(t, 60*time.Second, func() (bool, string) {
+		trash, _ := filepath.Glob(filepath.Join(b.cfg.SessionsDir, replicate.TrashDir, "*"+gone+"*"))
+		_, err := os.Stat(bPath)
+		return len(trash) == 1 && os.IsNotExist(err), fmt.Sprintf("B's trash %v, its copy %v", trash, err)
+	})
+	trash, _ := filepath.Glob(filepath.Join(b.cfg.SessionsDir, replicate.TrashDir, "*"+gone+"*"))
+	if after, err := os.ReadFile(trash[0]); err != nil || !reflect.DeepEqual(after, before) {
+		t.Errorf("the trashed copy differs from B's file: %v", err)
+	}
+}
