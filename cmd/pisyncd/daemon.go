@@ -19,7 +19,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"golang.org/x/net/netutil"
 
 	"github.com/pisyncd/pisyncd/admit"
 	"github.com/pisyncd/pisyncd/config"
@@ -361,7 +360,12 @@ func (d *Daemon) build(ctx context.Context) error {
 // holding 20,000 idle connections stalled publishing (too many open
 // files). A browser keeps six a host; 256 leave room for tabs, event
 // streams and programs. Past it a new connection waits to be accepted.
-const maxHTTPConns = 256
+// The last ownHTTPConns of them are this user's: programs of other users
+// cannot keep it out (web.LimitListener).
+const (
+	maxHTTPConns = 256
+	ownHTTPConns = 32
+)
 
 // httpIdleTimeout closes a kept-alive connection that carries no request
 // (a request without the token is answered and its connection closed:
@@ -380,7 +384,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			ctl.Close()
 			return inUse(fmt.Errorf("http listener: %w", err), listener{config.Prefix + "_HTTP_ADDR", d.cfg.HTTPAddr})
 		}
-		httpLn = netutil.LimitListener(httpLn, maxHTTPConns)
+		httpLn = web.LimitListener(httpLn, maxHTTPConns, ownHTTPConns)
 	}
 
 	parent := ctx

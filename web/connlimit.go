@@ -1,0 +1,68 @@
+package web
+
+import (
+	"net"
+	"os"
+	"sync"
+)
+
+// LimitListener bounds the connections l holds open to total, the last
+// reserved of which only programs of this process's user may take (where
+// the system says whose a connection is: Linux). Every user of the machine
+// reaches a loopback port; with one bound for all, another user's program
+// holding it with idle connections kept the daemon's own user out of the
+// view and its /healthz. Past total a new connection waits to be accepted;
+// in the reserve, another user's is closed at once. Whose a connection is
+// costs a read of /proc/net/tcp, so it is asked only in the reserve.
+func LimitListener(l net.Listener, total, reserved int) net.Listener {
+	return &ownerListener{Listener: l, slots: make(chan struct{}, total), open: total - reserved, uid: os.Getuid()}
+}
+
+type ownerListener struct {
+	net.Listener
+	slots chan struct{} // one per open connection
+	open  int           // connections anyone may hold; the rest are this user's
+	uid   int
+}
+
+func (l *ownerListener) Accept() (net.Conn, error) {
+	for {
+		l.slots <- struct{}{}
+		c, err := l.Listener.Accept()
+		if err != nil {
+			<-l.slots
+			return nil, err
+		}
+		if len(l.slots) > l.open {
+			if uid, ok := connOwner(c); ok && uid != l.uid {
+				c.Close() // the reserve is this user's
+				<-l.slots
+				continue
+			}
+		}
+		return &ownedConn{Conn: c, release: func() { <-l.slots }}, nil
+	}
+}
+
+// connOwner is the user owning the client's end of c.
+func connOwner(c net.Conn) (int, bool) {
+	l, lok := c.LocalAddr().(*net.TCPAddr)
+	r, rok := c.RemoteAddr().(*net.TCPAddr)
+	if !lok || !rok {
+		return 0, false
+	}
+	return socketOwner(r, l)
+}
+
+// ownedConn gives its slot back once, at its first Close.
+type ownedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *ownedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
