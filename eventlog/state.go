@@ -66,6 +66,20 @@ func OpenAll(ctx context.Context, js jetstream.JetStream) (*All, error) {
 	return &All{js: js, stream: s, stored: newHints(AllStream, false)}, nil
 }
 
+// ScanAllSession is ScanSession for a reader that did not open PI_ALL (a
+// command on the store while no daemon runs): nothing when there is none,
+// as on a machine that never had a hub.
+func ScanAllSession(ctx context.Context, js jetstream.JetStream, sid string, withData bool, fn func(*Event) error) error {
+	s, err := js.Stream(ctx, AllStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("eventlog: %s: %w", AllStream, err)
+	}
+	return (&All{js: js, stream: s}).ScanSession(ctx, sid, withData, fn)
+}
+
 // Stored hands the messages the downloader has just stored in PI_ALL, in
 // order, to one reader in this process (the replicator), so that a live
 // line reaches the files without waiting for a consumer to deliver it

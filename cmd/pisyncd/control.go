@@ -161,7 +161,7 @@ func (d *Daemon) controlHandler() http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		enc := json.NewEncoder(w)
-		err := d.log.Scan(r.Context(), sid, 0, true, func(ev *eventlog.Event) error {
+		err := d.scanEvents(r.Context(), sid, func(ev *eventlog.Event) error {
 			return enc.Encode(newEventJSON(ev))
 		})
 		if err != nil {

@@ -24,7 +24,8 @@ const usageText = `pisyncd: every line pi appends to a session file, as an immut
 Usage:
   pisyncd [run]                      run the daemon (embedded NATS, zero set-up)
   pisyncd status [--json]            node, files, sessions, entries published, stream position
-  pisyncd events SESSION-ID [--json] the stored events of one session, in stream order
+  pisyncd events SESSION-ID [--json] the stored events of one session: this machine's, then the
+                                     other machines' it copied, each in stream order
   pisyncd context FILE|SESSION-ID [--leaf ID] [--rules auto|seed|pi-1.6] [--json]
                                      the LLM context pi would build: from FILE (pi's rules, no daemon
                                      needed) or from the live projection of a session

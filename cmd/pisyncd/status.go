@@ -240,6 +240,7 @@ func byteCount(n int64) string {
 
 // eventJSON is one line of `pisyncd events --json`.
 type eventJSON struct {
+	Stream   string          `json:"stream"` // PI_LOCAL (this machine's lines) or PI_ALL (others')
 	Subject  string          `json:"subject"`
 	Seq      uint64          `json:"seq"`
 	Node     string          `json:"node"`
@@ -256,7 +257,7 @@ type eventJSON struct {
 
 func newEventJSON(ev *eventlog.Event) eventJSON {
 	e := eventJSON{
-		Subject: ev.Subject, Seq: ev.Seq, Node: ev.Node, Session: ev.SID, EntryID: ev.ID,
+		Stream: ev.Stream, Subject: ev.Subject, Seq: ev.Seq, Node: ev.Node, Session: ev.SID, EntryID: ev.ID,
 		ParentID: ev.ParentID, Type: ev.Type, Sha256: fmt.Sprintf("%x", ev.Sha), File: ev.File, Bytes: len(ev.Raw),
 	}
 	if json.Valid(ev.Raw) {
@@ -311,7 +312,7 @@ func eventsCommand(args []string, stdout io.Writer) error {
 			}
 		}
 	}, func(d *Daemon) error {
-		return d.log.Scan(ctx, sid, 0, true, func(ev *eventlog.Event) error {
+		return d.scanEvents(ctx, sid, func(ev *eventlog.Event) error {
 			return emit(newEventJSON(ev))
 		})
 	})
@@ -331,6 +332,22 @@ func eventsCommand(args []string, stdout io.Writer) error {
 	return err
 }
 
+// scanEvents reads every stored event of session sid: this machine's
+// lines (PI_LOCAL), then the other machines' it copied (PI_ALL, in the order
+// it stored them). Before, only this machine's: a session begun elsewhere,
+// which ls lists and context reads, was "no session" to events.
+func (d *Daemon) scanEvents(ctx context.Context, sid string, fn func(*eventlog.Event) error) error {
+	if err := d.log.Scan(ctx, sid, 0, true, fn); err != nil {
+		return err
+	}
+	return eventlog.ScanAllSession(ctx, d.log.JetStream(), sid, true, func(ev *eventlog.Event) error {
+		if ev.Node == d.cfg.NodeID {
+			return nil // this machine's own, read above (or a copy that keeps the downloader's place)
+		}
+		return fn(ev)
+	})
+}
+
 // noSession is the answer to a session id this machine does not hold.
 func noSession(cmd, sid string) error {
 	return fmt.Errorf("%s: no session %q on this machine (pisyncd ls lists them)", cmd, sid)
@@ -346,7 +363,11 @@ func eventPrinter(w io.Writer, asJSON bool) func(eventJSON) error {
 		if parent == "" {
 			parent = "-"
 		}
-		_, err := fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d bytes\n", e.Seq, cli.TerminalSafe(e.Type), cli.TerminalSafe(e.EntryID), cli.TerminalSafe(parent), e.Bytes)
+		from := ""
+		if e.Stream == eventlog.AllStream {
+			from = "\tfrom " + cli.TerminalSafe(e.Node) // a line another machine wrote
+		}
+		_, err := fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d bytes%s\n", e.Seq, cli.TerminalSafe(e.Type), cli.TerminalSafe(e.EntryID), cli.TerminalSafe(parent), e.Bytes, from)
 		return err
 	}
 }
