@@ -36,6 +36,7 @@ type Forwarder struct {
 	hubStream  jetstream.Stream
 	up         map[string]upPos // hub subject → position
 	forwarded  atomic.Int64
+	through    atomic.Uint64 // PI_LOCAL's sequence up to which the hub holds everything it should
 	waiting    atomic.Int64 // sessions held: their next line needs a batch the hub refuses
 	link       *Link
 	noBatch    bool          // the hub took no batch last time one was sent
@@ -104,11 +105,17 @@ type ForwarderStats struct {
 	// batch: each has a line of several chunks (an image) that only a
 	// batch stores, and the hub refuses batches (docs/SECURITY.md).
 	Waiting int64 `json:"sessionsWaitingForBatch"`
+	// Through is PI_LOCAL's sequence up to which the hub holds every
+	// message of this machine's; Unsent, the messages after it (set by
+	// the daemon, which knows PI_LOCAL's last): 0 means everything written
+	// here is on the hub, so the machine may go offline.
+	Through uint64 `json:"onHubThroughSeq"`
+	Unsent  int64  `json:"unsentMessages"`
 }
 
 // Stats returns the counters.
 func (f *Forwarder) Stats() ForwarderStats {
-	return ForwarderStats{Forwarded: f.forwarded.Load(), Connected: f.link.Load(), Waiting: f.waiting.Load()}
+	return ForwarderStats{Forwarded: f.forwarded.Load(), Connected: f.link.Load(), Waiting: f.waiting.Load(), Through: f.through.Load()}
 }
 
 // Run forwards until ctx ends. Failures (the hub unreachable, a stale
@@ -214,6 +221,9 @@ func (f *Forwarder) session(ctx context.Context) error {
 	// What goes to the hub is given up on when the link changes; the
 	// local consumer and the position are not.
 	hctx := ctx
+	if pos, err := f.loadPosition(ctx); err == nil {
+		f.through.Store(pos) // known before the hub is: what status says is unsent
+	}
 	if f.hubLink != nil {
 		if !waitLinked(ctx, f.hubLink) {
 			return ctx.Err()
@@ -229,6 +239,7 @@ func (f *Forwarder) session(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	f.through.Store(pos) // checkHub may have started it over
 	// The hub answered (checkHub). With nothing to forward, say so now:
 	// the first line forwarded may be hours away, and until then status
 	// showed "forwarder no" beside a link that was up. With lines waiting,
@@ -353,6 +364,7 @@ func (f *Forwarder) pass(ctx, hctx context.Context, from uint64, saver *Position
 		if err := saver.Note(ctx, done); err != nil {
 			return 0, fmt.Errorf("forwarder: %w", err)
 		}
+		f.through.Store(done)
 		f.link.Up()
 	}
 }

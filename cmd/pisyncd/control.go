@@ -134,6 +134,9 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 	}
 	if d.fwd != nil {
 		fs, ds, rs := d.fwd.Stats(), d.dl.Stats(), d.repl.Stats()
+		if err == nil && info.LastSeq > fs.Through {
+			fs.Unsent = int64(info.LastSeq - fs.Through)
+		}
 		st.HubURLs, st.Forwarder, st.Downloader, st.Replicator = redact.URLs(d.cfg.HubURLs), &fs, &ds, &rs
 		linked := d.srv.HubLinked()
 		st.HubLinked = &linked

@@ -148,6 +148,11 @@ func printStatus(stdout io.Writer, st *Status) error {
 		// downloader.hubReachable: either direction may be down alone.
 		row("hub reachable", fmt.Sprintf("forwarder %s, downloader %s", yesNo(st.Forwarder.Connected), yesNo(st.Downloader.Connected)))
 		row("lines forwarded to the hub", st.Forwarder.Forwarded)
+		if n := st.Forwarder.Unsent; n > 0 {
+			row("not yet on the hub", fmt.Sprintf("%d messages written here (they go when the hub is reachable; keep this machine online until then)", n))
+		} else if st.StreamError == "" {
+			row("not yet on the hub", "0 (everything written here is on the hub)")
+		}
 		if n := st.Forwarder.Waiting; n > 0 {
 			row("sessions waiting for the hub to take a batch", fmt.Sprintf("%d (an image each; the hub refuses atomic batches: docs/SECURITY.md)", n))
 		}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestStatusSaysWhatIsNotYetOnTheHub: status counts the messages written
+// here that the hub does not hold yet, 0 once it holds them all: whether
+// the machine may go offline. (Before, only the lines forwarded so far and
+// whether the hub was reachable: nothing said whether anything waited.)
+func TestStatusSaysWhatIsNotYetOnTheHub(t *testing.T) {
+	hub := startTestHub(t)
+	a := newStation(t, "ws-a", hub.url(), "")
+	sid := "0199eeee-0000-7000-8000-0000000000f1"
+	path := filepath.Join(a.cfg.SessionsDir, sessionRel("/work/unsent", sid))
+	mustWriteLines(t, path, append([]string{hdrLine(sid, "/work/unsent")}, chain("a", "", 1, "first")...))
+	unsent := func(want int64) func() (bool, string) {
+		return func() (bool, string) {
+			st, err := a.status()
+			if err != nil || st.Forwarder == nil {
+				return false, fmt.Sprint(err)
+			}
+			return st.Forwarder.Unsent == want && st.Tailer.LinesPublished == int64(2+3*min(want, 1)),
+				fmt.Sprintf("unsent %d (want %d), published %d, forwarded %d", st.Forwarder.Unsent, want, st.Tailer.LinesPublished, st.Forwarder.Forwarded)
+		}
+	}
+	waitUntil(t, 30*time.Second, unsent(0))
+
+	hub.stop()
+	for _, l := range chain("b", "a00000", 3, "while the hub is away") {
+		appendLine(t, path, l)
+	}
+	waitUntil(t, 30*time.Second, unsent(3))
+	hub.start()
+	waitUntil(t, 60*time.Second, func() (bool, string) {
+		st, err := a.status()
+		if err != nil {
+			return false, err.Error()
+		}
+		return st.Forwarder.Unsent == 0 && st.Tailer.LinesPublished == 5, fmt.Sprintf("unsent %d, published %d", st.Forwarder.Unsent, st.Tailer.LinesPublished)
+	})
+}
