@@ -37,7 +37,7 @@ type Forwarder struct {
 	up         map[string]upPos // hub subject → position
 	forwarded  atomic.Int64
 	through    atomic.Uint64 // PI_LOCAL's sequence up to which the hub holds everything it should
-	waiting    atomic.Int64 // sessions held: their next line needs a batch the hub refuses
+	waiting    atomic.Int64  // sessions held: their next line needs a batch the hub refuses
 	link       *Link
 	noBatch    bool          // the hub took no batch last time one was sent
 	batchAgain time.Time     // when to send a batch again after that
