@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -21,6 +22,10 @@ type discovery struct {
 	t       *Tailer
 	w       *fsnotify.Watcher
 	watched map[string]struct{}
+	// walkErr is the error the last walk failed with ("" if it worked),
+	// said once (rescanned); walkErrSince when walks began to fail.
+	walkErr      string
+	walkErrSince time.Time
 	// seen holds the *.jsonl paths found by the last walk, each as its
 	// own value: the string a walk keeps for a path is the one the walk
 	// before kept (prev, keep), not the fresh one filepath.Join made.
@@ -120,6 +125,9 @@ func (d *discovery) run(ctx context.Context) error {
 		events, errs = d.w.Events, d.w.Errors
 	}
 	if err := d.walk(); err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("watch: the sessions dir %s: %w: this user may not read it; give it read and search permission (chmod u+rx), or point PISYNC_SESSIONS_DIR elsewhere", d.t.root, err)
+		}
 		return err
 	}
 	d.found = len(d.seen)
@@ -131,9 +139,7 @@ func (d *discovery) run(ctx context.Context) error {
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		case <-tick.C:
-			if err := d.walk(); err != nil {
-				d.t.logger.Warn("rescan failed", "err", err)
-			}
+			d.rescanned(d.walk())
 			// Once a minute: a pass over every session, and a minute is
 			// nothing against knownIdle.
 			if now := time.Now(); now.Sub(d.swept) >= time.Minute {
@@ -155,10 +161,26 @@ func (d *discovery) run(ctx context.Context) error {
 			// changed.
 			d.t.logger.Warn("file events lost; rescanning", "err", err)
 			d.walks = 0
-			if err := d.walk(); err != nil {
-				d.t.logger.Warn("rescan failed", "err", err)
-			}
+			d.rescanned(d.walk())
 		}
+	}
+}
+
+// rescanned logs a walk that failed once for as long as it fails the same
+// way, and once when a walk works again: a sessions dir the daemon may not
+// read any more (its mode changed) said so at every rescan, 8,640 lines a
+// day at the default interval.
+func (d *discovery) rescanned(err error) {
+	switch {
+	case err == nil && d.walkErr != "":
+		d.t.logger.Info("rescans work again", "failed_for", time.Since(d.walkErrSince).Round(time.Second))
+		d.walkErr = ""
+	case err != nil && err.Error() != d.walkErr:
+		d.t.logger.Warn("rescan failed; said once until it works again or fails otherwise", "err", err)
+		if d.walkErr == "" {
+			d.walkErrSince = time.Now()
+		}
+		d.walkErr = err.Error()
 	}
 }
 

@@ -1,10 +1,14 @@
 package watch
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // TestWalkKeepsItsPaths: a walk that reads a folder again (a full walk, or
@@ -65,4 +69,27 @@ func TestWalkKeepsItsPaths(t *testing.T) {
 		t.Fatalf("walk after a new file found %v, folder %v", d.seen, d.dirs[dir].files)
 	}
 	check("walk of a changed folder")
+}
+
+// TestRescanFailureSaidOnce: a rescan that keeps failing the same way (the
+// sessions dir no longer readable) is logged once, again when it fails
+// otherwise, and once when rescans work again; before, at every rescan.
+func TestRescanFailureSaidOnce(t *testing.T) {
+	var logs testenv.LogBuffer
+	d, err := newDiscovery(New(nil, Options{Root: t.TempDir(), Logger: logs.Logger()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.w.Close()
+	denied, other := errors.New("open /s: permission denied"), errors.New("open /s: input/output error")
+	for _, err := range []error{denied, denied, denied, nil, nil, denied, other, other, nil} {
+		d.rescanned(err)
+	}
+	out := logs.String()
+	if n := strings.Count(out, "rescan failed"); n != 3 {
+		t.Errorf("%d failure lines for three runs of failures, want 3:\n%s", n, out)
+	}
+	if n := strings.Count(out, "rescans work again"); n != 2 {
+		t.Errorf("%d recovery lines, want 2:\n%s", n, out)
+	}
 }
