@@ -239,6 +239,7 @@ func (d *discovery) claimStat(path string) (bool, fileSig, error) {
 	if o, ok := d.owner[k]; ok && o != path {
 		if ost, err := statSig(o); err == nil && ost.key() == k {
 			d.dups[path] = struct{}{}
+			d.t.aliases.add(path)
 			return false, st, nil
 		}
 		d.release(o) // the owner is gone or another file now
@@ -309,6 +310,7 @@ func (d *discovery) walk() error {
 		}
 	}
 	d.t.duplicatePaths.Store(int64(len(d.dups)))
+	d.t.aliases.set(d.dups)
 	d.report()
 	return nil
 }

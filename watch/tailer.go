@@ -63,6 +63,9 @@ type Tailer struct {
 	// that a rescan passes over files that did not change (settled.go).
 	settledMu sync.Mutex
 	settled   map[string]fileSig
+	// aliases are the second paths of followed files (hard links), from
+	// discovery, for fileGone on the workers.
+	aliases aliasSet
 	// hintless makes discovery drop fsnotify's events (tests: the rescan
 	// alone must find every change).
 	hintless bool
@@ -326,6 +329,15 @@ func (t *Tailer) fileGone(ctx context.Context, f *file) error {
 		delete(t.moved, f.path)
 		t.mu.Unlock()
 		if f.status != statusSession || moved {
+			return nil
+		}
+		if alias := t.aliases.of(f.dev, f.ino); last && alias != "" {
+			// The file lives on under another name (a hard link the
+			// walk passed over as a second path of a followed file): no
+			// deletion, and it is followed under that name from now on.
+			// Before, a tombstone went out, then a restore a walk later.
+			t.logger.Info("session file removed under one name; followed under another", "file", f.rel, "session", f.sid, "now", alias)
+			t.submit(alias)
 			return nil
 		}
 		t.deleted.Add(1)
