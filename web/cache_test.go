@@ -131,8 +131,11 @@ func gatedView(t *testing.T, d *daemon, o Options) (src *gatedSource, view *Serv
 }
 
 // getStatus sends the status of a GET of url to codes (0: no answer).
-func getStatus(url string, codes chan<- int) {
-	resp, err := viewClient.Get(url)
+func getStatus(url string, codes chan<- int) { getStatusVia(viewClient, url, codes) }
+
+// getStatusVia is getStatus through client.
+func getStatusVia(client *http.Client, url string, codes chan<- int) {
+	resp, err := client.Get(url)
 	if err != nil {
 		codes <- 0
 		return
@@ -249,19 +252,7 @@ func TestWholeSessionReadsAreBounded(t *testing.T) {
 	for _, path := range []string{"/s/" + sid1, "/api/s/" + sid1 + "/image/u1/0"} {
 		tr := &http.Transport{}
 		t.Cleanup(tr.CloseIdleConnections)
-		client := &http.Client{Transport: tr}
-		go func() {
-			req, _ := http.NewRequest("GET", srv.URL+path, nil)
-			req.Header.Set(TokenHeader, testToken)
-			resp, err := client.Do(req)
-			if err != nil {
-				codes <- 0
-				return
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			codes <- resp.StatusCode
-		}()
+		go getStatusVia(&http.Client{Transport: tokenTransport{base: tr}}, srv.URL+path, codes)
 	}
 	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
 		return view.queued.Load() == 2, fmt.Sprintf("%d reading, %d waiting; want two reading, two waiting", src.reads.Load(), view.queued.Load())

@@ -173,12 +173,17 @@ const testToken = "test-token-0123456789abcdef"
 // viewClient is an HTTP client that presents testToken, as a program does.
 var viewClient = &http.Client{Transport: tokenTransport{}}
 
-type tokenTransport struct{}
+// tokenTransport adds the token to each request it sends through base
+// (nil: http.DefaultTransport, whose connections every client shares).
+type tokenTransport struct{ base http.RoundTripper }
 
-func (tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+func (t tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set(TokenHeader, testToken)
-	return http.DefaultTransport.RoundTrip(r)
+	if t.base == nil {
+		return http.DefaultTransport.RoundTrip(r)
+	}
+	return t.base.RoundTrip(r)
 }
 
 // viewLink is the link `pisyncd web` would print for u: a browser that

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pisyncd/pisyncd/internal/testenv"
+	"github.com/pisyncd/pisyncd/projection"
 )
 
 // TestSameFileOnTwoMachines: one session file on two machines before either
@@ -32,35 +33,35 @@ func TestSameFileOnTwoMachines(t *testing.T) {
 		mustWriteLines(t, filepath.Join(cfg.SessionsDir, rel), lines)
 		stations = append(stations, runStation(t, cfg))
 	}
+	// entry is s's catalog entry of the session, nil while it has none.
+	entry := func(s *station) (*projection.CatalogEntry, error) {
+		cat, err := s.d.proj.Catalog(t.Context())
+		for i := range cat {
+			if cat[i].SessionID == sid {
+				return &cat[i], err
+			}
+		}
+		return nil, err
+	}
 	for _, s := range stations {
 		// Both machines' lines have reached s once its catalog names both.
 		waitUntil(t, 30*time.Second, func() (bool, string) {
-			cat, err := s.d.proj.Catalog(t.Context())
-			if err != nil {
-				return false, err.Error()
+			c, err := entry(s)
+			if c == nil {
+				return false, fmt.Sprintf("%s: the session is not in the catalog (%v)", s.name, err)
 			}
-			for _, c := range cat {
-				if c.SessionID == sid {
-					return slices.Equal(c.Nodes, []string{"ws-a", "ws-b"}), fmt.Sprintf("%s's catalog: nodes %v", s.name, c.Nodes)
-				}
-			}
-			return false, s.name + ": the session is not in the catalog"
+			return slices.Equal(c.Nodes, []string{"ws-a", "ws-b"}), fmt.Sprintf("%s's catalog: nodes %v", s.name, c.Nodes)
 		})
 	}
 	for _, s := range stations {
 		// The views are written a flush after the lines; wait for the last
 		// one's count to settle, then check every figure.
-		var got string
 		waitUntil(t, 30*time.Second, func() (bool, string) {
-			cat, err := s.d.proj.Catalog(t.Context())
-			if err != nil {
-				return false, err.Error()
+			c, err := entry(s)
+			if c == nil {
+				return false, fmt.Sprintf("%s: the session is not in the catalog (%v)", s.name, err)
 			}
-			for _, c := range cat {
-				if c.SessionID == sid {
-					got = fmt.Sprintf("entries %d, messages %d, tokens %g, cost %.4f, collisions %v", c.Entries, c.Messages, c.Tokens, c.Cost, c.Collisions)
-				}
-			}
+			got := fmt.Sprintf("entries %d, messages %d, tokens %g, cost %.4f, collisions %v", c.Entries, c.Messages, c.Tokens, c.Cost, c.Collisions)
 			return got == "entries 2, messages 2, tokens 1500, cost 0.0105, collisions []", s.name + "'s catalog: " + got
 		})
 		st, err := s.status()
