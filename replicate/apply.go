@@ -37,7 +37,7 @@ type sess struct {
 	// has been left alone that long (trashed then), or until the file
 	// changes (pi still writes it: kept). trashSeen is the file then.
 	trashAfter *eventlog.Event
-	trashSeen  fileSnap
+	trashSeen  fragment
 	// checked: whether the state bucket was asked if the session was
 	// deleted elsewhere. Once per run is enough: only this replicator
 	// records deletions, and tombstone sets deleted as it does.
@@ -658,13 +658,13 @@ func (r *Replicator) trashWhenLeft(ctx context.Context, s *sess) error {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return err
-	case !s.trashSeen.same(st):
+	case !s.trashSeen.same(seenAt(st, r.now())):
 		s.trashAfter = nil
 		r.kept.Add(1)
 		r.logger.Warn("a session deleted on another machine was written here since: it stays here (delete it here too if it should go)",
 			"session", s.sid, "node", ev.Node, "file", s.file.path)
 		return nil
-	case r.now().Sub(s.trashSeen.at) < crashAfter(r.opts.Idle):
+	case r.now().Sub(s.trashSeen.since) < crashAfter(r.opts.Idle):
 		return nil // still waiting
 	}
 	s.trashAfter = nil

@@ -226,15 +226,14 @@ func (r *replica) busy(idle time.Duration, now time.Time) (busy bool, ended int6
 	if err != nil {
 		return false, 0, err
 	}
-	dev, ino := fileID(st)
-	if st.Mode().IsRegular() && st.Size() == r.size && st.ModTime().Equal(r.mtime) && dev == r.dev && ino == r.ino {
-		return false, 0, nil // as we left it
+	if r.asLeft(st) {
+		return false, 0, nil
 	}
 	partial, err := r.refresh()
 	if err != nil {
 		return false, 0, err
 	}
-	seen := fragment{dev: dev, ino: ino, size: st.Size(), mtime: st.ModTime(), since: now}
+	seen := seenAt(st, now)
 	if !partial {
 		r.frag = fragment{}
 		if !st.ModTime().After(now) {
@@ -259,33 +258,22 @@ func (r *replica) busy(idle time.Duration, now time.Time) (busy bool, ended int6
 	return false, seen.size - start, nil
 }
 
-// fileSnap is a file as seen at a moment (at, on our clock).
-type fileSnap struct {
-	dev, ino uint64
-	size     int64
-	mtime    time.Time
-	at       time.Time
-}
-
-func (f fileSnap) same(st fs.FileInfo) bool {
+// asLeft reports whether st is the file as the replicator left it: no one
+// else wrote it since.
+func (r *replica) asLeft(st fs.FileInfo) bool {
 	dev, ino := fileID(st)
-	return dev == f.dev && ino == f.ino && st.Size() == f.size && st.ModTime().Equal(f.mtime)
+	return st.Mode().IsRegular() && st.Size() == r.size && st.ModTime().Equal(r.mtime) && dev == r.dev && ino == r.ino
 }
 
 // localWrite reports whether someone other than the replicator (a local pi)
 // wrote the file within d: it is not as the replicator left it, and its
-// mtime is within d of now (or ahead of now). snap is the file now.
-func (r *replica) localWrite(d time.Duration, now time.Time) (snap fileSnap, written bool, err error) {
+// mtime is within d of now (or ahead of now). seen is the file now.
+func (r *replica) localWrite(d time.Duration, now time.Time) (seen fragment, written bool, err error) {
 	st, err := os.Lstat(r.path)
 	if err != nil {
-		return snap, false, err
+		return seen, false, err
 	}
-	dev, ino := fileID(st)
-	snap = fileSnap{dev: dev, ino: ino, size: st.Size(), mtime: st.ModTime(), at: now}
-	if st.Mode().IsRegular() && st.Size() == r.size && st.ModTime().Equal(r.mtime) && dev == r.dev && ino == r.ino {
-		return snap, false, nil // as we left it
-	}
-	return snap, now.Sub(st.ModTime()) < d, nil
+	return seenAt(st, now), !r.asLeft(st) && now.Sub(st.ModTime()) < d, nil
 }
 
 // crashAfter is how long a partial last line must stay unchanged (same
@@ -308,6 +296,12 @@ type fragment struct {
 	size     int64
 	mtime    time.Time
 	since    time.Time
+}
+
+// seenAt is the file st as seen at now.
+func seenAt(st fs.FileInfo, now time.Time) fragment {
+	dev, ino := fileID(st)
+	return fragment{dev: dev, ino: ino, size: st.Size(), mtime: st.ModTime(), since: now}
 }
 
 func (f fragment) same(g fragment) bool {
