@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -95,7 +96,7 @@ type fileKey struct{ dev, ino uint64 }
 
 func (s fileSig) key() fileKey { return fileKey{uint64(s.dev), uint64(s.ino)} }
 
-func newDiscovery(t *Tailer) (*discovery, error) {
+func newDiscovery(t *Tailer) *discovery {
 	newWatcher := t.newWatcher
 	if newWatcher == nil {
 		newWatcher = fsnotify.NewWatcher
@@ -113,7 +114,7 @@ func newDiscovery(t *Tailer) (*discovery, error) {
 		t: t, w: w, watched: make(map[string]struct{}), seen: make(map[string]string), walked: make(chan struct{}),
 		owner: make(map[fileKey]string), keyOf: make(map[string]fileKey), dups: make(map[string]struct{}),
 		unreadable: make(map[string]error), unwatched: make(map[string]error),
-	}, nil
+	}
 }
 
 func (d *discovery) run(ctx context.Context) error {
@@ -332,10 +333,9 @@ func (d *discovery) report() {
 		}
 	}
 	var lost, back []string
-	var lostErr error
-	for dir, err := range d.walkUnwatched {
+	for dir := range d.walkUnwatched {
 		if _, ok := d.unwatched[dir]; !ok {
-			lost, lostErr = append(lost, dir), err
+			lost = append(lost, dir)
 		}
 	}
 	for dir := range d.unwatched {
@@ -345,31 +345,40 @@ func (d *discovery) report() {
 			}
 		}
 	}
-	// One line a folder for a few; past that one line for all of them
-	// (a watch limit reached: a line for each of hundreds of folders
-	// said the same thing hundreds of times).
-	switch {
-	case len(lost) > 0 && len(lost) <= reportEach:
-		for _, dir := range lost {
-			d.t.logger.Warn("cannot watch folder; relying on rescans", "dir", dir, "err", d.walkUnwatched[dir], "fix", watchFix(d.walkUnwatched[dir], false))
-		}
-	case len(lost) > reportEach:
-		slices.Sort(lost)
-		d.t.logger.Warn("cannot watch folders; relying on rescans", "folders", len(lost), "first", lost[0], "err", lostErr, "fix", watchFix(lostErr, false))
-	}
-	switch {
-	case len(back) > 0 && len(back) <= reportEach:
-		for _, dir := range back {
-			d.t.logger.Info("folder watched again", "dir", dir)
-		}
-	case len(back) > reportEach:
-		d.t.logger.Info("folders watched again", "folders", len(back))
-	}
+	sayFolders(d.t.logger, slog.LevelWarn, "cannot watch folder; relying on rescans", "cannot watch folders; relying on rescans", lost,
+		func(dir string) []any {
+			return []any{"err", d.walkUnwatched[dir], "fix", watchFix(d.walkUnwatched[dir], false)}
+		})
+	sayFolders(d.t.logger, slog.LevelInfo, "folder watched again", "folders watched again", back, nil)
 	// Copies: events until the next walk add to the walk's maps, and
 	// what they add must still count as new then.
 	d.unreadable, d.unwatched = maps.Clone(d.walkUnreadable), maps.Clone(d.walkUnwatched)
 	d.t.unreadableDirs.Store(int64(len(d.unreadable)))
 	d.t.unwatchedDirs.Store(int64(len(d.unwatched)))
+}
+
+// sayFolders logs msg for each of dirs while they are few (with attrs of
+// each, if any), and past reportEach one line of many for all of them, with
+// the first's attrs: a watch limit reached made a line for each of hundreds
+// of folders, all saying the same thing.
+func sayFolders(logger *slog.Logger, level slog.Level, one, many string, dirs []string, attrs func(dir string) []any) {
+	if len(dirs) == 0 {
+		return
+	}
+	slices.Sort(dirs)
+	with := func(dir string, args ...any) []any {
+		if attrs != nil {
+			args = append(args, attrs(dir)...)
+		}
+		return args
+	}
+	if len(dirs) <= reportEach {
+		for _, dir := range dirs {
+			logger.Log(context.Background(), level, one, with(dir, "dir", dir)...)
+		}
+		return
+	}
+	logger.Log(context.Background(), level, many, with(dirs[0], "folders", len(dirs), "first", dirs[0])...)
 }
 
 // rootAway reports whether the sessions dir itself is gone (moved away,

@@ -25,10 +25,7 @@ func TestWalkKeepsItsPaths(t *testing.T) {
 	for _, name := range []string{"a.jsonl", "b.jsonl"} {
 		writeFile(t, filepath.Join(dir, name), header(name))
 	}
-	d, err := newDiscovery(New(nil, Options{Root: root}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := newDiscovery(New(nil, Options{Root: root}))
 	defer d.w.Close()
 	if err := d.walk(); err != nil {
 		t.Fatal(err)
@@ -76,10 +73,7 @@ func TestWalkKeepsItsPaths(t *testing.T) {
 // otherwise, and once when rescans work again; before, at every rescan.
 func TestRescanFailureSaidOnce(t *testing.T) {
 	var logs testenv.LogBuffer
-	d, err := newDiscovery(New(nil, Options{Root: t.TempDir(), Logger: logs.Logger()}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := newDiscovery(New(nil, Options{Root: t.TempDir(), Logger: logs.Logger()}))
 	defer d.w.Close()
 	denied, other := errors.New("open /s: permission denied"), errors.New("open /s: input/output error")
 	for _, err := range []error{denied, denied, denied, nil, nil, denied, other, other, nil} {

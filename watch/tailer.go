@@ -140,10 +140,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 	if err := os.MkdirAll(t.root, 0o700); err != nil {
 		return fmt.Errorf("watch: sessions dir: %w", err)
 	}
-	d, err := newDiscovery(t)
-	if err != nil {
-		return err
-	}
+	d := newDiscovery(t)
 	if err := t.heldAtStart.read(ctx, t.log); err != nil && ctx.Err() == nil {
 		// Each session's subject is read on its own instead. (A daemon
 		// stopped during the read is no news.)
@@ -163,7 +160,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 		defer wg.Done()
 		t.awaitReady(ctx, d)
 	}()
-	err = d.run(ctx)
+	err := d.run(ctx)
 	cancel()
 	wg.Wait()
 	if errors.Is(err, context.Canceled) {
