@@ -34,7 +34,7 @@ func (l *ownerListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		if len(l.slots) > l.open {
-			if uid, ok := connOwner(c); ok && uid != l.uid {
+			if uid, ok := addrOwner(c.LocalAddr(), c.RemoteAddr()); ok && uid != l.uid {
 				c.Close() // the reserve is this user's
 				<-l.slots
 				continue
@@ -42,16 +42,6 @@ func (l *ownerListener) Accept() (net.Conn, error) {
 		}
 		return &ownedConn{Conn: c, release: func() { <-l.slots }}, nil
 	}
-}
-
-// connOwner is the user owning the client's end of c.
-func connOwner(c net.Conn) (int, bool) {
-	l, lok := c.LocalAddr().(*net.TCPAddr)
-	r, rok := c.RemoteAddr().(*net.TCPAddr)
-	if !lok || !rok {
-		return 0, false
-	}
-	return socketOwner(r, l)
 }
 
 // ownedConn gives its slot back once, at its first Close.

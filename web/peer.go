@@ -42,12 +42,17 @@ func peerUID(ctx context.Context) (int, bool) {
 	if p == nil {
 		return 0, false
 	}
-	p.once.Do(func() {
-		l, lok := p.local.(*net.TCPAddr)
-		r, rok := p.remote.(*net.TCPAddr)
-		if lok && rok {
-			p.uid, p.known = socketOwner(r, l)
-		}
-	})
+	p.once.Do(func() { p.uid, p.known = addrOwner(p.local, p.remote) })
 	return p.uid, p.known
+}
+
+// addrOwner is the user owning the client's end (remote) of the TCP
+// connection whose server end is local, and whether the system says.
+func addrOwner(local, remote net.Addr) (int, bool) {
+	l, lok := local.(*net.TCPAddr)
+	r, rok := remote.(*net.TCPAddr)
+	if !lok || !rok {
+		return 0, false
+	}
+	return socketOwner(r, l)
 }
