@@ -125,17 +125,17 @@ func searchArgs(args []string) (params url.Values, asJSON bool, err error) {
 			words = append(words, args[i+1:]...)
 			break
 		}
-		if a == "-h" || a == "--help" {
+		if a == "-h" {
 			return nil, false, &helpRequest{Usage: searchUsage}
 		}
 		flag, ok := strings.CutPrefix(a, "--")
-		if !ok || flag == "" {
+		if !ok {
 			words = append(words, a)
 			continue
 		}
 		name, val, hasVal := strings.Cut(flag, "=")
 		switch name {
-		case "h":
+		case "h", "help":
 			return nil, false, &helpRequest{Usage: searchUsage}
 		case "json":
 			asJSON = true
