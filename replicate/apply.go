@@ -695,6 +695,7 @@ func (r *Replicator) trash(ctx context.Context, s *sess, ev *eventlog.Event) err
 			return nil
 		} else {
 			r.dropFile(s)
+			r.rememberTrashed(s.sid, path, dst)
 			r.trashed.Add(1)
 			r.logger.Info("session deleted on another machine; moved to trash", "session", s.sid, "node", ev.Node, "trash", dst)
 		}

@@ -85,7 +85,12 @@ type Replicator struct {
 	filesCreated, linesWritten, rejected, trashed atomic.Int64
 	restored, erasedRemote                        atomic.Int64
 	collisions, waiting, deferred, refused        atomic.Int64
-	untrusted, migrated, kept                     atomic.Int64
+	untrusted, migrated, kept, rejoined           atomic.Int64
+
+	// Copies moved to the trash, by their old name, and when their names
+	// were last looked at (rejoin.go). Owned by the Run goroutine.
+	trashedCopies map[string]trashedCopy
+	rejoinedAt    time.Time
 
 	// eraseMu is held by a write round and by Hold; holds (session →
 	// PI_ALL sequence when its erase here began) are read from the state
@@ -120,7 +125,7 @@ func New(all *eventlog.All, state jetstream.KeyValue, tracker Tracker, o Options
 	return &Replicator{
 		opts: o, all: all, state: state, tracker: tracker, logger: o.Logger, link: eventlog.NewLink(o.Logger, "replication"), now: time.Now,
 		sessions: map[string]*sess{}, files: map[string]*replica{}, forkSIDs: map[string]struct{}{},
-		quarantined: map[string]string{},
+		quarantined: map[string]string{}, trashedCopies: map[string]trashedCopy{},
 	}
 }
 
@@ -138,7 +143,11 @@ type Stats struct {
 	Trashed      int64 `json:"filesTrashed"`
 	// KeptWritten counts sessions deleted on another machine that a local
 	// pi wrote again before their copy here went to the trash: kept.
-	KeptWritten    int64 `json:"deletedButWrittenHere,omitempty"`
+	KeptWritten int64 `json:"deletedButWrittenHere,omitempty"`
+	// Rejoined counts copies of sessions deleted on another machine that
+	// a local pi wrote to after they went to the trash: put back together
+	// and restored from here.
+	Rejoined       int64 `json:"restoredWrittenAfterTrash,omitempty"`
 	Restored       int64 `json:"sessionsRestored"`
 	Erased         int64 `json:"sessionsErased"` // erased here for another machine
 	ForkedSessions int64 `json:"forkedSessions"`
@@ -171,7 +180,7 @@ func (r *Replicator) Stats() Stats {
 	r.mu.Unlock()
 	return Stats{
 		FilesCreated: r.filesCreated.Load(), LinesWritten: r.linesWritten.Load(), Waiting: r.waiting.Load(),
-		Deferred: r.deferred.Load(), Rejected: r.rejected.Load(), Trashed: r.trashed.Load(), KeptWritten: r.kept.Load(), Restored: r.restored.Load(),
+		Deferred: r.deferred.Load(), Rejected: r.rejected.Load(), Trashed: r.trashed.Load(), KeptWritten: r.kept.Load(), Rejoined: r.rejoined.Load(), Restored: r.restored.Load(),
 		Erased:         r.erasedRemote.Load(),
 		ForkedSessions: forks, Collisions: r.collisions.Load(), Refused: r.refused.Load(), Untrusted: r.untrusted.Load(), Migrated: r.migrated.Load(), Quarantined: q, CollisionsList: cl,
 	}
@@ -320,6 +329,7 @@ func (r *Replicator) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		r.rejoinTrashed()
 		if !durable {
 			continue // not durable yet: the position stays
 		}

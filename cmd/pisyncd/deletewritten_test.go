@@ -79,4 +79,25 @@ func TestDeletedWhileWrittenHere(t *testing.T) {
 	if after, err := os.ReadFile(trash[0]); err != nil || !reflect.DeepEqual(after, before) {
 		t.Errorf("the trashed copy differs from B's file: %v", err)
 	}
+
+	// 3. pi on B, idle past the wait with the session open, writes its
+	// next entry: pi appends by name, so the entry alone makes a new file
+	// without a header. B puts the trashed copy back with it, and since B
+	// wrote the session before, its restore brings the session back on A
+	// with the new line.
+	appendLine(t, bPath, msgLine("b3", "b1", "B is back from lunch"))
+	waitUntil(t, 60*time.Second, func() (bool, string) {
+		got, _ := os.ReadFile(bPath)
+		st, _ := b.status()
+		return string(got) == string(before)+msgLine("b3", "b1", "B is back from lunch")+"\n" && st.Replicator.Rejoined == 1,
+			fmt.Sprintf("B's file:\n%s\nB's status: %+v", got, st.Replicator)
+	})
+	if trash, _ := filepath.Glob(filepath.Join(b.cfg.SessionsDir, replicate.TrashDir, "*"+gone+"*")); len(trash) != 0 {
+		t.Errorf("the copy put back is still in the trash: %v", trash)
+	}
+	aPath := filepath.Join(a.cfg.SessionsDir, sessionRel("/work/gone", gone))
+	waitUntil(t, 60*time.Second, func() (bool, string) {
+		got, _ := os.ReadFile(aPath)
+		return strings.Contains(string(got), `"id":"b3"`), fmt.Sprintf("A's copy:\n%s", got)
+	})
 }
