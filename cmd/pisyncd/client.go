@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/projection"
@@ -49,7 +50,13 @@ func getControl(ctx context.Context, cfg *config.Config, path string) (*http.Res
 	if err != nil {
 		return nil, err
 	}
-	resp, err := controlClient(cfg.StateDir).Do(req)
+	c := controlClient(cfg.StateDir)
+	// A daemon that takes the connection and sends nothing is stuck: the
+	// commands that read (events, context, ls, tail, search) say so rather
+	// than wait out their own long deadline. Erase, which waits for its
+	// work, does not come here.
+	c.Transport.(*http.Transport).ResponseHeaderTimeout = answerTimeout
+	resp, err := c.Do(req)
 	if err != nil {
 		return nil, noAnswer(cfg.StateDir, err)
 	}
@@ -74,8 +81,13 @@ func noAnswer(stateDir string, err error) error {
 	if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
 		return fmt.Errorf("%w (no answer on %s): start it (pisyncd run, or its service)", errNotRunning, sock)
 	}
-	return fmt.Errorf("pisyncd did not answer on %s: %w", sock, err)
+	return fmt.Errorf("pisyncd did not answer on %s: %w; it may be stuck: its log says why, and restarting it (its service, or pisyncd run) mends it", sock, err)
 }
+
+// answerTimeout is how long a read waits for the daemon's first byte.
+// The daemon answers a context of a 200 MB session within a second
+// (docs/PERFORMANCE.md); this is for a daemon that does not answer at all.
+var answerTimeout = 30 * time.Second
 
 // storeExists reports whether a daemon ever made its store in the state dir.
 func storeExists(cfg *config.Config) bool {

@@ -54,4 +54,14 @@ func TestNoAnswer(t *testing.T) {
 	if err == nil || errors.Is(err, errNotRunning) || !strings.Contains(err.Error(), "did not answer") {
 		t.Fatalf("a socket that does not answer: %v", err)
 	}
+
+	// Without a deadline of its own (events, context: five minutes), a
+	// command gives up on a daemon that sends nothing after answerTimeout,
+	// and says what to do.
+	defer func(d time.Duration) { answerTimeout = d }(answerTimeout)
+	answerTimeout = 100 * time.Millisecond
+	_, err = getControl(context.Background(), cfg, "/events?session=x")
+	if err == nil || !strings.Contains(err.Error(), "did not answer") || !strings.Contains(err.Error(), "restarting it") {
+		t.Fatalf("a daemon that sends nothing: %v", err)
+	}
 }
