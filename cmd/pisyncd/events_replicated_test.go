@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/pisyncd/pisyncd/eventlog"
 )
 
 // TestEventsOfASessionBegunElsewhere: events lists a session another
@@ -57,4 +60,26 @@ func TestEventsOfASessionBegunElsewhere(t *testing.T) {
 	check("from the daemon")
 	b.stop()
 	check("from the store")
+}
+
+// TestEventJSONIsUTF8: a line whose JSON holds a byte that is not UTF-8
+// (a damaged or hostile file) is printed as rawLine, not copied as it is:
+// `events --json` stays JSON to a strict reader.
+func TestEventJSONIsUTF8(t *testing.T) {
+	for _, raw := range []string{`{"type":"message","id":"m1","text":"ok"}`, "{\"type\":\"message\",\"id\":\"m1\",\"text\":\"bad \xff\"}", "not json"} {
+		b, err := json.Marshal(newEventJSON(&eventlog.Event{Raw: []byte(raw)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !utf8.Valid(b) {
+			t.Errorf("%q: not UTF-8: %q", raw, b)
+		}
+		var back map[string]any
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Errorf("%q: %v", raw, err)
+		}
+		if _, isEntry := back["entry"]; isEntry != (utf8.ValidString(raw) && json.Valid([]byte(raw))) {
+			t.Errorf("%q: entry %v", raw, back)
+		}
+	}
 }

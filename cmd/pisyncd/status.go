@@ -15,6 +15,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
@@ -257,7 +258,7 @@ type eventJSON struct {
 	File     string          `json:"file,omitempty"`
 	Bytes    int             `json:"bytes"`
 	Entry    json.RawMessage `json:"entry,omitempty"`
-	RawLine  string          `json:"rawLine,omitempty"` // only if the payload is not JSON
+	RawLine  string          `json:"rawLine,omitempty"` // only if the payload is not JSON in UTF-8
 }
 
 func newEventJSON(ev *eventlog.Event) eventJSON {
@@ -265,7 +266,11 @@ func newEventJSON(ev *eventlog.Event) eventJSON {
 		Stream: ev.Stream, Subject: ev.Subject, Seq: ev.Seq, Node: ev.Node, Session: ev.SID, EntryID: ev.ID,
 		ParentID: ev.ParentID, Type: ev.Type, Sha256: fmt.Sprintf("%x", ev.Sha), File: ev.File, Bytes: len(ev.Raw),
 	}
-	if json.Valid(ev.Raw) {
+	// JSON that is not UTF-8 (a byte pi never writes, from a damaged or
+	// hostile file) is not copied as it is: the output would not be JSON
+	// to a strict reader. As rawLine, each such byte is U+FFFD; sha256
+	// still names the line's own bytes.
+	if json.Valid(ev.Raw) && utf8.Valid(ev.Raw) {
 		e.Entry = ev.Raw
 	} else {
 		e.RawLine = string(ev.Raw)
