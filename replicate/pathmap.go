@@ -3,6 +3,7 @@ package replicate
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -30,7 +31,15 @@ func ParsePathMap(s string) (PathMap, error) {
 		if !ok || !isAbs(from) || !isAbs(to) {
 			return PathMap{}, fmt.Errorf("path map %q: want FROM=TO with absolute paths", pair)
 		}
-		m.rules = append(m.rules, rule{clean(from), clean(to)})
+		r := rule{clean(from), clean(to)}
+		if i := slices.IndexFunc(m.rules, func(o rule) bool { return o.from == r.from }); i >= 0 {
+			if m.rules[i].to == r.to {
+				continue
+			}
+			// Which one won would depend on the order of the list.
+			return PathMap{}, fmt.Errorf("path map: %s is mapped twice, to %s and to %s: keep one of them", r.from, m.rules[i].to, r.to)
+		}
+		m.rules = append(m.rules, r)
 	}
 	sort.SliceStable(m.rules, func(i, j int) bool { return len(m.rules[i].from) > len(m.rules[j].from) })
 	return m, nil

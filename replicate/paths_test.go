@@ -32,10 +32,18 @@ func TestPathMap(t *testing.T) {
 			t.Errorf("Map(%q) = %q, want %q", in, got, want)
 		}
 	}
-	for _, bad := range []string{"x=/y", "/x=y", "/x"} {
+	for _, bad := range []string{"x=/y", "/x=y", "/x", "/a=/b,/a/=/c"} {
 		if _, err := ParsePathMap(bad); err == nil {
 			t.Errorf("ParsePathMap(%q) accepted", bad)
 		}
+	}
+	// The same FROM twice: the same TO is one rule; another TO is an
+	// error that names both, where before the first one won unsaid.
+	if m, err := ParsePathMap("/a=/b, /a/=/b"); err != nil || len(m.rules) != 1 {
+		t.Errorf("a rule given twice: %v, %v", m.rules, err)
+	}
+	if _, err := ParsePathMap("/a=/b,/a=/c"); err == nil || !strings.Contains(err.Error(), "/a is mapped twice, to /b and to /c") {
+		t.Errorf("a FROM mapped twice: %v", err)
 	}
 }
 
