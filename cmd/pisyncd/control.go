@@ -185,20 +185,27 @@ func (d *Daemon) controlHandler() http.Handler {
 
 func (d *Daemon) metricsHandler() http.Handler {
 	mux := http.NewServeMux()
-	// /metrics goes through the view's guard: its Host check and its
-	// token (a scraper sends it as a bearer token). /healthz says only
-	// whether the daemon is up.
-	mux.Handle("GET /metrics", d.web.Guard(promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{})))
-	mux.HandleFunc("GET /healthz", d.healthzTerse)
-	if d.web != nil {
-		// The web view: every other path. Its session pages read a whole
-		// session: foreground work, as a context is (not the event
-		// streams, which stay open).
-		mux.Handle("/", d.web)
-		mux.Handle("GET /s/", d.fg.Handler(d.web))
-		mux.Handle("GET /api/s/", d.fg.Handler(d.web))
-	}
-	return mux
+	mux.Handle("GET /metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}))
+	// The web view: every other path. Its session pages read a whole
+	// session: foreground work, as a context is (not the event streams,
+	// which stay open).
+	mux.Handle("/", d.web)
+	mux.Handle("GET /s/", d.fg.Handler(d.web))
+	mux.Handle("GET /api/s/", d.fg.Handler(d.web))
+	// Everything but /healthz, which says only whether the daemon is up
+	// (a container's probe asks under any Host), goes through the view's
+	// guard, its Host check and its token (a scraper of /metrics sends it
+	// as a bearer token), before the mux: the mux's own answers, such as
+	// its redirect of "//x" or "/s", are the guard's too. The view's paths
+	// pass its guard twice, which costs a few comparisons.
+	guarded := d.web.Guard(mux)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" && r.Method == http.MethodGet {
+			d.healthzTerse(w, r)
+			return
+		}
+		guarded.ServeHTTP(w, r)
+	})
 }
 
 // healthz answers a probe on the control socket: ok, or 503 and why.

@@ -76,6 +76,21 @@ func TestWebProcess(t *testing.T) {
 	if resp, body := get("/metrics"); resp.StatusCode != 200 || !strings.Contains(body, "pisyncd_lines_published_total") {
 		t.Errorf("/metrics: %d", resp.StatusCode)
 	}
+	// A path the mux would redirect ("//x", "/s") is checked as any
+	// other: a DNS-rebinding page's Host gets no answer of the daemon's.
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, p := range []string{"//evil.example/x", "/s", "/a/../metrics"} {
+		req, _ := http.NewRequest("GET", "http://"+addr+p, nil)
+		req.Host = "evil.example"
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMisdirectedRequest {
+			t.Errorf("%s under Host evil.example: %d %s, want 421", p, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
 	if resp, _ := get("/healthz"); resp.StatusCode != 200 {
 		t.Errorf("/healthz: %d", resp.StatusCode)
 	}
