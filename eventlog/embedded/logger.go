@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 )
@@ -15,7 +18,8 @@ import (
 // JetStream") and then carries on half-started, so the error is recorded
 // and the owner decides what to do.
 type natsLogger struct {
-	log *slog.Logger
+	log     *slog.Logger
+	repeats repeats
 
 	once   sync.Once
 	err    error
@@ -34,15 +38,43 @@ func (l *natsLogger) emit(level slog.Level, format string, v []any) string {
 	return msg
 }
 
-func (l *natsLogger) Noticef(format string, v ...any) { l.emit(slog.LevelInfo, format, v) }
-func (l *natsLogger) Warnf(format string, v ...any)   { l.emit(slog.LevelWarn, format, v) }
-func (l *natsLogger) Errorf(format string, v ...any)  { l.emit(slog.LevelError, format, v) }
+// emitOnce logs as emit does, but a message like one logged within the
+// last repeatWindow only counts, and the first like it after the window
+// says how many there were: a leaf connection whose credentials the hub
+// refuses is tried again every second, and each try logs on both sides.
+func (l *natsLogger) emitOnce(level slog.Level, format string, v []any) {
+	if !l.log.Enabled(context.Background(), level) {
+		return
+	}
+	msg := fmt.Sprintf(format, v...)
+	if strings.Contains(msg, "(attempt ") {
+		// A failed connect or reconnect to the hub: the server logs only
+		// some of those as errors already (connectErrorReports), each with
+		// its number.
+		l.log.Log(context.Background(), level, msg)
+		return
+	}
+	n, ok := l.repeats.note(msg, time.Now())
+	if !ok {
+		return
+	}
+	if n > 0 {
+		l.log.Log(context.Background(), level, msg, "like_it_in_the_last_minute", n)
+		return
+	}
+	l.log.Log(context.Background(), level, msg)
+}
+
+func (l *natsLogger) Noticef(format string, v ...any) { l.emitOnce(slog.LevelInfo, format, v) }
+func (l *natsLogger) Warnf(format string, v ...any)   { l.emitOnce(slog.LevelWarn, format, v) }
+func (l *natsLogger) Errorf(format string, v ...any)  { l.emitOnce(slog.LevelError, format, v) }
 func (l *natsLogger) Debugf(format string, v ...any)  { l.emit(slog.LevelDebug, format, v) }
 
 // Tracef is only called when the server was given the trace flag
 // (Config.Trace); slog has no trace level, so it logs at debug.
 func (l *natsLogger) Tracef(format string, v ...any) { l.emit(slog.LevelDebug, format, v) }
 
+// Fatalf always logs: it is said once per server.
 func (l *natsLogger) Fatalf(format string, v ...any) {
 	msg := l.emit(slog.LevelError, format, v)
 	l.once.Do(func() {
@@ -118,4 +150,57 @@ func (l *serverLog) poke() {
 	case l.hint <- struct{}{}:
 	default:
 	}
+}
+
+// repeatWindow is how long a message's likes are counted, not logged.
+const repeatWindow = time.Minute
+
+// maxRepeats bounds the messages remembered: past it, those whose window
+// is over go, and if none has, nothing more is held back.
+const maxRepeats = 256
+
+var digitRuns = regexp.MustCompile(`[0-9]+`)
+
+// repeats counts the messages like one another that the server logs.
+// Messages are alike when they differ only in their digits: the server
+// names a connection by its address, port and id, new at every try.
+type repeats struct {
+	mu   sync.Mutex
+	seen map[string]*repeat
+}
+
+type repeat struct {
+	since time.Time // when the message was last logged
+	n     int       // its likes since, not logged
+}
+
+// note reports whether msg is to be logged at now, and how many like it
+// were held back since the last one logged.
+func (r *repeats) note(msg string, now time.Time) (held int, log bool) {
+	key := digitRuns.ReplaceAllLiteralString(msg, "#")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p := r.seen[key]; p != nil {
+		if now.Sub(p.since) < repeatWindow {
+			p.n++
+			return 0, false
+		}
+		held, p.since, p.n = p.n, now, 0
+		return held, true
+	}
+	if len(r.seen) >= maxRepeats {
+		for k, p := range r.seen {
+			if now.Sub(p.since) >= repeatWindow {
+				delete(r.seen, k)
+			}
+		}
+		if len(r.seen) >= maxRepeats {
+			return 0, true
+		}
+	}
+	if r.seen == nil {
+		r.seen = map[string]*repeat{}
+	}
+	r.seen[key] = &repeat{since: now}
+	return 0, true
 }

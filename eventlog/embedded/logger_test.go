@@ -2,9 +2,12 @@ package embedded
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLoggerLevelsAndFatal(t *testing.T) {
@@ -32,5 +35,54 @@ func TestLoggerLevelsAndFatal(t *testing.T) {
 	}
 	if err := l.fatal(); err == nil || !strings.Contains(err.Error(), "Can't start JetStream: disk") {
 		t.Errorf("fatal error = %v, want the first Fatalf", err)
+	}
+}
+
+// TestRepeatsHeldBack: a message like one logged within the last minute
+// (the same but for its digits: a connection's port and id) is counted,
+// not logged, and the first like it after the minute says how many there
+// were. Before, a leaf connection the hub refused logged its error every
+// second on both sides, for as long as it was refused.
+func TestRepeatsHeldBack(t *testing.T) {
+	var r repeats
+	t0 := time.Unix(1000, 0)
+	refused := func(port int) string {
+		return fmt.Sprintf("127.0.0.1:%d - lid:%d - Leafnode Error 'Authorization Violation'", port, port%97)
+	}
+	if n, ok := r.note(refused(50001), t0); !ok || n != 0 {
+		t.Fatalf("first: %d %v", n, ok)
+	}
+	for i := 1; i < 59; i++ {
+		if _, ok := r.note(refused(50001+i), t0.Add(time.Duration(i)*time.Second)); ok {
+			t.Fatalf("attempt %d logged again", i)
+		}
+	}
+	if n, ok := r.note("another message", t0.Add(time.Second)); !ok || n != 0 {
+		t.Fatalf("another message held back: %d %v", n, ok)
+	}
+	if n, ok := r.note(refused(60000), t0.Add(repeatWindow)); !ok || n != 58 {
+		t.Fatalf("after the minute: %d %v, want 58 held back", n, ok)
+	}
+
+	// Bounded: past maxRepeats messages, those whose minute is over go.
+	for i := 0; i < 2*maxRepeats; i++ {
+		r.note(fmt.Sprintf("message %c%c", 'a'+i%26, 'a'+i/26), t0.Add(2*repeatWindow+time.Duration(i)*time.Second))
+	}
+	if len(r.seen) > maxRepeats {
+		t.Errorf("%d messages remembered", len(r.seen))
+	}
+
+	// The logger: an attempt's number is never held back.
+	var buf bytes.Buffer
+	l := newNATSLogger(slog.New(slog.NewTextHandler(&buf, nil)))
+	for i := 1; i <= 3; i++ {
+		l.Errorf("Error trying to connect as leafnode to remote server (attempt %d)", i)
+		l.Errorf("%s - lid:%d - Leafnode Error 'Authorization Violation'", "127.0.0.1:5000"+strconv.Itoa(i), i)
+	}
+	if got := strings.Count(buf.String(), "(attempt "); got != 3 {
+		t.Errorf("%d attempts logged, want 3:\n%s", got, buf.String())
+	}
+	if got := strings.Count(buf.String(), "Authorization Violation"); got != 1 {
+		t.Errorf("the refusal logged %d times, want 1:\n%s", got, buf.String())
 	}
 }
