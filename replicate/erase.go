@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -187,14 +188,19 @@ func (r *Replicator) flushHeld(ctx context.Context) (durable bool, err error) {
 // session's lines in PI_LOCAL and PI_ALL before the event. From this node
 // (the user erased it here, which removed the files and the lines then):
 // what came into PI_ALL meanwhile goes, and the hold ends. Lines after
-// the event are a new session and stay. Applied again (a replay), it finds
-// little to do.
+// the event are a new session and stay. Applied once: a replay (the read
+// position saved before the event, say while a line waits for ever for a
+// header) would otherwise erase what came after it, the session written
+// again here or elsewhere, and this node's own lines of it.
 func (r *Replicator) erase(ctx context.Context, s *sess, ev *eventlog.Event) error {
-	s.trashAfter = nil // an erase takes the file anyway
 	own := ev.Node == r.opts.Node
 	if own && ev.SrcSeq == 0 {
 		return nil // the copy that keeps the downloader's place (eventlog.KeepPosition)
 	}
+	if done, err := r.eraseApplied(ctx, s.sid, ev.Seq); err != nil || done {
+		return err
+	}
+	s.trashAfter = nil // an erase takes the file anyway
 	live, trash, err := SessionFiles(r.opts.Root, s.sid)
 	if err != nil {
 		return err
@@ -241,6 +247,11 @@ func (r *Replicator) erase(ctx context.Context, s *sess, ev *eventlog.Event) err
 	}
 	r.waiting.Add(-int64(len(s.queue)))
 	delete(r.sessions, s.sid)
+	// Recorded once everything above is done: a crash before it applies
+	// the event again, which finds nothing of the session's past left.
+	if _, err := r.state.Put(ctx, erasedKey(s.sid), []byte(strconv.FormatUint(ev.Seq, 10))); err != nil {
+		return fmt.Errorf("replicator: erase %s: record it: %w", s.sid, err)
+	}
 	if own {
 		return r.endHold(ctx, s.sid, ev.Seq)
 	}
@@ -248,6 +259,27 @@ func (r *Replicator) erase(ctx context.Context, s *sess, ev *eventlog.Event) err
 	r.logger.Info("session erased on another machine; erased here", "session", s.sid, "node", ev.Node,
 		"files", len(live), "trash", len(trash), "lines_local", n.Local, "lines_all", n.All)
 	return nil
+}
+
+// erasedKey is the state key of the PI_ALL sequence of the last erase
+// event of session sid applied here.
+func erasedKey(sid string) string {
+	h := sha256.Sum256([]byte(sid))
+	return "replicator.erased." + hex.EncodeToString(h[:16])
+}
+
+// eraseApplied reports whether the erase event at PI_ALL sequence seq, or
+// a later one of the same session, was applied here already.
+func (r *Replicator) eraseApplied(ctx context.Context, sid string, seq uint64) (bool, error) {
+	e, err := r.state.Get(ctx, erasedKey(sid))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("replicator: erase %s: %w", sid, err)
+	}
+	done, err := strconv.ParseUint(string(e.Value()), 10, 64)
+	return err == nil && done >= seq, nil
 }
 
 // endHold ends the hold of a session erased here once its erase event

@@ -672,6 +672,31 @@ func TestEraseThenWriteAgain(t *testing.T) {
 			return n == 2, fmt.Sprintf("%s: %d entries %s", s.name, n, why)
 		})
 	}
+
+	// B reads PI_ALL again from its start, as it does after a restart
+	// when its position was held before the erase event (a line that
+	// waits for ever for its header held it there): the erase, applied
+	// once, is not applied again. Before, B unlinked its file, erased its
+	// own line n2 from its log and made the file again from A's lines.
+	b.stop()
+	d, err := OpenStore(context.Background(), b.cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := d.log.JetStream().KeyValue(context.Background(), eventlog.StateBucket)
+	if err == nil {
+		err = kv.Delete(context.Background(), "replicator.position")
+	}
+	if cerr := d.Close(); err != nil || cerr != nil {
+		t.Fatal(err, cerr)
+	}
+	b.start()
+	appendLine(t, aPath, msgLine("n3", "n2", "continued on A"))
+	want := append(again, msgLine("n2", "n1", "continued on B"), msgLine("n3", "n2", "continued on A"))
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		got := b.sessionFiles()[rel]
+		return reflect.DeepEqual(got, want), fmt.Sprintf("B's file: %q", got)
+	})
 	for _, s := range []*station{a, b} {
 		s.stop()
 		if hits := grepTree(s.cfg.StateDir, leaked); len(hits) > 0 {
