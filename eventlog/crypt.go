@@ -67,7 +67,8 @@ type Crypt struct {
 // NewCrypt reads the keyring at path for node. A missing keyring is no
 // error: the downloader waits at the first sealed line until a key
 // appears, and the forwarder forwards nothing and says why when always
-// (PISYNC_ENCRYPT=on: fail closed), or forwards lines as they are (auto).
+// (PISYNC_ENCRYPT=on: fail closed), or forwards lines as they are (auto;
+// but not with a keyring file there that cannot be read: subject).
 func NewCrypt(path, node string, always bool) *Crypt {
 	c := &Crypt{path: path, node: node, always: always, erasures: map[string]*erasure{}, erasedC: make(chan struct{}, 1)}
 	c.refreshLocked(time.Time{})
@@ -328,7 +329,12 @@ func (c *Crypt) subject(sid string) (string, bool, error) {
 	switch {
 	case c.ring != nil:
 		return UpPrefix + "." + c.node + "." + seal.Token(c.ring, sid), true, nil
-	case c.always:
+	case c.always, c.loadErr != nil && !errors.Is(c.loadErr, keyring.ErrNoKeyring):
+		// Under auto too, a keyring file that is there but cannot be
+		// read (its mode, a damaged file) fails closed: it says this
+		// machine's team encrypts, and a line sent in clear meanwhile
+		// would stay on the hub in clear, and be refused by teammates
+		// that require sealing.
 		return "", false, c.noKeyLocked()
 	}
 	return UpSubject(c.node, sid), false, nil

@@ -36,3 +36,7 @@ func SetParkBounds(t interface{ Cleanup(func()) }, perNode int, bytes, nodeBytes
 	maxHeldPerNode, parkMaxBytes, parkNodeBytes = perNode, bytes, nodeBytes
 	t.Cleanup(func() { maxHeldPerNode, parkMaxBytes, parkNodeBytes = was, wasBytes, wasNode })
 }
+
+// HubSubject is the hub subject c gives node's session sid, and whether
+// its lines are sealed.
+func HubSubject(c *Crypt, sid string) (string, bool, error) { return c.subject(sid) }

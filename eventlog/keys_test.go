@@ -2,7 +2,9 @@ package eventlog_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -154,5 +156,42 @@ func TestCryptStatusWhileSealing(t *testing.T) {
 	close(release)
 	if err := <-sealed; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAutoFailsClosedOnABrokenKeyFile: under PISYNC_ENCRYPT=auto, no
+// keyring file means lines go in clear, but a keyring file that is there
+// and cannot be read (a mode too open, a damaged file) holds them back, as
+// on does, and status says why. Before, auto sent every line in clear,
+// sessions sealed until then included, and said nothing.
+func TestAutoFailsClosedOnABrokenKeyFile(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "team-key.json")
+	if subj, sealed, err := eventlog.HubSubject(eventlog.NewCrypt(keyFile, "n1", false), "s1"); err != nil || sealed || subj != eventlog.UpSubject("n1", "s1") {
+		t.Fatalf("auto without a keyring: %q %v %v, want in clear", subj, sealed, err)
+	}
+	for name, breakIt := range map[string]func() error{
+		"mode":    func() error { return os.Chmod(keyFile, 0o644) },
+		"damaged": func() error { return os.WriteFile(keyFile, []byte("{not a keyring"), 0o600) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			os.Remove(keyFile)
+			if err := keyring.Save(keyFile, keyring.New(time.Now())); err != nil {
+				t.Fatal(err)
+			}
+			if _, sealed, err := eventlog.HubSubject(eventlog.NewCrypt(keyFile, "n1", false), "s1"); err != nil || !sealed {
+				t.Fatalf("auto with a keyring: sealed %v, %v", sealed, err)
+			}
+			if err := breakIt(); err != nil {
+				t.Fatal(err)
+			}
+			c := eventlog.NewCrypt(keyFile, "n1", false)
+			_, _, err := eventlog.HubSubject(c, "s1")
+			if !errors.Is(err, eventlog.ErrNoTeamKey) {
+				t.Fatalf("auto with a keyring file it cannot read: %v, want ErrNoTeamKey", err)
+			}
+			if st := c.Status(); st.KeyError == "" || st.ForwardWaiting == "" {
+				t.Errorf("status: %+v", st)
+			}
+		})
 	}
 }

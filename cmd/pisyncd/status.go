@@ -387,11 +387,22 @@ func encryptionNote(e *encryptionStatus) string {
 	if e.CurrentKey != "" {
 		key = fmt.Sprintf("team %s, key %s (%d key(s))", e.Team, e.CurrentKey, e.Keys)
 	}
+	if e.KeyError != "" {
+		if e.CurrentKey == "" {
+			key = "the team key file cannot be read (" + e.KeyError + ")"
+		} else {
+			key += "; the team key file cannot be read again (" + e.KeyError + "): the key read before is used"
+		}
+	}
 	switch {
 	case e.Mode == "off":
 		return "off (" + key + "; sealed lines from others are still opened)"
+	case e.Mode == "auto" && e.CurrentKey == "" && e.KeyError != "":
+		return "auto: " + key + ": nothing is forwarded to the hub until it can be (fix it, or move it away to send in clear)"
 	case e.Mode == "auto" && e.CurrentKey == "":
 		return "auto: off, " + key + " (lines go to the hub in clear)"
+	case e.Mode == "auto":
+		return "auto: on, " + key
 	}
 	return "on, " + key
 }
