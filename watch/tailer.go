@@ -328,7 +328,12 @@ func (t *Tailer) fileGone(ctx context.Context, f *file) error {
 		if f.status != statusSession || moved {
 			return nil
 		}
-		if alias := t.aliases.of(f.dev, f.ino); last && alias != "" {
+		if !last {
+			// Moved, or one of two copies removed: the session is here.
+			t.logger.Debug("session file gone; its session has another file here", "file", f.rel, "session", f.sid)
+			return nil
+		}
+		if alias := t.aliases.of(f.dev, f.ino); alias != "" {
 			// The file lives on under another name (a hard link the
 			// walk passed over as a second path of a followed file): no
 			// deletion, and it is followed under that name from now on.
@@ -337,9 +342,14 @@ func (t *Tailer) fileGone(ctx context.Context, f *file) error {
 			t.submit(alias)
 			return nil
 		}
+		if to := t.movedTo(f); to != "" {
+			t.logger.Info("session file moved; followed under its new name", "file", f.rel, "session", f.sid, "now", to)
+			t.submit(to)
+			return nil
+		}
 		t.deleted.Add(1)
 		t.logger.Info("session file deleted", "file", f.rel, "session", f.sid)
-		f.tombstone = last
+		f.tombstone = true
 	}
 	if !f.tombstone {
 		return nil
