@@ -132,6 +132,18 @@ func (g *Gate) Admit(ctx context.Context, ev *eventlog.Event, at time.Time) erro
 	return nil
 }
 
+// ErasedLines records that node's lines of session sid were passed over as
+// erased: node has authority over the session as if they were admitted
+// (authority). Only the downloader knows it, from the sealed lines' hub
+// subject, which only node (or the hub's operator) may publish on.
+func (g *Gate) ErasedLines(node, sid string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if p := g.pair(pair{node, sid}); p != nil {
+		p.hasLines = true
+	}
+}
+
 // Trust narrows who may delete, restore or erase a session that this
 // node or a trusted node has lines of to this node and nodes (nil: every
 // node, the default). Call it before the first Admit.

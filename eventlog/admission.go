@@ -50,6 +50,10 @@ type framer struct {
 	// floor: the key message handle of the last erase event of each
 	// session examined (All.keyFloor).
 	floor map[string]uint64
+	// erasedOn: the hub subjects (node and session token) of sealed lines
+	// passed over as erased, which cannot tell their session until the
+	// erase event on the same subject opens (ErasedLines).
+	erasedOn map[pair]struct{}
 
 	// park holds a sealed line this machine has no key for, and every
 	// later message of its hub subject (park.go); nil: such a line stops
@@ -302,6 +306,10 @@ func (f *framer) admit(ctx context.Context, ev *Event, meta *jetstream.MsgMetada
 	return true, nil
 }
 
+// maxErasedOn bounds framer.erasedOn: one entry per node and erased
+// session seen since the copy began.
+const maxErasedOn = 100_000
+
 // addSealed opens a sealed line (its run of envelopes on the hub subject
 // of node's session token tok) before the admission point, which then
 // judges the opened line exactly as a plain one. What does not open is
@@ -335,6 +343,12 @@ func (f *framer) addSealed(ctx context.Context, node, tok string, run []jetstrea
 	}
 	var bad *errUnsealed
 	if errors.As(err, &bad) {
+		if bad.reason == RejectErased && len(f.erasedOn) < maxErasedOn {
+			if f.erasedOn == nil {
+				f.erasedOn = map[pair]struct{}{}
+			}
+			f.erasedOn[pair{node, tok}] = struct{}{}
+		}
 		f.reject(node, tok, bad.reason, bad.Error())
 		return nil, nil
 	}
@@ -351,6 +365,14 @@ func (f *framer) addSealed(ctx context.Context, node, tok string, run []jetstrea
 		return nil, nil
 	}
 	handle, _ := seal.Handle(envs[0]) // 0: a version 1 envelope, its key in it
+	if _, ok := f.erasedOn[pair{node, tok}]; ok && ev.Op == OpErase {
+		// A machine that joined after the erase: the node's lines before
+		// it were passed over, and without them it would seem never to
+		// have written the session, and its erase would be refused while
+		// the lines of another node that was away when it erased (its
+		// key messages still on the hub) were copied.
+		f.d.opts.Admit.ErasedLines(node, ev.SID)
+	}
 	if ok, err := f.admit(ctx, ev, meta, true, handle); !ok || err != nil {
 		return nil, err
 	}

@@ -63,6 +63,11 @@ type Admitter interface {
 	// Reject counts a message the downloader passed over itself: a
 	// broken chunk run, a subject that names no session.
 	Reject(node, sid, reason, detail string)
+	// ErasedLines says that node's lines of session sid were passed over
+	// as erased (their key messages gone from the hub): they count as its
+	// lines when node's erase event of the session follows, as they would
+	// had they been copied before the erase.
+	ErasedLines(node, sid string)
 }
 
 // DownloaderOptions configure a Downloader.

@@ -13,6 +13,7 @@ type countAdmit struct{ rejected map[string]int }
 
 func (c *countAdmit) Admit(context.Context, *Event, time.Time) error { return nil }
 func (c *countAdmit) Reject(node, sid, reason, detail string)        { c.rejected[reason]++ }
+func (c *countAdmit) ErasedLines(node, sid string)                   {}
 
 // TestFloorNotRaisedBySkippedErase: after the hub's store was replaced,
 // every forwarder sends its history again, sealed under data keys drawn

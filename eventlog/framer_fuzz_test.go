@@ -36,6 +36,7 @@ type admitAll struct{ rejected int }
 
 func (a *admitAll) Admit(context.Context, *Event, time.Time) error { return nil }
 func (a *admitAll) Reject(_, _, _, _ string)                       { a.rejected++ }
+func (a *admitAll) ErasedLines(_, _ string)                        {}
 
 // FuzzFramer: whatever sequence of messages nodes store on the hub, the
 // framer hands on only whole lines (every chunk of a run, in order, on one

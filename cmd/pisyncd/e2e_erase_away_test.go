@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pisyncd/pisyncd/admit"
+	"github.com/pisyncd/pisyncd/keyring"
+	"github.com/pisyncd/pisyncd/seal"
+)
+
+// TestEncryptedEraseWhileAway: with end-to-end encryption, a session A
+// began and B continued is erased on A while B is away, so B's key
+// messages of it are still on the hub. A workstation that joins then
+// passes over A's lines as erased, and still takes A's erase event, which
+// takes B's line too: nothing of the session is copied there. Before, A's
+// lines passed over gave A no authority over the session there: its erase
+// was refused ("from a node that never wrote the session") and B's line,
+// secret and all, stayed in the newcomer's store and search index.
+func TestEncryptedEraseWhileAway(t *testing.T) {
+	hub := startTestHub(t)
+	ring := keyring.New(time.Now())
+	a := e2eStation(t, "ws-a", hub.url(), ring)
+	b := e2eStation(t, "ws-b", hub.url(), ring)
+
+	marker := randomHex(t, 64)
+	sid := "0199eeee-0000-7000-8000-" + randomHex(t, 12)
+	p := filepath.Join(a.cfg.SessionsDir, "--sec-away--", "2026-11-30T00-00-00-000Z_"+sid+".jsonl")
+	os.MkdirAll(filepath.Dir(p), 0o700)
+	appendLine(t, p, hdrLine(sid, "/sec/away"))
+	appendLine(t, p, msgLine("e0000001", "", "from A"))
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		return fileText(e2eFile(b, sid)) == fileText(p), "B's copy"
+	})
+	appendLine(t, e2eFile(b, sid), msgLine("e0000002", "e0000001", "B's secret "+marker))
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		return fileText(p) == fileText(e2eFile(b, sid)), "A's copy of B's line"
+	})
+	b.stop()
+
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, err := eraseViaDaemon(ctx, a.cfg, sid); err != nil {
+		t.Fatal(err)
+	}
+	tok := seal.Token(ring, sid)
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		_, events := hub.hubLines(t, tok)
+		return events == 1, fmt.Sprintf("%d erase events on the hub", events)
+	})
+
+	d := e2eStation(t, "ws-d", hub.url(), ring)
+	sid2 := "0199eeee-0000-7000-8000-" + randomHex(t, 12)
+	p2 := filepath.Join(a.cfg.SessionsDir, "--sec-later--", "2026-11-30T00-00-00-000Z_"+sid2+".jsonl")
+	os.MkdirAll(filepath.Dir(p2), 0o700)
+	appendLine(t, p2, hdrLine(sid2, "/sec/later"))
+	appendLine(t, p2, msgLine("l0000001", "", "a later session"))
+	waitUntil(t, 60*time.Second, func() (bool, string) {
+		st, _ := d.status()
+		return fileText(e2eFile(d, sid2)) == fileText(p2) && st.Replicator != nil && st.Replicator.Erased == 1,
+			fmt.Sprintf("D: replicator %+v admission %+v", st.Replicator, st.Admission)
+	})
+	st, err := d.status()
+	if err != nil || st.Admission == nil {
+		t.Fatal(err)
+	}
+	if n := st.Admission.ByOrigin["ws-a"].ByReason[admit.NoAuthority]; n != 0 {
+		t.Errorf("D refused A's erase for want of authority: %+v", st.Admission.ByOrigin)
+	}
+	if _, err := os.Stat(e2eFile(d, sid)); err == nil {
+		t.Error("D wrote the erased session")
+	}
+	d.stop()
+	if hits := grepTree(d.cfg.StateDir, marker[:24]); len(hits) > 0 {
+		t.Errorf("D's store holds B's secret in %v", hits)
+	}
+}
