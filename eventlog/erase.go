@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -229,6 +230,14 @@ func EraseHub(ctx context.Context, js jetstream.JetStream, sid string, force boo
 	}
 	filter := UpPrefix + ".*." + EncodeSID(sid)
 	var out HubErased
+	// An erase event is taken from a node that published lines of the
+	// session before it, as admission takes it on the workstations (a
+	// node that only held a copy has no say over the session), or when no
+	// line is left before it (an erase already carried out here: nothing
+	// before it to erase). Before, a copy's erase, which every workstation
+	// refused, erased the author's session from the hub.
+	wrote, lineBefore := map[string]bool{}, false
+	var left []string
 	for seq := uint64(1); ; {
 		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(filter))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -238,8 +247,16 @@ func EraseHub(ctx context.Context, js jetstream.JetStream, sid string, force boo
 			return out, fmt.Errorf("eventlog: hub erase: find %s: %w", filter, err)
 		}
 		out.Found = true
-		if m.Header.Get(HdrOp) == OpErase {
-			out.Before = m.Sequence
+		node := strings.Split(m.Subject, ".")[2] // pi.up.<node>.<session>
+		switch m.Header.Get(HdrOp) {
+		case OpErase:
+			if wrote[node] || !lineBefore {
+				out.Before = m.Sequence
+			} else if !slices.Contains(left, node) {
+				left = append(left, node)
+			}
+		case "":
+			wrote[node], lineBefore = true, true
 		}
 		seq = m.Sequence + 1
 	}
@@ -247,6 +264,9 @@ func EraseHub(ctx context.Context, js jetstream.JetStream, sid string, force boo
 		return out, nil
 	}
 	if out.Before == 0 && !force {
+		if len(left) > 0 {
+			return out, fmt.Errorf("%w from a node that wrote it (its erase events are from %s, which only held a copy)", ErrNoEraseEvent, strings.Join(left, ", "))
+		}
 		return out, ErrNoEraseEvent
 	}
 	if out.Messages, err = Erase(ctx, s, filter, out.Before); err != nil {

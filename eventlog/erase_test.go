@@ -200,6 +200,18 @@ func TestEraseHub(t *testing.T) {
 	if _, err := eventlog.EraseHub(ctx, js, "s1", false); !errors.Is(err, eventlog.ErrNoEraseEvent) {
 		t.Fatalf("hub erase without an erase event: %v", err)
 	}
+	// An erase event from a node that only held a copy (n4 published no
+	// line of s1), which every workstation refuses, is not taken either:
+	// before, it erased n1's and n2's lines from the hub.
+	if _, _, err := pub.Publish(ctx, eventlog.UpSubject("n4", "s1"), 0, []eventlog.Line{eventlog.EraseLine("p/f.jsonl", time.Now())}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eventlog.EraseHub(ctx, js, "s1", false); !errors.Is(err, eventlog.ErrNoEraseEvent) || !strings.Contains(err.Error(), "n4, which only held a copy") {
+		t.Fatalf("hub erase with a copy's erase event alone: %v", err)
+	}
+	if c := countOn(t, js, eventlog.HubStream, eventlog.UpPrefix+".*.s1"); c != 13 {
+		t.Fatalf("PI_HUB holds %d messages of s1, want all 13", c)
+	}
 	if res, err := eventlog.EraseHub(ctx, js, "unknown", false); err != nil || res.Found {
 		t.Fatalf("hub erase of a session the hub does not hold: %+v, %v", res, err)
 	}
@@ -215,8 +227,12 @@ func TestEraseHub(t *testing.T) {
 	if err != nil || res.Messages != 12 || res.Before != ev {
 		t.Fatalf("hub erase: %+v, %v; want 12 messages before %d", res, err, ev)
 	}
-	if c := countOn(t, js, eventlog.HubStream, eventlog.UpPrefix+".*.s1"); c != 2 {
-		t.Errorf("PI_HUB holds %d messages of s1, want the erase event and the later line", c)
+	if c := countOn(t, js, eventlog.HubStream, eventlog.UpPrefix+".*.s1"); c != 3 {
+		t.Errorf("PI_HUB holds %d messages of s1, want the two erase events and the later line", c)
+	}
+	// Run again: the erase events left have no line before them.
+	if res, err := eventlog.EraseHub(ctx, js, "s1", false); err != nil || res.Messages != 0 || res.Before != ev {
+		t.Fatalf("hub erase again: %+v, %v", res, err)
 	}
 	if hits := grepStore(t, dir, secret); len(hits) > 0 {
 		t.Errorf("the secret is still in %v", hits)

@@ -51,6 +51,14 @@ type eraseResult struct {
 	// goes there. Its settings, not the command's: a shell without
 	// PISYNC_HUB_URLS was told nothing of the hub or of hub erase.
 	Hub bool `json:"hub,omitempty"`
+	// CopyOnly: this machine published no line of the session (it held a
+	// copy): the other machines refuse its erase event (admission: only a
+	// node that wrote a session may delete or erase it), and so does
+	// hub erase.
+	CopyOnly bool `json:"copyOnly,omitempty"`
+	// HubToken is the session's token on the hub when its lines are
+	// sealed (end-to-end encryption): what hub erase is given.
+	HubToken string `json:"hubToken,omitempty"`
 }
 
 // errNothingToErase: no file and no line of the session on this machine.
@@ -305,6 +313,13 @@ func eraseCommand(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	hub := res.Hub || len(cfg.HubURLs) > 0
+	res.CopyOnly = hub && res.Messages.Local == 0
+	if r, err := keyring.Load(keyring.Path(cfg.StateDir, cfg.KeyFile)); err == nil && hub {
+		// Sealed lines are on the hub under the session's keyed-hash
+		// token, which the hub operator cannot compute.
+		res.HubToken = seal.Token(r, sid)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -321,13 +336,15 @@ func eraseCommand(args []string, stdout io.Writer) error {
 	if res.Offline {
 		fmt.Fprintln(stdout, "the daemon is not running: its views drop the session, and the erase event leaves for the hub, when it starts")
 	}
-	if res.Hub || len(cfg.HubURLs) > 0 {
+	switch {
+	case res.CopyOnly:
+		fmt.Fprintf(stdout, "this machine wrote no line of the session, it held a copy: the other machines refuse its erase event, as the hub's erase does (only a machine that wrote a session may delete or erase it everywhere).\n")
+		fmt.Fprintf(stdout, "to erase it everywhere, run `pisyncd erase %s` on a machine that wrote it (`pisyncd ls` there shows it), then hub erase as it says\n", sid)
+	case hub:
 		fmt.Fprintf(stdout, "the erase event (seq %d) goes to the hub: every machine of the team erases its copy.\n", res.EventSeq)
 		fmt.Fprintf(stdout, "once `pisyncd status` on each shows it, erase the hub's copy: pisyncd hub erase %s\n", sid)
-		if r, err := keyring.Load(keyring.Path(cfg.StateDir, cfg.KeyFile)); err == nil {
-			// Sealed lines are on the hub under the session's keyed-hash
-			// token, which the hub operator cannot compute.
-			fmt.Fprintf(stdout, "its sealed lines are under its token on the hub: pisyncd hub erase %s\n", seal.Token(r, sid))
+		if res.HubToken != "" {
+			fmt.Fprintf(stdout, "its sealed lines are under its token on the hub: pisyncd hub erase %s\n", res.HubToken)
 		}
 	}
 	return nil

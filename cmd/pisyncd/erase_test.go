@@ -330,9 +330,32 @@ func TestEraseSaysHubOfTheDaemon(t *testing.T) {
 		st, err := a.status()
 		return err == nil && st.Stream.Messages == 2, fmt.Sprintf("PI_LOCAL: %+v %v", st.Stream, err)
 	})
+	var out bytes.Buffer
+
+	// On B, which only holds a copy, erase says its event will be refused
+	// elsewhere and where to erase instead. Before, it promised that every
+	// machine would erase its copy, and to run hub erase.
+	b := newStation(t, "ws-b", hub.url(), "")
+	waitUntil(t, 30*time.Second, func() (bool, string) { return len(b.sessionFiles()[sessionRel("/work/e", sid)]) == 2, "B's copy" })
+	stationEnv(t, b.cfg)
+	if err := eraseCommand([]string{sid, "--json"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var res eraseResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || !res.CopyOnly {
+		t.Errorf("erase --json on a machine with a copy: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	sid2 := "0199ffff-0000-7000-8000-000000000013"
+	mustWriteLines(t, filepath.Join(a.cfg.SessionsDir, sessionRel("/work/e", sid2)), []string{hdrLine(sid2, "/work/e"), msgLine("e1", "", "hello")})
+	waitUntil(t, 30*time.Second, func() (bool, string) { return len(b.sessionFiles()[sessionRel("/work/e", sid2)]) == 2, "B's copy" })
+	if err := eraseCommand([]string{sid2}, &out); err != nil || strings.Contains(out.String(), "every machine of the team erases") || !strings.Contains(out.String(), "on a machine that wrote it") {
+		t.Errorf("erase on a machine with a copy: %v\n%s", err, out.String())
+	}
+
+	out.Reset()
 	stationEnv(t, a.cfg)
 	t.Setenv("PISYNC_HUB_URLS", "")
-	var out bytes.Buffer
 	if err := eraseCommand([]string{sid}, &out); err != nil {
 		t.Fatal(err)
 	}
