@@ -90,7 +90,7 @@ func (c *Crypt) NoSealing() {
 
 // ErrNoTeamKey: encryption is on and this machine has no team key, so
 // nothing is forwarded.
-var ErrNoTeamKey = errors.New("encryption is on and there is no team key here: nothing is forwarded to the hub (pisyncd key import, or key init)")
+var ErrNoTeamKey = errors.New("encryption is on and there is no team key here: nothing is forwarded to the hub (pisyncd key import of the team's key; key init only to begin a new team)")
 
 // refreshLocked reads the keyring again when its file changed, at most
 // once a second (now zero: at once).
@@ -109,6 +109,12 @@ func (c *Crypt) refreshLocked(now time.Time) {
 	}
 	c.stamp = stamp
 	r, err := keyring.Load(c.path)
+	if err == nil && c.ring != nil && r.Team != c.ring.Team {
+		// Another team's keyring put in place under a running daemon
+		// (key init after the file was moved away): sealing on under it
+		// would seal this node's sessions for no one else of its team.
+		err = fmt.Errorf("the team key file now holds team %s's keyring, and this daemon seals for team %s: it goes on with team %s's; put that keyring back, or restart the daemon to change teams", r.Team, c.ring.Team, c.ring.Team)
+	}
 	c.loadErr = err
 	if err != nil {
 		return // keep a keyring already read: a broken rewrite must not stop sealing

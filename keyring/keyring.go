@@ -100,6 +100,10 @@ func (r *Ring) Key(id string) (Key, bool) {
 	return Key{}, false
 }
 
+// MaxKeys is the most keys a keyring holds: its export counts them, and
+// names the current one, in a byte each.
+const MaxKeys = 255
+
 // Check reports a keyring that cannot be used.
 func (r *Ring) Check() error {
 	if r.Version != 1 {
@@ -113,6 +117,9 @@ func (r *Ring) Check() error {
 	}
 	if len(r.Keys) == 0 {
 		return errors.New("keyring: no keys")
+	}
+	if len(r.Keys) > MaxKeys {
+		return fmt.Errorf("keyring: %d keys, more than the %d an export carries", len(r.Keys), MaxKeys)
 	}
 	for _, k := range r.Keys {
 		if len(k.Secret) != KeySize || KeyID(r.Team, k.Secret) != k.ID {
@@ -131,15 +138,19 @@ func (r *Ring) Merge(other *Ring) (bool, error) {
 	if other.Team != r.Team {
 		return false, fmt.Errorf("keyring: that key is team %s's, this machine has team %s's (remove %s first to switch teams)", other.Team, r.Team, FileName)
 	}
-	changed := false
-	cur := other.CurrentKey()
-	_, known := r.Key(cur.ID)
+	var add []Key
 	for _, k := range other.Keys {
 		if _, ok := r.Key(k.ID); !ok {
-			r.Keys = append(r.Keys, k)
-			changed = true
+			add = append(add, k)
 		}
 	}
+	if n := len(r.Keys) + len(add); n > MaxKeys {
+		return false, fmt.Errorf("keyring: the two keyrings hold %d keys together, more than the %d a keyring holds", n, MaxKeys)
+	}
+	cur := other.CurrentKey()
+	_, known := r.Key(cur.ID)
+	r.Keys = append(r.Keys, add...)
+	changed := len(add) > 0
 	slices.SortStableFunc(r.Keys, func(a, b Key) int { return a.Created.Compare(b.Created) })
 	// A current key this machine did not have is the newer choice unless
 	// this machine's own is strictly newer (times are kept to the second).

@@ -111,3 +111,31 @@ func TestMerge(t *testing.T) {
 		t.Fatal("another team's key merged")
 	}
 }
+
+// TestMostKeys: a keyring of MaxKeys keys exports and imports whole; one
+// of more is refused where it would be made (rotate, merge) and read, as
+// its export could not carry it (before, key export wrote a block that
+// key import refused, its count wrapped to 0).
+func TestMostKeys(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	r := New(now)
+	for i := 1; i < MaxKeys; i++ {
+		r.Rotate(now.Add(time.Duration(i) * time.Second))
+	}
+	got, err := Import(Export(r))
+	if err != nil || len(got.Keys) != MaxKeys || got.Current != r.Current {
+		t.Fatalf("%d keys through an export: %v", MaxKeys, err)
+	}
+	more := New(now)
+	more.Team, more.IDKey = r.Team, r.IDKey
+	k := more.Rotate(now.Add(time.Hour))
+	more.Keys = []Key{k}
+	more.Current = k.ID
+	if _, err := got.Merge(more); err == nil {
+		t.Error("a merge past MaxKeys accepted")
+	}
+	r.Rotate(now.Add(time.Hour))
+	if err := r.Check(); err == nil {
+		t.Error("a keyring of more than MaxKeys keys passes Check")
+	}
+}

@@ -84,6 +84,11 @@ func keyCommand(args []string, stdout io.Writer) error {
 		if r, err = keyring.Load(path); err != nil {
 			return err
 		}
+		if len(r.Keys) >= keyring.MaxKeys {
+			// One more could not be exported, so no other machine could
+			// get it.
+			return fmt.Errorf("key rotate: team %s's keyring holds %d keys, the most it can: to renew the keys, start a new team (pisyncd key init in a fresh PISYNC_KEY_FILE, key import of it on every machine)", r.Team, len(r.Keys))
+		}
 		k := r.Rotate(now)
 		if err := keyring.Save(path, r); err != nil {
 			return err
