@@ -387,6 +387,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 		httpLn = web.LimitListener(httpLn, maxHTTPConns, ownHTTPConns)
 	}
 
+	if err := d.resumeErases(ctx); err != nil {
+		ctl.Close()
+		if httpLn != nil {
+			httpLn.Close()
+		}
+		return err
+	}
 	parent := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

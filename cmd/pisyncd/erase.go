@@ -1,7 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -75,6 +78,13 @@ var errNothingToErase = errors.New("nothing of this session on this machine")
 // the session when it reads the event; without, the same happens when the
 // daemon starts.
 func (d *Daemon) eraseSession(ctx context.Context, sid string) (*eraseResult, error) {
+	return d.eraseSessionFrom(ctx, sid, "")
+}
+
+// eraseSessionFrom is eraseSession; resumed, when not "", names the file of
+// an erase that a stop cut short (pendingErase), carried out again from
+// the start, before the tailer runs.
+func (d *Daemon) eraseSessionFrom(ctx context.Context, sid, resumed string) (*eraseResult, error) {
 	d.eraseMu.Lock()
 	defer d.eraseMu.Unlock()
 	res := &eraseResult{Session: sid, Offline: d.tailer == nil}
@@ -85,8 +95,20 @@ func (d *Daemon) eraseSession(ctx context.Context, sid string) (*eraseResult, er
 	if err != nil {
 		return nil, err
 	}
+	if resumed != "" {
+		// What is left (maybe only the event to publish), from before.
+		found, file = true, cmp.Or(file, resumed)
+	}
 	if !found {
 		return nil, fmt.Errorf("erase %s: %w", sid, errNothingToErase)
+	}
+	// Recorded before anything goes: an erase cut short (the daemon
+	// killed, the command interrupted) with the files gone and the lines
+	// not would otherwise look like a deletion at the next start, and go
+	// to every machine's trash, secret and all.
+	pending, err := recordPendingErase(ctx, js, sid, file)
+	if err != nil {
+		return nil, err
 	}
 	if d.repl != nil {
 		if err := d.repl.Hold(ctx, sid); err != nil {
@@ -123,7 +145,7 @@ func (d *Daemon) eraseSession(ctx context.Context, sid string) (*eraseResult, er
 			}
 		}
 	}
-	if d.tailer != nil {
+	if d.tailer != nil && resumed == "" {
 		if err := d.tailer.Remove(ctx, live); err != nil {
 			return nil, err
 		}
@@ -165,11 +187,14 @@ func (d *Daemon) eraseSession(ctx context.Context, sid string) (*eraseResult, er
 			return nil, err
 		}
 	}
+	if err := pending.Delete(ctx, pendingEraseKey(sid)); err != nil {
+		return nil, fmt.Errorf("erase %s: %w", sid, err)
+	}
 	d.erased.Add(1)
 	res.Hub = len(d.cfg.HubURLs) > 0
 	d.logger.Info("session erased here", "session", sid, "files", len(live), "copies", len(copies),
 		"lines_local", res.Messages.Local, "lines_all", res.Messages.All, "event_seq", res.EventSeq)
-	if d.proj != nil {
+	if d.proj != nil && resumed == "" {
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		res.ViewsDropped = d.proj.WaitHandled(wctx, eventlog.LocalStream, res.EventSeq) == nil
 		cancel()
@@ -310,6 +335,11 @@ func eraseCommand(args []string, stdout io.Writer) error {
 		res, err = d.eraseSession(ctx, sid)
 		err = errors.Join(err, d.Close())
 	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		// Cut short (interrupted, the daemon gone): what it began is
+		// recorded and carried out again (resumeErases).
+		return fmt.Errorf("%w; the erase may be cut short: the daemon carries it out when it next starts, or run pisyncd erase %s again", err, sid)
+	}
 	if err != nil {
 		return err
 	}
@@ -370,4 +400,67 @@ func eraseViaDaemon(ctx context.Context, cfg *config.Config, sid string) (*erase
 		return nil, fmt.Errorf("erase: %w", err)
 	}
 	return &res, nil
+}
+
+// pendingErasePrefix names, in the state bucket, the erases begun here and
+// not yet done: the session and its file, until the erase event is
+// published.
+const pendingErasePrefix = "erase.pending."
+
+func pendingEraseKey(sid string) string {
+	h := sha256.Sum256([]byte(sid))
+	return pendingErasePrefix + hex.EncodeToString(h[:16])
+}
+
+type pendingErase struct {
+	SID  string `json:"sid"`
+	File string `json:"file"`
+}
+
+// recordPendingErase records that the erase of sid (file: what its event
+// names) has begun, and returns the bucket it is in.
+func recordPendingErase(ctx context.Context, js jetstream.JetStream, sid, file string) (jetstream.KeyValue, error) {
+	kv, err := eventlog.OpenState(ctx, js)
+	if err != nil {
+		return nil, fmt.Errorf("erase %s: %w", sid, err)
+	}
+	b, _ := json.Marshal(pendingErase{SID: sid, File: file})
+	if _, err := kv.Put(ctx, pendingEraseKey(sid), b); err != nil {
+		return nil, fmt.Errorf("erase %s: %w", sid, err)
+	}
+	return kv, nil
+}
+
+// resumeErases carries out again the erases a stop cut short, before the
+// tailer runs: it would otherwise publish the files gone as deleted.
+func (d *Daemon) resumeErases(ctx context.Context) error {
+	kv, err := d.log.JetStream().KeyValue(ctx, eventlog.StateBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil // nothing was ever erased here
+	}
+	if err != nil {
+		return fmt.Errorf("erase: resume: %w", err)
+	}
+	keys, err := kv.ListKeysFiltered(ctx, pendingErasePrefix+"*")
+	if err != nil {
+		return fmt.Errorf("erase: resume: %w", err)
+	}
+	var todo []pendingErase
+	for k := range keys.Keys() {
+		e, err := kv.Get(ctx, k)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		var p pendingErase
+		if json.Unmarshal(e.Value(), &p) == nil && eventlog.CheckSID(p.SID) == nil {
+			todo = append(todo, p)
+		}
+	}
+	for _, p := range todo {
+		d.logger.Warn("an erase was cut short (the daemon or the erase command stopped): carrying it out again", "session", p.SID)
+		if _, err := d.eraseSessionFrom(ctx, p.SID, cmp.Or(p.File, "unknown.jsonl")); err != nil {
+			return fmt.Errorf("erase %s, cut short before: %w (run pisyncd erase %s)", p.SID, err, p.SID)
+		}
+	}
+	return nil
 }
