@@ -30,7 +30,8 @@ import (
 // replicator's trash folders and staging files left by a crash, which pi
 // does not list but which hold the same lines. It follows the links pi
 // follows (a project folder directly in root). Reading every file's first
-// line is the truth: a copy may have any name.
+// line is the truth: a copy may have any name. A file without a header
+// named after the session is live too: pi's lines after its file went.
 func SessionFiles(root, sid string) (live, trash []string, err error) {
 	root = filepath.Clean(root)
 	var walk func(dir string, depth int, inTrash bool) error
@@ -67,7 +68,11 @@ func SessionFiles(root, sid string) (live, trash []string, err error) {
 					trash = append(trash, p)
 				}
 			case !hidden && strings.HasSuffix(de.Name(), ".jsonl"):
-				if id, ok := firstHeaderID(p); ok && id == sid {
+				// Or a file without a header named after the session: a
+				// pi that had the session open when its file went (an
+				// erase while pi writes) makes one at its next line,
+				// holding that line alone.
+				if id, ok := firstHeaderID(p); ok && id == sid || !ok && strings.Contains(de.Name(), sid) {
 					live = append(live, p)
 				}
 			}

@@ -48,3 +48,30 @@ func TestPutBackCopiesALateLine(t *testing.T) {
 		t.Errorf("staging left: %v", left)
 	}
 }
+
+// TestSessionFilesFindsPisLinesAfterItsFileWent: erase finds, besides the
+// files whose header names the session, a file without a header named
+// after it: what a pi that had the session open wrote after its file went
+// (an erase while pi writes). Before, the secret in it stayed, and a
+// second erase said there was nothing of the session here.
+func TestSessionFilesFindsPisLinesAfterItsFileWent(t *testing.T) {
+	root := t.TempDir()
+	sid, other := "0199eeee-0000-7000-8000-0000000000e1", "0199eeee-0000-7000-8000-0000000000e2"
+	write := func(rel, text string) string {
+		p := filepath.Join(root, rel)
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	entry := `{"type":"message","id":"m9","parentId":"m8","timestamp":"2026-11-30T00:00:01.000Z","message":{"role":"user","content":"secret"}}` + "\n"
+	headerless := write("--p--/2026-11-30T00-00-00-000Z_"+sid+".jsonl", entry)
+	write("--p--/2026-11-30T00-00-00-000Z_"+other+".jsonl", entry) // another session's
+	write("--q--/2026-11-30T00-00-00-000Z_"+sid+".jsonl",          // another session's header under this name
+		`{"type":"session","version":3,"id":"`+other+`","timestamp":"2026-11-30T00:00:00.000Z","cwd":"/q"}`+"\n")
+	live, trash, err := SessionFiles(root, sid)
+	if err != nil || len(trash) != 0 || len(live) != 1 || live[0] != headerless {
+		t.Fatalf("live %v, trash %v, %v; want %s", live, trash, err, headerless)
+	}
+}
