@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/pisyncd/pisyncd/eventlog"
 )
@@ -18,9 +16,11 @@ import (
 // neither the cause nor the fix: the retry warnings say only "no
 // responders", "context deadline exceeded" or "stream not found", and the
 // embedded server repeats "Duplicate Remote LeafNode Connection" or a TLS
-// handshake's x509 error every second. The first time such a warning is logged, one more line says
-// what is wrong and what to do (once per cause, so the log does not grow
-// with the retries).
+// handshake's x509 error every second (logged once a minute: the embedded
+// server's logger holds back a message like one it logged within it). The
+// first time such a warning is logged, one more line says what is wrong
+// and what to do (once per cause, so the log does not grow with the
+// retries).
 
 // hintState is shared by every handler derived from one daemon's logger.
 type hintState struct {
@@ -31,9 +31,8 @@ type hintState struct {
 	// once the embedded server runs.
 	leafUp atomic.Pointer[func() bool]
 
-	mu    sync.Mutex
-	said  map[string]bool
-	quiet map[string]time.Time // repeated's last logged time by message
+	mu   sync.Mutex
+	said map[string]bool
 }
 
 // hintFor names the cause and fix of a warning, or returns "".
@@ -84,40 +83,6 @@ func (s *hintState) first(key string) bool {
 	return true
 }
 
-// handshakeQuiet is how long the embedded server's failed handshakes with
-// the hub, which it repeats at every attempt to connect (every second),
-// are kept out of the log after one is logged: the other attempts' errors
-// are counted by the server and shown by the hint, which says the cause.
-const handshakeQuiet = time.Minute
-
-// connID is the connection's number in the server's log lines ("lid:12"),
-// new at each attempt.
-var connID = regexp.MustCompile(`\b(lid|cid|rid):\d+`)
-
-// timestamp is a time in a log line (RFC 3339, as x509's "current time
-// 2026-12-03T19:40:01Z is after ..." has it), new at each attempt.
-var timestamp = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?`)
-
-// repeated reports whether msg is a handshake error logged in the last
-// handshakeQuiet (its connection number and times aside), and remembers
-// it if not.
-func (s *hintState) repeated(msg string, at time.Time) bool {
-	if !strings.Contains(msg, "handshake error") {
-		return false
-	}
-	key := timestamp.ReplaceAllString(connID.ReplaceAllString(msg, "$1:_"), "_")
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if last, ok := s.quiet[key]; ok && at.Sub(last) < handshakeQuiet {
-		return true
-	}
-	if s.quiet == nil {
-		s.quiet = map[string]time.Time{}
-	}
-	s.quiet[key] = at
-	return false
-}
-
 // hintHandler passes every record on and follows a warning or error of a
 // known cause with its hint.
 type hintHandler struct {
@@ -126,9 +91,6 @@ type hintHandler struct {
 }
 
 func (h hintHandler) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level >= slog.LevelWarn && h.s.repeated(r.Message, r.Time) {
-		return nil
-	}
 	err := h.Handler.Handle(ctx, r)
 	if r.Level < slog.LevelWarn {
 		return err

@@ -60,6 +60,16 @@ func TestRepeatsHeldBack(t *testing.T) {
 	if n, ok := r.note("another message", t0.Add(time.Second)); !ok || n != 0 {
 		t.Fatalf("another message held back: %d %v", n, ok)
 	}
+	// x509's validity error holds the current time, new each second.
+	expired := func(lid int, at time.Time) string {
+		return fmt.Sprintf("127.0.0.1:7422 - lid:%d - TLS leafnode handshake error: x509: certificate has expired or is not yet valid: current time %s is after 2026-12-01T10:00:00Z", lid, at.UTC().Format(time.RFC3339))
+	}
+	if _, ok := r.note(expired(7, t0), t0); !ok {
+		t.Fatal("the first handshake error held back")
+	}
+	if _, ok := r.note(expired(8, t0.Add(time.Second)), t0.Add(time.Second)); ok {
+		t.Fatal("the handshake error of the next attempt logged again")
+	}
 	if n, ok := r.note(refused(60000), t0.Add(repeatWindow)); !ok || n != 58 {
 		t.Fatalf("after the minute: %d %v, want 58 held back", n, ok)
 	}
