@@ -4,7 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"strings"
 	"time"
+
+	"github.com/nats-io/nkeys"
 
 	"github.com/pisyncd/pisyncd/eventlog"
 )
@@ -118,6 +122,37 @@ func (cfg Config) withDefaults() (_ Config, err error) {
 
 // ServerName is the nats server name for a node.
 func ServerName(nodeID string) string { return "pisyncd-" + nodeID }
+
+// serverName is the server name of a node that authenticates to the hub
+// with a key (cfg's seed or .creds file): ServerName with the key's first
+// characters after it. The hub closes a leaf connection when another one
+// of the same server name comes in: named after the node alone, a teammate
+// running with another node's id and a key of its own knocked that node off
+// the hub every few seconds, for as long as it liked. With the key in the
+// name, only a second machine with the same key does that, and the hub's
+// operator sees which key a connection is.
+func serverName(cfg Config) string {
+	seed := cfg.HubNkeySeed
+	if len(seed) == 0 && cfg.HubCredsFile != "" {
+		if b, err := os.ReadFile(cfg.HubCredsFile); err == nil {
+			if kp, err := nkeys.ParseDecoratedNKey(b); err == nil {
+				seed, _ = kp.Seed()
+			}
+		}
+	}
+	if len(seed) == 0 {
+		return ServerName(cfg.NodeID)
+	}
+	kp, err := nkeys.FromSeed(seed)
+	if err != nil {
+		return ServerName(cfg.NodeID) // the leaf configuration says why
+	}
+	pub, err := kp.PublicKey()
+	if err != nil || len(pub) < 9 {
+		return ServerName(cfg.NodeID)
+	}
+	return ServerName(cfg.NodeID) + "-" + strings.ToLower(pub[1:9])
+}
 
 // Domain is the JetStream domain of a node's embedded server.
 func Domain(nodeID string) string { return "pi-" + nodeID }

@@ -165,7 +165,7 @@ func start(ctx context.Context, cfg Config, lock *dirLock) (s *Server, err error
 	s.inProcessKey = kp
 	s.storeCipher, s.storeKey = cfg.StoreCipher, storeKey
 	opts := &server.Options{
-		ServerName:         ServerName(cfg.NodeID),
+		ServerName:         serverName(cfg),
 		NoSigs:             true, // else SIGINT/SIGTERM call os.Exit inside the library
 		NoLog:              false,
 		DontListen:         true,
