@@ -255,6 +255,11 @@ func TestEraseSession(t *testing.T) {
 	if total, events := hub.hubLines(t, sid); total != 1 || events != 1 {
 		t.Errorf("PI_HUB holds %d messages of the session, %d of them erase events; want the erase event only", total, events)
 	}
+	// A session the hub holds nothing of: the error says where a sealed
+	// session's lines are.
+	if err := hubEraseCommand([]string{"0199ffff-0000-7000-8000-0000000000ff"}, &out); err == nil || !strings.Contains(err.Error(), "pisyncd key token 0199ffff-0000-7000-8000-0000000000ff") {
+		t.Errorf("hub erase of a session the hub holds nothing of: %v", err)
+	}
 
 	// Both keep working.
 	later := writeSentinel(t, a, "0199ffff-0000-7000-8000-000000000003")

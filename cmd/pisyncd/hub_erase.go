@@ -245,7 +245,9 @@ func hubEraseCommand(args []string, stdout io.Writer) error {
 		return fmt.Errorf("hub erase %s: no message of the node on this hub", what)
 	}
 	if !found {
-		return fmt.Errorf("hub erase %s: no message of the session on this hub", sid)
+		// A sealed session's lines are under its token, which only a
+		// holder of the team key computes.
+		return fmt.Errorf("hub erase %s: no message of the session on this hub (if its team encrypts, its lines are under its token: pisyncd key token %s on a workstation prints what to give hub erase)", sid, sid)
 	}
 	return nil
 }
