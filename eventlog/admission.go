@@ -123,13 +123,24 @@ func (f *framer) take(ctx context.Context, msgs []jetstream.Msg) ([][]*nats.Msg,
 	return out, nil
 }
 
+// subjectNode is the node a hub subject that names no session is counted
+// against: its node token, on which only that node may publish (the hub's
+// permissions), or "" when it has none.
+func subjectNode(subj string) string {
+	parts := strings.SplitN(subj, ".", 4)
+	if len(parts) >= 3 && parts[0]+"."+parts[1] == UpPrefix && ValidNodeID(parts[2]) {
+		return parts[2]
+	}
+	return ""
+}
+
 // add takes one message: the admitted line it completes, or nil.
 func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMetadata) ([]*nats.Msg, error) {
 	subj, h := m.Subject(), m.Headers()
 	node, sid, err := ParseSubject(subj)
 	if err != nil {
 		f.breakRun()
-		f.reject("", "", rejectBadSubject, fmt.Sprintf("%.80q", subj))
+		f.reject(subjectNode(subj), "", rejectBadSubject, fmt.Sprintf("%.80q", subj))
 		return nil, nil
 	}
 	i, n, cerr := ParseChunk(h.Get(HdrChunk))

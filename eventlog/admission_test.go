@@ -61,6 +61,7 @@ func TestDownloaderAdmits(t *testing.T) {
 		map[string]string{eventlog.HdrType: "message", eventlog.HdrID: "other"})
 	rawPublish(t, hubJS, eventlog.UpSubject("eve", "s1"), []byte(`{"type":"message","id":"e3"}`),
 		map[string]string{eventlog.HdrType: "message", eventlog.HdrID: "e3", eventlog.HdrFile: strings.Repeat("f", 300) + ".jsonl"})
+	rawPublish(t, hubJS, eventlog.UpSubject("eve", "s1")+".extra", []byte(`{"type":"message","id":"e4"}`), nil)
 	rawPublish(t, hubJS, eventlog.UpSubject("eve", "s1"), []byte(`{"op":"delete","file":"--p--/x.jsonl"}`),
 		map[string]string{eventlog.HdrType: "tombstone", eventlog.HdrOp: eventlog.OpDelete, eventlog.HdrFile: "--p--/x.jsonl"})
 	if last, _, err = pub.Publish(ctx, ann, last, mkLines(2, 100, "b")); err != nil {
@@ -89,7 +90,9 @@ func TestDownloaderAdmits(t *testing.T) {
 	if s.ByOrigin["eve"].Rejected < 26 || s.ByOrigin["ann"].Rejected != 0 {
 		t.Errorf("rejections by origin: %+v", s.ByOrigin)
 	}
-	for _, reason := range []admit.Reason{admit.BrokenChunks, admit.NotObject, admit.LineBreak, admit.HeaderMismatch, admit.BadFileName, admit.NoAuthority} {
+	// A subject that names no session counts against its node (before:
+	// against "", which status showed as a node without a name).
+	for _, reason := range []admit.Reason{admit.BrokenChunks, admit.NotObject, admit.LineBreak, admit.HeaderMismatch, admit.BadFileName, admit.NoAuthority, admit.BadSubject} {
 		if s.ByOrigin["eve"].ByReason[reason] == 0 {
 			t.Errorf("no rejection for %s: %v", reason, s.ByOrigin["eve"].ByReason)
 		}
