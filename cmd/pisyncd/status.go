@@ -147,10 +147,16 @@ func printStatus(stdout io.Writer, st *Status) error {
 		}
 		// The same two facts as --json's forwarder.hubReachable and
 		// downloader.hubReachable: either direction may be down alone.
-		row("hub reachable", fmt.Sprintf("forwarder %s, downloader %s", yesNo(st.Forwarder.Connected), yesNo(st.Downloader.Connected)))
+		fwd := yesNo(st.Forwarder.Connected)
+		why := "they go when the hub is reachable; keep this machine online until then"
+		if e := st.Encryption; e != nil && e.ForwardWaiting != "" {
+			// Held back for the team key: the hub may well be reachable.
+			fwd, why = "waits for the team key", "they wait for the team key: "+e.ForwardWaiting
+		}
+		row("hub reachable", fmt.Sprintf("forwarder %s, downloader %s", fwd, yesNo(st.Downloader.Connected)))
 		row("lines forwarded to the hub", st.Forwarder.Forwarded)
 		if n := st.Forwarder.Unsent; n > 0 {
-			row("not yet on the hub", fmt.Sprintf("%d messages written here (they go when the hub is reachable; keep this machine online until then)", n))
+			row("not yet on the hub", fmt.Sprintf("%d messages written here (%s)", n, why))
 		} else if st.StreamError == "" {
 			row("not yet on the hub", "0 (everything written here is on the hub)")
 		}

@@ -3,8 +3,12 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/replicate"
 )
 
 // TestStatusSaysWhatIsNotYetOnTheHub: status counts the messages written
@@ -42,4 +46,21 @@ func TestStatusSaysWhatIsNotYetOnTheHub(t *testing.T) {
 		}
 		return st.Forwarder.Unsent == 0 && st.Tailer.LinesPublished == 5, fmt.Sprintf("unsent %d, published %d", st.Forwarder.Unsent, st.Tailer.LinesPublished)
 	})
+}
+
+// TestStatusSaysForwardingWaitsForTheKey: with end-to-end encryption on
+// and no team key, status says the forwarder waits for the key, not that
+// the hub is unreachable and the lines go when it is.
+func TestStatusSaysForwardingWaitsForTheKey(t *testing.T) {
+	st := &Status{
+		HubURLs: []string{"tls://hub:7422"}, Forwarder: &eventlog.ForwarderStats{Unsent: 3}, Downloader: &eventlog.DownloaderStats{Connected: true}, Replicator: &replicate.Stats{},
+		Encryption: &encryptionStatus{Mode: "on", CryptStatus: eventlog.CryptStatus{ForwardWaiting: eventlog.ErrNoTeamKey.Error()}},
+	}
+	var out strings.Builder
+	if err := printStatus(&out, st); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "forwarder waits for the team key") || !strings.Contains(s, "3 messages written here (they wait for the team key") || strings.Contains(s, "when the hub is reachable") {
+		t.Errorf("status:\n%s", s)
+	}
 }
