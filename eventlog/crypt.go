@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -49,6 +50,8 @@ type Crypt struct {
 	toks    tokens // of the opener's keyring
 
 	waitFwd, waitDl string // why forwarding / copying waits, "" when it does not
+	teamChanged     string // the last change of team under this process (refreshLocked)
+	logger          *slog.Logger
 
 	// last is what Status returned the last time it could take mu: while
 	// seal holds mu across a request to the hub (a key message published,
@@ -70,10 +73,18 @@ type Crypt struct {
 // (PISYNC_ENCRYPT=on: fail closed), or forwards lines as they are (auto;
 // but not with a keyring file there that cannot be read: subject).
 func NewCrypt(path, node string, always bool) *Crypt {
-	c := &Crypt{path: path, node: node, always: always, erasures: map[string]*erasure{}, erasedC: make(chan struct{}, 1)}
+	c := &Crypt{path: path, node: node, always: always, erasures: map[string]*erasure{}, erasedC: make(chan struct{}, 1), logger: slog.New(slog.DiscardHandler)}
 	c.refreshLocked(time.Time{})
 	c.Status()
 	return c
+}
+
+// SetLogger sets where a change of the keyring's team is said. Call it
+// before the Crypt is used.
+func (c *Crypt) SetLogger(l *slog.Logger) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.logger = l
 }
 
 // NoSealing says that encryption is off here (PISYNC_ENCRYPT=off): this
@@ -110,10 +121,12 @@ func (c *Crypt) refreshLocked(now time.Time) {
 	c.stamp = stamp
 	r, err := keyring.Load(c.path)
 	if err == nil && c.ring != nil && r.Team != c.ring.Team {
-		// Another team's keyring put in place under a running daemon
-		// (key init after the file was moved away): sealing on under it
-		// would seal this node's sessions for no one else of its team.
-		err = fmt.Errorf("the team key file now holds team %s's keyring, and this daemon seals for team %s: it goes on with team %s's; put that keyring back, or restart the daemon to change teams", r.Team, c.ring.Team, c.ring.Team)
+		// Another team's keyring in the file's place: the right one, for
+		// a machine set up with a wrong one, or a wrong one (key init
+		// after the file was moved away), which seals this node's lines
+		// for no one of its team. Taken either way, and said loudly.
+		c.teamChanged = fmt.Sprintf("from team %s to team %s at %s: lines are sealed for team %s from then on, which holders of team %s's keys cannot open", c.ring.Team, r.Team, time.Now().UTC().Format(time.RFC3339), r.Team, c.ring.Team)
+		c.logger.Warn("the team key file now holds another team's keyring: " + c.teamChanged)
 	}
 	c.loadErr = err
 	if err != nil {
@@ -138,6 +151,9 @@ type CryptStatus struct {
 	// from the hub is held back for a key.
 	ForwardWaiting string `json:"forwardWaiting,omitempty"`
 	CopyWaiting    string `json:"copyWaiting,omitempty"`
+	// TeamChanged says when the keyring file took another team's keys
+	// under the running daemon, and what that means.
+	TeamChanged string `json:"teamChanged,omitempty"`
 }
 
 // Status returns the encryption's state, never waiting for a seal that
@@ -158,7 +174,7 @@ func (c *Crypt) Status() CryptStatus {
 // statusLocked computes the status and keeps it for Status to answer
 // with while mu is held.
 func (c *Crypt) statusLocked() CryptStatus {
-	s := CryptStatus{ForwardWaiting: c.waitFwd, CopyWaiting: c.waitDl}
+	s := CryptStatus{ForwardWaiting: c.waitFwd, CopyWaiting: c.waitDl, TeamChanged: c.teamChanged}
 	if c.ring != nil {
 		s.Team, s.CurrentKey, s.Keys = c.ring.Team, c.ring.Current, len(c.ring.Keys)
 	}

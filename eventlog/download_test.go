@@ -247,8 +247,14 @@ func TestDownloaderAfterErase(t *testing.T) {
 	}
 	// The erase event is this node's own (its user erased the session
 	// here): admission takes it although PI_ALL no longer holds a line
-	// of the session.
-	if _, _, err := pub.Publish(ctx, eventlog.UpSubject("w1", "gone"), 0, []eventlog.Line{eventlog.EraseLine("p/g.jsonl", time.Now())}); err != nil {
+	// of the session. This node wrote in the session too, which hub erase
+	// wants of the node whose erase event it takes (a node that only held
+	// a copy has no say).
+	w1last, _, err := pub.Publish(ctx, eventlog.UpSubject("w1", "gone"), 0, mkLines(1, 10, "w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := pub.Publish(ctx, eventlog.UpSubject("w1", "gone"), w1last, []eventlog.Line{eventlog.EraseLine("p/g.jsonl", time.Now())}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := eventlog.EraseHub(ctx, hubJS, "gone", false); err != nil {

@@ -197,18 +197,20 @@ func TestAutoFailsClosedOnABrokenKeyFile(t *testing.T) {
 }
 
 // TestKeyringOfAnotherTeamUnderARunningDaemon: a keyring of another team
-// put in the key file's place while the daemon runs (key init, after the
-// file was moved away) is not taken: sealing goes on for the team it
-// began with, and status says why and what to do. Before, the daemon
-// sealed on for the new team at once, and its teammates could open none
-// of it.
+// put in the key file's place while the daemon runs is taken (the right
+// team's, for a machine set up with a wrong one), and said: in the log and
+// in status, with what it means. Before, the daemon sealed on for the new
+// team without a word (a keyring made by key init after the file was moved
+// away), and its teammates could open none of it.
 func TestKeyringOfAnotherTeamUnderARunningDaemon(t *testing.T) {
 	keyFile := filepath.Join(t.TempDir(), "team-key.json")
 	ours := keyring.New(time.Now())
 	if err := keyring.Save(keyFile, ours); err != nil {
 		t.Fatal(err)
 	}
+	var log testenv.LogBuffer
 	c := eventlog.NewCrypt(keyFile, "n1", true)
+	c.SetLogger(log.Logger())
 	os.Remove(keyFile)
 	theirs := keyring.New(time.Now())
 	if err := keyring.Save(keyFile, theirs); err != nil {
@@ -216,13 +218,12 @@ func TestKeyringOfAnotherTeamUnderARunningDaemon(t *testing.T) {
 	}
 	testenv.WaitFor(t, 10*time.Second, func() (bool, string) {
 		st := c.Status()
-		return strings.Contains(st.KeyError, "team "+theirs.Team+"'s keyring"), fmt.Sprintf("status %+v", st)
+		return st.Team == theirs.Team && strings.Contains(st.TeamChanged, "from team "+ours.Team+" to team "+theirs.Team), fmt.Sprintf("status %+v", st)
 	})
-	subj, sealed, err := eventlog.HubSubject(c, "s1")
-	if err != nil || !sealed || subj != eventlog.UpPrefix+".n1."+seal.Token(ours, "s1") {
-		t.Fatalf("sealed under %q (%v, %v), want team %s's token", subj, sealed, err, ours.Team)
+	if subj, sealed, err := eventlog.HubSubject(c, "s1"); err != nil || !sealed || subj != eventlog.UpPrefix+".n1."+seal.Token(theirs, "s1") {
+		t.Fatalf("sealed under %q (%v, %v), want team %s's token", subj, sealed, err, theirs.Team)
 	}
-	if st := c.Status(); st.Team != ours.Team {
-		t.Errorf("status names team %s", st.Team)
+	if !strings.Contains(log.String(), "another team's keyring") {
+		t.Errorf("nothing logged:\n%s", log.String())
 	}
 }

@@ -190,6 +190,11 @@ func TestCatalogFirstMessageLive(t *testing.T) {
 		}
 		return err == nil, fmt.Sprint(err)
 	})
+	// The web view's read of it: unknown, as a session that never was
+	// (before: an empty session).
+	if snap, err := n.worker.Snapshot(context.Background(), fork, 0); !errors.Is(err, ErrUnknownSession) {
+		t.Errorf("snapshot of the erased session: %v, %v; want ErrUnknownSession", snap, err)
+	}
 }
 
 // bucketHolds is the subject of a message of the bucket's stream (every

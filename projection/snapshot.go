@@ -69,6 +69,11 @@ func (w *Worker) Snapshot(ctx context.Context, sid string, maxBytes int64) (*Sna
 	if err != nil {
 		return nil, err
 	}
+	if len(snap.nodes) == 0 {
+		// No line of it left, only the events about it (an erase): as
+		// unknown as a session that never was, not an empty one.
+		return nil, fmt.Errorf("projection: snapshot: %w %q", ErrUnknownSession, sid)
+	}
 	snap.Tree, snap.Err = r.tree, r.err
 	return snap, nil
 }

@@ -186,6 +186,7 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 	}
 	d.all = all
 	d.crypt = eventlog.NewCrypt(keyring.Path(d.cfg.StateDir, d.cfg.KeyFile), d.cfg.NodeID, d.cfg.Encrypt == "on")
+	d.crypt.SetLogger(d.logger.With("component", "encryption"))
 	// Tombstones owed for other nodes' erases, kept over restarts.
 	if err := d.crypt.UseState(ctx, state); err != nil {
 		return err

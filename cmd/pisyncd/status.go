@@ -175,6 +175,9 @@ func printStatus(stdout io.Writer, st *Status) error {
 			if e.ForwardWaiting != "" {
 				row("forwarding waits", e.ForwardWaiting)
 			}
+			if e.TeamChanged != "" {
+				row("team key changed", e.TeamChanged)
+			}
 			if e.CopyWaiting != "" {
 				row("copying waits", e.CopyWaiting)
 			}
