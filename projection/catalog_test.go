@@ -174,6 +174,9 @@ func TestCatalogFirstMessageLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	cat(fork, func(c CatalogEntry) bool { return c.Deleted })
+	if _, err := eventlog.EraseSession(context.Background(), n.worker.js, "test-node", fork, eventlog.EraseBounds{}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := n.log.PublishErase(context.Background(), fork, eventlog.EraseLine("--p--/"+filepath.Base(forkPath), time.Now())); err != nil {
 		t.Fatal(err)
 	}
