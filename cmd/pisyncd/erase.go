@@ -62,6 +62,10 @@ type eraseResult struct {
 	// HubToken is the session's token on the hub when its lines are
 	// sealed (end-to-end encryption): what hub erase is given.
 	HubToken string `json:"hubToken,omitempty"`
+	// Forks are the sessions here forked, cloned or branched from this
+	// one (their header's parentSession names its file): pi copies the
+	// parent's lines into them, which erase leaves.
+	Forks []string `json:"forks,omitempty"`
 }
 
 // errNothingToErase: no file and no line of the session on this machine.
@@ -100,6 +104,10 @@ func (d *Daemon) eraseSessionFrom(ctx context.Context, sid, resumed string) (*er
 		found, file = true, cmp.Or(file, resumed)
 	}
 	if !found {
+		if _, last, err := d.log.Last(ctx, sid); err == nil && last != nil && last.Op == eventlog.OpErase {
+			// A second erase, one that waited for the first, say.
+			return nil, fmt.Errorf("erase %s: %w: it was erased here already (its erase event is the last of it)", sid, errNothingToErase)
+		}
 		return nil, fmt.Errorf("erase %s: %w", sid, errNothingToErase)
 	}
 	// Recorded before anything goes: an erase cut short (the daemon
@@ -197,9 +205,29 @@ func (d *Daemon) eraseSessionFrom(ctx context.Context, sid, resumed string) (*er
 	if d.proj != nil && resumed == "" {
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		res.ViewsDropped = d.proj.WaitHandled(wctx, eventlog.LocalStream, res.EventSeq) == nil
+		res.Forks = d.forksOf(wctx, sid)
 		cancel()
 	}
 	return res, nil
+}
+
+// forksOf lists the sessions in the catalog whose parent is sid's file
+// (pi names it sid in its file name): best effort, none when the catalog
+// cannot be read in time.
+func (d *Daemon) forksOf(ctx context.Context, sid string) []string {
+	cat, err := d.proj.Catalog(ctx)
+	if err != nil {
+		return nil
+	}
+	var forks []string
+	for _, e := range cat {
+		base := filepath.Base(strings.ReplaceAll(e.ParentSession, `\`, "/"))
+		if e.SessionID != sid && strings.HasSuffix(strings.TrimSuffix(base, ".jsonl"), sid) {
+			forks = append(forks, e.SessionID)
+		}
+	}
+	slices.Sort(forks)
+	return forks
 }
 
 // openAllIfAny opens PI_ALL when this machine has one (a hub is, or was,
@@ -362,6 +390,9 @@ func eraseCommand(args []string, stdout io.Writer) error {
 	}
 	for _, f := range res.LinkTargets {
 		fmt.Fprintf(stdout, "  a link to %s was unlinked; the file itself stays: delete it too if it holds what must go\n", f)
+	}
+	for _, f := range res.Forks {
+		fmt.Fprintf(stdout, "  session %s was forked from it, and pi copied its lines there: erase it too if it holds what must go (pisyncd erase %s)\n", f, f)
 	}
 	if res.Offline {
 		fmt.Fprintln(stdout, "the daemon is not running: its views drop the session, and the erase event leaves for the hub, when it starts")

@@ -397,8 +397,8 @@ func TestEraseWithoutDaemon(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil || !res.Offline || len(res.Files) != 1 || res.Messages.Local != 2 {
 		t.Fatalf("erase without a daemon: %s (%v)", out.Bytes(), err)
 	}
-	if err := eraseCommand([]string{sid}, &out); !errors.Is(err, errNothingToErase) {
-		t.Fatalf("a second erase: %v, want %v", err, errNothingToErase)
+	if err := eraseCommand([]string{sid}, &out); !errors.Is(err, errNothingToErase) || !strings.Contains(err.Error(), "erased here already") {
+		t.Fatalf("a second erase: %v, want %v, saying it was erased already", err, errNothingToErase)
 	}
 
 	a.start()
