@@ -23,3 +23,13 @@ func (d *Downloader) Collectors() []prometheus.Collector {
 		metrics.Gauge("hub_downloader_sessions_held", "Sessions of other nodes whose lines are held until this machine has the team key they are sealed with.", d.held.Load),
 	}
 }
+
+// Collectors returns the end-to-end encryption's Prometheus metrics, read
+// from Status (which never waits for a seal under way).
+func (c *Crypt) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		metrics.Gauge("encryption_team_keys", "Keys of the team keyring this machine seals and opens with; 0 without one.", func() int64 { return int64(c.Status().Keys) }),
+		metrics.Gauge("encryption_keyring_error", "1 while the team keyring file is there but cannot be read (its mode, a damaged file): status says why.", metrics.Bool(func() bool { return c.Status().KeyError != "" })),
+		metrics.Gauge("encryption_forwarding_waits", "1 while forwarding to the hub waits for a team key (PISYNC_ENCRYPT=on without one, or a keyring that cannot be read).", metrics.Bool(func() bool { return c.Status().ForwardWaiting != "" })),
+	}
+}

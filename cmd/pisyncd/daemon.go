@@ -351,6 +351,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		d.reg.MustRegister(metrics.Gauge("hub_link_up", "1 while the embedded server's link to the hub (a leaf connection) is up.", metrics.Bool(d.srv.HubLinked)))
 		d.reg.MustRegister(d.dl.Collectors()...)
 		d.reg.MustRegister(d.gate.Collectors()...)
+		d.reg.MustRegister(d.crypt.Collectors()...)
 	}
 	return nil
 }

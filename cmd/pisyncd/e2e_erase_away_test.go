@@ -79,3 +79,30 @@ func TestEncryptedEraseWhileAway(t *testing.T) {
 		t.Errorf("D's store holds B's secret in %v", hits)
 	}
 }
+
+// TestEncryptionMetrics: the metrics show the team key's state: its keys,
+// a keyring file that cannot be read, and forwarding held back for it
+// (before, only the sessions held for another node's key had a metric).
+func TestEncryptionMetrics(t *testing.T) {
+	hub := startTestHub(t)
+	a := e2eStation(t, "ws-a", hub.url(), keyring.New(time.Now()))
+	if got := metricValue(t, a, "pisyncd_encryption_team_keys"); got != 1 {
+		t.Errorf("pisyncd_encryption_team_keys = %v, want 1", got)
+	}
+	if err := os.Chmod(a.cfg.KeyFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The running daemon keeps sealing with the keys it read; the file's
+	// error shows. After a restart it has none, and forwarding waits.
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		v := metricValue(t, a, "pisyncd_encryption_keyring_error")
+		return v == 1, fmt.Sprintf("pisyncd_encryption_keyring_error = %v", v)
+	})
+	a.stop()
+	a.start()
+	writeSession(t, a, "0199f000-0000-7000-8000-00000000metr", 1)
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		keys, waits := metricValue(t, a, "pisyncd_encryption_team_keys"), metricValue(t, a, "pisyncd_encryption_forwarding_waits")
+		return keys == 0 && waits == 1, fmt.Sprintf("keys %v, forwarding waits %v", keys, waits)
+	})
+}
