@@ -162,7 +162,8 @@ func importKey(path, file string, stdout io.Writer, asJSON bool) (*keyring.Ring,
 	case errors.Is(err, keyring.ErrNoKeyring):
 		r = in
 	case err != nil:
-		return nil, err
+		// Not written over: it may hold keys found nowhere else.
+		return nil, fmt.Errorf("key import: the keyring %s cannot be read (%w): mend it (its mode: chmod 600), or move it away, keeping a copy, and import again", path, err)
 	default:
 		changed, err := r.Merge(in)
 		if err != nil {

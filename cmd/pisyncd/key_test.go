@@ -83,6 +83,15 @@ func TestKeyCommand(t *testing.T) {
 	if out := run(0, "import", file); !strings.Contains(out, "nothing new") {
 		t.Fatalf("importing again: %s", out)
 	}
+	// Over a damaged keyring: what to do, and the file left as it was.
+	damaged := []byte(`{"version":1,"team":""}`)
+	os.WriteFile(filepath.Join(home, "other", "team-key.json"), damaged, 0o600)
+	if out := run(1, "import", file); !strings.Contains(out, "cannot be read") || !strings.Contains(out, "move it away") {
+		t.Errorf("import over a damaged keyring: %s", out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, "other", "team-key.json")); string(b) != string(damaged) {
+		t.Errorf("the damaged keyring was written over: %s", b)
+	}
 }
 
 // TestKeyImportReadsABoundedFile: key import given a file that is no
