@@ -45,6 +45,7 @@ type Downloader struct {
 	copied, rejected atomic.Int64
 	held             atomic.Int64             // hub subjects held in PI_PARK (park.go)
 	heldFor          atomic.Pointer[[]string] // the team keys they wait for
+	heldFrom         atomic.Pointer[[]string] // the nodes whose sessions they are
 	link             *Link
 	backlog          idleGate // a backlog the hub said is still to come
 	watched          bool     // opts.HubLink was given
@@ -136,6 +137,8 @@ type DownloaderStats struct {
 	Held int64 `json:"sessionsHeld"`
 	// HeldFor names the team keys they wait for, where known.
 	HeldFor []string `json:"heldForKeys,omitempty"`
+	// HeldFrom names the nodes whose sessions they are.
+	HeldFrom []string `json:"heldFromNodes,omitempty"`
 }
 
 // Stats returns the counters.
@@ -143,6 +146,9 @@ func (d *Downloader) Stats() DownloaderStats {
 	st := DownloaderStats{Copied: d.copied.Load(), Rejected: d.rejected.Load(), Connected: d.link.Load(), Held: d.held.Load()}
 	if kids := d.heldFor.Load(); kids != nil {
 		st.HeldFor = *kids
+	}
+	if nodes := d.heldFrom.Load(); nodes != nil {
+		st.HeldFrom = *nodes
 	}
 	return st
 }
@@ -529,8 +535,9 @@ func (d *Downloader) showHeld(park *parking) {
 		return
 	}
 	park.changed = false
-	kids := park.keys()
+	kids, nodes := park.keys(), park.nodes()
 	d.heldFor.Store(&kids)
+	d.heldFrom.Store(&nodes)
 	d.held.Store(int64(len(park.held)))
 }
 

@@ -258,6 +258,18 @@ func (p *parking) keys() []string {
 	return out
 }
 
+// nodes returns the origin nodes of the held subjects, sorted.
+func (p *parking) nodes() []string {
+	var out []string
+	for n, c := range p.byNode {
+		if c > 0 {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // park stores hub messages msgs (all of one hub subject, in hub order) in
 // PI_PARK and holds their subject, waiting for team key kid. An error
 // means they are not all stored: the copy must not pass over them.

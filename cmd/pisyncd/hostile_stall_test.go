@@ -220,7 +220,7 @@ func TestHostileStallSealedUnderAuto(t *testing.T) {
 		t.Helper()
 		testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
 			st, err := s.status()
-			return err == nil && st.Downloader != nil && st.Downloader.Held == 1 && slices.Equal(st.Downloader.HeldFor, []string{eves.Current}),
+			return err == nil && st.Downloader != nil && st.Downloader.Held == 1 && slices.Equal(st.Downloader.HeldFor, []string{eves.Current}) && slices.Equal(st.Downloader.HeldFrom, []string{"eve"}),
 				fmt.Sprintf("%s's downloader %+v (%v), want eve's session held for her key %s", s.name, st.Downloader, err, eves.Current)
 		})
 	}
@@ -236,7 +236,7 @@ func TestHostileStallSealedUnderAuto(t *testing.T) {
 		if err := printStatus(&b, &st); err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{"sessions held for a team key ", " 1 (sealed with team key " + eves.Current + ", which this machine does not have"} {
+		for _, want := range []string{"sessions held for a team key ", " 1 from eve (sealed with team key " + eves.Current + ", which this machine does not have"} {
 			if !strings.Contains(b.String(), want) {
 				t.Errorf("ann's status does not say %q:\n%s", want, b.String())
 			}
@@ -248,7 +248,7 @@ func TestHostileStallSealedUnderAuto(t *testing.T) {
 	if err := lsCommand(nil, &ls); err != nil {
 		t.Fatal(err)
 	}
-	if want := "\n1 more from other machines held, not listed: sealed with team key " + eves.Current + ", which this machine does not have"; !strings.Contains(ls.String(), want) {
+	if want := "\n1 more from other machines held, not listed: sealed by eve with team key " + eves.Current + ", which this machine does not have"; !strings.Contains(ls.String(), want) {
 		t.Errorf("ann's ls does not say %q:\n%s", want, ls.String())
 	}
 	e.rounds(t, "0006", 3, stallBound)
