@@ -54,11 +54,7 @@ func TestEncryptedEraseWhileAway(t *testing.T) {
 	})
 
 	d := e2eStation(t, "ws-d", hub.url(), ring)
-	sid2 := "0199eeee-0000-7000-8000-" + randomHex(t, 12)
-	p2 := filepath.Join(a.cfg.SessionsDir, "--sec-later--", "2026-11-30T00-00-00-000Z_"+sid2+".jsonl")
-	os.MkdirAll(filepath.Dir(p2), 0o700)
-	appendLine(t, p2, hdrLine(sid2, "/sec/later"))
-	appendLine(t, p2, msgLine("l0000001", "", "a later session"))
+	sid2, p2 := writeLaterSession(t, a)
 	waitUntil(t, 60*time.Second, func() (bool, string) {
 		st, _ := d.status()
 		return fileText(e2eFile(d, sid2)) == fileText(p2) && st.Replicator != nil && st.Replicator.Erased == 1,

@@ -116,6 +116,18 @@ func e2eFile(s *station, sid string) string {
 
 func fileText(p string) string { b, _ := os.ReadFile(p); return string(b) }
 
+// writeLaterSession writes a new two-line session on s, for a machine
+// that joins to copy after whatever the test looks at: its id and file.
+func writeLaterSession(t *testing.T, s *station) (sid, path string) {
+	t.Helper()
+	sid = "0199eeee-0000-7000-8000-" + randomHex(t, 12)
+	path = filepath.Join(s.cfg.SessionsDir, "--sec-later--", "2026-11-30T00-00-00-000Z_"+sid+".jsonl")
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	appendLine(t, path, hdrLine(sid, "/sec/later"))
+	appendLine(t, path, msgLine("l0000001", "", "a later session"))
+	return sid, path
+}
+
 // TestEncryptedReplication: with a team key on A and B, a random marker
 // written on A reaches B's file and no byte of the hub's store, which
 // holds sealed envelopes (no plaintext, compressed or not) under keyed-hash
@@ -370,11 +382,7 @@ func TestEncryptedReplication(t *testing.T) {
 	// of the erased session, counts its lines erased, and copies a later
 	// session as usual.
 	d := e2eStation(t, "ws-d", hub.url(), rotated)
-	sid2 := "0199eeee-0000-7000-8000-" + randomHex(t, 12)
-	p2 := filepath.Join(a.cfg.SessionsDir, "--sec-later--", "2026-11-30T00-00-00-000Z_"+sid2+".jsonl")
-	os.MkdirAll(filepath.Dir(p2), 0o700)
-	appendLine(t, p2, hdrLine(sid2, "/sec/later"))
-	appendLine(t, p2, msgLine("l0000001", "", "a later session"))
+	sid2, p2 := writeLaterSession(t, a)
 	waitUntil(t, 60*time.Second, func() (bool, string) {
 		st, _ := d.status()
 		return fileText(e2eFile(d, sid2)) == fileText(p2), fmt.Sprintf("D: downloader %+v encryption %+v admission %+v", st.Downloader, st.Encryption, st.Admission)
