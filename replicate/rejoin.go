@@ -99,12 +99,14 @@ func (r *Replicator) rejoin(c trashedCopy) (done bool, err error) {
 		return true, err
 	}
 	defer f.Close()
-	first, isHeader := readHeader(io.LimitReader(f, maxHeaderLine))
-	if isHeader || !first.Kind.Kept() {
-		// A session file (restored, or made again), or nothing pi wrote
-		// yet: not pi's lines after the deletion. An empty file waits.
-		return st.Size() > 0, nil
+	if _, isHeader := readHeader(io.LimitReader(f, maxHeaderLine)); isHeader {
+		return true, nil // a session file (restored, or made again)
 	}
+	if st.Size() == 0 {
+		return false, nil // pi's line comes next
+	}
+	// Pi's lines, whatever the first is: an entry, or one longer than any
+	// header (an image) that readHeader does not look into.
 	added, err := readFrom(f, 0)
 	if err != nil {
 		return false, err

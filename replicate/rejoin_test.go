@@ -1,8 +1,10 @@
 package replicate
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -73,5 +75,36 @@ func TestSessionFilesFindsPisLinesAfterItsFileWent(t *testing.T) {
 	live, trash, err := SessionFiles(root, sid)
 	if err != nil || len(trash) != 0 || len(live) != 1 || live[0] != headerless {
 		t.Fatalf("live %v, trash %v, %v; want %s", live, trash, err, headerless)
+	}
+}
+
+// TestRejoinAfterALongFirstLine: pi's first line after its file went may
+// be longer than any header (an image): the copy is put back with it all
+// the same. Before, such a file was taken for no line of pi's, and the
+// copy stayed in the trash.
+func TestRejoinAfterALongFirstLine(t *testing.T) {
+	root := t.TempDir()
+	path := filepath.Join(root, "--p--", "s.jsonl")
+	trash := filepath.Join(root, TrashDir, "s.jsonl")
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	os.MkdirAll(filepath.Dir(trash), 0o700)
+	old := `{"type":"session","version":3,"id":"s","timestamp":"2026-11-30T00:00:00.000Z","cwd":"/p"}` + "\n"
+	if err := os.WriteFile(trash, []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	image := `{"type":"message","id":"m1","parentId":null,"timestamp":"2026-11-30T00:00:01.000Z","message":{"role":"user","content":"` + strings.Repeat("A", 3*maxHeaderLine) + `"}}` + "\n"
+	if err := os.WriteFile(path, []byte(image), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := &Replicator{logger: slog.New(slog.DiscardHandler)}
+	done, err := r.rejoin(trashedCopy{path: path, sid: "s", trash: trash})
+	if err != nil || !done {
+		t.Fatalf("rejoin: done %v, %v", done, err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != old+image {
+		t.Errorf("put back: %d bytes, want %d", len(got), len(old)+len(image))
+	}
+	if _, err := os.Stat(trash); !os.IsNotExist(err) {
+		t.Errorf("the trashed copy is still there: %v", err)
 	}
 }
