@@ -488,6 +488,15 @@ func (d *Daemon) resumeErases(ctx context.Context) error {
 		}
 	}
 	for _, p := range todo {
+		if _, last, err := d.log.Last(ctx, p.SID); err == nil && last != nil && last.Op == eventlog.OpErase {
+			// Cut short after its event was published: done but for the
+			// record. Another event would erase what came after the first
+			// on the other machines.
+			if err := kv.Delete(ctx, pendingEraseKey(p.SID)); err != nil {
+				return fmt.Errorf("erase: resume: %w", err)
+			}
+			continue
+		}
 		d.logger.Warn("an erase was cut short (the daemon or the erase command stopped): carrying it out again", "session", p.SID)
 		if _, err := d.eraseSessionFrom(ctx, p.SID, cmp.Or(p.File, "unknown.jsonl")); err != nil {
 			return fmt.Errorf("erase %s, cut short before: %w (run pisyncd erase %s)", p.SID, err, p.SID)

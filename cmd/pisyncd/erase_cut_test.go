@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/pisyncd/pisyncd/eventlog"
 )
 
 // TestEraseCutShort: an erase cut short after it removed the session's
@@ -50,6 +52,38 @@ func TestEraseCutShort(t *testing.T) {
 	}
 	if st, err := b.status(); err != nil || st.Replicator.Trashed != 0 {
 		t.Errorf("B moved its copy to the trash: %+v %v", st.Replicator, err)
+	}
+
+	// Cut short after its event was published: the next start drops the
+	// record and publishes no second event, which would erase on the other
+	// machines what came after the first.
+	a.stop()
+	d, err = OpenStore(context.Background(), a.cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = recordPendingErase(context.Background(), d.log.JetStream(), sid, rel)
+	if cerr := d.Close(); err != nil || cerr != nil {
+		t.Fatal(err, cerr)
+	}
+	a.start()
+	kv, err := a.d.log.JetStream().KeyValue(context.Background(), eventlog.StateBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		_, err := kv.Get(context.Background(), pendingEraseKey(sid))
+		return err != nil, "the erase's record is still there"
+	})
+	erases := 0
+	err = eventlog.ReadFiltered(context.Background(), a.d.log.JetStream(), eventlog.LocalStream, eventlog.LocalSubject("ws-a", sid), 0xffffffff, false, func(ev *eventlog.Event) error {
+		if ev.Op == eventlog.OpErase {
+			erases++
+		}
+		return nil
+	})
+	if err != nil || erases != 1 {
+		t.Errorf("A's log holds %d erase events of the session (%v), want 1", erases, err)
 	}
 	for _, s := range []*station{a, b} {
 		s.stop()
