@@ -2,8 +2,6 @@ package replicate
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -88,10 +86,7 @@ func SessionFiles(root, sid string) (live, trash []string, err error) {
 // written into a file here, whatever PI_ALL still delivers (lines that
 // other machines wrote before they applied the erase, or lines copied
 // again after a restart).
-func holdKey(sid string) string {
-	h := sha256.Sum256([]byte(sid))
-	return holdPrefix + hex.EncodeToString(h[:16])
-}
+func holdKey(sid string) string { return SessionKey(holdPrefix, sid) }
 
 const holdPrefix = "replicator.erasing."
 
@@ -268,10 +263,7 @@ func (r *Replicator) erase(ctx context.Context, s *sess, ev *eventlog.Event) err
 
 // erasedKey is the state key of the PI_ALL sequence of the last erase
 // event of session sid applied here.
-func erasedKey(sid string) string {
-	h := sha256.Sum256([]byte(sid))
-	return "replicator.erased." + hex.EncodeToString(h[:16])
-}
+func erasedKey(sid string) string { return SessionKey("replicator.erased.", sid) }
 
 // eraseApplied reports whether the erase event at PI_ALL sequence seq, or
 // a later one of the same session, was applied here already.

@@ -359,7 +359,11 @@ func (r *Replicator) run(ctx context.Context) error {
 
 // deletedKey is the state key remembering a session deleted elsewhere, so a
 // replay of its older events never brings the file back.
-func deletedKey(sid string) string {
+func deletedKey(sid string) string { return SessionKey("replicator.deleted.", sid) }
+
+// SessionKey is a state key of session sid under prefix: a hash of the id,
+// which may hold characters a key may not, and is kept out of key names.
+func SessionKey(prefix, sid string) string {
 	h := sha256.Sum256([]byte(sid))
-	return "replicator.deleted." + hex.EncodeToString(h[:16])
+	return prefix + hex.EncodeToString(h[:16])
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -438,10 +436,7 @@ func eraseViaDaemon(ctx context.Context, cfg *config.Config, sid string) (*erase
 // published.
 const pendingErasePrefix = "erase.pending."
 
-func pendingEraseKey(sid string) string {
-	h := sha256.Sum256([]byte(sid))
-	return pendingErasePrefix + hex.EncodeToString(h[:16])
-}
+func pendingEraseKey(sid string) string { return replicate.SessionKey(pendingErasePrefix, sid) }
 
 type pendingErase struct {
 	SID  string `json:"sid"`
