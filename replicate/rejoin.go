@@ -2,8 +2,6 @@ package replicate
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -136,23 +134,11 @@ func (r *Replicator) rejoin(c trashedCopy) (done bool, err error) {
 // between the read and the rename is copied after it.
 func (r *Replicator) putBack(c trashedCopy, old *os.File, whole []byte, read int64) error {
 	dir := filepath.Dir(c.path)
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	tmp := filepath.Join(dir, stagingPrefix+hex.EncodeToString(rnd[:])+stagingSuffix) // sweepStaging's pattern
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	tmp, _, err := stage(dir, whole)
+	if tmp != "" {
+		defer os.Remove(tmp)
+	}
 	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp)
-	if _, err := f.Write(whole); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, c.path); err != nil {

@@ -452,29 +452,11 @@ func createFile(root, want string, lines [][]byte) (string, fs.FileInfo, error) 
 		b.Write(l)
 		b.WriteByte('\n')
 	}
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	tmp := filepath.Join(dir, stagingPrefix+hex.EncodeToString(rnd[:])+stagingSuffix) // sweepStaging's pattern
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	tmp, st, err := stage(dir, b.Bytes())
+	if tmp != "" {
+		defer os.Remove(tmp)
+	}
 	if err != nil {
-		return "", nil, err
-	}
-	defer os.Remove(tmp)
-	if _, err := f.Write(b.Bytes()); err != nil {
-		f.Close()
-		return "", nil, err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return "", nil, err
-	}
-	// The file as written: its link below is the same inode.
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return "", nil, err
-	}
-	if err := f.Close(); err != nil {
 		return "", nil, err
 	}
 	for i := 0; i < 100; i++ {
@@ -489,6 +471,29 @@ func createFile(root, want string, lines [][]byte) (string, fs.FileInfo, error) 
 		}
 	}
 	return "", nil, fmt.Errorf("replicate: no free file name for %s", want)
+}
+
+// stage writes data to a new file in dir under a staging name (which
+// sweepStaging removes after a crash, and erase finds), made durable, and
+// returns its path (removed by the caller, also when err is not nil) and
+// its stat: the file a link or rename of it puts in place.
+func stage(dir string, data []byte) (tmp string, st fs.FileInfo, err error) {
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp = filepath.Join(dir, stagingPrefix+hex.EncodeToString(rnd[:])+stagingSuffix)
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err = f.Write(data); err == nil {
+		if err = f.Sync(); err == nil {
+			st, err = f.Stat()
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return tmp, st, err
 }
 
 // numbered is path for i = 0, else path with -i before its ".jsonl": how
