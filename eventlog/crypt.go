@@ -141,6 +141,12 @@ func (c *Crypt) refreshLocked(now time.Time) {
 	}
 }
 
+// brokenKeyringLocked reports whether a keyring file is there that could
+// not be read (not merely none).
+func (c *Crypt) brokenKeyringLocked() bool {
+	return c.loadErr != nil && !errors.Is(c.loadErr, keyring.ErrNoKeyring)
+}
+
 // CryptStatus is what status shows of the encryption.
 type CryptStatus struct {
 	Team       string `json:"team,omitempty"`
@@ -178,7 +184,7 @@ func (c *Crypt) statusLocked() CryptStatus {
 	if c.ring != nil {
 		s.Team, s.CurrentKey, s.Keys = c.ring.Team, c.ring.Current, len(c.ring.Keys)
 	}
-	if c.loadErr != nil && !errors.Is(c.loadErr, keyring.ErrNoKeyring) {
+	if c.brokenKeyringLocked() {
 		s.KeyError = c.loadErr.Error()
 	}
 	if p := c.last.Load(); p == nil || *p != s {
@@ -335,7 +341,7 @@ type inner struct {
 // noKeyLocked records and returns why nothing is forwarded.
 func (c *Crypt) noKeyLocked() error {
 	c.waitFwd = ErrNoTeamKey.Error()
-	if c.loadErr != nil && !errors.Is(c.loadErr, keyring.ErrNoKeyring) {
+	if c.brokenKeyringLocked() {
 		c.waitFwd = c.loadErr.Error()
 	}
 	c.statusLocked()
@@ -351,7 +357,7 @@ func (c *Crypt) subject(sid string) (string, bool, error) {
 	switch {
 	case c.ring != nil:
 		return UpPrefix + "." + c.node + "." + seal.Token(c.ring, sid), true, nil
-	case c.always, c.loadErr != nil && !errors.Is(c.loadErr, keyring.ErrNoKeyring):
+	case c.always, c.brokenKeyringLocked():
 		// Under auto too, a keyring file that is there but cannot be
 		// read (its mode, a damaged file) fails closed: it says this
 		// machine's team encrypts, and a line sent in clear meanwhile

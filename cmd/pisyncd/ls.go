@@ -64,11 +64,7 @@ func printHeld(w io.Writer, d *eventlog.DownloaderStats) error {
 	if d == nil || d.Held == 0 {
 		return nil
 	}
-	by := ""
-	if len(d.HeldFrom) > 0 {
-		by = " by " + strings.Join(d.HeldFrom, ", ")
-	}
-	_, err := fmt.Fprintf(w, "\n%d more from other machines held, not listed: sealed%s with %s, which this machine does not have (pisyncd key import; pisyncd status)\n", d.Held, cli.TerminalSafe(by), cli.TerminalSafe(heldKeys(d)))
+	_, err := fmt.Fprintf(w, "\n%d more from other machines held, not listed: sealed%s with %s, which this machine does not have (pisyncd key import; pisyncd status)\n", d.Held, cli.TerminalSafe(heldNodes(d, "by")), cli.TerminalSafe(heldKeys(d)))
 	return err
 }
 

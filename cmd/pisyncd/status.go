@@ -165,7 +165,7 @@ func printStatus(stdout io.Writer, st *Status) error {
 		}
 		row("lines copied from the hub", st.Downloader.Copied)
 		if n := st.Downloader.Held; n > 0 {
-			row("sessions held for a team key", fmt.Sprintf("%d%s (sealed with %s, which this machine does not have: held here and copied once it has it, pisyncd key import; everything else is copied)", n, heldNodes(st.Downloader), heldKeys(st.Downloader)))
+			row("sessions held for a team key", fmt.Sprintf("%d%s (sealed with %s, which this machine does not have: held here and copied once it has it, pisyncd key import; everything else is copied)", n, heldNodes(st.Downloader, "from"), heldKeys(st.Downloader)))
 		}
 		if e := st.Encryption; e != nil {
 			row("end-to-end encryption", encryptionNote(e))
@@ -439,10 +439,11 @@ func heldKeys(d *eventlog.DownloaderStats) string {
 	return "team key " + strings.Join(d.HeldFor, ", ")
 }
 
-// heldNodes names the nodes whose sessions are held: " from eve, bob".
-func heldNodes(d *eventlog.DownloaderStats) string {
+// heldNodes names the nodes whose sessions are held, after word: " from
+// eve, bob" ("" for none).
+func heldNodes(d *eventlog.DownloaderStats, word string) string {
 	if len(d.HeldFrom) == 0 {
 		return ""
 	}
-	return " from " + strings.Join(d.HeldFrom, ", ")
+	return " " + word + " " + strings.Join(d.HeldFrom, ", ")
 }
