@@ -50,13 +50,11 @@ func getControl(ctx context.Context, cfg *config.Config, path string) (*http.Res
 	if err != nil {
 		return nil, err
 	}
-	c := controlClient(cfg.StateDir)
 	// A daemon that takes the connection and sends nothing is stuck: the
 	// commands that read (events, context, ls, tail, search) say so rather
 	// than wait out their own long deadline. Erase, which waits for its
 	// work, does not come here.
-	c.Transport.(*http.Transport).ResponseHeaderTimeout = answerTimeout
-	resp, err := c.Do(req)
+	resp, err := controlClientWithin(cfg.StateDir, answerTimeout).Do(req)
 	if err != nil {
 		return nil, noAnswer(cfg.StateDir, err)
 	}

@@ -260,7 +260,11 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 // controlClient talks to a running daemon over its control socket.
-func controlClient(stateDir string) *http.Client {
+func controlClient(stateDir string) *http.Client { return controlClientWithin(stateDir, 0) }
+
+// controlClientWithin is controlClient giving up on an answer whose first
+// byte takes longer than answerWithin (0: no bound).
+func controlClientWithin(stateDir string, answerWithin time.Duration) *http.Client {
 	path := filepath.Join(stateDir, config.ControlSocket)
 	return &http.Client{
 		Timeout: 0,
@@ -269,6 +273,7 @@ func controlClient(stateDir string) *http.Client {
 				var d net.Dialer
 				return d.DialContext(ctx, "unix", path)
 			},
+			ResponseHeaderTimeout: answerWithin,
 		},
 	}
 }
