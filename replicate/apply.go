@@ -403,9 +403,10 @@ func (r *Replicator) lacking(ctx context.Context, s *sess, upTo uint64) ([]*even
 			return nil
 		case ev.Type == "session":
 			// The same header from two nodes is one; a replica made
-			// here starts with it mapped (PISYNC_PATH_MAP).
+			// here starts with it mapped (PISYNC_PATH_MAP, a fork's
+			// parent: mapHeader).
 			inForm = ev.Sha == f.head
-			if !inForm && !r.opts.PathMap.Empty() {
+			if !inForm {
 				var err error
 				if inForm, err = r.mappedHeaderIs(ctx, s.sid, ev, f.head); err != nil {
 					return err
@@ -455,7 +456,7 @@ func (r *Replicator) lacking(ctx context.Context, s *sess, upTo uint64) ([]*even
 }
 
 // mappedHeaderIs reports whether header ev of session sid, mapped as
-// create writes it (PISYNC_PATH_MAP), hashes to sha.
+// create writes it (mapHeader), hashes to sha.
 func (r *Replicator) mappedHeaderIs(ctx context.Context, sid string, ev *eventlog.Event, sha [32]byte) (bool, error) {
 	raw := ev.Raw
 	if raw == nil { // read without its bytes
@@ -466,7 +467,7 @@ func (r *Replicator) mappedHeaderIs(ctx context.Context, sid string, ev *eventlo
 			return false, err
 		}
 	}
-	hdr, _, err := mapHeader(raw, r.opts.PathMap)
+	hdr, _, err := mapHeader(raw, r.opts.PathMap, r.opts.Root, ev.File)
 	return err == nil && sha256.Sum256(hdr) == sha, nil
 }
 
@@ -576,7 +577,7 @@ func (r *Replicator) refuse(s *sess, ev *eventlog.Event, kind, why string, held 
 // create writes a new file for a remote session: its mapped header and the
 // entries that can follow it.
 func (r *Replicator) create(ctx context.Context, s *sess) error {
-	hdr, cwd, err := mapHeader(s.header.Raw, r.opts.PathMap)
+	hdr, cwd, err := mapHeader(s.header.Raw, r.opts.PathMap, r.opts.Root, s.header.File)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnsafe, err)
 	}
@@ -841,7 +842,7 @@ func (r *Replicator) KnownLines(ctx context.Context, sid string, add func([32]by
 		if err != nil {
 			return err
 		}
-		if hdr, _, err := mapHeader(m.Data, r.opts.PathMap); err == nil {
+		if hdr, _, err := mapHeader(m.Data, r.opts.PathMap, r.opts.Root, m.Header.Get(eventlog.HdrFile)); err == nil {
 			add(sha256.Sum256(hdr))
 		}
 	}

@@ -4,14 +4,37 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
 )
 
 // mapHeader rewrites the header line's top-level "cwd" and "parentSession"
 // through m, keeping every other byte (key order, unknown fields, spacing):
 // the line stays pi's own but points at this machine's paths. It returns
 // the new line and the header's mapped cwd.
-func mapHeader(raw []byte, m PathMap) ([]byte, string, error) {
+//
+// A parentSession in the project folder of the session's own file on its
+// machine (originFile, relative to that machine's sessions root) names this
+// machine's copy of the parent instead: pi's /fork and /clone write the new
+// file beside the old one, and both copies land here in the folder of the
+// mapped cwd, under root, which need not be the other machine's sessions
+// root mapped (another user, PI_CODING_AGENT_DIR). pi lists a fork under
+// its parent by that path. Any other parentSession is mapped through m.
+func mapHeader(raw []byte, m PathMap, root, originFile string) ([]byte, string, error) {
 	var cwd string
+	if _, err := rewriteTopLevel(raw, func(key string, val json.RawMessage) (json.RawMessage, error) {
+		var s string
+		if key == "cwd" && json.Unmarshal(val, &s) == nil {
+			cwd = m.Map(s) // the last cwd, as JSON.parse takes it
+		}
+		return nil, nil
+	}); err != nil {
+		return nil, "", err
+	}
+	if cwd == "" {
+		return nil, "", fmt.Errorf("%w: header has no string cwd", ErrUnsafe)
+	}
 	out, err := rewriteTopLevel(raw, func(key string, val json.RawMessage) (json.RawMessage, error) {
 		if key != "cwd" && key != "parentSession" {
 			return nil, nil
@@ -21,8 +44,10 @@ func mapHeader(raw []byte, m PathMap) ([]byte, string, error) {
 			return nil, nil // not a string: leave it as pi wrote it
 		}
 		mapped := m.Map(s)
-		if key == "cwd" {
-			cwd = mapped
+		if key == "parentSession" {
+			if p, ok := besideHere(s, root, originFile, cwd); ok {
+				mapped = p
+			}
 		}
 		if mapped == s {
 			return nil, nil
@@ -32,10 +57,27 @@ func mapHeader(raw []byte, m PathMap) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if cwd == "" {
-		return nil, "", fmt.Errorf("%w: header has no string cwd", ErrUnsafe)
-	}
 	return out, cwd, nil
+}
+
+// besideHere is the path here of parent, a session file on the machine
+// that wrote originFile, when parent lies in originFile's project folder
+// there: the same name, in the folder this machine keeps cwd's sessions in.
+func besideHere(parent, root, originFile, cwd string) (string, bool) {
+	folder, name, ok := strings.Cut(originFile, "/")
+	if !ok || root == "" || folder == "" || strings.Contains(name, "/") {
+		return "", false
+	}
+	// The other machine may write its paths with either separator.
+	dir, pname := path.Split(strings.ReplaceAll(parent, `\`, "/"))
+	if path.Base(dir) != folder || !fileNamePattern().MatchString(pname) {
+		return "", false
+	}
+	p := filepath.Join(root, CwdFolder(cwd), pname)
+	if inside(root, p) != nil {
+		return "", false
+	}
+	return p, true
 }
 
 // marshalJS encodes a string as JSON.stringify would: no HTML escaping.

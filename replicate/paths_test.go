@@ -1,6 +1,7 @@
 package replicate
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -79,7 +80,7 @@ func TestTargetStaysInsideRoot(t *testing.T) {
 func TestMapHeaderKeepsEverythingElse(t *testing.T) {
 	m, _ := ParsePathMap("/Users/ann=/home/ann")
 	in := `{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/Users/ann/p","parentSession":"/Users/ann/.pi/agent/sessions/--x--/a.jsonl","extra":{"cwd":"/Users/ann/keep"}}`
-	out, cwd, err := mapHeader([]byte(in), m)
+	out, cwd, err := mapHeader([]byte(in), m, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,21 +89,58 @@ func TestMapHeaderKeepsEverythingElse(t *testing.T) {
 		t.Fatalf("mapHeader:\n got %s (%s)\nwant %s", out, cwd, want)
 	}
 	same := `{"type":"session","cwd":"/elsewhere/<p>&","id":"s"}`
-	out, _, err = mapHeader([]byte(same), m)
+	out, _, err = mapHeader([]byte(same), m, "/r", "--x--/b.jsonl")
 	if err != nil || string(out) != same {
 		t.Fatalf("unmapped header changed: %s %v", out, err)
 	}
-	if _, _, err := mapHeader([]byte(`{"type":"session","id":"s","cwd":7}`), m); !errors.Is(err, ErrUnsafe) {
+	if _, _, err := mapHeader([]byte(`{"type":"session","id":"s","cwd":7}`), m, "", ""); !errors.Is(err, ErrUnsafe) {
 		t.Errorf("non-string cwd: %v", err)
+	}
+}
+
+// TestMapHeaderParentBeside: a fork's parent in the fork's own project
+// folder on its machine is this machine's copy, in the folder of the mapped
+// cwd under this machine's root; other parents are mapped alone.
+func TestMapHeaderParentBeside(t *testing.T) {
+	m, _ := ParsePathMap("/Users/ann=/home/ann")
+	const root = "/home/bob/.pi/agent/sessions"
+	const origin = "--Users-ann-p--/2026-12-06T04-00-00-000Z_f.jsonl"
+	for _, c := range []struct{ cwd, parent, origin, want string }{
+		// pi's /fork: the parent beside the fork.
+		{"/Users/ann/p", "/Users/ann/.pi/agent/sessions/--Users-ann-p--/2026-12-06T03-00-00-000Z_p.jsonl", origin,
+			root + "/--home-ann-p--/2026-12-06T03-00-00-000Z_p.jsonl"},
+		// Written on Windows.
+		{`C:\Users\ann\p`, `C:\Users\ann\.pi\agent\sessions\--C--Users-ann-p--\a.jsonl`, "--C--Users-ann-p--/f.jsonl",
+			root + "/--C--Users-ann-p--/a.jsonl"},
+		// A parent in another folder there: mapped alone.
+		{"/Users/ann/p", "/Users/ann/.pi/agent/sessions/--Users-ann-q--/a.jsonl", origin,
+			"/home/ann/.pi/agent/sessions/--Users-ann-q--/a.jsonl"},
+		// Not a session file's name, or no origin file known.
+		{"/Users/ann/p", "/Users/ann/.pi/agent/sessions/--Users-ann-p--/..", origin, "/home/ann/.pi/agent/sessions/--Users-ann-p--/.."},
+		{"/Users/ann/p", "/Users/ann/.pi/agent/sessions/--Users-ann-p--/a.jsonl", "", "/home/ann/.pi/agent/sessions/--Users-ann-p--/a.jsonl"},
+		{"/Users/ann/p", "/Users/ann/.pi/agent/sessions/--Users-ann-p--/a.jsonl", "f.jsonl", "/home/ann/.pi/agent/sessions/--Users-ann-p--/a.jsonl"},
+	} {
+		cwd, _ := json.Marshal(c.cwd)
+		parent, _ := json.Marshal(c.parent)
+		in := `{"type":"session","parentSession":` + string(parent) + `,"cwd":` + string(cwd) + `}`
+		out, _, err := mapHeader([]byte(in), m, root, c.origin)
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		var got struct{ ParentSession string }
+		if err := json.Unmarshal(out, &got); err != nil || got.ParentSession != c.want {
+			t.Errorf("%s from %q:\n got %s (%v)\nwant %s", c.parent, c.origin, got.ParentSession, err, c.want)
+		}
 	}
 }
 
 func FuzzMapHeader(f *testing.F) {
 	f.Add([]byte(`{"type":"session","cwd":"/Users/ann/p","id":"x"}`))
 	f.Add([]byte(`{"cwd" : "/Users/ann" , "parentSession":"/Users/ann/x.jsonl"}`))
+	f.Add([]byte(`{"parentSession":"/Users/ann/.pi/--Users-ann--/p.jsonl","cwd":"/Users/ann"}`))
 	m, _ := ParsePathMap("/Users/ann=/home/ann")
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		out, _, err := mapHeader(raw, m)
+		out, _, err := mapHeader(raw, m, "/r", "--Users-ann--/f.jsonl")
 		if err != nil {
 			return
 		}
