@@ -323,7 +323,7 @@ func (s *Server) serveContext(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	jsonHeaders(w)
 	w.Write(append(body, '\n'))
 }
 

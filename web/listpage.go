@@ -34,6 +34,8 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-cache")
+	// The page carries the newest sessions' first messages: kept in no
+	// cache, where an erased session's text would outlive it.
+	w.Header().Set("Cache-Control", "no-store")
 	w.Write(page)
 }

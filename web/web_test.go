@@ -425,18 +425,30 @@ func ids(es []event) []string {
 	return s
 }
 
-// TestImageNotCached: an image is served no-store, so that once a session
-// is erased no copy of its screenshots stays in a browser's disk cache.
-func TestImageNotCached(t *testing.T) {
+// TestSessionTextNotCached: every answer that carries a session's text (an
+// image, the list page with its first messages, the context JSON, the
+// session's data) is served no-store, so that once a session is erased no
+// copy of it stays in a browser's disk cache.
+func TestSessionTextNotCached(t *testing.T) {
 	d := startDaemon(t)
 	const sid = "22222222-0000-4000-8000-000000000005"
-	d.write(sid, testenv.Header(sid), imageEntry("i1", "", []byte("\x89PNG not really")))
-	d.waitEntries(sid, 1)
+	d.write(sid, testenv.Header(sid), imageEntry("i1", "", []byte("\x89PNG not really")), testenv.Entry("u2", "i1", "a secret"))
+	d.waitEntries(sid, 2)
 	resp, body := d.get("/api/s/" + sid + "/image/i1/0")
 	if resp.StatusCode != 200 || body != "\x89PNG not really" {
 		t.Fatalf("image: status %d, %q", resp.StatusCode, body)
 	}
 	if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
 		t.Errorf("image served with Cache-Control %q, want no-store", cc)
+	}
+	for _, path := range []string{"/", "/api/sessions", "/api/s/" + sid, "/api/s/" + sid + "/tree",
+		"/api/s/" + sid + "/context", "/api/s/" + sid + "/context/view"} {
+		resp, body := d.get(path)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: status %d, %q", path, resp.StatusCode, body)
+		}
+		if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
+			t.Errorf("%s served with Cache-Control %q, want no-store", path, cc)
+		}
 	}
 }
