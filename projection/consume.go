@@ -344,6 +344,9 @@ func (w *Worker) writeViews(ctx context.Context, s *sessionState, pipe *kvPipe) 
 		}
 		data := v.data()
 		if len(data) > maxValue {
+			data = fit(data)
+		}
+		if len(data) > maxValue {
 			return fmt.Errorf("projection: %s: value of %d bytes over the limit", v.key, len(data))
 		}
 		// Published while s.mu is held: two writers of one session put
