@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strconv"
@@ -52,6 +53,10 @@ type filler interface{ FillingFirstMessages() bool }
 
 var _ filler = (*projection.Worker)(nil)
 
+// maxPath bounds a path the view shows (a cwd, a parent session's file):
+// a session's name and paths are a teammate's, of any length.
+const maxPath = 1 << 10
+
 func (s *Server) listAnswer(cat []projection.CatalogEntry, limit int) listAnswer {
 	total := len(cat)
 	if limit >= 0 && limit < len(cat) {
@@ -59,7 +64,7 @@ func (s *Server) listAnswer(cat []projection.CatalogEntry, limit int) listAnswer
 	}
 	rows := make([]listRow, len(cat))
 	for i, c := range cat {
-		rows[i] = listRow{ID: c.SessionID, Name: c.Name, Cwd: c.Cwd, First: c.FirstMessage, Nodes: c.Nodes, Updated: c.UpdatedMs,
+		rows[i] = listRow{ID: c.SessionID, Name: clipLine(c.Name), Cwd: clipTo(c.Cwd, maxPath), First: visible(c.FirstMessage), Nodes: c.Nodes, Updated: c.UpdatedMs,
 			Entries: c.Entries, Tokens: c.Tokens, Cost: c.Cost, State: state(c)}
 	}
 	f, ok := s.opts.Source.(filler)
@@ -151,8 +156,8 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	v := sessionView{ID: sid, Nodes: []string{}}
 	if c != nil {
 		v.Name, v.Cwd, v.Nodes, v.Entries, v.Tokens, v.Cost, v.State, v.Error, v.Rules =
-			c.Name, c.Cwd, c.Nodes, c.Entries, c.Tokens, c.Cost, state(*c), c.Error, c.Rules
-		v.Parent = c.ParentSession
+			clipLine(c.Name), clipTo(c.Cwd, maxPath), c.Nodes, c.Entries, c.Tokens, c.Cost, state(*c), c.Error, c.Rules
+		v.Parent = clipTo(c.ParentSession, maxPath)
 		if s.opts.Locate != nil {
 			if p, err := s.opts.Locate(r.Context(), *c); err != nil {
 				v.ResumeErr = err.Error()
@@ -348,7 +353,7 @@ func (s *Server) serveContextView(w http.ResponseWriter, r *http.Request) {
 	for i, raw := range c.Messages {
 		var msg message
 		json.Unmarshal(raw, &msg)
-		ec := &entryCtx{sid: sid, id: "ctx-" + strconv.Itoa(i)}
+		ec := &entryCtx{sid: sid, id: "ctx-" + strconv.Itoa(i), limit: pageLimit(b.Len())}
 		s.md.message(&b, &msg, ec, when(timestampOf(raw)))
 	}
 	writeJSON(w, struct {
@@ -510,7 +515,17 @@ func idText(id session.ID) string {
 
 func writeJSON(w http.ResponseWriter, v any) {
 	jsonHeaders(w)
-	json.NewEncoder(w).Encode(v)
+	newEncoder(w).Encode(v)
+}
+
+// newEncoder encodes an answer without escaping '<', '>' and '&': a JSON
+// answer (nosniff) is never read as HTML, and the escapes made the
+// rendered HTML it carries half as large again (a '<' in a session, four
+// bytes in the HTML, took nine).
+func newEncoder(w io.Writer) *json.Encoder {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc
 }
 
 // jsonHeaders are the headers of every JSON answer: never cached, since a

@@ -36,6 +36,7 @@ func newMarkdown() *markdown {
 // render writes src as HTML to b: as markdown when that costs about what
 // the text does (see mdbounds.go), else as escaped preformatted text.
 func (m *markdown) render(b *bytes.Buffer, src string) {
+	src = visible(src)
 	if len(src) > maxMarkdown || costlyMarkdown(src) {
 		plain(b, src)
 		return
@@ -59,7 +60,7 @@ func (m *markdown) render(b *bytes.Buffer, src string) {
 
 func plain(b *bytes.Buffer, src string) {
 	b.WriteString(`<pre class="plain">`)
-	b.WriteString(html.EscapeString(src))
+	b.WriteString(html.EscapeString(visible(src)))
 	b.WriteString(`</pre>`)
 }
 

@@ -143,7 +143,7 @@ func display(v any) string {
 	return string(b)
 }
 
-func esc(b *bytes.Buffer, s string) { b.WriteString(html.EscapeString(s)) }
+func esc(b *bytes.Buffer, s string) { b.WriteString(html.EscapeString(visible(s))) }
 
 // classes maps what an entry claims to be onto the fixed set of class
 // names the stylesheet knows.
@@ -165,7 +165,7 @@ func class(s string) string {
 const (
 	foldChars   = 2000
 	foldLines   = 24
-	maxShown    = 512 << 10 // text past this is cut, with a note
+	maxShown    = 512 << 10 // an entry's text past this is cut, with a note
 	maxImageB64 = 16 << 20  // base64 bytes of an image served inline (12 MiB decoded)
 )
 
@@ -177,6 +177,9 @@ type entryCtx struct {
 	label   string
 	results map[string]*resultRef  // tool results on the branch, by toolCallId
 	images  func(id string) string // URL prefix of an entry's images; nil shows none
+	// shown counts the bytes of the entry's text shown so far, against
+	// limit (0: maxShown); a page sets a lower one once it is large.
+	shown, limit int
 }
 
 // imgBase is the URL prefix of the entry's images, "" for none.
@@ -198,7 +201,7 @@ func (m *markdown) entry(b *bytes.Buffer, raw []byte, c *entryCtx) {
 	if err != nil {
 		m.article(b, c, "other", "unreadable line", "", func() {
 			b.WriteString(`<pre class="plain">`)
-			esc(b, clip(string(raw)))
+			esc(b, c.clip(string(raw)))
 			b.WriteString(`</pre>`)
 		})
 		return
@@ -217,7 +220,7 @@ func (m *markdown) entry(b *bytes.Buffer, raw []byte, c *entryCtx) {
 			if n, ok := d.TokensBefore.(float64); ok {
 				fmt.Fprintf(b, `<div class="note">context compacted from %s tokens</div>`, html.EscapeString(tokens(n)))
 			}
-			m.render(b, clip(display(d.Summary)))
+			m.render(b, c.clip(display(d.Summary)))
 			b.WriteString(`</div>`)
 		})
 	case "branch_summary":
@@ -228,7 +231,7 @@ func (m *markdown) entry(b *bytes.Buffer, raw []byte, c *entryCtx) {
 				esc(b, f)
 				b.WriteString(`</div>`)
 			}
-			m.render(b, clip(display(d.Summary)))
+			m.render(b, c.clip(display(d.Summary)))
 			b.WriteString(`</div>`)
 		})
 	case "custom_message":
@@ -239,7 +242,7 @@ func (m *markdown) entry(b *bytes.Buffer, raw []byte, c *entryCtx) {
 	case "custom":
 		m.article(b, c, "custom", "custom: "+display(d.CustomType), ts, func() {
 			if len(d.Data) > 0 {
-				m.folded(b, "data", prettyJSON(d.Data), true)
+				m.folded(b, c, "data", prettyJSON(d.Data), true)
 			}
 		})
 	case "model_change":
@@ -252,7 +255,7 @@ func (m *markdown) entry(b *bytes.Buffer, raw []byte, c *entryCtx) {
 		m.article(b, c, "session_info", "name: "+display(d.Name), ts, nil)
 	default:
 		m.article(b, c, "other", d.Type, ts, func() {
-			m.folded(b, "line", prettyJSON(raw), true)
+			m.folded(b, c, "line", prettyJSON(raw), true)
 		})
 	}
 }
@@ -303,14 +306,14 @@ func (m *markdown) message(b *bytes.Buffer, msg *message, c *entryCtx, ts string
 	m.article(b, c, role, title, ts, func() {
 		switch role {
 		case "bashExecution":
-			m.bash(b, msg)
+			m.bash(b, msg, c)
 			return
 		case "toolResult":
 			m.result(b, msg, c)
 			return
 		case "branchSummary", "compactionSummary":
 			b.WriteString(`<div class="card">`)
-			m.render(b, clip(display(msg.Summary)))
+			m.render(b, c.clip(display(msg.Summary)))
 			b.WriteString(`</div>`)
 			return
 		}
@@ -318,7 +321,7 @@ func (m *markdown) message(b *bytes.Buffer, msg *message, c *entryCtx, ts string
 		m.blocks(b, blocks, text, c, role == "assistant")
 		if e := display(msg.ErrorMessage); e != "" {
 			b.WriteString(`<div class="error">`)
-			esc(b, clip(e))
+			esc(b, c.clip(e))
 			b.WriteString(`</div>`)
 		}
 	})
@@ -328,16 +331,16 @@ func (m *markdown) message(b *bytes.Buffer, msg *message, c *entryCtx, ts string
 // with their results, images by URL.
 func (m *markdown) blocks(b *bytes.Buffer, blocks []block, text string, c *entryCtx, assistant bool) {
 	if text != "" {
-		m.render(b, clip(text))
+		m.render(b, c.clip(text))
 	}
 	img := 0
 	for _, bl := range blocks {
 		switch bl.Type {
 		case "text":
-			m.render(b, clip(display(bl.Text)))
+			m.render(b, c.clip(display(bl.Text)))
 		case "thinking":
 			b.WriteString(`<details class="thinking"><summary>thinking</summary>`)
-			m.render(b, clip(display(bl.Thinking)))
+			m.render(b, c.clip(display(bl.Thinking)))
 			b.WriteString(`</details>`)
 		case "toolCall":
 			m.toolCall(b, bl, c)
@@ -346,7 +349,7 @@ func (m *markdown) blocks(b *bytes.Buffer, blocks []block, text string, c *entry
 			img++
 		default:
 			raw, _ := json.Marshal(bl)
-			m.folded(b, bl.Type, string(raw), true)
+			m.folded(b, c, bl.Type, string(raw), true)
 		}
 	}
 }
@@ -401,18 +404,18 @@ func (m *markdown) toolCall(b *bytes.Buffer, bl block, c *entryCtx) {
 	case "edit":
 		esc(b, clipLine(display(args["path"])))
 		b.WriteString(`</div>`)
-		m.diff(b, args)
+		m.diff(b, args, c)
 	case "read", "ls", "find", "grep":
 		esc(b, clipLine(display(args["path"])+" "+display(args["pattern"])))
 		b.WriteString(`</div>`)
 	case "write":
 		esc(b, clipLine(display(args["path"])))
 		b.WriteString(`</div>`)
-		m.folded(b, "content", display(args["content"]), true)
+		m.folded(b, c, "content", display(args["content"]), true)
 	default:
 		b.WriteString(`</div>`)
 		if len(bl.Arguments) > 0 {
-			m.folded(b, "arguments", prettyJSON(bl.Arguments), false)
+			m.folded(b, c, "arguments", prettyJSON(bl.Arguments), false)
 		}
 	}
 	if r := c.results[display(bl.ID)]; r != nil && r.doc.Message != nil {
@@ -426,7 +429,7 @@ func (m *markdown) toolCall(b *bytes.Buffer, bl block, c *entryCtx) {
 }
 
 // diff shows an edit's replacements as removed and added lines.
-func (m *markdown) diff(b *bytes.Buffer, args map[string]any) {
+func (m *markdown) diff(b *bytes.Buffer, args map[string]any, c *entryCtx) {
 	type edit struct{ old, new string }
 	var edits []edit
 	if o, ok := args["oldText"].(string); ok {
@@ -441,17 +444,40 @@ func (m *markdown) diff(b *bytes.Buffer, args map[string]any) {
 	}
 	for _, e := range edits {
 		b.WriteString(`<pre class="diff">`)
-		for _, l := range strings.Split(clip(e.old), "\n") {
-			b.WriteString(`<span class="del">- `)
-			esc(b, l)
-			b.WriteString("</span>\n")
-		}
-		for _, l := range strings.Split(clip(e.new), "\n") {
-			b.WriteString(`<span class="add">+ `)
-			esc(b, l)
-			b.WriteString("</span>\n")
-		}
+		diffLines(b, c, "del", "- ", e.old)
+		diffLines(b, c, "add", "+ ", e.new)
 		b.WriteString(`</pre>`)
+	}
+}
+
+// lineMarkup is what a diff line's markup costs against what an entry may
+// show: an edit of a million empty lines is 27 MB of it.
+const lineMarkup = 24
+
+// diffLines writes text's lines marked as removed or added, as far as the
+// entry may still show them.
+func diffLines(b *bytes.Buffer, c *entryCtx, cls, mark, text string) {
+	for rest := text; ; {
+		l, more, found := strings.Cut(rest, "\n")
+		room := c.room() - lineMarkup
+		if len(l) > room {
+			if room > 0 {
+				b.WriteString(`<span class="` + cls + `">` + mark)
+				esc(b, strings.ToValidUTF8(l[:room], ""))
+				b.WriteString("</span>\n")
+			}
+			c.shown = c.max()
+			fmt.Fprintf(b, "… (%s more not shown)\n", size(int64(len(rest)-max(room, 0))))
+			return
+		}
+		c.shown += len(l) + lineMarkup
+		b.WriteString(`<span class="` + cls + `">` + mark)
+		esc(b, l)
+		b.WriteString("</span>\n")
+		if !found {
+			return
+		}
+		rest = more
 	}
 }
 
@@ -477,11 +503,11 @@ func (m *markdown) result(b *bytes.Buffer, msg *message, c *entryCtx) {
 		cls = "result error"
 	}
 	b.WriteString(`<div class="` + cls + `">`)
-	m.folded(b, "output", out.String(), false)
+	m.folded(b, c, "output", out.String(), false)
 	b.WriteString(`</div>`)
 }
 
-func (m *markdown) bash(b *bytes.Buffer, msg *message) {
+func (m *markdown) bash(b *bytes.Buffer, msg *message, c *entryCtx) {
 	b.WriteString(`<div class="tool"><div class="tool-head"><code class="cmd">$ `)
 	esc(b, clipLine(display(msg.Command)))
 	b.WriteString(`</code>`)
@@ -491,17 +517,17 @@ func (m *markdown) bash(b *bytes.Buffer, msg *message) {
 		b.WriteString(`</span>`)
 	}
 	b.WriteString(`</div>`)
-	m.folded(b, "output", display(msg.Output), false)
+	m.folded(b, c, "output", display(msg.Output), false)
 	b.WriteString(`</div>`)
 }
 
 // folded shows text preformatted, inside a closed <details> when it is
 // long (or always when closed is set).
-func (m *markdown) folded(b *bytes.Buffer, what, text string, closed bool) {
+func (m *markdown) folded(b *bytes.Buffer, c *entryCtx, what, text string, closed bool) {
 	if text == "" {
 		return
 	}
-	text = clip(text)
+	text = c.clip(text)
 	lines := strings.Count(text, "\n") + 1
 	if !closed && len(text) <= foldChars && lines <= foldLines {
 		b.WriteString(`<pre class="plain">`)
@@ -517,19 +543,41 @@ func (m *markdown) folded(b *bytes.Buffer, what, text string, closed bool) {
 	b.WriteString(`</pre></details>`)
 }
 
-// clip cuts text past maxShown, saying so.
-func clip(s string) string {
-	if len(s) <= maxShown {
+// clip cuts s to what the entry may still show, saying how much is not
+// shown: an entry's text is bounded as a whole, however many blocks, edits
+// or lines it holds, since a page's HTML is held whole in memory.
+func (c *entryCtx) clip(s string) string {
+	room := c.room()
+	if len(s) <= room {
+		c.shown += len(s)
 		return s
 	}
-	return strings.ToValidUTF8(s[:maxShown], "") + fmt.Sprintf("\n… (%s more not shown)", size(int64(len(s)-maxShown)))
+	c.shown = c.max()
+	return strings.ToValidUTF8(s[:room], "") + fmt.Sprintf("\n… (%s more not shown)", size(int64(len(s)-room)))
 }
+
+// max is how many bytes of text the entry shows at most.
+func (c *entryCtx) max() int {
+	if c.limit > 0 {
+		return min(c.limit, maxShown)
+	}
+	return maxShown
+}
+
+// room is how many more bytes of text the entry may show.
+func (c *entryCtx) room() int { return max(0, c.max()-c.shown) }
 
 // clipLine is the start of s's first line, for headers and summaries.
 func clipLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	if len(s) > 160 {
-		s = strings.ToValidUTF8(s[:160], "") + "…"
+	return clipTo(s, 160)
+}
+
+// clipTo is s, its bidi controls shown, cut to n bytes with an ellipsis.
+func clipTo(s string, n int) string {
+	s = visible(s)
+	if len(s) > n {
+		s = strings.ToValidUTF8(s[:n], "") + "…"
 	}
 	return s
 }

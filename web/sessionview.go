@@ -28,7 +28,7 @@ func labelsOf(snap *projection.Snapshot) map[string]string {
 	for id, raw := range snap.Tree.Labels() {
 		var l string
 		if json.Unmarshal(raw, &l) == nil {
-			labels[id] = l
+			labels[id] = clipLine(l)
 		}
 	}
 	return labels
@@ -48,7 +48,7 @@ func (st *sessionText) doc(i int) *doc {
 func (st *sessionText) id(i int) string { return idText(st.snap.Tree.Entry(i).ID) }
 
 func snippet(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(visible(s)), " ")
 	if len(s) > 100 {
 		s = strings.ToValidUTF8(s[:100], "") + "…"
 	}
@@ -113,6 +113,24 @@ func window(st *sessionText, path []int, at string, start, end int) (int, int) {
 	return max(0, n-pageEntries), n
 }
 
+// Past pageFull bytes of a page's HTML, each further entry shows at most
+// crowdedShown bytes of its text: a page of 200 entries of half a MiB of
+// text each would be hundreds of MiB, held whole by the daemon and the
+// browser.
+const (
+	pageFull     = 4 << 20
+	crowdedShown = 8 << 10
+)
+
+// pageLimit is the limit of an entry's text (entryCtx.limit) on a page
+// that holds n bytes of HTML before it.
+func pageLimit(n int) int {
+	if n > pageFull {
+		return crowdedShown
+	}
+	return 0
+}
+
 // branchHTML renders entries [start, end) of the branch path, each tool
 // result inside the call it answers when both are rendered.
 func (s *Server) branchHTML(st *sessionText, path []int, start, end int) branchWindow {
@@ -150,7 +168,8 @@ func (s *Server) branchHTML(st *sessionText, path []int, start, end int) branchW
 		}
 		id := st.id(i)
 		ref := st.snap.Tree.Entry(i).Ref
-		c := &entryCtx{sid: sid, id: id, node: st.snap.Node(ref), label: st.labels[id], results: results, images: images}
+		c := &entryCtx{sid: sid, id: id, node: st.snap.Node(ref), label: st.labels[id], results: results, images: images,
+			limit: pageLimit(b.Len())}
 		raw, ok := st.snap.Line(ref)
 		if !ok {
 			s.md.article(&b, c, "other", "entry not loaded (the session is larger than the view holds)", "", nil)

@@ -2,7 +2,6 @@ package web
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -30,7 +29,7 @@ func (t *timings) mark(name string) {
 // too, then writes header and body.
 func (t *timings) writeJSON(w http.ResponseWriter, v any) {
 	var b bytes.Buffer
-	if err := json.NewEncoder(&b).Encode(v); err != nil {
+	if err := newEncoder(&b).Encode(v); err != nil {
 		http.Error(w, "web: encode: "+err.Error(), http.StatusInternalServerError)
 		return
 	}

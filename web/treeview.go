@@ -92,12 +92,12 @@ func summarize(d *lean) (kind, text string) {
 		if d.Message == nil {
 			return "message", ""
 		}
-		role := display(d.Message.Role)
+		role := clipLine(display(d.Message.Role))
 		switch role {
 		case "bashExecution":
-			return role, display(d.Message.Command)
+			return role, clipLine(display(d.Message.Command))
 		case "toolResult":
-			return role, display(d.Message.ToolName)
+			return role, clipLine(display(d.Message.ToolName))
 		}
 		blocks, text := contentBlocks[leanBlock](d.Message.Content)
 		for _, b := range blocks {
@@ -116,15 +116,15 @@ func summarize(d *lean) (kind, text string) {
 	case "compaction", "branch_summary":
 		return d.Type, snippet(display(d.Summary))
 	case "model_change":
-		return d.Type, display(d.ModelID)
+		return d.Type, clipLine(display(d.ModelID))
 	case "thinking_level_change":
-		return d.Type, display(d.ThinkingLevel)
+		return d.Type, clipLine(display(d.ThinkingLevel))
 	case "label":
-		return d.Type, display(d.Label)
+		return d.Type, clipLine(display(d.Label))
 	case "session_info":
-		return d.Type, display(d.Name)
+		return d.Type, clipLine(display(d.Name))
 	case "custom", "custom_message":
-		return d.Type, display(d.CustomType)
+		return d.Type, clipLine(display(d.CustomType))
 	}
 	return d.Type, ""
 }
@@ -175,7 +175,7 @@ func lineOf(snap *projection.Snapshot, i int) entryLine {
 	if d.Message == nil || display(d.Message.Role) != "assistant" {
 		return l
 	}
-	l.model = display(d.Message.Provider) + "/" + display(d.Message.Model)
+	l.model = modelName(display(d.Message.Provider), display(d.Message.Model))
 	var us struct {
 		Total any `json:"totalTokens"`
 		Cost  struct {
@@ -231,6 +231,19 @@ func tree(snap *projection.Snapshot, ls []entryLine) []treeRow {
 		}
 	}
 	return rows
+}
+
+// modelName is provider/model as the usage table shows it.
+func modelName(provider, model string) string {
+	switch provider, model = clipLine(provider), clipLine(model); {
+	case provider == "" && model == "":
+		return "(no model)"
+	case provider == "":
+		return model
+	case model == "":
+		return provider
+	}
+	return provider + "/" + model
 }
 
 // usage sums assistant usage per model over every entry of the session.
