@@ -775,6 +775,12 @@ func (r *Replicator) moveToTrash(path string) (string, error) {
 	if err := safeMkdir(r.opts.Root, trash); err != nil {
 		return "", fmt.Errorf("trash folder: %w", err)
 	}
+	// safeMkdir takes a link at the top, as for a project folder linked in
+	// by hand; the trash through one would leave the sessions folder, and
+	// erase would not look there.
+	if st, err := os.Lstat(trash); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("trash folder %s is not a folder (a link?): nothing is moved out of the sessions folder; make it a folder of its own", trash)
+	}
 	dst := freeName(trash, name)
 	err := os.Rename(path, dst)
 	if !errors.Is(err, syscall.EXDEV) {
