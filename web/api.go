@@ -111,6 +111,9 @@ type treeRow struct {
 	Text   string  `json:"x,omitempty"`
 	Label  string  `json:"l,omitempty"`
 	Time   float64 `json:"ts,omitempty"`
+	// Target is a live label entry's target (sse.go): the page shows the
+	// label on it.
+	Target string `json:"g,omitempty"`
 }
 
 type modelUsage struct {

@@ -102,3 +102,62 @@ func TestBrowserReconnectMissesNothing(t *testing.T) {
 		t.Error("the page reloaded")
 	}
 }
+
+// TestBrowserLiveTreeFollowsPi: entries appended while the page is open,
+// on a new branch, a label and a new name, show as a reload shows them:
+// pi's leaf is the entry appended last, a new branch sits under its
+// parent, a label shows on its entry, the name in the title. Entry ids
+// that are names of an object's own properties ("constructor", "toString")
+// are ids like any other, and a link with a malformed escape opens the
+// page.
+func TestBrowserLiveTreeFollowsPi(t *testing.T) {
+	b := newBrowser(t)
+	d := startDaemon(t)
+	path := d.write(sid1, testenv.Header(sid1),
+		testenv.Entry("constructor", "", "one"), testenv.Entry("toString", "constructor", "two"),
+		testenv.Entry("b3", "toString", "three"), testenv.Entry("b4", "b3", "four"))
+	d.waitEntries(sid1, 4)
+	b.do(t, chromedp.Navigate(viewLink(d.http.URL+"/s/"+sid1)+"#e-%E0%A4"))
+	b.waitJS(t, 20*time.Second, `document.body.dataset.ready === '1' && document.getElementById('live').className === 'live on'`)
+	if n := eval[int](t, b, `document.querySelectorAll('#entries article.entry').length`); n != 4 {
+		t.Fatalf("%d entries drawn, want 4", n)
+	}
+	testenv.AppendFile(t, path, strings.Join([]string{
+		testenv.Entry("b5", "b4", "five"),
+		testenv.Entry("b6", "toString", "a branch"),
+		testenv.Entry("b7", "b6", "on the branch"),
+		`{"type":"label","id":"b8","parentId":"b7","timestamp":"2026-11-29T23:09:00.000Z","targetId":"constructor","label":"live label"}`,
+		`{"type":"session_info","id":"b9","parentId":"b8","timestamp":"2026-11-29T23:09:01.000Z","name":"renamed live"}`,
+	}, "\n")+"\n")
+	b.waitJS(t, 20*time.Second, `document.body.dataset.live === '5'`)
+
+	// What a reload draws: the server's tree.
+	_, body := d.get("/api/s/" + sid1 + "/tree")
+	var tv treeView
+	if err := json.Unmarshal([]byte(body), &tv); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, r := range tv.Tree {
+		want = append(want, fmt.Sprintf("%s:%d", r.ID, r.Depth))
+	}
+	got := eval[[]string](t, b, `Array.from(document.querySelectorAll('#tree li')).sort(function (a, b) { return parseInt(a.style.top) - parseInt(b.style.top); }).map(function (li) { return li.dataset.id + ':' + ((parseInt(li.style.paddingLeft) - 4) / 12); })`)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("tree rows live:\n got %v\nwant %v (the server's)", got, want)
+	}
+	if l := eval[string](t, b, `(document.querySelector('#tree li.leaf') || {dataset: {}}).dataset.id || ''`); l != tv.Leaf || l != "b9" {
+		t.Errorf("leaf %q, pi's is %q", l, tv.Leaf)
+	}
+	if l := eval[string](t, b, `(document.querySelector('#tree li[data-id="constructor"] .label') || {}).textContent || ''`); l != "live label" {
+		t.Errorf("tree label %q", l)
+	}
+	if l := eval[string](t, b, `(document.querySelector('article[id="e-constructor"] .label') || {}).textContent || ''`); l != "live label" {
+		t.Errorf("entry label %q", l)
+	}
+	if n := eval[string](t, b, `document.getElementById('title').textContent`); n != "renamed live" {
+		t.Errorf("title %q", n)
+	}
+	if n := eval[string](t, b, `Array.from(document.querySelectorAll('#meta .kv')).map(function (r) { return r.textContent; }).join('|')`); !strings.Contains(n, "entries9") {
+		t.Errorf("meta %q, want 9 entries", n)
+	}
+}

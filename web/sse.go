@@ -207,6 +207,9 @@ func (s *Server) renderOne(e projection.TailEntry) (string, *treeRow) {
 	row := &treeRow{ID: e.ID, Parent: e.ParentID, Type: e.Type}
 	if d, err := parseLean(e.Entry); err == nil {
 		row.Type, row.Text = summarize(d)
+		if d.Type == "label" {
+			row.Target = display(d.TargetID)
+		}
 	}
 	return b.String(), row
 }

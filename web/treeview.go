@@ -50,6 +50,7 @@ type lean struct {
 	ModelID       any          `json:"modelId"`
 	ThinkingLevel any          `json:"thinkingLevel"`
 	Label         any          `json:"label"`
+	TargetID      any          `json:"targetId"`
 	Name          any          `json:"name"`
 	CustomType    any          `json:"customType"`
 }

@@ -3,41 +3,50 @@
 // every string of the session is escaped), the context the model sees,
 // and new entries as they are written, on any machine.
 (function () {
-  var sid = decodeURIComponent(location.pathname.replace(/^\/s\//, ''));
+  // decode is decodeURIComponent that keeps what it cannot decode: a link
+  // a teammate wrote (#e-%E0%A4) must not stop the page.
+  var decode = function (s) { try { return decodeURIComponent(s); } catch (e) { return s; } };
+  var sid = decode(location.pathname.replace(/^\/s\//, ''));
   var api = '/api/s/' + encodeURIComponent(sid);
-  var rows = [], byId = {}, kids = {};
+  // Entry ids are any string a line holds ("constructor", "__proto__"):
+  // kept in Maps and Sets, never as an object's keys.
+  var rows = [], byId = new Map(), kids = new Map();
   var selected = '', tip = '', leaf = '', view = 'history', es = null;
+  var info = {}; // the session's data as meta() shows it, kept up to date live
   var $ = function (id) { return document.getElementById(id); };
+
+  function childrenOf(id) { return kids.get(id || '') || []; }
 
   function index(r) {
     rows.push(r);
-    byId[r.id] = r;
+    byId.set(r.id, r);
     var p = r.p || '';
-    (kids[p] = kids[p] || []).push(r.id);
+    if (!kids.has(p)) kids.set(p, []);
+    kids.get(p).push(r.id);
   }
 
   // The tip below an entry: newest child first, as far as it goes.
   function tipOf(id) {
-    var seen = {};
-    while (kids[id] && kids[id].length && !seen[id]) {
-      seen[id] = 1;
-      var k = kids[id], best = k[0];
-      k.forEach(function (c) { if ((byId[c].ts || 0) >= (byId[best].ts || 0)) best = c; });
+    var seen = new Set();
+    while (childrenOf(id).length && !seen.has(id)) {
+      seen.add(id);
+      var k = childrenOf(id), best = k[0];
+      k.forEach(function (c) { if ((byId.get(c).ts || 0) >= (byId.get(best).ts || 0)) best = c; });
       id = best;
     }
     return id;
   }
 
   function onPath(id) {
-    var path = {}, guard = 0;
-    while (id && byId[id] && !path[id] && guard++ < rows.length + 1) { path[id] = 1; id = byId[id].p; }
+    var path = new Set(), guard = 0;
+    while (id && byId.has(id) && !path.has(id) && guard++ < rows.length + 1) { path.add(id); id = byId.get(id).p; }
     return path;
   }
 
   // The tree panel holds a row per entry, 10k and more: only the rows in
   // view (and a margin) are in the DOM, placed at their offset, as the
   // sessions list does. TREE_ROW is .tree .node's height in style.css.
-  var TREE_ROW = 18, onTip = {}, treeDrawn = {first: -1, last: -1};
+  var TREE_ROW = 18, onTip = new Set(), treeDrawn = {first: -1, last: -1};
 
   function drawTree() {
     onTip = onPath(tip);
@@ -64,7 +73,7 @@
     li.dataset.id = r.id;
     li.style.top = (i * TREE_ROW) + 'px';
     li.style.paddingLeft = (4 + 12 * Math.min(r.d, 30)) + 'px';
-    if (onTip[r.id]) li.classList.add('on-path');
+    if (onTip.has(r.id)) li.classList.add('on-path');
     if (r.id === leaf) li.classList.add('leaf');
     if (r.id === selected) li.classList.add('selected');
     li.appendChild(pi.el('span', 'kind', r.t));
@@ -75,7 +84,7 @@
 
   // revealTree scrolls the tree panel to entry id's row when it is out of view.
   function revealTree(id) {
-    var i = rows.indexOf(byId[id]);
+    var i = rows.indexOf(byId.get(id));
     if (i < 0) return;
     var side = $('tree').closest('.side'), y = $('tree').offsetTop + i * TREE_ROW;
     if (y < side.scrollTop || y + TREE_ROW > side.scrollTop + side.clientHeight) {
@@ -197,24 +206,62 @@
     if (v === 'context') loadContext();
   }
 
+  // place puts a new row where the server's tree has it: last in its
+  // parent's subtree (children come by time), indented as the server
+  // indents, below a node with more than one child.
+  function place(r) {
+    var parent = byId.get(r.p), siblings = childrenOf(r.p).length, at = rows.length;
+    r.d = 0;
+    if (parent) {
+      var i = rows.indexOf(parent), inside = new Set([parent.id]);
+      for (at = i + 1; at < rows.length && inside.has(rows[at].p || ''); at++) inside.add(rows[at].id);
+      // An only child gets a sibling: its subtree is indented now.
+      if (siblings === 1) for (var j = i + 1; j < at; j++) rows[j].d++;
+      r.d = parent.d + (siblings ? 1 : 0);
+    }
+    rows.splice(at, 0, r);
+    byId.set(r.id, r);
+    if (!kids.has(r.p || '')) kids.set(r.p || '', []);
+    kids.get(r.p || '').push(r.id);
+  }
+
+  // relabel shows entry id's label (none when empty) in the tree and on
+  // its entry.
+  function relabel(id, label) {
+    byId.get(id).l = label;
+    var h = document.querySelector('article[id="e-' + CSS.escape(id) + '"] > header');
+    if (!h) return;
+    var span = h.querySelector('.label');
+    if (!label) {
+      if (span) span.remove();
+      return;
+    }
+    if (!span) {
+      span = pi.el('span', 'label');
+      h.querySelector('.title').after(' ', span);
+    }
+    span.textContent = label;
+  }
+
   // onEntry adds an entry that arrived live. The tree and the branch may
   // come from reads a moment apart (two requests): live entries follow the
   // older one, so an entry one of them holds already can come again, and
-  // is only added where it is missing.
+  // is only added where it is missing. Each one is pi's leaf as it comes
+  // (pi's leaf is the entry appended last, whatever its type).
   function onEntry(e) {
     if (!e.entryId) return;
-    var known = !!byId[e.entryId];
+    var known = byId.has(e.entryId);
+    leaf = e.entryId;
     if (!known) {
       var r = e.row || {id: e.entryId, p: e.parentId, t: e.type};
-      var parent = byId[r.p];
-      r.d = parent ? parent.d + ((kids[r.p] || []).length ? 1 : 0) : 0;
-      index(r);
+      r.ts = r.ts || Date.now();
+      place(r);
+      info.entries = (info.entries || 0) + 1;
+      if (r.t === 'label' && r.g && byId.has(r.g)) relabel(r.g, r.x || '');
+      if (r.t === 'session_info') info.name = r.x || '';
+      meta(info);
     }
     var following = e.parentId === tip && win.end === win.total && !document.getElementById('e-' + e.entryId);
-    if (known && !(following && e.html)) {
-      if (e.parentId === leaf) leaf = e.entryId;
-      return;
-    }
     if (following && e.html) {
       var box = document.createElement('div');
       box.innerHTML = e.html; // server-rendered, escaped
@@ -225,7 +272,6 @@
       status();
       $('context-json').href = api + '/context?leaf=' + encodeURIComponent(tip);
     }
-    if (e.parentId === leaf || !leaf) leaf = e.entryId;
     drawTree();
     document.body.dataset.live = (+(document.body.dataset.live || 0) + 1) + '';
   }
@@ -265,7 +311,7 @@
   // The branch is drawn as soon as its answer comes; the tree panel's (a
   // line of every entry: most of the bytes) is asked for at the same time
   // (both are preloaded by the page's Link header) and drawn after.
-  var want = location.hash.indexOf('#e-') === 0 ? decodeURIComponent(location.hash.slice(3)) : '';
+  var want = location.hash.indexOf('#e-') === 0 ? decode(location.hash.slice(3)) : '';
   // The tree's answer is parsed only once the branch is drawn: parsing its
   // ~1 MiB first would hold the branch back.
   var treeResp = fetch(api + '/tree', {credentials: 'same-origin'});
@@ -273,6 +319,7 @@
   pi.getJSON(api + (want ? '?at=' + encodeURIComponent(want) : '')).then(function (d) {
     performance.mark('pisync-session-data');
     leaf = d.leaf;
+    info = d;
     meta(d);
     show(d);
     document.body.dataset.drawn = '1';
@@ -289,7 +336,7 @@
       document.body.dataset.ready = '1';
       performance.mark('pisync-tree-drawn');
       var go = Promise.resolve();
-      if (want && byId[want] && !document.getElementById('e-' + want)) {
+      if (want && byId.has(want) && !document.getElementById('e-' + want)) {
         go = select(want);
       } else {
         revealTree(want);
