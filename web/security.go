@@ -91,8 +91,14 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 		http.SetCookie(w, &http.Cookie{Name: cookieName(r.Host), Value: s.cookie, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
 		q.Del(TokenParam)
 		// Cleaned: a path of "//host/..." would send the browser to
-		// another site, a protocol-relative address in Location.
-		u := url.URL{Path: path.Clean("/" + r.URL.Path), RawQuery: q.Encode()}
+		// another site, a protocol-relative address in Location. As it
+		// came, escapes and all: a session id "a/b" is /s/a%2Fb.
+		raw := path.Clean("/" + r.URL.EscapedPath())
+		dec, err := url.PathUnescape(raw)
+		if err != nil {
+			raw, dec = "/", "/"
+		}
+		u := url.URL{Path: dec, RawPath: raw, RawQuery: q.Encode()}
 		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
 		return false
 	}

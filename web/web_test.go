@@ -143,7 +143,9 @@ func TestTokenIsNeeded(t *testing.T) {
 	}
 	// The link sends the browser on within this view, whatever its path:
 	// "//host/" would be another site's address in a Location.
-	for p, want := range map[string]string{"//evil.example/": "/evil.example", "/\\evil.example/x": "/%5Cevil.example/x", "/s/a/../b/": "/s/b"} {
+	// An escaped slash stays escaped (a session id "a/b").
+	for p, want := range map[string]string{"//evil.example/": "/evil.example", "/\\evil.example/x": "/%5Cevil.example/x", "/s/a/../b/": "/s/b",
+		"/s/a%2Fb": "/s/a%2Fb", "/%2F/evil.example": "/%2F/evil.example"} {
 		resp, _ := do(p+"?"+TokenParam+"="+testToken, nil)
 		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != want {
 			t.Errorf("the link at %q: %d, Location %q, want %q", p, resp.StatusCode, resp.Header.Get("Location"), want)
