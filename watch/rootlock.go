@@ -1,9 +1,12 @@
 package watch
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"sync"
+	"time"
 
 	"github.com/pisyncd/pisyncd/internal/fsutil"
 )
@@ -23,7 +26,9 @@ var ErrLockedByOther = errors.New("locked by another user")
 // under two nodes. The lock is on the folder itself, opened read-only, so
 // nothing is written into pi's folder.
 type RootLock struct {
-	f *os.File
+	root string
+	mu   sync.Mutex
+	f    *os.File // the folder locked: the sessions dir when it was last looked at
 }
 
 // LockRoot takes the lock on root, making the folder (0700) when missing.
@@ -49,8 +54,61 @@ func LockRoot(root string) (*RootLock, error) {
 		}
 		return nil, fmt.Errorf("watch: %w", err)
 	}
-	return &RootLock{f: f}, nil
+	return &RootLock{root: root, f: f}, nil
 }
 
 // Close drops the lock.
-func (l *RootLock) Close() error { return fsutil.Unlock(l.f) }
+func (l *RootLock) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return fsutil.Unlock(l.f)
+}
+
+// Run keeps the lock on the sessions dir as it is now, looking every
+// interval: the lock is on the folder, so one deleted and made again (rm
+// -rf, a restore from a backup) is unlocked, and a second pisyncd started
+// on it then was not refused. Run returns ErrRootInUse when another
+// pisyncd holds the new folder already: one of the two must stop.
+func (l *RootLock) Run(ctx context.Context, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if err := l.renew(); err != nil {
+			return err
+		}
+	}
+}
+
+// renew locks the sessions dir again when it is another folder than the
+// one locked.
+func (l *RootLock) renew() error {
+	st, err := os.Stat(l.root)
+	if err != nil {
+		return nil // away: locked when it is back
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if held, err := l.f.Stat(); err == nil && os.SameFile(held, st) {
+		return nil
+	}
+	f, err := os.Open(l.root)
+	if err != nil {
+		return nil
+	}
+	if err := fsutil.TryLock(f); err != nil {
+		f.Close()
+		if errors.Is(err, fsutil.ErrLocked) {
+			return fmt.Errorf("watch: the sessions dir %s was made again while this daemon ran, and another pisyncd follows it now: this one stops, so that no line is published twice under two node ids: %w", l.root, ErrRootInUse)
+		}
+		return nil // a file system that takes no lock: unguarded, as at a start on it
+	}
+	old := l.f
+	l.f = f
+	fsutil.Unlock(old)
+	return nil
+}

@@ -73,3 +73,52 @@ func TestRootLockedByAnotherUser(t *testing.T) {
 		t.Errorf("the lock held by another user: %v, want ErrLockedByOther naming uid 65534", err)
 	}
 }
+
+// TestRootLockAfterTheDirIsMadeAgain: the lock is on the folder; the
+// sessions dir deleted and made again while a daemon runs was free, and a
+// second pisyncd started on it (a probe, 2026-12-06: every new line then
+// went out twice, under two node ids). The running one locks the new
+// folder at its next look; when another took it first, it is told to
+// stop.
+func TestRootLockAfterTheDirIsMadeAgain(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	l, err := LockRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	again := func() {
+		t.Helper()
+		if err := os.RemoveAll(root); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(root, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again()
+	if err := l.renew(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LockRoot(root); !errors.Is(err, ErrRootInUse) {
+		t.Fatalf("a second daemon on the folder made again: %v, want ErrRootInUse", err)
+	}
+	if err := l.renew(); err != nil {
+		t.Fatalf("the same folder looked at again: %v", err)
+	}
+	// Another took the new folder first.
+	again()
+	other, err := LockRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := l.renew(); !errors.Is(err, ErrRootInUse) {
+		t.Fatalf("renew while another holds the new folder: %v, want ErrRootInUse", err)
+	}
+	// Away: nothing to lock until it is back.
+	os.RemoveAll(root)
+	if err := l.renew(); err != nil {
+		t.Fatalf("renew while the folder is away: %v", err)
+	}
+}

@@ -425,6 +425,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 			fail(d.searchW.Run(ctx))
 		}()
 	}
+	if d.rootLock != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fail(d.rootLock.Run(ctx, d.cfg.RescanInterval))
+		}()
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
