@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -39,6 +40,9 @@ type eraseResult struct {
 	// not (erase removes nothing it did not find there), and the user is
 	// told so.
 	LinkTargets []string `json:"linkTargets,omitempty"`
+	// HardLinked are files among Files with names elsewhere (hard links)
+	// that hold the same lines still.
+	HardLinked []HardLink `json:"hardLinked,omitempty"`
 	// Messages erased: this node's lines (PI_LOCAL), every node's (PI_ALL).
 	Messages eventlog.Erased `json:"messagesErased"`
 	// EventSeq is the erase event's PI_LOCAL sequence: the forwarder takes
@@ -145,10 +149,15 @@ func (d *Daemon) eraseSessionFrom(ctx context.Context, sid, resumed string) (*er
 		}
 	}
 	for _, p := range live {
-		if st, err := os.Lstat(p); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+		st, err := os.Lstat(p)
+		if err == nil && st.Mode()&fs.ModeSymlink != 0 {
 			if target, err := filepath.EvalSymlinks(p); err == nil {
 				res.LinkTargets = append(res.LinkTargets, target)
 			}
+		}
+		if n := otherNames(p, st, live); n > 0 {
+			rel, _ := filepath.Rel(root, p)
+			res.HardLinked = append(res.HardLinked, HardLink{File: rel, Others: n})
 		}
 	}
 	if d.tailer != nil && resumed == "" {
@@ -389,6 +398,9 @@ func eraseCommand(args []string, stdout io.Writer) error {
 	for _, f := range res.LinkTargets {
 		fmt.Fprintf(stdout, "  a link to %s was unlinked; the file itself stays: delete it too if it holds what must go\n", f)
 	}
+	for _, h := range res.HardLinked {
+		fmt.Fprintf(stdout, "  %s has %d other name(s) (hard links) that still hold its lines: find them with find / -xdev -samefile FILE before it goes, and delete them too if they hold what must go\n", h.File, h.Others)
+	}
 	for _, f := range res.Forks {
 		fmt.Fprintf(stdout, "  session %s was forked from it, and pi copied its lines there: erase it too if it holds what must go (pisyncd erase %s)\n", f, f)
 	}
@@ -498,4 +510,30 @@ func (d *Daemon) resumeErases(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// HardLink is a session file erase unlinked that has other names.
+type HardLink struct {
+	File   string `json:"file"`
+	Others int    `json:"others"` // names not among the files erased
+}
+
+// otherNames is how many names file st has besides its own and those
+// among erased: an erase that unlinks one name of a hard-linked file
+// leaves its lines under the others.
+func otherNames(path string, st fs.FileInfo, erased []string) int {
+	if st == nil || !st.Mode().IsRegular() {
+		return 0
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok || sys.Nlink <= 1 {
+		return 0
+	}
+	n := int(sys.Nlink) - 1
+	for _, p := range erased {
+		if o, err := os.Lstat(p); err == nil && p != path && os.SameFile(o, st) {
+			n--
+		}
+	}
+	return max(n, 0)
 }

@@ -767,3 +767,30 @@ func TestEraseNamesLinkTarget(t *testing.T) {
 		t.Errorf("the target went too: %v", err)
 	}
 }
+
+// TestEraseNamesHardLinks: a session file with another name (a hard link
+// outside the sessions dir) keeps its lines under that name after the
+// erase unlinks the session's; erase says so, and how many names are
+// left, where it said nothing (a probe, 2026-12-06).
+func TestEraseNamesHardLinks(t *testing.T) {
+	cfg := stationConfig(t, "ws-hard", "")
+	cfg.HubURLs = nil
+	s := runStation(t, cfg)
+	sid := "0199ffff-0000-7000-8000-000000000022"
+	path := filepath.Join(cfg.SessionsDir, sessionRel("/work/hard", sid))
+	mustWriteLines(t, path, []string{hdrLine(sid, "/work/hard"), msgLine("e1", "", "key "+leaked)})
+	if err := os.Link(path, filepath.Join(t.TempDir(), "backup.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		st, err := s.status()
+		return err == nil && st.Tailer.LinesPublished == 2, fmt.Sprintf("%+v %v", st.Tailer, err)
+	})
+	res, err := s.d.eraseSession(context.Background(), sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Files) != 1 || len(res.HardLinked) != 1 || res.HardLinked[0].File != res.Files[0] || res.HardLinked[0].Others != 1 {
+		t.Errorf("erase: files %v, hard linked %+v, want the file with 1 other name", res.Files, res.HardLinked)
+	}
+}
