@@ -110,6 +110,11 @@ func Load() (*Config, error) {
 	if err := process(Prefix, &c); err != nil {
 		return nil, err
 	}
+	if c.IdleAfter == 0 {
+		// Set so: the replicator would append while pi writes the file
+		// (it took 1s unsaid).
+		return nil, fmt.Errorf("%s_IDLE_AFTER 0: remote lines wait until the local pi has not written the file for this long; want a positive duration, e.g. 1s (the default)", Prefix)
+	}
 	if err := c.fillDefaults(os.Getenv, os.UserHomeDir); err != nil {
 		return nil, err
 	}
@@ -305,6 +310,9 @@ func CheckLoopback(addr string) error {
 	}
 	if port == "" {
 		return fmt.Errorf("address %q: no port", addr)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("address %q: port %q is not a number from 0 to 65535", addr, port)
 	}
 	if host == "localhost" {
 		return nil

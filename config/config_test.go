@@ -43,17 +43,23 @@ func TestDefaults(t *testing.T) {
 // found, or a folder named ~ in the working directory).
 func TestHomeInPaths(t *testing.T) {
 	home := func() (string, error) { return "/home/ann", nil }
-	c := Config{SessionsDir: "~/pi/sessions", StateDir: "~", HubNkey: "~/ann.nkey", HubCA: "ca.pem", HubCreds: "/etc/x~/c", KeyFile: "~bob/k", StoreKeyFile: "~/.store-key"}
+	c := Config{SessionsDir: "~/pi/sessions", StateDir: "~", HubNkey: "~/ann.nkey", HubCA: "ca.pem", HubCreds: "/etc/x~/c", StoreKeyFile: "~/.store-key"}
 	if err := c.fillDefaults(func(string) string { return "" }, home); err != nil {
 		t.Fatal(err)
 	}
 	for _, g := range []struct{ got, want string }{
 		{c.SessionsDir, "/home/ann/pi/sessions"}, {c.StateDir, "/home/ann"}, {c.HubNkey, "/home/ann/ann.nkey"},
-		{c.HubCA, "ca.pem"}, {c.HubCreds, "/etc/x~/c"}, {c.KeyFile, "~bob/k"}, {c.StoreKeyFile, "/home/ann/.store-key"},
+		{c.HubCA, "ca.pem"}, {c.HubCreds, "/etc/x~/c"}, {c.StoreKeyFile, "/home/ann/.store-key"},
 	} {
 		if g.got != g.want {
 			t.Errorf("%q, want %q", g.got, g.want)
 		}
+	}
+	// A shell's ~user is not expanded: refused, rather than a folder of
+	// that name in the working directory.
+	c = Config{SessionsDir: "~bob/sessions", StateDir: "/st"}
+	if err := c.fillDefaults(func(string) string { return "" }, home); err == nil || !strings.Contains(err.Error(), "PISYNC_SESSIONS_DIR") || !strings.Contains(err.Error(), "full path") {
+		t.Errorf("~bob: %v", err)
 	}
 	c = Config{SessionsDir: "/s", StateDir: "/st", HubNkey: "~/ann.nkey"}
 	err := c.fillDefaults(func(string) string { return "" }, func() (string, error) { return "", errors.New("no home") })
@@ -104,6 +110,7 @@ func TestLoadAndValidate(t *testing.T) {
 		"PISYNC_RESCAN_INTERVAL": "1ms",
 		"PISYNC_MEMORY_BUDGET":   "64KiB",
 		"PISYNC_HUB_COMPRESSION": "gzip",
+		"PISYNC_IDLE_AFTER":      "0",
 	} {
 		t.Run(k, func(t *testing.T) {
 			t.Setenv(k, v)
@@ -112,6 +119,14 @@ func TestLoadAndValidate(t *testing.T) {
 			}
 		})
 	}
+	// A port out of range failed only at the listen, not naming the
+	// variable.
+	t.Run("port", func(t *testing.T) {
+		t.Setenv("PISYNC_HTTP_ADDR", "127.0.0.1:99999")
+		if _, err := Load(); err == nil || !strings.Contains(err.Error(), "PISYNC_HTTP_ADDR") || !strings.Contains(err.Error(), "65535") {
+			t.Errorf("port 99999: %v", err)
+		}
+	})
 	t.Setenv("PISYNC_MAX_STORE", "lots")
 	if _, err := Load(); err == nil {
 		t.Error("bad size accepted")

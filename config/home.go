@@ -15,6 +15,11 @@ import (
 // is expanded the same way (pi does). ~user is left as it is.
 func expandHome(prefix string, home func() (string, error), paths map[string]*string) error {
 	for name, p := range paths {
+		if strings.HasPrefix(*p, "~") && *p != "~" && !strings.HasPrefix(*p, "~/") {
+			// A shell's ~user: taken as it is, it was a folder named so
+			// in the daemon's working directory.
+			return fmt.Errorf("config: %s_%s %q: only ~/ is put in place of the home folder, not ~user: write the full path", prefix, name, *p)
+		}
 		if *p != "~" && !strings.HasPrefix(*p, "~/") {
 			continue
 		}
