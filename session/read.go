@@ -288,6 +288,17 @@ func ReadSpans(r io.ReaderAt, size int64, mode RuleSet) (*Spans, error) {
 	for {
 		piece, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
+			if long == nil && !mayBeEntry(piece) {
+				// No object: pi skips the line, and it is not held to
+				// find that out (a file of 2 GiB of NULs was held whole,
+				// 7 GB with the copies of its growth).
+				n, err := skipLine(br)
+				if err != nil {
+					return nil, fmt.Errorf("session: read: %w", err)
+				}
+				off += int64(len(piece)) + n
+				continue
+			}
 			long = append(long, piece...)
 			continue
 		}
@@ -318,6 +329,40 @@ func ReadSpans(r io.ReaderAt, size int64, mode RuleSet) (*Spans, error) {
 		return nil, fmt.Errorf("session: load: %w", ErrNotSession)
 	}
 	return s, nil
+}
+
+// mayBeEntry reports whether a line that begins with start may be an
+// object, which only an entry or a header is: its first byte past JSON's
+// white space is '{' (or a byte-order mark's first, which ParseLine
+// judges).
+func mayBeEntry(start []byte) bool {
+	for _, c := range start {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{', 0xEF:
+			return true
+		}
+		return false
+	}
+	return true // white space so far: held, as any line
+}
+
+// skipLine reads past the rest of a line (its '\n' included), holding
+// none of it, and returns how many bytes it read.
+func skipLine(br *bufio.Reader) (int64, error) {
+	var n int64
+	for {
+		piece, err := br.ReadSlice('\n')
+		n += int64(len(piece))
+		switch err {
+		case nil, io.EOF:
+			return n, nil
+		case bufio.ErrBufferFull:
+			continue
+		}
+		return n, err
+	}
 }
 
 // Body implements BodySource: the kept line ref, read back from the input.

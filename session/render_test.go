@@ -114,7 +114,8 @@ func TestReadSpansEqualsLoad(t *testing.T) {
 	long := `{"type":"session","id":"s","version":3,"timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}` + "\n\n" +
 		`{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"` + strings.Repeat("x", 600<<10) + "\xff\"}}\r\n" +
 		"not json\n" +
-		`{"type":"model_change","id":"m","parentId":"a","timestamp":"2026-01-01T00:00:00.000Z","provider":"p","modelId":"` + strings.Repeat("y", 300<<10) + `"}` + "\n" +
+		strings.Repeat("\x00", 700<<10) + "\n" + "  \t" + strings.Repeat("[1,", 300<<10) + "\n" + strings.Repeat(" ", 300<<10) + `{"type":"label","id":"l","parentId":"a","timestamp":"2026-01-01T00:00:00.000Z","targetId":"a","label":"x"}` + "\n" +
+		`{"type":"model_change","id":"m","parentId":"l","timestamp":"2026-01-01T00:00:00.000Z","provider":"p","modelId":"` + strings.Repeat("y", 300<<10) + `"}` + "\n" +
 		`{"type":"message","id":"b","parentId":"m","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"assistant","content":[],"provider":"p","model":"q"}}`
 	cases = append(cases, corpusCase{name: "long-lines", raw: []byte(long)})
 	for _, r := range []RuleSet{RulesSeed, RulesPi16} {
@@ -137,6 +138,33 @@ func TestReadSpansEqualsLoad(t *testing.T) {
 				t.Errorf("%s (%v): spans\n%.300s\nload\n%.300s", c.name, r, got.Bytes(), want)
 			}
 		}
+	}
+}
+
+// TestReadSpansSkipsLongNonObjects: a line that is no object (pi skips it)
+// is read past without being held, however long: a file of 2 GiB of NULs
+// cost 7.3 GB to be found no session (a probe, 2026-12-06).
+func TestReadSpansSkipsLongNonObjects(t *testing.T) {
+	hdr := `{"type":"session","id":"s","version":3,"timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}` + "\n"
+	entry := `{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"hi"}}` + "\n"
+	const junk = 64 << 20
+	raw := make([]byte, 0, len(hdr)+junk+1+len(entry))
+	raw = append(raw, hdr...)
+	raw = append(raw, make([]byte, junk)...) // NULs
+	raw = append(raw, '\n')
+	raw = append(raw, entry...)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	s, err := ReadSpans(bytes.NewReader(raw), int64(len(raw)), RulesSeed)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Tree.Len() != 1 {
+		t.Errorf("%d entries, want the message", s.Tree.Len())
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8<<20 {
+		t.Errorf("reading past a %d MiB line of NULs allocated %d MiB", junk>>20, alloc>>20)
 	}
 }
 
