@@ -12,6 +12,7 @@ import (
 
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/session"
+	"time"
 )
 
 // pending is what one read has handled but not yet committed to the file
@@ -333,7 +334,7 @@ func (w *worker) flush(ctx context.Context, f *file, p *pending) error {
 	}
 	if p.malformed > 0 {
 		w.t.malformed.Add(int64(p.malformed))
-		w.t.logger.Warn("malformed lines skipped", "file", f.rel, "count", p.malformed)
+		w.malformedWarn(f.rel, p.malformed, time.Now())
 	}
 	clear(p.lines) // drop the references: the budget no longer covers them
 	p.lines, p.bytes, p.held, p.malformed = p.lines[:0], 0, 0, 0

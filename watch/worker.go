@@ -23,6 +23,9 @@ type worker struct {
 	grp      *group     // lines kept back for one batch (group.go); nil: none
 
 	retry map[string]retryState
+	// malformed holds back the warning of a file's malformed lines to one
+	// a minute (malformedWarn).
+	malformed map[string]malformedLog
 }
 
 // buffers are what a worker reads and hashes files with, taken from
