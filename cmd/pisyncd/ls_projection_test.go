@@ -170,7 +170,7 @@ func TestProjectionCommands(t *testing.T) {
 	}()
 	if note, ok := noteWithin(ter); !ok {
 		t.Error("tail --type bogus: no note on stderr in 20 s")
-	} else if !strings.Contains(note, `type "bogus" is none pisyncd knows (session, message, `) || !strings.Contains(note, "context_edit, tombstone, erase)") || !strings.Contains(note, "waiting for entries of that type all the same") {
+	} else if !strings.Contains(note, `type "bogus" is none pisyncd knows (session, message, `) || !strings.Contains(note, "context_edit, tombstone, restore, erase)") || !strings.Contains(note, "waiting for entries of that type all the same") {
 		t.Errorf("tail of an unknown type: stderr %q", note)
 	}
 	got := make(chan string, 1)

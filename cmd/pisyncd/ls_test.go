@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,6 +59,20 @@ func TestTailAndEventsAreTerminalSafe(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "there") {
 		t.Errorf("the text is gone: %q", b.String())
+	}
+}
+
+// TestTailNamesControlEventsAsEventsDoes: tail names a tombstone by its
+// type, as events and --type do, not by its op ("delete").
+func TestTailNamesControlEventsAsEventsDoes(t *testing.T) {
+	var b bytes.Buffer
+	printTailEntry(&b, &projection.TailEntry{Session: "s1", Type: "tombstone", Op: "delete", File: "--x--/a.jsonl"})
+	printTailEntry(&b, &projection.TailEntry{Session: "s1", Type: "restore", Op: "restore", File: "--x--/a.jsonl"})
+	if got := b.String(); got != "s1\ttombstone\t--x--/a.jsonl\t-\t\ns1\trestore\t--x--/a.jsonl\t-\t\n" {
+		t.Errorf("tail printed %q", got)
+	}
+	if !slices.Contains(tailTypes, "restore") {
+		t.Error("--type restore is not one pisyncd knows")
 	}
 }
 

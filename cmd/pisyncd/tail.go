@@ -22,7 +22,7 @@ import (
 // types and its own control events. pi adds types of its own accord, so
 // another is followed anyway, with a note: a misspelt one would otherwise
 // wait in silence.
-var tailTypes = append(slices.Clone(session.EntryTypes), "tombstone", eventlog.EraseType)
+var tailTypes = append(slices.Clone(session.EntryTypes), "tombstone", eventlog.OpRestore, eventlog.EraseType)
 
 // tailCommand follows new entries as the daemon's projection applies
 // them, one line each, until interrupted. It needs the running daemon.
@@ -89,7 +89,12 @@ func tailCommand(args []string, stdout, stderr io.Writer) error {
 func printTailEntry(w io.Writer, e *projection.TailEntry) {
 	typ, id := e.Type, e.ID
 	if e.Op != "" {
-		typ, id = e.Op, e.File
+		// Named by its type, as events and --type name it (tombstone,
+		// restore, erase); the file it is about in the id's place.
+		id = e.File
+		if typ == "" {
+			typ = e.Op
+		}
 	}
 	text := ""
 	if e.Type == "message" {
