@@ -134,6 +134,10 @@ func catalogNotes(e projection.CatalogEntry) []string {
 		notes = append(notes, fmt.Sprintf("%s: forked from %s", e.SessionID, cli.TerminalSafe(e.ParentSession)))
 	}
 	for _, c := range e.Collisions {
+		if c.Nodes[0] == c.Nodes[1] {
+			notes = append(notes, fmt.Sprintf("%s: entry %s written twice by %s, with other bytes", e.SessionID, cli.TerminalSafe(c.ID), c.Nodes[0]))
+			continue
+		}
 		notes = append(notes, fmt.Sprintf("%s: entry %s claimed by %s and %s", e.SessionID, cli.TerminalSafe(c.ID), c.Nodes[0], c.Nodes[1]))
 	}
 	return notes

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
 	"github.com/pisyncd/pisyncd/projection"
 	"github.com/pisyncd/pisyncd/replicate"
 	"github.com/pisyncd/pisyncd/watch"
@@ -94,5 +95,23 @@ func TestStatusIsTerminalSafe(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "entry e1 ") {
 		t.Errorf("the collision is not listed: %q", b.String())
+	}
+}
+
+// TestNotesSayWhatHappened: a collision within one node's lines says so,
+// not "claimed by a and a"; a store that failed and has not recovered yet
+// says so, not "recovered 0 (last 0001-01-01…)".
+func TestNotesSayWhatHappened(t *testing.T) {
+	notes := catalogNotes(projection.CatalogEntry{SessionID: "s1", Collisions: []projection.Collision{{ID: "e1", Nodes: [2]string{"ann", "ann"}}, {ID: "e2", Nodes: [2]string{"ann", "bob"}}}})
+	if strings.Join(notes, "|") != "s1: entry e1 written twice by ann, with other bytes|s1: entry e2 claimed by ann and bob" {
+		t.Errorf("notes %q", notes)
+	}
+	var b bytes.Buffer
+	st := &Status{Store: &embedded.StoreStats{State: embedded.StoreOK, WriteFailures: 3}}
+	if err := printStatus(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "event store write failures            3, not recovered yet\n") {
+		t.Errorf("status:\n%s", b.String())
 	}
 }

@@ -127,7 +127,10 @@ func printStatus(stdout io.Writer, st *Status) error {
 		}
 		row("event store", state)
 		row("state dir disk free", freeNote(s.FreeBytes))
-		if s.WriteFailures > 0 {
+		switch {
+		case s.WriteFailures > 0 && s.Recoveries == 0:
+			row("event store write failures", fmt.Sprintf("%d, not recovered yet", s.WriteFailures))
+		case s.WriteFailures > 0:
 			row("event store write failures", fmt.Sprintf("%d, recovered %d (last %s, outage %s)",
 				s.WriteFailures, s.Recoveries, s.LastRecovery.Format(time.RFC3339), time.Duration(s.LastOutageSeconds*float64(time.Second)).Round(time.Millisecond)))
 		}
