@@ -26,6 +26,8 @@ import (
 	"github.com/pisyncd/pisyncd/internal/fsutil"
 	"github.com/pisyncd/pisyncd/internal/redact"
 	"github.com/pisyncd/pisyncd/session"
+	"io/fs"
+	"syscall"
 )
 
 // Prefix of every variable.
@@ -409,15 +411,28 @@ func (c *Config) EnsureNodeID(hasStore bool) error {
 			Prefix, c.StateDir, Prefix)
 	}
 	if err := os.MkdirAll(c.StateDir, 0o700); err != nil {
-		return fmt.Errorf("config: state dir: %w", err)
+		return fmt.Errorf("config: state dir: %w%s", err, WriteHint(err, "STATE_DIR"))
 	}
 	if c.NodeID == "" {
 		c.NodeID = uuid.NewString()
 	}
 	if err := fsutil.WriteFileAtomic(path, []byte(c.NodeID+"\n")); err != nil {
-		return fmt.Errorf("config: node id: %w", err)
+		return fmt.Errorf("config: node id: %w%s", err, WriteHint(err, "STATE_DIR"))
 	}
 	return nil
+}
+
+// WriteHint says how to mend a folder setting (name, as STATE_DIR) that
+// this user may not write, or that is on a read-only file system; "" for
+// another error.
+func WriteHint(err error, name string) string {
+	switch {
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Sprintf(": this user (uid %d) may not write there: set %s_%s to a folder it owns, or give it this one (chown)", os.Geteuid(), Prefix, name)
+	case errors.Is(err, syscall.EROFS):
+		return fmt.Sprintf(": the file system is read-only: set %s_%s to a folder on a writable one", Prefix, name)
+	}
+	return ""
 }
 
 // Usage writes the table of variables for --help.

@@ -8,7 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"fmt"
 	"github.com/pisyncd/pisyncd/session"
+	"io/fs"
+	"syscall"
 )
 
 func TestDefaults(t *testing.T) {
@@ -423,5 +426,19 @@ func TestTrustedNodesNamedOnce(t *testing.T) {
 	t.Setenv("PISYNC_TRUSTED_NODES", "ws-a,*")
 	if _, err := Load(); err != nil && strings.Contains(err.Error(), "TRUSTED") {
 		t.Errorf("valid list refused: %v", err)
+	}
+}
+
+// TestWriteHint: a folder setting this user may not write, or on a
+// read-only file system, is named with how to mend it.
+func TestWriteHint(t *testing.T) {
+	if h := WriteHint(fmt.Errorf("mkdir /x: %w", fs.ErrPermission), "STATE_DIR"); !strings.Contains(h, "set PISYNC_STATE_DIR to a folder it owns") {
+		t.Errorf("permission: %q", h)
+	}
+	if h := WriteHint(&fs.PathError{Op: "mkdir", Path: "/x", Err: syscall.EROFS}, "SESSIONS_DIR"); !strings.Contains(h, "read-only") || !strings.Contains(h, "PISYNC_SESSIONS_DIR") {
+		t.Errorf("read-only: %q", h)
+	}
+	if h := WriteHint(errors.New("other"), "STATE_DIR"); h != "" {
+		t.Errorf("another error: %q", h)
 	}
 }

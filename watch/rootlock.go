@@ -15,6 +15,10 @@ import (
 // dir.
 var ErrRootInUse = errors.New("followed by another pisyncd")
 
+// ErrSessionsDir is LockRoot's error when the sessions dir is missing and
+// cannot be made: no daemon can follow it.
+var ErrSessionsDir = errors.New("sessions dir cannot be made")
+
 // ErrLockedByOther is LockRoot's error when a process of another user
 // holds the lock on the sessions dir: not a pisyncd of this user's, so the
 // daemon goes on, unguarded against a second one of its own.
@@ -34,11 +38,11 @@ type RootLock struct {
 // LockRoot takes the lock on root, making the folder (0700) when missing.
 func LockRoot(root string) (*RootLock, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
-		return nil, fmt.Errorf("watch: sessions dir: %w", err)
+		return nil, fmt.Errorf("watch: %w: %w", ErrSessionsDir, err)
 	}
 	f, err := os.Open(root)
 	if err != nil {
-		return nil, fmt.Errorf("watch: sessions dir: %w", err)
+		return nil, fmt.Errorf("watch: sessions dir: %w", err) // the tailer says how to mend it
 	}
 	if err := fsutil.TryLock(f); err != nil {
 		defer f.Close()

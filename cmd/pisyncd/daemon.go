@@ -265,6 +265,9 @@ func OpenDaemon(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*
 			return nil, inUse
 		}
 		return nil, fmt.Errorf("PISYNC_SESSIONS_DIR %s is followed by another pisyncd, with another state dir: the two would publish every line twice, under two node ids. Stop the other one, or give this one its PISYNC_STATE_DIR", cfg.SessionsDir)
+	} else if errors.Is(err, watch.ErrSessionsDir) {
+		// Not a lock the file system refuses: no daemon could follow it.
+		return nil, fmt.Errorf("%w%s", err, config.WriteHint(err, "SESSIONS_DIR"))
 	} else if err != nil {
 		// A file system that takes no lock (some network and container
 		// mounts): the daemon runs, unguarded against a second one.

@@ -6,11 +6,13 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/pisyncd/pisyncd/internal/testenv"
+	"github.com/pisyncd/pisyncd/watch"
 )
 
 // TestListenerInUse: a listener whose address another program holds fails
@@ -97,4 +99,30 @@ func TestSessionsDirInUse(t *testing.T) {
 		t.Fatalf("after the first stopped: %v", err)
 	}
 	d2.Close()
+}
+
+// TestSessionsDirThatCannotBeMade: a sessions dir that is missing and
+// cannot be made stops the start, saying how to mend it; the daemon
+// warned that it could not be locked, said it was running, and then
+// stopped on the tailer's error.
+func TestSessionsDirThatCannotBeMade(t *testing.T) {
+	cfg := stationConfig(t, "ws-nodir", "")
+	cfg.HubURLs = nil
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.SessionsDir = filepath.Join(file, "sessions")
+	d, err := OpenDaemon(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err == nil {
+		d.Close()
+	}
+	if !errors.Is(err, watch.ErrSessionsDir) {
+		t.Fatalf("OpenDaemon: %v, want %v", err, watch.ErrSessionsDir)
+	}
+	if _, serr := os.Stat(cfg.StateDir); serr == nil {
+		if ents, _ := os.ReadDir(cfg.StateDir); len(ents) > 0 {
+			t.Errorf("the refused start left %d files in the state dir", len(ents))
+		}
+	}
 }
