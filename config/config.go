@@ -194,6 +194,11 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	if c.HTTPAddr != "" && c.HTTPAddr == c.Listen {
+		// Else the second listener is told the address is another
+		// program's, when it is this daemon's own.
+		errs = append(errs, fmt.Errorf("%s_HTTP_ADDR and %s_LISTEN are both %s: the web view and the NATS listener need an address each", Prefix, Prefix, c.HTTPAddr))
+	}
 	if _, err := parseRules(c.Rules); err != nil {
 		errs = append(errs, err)
 	}

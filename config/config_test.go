@@ -124,6 +124,13 @@ func TestLoadAndValidate(t *testing.T) {
 	}
 	// A port out of range failed only at the listen, not naming the
 	// variable.
+	t.Run("same address", func(t *testing.T) {
+		t.Setenv("PISYNC_HTTP_ADDR", "127.0.0.1:9466")
+		t.Setenv("PISYNC_LISTEN", "127.0.0.1:9466")
+		if _, err := Load(); err == nil || !strings.Contains(err.Error(), "PISYNC_HTTP_ADDR and PISYNC_LISTEN are both") {
+			t.Errorf("one address for both: %v", err)
+		}
+	})
 	t.Run("port", func(t *testing.T) {
 		t.Setenv("PISYNC_HTTP_ADDR", "127.0.0.1:99999")
 		if _, err := Load(); err == nil || !strings.Contains(err.Error(), "PISYNC_HTTP_ADDR") || !strings.Contains(err.Error(), "65535") {

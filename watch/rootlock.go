@@ -51,8 +51,12 @@ func LockRoot(root string) (*RootLock, error) {
 			// the machine (pi makes it 0755) kept every pisyncd of this
 			// user from starting so. A lock held by another user's
 			// process is no pisyncd of this user's: go on without one.
-			if pid, uid, ok := lockHolder(f); ok && uid != os.Geteuid() {
+			pid, uid, ok := lockHolder(f)
+			if ok && uid != os.Geteuid() {
 				return nil, fmt.Errorf("watch: sessions dir %s is locked by process %d of another user (uid %d), no pisyncd of yours: %w", root, pid, uid, ErrLockedByOther)
+			}
+			if ok {
+				return nil, fmt.Errorf("watch: sessions dir %s: %w (process %d)", root, ErrRootInUse, pid)
 			}
 			return nil, fmt.Errorf("watch: sessions dir %s: %w", root, ErrRootInUse)
 		}

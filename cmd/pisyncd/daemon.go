@@ -264,7 +264,7 @@ func OpenDaemon(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*
 		if inUse := embedded.StateDirInUse(cfg.StateDir); inUse != nil {
 			return nil, inUse
 		}
-		return nil, fmt.Errorf("PISYNC_SESSIONS_DIR %s is followed by another pisyncd, with another state dir: the two would publish every line twice, under two node ids. Stop the other one, or give this one its PISYNC_STATE_DIR", cfg.SessionsDir)
+		return nil, fmt.Errorf("PISYNC_SESSIONS_DIR %s is followed by another pisyncd, with another state dir (%v): the two would publish every line twice, under two node ids. Stop the other one, or start this one with the other's PISYNC_STATE_DIR (then it is the same daemon, and is refused while that one runs)", cfg.SessionsDir, err)
 	} else if errors.Is(err, watch.ErrSessionsDir) {
 		// Not a lock the file system refuses: no daemon could follow it.
 		return nil, fmt.Errorf("%w%s", err, config.WriteHint(err, "SESSIONS_DIR"))
