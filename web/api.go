@@ -53,6 +53,9 @@ type filler interface{ FillingFirstMessages() bool }
 
 var _ filler = (*projection.Worker)(nil)
 
+// maxListIDs bounds the sessions one list answer is asked for by id.
+const maxListIDs = 256
+
 // maxPath bounds a path the view shows (a cwd, a parent session's file):
 // a session's name and paths are a teammate's, of any length.
 const maxPath = 1 << 10
@@ -77,7 +80,29 @@ func (s *Server) serveSessions(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "web: sessions: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	// ?limit=N: the newest N alone (what the page draws first).
+	// ?id=A&id=B: those sessions alone (what changed since the page's
+	// last answer), with the whole list's total; ?limit=N: the newest N
+	// alone (what the page draws first).
+	if ids := r.URL.Query()["id"]; len(ids) > 0 {
+		if len(ids) > maxListIDs {
+			http.Error(w, fmt.Sprintf("web: sessions: at most %d ids at once", maxListIDs), http.StatusBadRequest)
+			return
+		}
+		want := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			want[id] = true
+		}
+		some := make([]projection.CatalogEntry, 0, len(ids))
+		for _, c := range cat {
+			if want[c.SessionID] {
+				some = append(some, c)
+			}
+		}
+		ans := s.listAnswer(some, -1)
+		ans.Total = len(cat)
+		writeJSON(w, ans)
+		return
+	}
 	writeJSON(w, s.listAnswer(cat, intParam(r, "limit")))
 }
 

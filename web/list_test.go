@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/chromedp/chromedp"
 	"golang.org/x/net/html"
 
 	"github.com/pisyncd/pisyncd/internal/testenv"
@@ -86,5 +88,38 @@ func TestSessionsListAnswer(t *testing.T) {
 	var v sessionView
 	if err := json.Unmarshal([]byte(body), &v); err != nil || v.Parent != "/home/u/.pi/agent/sessions/--home-u-p--/old.jsonl" {
 		t.Errorf("session page's parent %q (%v)", v.Parent, err)
+	}
+}
+
+// TestBrowserListFollowsChanges: an open list shows a session written
+// meanwhile with its new count, and a new session, by asking for those
+// sessions alone (?id=), not the whole list at every change; an answer
+// whose total does not add up brings the whole list.
+func TestBrowserListFollowsChanges(t *testing.T) {
+	b := newBrowser(t)
+	d := startDaemon(t)
+	const s1, s2 = "33333333-0000-4000-8000-0000000000a1", "33333333-0000-4000-8000-0000000000a2"
+	p1 := d.write(s1, testenv.Header(s1), testenv.Entry("u1", "", "one"))
+	d.waitEntries(s1, 1)
+	b.do(t, chromedp.Navigate(viewLink(d.http.URL+"/")))
+	b.waitJS(t, 20*time.Second, `document.body.dataset.ready === '1' && document.getElementById('live').className === 'live on' && document.querySelectorAll('#list .row').length === 1`)
+	wholeBefore := eval[int](t, b, `performance.getEntriesByType('resource').filter(e => /\/api\/sessions$/.test(e.name)).length`)
+
+	testenv.AppendFile(t, p1, testenv.Entry("u2", "u1", "two")+"\n")
+	b.waitJS(t, 20*time.Second, `(document.querySelector('#list .row[data-id="`+s1+`"] .num') || {}).textContent === '2'`)
+	d.write(s2, testenv.Header(s2), testenv.Entry("v1", "", "new session"))
+	b.waitJS(t, 20*time.Second, `document.querySelectorAll('#list .row').length === 2`)
+
+	byID := eval[int](t, b, `performance.getEntriesByType('resource').filter(e => /\/api\/sessions\?id=/.test(e.name)).length`)
+	whole := eval[int](t, b, `performance.getEntriesByType('resource').filter(e => /\/api\/sessions$/.test(e.name)).length`)
+	if byID == 0 || whole != wholeBefore {
+		t.Errorf("answers asked for by id: %d; whole lists: %d after the first %d (want none more)", byID, whole, wholeBefore)
+	}
+
+	// The answer by id: those sessions, with the whole list's total.
+	_, body := d.get("/api/sessions?id=" + s2 + "&id=nope")
+	var ans listAnswer
+	if err := json.Unmarshal([]byte(body), &ans); err != nil || ans.Total != 2 || len(ans.Sessions) != 1 || ans.Sessions[0].ID != s2 {
+		t.Errorf("by id: %s (%v)", body, err)
 	}
 }

@@ -42,6 +42,7 @@ var pi = {
     es.addEventListener('entry', function (m) { onEntry(JSON.parse(m.data), m.lastEventId); });
     es.addEventListener('delete', function (m) { onEntry(JSON.parse(m.data), m.lastEventId); });
     es.addEventListener('restore', function (m) { onEntry(JSON.parse(m.data), m.lastEventId); });
+    es.addEventListener('erase', function (m) { onEntry(JSON.parse(m.data), m.lastEventId); });
     es.onerror = function () { dot.className = 'live off'; broke = true; };
     return es;
   }

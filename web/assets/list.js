@@ -218,16 +218,46 @@
     });
   });
 
-  // Live: any entry on any machine refreshes the list (at most once a second).
-  var pending = false;
+  // refresh asks again for the sessions written since the last answer
+  // alone, and puts them in the list: the whole list at every change was
+  // megabytes a second, for the daemon and the page, while any session
+  // was written.
+  function refresh(ids) {
+    if (!complete || ids.length > 100) return load();
+    var q = ids.map(function (id) { return 'id=' + encodeURIComponent(id); }).join('&');
+    return pi.getJSON('/api/sessions?' + q).then(function (d) {
+      var got = new Map(d.sessions.map(function (r) { return [r.id, r]; })), asked = new Set(ids), had = new Set();
+      all = all.filter(function (r) { return !asked.has(r.id) || got.has(r.id); }).map(function (r) {
+        had.add(r.id);
+        return got.get(r.id) || r;
+      });
+      d.sessions.forEach(function (r) { if (!had.has(r.id)) all.push(r); });
+      if (all.length !== d.total) return load(); // some other change: the whole list
+      total = d.total;
+      filling = !!d.filling;
+      options();
+      apply();
+    }).catch(function () { return load(); });
+  }
+
+  // Live: an entry on any machine refreshes its session's row, at most once
+  // a second for all the sessions written meanwhile.
+  var changed = null;
   var inline = JSON.parse(document.getElementById('list-first').textContent);
   if (inline) take(inline, false);
   else loadHead();
   load().then(function () {
-    pi.live('/api/events?raw=0', function () {
-      if (pending) return;
-      pending = true;
-      setTimeout(function () { pending = false; load(); }, 1000);
+    pi.live('/api/events?raw=0', function (e) {
+      if (changed) {
+        changed.add(e.session);
+        return;
+      }
+      changed = new Set([e.session]);
+      setTimeout(function () {
+        var ids = Array.from(changed);
+        changed = null;
+        refresh(ids);
+      }, 1000);
     }, document.getElementById('live'), load); // back after a restart: the list again
   });
 })();
