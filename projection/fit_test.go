@@ -11,7 +11,7 @@ import (
 // the shape stay as they were.
 func TestFitCutsLongStrings(t *testing.T) {
 	long := strings.Repeat("é", 1<<19) // a MiB, in two-byte runes
-	c := CatalogEntry{SessionID: "s", Name: long, Entries: 12345678901, Model: json.RawMessage(`{"provider":"p","modelId":"` + long + `"}`)}
+	c := CatalogEntry{SessionID: "s", Name: long, Entries: 1234567890, Model: json.RawMessage(`{"provider":"p","modelId":"` + long + `"}`)}
 	data, _ := json.Marshal(c)
 	if len(data) <= maxValue {
 		t.Fatalf("the entry is %d bytes: not over the limit", len(data))
@@ -24,7 +24,7 @@ func TestFitCutsLongStrings(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.SessionID != "s" || got.Entries != 12345678901 || !strings.HasSuffix(got.Name, "é…") || len(got.Name) > maxFieldShown+len("…") {
+	if got.SessionID != "s" || got.Entries != 1234567890 || !strings.HasSuffix(got.Name, "é…") || len(got.Name) > maxFieldShown+len("…") {
 		t.Errorf("fit made %+.200v", got)
 	}
 	var m struct{ Provider, ModelID string }
