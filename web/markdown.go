@@ -58,9 +58,11 @@ func (m *markdown) render(b *bytes.Buffer, src string) {
 	b.WriteString(`</div>`)
 }
 
+// plain writes src as escaped preformatted text; render, its one caller,
+// has shown src's bidi controls already.
 func plain(b *bytes.Buffer, src string) {
 	b.WriteString(`<pre class="plain">`)
-	b.WriteString(html.EscapeString(visible(src)))
+	b.WriteString(html.EscapeString(src))
 	b.WriteString(`</pre>`)
 }
 

@@ -460,20 +460,21 @@ func diffLines(b *bytes.Buffer, c *entryCtx, cls, mark, text string) {
 	for rest := text; ; {
 		l, more, found := strings.Cut(rest, "\n")
 		room := c.room() - lineMarkup
-		if len(l) > room {
-			if room > 0 {
-				b.WriteString(`<span class="` + cls + `">` + mark)
-				esc(b, strings.ToValidUTF8(l[:room], ""))
-				b.WriteString("</span>\n")
-			}
+		cut := len(l) > room
+		if cut {
+			l = strings.ToValidUTF8(l[:max(room, 0)], "")
+		}
+		if !cut || room > 0 {
+			b.WriteString(`<span class="` + cls + `">` + mark)
+			esc(b, l)
+			b.WriteString("</span>\n")
+		}
+		if cut {
 			c.shown = c.max()
 			fmt.Fprintf(b, "… (%s more not shown)\n", size(int64(len(rest)-max(room, 0))))
 			return
 		}
 		c.shown += len(l) + lineMarkup
-		b.WriteString(`<span class="` + cls + `">` + mark)
-		esc(b, l)
-		b.WriteString("</span>\n")
 		if !found {
 			return
 		}
