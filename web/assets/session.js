@@ -17,8 +17,11 @@
 
   function childrenOf(id) { return kids.get(id || '') || []; }
 
-  function index(r) {
-    rows.push(r);
+  // index adds row r to the tree's rows, at position at (the end when
+  // not given), and to the maps.
+  function index(r, at) {
+    if (at === undefined) rows.push(r);
+    else rows.splice(at, 0, r);
     byId.set(r.id, r);
     var p = r.p || '';
     if (!kids.has(p)) kids.set(p, []);
@@ -219,10 +222,7 @@
       if (siblings === 1) for (var j = i + 1; j < at; j++) rows[j].d++;
       r.d = parent.d + (siblings ? 1 : 0);
     }
-    rows.splice(at, 0, r);
-    byId.set(r.id, r);
-    if (!kids.has(r.p || '')) kids.set(r.p || '', []);
-    kids.get(r.p || '').push(r.id);
+    index(r, at);
   }
 
   // relabel shows entry id's label (none when empty) in the tree and on
@@ -330,7 +330,7 @@
       return r.json();
     }).then(function (t) {
       performance.mark('pisync-tree-data');
-      t.tree.forEach(index);
+      t.tree.forEach(function (r) { index(r); });
       usage(t.usage);
       drawTree();
       document.body.dataset.ready = '1';
