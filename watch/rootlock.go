@@ -40,6 +40,15 @@ func LockRoot(root string) (*RootLock, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("watch: %w: %w", ErrSessionsDir, err)
 	}
+	f, err := lockDir(root)
+	if err != nil {
+		return nil, err
+	}
+	return &RootLock{root: root, f: f}, nil
+}
+
+// lockDir opens the folder root and takes its lock.
+func lockDir(root string) (*os.File, error) {
 	f, err := os.Open(root)
 	if err != nil {
 		return nil, fmt.Errorf("watch: sessions dir: %w", err) // the tailer says how to mend it
@@ -62,7 +71,7 @@ func LockRoot(root string) (*RootLock, error) {
 		}
 		return nil, fmt.Errorf("watch: %w", err)
 	}
-	return &RootLock{root: root, f: f}, nil
+	return f, nil
 }
 
 // Close drops the lock.
@@ -104,16 +113,14 @@ func (l *RootLock) renew() error {
 	if held, err := l.f.Stat(); err == nil && os.SameFile(held, st) {
 		return nil
 	}
-	f, err := os.Open(l.root)
-	if err != nil {
-		return nil
+	f, err := lockDir(l.root)
+	if errors.Is(err, ErrRootInUse) {
+		return fmt.Errorf("watch: the sessions dir %s was made again while this daemon ran, and another pisyncd follows it now: this one stops, so that no line is published twice under two node ids: %w", l.root, err)
 	}
-	if err := fsutil.TryLock(f); err != nil {
-		f.Close()
-		if errors.Is(err, fsutil.ErrLocked) {
-			return fmt.Errorf("watch: the sessions dir %s was made again while this daemon ran, and another pisyncd follows it now: this one stops, so that no line is published twice under two node ids: %w", l.root, ErrRootInUse)
-		}
-		return nil // a file system that takes no lock: unguarded, as at a start on it
+	if err != nil {
+		// Not a pisyncd of this user's (another user's lock, a file
+		// system that takes none): unguarded, as at a start on it.
+		return nil
 	}
 	old := l.f
 	l.f = f
