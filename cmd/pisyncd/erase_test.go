@@ -733,6 +733,21 @@ func TestEraseThenWriteAgain(t *testing.T) {
 	}
 }
 
+// eraseWhenPublished erases sid on station s once its tailer has published
+// n lines.
+func eraseWhenPublished(t *testing.T, s *station, sid string, n int64) *eraseResult {
+	t.Helper()
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		st, err := s.status()
+		return err == nil && st.Tailer.LinesPublished == n, fmt.Sprintf("%+v %v", st.Tailer, err)
+	})
+	res, err := s.d.eraseSession(context.Background(), sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // TestEraseNamesLinkTarget: a session file that is a link to a file
 // elsewhere (pi follows such links) is unlinked, and erase says that the
 // file it pointed at stays, by its path, instead of reporting the session's
@@ -749,14 +764,7 @@ func TestEraseNamesLinkTarget(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 30*time.Second, func() (bool, string) {
-		st, err := s.status()
-		return err == nil && st.Tailer.LinesPublished == 2, fmt.Sprintf("%+v %v", st.Tailer, err)
-	})
-	res, err := s.d.eraseSession(context.Background(), sid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := eraseWhenPublished(t, s, sid, 2)
 	if len(res.Files) != 1 || len(res.LinkTargets) != 1 || res.LinkTargets[0] != target {
 		t.Errorf("erase: files %v, link targets %v, want the link and %s", res.Files, res.LinkTargets, target)
 	}
@@ -782,14 +790,7 @@ func TestEraseNamesHardLinks(t *testing.T) {
 	if err := os.Link(path, filepath.Join(t.TempDir(), "backup.jsonl")); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 30*time.Second, func() (bool, string) {
-		st, err := s.status()
-		return err == nil && st.Tailer.LinesPublished == 2, fmt.Sprintf("%+v %v", st.Tailer, err)
-	})
-	res, err := s.d.eraseSession(context.Background(), sid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := eraseWhenPublished(t, s, sid, 2)
 	if len(res.Files) != 1 || len(res.HardLinked) != 1 || res.HardLinked[0].File != res.Files[0] || res.HardLinked[0].Others != 1 {
 		t.Errorf("erase: files %v, hard linked %+v, want the file with 1 other name", res.Files, res.HardLinked)
 	}

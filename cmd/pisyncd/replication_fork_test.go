@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/pisyncd/pisyncd/internal/testenv"
-	"github.com/pisyncd/pisyncd/replicate"
 )
 
 // TestForkOfAReplicatedSession: pi forks a session on A; on B (another
@@ -19,19 +18,11 @@ import (
 // next line pi writes on B is the only one B publishes.
 func TestForkOfAReplicatedSession(t *testing.T) {
 	testenv.Oracle(t) // skips without node or shared/
-	hub := startTestHub(t)
-	a := newStation(t, "ws-a", hub.url(), "")
-	b := newStation(t, "ws-b", hub.url(), "/Users/ann=/home/ann")
-
-	const cwdA, cwdB = "/Users/ann/proj", "/home/ann/proj"
-	aDir := filepath.Join(a.cfg.SessionsDir, replicate.CwdFolder(cwdA))
-	if err := os.MkdirAll(aDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	hub, _, b, aDir, bDir := mappedPair(t)
+	const cwdA, cwdB = pairCwdA, pairCwdB
 	parent := piWrite(t, `[{"op": "user", "text": "hello", "as": "u1"}, {"op": "assistant", "text": "hi"}]`, aDir, "--cwd", cwdA)
 	fork := piWrite(t, `[{"op": "user", "text": "in the fork"}, {"op": "assistant", "text": "forked"}]`,
 		aDir, "--cwd", cwdA, "--fork-from", parent.SessionFile)
-	bDir := filepath.Join(b.cfg.SessionsDir, replicate.CwdFolder(cwdB))
 	bParent := filepath.Join(bDir, filepath.Base(parent.SessionFile))
 	bFork := filepath.Join(bDir, filepath.Base(fork.SessionFile))
 	lines := func(p string) int {

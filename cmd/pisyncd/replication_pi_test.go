@@ -117,27 +117,38 @@ func samePi(t *testing.T, cmd, fileA, fileB string) map[string]any {
 	return va
 }
 
+// The cwds of mappedPair's stations: B maps A's /Users/ann to /home/ann.
+const pairCwdA, pairCwdB = "/Users/ann/proj", "/home/ann/proj"
+
+// mappedPair starts a hub and two stations, ws-a and ws-b, where B maps
+// A's /Users/ann to /home/ann; it makes A's project folder for pairCwdA and
+// returns it, with B's for pairCwdB (made when the first copy lands): the
+// set-up of the tests where real pi writes on A and B's copy is compared.
+func mappedPair(t *testing.T) (hub *testHub, a, b *station, aDir, bDir string) {
+	t.Helper()
+	hub = startTestHub(t)
+	a = newStation(t, "ws-a", hub.url(), "")
+	b = newStation(t, "ws-b", hub.url(), "/Users/ann=/home/ann")
+	aDir = filepath.Join(a.cfg.SessionsDir, replicate.CwdFolder(pairCwdA))
+	if err := os.MkdirAll(aDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return hub, a, b, aDir, filepath.Join(b.cfg.SessionsDir, replicate.CwdFolder(pairCwdB))
+}
+
 // TestReplicationRealPi: the real pi writer creates a session on A; B's copy
 // (cwd mapped /Users/ann → /home/ann) gives pi the same context and tree;
 // pi lists it on B under B's path; pi continues it on B, and A's file
 // then gives pi the same context and tree as B's.
 func TestReplicationRealPi(t *testing.T) {
 	testenv.Oracle(t) // skips without node or shared/
-	hub := startTestHub(t)
-	a := newStation(t, "ws-a", hub.url(), "")
-	b := newStation(t, "ws-b", hub.url(), "/Users/ann=/home/ann")
-
-	const cwdA, cwdB = "/Users/ann/proj", "/home/ann/proj"
-	aDir := filepath.Join(a.cfg.SessionsDir, replicate.CwdFolder(cwdA))
-	if err := os.MkdirAll(aDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	hub, a, b, aDir, bDir := mappedPair(t)
+	const cwdA, cwdB = pairCwdA, pairCwdB
 	s1 := piWrite(t, piScriptA, aDir, "--cwd", cwdA)
 	aFile := s1.SessionFile
 	if filepath.Dir(aFile) != aDir {
 		t.Fatalf("pi wrote %s, not in %s", aFile, aDir)
 	}
-	bDir := filepath.Join(b.cfg.SessionsDir, replicate.CwdFolder(cwdB))
 	bFile := filepath.Join(bDir, filepath.Base(aFile))
 
 	readLines := func(p string) []string {
