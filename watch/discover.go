@@ -135,10 +135,27 @@ func (d *discovery) run(ctx context.Context) error {
 	close(d.walked)
 	tick := time.NewTicker(d.t.rescan)
 	defer tick.Stop()
+	// settle: the walk that confirms deletions, once removals settle
+	// (deletions.go); nil while none is asked for.
+	settle := time.NewTimer(d.t.dels.settle)
+	settle.Stop()
+	var settled <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
+		case <-d.t.dels.soon:
+			if settled == nil {
+				settle.Reset(d.t.dels.settle)
+				settled = settle.C
+			}
+		case <-settled:
+			if wait := d.t.dels.settle - time.Since(time.Unix(0, d.t.removedAt.Load())); wait > 0 {
+				settle.Reset(wait) // removals went on
+				continue
+			}
+			settled = nil
+			d.rescanned(d.walk())
 		case <-tick.C:
 			d.rescanned(d.walk())
 			// Once a minute: a pass over every session, and a minute is
@@ -161,6 +178,7 @@ func (d *discovery) run(ctx context.Context) error {
 			// An overflow means events were lost: a full walk finds what
 			// changed.
 			d.t.logger.Warn("file events lost; rescanning", "err", err)
+			d.t.removed() // the events lost may have been removals
 			d.walks = 0
 			d.rescanned(d.walk())
 		}
@@ -204,6 +222,7 @@ func (d *discovery) event(ev fsnotify.Event) {
 		}
 	}
 	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+		d.t.removed()
 		delete(d.watched, name)
 		d.release(name)
 		if !isSessionFile(name) {
@@ -265,6 +284,7 @@ func (d *discovery) release(path string) {
 // walk scans the whole tree, submits every session file, and submits files
 // seen before that are gone now (their workers notice the deletion).
 func (d *discovery) walk() error {
+	gen, start := d.t.walkGen.Add(1), time.Now()
 	if d.rootAway() {
 		return nil
 	}
@@ -304,6 +324,9 @@ func (d *discovery) walk() error {
 	}
 	clear(prev)
 	d.spare = prev
+	if d.t.removalsSettled(start) {
+		d.t.confirmDeletions(gen)
+	}
 	// Paths not seen any more hold no file.
 	for p := range d.keyOf {
 		if _, ok := d.seen[p]; !ok {

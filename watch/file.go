@@ -176,6 +176,14 @@ func (w *worker) sync(ctx context.Context, path string) error {
 	case errors.Is(err, syscall.ENOTDIR):
 		err = fs.ErrNotExist // a folder on its path is a file now: gone
 	}
+	if err == nil && f != nil && f.gone {
+		// Back before its deletion was published (it waited for a
+		// walk, deletions.go, or for a store that refused it): a file
+		// like any new one, whose session is loaded from the stream.
+		w.t.deletionDone(path)
+		delete(w.files, path)
+		f = nil
+	}
 	if err == nil && f != nil && f.statSame(st) {
 		return w.settleLeft(ctx, f, false)
 	}
@@ -192,8 +200,12 @@ func (w *worker) sync(ctx context.Context, path string) error {
 			return nil // not deleted: its folder is away (discovery.away, a linked folder's target)
 		}
 		if f != nil {
-			if err := w.t.fileGone(ctx, f); err != nil {
+			wait, err := w.t.fileGone(ctx, f)
+			if err != nil {
 				return err
+			}
+			if wait {
+				return nil // f is kept: its deletion waits for a walk (deletions.go)
 			}
 			if err := w.settleLeft(ctx, f, true); err != nil {
 				return err

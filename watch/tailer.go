@@ -94,6 +94,13 @@ type Tailer struct {
 	// session files left (discovery.away): a file not found then is no
 	// deletion.
 	away atomic.Bool
+	// Deletions wait for a walk to confirm them (deletions.go): dels
+	// (guarded by mu), when a removal was last seen (UnixNano), the
+	// walks begun, and the last walk that confirmed what was seen gone
+	// before it.
+	dels                  deletions
+	removedAt             atomic.Int64
+	walkGen, confirmedGen atomic.Uint64
 }
 
 type sessionRef struct {
@@ -128,6 +135,7 @@ func New(log Log, o Options) *Tailer {
 		logger: o.Logger, seed: maphash.MakeSeed(), sessions: make(map[string]*sessionRef), settled: make(map[string]fileSig),
 		publishSeconds: newPublishHistogram(), mem: newBudget(o.MemoryBudget),
 		known: o.Known, deletedElsewhere: o.Deleted, ready: make(chan struct{}), moved: make(map[string]struct{}),
+		dels: deletions{settle: deleteSettle, awaiting: make(map[string]uint64), soon: make(chan struct{}, 1)},
 	}
 	for i := 0; i < o.Workers; i++ {
 		t.workers = append(t.workers, &worker{t: t, files: make(map[string]*file), wake: make(chan struct{}, 1), dirty: make(map[string]struct{})})
@@ -314,9 +322,10 @@ func (t *Tailer) untrack(f *file) (last bool) {
 
 // fileGone handles a followed file that disappeared. When the session has
 // no file left here, the deletion is published as a tombstone, unless the
-// replicator moved the file itself. It can be called again after a failed
-// publish.
-func (t *Tailer) fileGone(ctx context.Context, f *file) error {
+// replicator moved the file itself, once a walk confirms it (deletions.go);
+// until then it reports wait, and the worker keeps f. It can be called
+// again after a failed publish, and when the walk hands the file back.
+func (t *Tailer) fileGone(ctx context.Context, f *file) (wait bool, err error) {
 	if !f.gone {
 		f.gone = true
 		last := t.untrack(f)
@@ -326,39 +335,63 @@ func (t *Tailer) fileGone(ctx context.Context, f *file) error {
 		delete(t.moved, f.path)
 		t.mu.Unlock()
 		if f.status != statusSession || moved {
-			return nil
+			return false, nil
 		}
 		if !last {
 			// Moved, or one of two copies removed: the session is here.
 			t.logger.Debug("session file gone; its session has another file here", "file", f.rel, "session", f.sid)
-			return nil
+			return false, nil
 		}
-		if alias := t.aliases.of(f.dev, f.ino); alias != "" {
-			// The file lives on under another name (a hard link the
-			// walk passed over as a second path of a followed file): no
-			// deletion, and it is followed under that name from now on.
-			// Before, a tombstone went out, then a restore a walk later.
-			t.logger.Info("session file removed under one name; followed under another", "file", f.rel, "session", f.sid, "now", alias)
-			t.submit(alias)
-			return nil
+		if t.livesOn(f) {
+			return false, nil
 		}
-		if to := t.movedTo(f); to != "" {
-			t.logger.Info("session file moved; followed under its new name", "file", f.rel, "session", f.sid, "now", to)
-			t.submit(to)
-			return nil
-		}
-		t.deleted.Add(1)
-		t.logger.Info("session file deleted", "file", f.rel, "session", f.sid)
 		f.tombstone = true
 	}
 	if !f.tombstone {
-		return nil
+		return false, nil
+	}
+	if !t.awaitDeletion(f.path) {
+		return true, nil
+	}
+	// Confirmed: the walk found the sessions dir there. The session may
+	// have a file again by now (moved into a folder made after the
+	// first look), and then it is not deleted.
+	t.mu.Lock()
+	_, tracked := t.sessions[f.sid]
+	t.mu.Unlock()
+	if tracked || t.livesOn(f) {
+		f.tombstone = false
+		t.deletionDone(f.path)
+		return false, nil
 	}
 	if err := t.tombstone(ctx, f.sess, f.rel); err != nil {
-		return err
+		return false, err
 	}
 	f.tombstone = false
-	return nil
+	t.deletionDone(f.path)
+	t.deleted.Add(1)
+	t.logger.Info("session file deleted", "file", f.rel, "session", f.sid)
+	return false, nil
+}
+
+// livesOn reports whether the file f was lives on under another name, and
+// hands that name to its worker.
+func (t *Tailer) livesOn(f *file) bool {
+	if alias := t.aliases.of(f.dev, f.ino); alias != "" {
+		// The file lives on under another name (a hard link the walk
+		// passed over as a second path of a followed file): no
+		// deletion, and it is followed under that name from now on.
+		// Before, a tombstone went out, then a restore a walk later.
+		t.logger.Info("session file removed under one name; followed under another", "file", f.rel, "session", f.sid, "now", alias)
+		t.submit(alias)
+		return true
+	}
+	if to := t.movedTo(f); to != "" {
+		t.logger.Info("session file moved; followed under its new name", "file", f.rel, "session", f.sid, "now", to)
+		t.submit(to)
+		return true
+	}
+	return false
 }
 
 // tombstone publishes that session s has no file here any more; file is
@@ -545,6 +578,9 @@ type Stats struct {
 	// none of the two or more session files it held: no file is taken
 	// for deleted.
 	SessionsDirAway bool `json:"sessionsDirAway,omitempty"`
+	// DeletionsWaiting counts the session files seen gone whose deletion
+	// waits for a walk to confirm it (deletions.go).
+	DeletionsWaiting int64 `json:"deletionsWaiting,omitempty"`
 	// BytesRead counts the bytes read from session files.
 	BytesRead int64 `json:"bytesRead"`
 	// MemoryHeld is the bytes of lines held now, MemoryPeak the most held
@@ -560,10 +596,11 @@ type Stats struct {
 // Stats returns the current counters.
 func (t *Tailer) Stats() Stats {
 	t.mu.Lock()
-	n := int64(len(t.sessions))
+	n, waiting := int64(len(t.sessions)), int64(len(t.dels.awaiting))
 	t.mu.Unlock()
 	s := Stats{
-		FilesTracked: t.filesTracked.Load(), FilesIgnored: t.filesIgnored.Load(), Sessions: n,
+		DeletionsWaiting: waiting,
+		FilesTracked:     t.filesTracked.Load(), FilesIgnored: t.filesIgnored.Load(), Sessions: n,
 		LinesPublished: t.published.Load(), Malformed: t.malformed.Load(), Collisions: t.collisions.Load(),
 		PublishErrors: t.publishErrors.Load(), FilesDeleted: t.deleted.Load(), Rescans: t.rescans.Load(),
 		SessionsDirAway: t.away.Load(),

@@ -93,6 +93,9 @@ func printStatus(stdout io.Writer, st *Status) error {
 		row("nats listener", st.NATSURL)
 	}
 	row("files tracked", st.Tailer.FilesTracked)
+	if st.Tailer.DeletionsWaiting > 0 {
+		row("deletions waiting", fmt.Sprintf("%d (session files gone; published once a rescan finds the sessions dir still there)", st.Tailer.DeletionsWaiting))
+	}
 	row("files ignored", ignoredText(st.Tailer.FilesIgnored, st.Tailer.FilesIgnoredBy))
 	if st.Tailer.DuplicatePaths > 0 || st.Tailer.UnreadableFolders > 0 {
 		row("paths of a file followed elsewhere", st.Tailer.DuplicatePaths)
