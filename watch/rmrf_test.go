@@ -129,3 +129,28 @@ func TestFileBackBeforeDeletionConfirmed(t *testing.T) {
 		t.Errorf("filesDeleted %d, filesTracked %d; want 0, 1", st.FilesDeleted, st.FilesTracked)
 	}
 }
+
+// TestEraseOfADeletionWaiting: a session whose file was removed, erased
+// while its deletion waits for a walk, publishes nothing after the erase:
+// Remove returns with no deletion held. (Before the hold was dropped, it
+// would have been published on the erased subject, refused, and retried
+// for good.)
+func TestEraseOfADeletionWaiting(t *testing.T) {
+	root := t.TempDir()
+	p := filepath.Join(root, "--p--", "s1.jsonl")
+	writeFile(t, p, header("s1")+"\n"+entry("a1", "", "one")+"\n")
+	n := startNodeWith(t, root, t.TempDir(), Options{RescanInterval: 200 * time.Millisecond}, func(t *Tailer) { t.dels.settle = time.Minute })
+	n.waitLines("s1", []string{header("s1"), entry("a1", "", "one")})
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		return n.tailer.Stats().DeletionsWaiting == 1, "a deletion waiting"
+	})
+	if err := n.tailer.Remove(t.Context(), []string{p}); err != nil {
+		t.Fatal(err)
+	}
+	if w := n.tailer.Stats().DeletionsWaiting; w != 0 {
+		t.Errorf("deletions waiting after the erase's Remove: %d", w)
+	}
+}

@@ -350,6 +350,17 @@ func (t *Tailer) fileGone(ctx context.Context, f *file) (wait bool, err error) {
 	if !f.tombstone {
 		return false, nil
 	}
+	t.mu.Lock()
+	_, moved := t.moved[f.path]
+	delete(t.moved, f.path)
+	t.mu.Unlock()
+	if moved {
+		// Erased (Remove), or trashed for another machine's deletion,
+		// while its deletion waited: nothing of it is to be published.
+		f.tombstone = false
+		t.deletionDone(f.path)
+		return false, nil
+	}
 	if !t.awaitDeletion(f.path) {
 		return true, nil
 	}
