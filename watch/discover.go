@@ -61,6 +61,11 @@ type discovery struct {
 	dirs, reading map[string]*dirState
 	// swept is when dropKnown last let go of idle sessions' hashes.
 	swept time.Time
+	// rootKey is the folder the sessions dir was at the last walk that
+	// compared the files it found with the walk's before; rootLost says
+	// that the sessions dir was seen gone since.
+	rootKey  fileKey
+	rootLost bool
 }
 
 // dirState is a folder as a walk read it: its stat, taken before the read
@@ -223,6 +228,9 @@ func (d *discovery) event(ev fsnotify.Event) {
 	}
 	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
 		d.t.removed()
+		if name == d.t.root {
+			d.rootLost = true
+		}
 		delete(d.watched, name)
 		d.release(name)
 		if !isSessionFile(name) {
@@ -309,18 +317,40 @@ func (d *discovery) walk() error {
 		// Every file gone at once: a sessions dir whose file system
 		// went (unmounted), not a user deleting every session. Nothing
 		// is taken for deleted until a session file shows up again
-		// (then the rest are). A single file going is a deletion: pi's
-		// last session removed. A file whose removal fsnotify reports
-		// before this walk is published deleted either way.
+		// (then the rest are, unless the sessions dir is another
+		// folder by then: below). A single file going is a deletion:
+		// pi's last session removed. Removals fsnotify reported wait
+		// for a walk like this one (deletions.go).
 		d.seen, d.spare = prev, d.seen
 		d.away("no session file left in it")
 		return nil
 	}
 	d.back()
+	// The sessions dir another folder than at the last walk that got
+	// here (a link to it repointed; removed and made again; a file
+	// system mounted on it): the sessions not in it are elsewhere, not
+	// deleted, as when it is away. A folder made again at once may get
+	// the inode number of the one removed, so a sessions dir seen gone
+	// (rootLost) is another folder too.
+	key, keyed := rootKey(d.t.root)
+	replaced := keyed && (d.rootLost || d.rootKey != (fileKey{}) && key != d.rootKey)
+	d.rootLost = false
+	elsewhere := 0
 	for p := range prev {
 		if _, ok := d.seen[p]; !ok {
+			if replaced {
+				d.t.Forget(p)
+				elsewhere++
+			}
 			d.t.submit(p)
 		}
+	}
+	if replaced {
+		d.t.logger.Warn("the sessions dir is another folder now; the sessions not in it are not taken for deleted",
+			"dir", d.t.root, "sessions_not_in_it", elsewhere)
+	}
+	if keyed {
+		d.rootKey = key
 	}
 	clear(prev)
 	d.spare = prev
@@ -408,6 +438,7 @@ func sayFolders(logger *slog.Logger, level slog.Level, one, many string, dirs []
 // or a link to a file system not mounted), and says so once.
 func (d *discovery) rootAway() bool {
 	if d.t.rootGone() {
+		d.rootLost = true
 		d.away("the folder is gone")
 		return true
 	}
@@ -701,6 +732,13 @@ func (t *Tailer) dirAway(path string) bool {
 	dir := filepath.Dir(path)
 	st, err := os.Lstat(dir)
 	return err == nil && linkAway(t.root, dir, st.Mode())
+}
+
+// rootKey is the identity of the folder the sessions dir is now (through a
+// link).
+func rootKey(root string) (fileKey, bool) {
+	st, err := statSig(root)
+	return st.key(), err == nil
 }
 
 // rootGone reports whether the sessions dir itself is not there now.

@@ -154,3 +154,78 @@ func TestEraseOfADeletionWaiting(t *testing.T) {
 		t.Errorf("deletions waiting after the erase's Remove: %d", w)
 	}
 }
+
+// TestSessionsDirReplacedIsNoDeletion: a sessions dir that is another
+// folder now (its link repointed; removed, made again and used by pi)
+// holds other sessions; those of the folder before are elsewhere, not
+// deleted. Its own sessions are followed. (Before, a repointed link
+// published every session of the old folder deleted, and so did the first
+// session pi wrote into a sessions dir removed and made again.)
+func TestSessionsDirReplacedIsNoDeletion(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		replace func(t *testing.T, base, root string) string // returns the folder root is now
+	}{
+		{"link repointed", func(t *testing.T, base, root string) string {
+			next := filepath.Join(base, "other")
+			if err := os.MkdirAll(next, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			tmp := filepath.Join(base, "link.tmp")
+			if err := os.Symlink(next, tmp); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, root); err != nil { // ln -sfn
+				t.Fatal(err)
+			}
+			return next
+		}},
+		{"removed and made again", func(t *testing.T, base, root string) string {
+			real, err := filepath.EvalSymlinks(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.RemoveAll(real); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(real, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			return real
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base := t.TempDir()
+			first := filepath.Join(base, "first")
+			root := filepath.Join(base, "sessions")
+			for _, s := range []string{"s1", "s2"} {
+				writeFile(t, filepath.Join(first, "--p--", s+".jsonl"), header(s)+"\n"+entry("a1", "", "one")+"\n")
+			}
+			if err := os.Symlink(first, root); err != nil {
+				t.Fatal(err)
+			}
+			n := startNode(t, root, t.TempDir())
+			for _, s := range []string{"s1", "s2"} {
+				n.waitLines(s, []string{header(s), entry("a1", "", "one")})
+			}
+			now := c.replace(t, base, root)
+			writeFile(t, filepath.Join(now, "--q--", "s3.jsonl"), header("s3")+"\n"+entry("b1", "", "new")+"\n")
+			n.waitLines("s3", []string{header("s3"), entry("b1", "", "new")})
+			walks := n.tailer.Stats().Rescans
+			waitFor(t, 10*time.Second, func() (bool, string) {
+				st := n.tailer.Stats()
+				return st.Rescans >= walks+3 && st.DeletionsWaiting == 0, fmt.Sprintf("three more walks, no deletion waiting: %+v", st)
+			})
+			for _, s := range []string{"s1", "s2", "s3"} {
+				for _, ev := range n.events(s) {
+					if ev.Op != "" {
+						t.Errorf("%s: a %s event", s, ev.Op)
+					}
+				}
+			}
+			if st := n.tailer.Stats(); st.FilesDeleted != 0 || st.FilesTracked != 1 || st.SessionsDirAway {
+				t.Errorf("filesDeleted %d, filesTracked %d, away %v; want 0, 1, false", st.FilesDeleted, st.FilesTracked, st.SessionsDirAway)
+			}
+		})
+	}
+}
