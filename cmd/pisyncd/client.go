@@ -10,10 +10,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
 	"github.com/pisyncd/pisyncd/projection"
 )
 
@@ -23,6 +25,18 @@ import (
 
 // errNotRunning: the control socket does not answer.
 var errNotRunning = errors.New("pisyncd is not running")
+
+// errStarting: a daemon holds the state dir but its control socket is not
+// open yet.
+var errStarting = errors.New("pisyncd is starting")
+
+// pidText is a lock holder's pid, or "unknown" when it could not be read.
+func pidText(pid int) string {
+	if pid <= 0 {
+		return "unknown"
+	}
+	return strconv.Itoa(pid)
+}
 
 // errNoStore: no daemon has ever run with this state dir, so there is
 // nothing to read; the inspection commands say so rather than create an
@@ -77,6 +91,14 @@ func getControl(ctx context.Context, cfg *config.Config, path string) (*http.Res
 func noAnswer(stateDir string, err error) error {
 	sock := filepath.Join(stateDir, config.ControlSocket)
 	if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
+		if inUse := embedded.StateDirInUse(stateDir); inUse != nil && inUse.Holder == "" {
+			// A daemon holds the state dir and has no socket yet: it
+			// is starting, and a first start waits for its store (a
+			// full or slow disk under the state dir). "Not running,
+			// start it" sent the user to start a second one.
+			return fmt.Errorf("%w: pid %s holds the state dir %s and its control socket is not open yet: its store is still opening (a first start waits while the disk under the state dir is full or slow); its log says what it waits for",
+				errStarting, pidText(inUse.PID), stateDir)
+		}
 		return fmt.Errorf("%w (no answer on %s): start it (pisyncd run, or its service)", errNotRunning, sock)
 	}
 	return fmt.Errorf("pisyncd did not answer on %s: %w; it may be stuck: its log says why, and restarting it (its service, or pisyncd run) mends it", sock, err)
