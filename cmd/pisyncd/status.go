@@ -266,9 +266,10 @@ type eventJSON struct {
 	Seq      uint64          `json:"seq"`
 	Node     string          `json:"node"`
 	Session  string          `json:"session"`
-	EntryID  string          `json:"entryId"`
+	EntryID  string          `json:"entryId,omitempty"` // none for a control event, as in tail --json
 	ParentID string          `json:"parentId,omitempty"`
 	Type     string          `json:"type"`
+	Op       string          `json:"op,omitempty"` // a control event: delete, restore, erase (as in tail --json)
 	Sha256   string          `json:"sha256"`
 	File     string          `json:"file,omitempty"`
 	Bytes    int             `json:"bytes"`
@@ -279,7 +280,7 @@ type eventJSON struct {
 func newEventJSON(ev *eventlog.Event) eventJSON {
 	e := eventJSON{
 		Stream: ev.Stream, Subject: ev.Subject, Seq: ev.Seq, Node: ev.Node, Session: ev.SID, EntryID: ev.ID,
-		ParentID: ev.ParentID, Type: ev.Type, Sha256: fmt.Sprintf("%x", ev.Sha), File: ev.File, Bytes: len(ev.Raw),
+		ParentID: ev.ParentID, Type: ev.Type, Op: ev.Op, Sha256: fmt.Sprintf("%x", ev.Sha), File: ev.File, Bytes: len(ev.Raw),
 	}
 	// JSON that is not UTF-8 (a byte pi never writes, from a damaged or
 	// hostile file) is not copied as it is: the output would not be JSON
@@ -384,15 +385,18 @@ func eventPrinter(w io.Writer, asJSON bool) func(eventJSON) error {
 		return func(e eventJSON) error { return enc.Encode(e) }
 	}
 	return func(e eventJSON) error {
-		parent := e.ParentID
+		parent, id := e.ParentID, e.EntryID
 		if parent == "" {
 			parent = "-"
+		}
+		if id == "" {
+			id = "-" // a control event: its type says which
 		}
 		from := ""
 		if e.Stream == eventlog.AllStream {
 			from = "\tfrom " + cli.TerminalSafe(e.Node) // a line another machine wrote
 		}
-		_, err := fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d bytes%s\n", e.Seq, cli.TerminalSafe(e.Type), cli.TerminalSafe(e.EntryID), cli.TerminalSafe(parent), e.Bytes, from)
+		_, err := fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d bytes%s\n", e.Seq, cli.TerminalSafe(e.Type), cli.TerminalSafe(id), cli.TerminalSafe(parent), e.Bytes, from)
 		return err
 	}
 }
