@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/keyring"
 	"github.com/pisyncd/pisyncd/seal"
 )
@@ -110,6 +111,13 @@ func keyCommand(args []string, stdout io.Writer) error {
 			return err
 		}
 	case "token":
+		// A session id as pi writes it and pisyncd carries it: an empty
+		// or over-long one names no session, and its token matched none.
+		if sid := fs.Arg(0); sid == "" {
+			return errors.New("key token: the session id is empty: pisyncd ls lists the sessions")
+		} else if err := eventlog.CheckSID(sid); err != nil {
+			return fmt.Errorf("key token: %w: no session has this id", err)
+		}
 		if r, err = keyring.Load(path); err != nil {
 			return err
 		}

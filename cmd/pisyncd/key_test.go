@@ -64,6 +64,13 @@ func TestKeyCommand(t *testing.T) {
 	if got := strings.TrimSpace(run(0, "token", "s-1")); got != seal.Token(r, "s-1") {
 		t.Fatalf("token %q", got)
 	}
+	// No token for what can be no session's id (before: one for any).
+	if out := run(1, "token", ""); !strings.Contains(out, "the session id is empty") {
+		t.Errorf("token of an empty id: %s", out)
+	}
+	if out := run(1, "token", strings.Repeat("s", 300)); !strings.Contains(out, "no session has this id") {
+		t.Errorf("token of an over-long id: %s", out)
+	}
 
 	// Another machine imports the first block, then the rotated one.
 	t.Setenv("PISYNC_KEY_FILE", filepath.Join(home, "other", "team-key.json"))
