@@ -239,6 +239,9 @@ func (r *Replicator) erase(ctx context.Context, s *sess, ev *eventlog.Event) err
 	if err := r.state.Delete(ctx, deletedKey(s.sid)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("replicator: erase %s: %w", s.sid, err)
 	}
+	if err := r.dropHeaderless(ctx, s.sid); err != nil {
+		return fmt.Errorf("replicator: erase %s: %w", s.sid, err)
+	}
 	for _, p := range live {
 		delete(r.files, p)
 	}

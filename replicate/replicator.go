@@ -101,6 +101,11 @@ type Replicator struct {
 	// startPos is the saved position the current run resumed from: the
 	// lines up to it were written before, by this run's predecessors.
 	startPos uint64
+	// headerless are the sessions recorded as waiting for their header
+	// (headerless.go); headerlessFull says the log said there are more.
+	// Owned by the Run goroutine.
+	headerless     map[string]bool
+	headerlessFull bool
 }
 
 // maxListed bounds the collisions and quarantined sessions kept for status.
@@ -246,6 +251,9 @@ func (r *Replicator) run(ctx context.Context) error {
 	r.sessions, r.files = map[string]*sess{}, map[string]*replica{}
 	r.startPos = pos
 	r.waiting.Store(0)
+	if err := r.loadHeaderless(ctx); err != nil {
+		return err
+	}
 	cfg := jetstream.OrderedConsumerConfig{}
 	if pos > 0 {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
@@ -337,6 +345,9 @@ func (r *Replicator) run(ctx context.Context) error {
 		// split lines not yet whole): the position stays before those.
 		done := last
 		for _, s := range r.sessions {
+			if r.setAside(ctx, s) {
+				continue // read again at a restart (headerless.go)
+			}
 			for _, ev := range s.queue {
 				done = min(done, ev.Seq-1)
 			}
@@ -348,6 +359,9 @@ func (r *Replicator) run(ctx context.Context) error {
 		}
 		if s := asm.PendingStart(); s > 0 {
 			done = min(done, s-1)
+		}
+		if err := r.settleHeaderless(ctx); err != nil {
+			return err
 		}
 		// Written at most once a second (eventlog.Position): replayed
 		// lines are found in the files and not written again.
