@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -111,6 +112,15 @@ func openStoreAs(ctx context.Context, cfg *config.Config, logger *slog.Logger, h
 			logger.Warn("the nkey seed file is readable by others; chmod 600 it", "file", cfg.HubNkey)
 		}
 		seed = bytes.TrimSpace(b)
+		// Checked here: the hub link takes any bytes, and a file that
+		// is no seed (the hub's node file copied by mistake) made a link
+		// that failed every second with "malformed seed" in the server's
+		// log and nothing naming this setting.
+		if kp, err := nkeys.FromSeed(seed); err != nil {
+			return nil, fmt.Errorf("PISYNC_HUB_NKEY %s holds no nkey seed (%v): set it to the file `pisyncd hub add-node %s --out FILE` wrote on the hub, a single line beginning with SU", cfg.HubNkey, err, cfg.NodeID)
+		} else if pub, _ := kp.PublicKey(); !nkeys.IsValidPublicUserKey(pub) {
+			return nil, fmt.Errorf("PISYNC_HUB_NKEY %s holds the seed of another kind of key than a node's (it begins with %.2s, a node's with SU): set it to the file `pisyncd hub add-node %s --out FILE` wrote on the hub", cfg.HubNkey, seed, cfg.NodeID)
+		}
 	}
 	if cfg.HubCreds != "" {
 		// The hub link reads it again at every reconnect: a file, not a

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nkeys"
+
 	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
@@ -134,6 +136,36 @@ func TestSettingFileIsAPipe(t *testing.T) {
 		testenv.Within(t, 60*time.Second, c.env+" a pipe", func() { code, _, stderr = mainIn(t, "run") })
 		if code != 1 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%s a pipe: exit %d, stderr %q, want %q", c.env, code, stderr, c.want)
+		}
+	}
+}
+
+// TestSeedFileIsNoSeed: PISYNC_HUB_NKEY naming a file that holds no nkey
+// seed (garbage; the hub's node file copied by mistake; an account seed)
+// stops the start, naming the setting and the file to use. Before, the
+// daemon ran with a hub link that failed every second, "malformed seed"
+// in the server's log and nothing naming the setting.
+func TestSeedFileIsNoSeed(t *testing.T) {
+	home := t.TempDir()
+	account, _ := nkeys.CreateAccount()
+	aseed, _ := account.Seed()
+	for _, c := range []struct{ name, data, want string }{
+		{"garbage", "garbage\n", "holds no nkey seed"},
+		{"node file", `{"name":"ann","team":"t1","nkey":"UD6WXXXX"}`, "holds no nkey seed"},
+		{"account seed", string(aseed), "holds the seed of another kind of key than a node's (it begins with SA"},
+	} {
+		p := filepath.Join(home, "seed")
+		if err := os.WriteFile(p, []byte(c.data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		setEnv(t, filepath.Join(home, "sessions"), filepath.Join(home, "state"))
+		t.Setenv("PISYNC_HUB_URLS", "nats://127.0.0.1:1")
+		t.Setenv("PISYNC_HUB_NKEY", p)
+		var code int
+		var stderr string
+		testenv.Within(t, 60*time.Second, c.name, func() { code, _, stderr = mainIn(t, "run") })
+		if code != 1 || !strings.Contains(stderr, "PISYNC_HUB_NKEY "+p+" "+c.want) || !strings.Contains(stderr, "pisyncd hub add-node") {
+			t.Errorf("%s: exit %d, stderr %q", c.name, code, stderr)
 		}
 	}
 }
