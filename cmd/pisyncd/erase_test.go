@@ -567,8 +567,14 @@ func TestHubUpgradeAndErase(t *testing.T) {
 	if err := hubEraseCommand([]string{sid}, &out); err == nil || !strings.Contains(err.Error(), "pisyncd hub upgrade") {
 		t.Fatalf("hub erase on an old PI_HUB: %v", err)
 	}
-	if err := hubUpgradeCommand(nil, &out); err != nil {
-		t.Fatal(err)
+	out.Reset()
+	if err := hubUpgradeCommand(nil, &out); err != nil || !strings.Contains(out.String(), "PI_HUB upgraded in the account of") {
+		t.Fatalf("hub upgrade: %v: %s", err, out.String())
+	}
+	// Again: nothing to do, and it says so (before: "upgraded" each time).
+	out.Reset()
+	if err := hubUpgradeCommand(nil, &out); err != nil || !strings.Contains(out.String(), "PI_HUB is up to date in every team's account") {
+		t.Fatalf("hub upgrade again: %v: %s", err, out.String())
 	}
 	if denies() {
 		t.Fatal("PI_HUB still denies deletes after hub upgrade")

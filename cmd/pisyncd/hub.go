@@ -402,7 +402,7 @@ func StartHub(ctx context.Context, cfg *config.Hub, logger *slog.Logger) (*embed
 	if cfg.ClusterListen == "" {
 		// A single node copies a PI_HUB of old into its new settings now
 		// (as long as that takes); a cluster waits for `hub upgrade`.
-		if err := upgradeTeams(ctx, srv, cfg, logger); err != nil {
+		if _, err := upgradeTeams(ctx, srv, cfg, logger); err != nil {
 			srv.Close()
 			return nil, err
 		}
@@ -499,7 +499,7 @@ func ensureHubStream(ctx context.Context, nc *nats.Conn, replicas int, logger *s
 
 // upgradeTeams copies every team's PI_HUB of old into its new settings
 // (eventlog.UpgradeStream), keeping the snapshots in the state dir.
-func upgradeTeams(ctx context.Context, srv *embedded.Server, cfg *config.Hub, logger *slog.Logger) error {
+func upgradeTeams(ctx context.Context, srv *embedded.Server, cfg *config.Hub, logger *slog.Logger) (upgraded []string, err error) {
 	for _, team := range teams(srv) {
 		start := time.Now()
 		var done bool
@@ -508,13 +508,14 @@ func upgradeTeams(ctx context.Context, srv *embedded.Server, cfg *config.Hub, lo
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("team %q: %w", team, err)
+			return upgraded, fmt.Errorf("team %q: %w", team, err)
 		}
 		if done {
 			logger.Info("PI_HUB upgraded to allow erasing sessions", "team", team, "took", time.Since(start).Round(time.Millisecond))
+			upgraded = append(upgraded, team)
 		}
 	}
-	return nil
+	return upgraded, nil
 }
 
 // upgradeDir holds a team's PI_HUB snapshot while it is upgraded.

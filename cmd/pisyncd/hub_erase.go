@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,11 +101,12 @@ func hubControl(h *embedded.Server, cfg *config.Hub, logger *slog.Logger) (stop 
 		writeJSON(w, map[string][]string{"teams": h.Teams(), "nodes": nodes})
 	})
 	mux.HandleFunc("POST /upgrade", func(w http.ResponseWriter, r *http.Request) {
-		if err := upgradeTeams(context.WithoutCancel(r.Context()), h, cfg, logger); err != nil {
+		teams, err := upgradeTeams(context.WithoutCancel(r.Context()), h, cfg, logger)
+		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		writeJSON(w, map[string]bool{"upgraded": true})
+		writeJSON(w, upgradeAnswer{Upgraded: len(teams) > 0, Teams: teams})
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	done := make(chan struct{})
@@ -279,11 +281,37 @@ func hubUpgradeCommand(args []string, stdout io.Writer) error {
 	}
 	ctx, stop := signalContext(io.Discard)
 	defer stop()
-	if err := postHub(ctx, cfg, "/upgrade", nil); err != nil {
+	var a upgradeAnswer
+	if err := postHub(ctx, cfg, "/upgrade", &a); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(stdout, "PI_HUB upgraded in every team's account: hub erase can delete messages now")
+	if !a.Upgraded {
+		// Before, this said "upgraded" whatever the hub did.
+		_, err = fmt.Fprintln(stdout, "PI_HUB is up to date in every team's account: nothing to upgrade; hub erase can delete messages")
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "PI_HUB upgraded in the account of %s: hub erase can delete messages now\n", teamList(a.Teams))
 	return err
+}
+
+// upgradeAnswer is the hub node's answer to an upgrade: whether any team's
+// PI_HUB was upgraded, and which.
+type upgradeAnswer struct {
+	Upgraded bool     `json:"upgraded"`
+	Teams    []string `json:"teams,omitempty"`
+}
+
+// teamList names teams for a sentence: the global account's is "".
+func teamList(teams []string) string {
+	names := make([]string, len(teams))
+	for i, t := range teams {
+		if t == "" {
+			names[i] = "the hub's own (no team)"
+		} else {
+			names[i] = "team " + strconv.Quote(t)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // postHub sends a request to the running hub node's control socket and
