@@ -353,8 +353,17 @@ func hubFilesReadable(cfg *config.Hub) error {
 			fh.Close()
 			continue
 		}
+		if errors.Is(err, fs.ErrNotExist) && f.env != "NODES_DIR" {
+			// Before, nats-server's parse error of the generated
+			// hub.conf said it, with line numbers of that file.
+			fix := "make the hub's certificates with `pisyncd hub certs DIR` (docs/HUB.md), or unset the TLS settings for a hub on loopback alone"
+			if f.env == "ROUTE_SECRET" {
+				fix = "`pisyncd hub certs DIR` writes route.secret there; copy the same file to every hub node of the cluster (docs/HUB.md)"
+			}
+			return fmt.Errorf("%s_%s %s: no such file: %s", config.HubPrefix, f.env, f.path, fix)
+		}
 		if !errors.Is(err, fs.ErrPermission) {
-			continue // missing or unreadable otherwise: the server's own error says it
+			continue // unreadable otherwise: the server's own error says it
 		}
 		whose, chown := "", "chown"
 		if fi, serr := os.Stat(f.path); serr == nil {

@@ -194,3 +194,29 @@ func TestHintHubCertExpired(t *testing.T) {
 		t.Errorf("the handshake error logged %d times in 3.5 s:\n%s", n, log.String())
 	}
 }
+
+// TestHubFileMissing: a hub whose TLS or route secret setting names no file
+// stops at start naming the setting, the path and the fix. Before,
+// nats-server's parse error of the generated hub.conf said it, with that
+// file's line numbers.
+func TestHubFileMissing(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "nonexistent.pem")
+	for _, c := range []struct {
+		set  func(*config.Hub)
+		want string
+	}{
+		{func(h *config.Hub) { h.TLSCert = missing }, "PISYNC_HUB_TLS_CERT " + missing + ": no such file: make the hub's certificates with `pisyncd hub certs DIR`"},
+		{func(h *config.Hub) { h.TLSCA = missing }, "PISYNC_HUB_TLS_CA " + missing + ": no such file"},
+		{func(h *config.Hub) { h.RouteSecret = missing }, "PISYNC_HUB_ROUTE_SECRET " + missing + ": no such file: `pisyncd hub certs DIR` writes route.secret"},
+	} {
+		h := &config.Hub{StateDir: dir}
+		c.set(h)
+		if err := hubFilesReadable(h); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want %q", err, c.want)
+		}
+	}
+	if err := hubFilesReadable(&config.Hub{StateDir: dir, NodesDir: filepath.Join(dir, "nodes")}); err != nil {
+		t.Errorf("a nodes dir not made yet: %v", err)
+	}
+}
