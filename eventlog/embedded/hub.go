@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -275,6 +276,14 @@ func (s *Server) Reload() error {
 		}
 	}
 	if err := s.reloadWith(*s.hub, nodes); err != nil {
+		if len(known) < len(nodes) {
+			// The shares were shrunk for a team this reload does not
+			// add after all: give them back, so that a reload that
+			// failed leaves the hub as it was.
+			if rerr := s.reloadWith(*s.hub, before); rerr != nil {
+				return errors.Join(err, fmt.Errorf("embedded: reload: the teams' shares, shrunk for the new team, stay so until the hub restarts: %w", rerr))
+			}
+		}
 		return err
 	}
 	s.reauthorizeLeafs(before, nodes)
@@ -317,11 +326,21 @@ func (s *Server) reauthorizeLeafs(before, after []Node) {
 }
 
 func (s *Server) reloadWith(cfg HubConfig, nodes []Node) error {
+	s.adminsMu.RLock()
+	had := maps.Clone(s.admins)
+	s.adminsMu.RUnlock()
 	opts, err := s.hubOptions(cfg, nodes)
-	if err != nil {
-		return fmt.Errorf("embedded: reload: %w", err)
+	if err == nil {
+		err = s.nats().ReloadOptions(opts)
 	}
-	if err := s.nats().ReloadOptions(opts); err != nil {
+	if err != nil {
+		// hubOptions made an admin key for each new team: the server
+		// never took them, so they go (a team kept once it has an
+		// account was listed by usage and erase with no nodes, and
+		// reloads kept shrinking the others' shares for it).
+		s.adminsMu.Lock()
+		maps.DeleteFunc(s.admins, func(t string, _ nkeys.KeyPair) bool { return had[t] == nil })
+		s.adminsMu.Unlock()
 		return fmt.Errorf("embedded: reload: %w", err)
 	}
 	s.setNodes(nodes)

@@ -2,7 +2,9 @@ package embedded
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -245,5 +247,54 @@ func TestTeamKeptAfterItsLastNode(t *testing.T) {
 	js, _ := jetstream.New(nc)
 	if _, err := js.AccountInfo(testCtx(t)); err != nil {
 		t.Fatalf("t1's JetStream after its last node went: %v", err)
+	}
+}
+
+// TestFailedReloadChangesNothing: a reload the hub refuses leaves it as it
+// was: no account for the team it would have added (before, the team was
+// kept, listed by usage and erase, and given a PI_HUB), and a registration
+// that holds another's key is refused by pisyncd's own check, naming both
+// files (before, nats-server refused the generated configuration, after
+// part of the reload was applied).
+func TestFailedReloadChangesNothing(t *testing.T) {
+	dir := t.TempDir()
+	cfg := HubConfig{
+		StateDir: dir, Name: "h", LeafListen: testenv.FreeAddr(t), Auth: true, NodesDir: filepath.Join(dir, "nodes"),
+		MaxStore: 64 << 20, MaxMemory: 64 << 20, Team: TeamLimits{MaxStore: 30 << 20, MaxMemory: 30 << 20},
+	}
+	if _, err := AddNode(cfg.NodesDir, "ws-0", "t0"); err != nil {
+		t.Fatal(err)
+	}
+	s := startHub(t, cfg)
+	before := s.Teams()
+	// A third share of 30 MiB does not fit in 64: nats-server refuses it.
+	if _, err := AddNode(cfg.NodesDir, "ws-1", "t1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reload(); err == nil {
+		t.Fatal("a reload past the store's size was taken")
+	}
+	if got := s.Teams(); !slices.Equal(got, before) {
+		t.Errorf("teams after a failed reload: %v, want %v", got, before)
+	}
+	if err := os.Remove(filepath.Join(cfg.NodesDir, "ws-1.json")); err != nil {
+		t.Fatal(err)
+	}
+	// A hand-written registration of another team with ws-0's key.
+	nodes, err := LoadNodes(cfg.NodesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dup := filepath.Join(cfg.NodesDir, "ws-q.json")
+	b, _ := json.Marshal(Node{Name: "ws-q", Team: "t2", Nkey: nodes[0].Nkey})
+	if err := os.WriteFile(dup, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Reload()
+	if err == nil || !strings.Contains(err.Error(), "ws-0.json and "+dup+" hold the same key") {
+		t.Errorf("reload with a key registered twice: %v", err)
+	}
+	if got := s.Teams(); !slices.Equal(got, before) {
+		t.Errorf("teams after a reload with a key registered twice: %v, want %v", got, before)
 	}
 }

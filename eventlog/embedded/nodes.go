@@ -179,7 +179,13 @@ func readNodes(dir string) ([]nodeFile, error) {
 		return nil, fmt.Errorf("nodes dir: %w", err)
 	}
 	var nodes []nodeFile
-	seen := map[string]bool{}
+	seen := map[string]string{}  // name → its file
+	byKey := map[string]string{} // nkey → the file that registers it
+	// Each message names the file and the fix: the hub stops at start or
+	// reload on any of them (a registration it cannot read is not left
+	// out in silence), and a key two files hold made nats-server refuse
+	// the generated configuration after part of the reload was applied.
+	fix := "fix it or move it out of the folder, then reload the hub (pisyncd hub reload)"
 	for _, e := range entries {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
 			continue
@@ -191,15 +197,18 @@ func readNodes(dir string) ([]nodeFile, error) {
 		}
 		var n Node
 		if err := json.Unmarshal(b, &n); err != nil {
-			return nil, fmt.Errorf("node file %s: %w", e.Name(), err)
+			return nil, fmt.Errorf("node file %s is no registration (%w): %s", path, err, fix)
 		}
 		if !eventlog.ValidNodeID(n.Name) || !teamPattern().MatchString(n.Team) || !nkeys.IsValidPublicUserKey(n.Nkey) {
-			return nil, fmt.Errorf("node file %s: invalid name, team or nkey", e.Name())
+			return nil, fmt.Errorf("node file %s: invalid name, team or nkey (pisyncd hub add-node writes them): %s", path, fix)
 		}
-		if seen[n.Name] {
-			return nil, fmt.Errorf("node %s registered twice", n.Name)
+		if other, ok := seen[n.Name]; ok {
+			return nil, fmt.Errorf("node %s is registered twice, by %s and %s: remove one, then reload the hub (pisyncd hub reload)", n.Name, other, path)
 		}
-		seen[n.Name] = true
+		if other, ok := byKey[n.Nkey]; ok {
+			return nil, fmt.Errorf("node files %s and %s hold the same key: one key is one node; remove one, or give it a key of its own (pisyncd hub add-node NAME --replace), then reload the hub (pisyncd hub reload)", other, path)
+		}
+		seen[n.Name], byKey[n.Nkey] = path, path
 		nodes = append(nodes, nodeFile{n, path})
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
