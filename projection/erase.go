@@ -2,6 +2,7 @@ package projection
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -101,7 +102,17 @@ func (w *Worker) erase(ctx context.Context, f *follower, ev *eventlog.Event) err
 // history included: a stream purge of its keys' subjects (a KV purge
 // would leave a marker per key).
 func (w *Worker) purgeSession(ctx context.Context, sid string) error {
-	s, err := w.js.Stream(ctx, "KV_"+Bucket)
+	return PurgeSession(ctx, w.js, sid)
+}
+
+// PurgeSession is purgeSession for an erase while no worker runs (the
+// daemon stopped): the session leaves ls and the views at once, rather
+// than at the next start. Nothing when the bucket was never made.
+func PurgeSession(ctx context.Context, js jetstream.JetStream, sid string) error {
+	s, err := js.Stream(ctx, "KV_"+Bucket)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("projection: erase %s: %w", sid, err)
 	}

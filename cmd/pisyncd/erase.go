@@ -23,8 +23,10 @@ import (
 
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/projection"
 	"github.com/pisyncd/pisyncd/keyring"
 	"github.com/pisyncd/pisyncd/replicate"
+	"github.com/pisyncd/pisyncd/search"
 	"github.com/pisyncd/pisyncd/seal"
 )
 
@@ -48,8 +50,9 @@ type eraseResult struct {
 	// EventSeq is the erase event's PI_LOCAL sequence: the forwarder takes
 	// it to the hub, and every machine of the team erases its copy.
 	EventSeq uint64 `json:"eraseEventSeq"`
-	// ViewsDropped: the projection has dropped the session (always false
-	// without a running daemon: it does so when it starts).
+	// ViewsDropped: the projection has dropped the session (without a
+	// running daemon, the erase drops its views and search entries
+	// itself).
 	ViewsDropped bool `json:"viewsDropped"`
 	Offline      bool `json:"offline,omitempty"`
 	// Hub: the daemon that erased replicates through a hub, so the event
@@ -209,6 +212,18 @@ func (d *Daemon) eraseSessionFrom(ctx context.Context, sid, resumed string) (*er
 	res.Hub = len(d.cfg.HubURLs) > 0
 	d.logger.Info("session erased here", "session", sid, "files", len(live), "copies", len(copies),
 		"lines_local", res.Messages.Local, "lines_all", res.Messages.All, "event_seq", res.EventSeq)
+	if d.proj == nil {
+		// No daemon runs: its views and its search index would hold the
+		// session's text until it starts, which may be never (a machine
+		// retired, the daemon uninstalled).
+		if err := projection.PurgeSession(ctx, js, sid); err != nil {
+			return nil, fmt.Errorf("erase %s: %w", sid, err)
+		}
+		if err := eraseFromIndex(ctx, filepath.Join(d.cfg.StateDir, "search"), sid); err != nil {
+			return nil, fmt.Errorf("erase %s: %w", sid, err)
+		}
+		res.ViewsDropped = true
+	}
 	if d.proj != nil && resumed == "" {
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		res.ViewsDropped = d.proj.WaitHandled(wctx, eventlog.LocalStream, res.EventSeq) == nil
@@ -216,6 +231,20 @@ func (d *Daemon) eraseSessionFrom(ctx context.Context, sid, resumed string) (*er
 		cancel()
 	}
 	return res, nil
+}
+
+// eraseFromIndex erases sid from the search index in dir, if there is one,
+// as the daemon's search worker does for an erase event.
+func eraseFromIndex(ctx context.Context, dir, sid string) error {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	ix, err := search.Open(dir)
+	if err != nil {
+		return err
+	}
+	_, err = ix.EraseSession(ctx, sid)
+	return errors.Join(err, ix.Close())
 }
 
 // forksOf lists the sessions in the catalog whose parent is sid's file
@@ -405,7 +434,7 @@ func eraseCommand(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "  session %s was forked from it, and pi copied its lines there: erase it too if it holds what must go (pisyncd erase %s)\n", f, f)
 	}
 	if res.Offline {
-		fmt.Fprintln(stdout, "the daemon is not running: its views drop the session, and the erase event leaves for the hub, when it starts")
+		fmt.Fprintln(stdout, "the daemon is not running: its views and its search index dropped the session now; the erase event leaves for the hub when it starts")
 	}
 	switch {
 	case res.CopyOnly:

@@ -374,7 +374,7 @@ func TestEraseSaysHubOfTheDaemon(t *testing.T) {
 // the erase event reaches the other machine, which erases its copy.
 func TestEraseWithoutDaemon(t *testing.T) {
 	hub := startTestHub(t)
-	a := newStation(t, "ws-a", hub.url(), "")
+	a := newStationWith(t, "ws-a", hub.url(), "", func(c *config.Config) { c.Search = "on" })
 	b := newStation(t, "ws-b", hub.url(), "")
 	sid := "0199ffff-0000-7000-8000-000000000011"
 	rel := sessionRel("/work/offline", sid)
@@ -384,6 +384,10 @@ func TestEraseWithoutDaemon(t *testing.T) {
 	waitUntil(t, 30*time.Second, func() (bool, string) {
 		n := allCount(t, a, ownSubject)
 		return n == 2, fmt.Sprintf("A's PI_ALL holds %d of its own lines", n)
+	})
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		left, err := a.d.searchW.Unindexed(context.Background())
+		return err == nil && left == 0 && len(grepTree(filepath.Join(a.cfg.StateDir, "search"), leaked)) > 0, fmt.Sprintf("A's search index: %d unindexed (%v)", left, err)
 	})
 	a.stop()
 
@@ -399,6 +403,15 @@ func TestEraseWithoutDaemon(t *testing.T) {
 	}
 	if err := eraseCommand([]string{sid}, &out); !errors.Is(err, errNothingToErase) || !strings.Contains(err.Error(), "erased here already") {
 		t.Fatalf("a second erase: %v, want %v, saying it was erased already", err, errNothingToErase)
+	}
+	// Gone from the state dir now, not at the next start (before, the
+	// search index and the views held it until then, which may be never).
+	if hits := grepTree(a.cfg.StateDir, leaked); len(hits) > 0 {
+		t.Errorf("with the daemon stopped, the erased secret is still in %v", hits)
+	}
+	out.Reset()
+	if err := lsCommand(nil, &out); err != nil || strings.Contains(out.String(), sid) {
+		t.Errorf("ls after an erase without a daemon: %v\n%s", err, out.String())
 	}
 
 	a.start()
