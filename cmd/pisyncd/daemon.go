@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -613,7 +614,11 @@ func runCommand(args []string, stderr io.Writer) error {
 		logger.Warn(w)
 	}
 	setMemoryLimit(int64(cfg.MemoryBudget), logger)
-	ctx, stop := signalContext(stderr)
+	// SIGHUP too (the terminal it runs in closed): its default ended the
+	// daemon at once, its lock and control socket left behind, no
+	// "stopped". A hub reloads on SIGHUP; a workstation has nothing to
+	// reload (its settings are read at start), so it stops as on SIGTERM.
+	ctx, stop := signalContext(stderr, syscall.SIGHUP)
 	defer stop()
 	d, err := openDaemonWaiting(ctx, cfg, logger)
 	if err != nil || d == nil {

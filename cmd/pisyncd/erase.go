@@ -23,11 +23,11 @@ import (
 
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
-	"github.com/pisyncd/pisyncd/projection"
 	"github.com/pisyncd/pisyncd/keyring"
+	"github.com/pisyncd/pisyncd/projection"
 	"github.com/pisyncd/pisyncd/replicate"
-	"github.com/pisyncd/pisyncd/search"
 	"github.com/pisyncd/pisyncd/seal"
+	"github.com/pisyncd/pisyncd/search"
 )
 
 // eraseResult is what `pisyncd erase` reports.

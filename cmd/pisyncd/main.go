@@ -132,12 +132,12 @@ func outliveLogReader() (restore func()) {
 	return func() { signal.Reset(syscall.SIGPIPE) }
 }
 
-// signalContext is cancelled by the first SIGINT or SIGTERM; a second one
-// exits at once.
-func signalContext(stderr io.Writer) (context.Context, func()) {
+// signalContext is cancelled by the first SIGINT or SIGTERM (or signal of
+// more); a second one exits at once.
+func signalContext(stderr io.Writer, more ...os.Signal) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(ch, append([]os.Signal{syscall.SIGINT, syscall.SIGTERM}, more...)...)
 	done := make(chan struct{})
 	go func() {
 		select {
