@@ -28,8 +28,12 @@ Type=simple
 ExecStart={{unitWord .Exe}} run
 Restart=on-failure
 RestartSec=2
-# SIGTERM stops it gracefully within PISYNC_SHUTDOWN_TIMEOUT (10s).
+# SIGTERM stops it gracefully within PISYNC_SHUTDOWN_TIMEOUT (10s by
+# default). Keep this above it: a PISYNC_SHUTDOWN_TIMEOUT set past it in
+# the settings file below gets the daemon killed mid-stop.
 TimeoutStopSec=20
+# A setting it refuses exits 1 too: systemd stops trying after five starts
+# in 10 s (StartLimitBurst), and journalctl --user -u pisyncd says why.
 # Settings: PISYNC_* variables, e.g. PISYNC_HUB_URLS, in this file.
 EnvironmentFile=-%h/.config/pisyncd/env
 # No PrivateTmp: in a user unit it needs user namespaces, which many
