@@ -67,6 +67,9 @@ type subscriber struct {
 }
 
 // subscribers fans applied events out to Tail readers.
+// ErrStopped ends a tail whose worker stopped: the daemon is stopping.
+var ErrStopped = errors.New("pisyncd stopped")
+
 type subscribers struct {
 	mu   sync.Mutex
 	set  map[*subscriber]struct{}
@@ -78,7 +81,7 @@ func (ss *subscribers) add(o TailOptions) *subscriber {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.done {
-		s.err = errors.New("projection: worker stopped")
+		s.err = ErrStopped
 		close(s.gone)
 		return s
 	}
@@ -122,7 +125,7 @@ func (ss *subscribers) closeAll() {
 	defer ss.mu.Unlock()
 	ss.done = true
 	for s := range ss.set {
-		s.err = errors.New("projection: worker stopped")
+		s.err = ErrStopped
 		delete(ss.set, s)
 		close(s.gone)
 	}

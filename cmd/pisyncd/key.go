@@ -114,7 +114,7 @@ func keyCommand(args []string, stdout io.Writer) error {
 		// A session id as pi writes it and pisyncd carries it: an empty
 		// or over-long one names no session, and its token matched none.
 		if sid := fs.Arg(0); sid == "" {
-			return errors.New("key token: the session id is empty: pisyncd ls lists the sessions")
+			return &usageError{Msg: "key token: the session id is empty (pisyncd ls lists the sessions)", Usage: keyUsage}
 		} else if err := eventlog.CheckSID(sid); err != nil {
 			return fmt.Errorf("key token: %w: no session has this id", err)
 		}

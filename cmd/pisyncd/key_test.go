@@ -65,7 +65,7 @@ func TestKeyCommand(t *testing.T) {
 		t.Fatalf("token %q", got)
 	}
 	// No token for what can be no session's id (before: one for any).
-	if out := run(1, "token", ""); !strings.Contains(out, "the session id is empty") {
+	if out := run(2, "token", ""); !strings.Contains(out, "the session id is empty") {
 		t.Errorf("token of an empty id: %s", out)
 	}
 	if out := run(1, "token", strings.Repeat("s", 300)); !strings.Contains(out, "no session has this id") {

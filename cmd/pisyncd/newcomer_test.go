@@ -67,6 +67,8 @@ func TestHelpAndBadFlags(t *testing.T) {
 		{[]string{"events"}, "events: missing argument\nusage: pisyncd events SESSION-ID [--json]"},
 		{[]string{"events", "a", "b"}, `events: too many arguments: ["b"]`},
 		{[]string{"tail", "extra"}, `tail takes no arguments, got ["extra"]`},
+		{[]string{"tail", "--session", ""}, "tail: the session id is empty"}, // before: followed every session
+		{[]string{"key", "token", ""}, "key token: the session id is empty"},
 		{[]string{"service", "--frobnicate"}, "service: flag provided but not defined: --frobnicate"},
 		{[]string{"hub", "certs", "/tmp/x"}, "certs: --hosts is required"},
 		{[]string{"bogus"}, `unknown command "bogus"`},

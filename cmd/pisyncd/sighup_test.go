@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,5 +32,48 @@ func TestSIGHUPStopsTheDaemon(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(state, config.ControlSocket)); err == nil {
 		t.Error("the control socket is left after SIGHUP")
+	}
+}
+
+// TestTailEndsWithTheDaemon: a tail following the daemon ends with exit 0
+// when the daemon stops, saying so if the daemon did. Before, it failed
+// with "tail: projection: worker stopped".
+func TestTailEndsWithTheDaemon(t *testing.T) {
+	home := t.TempDir()
+	sessions := filepath.Join(home, "sessions")
+	env := []string{"PISYNC_SESSIONS_DIR=" + sessions, "PISYNC_STATE_DIR=" + filepath.Join(home, "state"), "PISYNC_LOG_LEVEL=warn", "GOMEMLIMIT="}
+	p := startDaemonProc(t, env)
+	waitUntil(t, 20*time.Second, func() (bool, string) {
+		var out bytes.Buffer
+		return runCmd(t, env, &out, "status") == 0, out.String()
+	})
+	var out bytes.Buffer
+	tail := startDaemonProcArgs(t, env, &out, "tail")
+	tailOut := tail.cmd.Stdout.(*lockedWriter).String
+	path := filepath.Join(sessions, "--p--", "2026-11-30T00-00-00-000Z_sid-t.jsonl")
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	appendLine(t, path, hdrLine("sid-t", "/p"))
+	// A line at each look, until tail shows one: it follows from when it
+	// is connected, which this test cannot see otherwise.
+	n, parent := 0, ""
+	waitUntil(t, 20*time.Second, func() (bool, string) {
+		if strings.Contains(tailOut(), "followed") {
+			return true, ""
+		}
+		n++
+		id := fmt.Sprintf("t%07d", n)
+		appendLine(t, path, msgLine(id, parent, "followed"))
+		parent = id
+		return false, tailOut()
+	})
+	p.kill(t, syscall.SIGTERM)
+	select {
+	case <-tail.done:
+	case <-time.After(30 * time.Second):
+		tail.cmd.Process.Kill()
+		t.Fatal("tail did not end with the daemon")
+	}
+	if code, got := tail.cmd.ProcessState.ExitCode(), tailOut(); code != 0 || strings.Contains(got, "worker stopped") {
+		t.Errorf("tail after the daemon stopped: exit %d\n%s", code, got)
 	}
 }

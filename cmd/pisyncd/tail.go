@@ -24,6 +24,8 @@ import (
 // wait in silence.
 var tailTypes = append(slices.Clone(session.EntryTypes), "tombstone", eventlog.OpRestore, eventlog.EraseType)
 
+const tailUsage = "pisyncd tail [--session ID] [--type T] [--json] [--from-start]"
+
 // tailCommand follows new entries as the daemon's projection applies
 // them, one line each, until interrupted. It needs the running daemon.
 func tailCommand(args []string, stdout, stderr io.Writer) error {
@@ -32,8 +34,14 @@ func tailCommand(args []string, stdout, stderr io.Writer) error {
 	typ := fs.String("type", "", "only entries of this type (message, compaction, tombstone, ...)")
 	asJSON := fs.Bool("json", false, "one JSON object a line")
 	fromStart := fs.Bool("from-start", false, "first everything already stored")
-	if err := parseArgs(fs, args, "pisyncd tail [--session ID] [--type T] [--json] [--from-start]", 0); err != nil {
+	if err := parseArgs(fs, args, tailUsage, 0); err != nil {
 		return err
+	}
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "session" })
+	if set && *sid == "" {
+		// Before, an empty id followed every session, for ever.
+		return &usageError{Msg: "tail: the session id is empty (pisyncd ls lists the sessions; without --session, tail follows them all)", Usage: tailUsage}
 	}
 	cfg, err := config.Load()
 	if err != nil {
@@ -69,6 +77,11 @@ func tailCommand(args []string, stdout, stderr io.Writer) error {
 				return nil // interrupted, or the daemon stopped
 			}
 			return fmt.Errorf("tail: %w", err)
+		}
+		if e.Error == projection.ErrStopped.Error() {
+			// The daemon stopped, as when its stream just ends.
+			fmt.Fprintln(stderr, "pisyncd tail: the daemon stopped; start it again (pisyncd run, or its service) and tail again")
+			return nil
 		}
 		if e.Error != "" {
 			return fmt.Errorf("tail: %s", e.Error)
