@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -15,6 +16,12 @@ var units = []struct {
 	mult   int64
 }{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"TB", 1 << 40}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"T", 1 << 40}, {"B", 1}}
 
+// maxSize is the largest ByteSize: sums of a few sizes stay within int64.
+const maxSize = 1 << 62
+
+// errSizeTooLarge: a size past maxSize, well formed.
+var errSizeTooLarge = fmt.Errorf("too large: at most %s", ByteSize(maxSize))
+
 // Decode implements envconfig.Decoder.
 func (b *ByteSize) Decode(s string) error {
 	s = strings.TrimSpace(s)
@@ -26,7 +33,10 @@ func (b *ByteSize) Decode(s string) error {
 		}
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mult {
+	if errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(s, "-") || err == nil && n > maxSize/mult {
+		return errSizeTooLarge
+	}
+	if err != nil || n < 0 {
 		return fmt.Errorf("invalid size %q (want e.g. 512KiB, 64MiB, 2GiB)", s)
 	}
 	*b = ByteSize(n * mult)

@@ -370,6 +370,10 @@ func TestSettingMistakes(t *testing.T) {
 	for _, c := range []struct{ key, val, want string }{
 		{"PISYNC_RESCAN_INTERVAL", "10", `PISYNC_RESCAN_INTERVAL "10": want a duration with its unit, such as 500ms, 10s or 2m`},
 		{"PISYNC_MAX_STORE", "-5", `PISYNC_MAX_STORE "-5": want a size such as 512KiB, 64MiB or 2GiB`},
+		// Well formed, too large (before: "want a size such as ...").
+		{"PISYNC_MAX_STORE", "9000000TiB", `PISYNC_MAX_STORE "9000000TiB": too large: at most 4194304TiB`},
+		{"PISYNC_MEMORY_BUDGET", "9223372036854775807", `PISYNC_MEMORY_BUDGET "9223372036854775807": too large: at most 4194304TiB`},
+		{"PISYNC_MAX_STORE", "99999999999999999999", `PISYNC_MAX_STORE "99999999999999999999": too large: at most 4194304TiB`},
 		{"PISYNC_HUB_INSECURE", "maybe", `PISYNC_HUB_INSECURE "maybe": want true or false`},
 		{"PISYNC_WORKERS", "8x", `PISYNC_WORKERS "8x": want a whole number`},
 	} {

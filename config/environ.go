@@ -22,6 +22,10 @@ func process(prefix string, spec any) error {
 		}
 		return nil
 	}
+	if errors.Is(pe.Err, errSizeTooLarge) {
+		// Well formed: "want a size such as 64MiB" read as a typo.
+		return fmt.Errorf("%s %q: %w", pe.KeyName, pe.Value, errSizeTooLarge)
+	}
 	want := pe.TypeName
 	switch pe.TypeName {
 	case "time.Duration":
