@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -113,11 +114,31 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		help.Print(stdout)
 		return 0
 	}
-	fmt.Fprintln(stderr, "pisyncd:", err)
+	if prefix, ok := daemonLogPrefix(cmd, args); ok && os.Getenv(prefix+"_LOG_FORMAT") == "json" {
+		// A daemon whose log is JSON ends with a JSON record: a log
+		// pipeline that parses each line saw its INFO lines and then a
+		// plain "pisyncd: ..." line it could not read.
+		slog.New(slog.NewJSONHandler(stderr, nil)).Error("pisyncd failed", "err", err.Error())
+	} else {
+		fmt.Fprintln(stderr, "pisyncd:", err)
+	}
 	if errors.Is(err, errUsage) {
 		return 2
 	}
 	return 1
+}
+
+// daemonLogPrefix is the settings prefix of the daemon cmd args runs (a
+// workstation's or a hub node's), whose log is in PREFIX_LOG_FORMAT; ok is
+// false for the other commands, whose errors are for a person.
+func daemonLogPrefix(cmd string, args []string) (prefix string, ok bool) {
+	switch {
+	case cmd == "run":
+		return config.Prefix, true
+	case cmd == "hub" && len(args) == 0:
+		return config.HubPrefix, true
+	}
+	return "", false
 }
 
 // outliveLogReader keeps a long-running process (the daemon, a hub node)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -166,6 +167,33 @@ func TestSeedFileIsNoSeed(t *testing.T) {
 		testenv.Within(t, 60*time.Second, c.name, func() { code, _, stderr = mainIn(t, "run") })
 		if code != 1 || !strings.Contains(stderr, "PISYNC_HUB_NKEY "+p+" "+c.want) || !strings.Contains(stderr, "pisyncd hub add-node") {
 			t.Errorf("%s: exit %d, stderr %q", c.name, code, stderr)
+		}
+	}
+}
+
+// TestFailureIsJSONWhenTheLogIs: a daemon whose log is JSON
+// (PISYNC_LOG_FORMAT=json) ends a failed start with a JSON record, level
+// ERROR, that says why. Before, a plain "pisyncd: ..." line followed its
+// JSON lines, which a log pipeline parsing each line could not read.
+func TestFailureIsJSONWhenTheLogIs(t *testing.T) {
+	home := t.TempDir()
+	seed := filepath.Join(home, "seed")
+	if err := os.WriteFile(seed, []byte("garbage\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	setEnv(t, filepath.Join(home, "sessions"), filepath.Join(home, "state"))
+	t.Setenv("PISYNC_HUB_URLS", "nats://127.0.0.1:1")
+	t.Setenv("PISYNC_HUB_NKEY", seed)
+	t.Setenv("PISYNC_LOG_FORMAT", "json")
+	code, _, stderr := mainIn(t, "run")
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	var last struct{ Level, Msg, Err string }
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); code != 1 || err != nil || last.Level != "ERROR" || last.Msg != "pisyncd failed" || !strings.Contains(last.Err, "PISYNC_HUB_NKEY") {
+		t.Errorf("exit %d, last line %q (%v)", code, lines[len(lines)-1], err)
+	}
+	for _, l := range lines {
+		if !json.Valid([]byte(l)) {
+			t.Errorf("a line that is no JSON: %q", l)
 		}
 	}
 }
