@@ -261,6 +261,8 @@ func TestModelName(t *testing.T) {
 		`{"modelId":"gpt-5"}`: "gpt-5",
 		`"gpt-5"`:             "gpt-5",
 		`null`:                "",
+		`{}`:                  "", // printed "model {}"
+		`{"provider":"x"}`:    "x",
 	} {
 		if got := cli.ModelName(json.RawMessage(raw)); got != want {
 			t.Errorf("modelName(%s) = %q, want %q", raw, got, want)

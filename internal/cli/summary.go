@@ -115,8 +115,13 @@ func ModelName(raw json.RawMessage) string {
 		Provider string `json:"provider"`
 		ModelID  string `json:"modelId"`
 	}
-	if json.Unmarshal(raw, &m) == nil && m.ModelID != "" {
-		if m.Provider == "" {
+	if json.Unmarshal(raw, &m) == nil {
+		// An object: {} (a message without a provider or model, which
+		// printed "model {}") is no model, shown as "-".
+		switch {
+		case m.ModelID == "":
+			return m.Provider
+		case m.Provider == "":
 			return m.ModelID
 		}
 		return m.Provider + "/" + m.ModelID
