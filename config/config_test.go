@@ -389,6 +389,20 @@ func TestSettingMistakes(t *testing.T) {
 		t.Errorf("the hub's: %v", err)
 	}
 	os.Unsetenv("PISYNC_HUB_REPLICAS") // t.Setenv puts it back
+	// A hub store that can hold nothing, or 0 (before: nats-server's
+	// 10 GiB, not the documented 64 GiB), is refused, as a workstation's.
+	for _, c := range []struct{ key, val, want string }{
+		{"PISYNC_HUB_MAX_STORE", "0", "PISYNC_HUB_MAX_STORE 0B: want at least 64MiB (the default is 64GiB)"},
+		{"PISYNC_HUB_MAX_MEMORY", "1KiB", "PISYNC_HUB_MAX_MEMORY 1KiB: want at least 16MiB"},
+		{"PISYNC_HUB_TEAM_MAX_STORE", "1KiB", "PISYNC_HUB_TEAM_MAX_STORE 1KiB, _MEMORY 0B: want at least 16MiB and 1MiB a team"},
+		{"PISYNC_HUB_TEAM_MAX_STREAMS", "0", "PISYNC_HUB_TEAM_MAX_STREAMS 0: want at least 2 (a team's PI_HUB and PI_KEYS)"},
+	} {
+		t.Setenv(c.key, c.val)
+		if _, err := LoadHub(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s=%s: %v, want %q", c.key, c.val, err, c.want)
+		}
+		os.Unsetenv(c.key)
+	}
 	// The hub's log settings are checked and named as the hub's (before: a
 	// bad format was taken as text, a bad level named PISYNC_LOG_LEVEL).
 	t.Setenv("PISYNC_HUB_LOG_LEVEL", "loud")

@@ -85,8 +85,22 @@ func LoadHub() (*Hub, error) {
 	if h.LeafListen == "" {
 		errs = append(errs, fmt.Errorf("%s_LEAF_LISTEN is required", HubPrefix))
 	}
-	if h.TeamMaxStreams < 2 || h.TeamMaxConsumers < 0 {
-		errs = append(errs, fmt.Errorf("%s_TEAM_MAX_STREAMS %d, %s_TEAM_MAX_CONSUMERS %d: want at least 2 (PI_HUB and PI_KEYS) and 0 (the default) or more", HubPrefix, h.TeamMaxStreams, HubPrefix, h.TeamMaxConsumers))
+	if h.TeamMaxStreams < 2 {
+		errs = append(errs, fmt.Errorf("%s_TEAM_MAX_STREAMS %d: want at least 2 (a team's PI_HUB and PI_KEYS)", HubPrefix, h.TeamMaxStreams))
+	}
+	if h.TeamMaxConsumers < 0 {
+		errs = append(errs, fmt.Errorf("%s_TEAM_MAX_CONSUMERS %d: want 0 (no limit, the default) or more", HubPrefix, h.TeamMaxConsumers))
+	}
+	// As on a workstation: a store that can hold nothing refused every
+	// line, and 0 read as nats-server's 10 GiB, not the 64 GiB default.
+	if h.MaxStore < 64<<20 {
+		errs = append(errs, fmt.Errorf("%s_MAX_STORE %v: want at least 64MiB (the default is 64GiB)", HubPrefix, h.MaxStore))
+	}
+	if h.MaxMemory < 16<<20 {
+		errs = append(errs, fmt.Errorf("%s_MAX_MEMORY %v: want at least 16MiB (the default is 64MiB)", HubPrefix, h.MaxMemory))
+	}
+	if h.TeamMaxStore != 0 && h.TeamMaxStore < 16<<20 || h.TeamMaxMemory != 0 && h.TeamMaxMemory < 1<<20 {
+		errs = append(errs, fmt.Errorf("%s_TEAM_MAX_STORE %v, _MEMORY %v: want at least 16MiB and 1MiB a team, or unset (a share each of MAX_STORE and MAX_MEMORY)", HubPrefix, h.TeamMaxStore, h.TeamMaxMemory))
 	}
 	if h.Replicas != 1 && h.Replicas != 3 {
 		errs = append(errs, fmt.Errorf("%s_REPLICAS %d: want 1 or 3", HubPrefix, h.Replicas))
