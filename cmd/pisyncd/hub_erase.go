@@ -22,6 +22,7 @@ import (
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
 	"github.com/pisyncd/pisyncd/internal/fsutil"
+	"github.com/pisyncd/pisyncd/internal/redact"
 )
 
 // A running hub node answers `pisyncd hub erase`, `usage`, `upgrade` and
@@ -151,6 +152,9 @@ func hubEraseCommand(args []string, stdout io.Writer) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	admin := addAdminFlags(fs, "erase")
 	if err := parseArgs(fs, reorder(args, append([]string{"node", "team"}, adminValued...)...), hubEraseUsage, -1); err != nil {
+		return err
+	}
+	if err := admin.check(hubEraseUsage); err != nil {
 		return err
 	}
 	switch {
@@ -407,7 +411,35 @@ func (a adminFlags) connect(name string) (*nats.Conn, error) {
 	if *a.ca != "" {
 		opts = append(opts, nats.RootCAs(*a.ca))
 	}
-	return nats.Connect(*a.server, opts...)
+	nc, err := nats.Connect(*a.server, opts...)
+	if err != nil {
+		// nats.go's words alone ("nats: Authorization Violation")
+		// named neither the hub nor what to change.
+		return nil, fmt.Errorf("%s: %w%s", redact.URL(*a.server), err, connectHint(err))
+	}
+	return nc, nil
+}
+
+// check refuses --server without credentials before anything is dialled:
+// a hub takes an administration user only.
+func (a adminFlags) check(usage string) error {
+	if *a.server != "" && *a.user == "" && *a.creds == "" {
+		return &usageError{Msg: "--server needs an administration user: --user U with --password-file F, or --creds FILE (docs/HUB.md)", Usage: usage}
+	}
+	return nil
+}
+
+// connectHint is what to check after a failed connection to a hub.
+func connectHint(err error) string {
+	switch msg := err.Error(); {
+	case strings.Contains(msg, "Authorization Violation"):
+		return ": the hub refuses this user and password (or credentials): check --user and --password-file, or --creds, against the team's administration users (docs/HUB.md)"
+	case strings.Contains(msg, "certificate signed by unknown authority"):
+		return ": pass the CA that signed the hub's certificate with --ca FILE (the hub's ca.pem)"
+	case strings.Contains(msg, "no servers available"):
+		return ": nothing answers there: check the URL, and that the hub's client listener (PISYNC_HUB_CLIENT_LISTEN) is on and reachable from here"
+	}
+	return ""
 }
 
 // eraseProgressSent is how often a node's erase sends its count so far to

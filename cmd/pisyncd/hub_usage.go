@@ -93,6 +93,9 @@ func hubUsageCommand(args []string, stdout io.Writer) error {
 	if err := parseArgs(fs, reorder(args, append([]string{"team"}, adminValued...)...), hubUsageUsage, 0); err != nil {
 		return err
 	}
+	if err := admin.check(hubUsageUsage); err != nil {
+		return err
+	}
 	ctx, stop := signalContext(io.Discard)
 	defer stop()
 	var out []hubUsageResult

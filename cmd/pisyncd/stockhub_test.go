@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,8 +88,16 @@ func TestStockNatsServerHub(t *testing.T) {
 		t.Fatalf("hub usage --password-file: %v %s", err, out.Bytes())
 	}
 	os.WriteFile(pw, []byte("wrong\n"), 0o600)
-	if err := hubUsageCommand([]string{"--server", "tls://localhost:" + port, "--ca", ca, "--user", "admin", "--password-file", pw, "--json"}, &out); err == nil {
-		t.Error("hub usage with a wrong password in --password-file: no error")
+	if err := hubUsageCommand([]string{"--server", "tls://localhost:" + port, "--ca", ca, "--user", "admin", "--password-file", pw, "--json"}, &out); err == nil ||
+		!strings.Contains(err.Error(), "tls://localhost:"+port+": nats: Authorization Violation: the hub refuses this user and password") {
+		t.Errorf("hub usage with a wrong password in --password-file: %v", err)
+	}
+	// Each mistake named with its fix (before: nats.go's words alone).
+	if err := hubUsageCommand([]string{"--server", "tls://localhost:" + port, "--ca", ca}, &out); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--server needs an administration user") {
+		t.Errorf("hub usage --server without a user: %v", err)
+	}
+	if err := hubUsageCommand([]string{"--server", "tls://localhost:" + port, "--user", "admin", "--password-file", pw}, &out); err == nil || !strings.Contains(err.Error(), "pass the CA that signed the hub's certificate with --ca FILE") {
+		t.Errorf("hub usage --server without --ca: %v", err)
 	}
 }
 
