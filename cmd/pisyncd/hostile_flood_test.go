@@ -107,6 +107,11 @@ func TestHostileFillTeamShare(t *testing.T) {
 		t.Errorf("hub usage: %v\n%s", err, usage.String())
 	}
 	t.Logf("hub usage:\n%s", usage.String())
+	// A team the hub has not: the hub's message, with its teams (before:
+	// "hub: 404 Not Found: usage: no team ...", and no teams).
+	if err := hubUsageCommand([]string{"--team", "nope"}, &usage); err == nil || err.Error() != `hub: usage: no team "nope" on this hub; its teams: pisyncd, t1 (pisyncd hub nodes lists each node's)` {
+		t.Errorf("hub usage --team nope: %v", err)
+	}
 
 	// The operator removes eve from the hub, which reloads it (her
 	// connection can publish nothing more), and then erases her lines.

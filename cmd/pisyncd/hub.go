@@ -464,6 +464,12 @@ func namedTeams(srv *embedded.Server, only string) []string {
 	return slices.DeleteFunc(all, func(t string) bool { return t != only })
 }
 
+// noTeam is the answer to a --team the hub has no account for: the teams
+// it has, to choose from.
+func noTeam(srv *embedded.Server, cmd, team string) string {
+	return fmt.Sprintf("%s: no team %q on this hub; its teams: %s (pisyncd hub nodes lists each node's)", cmd, team, strings.Join(teams(srv), ", "))
+}
+
 func ensureTeams(ctx context.Context, srv *embedded.Server, cfg *config.Hub, logger *slog.Logger) error {
 	for _, team := range teams(srv) {
 		err := withTeam(srv, team, func(nc *nats.Conn) error { return ensureHubStream(ctx, nc, cfg.Replicas, logger) })

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -84,7 +85,7 @@ func hubControl(h *embedded.Server, cfg *config.Hub, logger *slog.Logger) (stop 
 			out = append(out, res)
 		}
 		if len(out) == 0 {
-			http.Error(w, fmt.Sprintf("erase: no team %q on this hub", team), http.StatusNotFound)
+			http.Error(w, noTeam(h, "erase", team), http.StatusNotFound)
 			return
 		}
 		writeJSON(w, out)
@@ -354,12 +355,14 @@ func doHub(ctx context.Context, cfg *config.Hub, method, path string) (*http.Res
 		if hint := serviceStateDirHint(cfg); hint != "" {
 			return nil, fmt.Errorf("%w (no answer on %s): %s", errNoHubHere, filepath.Join(cfg.StateDir, config.ControlSocket), hint)
 		}
-		return nil, fmt.Errorf("%w (no answer on %s; set PISYNC_HUB_STATE_DIR, or use --server)", errNoHubHere, filepath.Join(cfg.StateDir, config.ControlSocket))
+		return nil, fmt.Errorf("%w (no answer on %s): set PISYNC_HUB_STATE_DIR to the running hub node's state dir (hub usage and hub erase also reach a hub through --server)", errNoHubHere, filepath.Join(cfg.StateDir, config.ControlSocket))
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return nil, fmt.Errorf("hub: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+		// The hub node's message alone: "404 Not Found" in front of it
+		// meant nothing to the operator who typed the command.
+		return nil, fmt.Errorf("hub: %s", cmp.Or(strings.TrimSpace(string(b)), resp.Status))
 	}
 	return resp, nil
 }

@@ -73,7 +73,7 @@ func serveHubUsage(h *embedded.Server) http.HandlerFunc {
 			out = append(out, res)
 		}
 		if len(out) == 0 {
-			http.Error(w, fmt.Sprintf("usage: no team %q on this hub", team), http.StatusNotFound)
+			http.Error(w, noTeam(h, "usage", team), http.StatusNotFound)
 			return
 		}
 		writeJSON(w, out)
