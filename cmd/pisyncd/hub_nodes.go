@@ -6,7 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
+	"path/filepath"
+	"time"
 
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
@@ -44,6 +47,16 @@ func removeNodeCommand(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	ctx, stop := signalContext(io.Discard)
+	defer stop()
+	if *erase {
+		// Refused before anything is removed: the erase needs the hub
+		// node running here. Before, the node was removed and then the
+		// command failed, with no JSON for a script to read.
+		if !hubRunsHere(cfg) {
+			return fmt.Errorf("remove-node --erase needs the hub node running here, and none answers on its control socket (PISYNC_HUB_STATE_DIR %s): nothing was removed. Start it and run this again, or remove the node now (without --erase) and erase its lines later through any hub (pisyncd hub erase --node %s --server URL ...)", cfg.StateDir, fs.Arg(0))
+		}
+	}
 	n, err := embedded.RemoveNode(cfg.NodesDir, fs.Arg(0))
 	if err != nil {
 		return err
@@ -56,8 +69,6 @@ func removeNodeCommand(args []string, stdout io.Writer) error {
 		}
 	}
 	say("removed node %s (team %s) from %s\n", n.Name, n.Team, cfg.NodesDir)
-	ctx, stop := signalContext(io.Discard)
-	defer stop()
 	if out.Reloaded, err = reloadHere(ctx, cfg); err != nil {
 		return fmt.Errorf("node %s removed from %s, but the hub node running here did not reload, so its connections stay open: %w; mend that and run pisyncd hub reload", n.Name, cfg.NodesDir, err)
 	}
@@ -92,6 +103,17 @@ func removeNodeCommand(args []string, stdout io.Writer) error {
 		return writeJSONTo(stdout, out)
 	}
 	return nil
+}
+
+// hubRunsHere reports whether a hub node answers on the control socket of
+// the state dir cfg names.
+func hubRunsHere(cfg *config.Hub) bool {
+	c, err := net.DialTimeout("unix", filepath.Join(cfg.StateDir, config.ControlSocket), 2*time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // reloadHere has the hub node running here read its registered nodes

@@ -110,9 +110,17 @@ func TestHubNodesAndRemoveNodeWithoutHub(t *testing.T) {
 		t.Errorf("hub remove-node bob, no hub running:\n%s", out.String())
 	}
 	out.Reset()
-	err := removeNodeCommand([]string{"eve", "--erase"}, &out)
-	if err == nil || !strings.Contains(err.Error(), "node eve removed") || !strings.Contains(err.Error(), "--erase needs the hub node running here") {
+	// Refused before anything is removed (before: eve was removed, then
+	// the command failed, and --json printed nothing to say so).
+	err := removeNodeCommand([]string{"eve", "--erase", "--json"}, &out)
+	if err == nil || !strings.Contains(err.Error(), "remove-node --erase needs the hub node running here") || !strings.Contains(err.Error(), "nothing was removed") {
 		t.Errorf("hub remove-node eve --erase, no hub running: %v", err)
+	}
+	if regs, _ := embedded.LoadNodes(nodes); len(regs) != 2 {
+		t.Errorf("after a refused remove-node --erase, %d nodes registered, want 2 (ann, eve)", len(regs))
+	}
+	if err := removeNodeCommand([]string{"eve"}, &out); err != nil {
+		t.Fatalf("hub remove-node eve: %v", err)
 	}
 	if err := removeNodeCommand([]string{"zed"}, &out); err == nil || !strings.Contains(err.Error(), nodes) {
 		t.Errorf("hub remove-node of a node not registered: %v", err)
