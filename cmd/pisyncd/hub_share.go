@@ -70,7 +70,9 @@ func (w *shareWatch) check(ctx context.Context, team string, warned map[string]b
 		if node, held, ok := w.largest(ctx, team); ok {
 			attrs = append(attrs, "largest_node", node, "largest_node_holds", byteCount(held))
 		}
-		w.logger.Warn("a team's share of the hub's store is nearly full: once full, every line of its nodes is refused", append(attrs,
+		// Lines are refused before the share is full: one that does not
+		// fit in what is left ("once full" read as nothing refused yet).
+		w.logger.Warn("a team's share of the hub's store is nearly full: a line of its nodes that does not fit in what is left is refused now, and every line once it is full", append(attrs,
 			"hint", "`pisyncd hub usage` shows what each node holds; raise PISYNC_HUB_TEAM_MAX_STORE, or remove a node that filled it: `pisyncd hub remove-node NODE --erase` (docs/HUB.md)")...)
 	case percent < shareRoomPercent && warned[team]:
 		delete(warned, team)

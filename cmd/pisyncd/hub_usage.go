@@ -17,6 +17,7 @@ import (
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/cli"
 )
 
 // hubUsageResult is one team's use of the hub: its share of the store and
@@ -154,7 +155,7 @@ func hubUsageCommand(args []string, stdout io.Writer) error {
 		w := columnWidth(nodes, 20)
 		for _, n := range nodes {
 			u := r.Nodes[n]
-			fmt.Fprintf(stdout, "  %-*s %10s in %d messages, %d sessions\n", w, n, byteCount(u.Bytes), u.Messages, u.Sessions)
+			fmt.Fprintf(stdout, "  %-*s %10s in %s, %s\n", w, n, byteCount(u.Bytes), cli.Plural(int(u.Messages), "message", "messages"), cli.Plural(u.Sessions, "session", "sessions"))
 		}
 	}
 	return errors.Join(errs...)

@@ -53,7 +53,7 @@ func parseHubURL(s string) (*url.URL, error) {
 	switch u.Scheme {
 	case "nats", "tls", "nats-leaf", "ws", "wss":
 	default:
-		return nil, fmt.Errorf("%s: want nats://, tls:// or wss:// host:port of the hub's leaf listener", redact.URL(s))
+		return nil, fmt.Errorf("%s: want tls:// (or nats://, wss://, ws://) host:port of the hub's leaf listener", redact.URL(s))
 	}
 	if u.Host == "" {
 		return nil, fmt.Errorf("%s: no host", redact.URL(s))

@@ -39,7 +39,7 @@ func (s *Summary) Add(m json.RawMessage) {
 // and thinking level, one about the rules, then a line per message.
 func (s *Summary) Print(w io.Writer) error {
 	fmt.Fprintf(w, "leaf %s, %s in the window, %s, model %s, thinking %s\n",
-		OrDash(TerminalSafe(s.Leaf)), plural(s.Entries, "entry", "entries"), plural(len(s.Lines), "message", "messages"), OrDash(TerminalSafe(ModelName(s.Model))), OrDash(TerminalSafe(JSONText(s.Thinking))))
+		OrDash(TerminalSafe(s.Leaf)), Plural(s.Entries, "entry", "entries"), Plural(len(s.Lines), "message", "messages"), OrDash(TerminalSafe(ModelName(s.Model))), OrDash(TerminalSafe(JSONText(s.Thinking))))
 	if note := RulesNote(s.Rules, s.RulesMode); note != "" {
 		fmt.Fprintln(w, note)
 	}
@@ -198,8 +198,8 @@ func OrDash(s string) string {
 	return s
 }
 
-// plural is n with the word for n of a thing: 1 entry, 3 entries.
-func plural(n int, one, many string) string {
+// Plural is n with the word for n of a thing: 1 entry, 3 entries.
+func Plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}
