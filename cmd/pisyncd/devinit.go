@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,6 +39,9 @@ func devInitCommand(args []string, stdout io.Writer) error {
 	hs, ns := splitList(*hosts), splitList(*nodes)
 	if len(hs) == 0 || len(ns) == 0 {
 		return &usageError{Msg: "dev-init: --hosts and --nodes are required", Usage: usage}
+	}
+	if err := checkHosts(hs); err != nil {
+		return err
 	}
 	for _, n := range ns {
 		if !eventlog.ValidNodeID(n) {
@@ -128,6 +132,28 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// checkHosts refuses a name a certificate cannot usefully hold: what is
+// neither an IP nor a DNS name (a space, say: "bad host" went into the
+// certificate as it was, and no workstation could reach the hub by it).
+// A wildcard may lead a name (*.example.com).
+func checkHosts(hosts []string) error {
+	for _, h := range hosts {
+		if net.ParseIP(h) != nil {
+			continue
+		}
+		name := strings.TrimPrefix(h, "*.")
+		ok := len(name) > 0 && len(name) <= 253
+		for _, label := range strings.Split(name, ".") {
+			ok = ok && len(label) > 0 && len(label) <= 63 && label[0] != '-' && label[len(label)-1] != '-' &&
+				strings.Trim(label, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") == ""
+		}
+		if !ok {
+			return fmt.Errorf("%w: --hosts %q: want host names (letters, digits, - and ., a leading *. for a wildcard) or IP addresses, comma-separated", errUsage, h)
+		}
+	}
+	return nil
 }
 
 func allExist(dir string, names ...string) bool {

@@ -647,6 +647,9 @@ func certsCommand(args []string, stdout io.Writer) error {
 		return err
 	}
 	dir, hs := fs.Arg(0), splitList(*hosts)
+	if err := checkHosts(hs); err != nil {
+		return err
+	}
 	switch {
 	case *renew && *force:
 		return &usageError{Msg: "certs: --renew keeps the CA, --force replaces it: one or the other", Usage: certsUsage}

@@ -71,6 +71,8 @@ func TestHelpAndBadFlags(t *testing.T) {
 		{[]string{"key", "token", ""}, "key token: the session id is empty"},
 		{[]string{"service", "--frobnicate"}, "service: flag provided but not defined: --frobnicate"},
 		{[]string{"hub", "certs", "/tmp/x"}, "certs: --hosts is required"},
+		{[]string{"hub", "certs", "/tmp/x", "--hosts", "hub.lan,bad host,*.x"}, `--hosts "bad host": want host names`}, // before: written into the certificate
+		{[]string{"hub", "dev-init", "/tmp/x", "--hosts", "-x", "--nodes", "a"}, `--hosts "-x": want host names`},
 		{[]string{"bogus"}, `unknown command "bogus"`},
 		{[]string{"search", "zebra", "--limit", "0"}, `search: --limit "0": want a number from 1 to 100`},
 		{[]string{"search", "zebra", "--after=x"}, `search: --after "x": want a number from 0 to 1000`},
