@@ -21,8 +21,9 @@ import (
 const deleteSettle = 2 * time.Second
 
 // deletions holds the paths whose deletion waits for a walk to confirm it,
-// each with the walk generation it was seen gone in, and what the walks
-// need to confirm them. Guarded by Tailer.mu, except the atomics.
+// each with the walk generation it was seen gone in (awaiting, guarded by
+// Tailer.mu), and how removals ask discovery for a walk (soon). The
+// Tailer's removedAt, walkGen and confirmedGen are the rest.
 type deletions struct {
 	settle   time.Duration // deleteSettle; tests make it longer
 	awaiting map[string]uint64
