@@ -143,23 +143,14 @@ func (r *Replicator) loadHolds(ctx context.Context) error {
 		return nil
 	}
 	holds := map[string]uint64{}
-	keys, err := r.state.ListKeysFiltered(ctx, holdPrefix+"*")
-	if err != nil {
-		return fmt.Errorf("replicator: read erase holds: %w", err)
-	}
-	for k := range keys.Keys() {
-		e, err := r.state.Get(ctx, k)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue
-		}
-		if err != nil {
-			keys.Stop()
-			return fmt.Errorf("replicator: read erase hold: %w", err)
-		}
+	err := readKeys(ctx, r.state, holdPrefix, func(_ string, v []byte) {
 		var h hold
-		if json.Unmarshal(e.Value(), &h) == nil {
+		if json.Unmarshal(v, &h) == nil {
 			holds[h.SID] = h.AllSeq
 		}
+	})
+	if err != nil {
+		return fmt.Errorf("replicator: read erase holds: %w", err)
 	}
 	r.holds = holds
 	return nil

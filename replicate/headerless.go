@@ -39,25 +39,16 @@ func headerlessKey(sid string) string { return SessionKey(headerlessPrefix, sid)
 // with r.sessions empty.
 func (r *Replicator) loadHeaderless(ctx context.Context) error {
 	r.headerless = map[string]bool{}
-	keys, err := r.state.ListKeysFiltered(ctx, headerlessPrefix+"*")
-	if err != nil {
-		return fmt.Errorf("replicator: read sessions waiting for a header: %w", err)
-	}
 	var sids []string
-	for k := range keys.Keys() {
-		e, err := r.state.Get(ctx, k)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue
-		}
-		if err != nil {
-			keys.Stop()
-			return fmt.Errorf("replicator: read a session waiting for a header: %w", err)
-		}
+	err := readKeys(ctx, r.state, headerlessPrefix, func(k string, v []byte) {
 		var sid string
-		if json.Unmarshal(e.Value(), &sid) == nil && headerlessKey(sid) == k {
+		if json.Unmarshal(v, &sid) == nil && headerlessKey(sid) == k {
 			r.headerless[sid] = true
 			sids = append(sids, sid)
 		}
+	})
+	if err != nil {
+		return fmt.Errorf("replicator: read the sessions waiting for a header: %w", err)
 	}
 	for _, sid := range sids {
 		err := r.all.ScanSessionRange(ctx, sid, 0, r.startPos, true, func(ev *eventlog.Event) error {
@@ -124,5 +115,26 @@ func (r *Replicator) dropHeaderless(ctx context.Context, sid string) error {
 		return fmt.Errorf("replicator: %s: %w", sid, err)
 	}
 	delete(r.headerless, sid)
+	return nil
+}
+
+// readKeys calls fn with each key under prefix in kv and its value: the
+// state bucket's records of one kind.
+func readKeys(ctx context.Context, kv jetstream.KeyValue, prefix string, fn func(key string, value []byte)) error {
+	keys, err := kv.ListKeysFiltered(ctx, prefix+"*")
+	if err != nil {
+		return err
+	}
+	for k := range keys.Keys() {
+		e, err := kv.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // deleted since it was listed
+		}
+		if err != nil {
+			keys.Stop()
+			return err
+		}
+		fn(k, e.Value())
+	}
 	return nil
 }

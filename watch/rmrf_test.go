@@ -95,17 +95,14 @@ func TestSessionsDirRemovedIsNoDeletion(t *testing.T) {
 	}
 }
 
-// TestFileBackBeforeDeletionConfirmed: a session file removed and written
-// again before a walk confirms its deletion (a restore from a backup, an
-// editor's save) publishes neither a deletion nor a restore, only its new
-// lines. (Before, a tombstone went out at once, and every other machine
-// trashed its copy, then a restore.)
-func TestFileBackBeforeDeletionConfirmed(t *testing.T) {
+// removedWaiting starts a node with session s1 (one entry) whose removals
+// settle after a minute, removes the file once it is published, and
+// returns when its deletion waits: long before a walk would confirm it.
+func removedWaiting(t *testing.T) (*node, string) {
+	t.Helper()
 	root := t.TempDir()
 	p := filepath.Join(root, "--p--", "s1.jsonl")
-	one := header("s1") + "\n" + entry("a1", "", "one") + "\n"
-	writeFile(t, p, one)
-	// Removals settle after a minute here: the file is back long before.
+	writeFile(t, p, header("s1")+"\n"+entry("a1", "", "one")+"\n")
 	n := startNodeWith(t, root, t.TempDir(), Options{RescanInterval: 200 * time.Millisecond}, func(t *Tailer) { t.dels.settle = time.Minute })
 	n.waitLines("s1", []string{header("s1"), entry("a1", "", "one")})
 	if err := os.Remove(p); err != nil {
@@ -114,7 +111,17 @@ func TestFileBackBeforeDeletionConfirmed(t *testing.T) {
 	waitFor(t, 10*time.Second, func() (bool, string) {
 		return n.tailer.Stats().DeletionsWaiting == 1, "a deletion waiting"
 	})
-	writeFile(t, p, one+entry("a2", "a1", "two")+"\n")
+	return n, p
+}
+
+// TestFileBackBeforeDeletionConfirmed: a session file removed and written
+// again before a walk confirms its deletion (a restore from a backup, an
+// editor's save) publishes neither a deletion nor a restore, only its new
+// lines. (Before, a tombstone went out at once, and every other machine
+// trashed its copy, then a restore.)
+func TestFileBackBeforeDeletionConfirmed(t *testing.T) {
+	n, p := removedWaiting(t)
+	writeFile(t, p, header("s1")+"\n"+entry("a1", "", "one")+"\n"+entry("a2", "a1", "two")+"\n")
 	n.waitLines("s1", []string{header("s1"), entry("a1", "", "one"), entry("a2", "a1", "two")})
 	waitFor(t, 10*time.Second, func() (bool, string) {
 		st := n.tailer.Stats()
@@ -136,17 +143,7 @@ func TestFileBackBeforeDeletionConfirmed(t *testing.T) {
 // would have been published on the erased subject, refused, and retried
 // for good.)
 func TestEraseOfADeletionWaiting(t *testing.T) {
-	root := t.TempDir()
-	p := filepath.Join(root, "--p--", "s1.jsonl")
-	writeFile(t, p, header("s1")+"\n"+entry("a1", "", "one")+"\n")
-	n := startNodeWith(t, root, t.TempDir(), Options{RescanInterval: 200 * time.Millisecond}, func(t *Tailer) { t.dels.settle = time.Minute })
-	n.waitLines("s1", []string{header("s1"), entry("a1", "", "one")})
-	if err := os.Remove(p); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 10*time.Second, func() (bool, string) {
-		return n.tailer.Stats().DeletionsWaiting == 1, "a deletion waiting"
-	})
+	n, p := removedWaiting(t)
 	if err := n.tailer.Remove(t.Context(), []string{p}); err != nil {
 		t.Fatal(err)
 	}
