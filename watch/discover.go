@@ -345,7 +345,7 @@ func (d *discovery) walk() error {
 			d.t.submit(p)
 		}
 	}
-	if replaced {
+	if elsewhere > 0 {
 		d.t.logger.Warn("the sessions dir is another folder now; the sessions not in it are not taken for deleted",
 			"dir", d.t.root, "sessions_not_in_it", elsewhere)
 	}
