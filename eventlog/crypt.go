@@ -65,6 +65,11 @@ type Crypt struct {
 	erasures map[string]*erasure
 	erasedC  chan struct{} // signalled when erasures grows
 	state    jetstream.KeyValue
+
+	// sealedFor is the team this node has sealed its lines for (its
+	// record in state, sealedKey), "" before it ever did: a keyring file
+	// gone then is no machine that does not encrypt (cryptstate.go).
+	sealedFor string
 }
 
 // NewCrypt reads the keyring at path for node. A missing keyring is no
@@ -142,9 +147,22 @@ func (c *Crypt) refreshLocked(now time.Time) {
 }
 
 // brokenKeyringLocked reports whether a keyring file is there that could
-// not be read (not merely none).
+// not be read (not merely none), or is gone from a machine that sealed
+// its lines before: either says this machine's team encrypts.
 func (c *Crypt) brokenKeyringLocked() bool {
-	return c.loadErr != nil && !errors.Is(c.loadErr, keyring.ErrNoKeyring)
+	return c.loadErr != nil && (!errors.Is(c.loadErr, keyring.ErrNoKeyring) || c.sealedFor != "" || c.ring != nil)
+}
+
+// keyErrorLocked is what status says of a keyring that is broken.
+func (c *Crypt) keyErrorLocked() string {
+	if errors.Is(c.loadErr, keyring.ErrNoKeyring) {
+		team := c.sealedFor
+		if c.ring != nil {
+			team = c.ring.Team
+		}
+		return fmt.Sprintf("the team key file %s is gone, and this machine seals its lines for team %s: put it back, or pisyncd key import the team's key (PISYNC_ENCRYPT=off to send in clear on purpose)", c.path, team)
+	}
+	return c.loadErr.Error()
 }
 
 // CryptStatus is what status shows of the encryption.
@@ -160,6 +178,9 @@ type CryptStatus struct {
 	// TeamChanged says when the keyring file took another team's keys
 	// under the running daemon, and what that means.
 	TeamChanged string `json:"teamChanged,omitempty"`
+	// SealedFor is the team this node has sealed its lines for, "" if it
+	// never did: without a keyring, auto then fails closed.
+	SealedFor string `json:"sealedFor,omitempty"`
 }
 
 // Status returns the encryption's state, never waiting for a seal that
@@ -180,12 +201,12 @@ func (c *Crypt) Status() CryptStatus {
 // statusLocked computes the status and keeps it for Status to answer
 // with while mu is held.
 func (c *Crypt) statusLocked() CryptStatus {
-	s := CryptStatus{ForwardWaiting: c.waitFwd, CopyWaiting: c.waitDl, TeamChanged: c.teamChanged}
+	s := CryptStatus{ForwardWaiting: c.waitFwd, CopyWaiting: c.waitDl, TeamChanged: c.teamChanged, SealedFor: c.sealedFor}
 	if c.ring != nil {
 		s.Team, s.CurrentKey, s.Keys = c.ring.Team, c.ring.Current, len(c.ring.Keys)
 	}
 	if c.brokenKeyringLocked() {
-		s.KeyError = c.loadErr.Error()
+		s.KeyError = c.keyErrorLocked()
 	}
 	if p := c.last.Load(); p == nil || *p != s {
 		kept := s // allocated only when it changed: open calls this per line
@@ -342,7 +363,7 @@ type inner struct {
 func (c *Crypt) noKeyLocked() error {
 	c.waitFwd = ErrNoTeamKey.Error()
 	if c.brokenKeyringLocked() {
-		c.waitFwd = c.loadErr.Error()
+		c.waitFwd = c.keyErrorLocked()
 	}
 	c.statusLocked()
 	return fmt.Errorf("%w: %v", ErrNoTeamKey, c.loadErr)
@@ -356,13 +377,18 @@ func (c *Crypt) subject(sid string) (string, bool, error) {
 	c.refreshLocked(time.Now())
 	switch {
 	case c.ring != nil:
+		if err := c.recordSealingLocked(); err != nil {
+			return "", false, err
+		}
 		return UpPrefix + "." + c.node + "." + seal.Token(c.ring, sid), true, nil
 	case c.always, c.brokenKeyringLocked():
 		// Under auto too, a keyring file that is there but cannot be
-		// read (its mode, a damaged file) fails closed: it says this
+		// read (its mode, a damaged file), or that is gone from a
+		// machine that sealed before (moved, a state dir restored
+		// without it, another PISYNC_KEY_FILE), fails closed: this
 		// machine's team encrypts, and a line sent in clear meanwhile
 		// would stay on the hub in clear, and be refused by teammates
-		// that require sealing.
+		// that require sealing (a hole in their copy for good).
 		return "", false, c.noKeyLocked()
 	}
 	return UpSubject(c.node, sid), false, nil

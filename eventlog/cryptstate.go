@@ -55,9 +55,17 @@ func (c *Crypt) UseState(ctx context.Context, kv jetstream.KeyValue) error {
 		}
 		loaded[strings.TrimPrefix(k, erasurePrefix)] = &er
 	}
+	sealed, err := kv.Get(ctx, sealedKey)
+	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("eventlog: %s: %w", sealedKey, err)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.state = kv
+	if err == nil {
+		c.sealedFor = string(sealed.Value())
+	}
+	c.statusLocked()
 	for tok, e := range loaded {
 		if cur := c.erasures[tok]; cur == nil || cur.Seq < e.Seq {
 			c.erasures[tok] = e
@@ -109,4 +117,24 @@ func (c *Crypt) signalErasureLocked() {
 	case c.erasedC <- struct{}{}:
 	default:
 	}
+}
+
+// sealedKey records, in the state bucket, the team this node sealed its
+// lines for (Crypt.sealedFor).
+const sealedKey = "crypt.sealed"
+
+// recordSealingLocked records, once, that this node seals its lines for
+// its keyring's team, before the first sealed line leaves: a keyring gone
+// later then fails closed under auto rather than send in clear.
+func (c *Crypt) recordSealingLocked() error {
+	if c.state == nil || c.sealedFor == c.ring.Team {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.state.Put(ctx, sealedKey, []byte(c.ring.Team)); err != nil {
+		return fmt.Errorf("eventlog: record that this node seals: %w", err)
+	}
+	c.sealedFor = c.ring.Team
+	return nil
 }

@@ -2,14 +2,19 @@ package eventlog_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 	"github.com/pisyncd/pisyncd/keyring"
 	"github.com/pisyncd/pisyncd/seal"
 )
@@ -125,4 +130,69 @@ func TestEraseKeysOverRestart(t *testing.T) {
 	if l := live(); len(l) != 0 {
 		t.Fatalf("key messages left after the second erase: %v", l)
 	}
+}
+
+// TestAutoFailsClosedWhenTheKeyringGoes: a node that has sealed its lines
+// (under auto, with a keyring) and then finds no keyring file (moved, a
+// state dir restored without it, another PISYNC_KEY_FILE) forwards
+// nothing after a restart and says why, where before it sent every new
+// line to the hub in clear, sealed sessions included, without a word.
+// Under the running daemon, status says the file is gone while the key
+// read before seals on. A node that never sealed still sends in clear.
+func TestAutoFailsClosedWhenTheKeyringGoes(t *testing.T) {
+	_, ws, _ := hubAndLeaf(t)
+	ctx := context.Background()
+	nc, err := ws.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	wjs, _ := jetstream.New(nc)
+	state, err := eventlog.OpenState(ctx, wjs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "team-key.json")
+	start := func() *eventlog.Crypt {
+		c := eventlog.NewCrypt(keyFile, "w1", false)
+		if err := c.UseState(ctx, state); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if _, sealed, err := eventlog.HubSubject(start(), "s1"); err != nil || sealed {
+		t.Fatalf("auto, never sealed, no keyring: sealed %v, %v; want in clear", sealed, err)
+	}
+	ring := keyring.New(time.Now())
+	if err := keyring.Save(keyFile, ring); err != nil {
+		t.Fatal(err)
+	}
+	c := start()
+	if _, sealed, err := eventlog.HubSubject(c, "s1"); err != nil || !sealed {
+		t.Fatalf("auto with a keyring: sealed %v, %v", sealed, err)
+	}
+	if err := os.Rename(keyFile, keyFile+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 10*time.Second, func() (bool, string) {
+		st := c.Status()
+		return strings.Contains(st.KeyError, "is gone") && st.CurrentKey == ring.Current, fmt.Sprintf("status under the running daemon: %+v", st)
+	})
+	if _, sealed, err := eventlog.HubSubject(c, "s1"); err != nil || !sealed {
+		t.Errorf("the running daemon with its file gone: sealed %v, %v; want the key read before", sealed, err)
+	}
+	c = start() // a restart
+	if _, _, err := eventlog.HubSubject(c, "s1"); !errors.Is(err, eventlog.ErrNoTeamKey) {
+		t.Fatalf("auto after sealing, keyring gone, restarted: %v, want ErrNoTeamKey", err)
+	}
+	if st := c.Status(); st.SealedFor != ring.Team || !strings.Contains(st.KeyError, "is gone") || st.ForwardWaiting == "" {
+		t.Errorf("status: %+v", st)
+	}
+	if err := os.Rename(keyFile+".moved", keyFile); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 10*time.Second, func() (bool, string) {
+		_, sealed, err := eventlog.HubSubject(c, "s1")
+		return err == nil && sealed, fmt.Sprintf("with the file back: sealed %v, %v", sealed, err)
+	})
 }

@@ -416,6 +416,8 @@ func encryptionNote(e *encryptionStatus) string {
 	switch {
 	case e.Mode == "off":
 		return "off (" + key + "; sealed lines from others are still opened)"
+	case e.Mode == "auto" && e.CurrentKey == "" && e.KeyError != "" && e.SealedFor != "":
+		return "auto: " + key + ": nothing is forwarded to the hub until it is back"
 	case e.Mode == "auto" && e.CurrentKey == "" && e.KeyError != "":
 		return "auto: " + key + ": nothing is forwarded to the hub until it can be (fix it, or move it away to send in clear)"
 	case e.Mode == "auto" && e.CurrentKey == "":
