@@ -2,6 +2,7 @@ package projection
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/pisyncd/pisyncd/eventlog"
@@ -28,9 +29,14 @@ func (w *Worker) filters(sid string) map[string]string {
 	return f
 }
 
+// errLocalAfterAll ends a rebuild's read of PI_LOCAL at its first line
+// when that is no header: it is read again after PI_ALL.
+var errLocalAfterAll = errors.New("projection: this machine's lines after the other machines'")
+
 // rebuild reads the session's events up to the sequences in upTo and
-// feeds them to a new tree: PI_LOCAL first, then PI_ALL. This is the order
-// of a first start; a session two nodes appended to concurrently may have
+// feeds them to a new tree: PI_LOCAL first, then PI_ALL, or PI_ALL first
+// for a session begun elsewhere (its header is there, not in PI_LOCAL).
+// A session two nodes appended to concurrently may have
 // been applied interleaved before, which can only move the leaf between
 // the tips of the same tree (see docs/PROJECTIONS.md, open points).
 func (w *Worker) rebuild(ctx context.Context, sid string, upTo Src) (rebuilt, error) {
@@ -43,7 +49,9 @@ func (w *Worker) rebuildKeep(ctx context.Context, sid string, upTo Src, keep fun
 	s := newSessionState(sid)
 	s.tree = session.NewTree()
 	s.tree.SetRules(w.opts.Rules)
-	for _, stream := range []string{eventlog.LocalStream, eventlog.AllStream} {
+	order := []string{eventlog.LocalStream, eventlog.AllStream}
+	for i := 0; i < len(order); i++ {
+		stream := order[i]
 		filter, ok := w.filters(sid)[stream]
 		if !ok || upTo[stream] == 0 {
 			continue
@@ -52,12 +60,25 @@ func (w *Worker) rebuildKeep(ctx context.Context, sid string, upTo Src, keep fun
 			if ev.Op != "" || (stream == eventlog.AllStream && ev.Node == w.opts.Node) {
 				return nil
 			}
+			if i == 0 && s.tree.Header() == nil && ev.Type != "session" && upTo[eventlog.AllStream] > 0 {
+				// This machine's lines of a session begun elsewhere
+				// (continued here): its header is another node's,
+				// in PI_ALL. Fed first, they made the tree take
+				// the session for none of pi's (its first line no
+				// header), and context, ls and the web view failed
+				// on it after every restart. They follow PI_ALL's.
+				return errLocalAfterAll
+			}
 			s.feed(ev, ev.Node) // a state kept only for this read
 			if keep != nil {
 				keep(ev)
 			}
 			return nil
 		})
+		if errors.Is(err, errLocalAfterAll) {
+			order = append(order, eventlog.LocalStream)
+			continue
+		}
 		if err != nil {
 			return rebuilt{}, fmt.Errorf("projection: rebuild %s from %s: %w", sid, stream, err)
 		}

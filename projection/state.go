@@ -48,7 +48,23 @@ type sessionState struct {
 type treeKept struct {
 	locs  lineLocs
 	pages []pageMemo
+	// early are lines that came before any header (appendLine), and
+	// earlyBytes their size.
+	early      []*eventlog.Event
+	earlyBytes int
 }
+
+// A session begun elsewhere and continued here has its header in PI_ALL
+// and this machine's lines in PI_LOCAL, which the worker reads at once:
+// this machine's may come first. Fed to the tree then, they made it take
+// the session for none of pi's (a file whose first line is no header),
+// for good. They wait for the header instead, up to earlyMax lines and
+// earlyMaxBytes; past that (a session whose header never comes) they go to
+// the tree, which says what pi would.
+const (
+	earlyMax      = 4096
+	earlyMaxBytes = 16 << 20
+)
 
 // keep returns what is kept beside the tree, made when missing.
 func (s *sessionState) keep() *treeKept {
@@ -149,9 +165,29 @@ func (s *sessionState) feed(ev *eventlog.Event, node string) {
 	s.appendLine(ev)
 }
 
-// appendLine feeds the tree; a rejected session keeps its first error.
+// appendLine feeds the tree; a rejected session keeps its first error. A
+// line before any header waits for one (early).
 func (s *sessionState) appendLine(ev *eventlog.Event) {
 	l := session.ParseLine(session.ToValidUTF8(ev.Raw))
+	k := s.keep()
+	if s.tree.Header() == nil && s.err == nil && l.Kind.Kept() && l.Kind != session.Header &&
+		len(k.early) < earlyMax && k.earlyBytes+len(ev.Raw) <= earlyMaxBytes {
+		k.early = append(k.early, ev)
+		k.earlyBytes += len(ev.Raw)
+		return
+	}
+	s.appendParsed(ev, l)
+	if l.Kind == session.Header && len(k.early) > 0 {
+		early := k.early
+		k.early, k.earlyBytes = nil, 0
+		for _, e := range early {
+			s.appendParsed(e, session.ParseLine(session.ToValidUTF8(e.Raw)))
+		}
+	}
+}
+
+// appendParsed feeds the tree one parsed line.
+func (s *sessionState) appendParsed(ev *eventlog.Event, l session.Line) {
 	if err := s.tree.Append(l, makeRef(ev.Stream, ev.Seq)); err != nil && s.err == nil {
 		s.err = err
 	}
