@@ -87,7 +87,7 @@ func (r *Replicator) apply(ctx context.Context, ev *eventlog.Event) error {
 		if ev.Node != r.opts.Node {
 			return r.tombstone(ctx, s, ev)
 		}
-		return nil
+		return r.deletedHere(ctx, s, ev)
 	case eventlog.OpErase:
 		return r.erase(ctx, s, ev)
 	case eventlog.OpRestore:
@@ -646,6 +646,28 @@ func (r *Replicator) tombstone(ctx context.Context, s *sess, ev *eventlog.Event)
 		}
 	}
 	return r.trash(ctx, s, ev)
+}
+
+// deletedHere records this machine's own deletion of the session (its
+// tombstone, back from the hub): the other machines' lines of it are not
+// written here after it, as after another machine's deletion, until it is
+// restored. Before, a teammate's later lines waited here for good, for a
+// file the user had deleted, and a restart that read the session's header
+// again made that file anew from them.
+func (r *Replicator) deletedHere(ctx context.Context, s *sess, ev *eventlog.Event) error {
+	if s.file != nil {
+		if _, err := os.Lstat(s.file.path); err == nil {
+			return nil // a file of it is here again (its restore follows)
+		}
+		r.dropFile(s)
+	}
+	s.deleted, s.checked = true, true
+	r.waiting.Add(-int64(len(s.queue)))
+	s.queue = nil
+	if _, err := r.state.Put(ctx, deletedKey(s.sid), []byte(ev.Node)); err != nil {
+		return fmt.Errorf("replicator: record deletion of %s here: %w", s.sid, err)
+	}
+	return nil
 }
 
 // trashWhenLeft ends a deletion that waits for the local pi (tombstone):

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/replicate"
 )
 
@@ -52,12 +53,30 @@ func TestDeletedWhileWrittenHere(t *testing.T) {
 
 	// 1. pi on B writes the session again: it stays, with every line.
 	kept := "0199eeee-0000-7000-8000-0000000000c1"
-	_, bPath := write(kept, "/work/kept")
+	keptA, bPath := write(kept, "/work/kept")
 	appendLine(t, bPath, msgLine("b2", "b1", "B goes on"))
 	waitUntil(t, 60*time.Second, func() (bool, string) {
 		st, err := b.status()
 		return err == nil && st.Replicator.KeptWritten == 1, fmt.Sprintf("B's status: %+v %v", st.Replicator, err)
 	})
+	// On A, whose user deleted it, B's later lines are passed over: no
+	// file comes back and nothing waits, across a restart too. Before,
+	// they waited for good ("remote lines waiting" never 0).
+	settledOnA := func(when string) {
+		t.Helper()
+		waitUntil(t, 30*time.Second, func() (bool, string) {
+			st, err := a.status()
+			n := allCount(t, a, eventlog.AllSubject("ws-b", kept))
+			return err == nil && n >= 2 && st.Replicator.Waiting == 0, fmt.Sprintf("%s: A holds %d of B's lines; its replicator %+v %v", when, n, st.Replicator, err)
+		})
+		if _, err := os.Stat(keptA); !os.IsNotExist(err) {
+			t.Errorf("%s: A's copy of the session its user deleted is back: %v", when, err)
+		}
+	}
+	settledOnA("B's lines on A")
+	a.stop()
+	a.start()
+	settledOnA("after A's restart")
 	got, err := os.ReadFile(bPath)
 	if err != nil || !strings.Contains(string(got), `"id":"b2"`) || !strings.HasPrefix(string(got), `{"type":"session"`) {
 		t.Fatalf("B's copy after it was written again: %v\n%s", err, got)
