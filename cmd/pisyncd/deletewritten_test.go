@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +61,13 @@ func TestDeletedWhileWrittenHere(t *testing.T) {
 		st, err := b.status()
 		return err == nil && st.Replicator.KeptWritten == 1, fmt.Sprintf("B's status: %+v %v", st.Replicator, err)
 	})
+	// The text of status says so too (before: --json alone).
+	if st, err := b.status(); err == nil {
+		var text bytes.Buffer
+		if err := printStatus(&text, &st); err != nil || !regexp.MustCompile(`deleted elsewhere, kept \(written here\)\s+1\n`).MatchString(text.String()) {
+			t.Errorf("B's status text: %v\n%s", err, text.String())
+		}
+	}
 	// On A, whose user deleted it, B's later lines are passed over: no
 	// file comes back and nothing waits, across a restart too. Before,
 	// they waited for good ("remote lines waiting" never 0).

@@ -212,6 +212,12 @@ func printStatus(stdout io.Writer, st *Status) error {
 			row("  collision", fmt.Sprintf("session %s entry %s: %s's line kept, %s's not written", c.Session, c.ID, c.Nodes[0], c.Nodes[1]))
 		}
 		row("moved to trash", r.Trashed)
+		if r.KeptWritten > 0 || r.Rejoined > 0 {
+			// In --json only before: the sessions another machine
+			// deleted that stay here because a pi here wrote them.
+			row("deleted elsewhere, kept (written here)", r.KeptWritten)
+			row("deleted elsewhere, put back (written after the trash)", r.Rejoined)
+		}
 		row("sessions brought back (restored elsewhere)", r.Restored)
 		row("sessions erased for other machines", r.Erased)
 		row("forked sessions", fmt.Sprintf("%d %v", r.ForkedSessions, st.ForkedSessions))
