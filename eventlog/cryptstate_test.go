@@ -25,19 +25,9 @@ import (
 // destroys a key message the node sealed after the erase (the session
 // went on under the same id): only the key messages from before.
 func TestEraseKeysOverRestart(t *testing.T) {
-	hubJS, ws, _ := hubAndLeaf(t)
+	hubJS, state := leafState(t)
 	ctx := context.Background()
 	if _, err := eventlog.EnsureStream(ctx, hubJS, eventlog.KeysStreamConfig(1)); err != nil {
-		t.Fatal(err)
-	}
-	nc, err := ws.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	wjs, _ := jetstream.New(nc)
-	state, err := eventlog.OpenState(ctx, wjs)
-	if err != nil {
 		t.Fatal(err)
 	}
 	ring := keyring.New(time.Now())
@@ -140,18 +130,8 @@ func TestEraseKeysOverRestart(t *testing.T) {
 // Under the running daemon, status says the file is gone while the key
 // read before seals on. A node that never sealed still sends in clear.
 func TestAutoFailsClosedWhenTheKeyringGoes(t *testing.T) {
-	_, ws, _ := hubAndLeaf(t)
+	_, state := leafState(t)
 	ctx := context.Background()
-	nc, err := ws.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	wjs, _ := jetstream.New(nc)
-	state, err := eventlog.OpenState(ctx, wjs)
-	if err != nil {
-		t.Fatal(err)
-	}
 	keyFile := filepath.Join(t.TempDir(), "team-key.json")
 	start := func() *eventlog.Crypt {
 		c := eventlog.NewCrypt(keyFile, "w1", false)
@@ -195,4 +175,22 @@ func TestAutoFailsClosedWhenTheKeyringGoes(t *testing.T) {
 		_, sealed, err := eventlog.HubSubject(c, "s1")
 		return err == nil && sealed, fmt.Sprintf("with the file back: sealed %v, %v", sealed, err)
 	})
+}
+
+// leafState starts a hub and a workstation linked to it (hubAndLeaf) and
+// returns the hub's JetStream and the workstation's state bucket.
+func leafState(t *testing.T) (jetstream.JetStream, jetstream.KeyValue) {
+	t.Helper()
+	hubJS, ws, _ := hubAndLeaf(t)
+	nc, err := ws.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	wjs, _ := jetstream.New(nc)
+	state, err := eventlog.OpenState(context.Background(), wjs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hubJS, state
 }
