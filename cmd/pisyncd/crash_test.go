@@ -63,6 +63,10 @@ func startProc(t *testing.T, cmd *exec.Cmd, out *bytes.Buffer) *daemonProc {
 		t.Fatal(err)
 	}
 	go func() { p.done <- cmd.Wait() }()
+	// A test that fails before it stops the process must not leave it
+	// running (a daemon and its tail outlived a failed test by an hour).
+	// Once waited for, Kill does nothing.
+	t.Cleanup(func() { cmd.Process.Kill() })
 	return p
 }
 
