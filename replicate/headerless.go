@@ -50,6 +50,7 @@ func (r *Replicator) loadHeaderless(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("replicator: read the sessions waiting for a header: %w", err)
 	}
+	r.headerlessN.Store(int64(len(r.headerless)))
 	for _, sid := range sids {
 		err := r.all.ScanSessionRange(ctx, sid, 0, r.startPos, true, func(ev *eventlog.Event) error {
 			if ev.Op != "" {
@@ -88,6 +89,7 @@ func (r *Replicator) setAside(ctx context.Context, s *sess) bool {
 		return false
 	}
 	r.headerless[s.sid] = true
+	r.headerlessN.Store(int64(len(r.headerless)))
 	return true
 }
 
@@ -115,6 +117,7 @@ func (r *Replicator) dropHeaderless(ctx context.Context, sid string) error {
 		return fmt.Errorf("replicator: %s: %w", sid, err)
 	}
 	delete(r.headerless, sid)
+	r.headerlessN.Store(int64(len(r.headerless)))
 	return nil
 }
 

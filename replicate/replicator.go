@@ -106,6 +106,7 @@ type Replicator struct {
 	// Owned by the Run goroutine.
 	headerless     map[string]bool
 	headerlessFull bool
+	headerlessN    atomic.Int64 // len(headerless), for Stats
 }
 
 // maxListed bounds the collisions and quarantined sessions kept for status.
@@ -143,9 +144,13 @@ type Stats struct {
 	FilesCreated int64 `json:"filesCreated"`
 	LinesWritten int64 `json:"linesWritten"`
 	Waiting      int64 `json:"linesWaiting"`
-	Deferred     int64 `json:"deferredWhilePiWrites"`
-	Rejected     int64 `json:"rejectedUnsafe"`
-	Trashed      int64 `json:"filesTrashed"`
+	// WaitingForHeader counts the sessions whose lines wait for a header
+	// that has not come here (headerless.go): a teammate's session begun
+	// before this machine could read it, or never sent whole.
+	WaitingForHeader int64 `json:"sessionsWaitingForHeader,omitempty"`
+	Deferred         int64 `json:"deferredWhilePiWrites"`
+	Rejected         int64 `json:"rejectedUnsafe"`
+	Trashed          int64 `json:"filesTrashed"`
 	// KeptWritten counts sessions deleted on another machine that a local
 	// pi wrote again before their copy here went to the trash: kept.
 	KeptWritten int64 `json:"deletedButWrittenHere,omitempty"`
@@ -184,7 +189,7 @@ func (r *Replicator) Stats() Stats {
 	cl := append([]Collision(nil), r.collisionList...)
 	r.mu.Unlock()
 	return Stats{
-		FilesCreated: r.filesCreated.Load(), LinesWritten: r.linesWritten.Load(), Waiting: r.waiting.Load(),
+		FilesCreated: r.filesCreated.Load(), LinesWritten: r.linesWritten.Load(), Waiting: r.waiting.Load(), WaitingForHeader: r.headerlessN.Load(),
 		Deferred: r.deferred.Load(), Rejected: r.rejected.Load(), Trashed: r.trashed.Load(), KeptWritten: r.kept.Load(), Rejoined: r.rejoined.Load(), Restored: r.restored.Load(),
 		Erased:         r.erasedRemote.Load(),
 		ForkedSessions: forks, Collisions: r.collisions.Load(), Refused: r.refused.Load(), Untrusted: r.untrusted.Load(), Migrated: r.migrated.Load(), Quarantined: q, CollisionsList: cl,

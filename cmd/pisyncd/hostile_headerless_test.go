@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,6 +70,13 @@ func TestHostileHeaderlessLine(t *testing.T) {
 		n := waiting(e.bob)
 		return n == 1, fmt.Sprintf("bob's replicator after a restart: %d lines waiting", n)
 	})
+	// Status says why they wait (before: a count alone, for good).
+	if st, err := e.bob.status(); err == nil {
+		var text bytes.Buffer
+		if err := printStatus(&text, &st); err != nil || st.Replicator.WaitingForHeader != 1 || !strings.Contains(text.String(), "1 (1 session whose header has not come here)") {
+			t.Errorf("bob's status: %v %+v\n%s", err, st.Replicator, text.String())
+		}
+	}
 	eveHeader(t, e, sid, secRel(sid), []byte(hdrLine(sid, "/sec")))
 	waitSecFile(t, e.bob, sid, 2, 30*time.Second)
 	if got := readLines(secPath(e.bob, sid)); got[1] != orphan {

@@ -191,7 +191,12 @@ func printStatus(stdout io.Writer, st *Status) error {
 		r := st.Replicator
 		row("remote sessions created here", r.FilesCreated)
 		row("remote lines written here", r.LinesWritten)
-		row("remote lines waiting", r.Waiting)
+		if r.WaitingForHeader > 0 {
+			// Lines that wait for good said nothing of why before.
+			row("remote lines waiting", fmt.Sprintf("%d (%s whose header has not come here)", r.Waiting, cli.Plural(int(r.WaitingForHeader), "session", "sessions")))
+		} else {
+			row("remote lines waiting", r.Waiting)
+		}
 		if a := st.Admission; a != nil {
 			row("remote events admitted", a.Admitted)
 			row("remote events rejected", a.Rejected)
