@@ -225,8 +225,7 @@ func permanent(err error) bool {
 // are counted as rejected, and status lists it.
 func (r *Replicator) quarantine(s *sess, err error) {
 	r.rejected.Add(int64(len(s.queue)))
-	r.waiting.Add(-int64(len(s.queue)))
-	s.queue = nil
+	r.dropQueue(s)
 	s.quarantined = err.Error()
 	r.mu.Lock()
 	if len(r.quarantined) < maxListed {
@@ -261,8 +260,7 @@ func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 		s.checked = true
 	}
 	if s.deleted {
-		r.waiting.Add(-int64(len(s.queue)))
-		s.queue = nil
+		r.dropQueue(s)
 		return nil
 	}
 	if s.file == nil {
@@ -648,6 +646,12 @@ func (r *Replicator) tombstone(ctx context.Context, s *sess, ev *eventlog.Event)
 	return r.trash(ctx, s, ev)
 }
 
+// dropQueue passes over every line waiting in s.
+func (r *Replicator) dropQueue(s *sess) {
+	r.waiting.Add(-int64(len(s.queue)))
+	s.queue = nil
+}
+
 // deletedHere records this machine's own deletion of the session (its
 // tombstone, back from the hub): the other machines' lines of it are not
 // written here after it, as after another machine's deletion, until it is
@@ -662,8 +666,7 @@ func (r *Replicator) deletedHere(ctx context.Context, s *sess, ev *eventlog.Even
 		r.dropFile(s)
 	}
 	s.deleted, s.checked = true, true
-	r.waiting.Add(-int64(len(s.queue)))
-	s.queue = nil
+	r.dropQueue(s)
 	if _, err := r.state.Put(ctx, deletedKey(s.sid), []byte(ev.Node)); err != nil {
 		return fmt.Errorf("replicator: record deletion of %s here: %w", s.sid, err)
 	}
@@ -698,8 +701,7 @@ func (r *Replicator) trashWhenLeft(ctx context.Context, s *sess) error {
 // deletion.
 func (r *Replicator) trash(ctx context.Context, s *sess, ev *eventlog.Event) error {
 	s.deleted = true
-	r.waiting.Add(-int64(len(s.queue)))
-	s.queue = nil
+	r.dropQueue(s)
 	if s.file != nil {
 		path := s.file.path
 		undo := r.tracker.Forget(path)

@@ -166,8 +166,7 @@ func (r *Replicator) flushHeld(ctx context.Context) (durable bool, err error) {
 	}
 	for sid := range r.holds {
 		if s := r.sessions[sid]; s != nil && len(s.queue) > 0 {
-			r.waiting.Add(-int64(len(s.queue)))
-			s.queue = nil
+			r.dropQueue(s)
 		}
 	}
 	return r.flush(ctx), nil
@@ -239,7 +238,7 @@ func (r *Replicator) erase(ctx context.Context, s *sess, ev *eventlog.Event) err
 	if s.file != nil {
 		delete(r.files, s.file.path)
 	}
-	r.waiting.Add(-int64(len(s.queue)))
+	r.dropQueue(s)
 	delete(r.sessions, s.sid)
 	// Recorded once everything above is done: a crash before it applies
 	// the event again, which finds nothing of the session's past left.

@@ -140,8 +140,7 @@ func (r *Replicator) localIsOld(s *sess) (bool, error) {
 // follow. Lines still waiting from before the migration are dropped: the
 // migrated file holds them, renumbered.
 func (r *Replicator) replaceWith(s *sess, ev *eventlog.Event) error {
-	r.waiting.Add(-int64(len(s.queue)))
-	s.queue = nil
+	r.dropQueue(s)
 	if s.file == nil {
 		if err := r.locate(s); err != nil {
 			return err
