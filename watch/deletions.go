@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"sync/atomic"
 	"time"
 )
 
@@ -22,19 +23,22 @@ const deleteSettle = 2 * time.Second
 
 // deletions holds the paths whose deletion waits for a walk to confirm it,
 // each with the walk generation it was seen gone in (awaiting, guarded by
-// Tailer.mu), and how removals ask discovery for a walk (soon). The
-// Tailer's removedAt, walkGen and confirmedGen are the rest.
+// Tailer.mu), how removals ask discovery for a walk (soon), when a removal
+// was last seen, and the walks begun and the last that confirmed what was
+// seen gone before it.
 type deletions struct {
 	settle   time.Duration // deleteSettle; tests make it longer
 	awaiting map[string]uint64
 	// soon asks discovery for a walk once removals settle.
-	soon chan struct{}
+	soon                  chan struct{}
+	removedAt             atomic.Int64 // UnixNano
+	walkGen, confirmedGen atomic.Uint64
 }
 
 // removed notes a removal just seen (an event, or a worker finding a
 // followed file gone), which puts off the confirming walk.
 func (t *Tailer) removed() {
-	t.removedAt.Store(time.Now().UnixNano())
+	t.dels.removedAt.Store(time.Now().UnixNano())
 	select {
 	case t.dels.soon <- struct{}{}:
 	default:
@@ -47,14 +51,14 @@ func (t *Tailer) awaitDeletion(path string) (confirmed bool) {
 	t.mu.Lock()
 	gen, held := t.dels.awaiting[path]
 	if !held {
-		gen = t.walkGen.Load()
+		gen = t.dels.walkGen.Load()
 		t.dels.awaiting[path] = gen
 	}
 	t.mu.Unlock()
 	if !held {
 		t.removed()
 	}
-	return t.confirmedGen.Load() > gen
+	return t.dels.confirmedGen.Load() > gen
 }
 
 // deletionDone lets go of path: its deletion is published, or the file is
@@ -68,14 +72,14 @@ func (t *Tailer) deletionDone(path string) {
 // removalsSettled reports whether a walk starting at start may confirm deletions:
 // no removal was seen for deleteSettle before it.
 func (t *Tailer) removalsSettled(start time.Time) bool {
-	return start.UnixNano()-t.removedAt.Load() >= int64(t.dels.settle)
+	return start.UnixNano()-t.dels.removedAt.Load() >= int64(t.dels.settle)
 }
 
 // confirmDeletions records that walk gen found the sessions dir there, with
 // session files in it, after the removals settled, and hands every path
 // seen gone before it back to its worker, which publishes the deletion.
 func (t *Tailer) confirmDeletions(gen uint64) {
-	t.confirmedGen.Store(gen)
+	t.dels.confirmedGen.Store(gen)
 	var due []string
 	t.mu.Lock()
 	for p, g := range t.dels.awaiting {

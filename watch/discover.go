@@ -155,7 +155,7 @@ func (d *discovery) run(ctx context.Context) error {
 				settled = settle.C
 			}
 		case <-settled:
-			if wait := d.t.dels.settle - time.Since(time.Unix(0, d.t.removedAt.Load())); wait > 0 {
+			if wait := d.t.dels.settle - time.Since(time.Unix(0, d.t.dels.removedAt.Load())); wait > 0 {
 				settle.Reset(wait) // removals went on
 				continue
 			}
@@ -292,7 +292,7 @@ func (d *discovery) release(path string) {
 // walk scans the whole tree, submits every session file, and submits files
 // seen before that are gone now (their workers notice the deletion).
 func (d *discovery) walk() error {
-	gen, start := d.t.walkGen.Add(1), time.Now()
+	gen, start := d.t.dels.walkGen.Add(1), time.Now()
 	if d.rootAway() {
 		return nil
 	}

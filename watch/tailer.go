@@ -94,13 +94,8 @@ type Tailer struct {
 	// session files left (discovery.away): a file not found then is no
 	// deletion.
 	away atomic.Bool
-	// Deletions wait for a walk to confirm them (deletions.go): dels
-	// (guarded by mu), when a removal was last seen (UnixNano), the
-	// walks begun, and the last walk that confirmed what was seen gone
-	// before it.
-	dels                  deletions
-	removedAt             atomic.Int64
-	walkGen, confirmedGen atomic.Uint64
+	// dels: deletions wait for a walk to confirm them (deletions.go).
+	dels deletions
 }
 
 type sessionRef struct {
@@ -135,8 +130,8 @@ func New(log Log, o Options) *Tailer {
 		logger: o.Logger, seed: maphash.MakeSeed(), sessions: make(map[string]*sessionRef), settled: make(map[string]fileSig),
 		publishSeconds: newPublishHistogram(), mem: newBudget(o.MemoryBudget),
 		known: o.Known, deletedElsewhere: o.Deleted, ready: make(chan struct{}), moved: make(map[string]struct{}),
-		dels: deletions{settle: deleteSettle, awaiting: make(map[string]uint64), soon: make(chan struct{}, 1)},
 	}
+	t.dels.settle, t.dels.awaiting, t.dels.soon = deleteSettle, make(map[string]uint64), make(chan struct{}, 1)
 	for i := 0; i < o.Workers; i++ {
 		t.workers = append(t.workers, &worker{t: t, files: make(map[string]*file), wake: make(chan struct{}, 1), dirty: make(map[string]struct{})})
 	}
@@ -326,14 +321,16 @@ func (t *Tailer) untrack(f *file) (last bool) {
 // until then it reports wait, and the worker keeps f. It can be called
 // again after a failed publish, and when the walk hands the file back.
 func (t *Tailer) fileGone(ctx context.Context, f *file) (wait bool, err error) {
+	// The replicator's or an erase's mark: the file was moved away, or
+	// removed, on purpose; noticed now, or while its deletion waited.
+	t.mu.Lock()
+	_, moved := t.moved[f.path]
+	delete(t.moved, f.path)
+	t.mu.Unlock()
 	if !f.gone {
 		f.gone = true
 		last := t.untrack(f)
 		t.filesTracked.Add(-1)
-		t.mu.Lock()
-		_, moved := t.moved[f.path]
-		delete(t.moved, f.path)
-		t.mu.Unlock()
 		if f.status != statusSession || moved {
 			return false, nil
 		}
@@ -350,10 +347,6 @@ func (t *Tailer) fileGone(ctx context.Context, f *file) (wait bool, err error) {
 	if !f.tombstone {
 		return false, nil
 	}
-	t.mu.Lock()
-	_, moved := t.moved[f.path]
-	delete(t.moved, f.path)
-	t.mu.Unlock()
 	if moved {
 		// Erased (Remove), or trashed for another machine's deletion,
 		// while its deletion waited: nothing of it is to be published.
