@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -29,14 +28,6 @@ var errNotRunning = errors.New("pisyncd is not running")
 // errStarting: a daemon holds the state dir but its control socket is not
 // open yet.
 var errStarting = errors.New("pisyncd is starting")
-
-// pidText is a lock holder's pid, or "unknown" when it could not be read.
-func pidText(pid int) string {
-	if pid <= 0 {
-		return "unknown"
-	}
-	return strconv.Itoa(pid)
-}
 
 // errNoStore: no daemon has ever run with this state dir, so there is
 // nothing to read; the inspection commands say so rather than create an
@@ -97,7 +88,7 @@ func noAnswer(stateDir string, err error) error {
 			// full or slow disk under the state dir). "Not running,
 			// start it" sent the user to start a second one.
 			return fmt.Errorf("%w: pid %s holds the state dir %s and its control socket is not open yet: its store is still opening (a first start waits while the disk under the state dir is full or slow); its log says what it waits for",
-				errStarting, pidText(inUse.PID), stateDir)
+				errStarting, inUse.PIDText(), stateDir)
 		}
 		return fmt.Errorf("%w (no answer on %s): start it (pisyncd run, or its service)", errNotRunning, sock)
 	}

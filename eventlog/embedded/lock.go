@@ -21,11 +21,16 @@ type InUseError struct {
 	Holder string
 }
 
-func (e *InUseError) Error() string {
-	pid := "unknown"
+// PIDText is the holder's pid, or "unknown" when it could not be read.
+func (e *InUseError) PIDText() string {
 	if e.PID > 0 {
-		pid = strconv.Itoa(e.PID)
+		return strconv.Itoa(e.PID)
 	}
+	return "unknown"
+}
+
+func (e *InUseError) Error() string {
+	pid := e.PIDText()
 	if e.Holder != "" {
 		return fmt.Sprintf("state dir %s is in use by `%s` (pid %s), which reads the store while the daemon is stopped: let it end (quit its pager), then try again", e.Dir, e.Holder, pid)
 	}
