@@ -39,6 +39,12 @@ type doc struct {
 	Label            any             `json:"label"`
 	Name             any             `json:"name"`
 	Cwd              any             `json:"cwd"`
+	// pi 1.6's context_edit and usage entries.
+	Replacement json.RawMessage `json:"replacement"`
+	Kind        any             `json:"kind"`
+	Model       any             `json:"model"`
+	Usage       json.RawMessage `json:"usage"`
+	Note        any             `json:"note"`
 }
 
 type message struct {
@@ -253,6 +259,25 @@ func (m *markdown) entry(b *bytes.Buffer, raw []byte, c *entryCtx) {
 		m.article(b, c, "label", "label "+display(d.TargetID)+": "+display(d.Label), ts, nil)
 	case "session_info":
 		m.article(b, c, "session_info", "name: "+display(d.Name), ts, nil)
+	case "context_edit":
+		m.contextEdit(b, d, c, ts)
+	case "usage":
+		title := "usage"
+		for _, part := range []string{display(d.Kind), modelOf(d.Provider, d.Model)} {
+			if part != "" {
+				title += " · " + part
+			}
+		}
+		m.article(b, c, "usage", title, ts, func() {
+			if note := display(d.Note); note != "" {
+				b.WriteString(`<div class="note">`)
+				esc(b, c.clip(note))
+				b.WriteString(`</div>`)
+			}
+			if len(d.Usage) > 0 {
+				m.folded(b, c, "usage", prettyJSON(d.Usage), true)
+			}
+		})
 	default:
 		m.article(b, c, "other", d.Type, ts, func() {
 			m.folded(b, c, "line", prettyJSON(raw), true)
@@ -522,14 +547,60 @@ func (m *markdown) bash(b *bytes.Buffer, msg *message, c *entryCtx) {
 	b.WriteString(`</div>`)
 }
 
+// contextEdit shows what a context_edit changes (pi 1.6): the entry it
+// targets, linked, and what the model is given instead, or that the entry
+// is taken out of the context. The stored entry itself is never changed.
+func (m *markdown) contextEdit(b *bytes.Buffer, d *doc, c *entryCtx, ts string) {
+	target := display(d.TargetID)
+	removed := len(d.Replacement) == 0 || string(d.Replacement) == "null"
+	title := "context edit of " + target
+	if removed {
+		title = "context edit: " + target + " taken out of the context"
+	}
+	m.article(b, c, "context_edit", title, ts, func() {
+		if target != "" {
+			fmt.Fprintf(b, `<div class="note">edits <a href="#e-%s">`, html.EscapeString(url.PathEscape(target)))
+			esc(b, clipLine(target))
+			b.WriteString(`</a>`)
+			if !removed {
+				b.WriteString(`: the model is given this instead`)
+			}
+			b.WriteString(`</div>`)
+		}
+		if removed {
+			return
+		}
+		var r struct {
+			Content json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(d.Replacement, &r) != nil {
+			m.folded(b, c, "replacement", prettyJSON(d.Replacement), true)
+			return
+		}
+		blocks, text := parseBlocks(r.Content)
+		m.blocks(b, blocks, text, c, false)
+	})
+}
+
+// modelOf is "provider/model", or whichever of the two is there.
+func modelOf(provider, model any) string {
+	p, mo := display(provider), display(model)
+	if p != "" && mo != "" {
+		return p + "/" + mo
+	}
+	return p + mo
+}
+
 // folded shows text preformatted, inside a closed <details> when it is
 // long (or always when closed is set).
 func (m *markdown) folded(b *bytes.Buffer, c *entryCtx, what, text string, closed bool) {
 	if text == "" {
 		return
 	}
-	text = c.clip(text)
+	// The lines counted are the text's, not only those shown: a clipped
+	// output of a thousand lines is not "19 lines".
 	lines := strings.Count(text, "\n") + 1
+	text = c.clip(text)
 	if !closed && len(text) <= foldChars && lines <= foldLines {
 		b.WriteString(`<pre class="plain">`)
 		esc(b, text)
