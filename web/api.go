@@ -377,8 +377,17 @@ func (s *Server) serveContextView(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "web: context: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
+	// A window of the messages, as the history's: the last pageEntries
+	// unless start and end ask for earlier ones. A context of thousands
+	// of messages rendered whole froze the browser for seconds.
+	n := len(c.Messages)
+	start, end := max(0, n-pageEntries), n
+	if a, e := intParam(r, "start"), intParam(r, "end"); a >= 0 && e > a {
+		start, end = min(a, n), min(e, n, a+pageEntries)
+	}
 	var b bytes.Buffer
-	for i, raw := range c.Messages {
+	for i := start; i < end; i++ {
+		raw := c.Messages[i]
 		var msg message
 		json.Unmarshal(raw, &msg)
 		ec := &entryCtx{sid: sid, id: "ctx-" + strconv.Itoa(i), limit: pageLimit(b.Len())}
@@ -388,10 +397,12 @@ func (s *Server) serveContextView(w http.ResponseWriter, r *http.Request) {
 		Rules    string          `json:"rules"`
 		Entries  int             `json:"entries"`
 		Messages int             `json:"messages"`
+		Start    int             `json:"start"`
+		End      int             `json:"end"`
 		Model    json.RawMessage `json:"model,omitempty"`
 		Thinking json.RawMessage `json:"thinkingLevel,omitempty"`
 		HTML     string          `json:"html"`
-	}{c.Rules, len(c.IDs), len(c.Messages), c.Model, c.Thinking, b.String()})
+	}{c.Rules, len(c.IDs), n, start, end, c.Model, c.Thinking, b.String()})
 }
 
 func timestampOf(raw json.RawMessage) any {

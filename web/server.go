@@ -135,6 +135,9 @@ func New(opts Options) (*Server, error) {
 	mux.HandleFunc("GET /api/s/{sid}/image/{entry}/{n}", s.serveImage)
 	mux.HandleFunc("GET /api/events", s.serveEvents)
 	mux.HandleFunc("GET /api/search", s.serveSearch)
+	// Browsers ask for an icon on every page; no content rather than a
+	// 404 in the console each time.
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	s.handler = s.guard(mux)
 	return s, nil
 }

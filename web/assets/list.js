@@ -156,12 +156,17 @@
   window.addEventListener('resize', function () { draw(true); });
   [f.machine, f.project, f.state, f.from, f.to].forEach(function (e) { e.addEventListener('change', apply); });
   f.text.addEventListener('input', apply);
-  document.getElementById('list-head').addEventListener('click', function (e) {
+  function sortBy(e) {
     var k = e.target.dataset && e.target.dataset.sort;
     if (!k) return;
     sortDir = k === sortKey ? -sortDir : (k === 'u' || k === 'e' || k === 't' || k === '$' ? -1 : 1);
     sortKey = k;
     apply();
+  }
+  document.getElementById('list-head').addEventListener('click', sortBy);
+  // The headers are buttons to the keyboard too (Tab, then Enter or Space).
+  document.getElementById('list-head').addEventListener('keydown', function (e) {
+    if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); sortBy(e); }
   });
 
   // snippet shows a hit's text with its matches marked; every part is

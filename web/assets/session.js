@@ -49,7 +49,7 @@
   // The tree panel holds a row per entry, 10k and more: only the rows in
   // view (and a margin) are in the DOM, placed at their offset, as the
   // sessions list does. TREE_ROW is .tree .node's height in style.css.
-  var TREE_ROW = 18, onTip = new Set(), treeDrawn = {first: -1, last: -1};
+  var TREE_ROW = 18, onTip = new Set(), treeDrawn = {first: -1, last: -1}, focusId = '';
 
   function drawTree() {
     onTip = onPath(tip);
@@ -68,12 +68,30 @@
     treeDrawn = {first: first, last: last};
     var frag = document.createDocumentFragment();
     for (var i = first; i < last; i++) frag.appendChild(treeRow(rows[i], i));
+    var had = tree.contains(document.activeElement);
     tree.replaceChildren(frag);
+    // Rows are drawn anew as the panel scrolls: the focused one keeps
+    // the focus, and one row at least can be reached with Tab.
+    var f = focusId && tree.querySelector('li[data-id="' + CSS.escape(focusId) + '"]');
+    if (f && had) f.focus({preventScroll: true});
+    else if (!f && tree.firstElementChild) tree.firstElementChild.tabIndex = 0;
+  }
+
+  // focusRow moves the keyboard's focus to row i of the tree.
+  function focusRow(i) {
+    if (i < 0 || i >= rows.length) return;
+    focusId = rows[i].id;
+    revealTree(focusId);
+    treeRows(true);
+    var li = $('tree').querySelector('li[data-id="' + CSS.escape(focusId) + '"]');
+    if (li) li.focus({preventScroll: true});
   }
 
   function treeRow(r, i) {
     var li = pi.el('li', 'node t-' + (r.t || 'other').replace(/[^A-Za-z0-9_-]/g, ''));
     li.dataset.id = r.id;
+    li.setAttribute('role', 'treeitem');
+    li.tabIndex = r.id === focusId ? 0 : -1;
     li.style.top = (i * TREE_ROW) + 'px';
     li.style.paddingLeft = (4 + 12 * Math.min(r.d, 30)) + 'px';
     if (onTip.has(r.id)) li.classList.add('on-path');
@@ -155,6 +173,7 @@
     branchLeaf = d.selected;
     win = {start: d.start, end: d.end, total: d.total};
     tip = branchLeaf;
+    if (tip === leaf) $('moved').hidden = true;
     status();
     $('context-json').href = api + '/context?leaf=' + encodeURIComponent(tip);
     drawTree();
@@ -190,14 +209,46 @@
     }).catch(function (e) { $('status').textContent = 'error: ' + e.message; });
   }
 
+  // loadContext shows what the model sees at the tip: its last messages
+  // (a window, as the history's), with earlier ones on request. A load
+  // asked for while one is under way (live entries) runs once after it.
+  var ctx = {loading: false, again: false, start: 0};
+
   function loadContext() {
-    $('context').replaceChildren(pi.el('div', 'note', 'loading…'));
+    if (ctx.loading) { ctx.again = true; return; }
+    ctx.loading = true;
+    if (!$('context').childElementCount) $('context').replaceChildren(pi.el('div', 'note', 'loading…'));
     pi.getJSON(api + '/context/view?leaf=' + encodeURIComponent(tip)).then(function (d) {
       var head = pi.el('div', 'note ctx-head', d.messages + ' messages from ' + d.entries + ' entries · rules ' + d.rules);
       $('context').innerHTML = d.html; // server-rendered, escaped
-      $('context').prepend(head);
+      $('context').prepend(head, earlierContext(d.start));
       $('context').dataset.messages = d.messages;
-    }).catch(function (e) { $('context').replaceChildren(pi.el('div', 'error', e.message)); });
+      $('context').dataset.shown = d.end - d.start;
+    }).catch(function (e) { $('context').replaceChildren(pi.el('div', 'error', e.message)); })
+      .finally(function () {
+        ctx.loading = false;
+        if (ctx.again) { ctx.again = false; if (view === 'context') loadContext(); }
+      });
+  }
+
+  // earlierContext is the button that shows the 200 messages before
+  // message start of the context (hidden at 0).
+  function earlierContext(start) {
+    ctx.start = start;
+    var btn = pi.el('button', 'more', 'show ' + Math.min(200, start) + ' earlier messages');
+    btn.type = 'button';
+    btn.id = 'ctx-earlier';
+    btn.hidden = start === 0;
+    btn.addEventListener('click', function () {
+      var leafAt = tip, s = Math.max(0, ctx.start - 200);
+      pi.getJSON(api + '/context/view?leaf=' + encodeURIComponent(leafAt) + '&start=' + s + '&end=' + ctx.start).then(function (d) {
+        if (leafAt !== tip) return; // the context moved on meanwhile: it was drawn anew
+        btn.insertAdjacentHTML('afterend', d.html); // server-rendered, escaped
+        btn.replaceWith(earlierContext(d.start));
+        $('context').dataset.shown = +$('context').dataset.shown + (d.end - d.start);
+      }).catch(function (e) { btn.textContent = 'error: ' + e.message; });
+    });
+    return btn;
   }
 
   function setView(v) {
@@ -250,7 +301,7 @@
   // (pi's leaf is the entry appended last, whatever its type).
   function onEntry(e) {
     if (!e.entryId) return;
-    var known = byId.has(e.entryId);
+    var known = byId.has(e.entryId), wasLeaf = leaf;
     leaf = e.entryId;
     if (!known) {
       var r = e.row || {id: e.entryId, p: e.parentId, t: e.type};
@@ -271,20 +322,36 @@
       win.total++;
       status();
       $('context-json').href = api + '/context?leaf=' + encodeURIComponent(tip);
+      if (view === 'context') loadContext();
+    } else if (!known && wasLeaf && tip === wasLeaf && e.parentId !== tip) {
+      // The reader was at pi's leaf and pi went on on another branch (a
+      // fork or /tree): the page stays where it is, and says so.
+      $('moved').hidden = false;
     }
+    if (leaf === tip) $('moved').hidden = true;
     drawTree();
     document.body.dataset.live = (+(document.body.dataset.live || 0) + 1) + '';
   }
 
   $('tree').addEventListener('click', function (ev) {
     var li = ev.target.closest('li.node');
-    if (li) select(li.dataset.id);
+    if (li) { focusId = li.dataset.id; select(li.dataset.id); }
+  });
+  // The tree by keyboard: up and down move between rows, Home and End to
+  // the first and last, Enter or Space shows the row's branch.
+  $('tree').addEventListener('keydown', function (ev) {
+    var li = ev.target.closest('li.node');
+    if (!li) return;
+    var i = rows.indexOf(byId.get(li.dataset.id)), to = {ArrowDown: i + 1, ArrowUp: i - 1, Home: 0, End: rows.length - 1}[ev.key];
+    if (to !== undefined) { ev.preventDefault(); focusRow(to); return; }
+    if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); focusId = li.dataset.id; select(li.dataset.id); }
   });
   $('tree').closest('.side').addEventListener('scroll', function () { treeRows(false); }, {passive: true});
   window.addEventListener('resize', function () { treeRows(true); });
   $('earlier').addEventListener('click', function () { more(true); });
   $('later').addEventListener('click', function () { more(false); });
   $('to-leaf').addEventListener('click', function () { select(leaf); });
+  $('moved').addEventListener('click', function () { select(leaf); });
   $('v-history').addEventListener('click', function () { setView('history'); });
   $('v-context').addEventListener('click', function () { setView('context'); });
   $('copy').addEventListener('click', function () {
