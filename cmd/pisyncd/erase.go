@@ -23,6 +23,7 @@ import (
 
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/internal/cli"
 	"github.com/pisyncd/pisyncd/keyring"
 	"github.com/pisyncd/pisyncd/projection"
 	"github.com/pisyncd/pisyncd/replicate"
@@ -421,17 +422,20 @@ func eraseCommand(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "erased session %s on this machine: %d file(s), %d copy(ies), %d line(s) of this node and %d of every node's copy\n",
 		sid, len(res.Files), len(res.Copies), res.Messages.Local, res.Messages.All)
+	// File names and forks' ids are anyone's text (a fork's id is its
+	// header's): nothing in them drives the terminal.
+	safe := cli.TerminalSafe
 	for _, f := range append(res.Files, res.Copies...) {
-		fmt.Fprintf(stdout, "  unlinked %s\n", f)
+		fmt.Fprintf(stdout, "  unlinked %s\n", safe(f))
 	}
 	for _, f := range res.LinkTargets {
-		fmt.Fprintf(stdout, "  a link to %s was unlinked; the file itself stays: delete it too if it holds what must go\n", f)
+		fmt.Fprintf(stdout, "  a link to %s was unlinked; the file itself stays: delete it too if it holds what must go\n", safe(f))
 	}
 	for _, h := range res.HardLinked {
-		fmt.Fprintf(stdout, "  %s has %d other name(s) (hard links) that still hold its lines: find them with find / -xdev -samefile FILE before it goes, and delete them too if they hold what must go\n", h.File, h.Others)
+		fmt.Fprintf(stdout, "  %s has %d other name(s) (hard links) that still hold its lines: find them with find / -xdev -samefile FILE before it goes, and delete them too if they hold what must go\n", safe(h.File), h.Others)
 	}
 	for _, f := range res.Forks {
-		fmt.Fprintf(stdout, "  session %s was forked from it, and pi copied its lines there: erase it too if it holds what must go (pisyncd erase %s)\n", f, f)
+		fmt.Fprintf(stdout, "  session %s was forked from it, and pi copied its lines there: erase it too if it holds what must go (pisyncd erase %s)\n", safe(f), safe(f))
 	}
 	if res.Offline {
 		fmt.Fprintln(stdout, "the daemon is not running: its views and its search index dropped the session now; the erase event leaves for the hub when it starts")

@@ -105,7 +105,7 @@ func printCatalog(w io.Writer, entries []projection.CatalogEntry) error {
 			label += " (*)"
 			notes = append(notes, n...)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t$%.2f\t%d\t%s\n", shortTime(e.Updated), e.SessionID, e.Entries, shortCount(e.Tokens), e.Cost, len(e.Nodes), shortPath(label, 40))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t$%.2f\t%d\t%s\n", shortTime(e.Updated), cli.TerminalSafe(e.SessionID), e.Entries, shortCount(e.Tokens), e.Cost, len(e.Nodes), shortPath(label, 40))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -124,21 +124,24 @@ func printCatalog(w io.Writer, entries []projection.CatalogEntry) error {
 // catalogNotes are a session's notes for the end of the table.
 func catalogNotes(e projection.CatalogEntry) []string {
 	var notes []string
+	// A session id is the header's: a line of any text, only stored in
+	// a subject token's encoding.
+	sid := cli.TerminalSafe(e.SessionID)
 	if e.Deleted {
-		notes = append(notes, fmt.Sprintf("%s: deleted (on %s)", e.SessionID, strings.Join(e.DeletedOn, ", ")))
+		notes = append(notes, fmt.Sprintf("%s: deleted (on %s)", sid, strings.Join(e.DeletedOn, ", ")))
 	}
 	if e.Error != "" {
-		notes = append(notes, fmt.Sprintf("%s: unreadable: %s", e.SessionID, cli.TerminalSafe(e.Error)))
+		notes = append(notes, fmt.Sprintf("%s: unreadable: %s", sid, cli.TerminalSafe(e.Error)))
 	}
 	if e.Forked {
-		notes = append(notes, fmt.Sprintf("%s: forked from %s", e.SessionID, cli.TerminalSafe(e.ParentSession)))
+		notes = append(notes, fmt.Sprintf("%s: forked from %s", sid, cli.TerminalSafe(e.ParentSession)))
 	}
 	for _, c := range e.Collisions {
 		if c.Nodes[0] == c.Nodes[1] {
-			notes = append(notes, fmt.Sprintf("%s: entry %s written twice by %s, with other bytes", e.SessionID, cli.TerminalSafe(c.ID), c.Nodes[0]))
+			notes = append(notes, fmt.Sprintf("%s: entry %s written twice by %s, with other bytes", sid, cli.TerminalSafe(c.ID), c.Nodes[0]))
 			continue
 		}
-		notes = append(notes, fmt.Sprintf("%s: entry %s claimed by %s and %s", e.SessionID, cli.TerminalSafe(c.ID), c.Nodes[0], c.Nodes[1]))
+		notes = append(notes, fmt.Sprintf("%s: entry %s claimed by %s and %s", sid, cli.TerminalSafe(c.ID), c.Nodes[0], c.Nodes[1]))
 	}
 	return notes
 }

@@ -27,11 +27,13 @@ func TestLsForkedNoteIsTerminalSafe(t *testing.T) {
 	}
 	noName := e
 	noName.SessionID, noName.Name, noName.Cwd = "s2", "", "/cwd"+hostile
+	// A session id is any text a header holds, a newline too.
+	hostileID := projection.CatalogEntry{SessionID: "X\n" + hostile + "RED", Nodes: []string{"a"}, Deleted: true, DeletedOn: []string{"a"}}
 	var out bytes.Buffer
-	if err := printCatalog(&out, []projection.CatalogEntry{e, noName}); err != nil {
+	if err := printCatalog(&out, []projection.CatalogEntry{e, noName, hostileID}); err != nil {
 		t.Fatal(err)
 	}
-	if strings.ContainsAny(out.String(), "\x1b\x07\u202e") {
+	if strings.ContainsAny(out.String(), "\x1b\x07\u202e") || strings.Contains(out.String(), "X\n") {
 		t.Fatalf("control characters reach the terminal: %q", out.String())
 	}
 	if !strings.Contains(out.String(), "s1: forked from /x ]0;owned  [2J .jsonl") {
@@ -47,7 +49,7 @@ func TestLsForkedNoteIsTerminalSafe(t *testing.T) {
 func TestTailAndEventsAreTerminalSafe(t *testing.T) {
 	const hostile = "\x1b]52;c;ZXZpbA==\x07\x1b[2J\r\u202e"
 	var b bytes.Buffer
-	printTailEntry(&b, &projection.TailEntry{Session: "s1", ID: "e1" + hostile, ParentID: "p" + hostile, Type: "message",
+	printTailEntry(&b, &projection.TailEntry{Session: "s1" + hostile, ID: "e1" + hostile, ParentID: "p" + hostile, Type: "message",
 		Entry: []byte(`{"type":"message","message":{"role":"user\u001b[31m","content":"hi \u001b]52;c;ZXZpbA==\u0007 \u001b[2J there"}}`)})
 	printTailEntry(&b, &projection.TailEntry{Session: "s1", Op: "delete", File: "--x" + hostile + "--/a.jsonl"})
 	if err := eventPrinter(&b, false)(eventJSON{Seq: 1, Type: "message" + hostile, EntryID: "e1" + hostile, ParentID: "p" + hostile}); err != nil {

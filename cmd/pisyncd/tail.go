@@ -120,7 +120,8 @@ func printTailEntry(w io.Writer, e *projection.TailEntry) {
 		json.Unmarshal(e.Entry, &m)
 		text = m.Message.Role + ": " + cli.ContentText(m.Message.Content)
 	}
-	// Every field but the session id (a subject token) is the line's own
-	// or its file's name: anyone's text.
-	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", e.Session, cli.OrDash(cli.TerminalSafe(typ)), cli.OrDash(cli.TerminalSafe(id)), cli.OrDash(cli.TerminalSafe(e.ParentID)), cli.Preview(text, 100))
+	// Every field is the line's own or its file's name, the session id
+	// too (its header's: a subject token holds any text, encoded):
+	// anyone's text.
+	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", cli.TerminalSafe(e.Session), cli.OrDash(cli.TerminalSafe(typ)), cli.OrDash(cli.TerminalSafe(id)), cli.OrDash(cli.TerminalSafe(e.ParentID)), cli.Preview(text, 100))
 }
