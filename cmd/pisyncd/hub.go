@@ -40,7 +40,8 @@ Usage:
                                        register workstation NAME (its PISYNC_NODE_ID) and write its
                                        nkey seed to FILE (default NAME.nkey, 0600) for PISYNC_HUB_NKEY;
                                        a name registered already needs --replace, which gives it a
-                                       new key (the old one is refused) and the team of --team
+                                       new key (the old one is refused); it keeps its team unless
+                                       --team names another (default team: pisyncd)
   pisyncd hub nodes [--json]           list the registered workstations
   pisyncd hub remove-node NAME [--erase] [--json]
                                        remove workstation NAME and reload the hub node running
@@ -566,9 +567,9 @@ func workstationSettings(cfg *config.Hub, name string) string {
 
 func addNodeCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("add-node", flag.ContinueOnError)
-	team := fs.String("team", embedded.DefaultTeam, "the node's team (NATS account)")
+	team := fs.String("team", "", "the node's team (NATS account; default "+embedded.DefaultTeam+", or with --replace the team it is in)")
 	out := fs.String("out", "", "where to write the node's nkey seed (default NAME.nkey)")
-	replace := fs.Bool("replace", false, "give a node registered already a new key (its old one is refused from the hub's next reload) and the team of --team")
+	replace := fs.Bool("replace", false, "give a node registered already a new key (its old one is refused from the hub's next reload); it stays in its team unless --team names another")
 	if err := parseArgs(fs, reorder(args, "team", "out"), "pisyncd hub add-node NAME [--team T] [--out FILE] [--replace]", 1); err != nil {
 		return err
 	}
@@ -603,6 +604,12 @@ func addNodeCommand(args []string, stdout io.Writer) error {
 	}
 	if err := embedded.WriteSeed(f, seed); err != nil {
 		return err
+	}
+	if *team == "" {
+		*team = embedded.DefaultTeam
+		if old != nil {
+			*team = old.Team
+		}
 	}
 	abs, _ := filepath.Abs(*out)
 	if old != nil {

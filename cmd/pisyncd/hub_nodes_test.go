@@ -237,4 +237,18 @@ func TestAddNodeExistingName(t *testing.T) {
 			t.Errorf("add-node --replace does not say %q:\n%s", want, out.String())
 		}
 	}
+
+	// A key replaced without --team (its seed leaked): the node stays in
+	// its team. (It moved into the default team, and read its sessions.)
+	out.Reset()
+	if err := addNodeCommand([]string{"ann", "--replace", "--out", filepath.Join(dir, "ann4.nkey")}, &out); err != nil {
+		t.Fatal(err)
+	}
+	again, err := embedded.LoadNodes(nodes)
+	if err != nil || len(again) != 1 || again[0].Team != "blue" || again[0].Nkey == after[0].Nkey {
+		t.Fatalf("add-node --replace without --team: %v %v, was %v", again, err, after)
+	}
+	if strings.Contains(out.String(), "moved node") {
+		t.Errorf("add-node --replace without --team says the node moved:\n%s", out.String())
+	}
 }

@@ -54,7 +54,9 @@ func AddNode(dir, name, team string) ([]byte, error) {
 // ReplaceNode registers node name with a new key and team, whether or not
 // it is registered, and returns the registration it replaced (nil if
 // none): the old seed stops working once the hub reloads, and a node moved
-// to another team leaves its lines in the old team's PI_HUB.
+// to another team leaves its lines in the old team's PI_HUB. Team "" keeps
+// the node's team: a key replaced because its seed leaked must not move
+// the node into the default team, whose sessions it would then read.
 func ReplaceNode(dir, name, team string) ([]byte, *Node, error) {
 	return addNode(dir, name, team, true)
 }
@@ -62,12 +64,6 @@ func ReplaceNode(dir, name, team string) ([]byte, *Node, error) {
 func addNode(dir, name, team string, replace bool) ([]byte, *Node, error) {
 	if !eventlog.ValidNodeID(name) {
 		return nil, nil, fmt.Errorf("node name %q: want 1 to 64 characters of [A-Za-z0-9_-] (the node's PISYNC_NODE_ID)", name)
-	}
-	if team == "" {
-		team = DefaultTeam
-	}
-	if !teamPattern().MatchString(team) || team == "SYS" || team == "$G" {
-		return nil, nil, fmt.Errorf("team %q: want a letter, then up to 63 of [A-Za-z0-9_-]", team)
 	}
 	files, err := readNodes(dir)
 	if err != nil {
@@ -79,6 +75,15 @@ func addNode(dir, name, team string, replace bool) ([]byte, *Node, error) {
 		if !replace {
 			return nil, nil, &NodeExistsError{old.Node}
 		}
+	}
+	if team == "" {
+		team = DefaultTeam
+		if old != nil {
+			team = old.Team
+		}
+	}
+	if !teamPattern().MatchString(team) || team == "SYS" || team == "$G" {
+		return nil, nil, fmt.Errorf("team %q: want a letter, then up to 63 of [A-Za-z0-9_-]", team)
 	}
 	kp, err := nkeys.CreateUser()
 	if err != nil {
