@@ -50,8 +50,11 @@ func (s *hintState) hintFor(msg, err string) (key, text string) {
 		return "hub-ca-other", fmt.Sprintf("hint: PISYNC_HUB_CA %s did not sign the hub's certificate: set it to the CA that did (the hub's ca.pem). The daemon reads PISYNC_HUB_CA when it starts: restart it after replacing the file. Nothing is forwarded or received meanwhile", s.hubCA)
 	case strings.Contains(msg, "certificate has expired or is not yet valid"):
 		return "hub-cert-time", "hint: the hub's certificate is not valid at this machine's time (the error says both): check this machine's clock first; if it is right, the hub's certificate has expired (a development one is valid a year), and the hub's operator issues a new one from the same CA, `pisyncd hub certs DIR --renew` on the hub, and reloads the hub (`pisyncd hub reload`, or SIGHUP) or restarts it (this machine then needs nothing). Nothing is forwarded or received meanwhile"
-	case strings.Contains(msg, "x509: certificate is valid for"):
-		return "hub-cert-name", "hint: the hub's certificate does not name the host this machine reaches it by (PISYNC_HUB_URLS). Use a name the certificate holds, or make the hub a certificate for this one (`pisyncd hub certs DIR --hosts NAME,...` on the hub). Nothing is forwarded or received meanwhile"
+	case strings.Contains(msg, "x509: certificate is valid for") || strings.Contains(msg, "x509: certificate is not valid for any names") ||
+		strings.Contains(msg, "because it doesn't contain any IP SANs"):
+		// Go's x509 words a certificate that names no IP address, when
+		// the URL is one, without "valid for".
+		return "hub-cert-name", "hint: the hub's certificate does not name the host or address this machine reaches it by (PISYNC_HUB_URLS). Use a name the certificate holds, or have the hub's operator issue one that names it from the same CA (`pisyncd hub certs DIR --renew --hosts NAME,...` on the hub, then `pisyncd hub reload`: the workstations keep trusting the hub). Nothing is forwarded or received meanwhile"
 	case strings.Contains(err, "stream not found") && (strings.HasPrefix(err, "forwarder: hub") || strings.HasPrefix(err, "downloader: hub")):
 		return "no-pi-hub", "hint: the hub has no PI_HUB stream in this node's account. pisyncd hub creates it at start; a stock nats-server does not: create it once per team (docs/HUB.md, \"A stock nats-server as the hub\")"
 	case (strings.Contains(err, "key message on "+eventlog.KeysStream) || strings.Contains(err, "key subjects on "+eventlog.KeysStream)) && s.leafConnected() && (strings.Contains(err, "no response from stream") || strings.Contains(err, "no responders") || strings.Contains(err, "deadline exceeded") || strings.Contains(err, "timeout")):

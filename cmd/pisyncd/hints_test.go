@@ -167,6 +167,8 @@ func TestHintFor(t *testing.T) {
 		{"forwarding to the hub paused; retrying", "forwarder: erase s1's key messages: key subjects on PI_KEYS: context deadline exceeded", true, up, "no-pi-keys"},
 		{"127.0.0.1:7422 - lid:3 - TLS leafnode handshake error: tls: failed to verify certificate: x509: certificate signed by unknown authority", "", true, down, "hub-ca-unset"},
 		{"127.0.0.1:7422 - lid:3 - TLS leafnode handshake error: tls: failed to verify certificate: x509: certificate is valid for hub1, not hub.lan", "", true, down, "hub-cert-name"},
+		{"127.0.0.1:27422 - lid:5 - TLS leafnode handshake error: tls: failed to verify certificate: x509: cannot validate certificate for 127.0.0.1 because it doesn't contain any IP SANs", "", true, down, "hub-cert-name"},
+		{"hub:7422 - lid:6 - TLS leafnode handshake error: tls: failed to verify certificate: x509: certificate is not valid for any names, but wanted to match hub", "", true, down, "hub-cert-name"},
 		{"127.0.0.1:7422 - lid:3 - TLS leafnode handshake error: tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2026-12-03T19:40:01Z is after 2026-12-01T10:00:00Z", "", true, down, "hub-cert-time"},
 		{"127.0.0.1:7422 - lid:3 - TLS leafnode handshake error: tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2025-01-01T00:00:00+01:00 is before 2026-12-01T10:00:00Z", "", false, down, "hub-cert-time"},
 		// Without credentials, or with the hub away, the same errors
