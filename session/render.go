@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
+	"strconv"
 )
 
 // A context can be far larger than what a reader wants to hold: a 200 MB
@@ -167,7 +169,8 @@ func (o *marshalOut) val(v []byte) {
 
 // compactHTML appends the JSON value v to dst as json.Compact and then
 // json.HTMLEscape would: whitespace outside strings dropped, and <, >, &,
-// U+2028 and U+2029 written as \u escapes. Unlike json.Compact it has no
+// U+2028 and U+2029 written as \u escapes; numbers as JavaScript writes
+// them (jsNumberJSON). Unlike json.Compact it has no
 // depth limit (10,000 levels there): pi passes content of any depth
 // through, and v was read from a line the reader already took as JSON.
 func compactHTML(dst compactWriter, v []byte) {
@@ -179,6 +182,22 @@ func compactHTML(dst compactWriter, v []byte) {
 			dst.Write(v[start:i])
 			i++
 			start = i
+			continue
+		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			// A number as pi writes it back (JSON.stringify of what
+			// JSON.parse read): 1.0 is 1, 1E+2 is 100, -0 is 0, and one
+			// past the largest double (1e400) is null, which a reader in
+			// Go could not have taken as a number at all.
+			j := i + 1
+			for j < len(v) && numberByte[v[j]] {
+				j++
+			}
+			if js, same := jsNumberJSON(v[i:j]); !same {
+				dst.Write(v[start:i])
+				dst.WriteString(js)
+				start = j
+			}
+			i = j
 			continue
 		case '"':
 		default:
@@ -227,6 +246,75 @@ func compactHTML(dst compactWriter, v []byte) {
 		}
 	}
 	dst.Write(v[start:])
+}
+
+// numberByte marks the bytes a JSON number is made of after its first.
+var numberByte = [256]bool{'0': true, '1': true, '2': true, '3': true, '4': true, '5': true, '6': true,
+	'7': true, '8': true, '9': true, '.': true, 'e': true, 'E': true, '+': true, '-': true}
+
+// jsNumberJSON is the JSON number tok as JSON.stringify writes the value
+// JSON.parse reads from it, and whether that is tok itself.
+func jsNumberJSON(tok []byte) (string, bool) {
+	if jsPlain(tok) {
+		return "", true
+	}
+	f, err := strconv.ParseFloat(string(tok), 64)
+	if err != nil && !math.IsInf(f, 0) {
+		return "", true // not a number (the line was read as JSON: never)
+	}
+	if math.IsInf(f, 0) {
+		return "null", false
+	}
+	js := jsNumberString(f)
+	return js, js == string(tok)
+}
+
+// jsPlain reports, without parsing it, whether JavaScript writes number
+// tok back as it is: what nearly every number of a session is (a time in
+// ms, a count, a cost). That holds for a decimal of at most 15 significant
+// digits (every such decimal is the shortest that gives its double back),
+// without an exponent, a fraction ending in 0, or -0, and not under 1e-6
+// (written with an exponent).
+func jsPlain(tok []byte) bool {
+	d := tok
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	i := 0
+	for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+		i++
+	}
+	whole := d[:i]
+	if len(whole) == 0 || (whole[0] == '0' && len(whole) > 1) {
+		return false
+	}
+	if i == len(d) {
+		return len(whole) <= 15 && (whole[0] != '0' || len(tok) == 1)
+	}
+	if d[i] != '.' {
+		return false // an exponent
+	}
+	frac := d[i+1:]
+	if len(frac) == 0 || frac[len(frac)-1] == '0' {
+		return false
+	}
+	for _, c := range frac {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	sig := len(whole) + len(frac)
+	if whole[0] == '0' {
+		z := 0
+		for z < len(frac) && frac[z] == '0' {
+			z++
+		}
+		if z > 5 {
+			return false
+		}
+		sig = len(frac) - z
+	}
+	return sig <= 15
 }
 
 // compactWriter is where compactHTML writes: a bytes.Buffer or a
