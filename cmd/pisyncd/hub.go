@@ -114,6 +114,12 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 		case "service":
 			return hubServiceCommand(args[1:], stdout)
 		case "config":
+			// No flags or operands: -h asks for this usage, anything
+			// else is a mistake, not something to ignore.
+			fs := flag.NewFlagSet("config", flag.ContinueOnError)
+			if err := parseArgs(fs, args[1:], "pisyncd hub config (prints the nats-server configuration the hub runs with, from its PISYNC_HUB_* settings)", 0); err != nil {
+				return err
+			}
 			cfg, err := config.LoadHub()
 			if err != nil {
 				return err

@@ -47,6 +47,7 @@ func TestHelpAndBadFlags(t *testing.T) {
 		{"run", "-h"}, {"status", "-h"}, {"events", "--help"}, {"context", "-h"}, {"ls", "--help"},
 		{"tail", "-h"}, {"erase", "-h"}, {"service", "--help"}, {"hub", "add-node", "-h"},
 		{"hub", "certs", "--help"}, {"hub", "dev-init", "-h"}, {"hub", "erase", "-h"}, {"hub", "upgrade", "-h"},
+		{"hub", "config", "-h"}, // before: printed the configuration
 	} {
 		code, out, errOut := mainIn(t, args...)
 		if code != 0 || !strings.HasPrefix(out, "usage: pisyncd") || errOut != "" {
@@ -74,6 +75,8 @@ func TestHelpAndBadFlags(t *testing.T) {
 		{[]string{"hub", "certs", "/tmp/x", "--hosts", "hub.lan,bad host,*.x"}, `--hosts "bad host": want host names`}, // before: written into the certificate
 		{[]string{"hub", "dev-init", "/tmp/x", "--hosts", "-x", "--nodes", "a"}, `--hosts "-x": want host names`},
 		{[]string{"bogus"}, `unknown command "bogus"`},
+		{[]string{"hub", "config", "extra"}, `config takes no arguments, got ["extra"]`}, // before: ignored
+		{[]string{"hub", "config", "--bogus"}, `config: flag provided but not defined: -bogus`},
 		{[]string{"search", "zebra", "--limit", "0"}, `search: --limit "0": want a number from 1 to 100`},
 		{[]string{"search", "zebra", "--after=x"}, `search: --after "x": want a number from 0 to 1000`},
 	} {

@@ -68,7 +68,7 @@ func searchCommand(args []string, stdout io.Writer) error {
 // matches in «». Session text is attacker-controlled: control characters
 // (escape sequences a terminal would obey) are shown as spaces.
 func printHits(w io.Writer, res search.Result) error {
-	fmt.Fprintf(w, "%d hits\n", res.Total)
+	fmt.Fprintln(w, cli.Plural(int(res.Total), "hit", "hits"))
 	if res.Approximate {
 		fmt.Fprintf(w, "(phrases matched as their words in any order: in order took longer than %v)\n", search.PhraseBudget)
 	}

@@ -88,7 +88,8 @@ func TestSearchAcrossMachines(t *testing.T) {
 	if err := searchCommand([]string{"frobnicator", "output"}, &out); err != nil {
 		t.Fatal(err)
 	}
-	if strings.ContainsRune(out.String(), '\x1b') || strings.ContainsRune(out.String(), '\x07') || !strings.Contains(out.String(), "«frobnicator»") || !strings.Contains(out.String(), sid) {
+	if strings.ContainsRune(out.String(), '\x1b') || strings.ContainsRune(out.String(), '\x07') || !strings.Contains(out.String(), "«frobnicator»") || !strings.Contains(out.String(), sid) ||
+		!strings.HasPrefix(out.String(), "1 hit\n") {
 		t.Errorf("text output:\n%q", out.String())
 	}
 	// A bad query: the reason, not a status line or JSON.
