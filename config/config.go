@@ -242,13 +242,16 @@ func (c *Config) Validate() error {
 	if c.RescanInterval < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("%s_RESCAN_INTERVAL %v: want at least 100ms", Prefix, c.RescanInterval))
 	}
-	if c.MaxLine < 1<<10 || c.MaxLine > 200<<20 {
+	lineOK := c.MaxLine >= 1<<10 && c.MaxLine <= 200<<20
+	if !lineOK {
 		errs = append(errs, fmt.Errorf("%s_MAX_LINE %v: want 1KiB to 200MiB (a line is one atomic batch of 256KiB chunks)", Prefix, c.MaxLine))
 	}
 	if c.MaxStore < 64<<20 {
 		errs = append(errs, fmt.Errorf("%s_MAX_STORE %v: want at least 64MiB", Prefix, c.MaxStore))
 	}
-	if err := c.checkMemoryBudget(); err != nil {
+	// The budget a line out of range would need is no advice: raising
+	// it as told met the range error next.
+	if err := c.checkMemoryBudget(); err != nil && lineOK {
 		errs = append(errs, err)
 	}
 	if c.MaxMemory < 16<<20 {

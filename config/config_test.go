@@ -122,6 +122,14 @@ func TestLoadAndValidate(t *testing.T) {
 			}
 		})
 	}
+	// A line out of range: that alone, not the budget it would need
+	// (raising the budget as told met the range error next).
+	t.Run("line out of range", func(t *testing.T) {
+		t.Setenv("PISYNC_MAX_LINE", "1GiB")
+		if _, err := Load(); err == nil || !strings.Contains(err.Error(), "want 1KiB to 200MiB") || strings.Contains(err.Error(), "MEMORY_BUDGET") {
+			t.Errorf("PISYNC_MAX_LINE=1GiB: %v", err)
+		}
+	})
 	// A port out of range failed only at the listen, not naming the
 	// variable.
 	t.Run("same address", func(t *testing.T) {
