@@ -189,7 +189,7 @@ func TestExampleShell(t *testing.T) {
 
 	run := func(args ...string) (*lineReader, func()) {
 		ctx, cancel := context.WithCancel(context.Background())
-		cmd := exec.CommandContext(ctx, "sh", append([]string{script}, args...)...)
+		cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
 		// The pipeline is a process group: stopping it stops pisyncd
 		// tail and jq.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -214,6 +214,13 @@ func TestExampleShell(t *testing.T) {
 				t.Logf("turn-costs.sh stderr: %s", s)
 			}
 		}
+	}
+
+	// pisyncd failing fails the script (before: jq's status, 0).
+	fail := exec.Command("bash", script)
+	fail.Env = append(os.Environ(), "PISYNCD=false")
+	if err := fail.Run(); err == nil {
+		t.Error("turn-costs.sh exits 0 when pisyncd fails")
 	}
 
 	// Live. `pisyncd tail` prints nothing until an entry comes, so the

@@ -52,6 +52,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fromStart := fs.Bool("from-start", false, "read everything the streams hold first, then follow")
 	count := fs.Int("count", 0, "stop after this many turns (0: never)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // -h asked for the usage, which Parse printed
+		}
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -138,6 +141,9 @@ func connect(path string) (*nats.Conn, error) {
 // default state dir (PISYNC_STATE_DIR overrides it, as for the daemon).
 func defaultContext() string {
 	dir := os.Getenv("PISYNC_STATE_DIR")
+	if home, err := os.UserHomeDir(); err == nil && (dir == "~" || strings.HasPrefix(dir, "~/")) {
+		dir = filepath.Join(home, dir[1:]) // as the daemon reads it
+	}
 	if dir == "" {
 		if x := os.Getenv("XDG_STATE_HOME"); x != "" {
 			dir = filepath.Join(x, "pisyncd")

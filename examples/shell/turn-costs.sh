@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # An example subscriber of pisyncd that needs no Go: a line each time an
 # assistant turn ends in a pi session (on this machine and, with a hub, on
 # every machine of the team), with what the turn cost. The same output as
@@ -12,9 +12,13 @@
 # line pi wrote, parsed). A turn is the assistant messages since the last
 # user message; it ends with an assistant message whose stopReason is not
 # "toolUse". Pipe the output into notify-send, curl, a file...
-set -eu
+#
+# PISYNCD names the binary when it is not `pisyncd` on the PATH (e.g.
+# PISYNCD=./pisyncd after `go build -o pisyncd ./cmd/pisyncd`). The script
+# fails as pisyncd does (no daemon, no binary): pipefail, not jq's status.
+set -euo pipefail
 
-pisyncd tail --json --type message "$@" |
+"${PISYNCD:-pisyncd}" tail --json --type message "$@" |
   jq -nr --unbuffered '
     foreach (inputs | select(.entry.message != null)) as $e (
       {sums: {}, done: null};
