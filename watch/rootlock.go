@@ -74,6 +74,20 @@ func lockDir(root string) (*os.File, error) {
 	return f, nil
 }
 
+// RootHolder reports the process of this user's that holds the lock on
+// root, without taking it (a lock taken even for a moment could refuse a
+// daemon starting then): where locks are listed (/proc/locks), else
+// nothing is reported.
+func RootHolder(root string) (pid int, ok bool) {
+	f, err := os.Open(root)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	pid, uid, ok := lockHolder(f)
+	return pid, ok && uid == os.Geteuid()
+}
+
 // Close drops the lock.
 func (l *RootLock) Close() error {
 	l.mu.Lock()

@@ -16,6 +16,7 @@ import (
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
 	"github.com/pisyncd/pisyncd/projection"
+	"github.com/pisyncd/pisyncd/watch"
 )
 
 // What the inspection commands (status, events, ls, context, tail) share:
@@ -61,7 +62,7 @@ func getControl(ctx context.Context, cfg *config.Config, path string) (*http.Res
 	// work, does not come here.
 	resp, err := controlClientWithin(cfg.StateDir, answerTimeout).Do(req)
 	if err != nil {
-		return nil, noAnswer(cfg.StateDir, err)
+		return nil, noAnswer(cfg, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
@@ -79,7 +80,8 @@ func getControl(ctx context.Context, cfg *config.Config, path string) (*http.Res
 // answer: errNotRunning when nothing listens there (the callers that can
 // then read the store do), else what went wrong: a daemon that is up but
 // did not answer in time is not "not running".
-func noAnswer(stateDir string, err error) error {
+func noAnswer(cfg *config.Config, err error) error {
+	stateDir := cfg.StateDir
 	sock := filepath.Join(stateDir, config.ControlSocket)
 	if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
 		if inUse := embedded.StateDirInUse(stateDir); inUse != nil && inUse.Holder == "" {
@@ -89,6 +91,13 @@ func noAnswer(stateDir string, err error) error {
 			// start it" sent the user to start a second one.
 			return fmt.Errorf("%w: pid %s holds the state dir %s and its control socket is not open yet: its store is still opening (a first start waits while the disk under the state dir is full or slow); its log says what it waits for",
 				errStarting, inUse.PIDText(), stateDir)
+		}
+		if pid, ok := watch.RootHolder(cfg.SessionsDir); ok {
+			// Earlier still: a first start that cannot write its node
+			// id (the disk under the state dir full) holds the
+			// sessions dir alone while it waits.
+			return fmt.Errorf("%w: pid %d holds the sessions dir %s and its control socket is not open yet: it waits to start (a first start waits while the disk under the state dir %s is full); its log says what it waits for",
+				errStarting, pid, cfg.SessionsDir, stateDir)
 		}
 		return fmt.Errorf("%w (no answer on %s): start it (pisyncd run, or its service)", errNotRunning, sock)
 	}

@@ -268,6 +268,20 @@ func (d *Daemon) Close() error {
 func OpenDaemon(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Daemon, error) {
 	// The sessions dir's lock comes first: a daemon refused for it leaves
 	// nothing behind, no state dir, node id or store of its own.
+	rootLock, err := lockSessionsDir(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	d, err := openDaemonLocked(ctx, cfg, logger, rootLock)
+	if err != nil && rootLock != nil {
+		rootLock.Close()
+	}
+	return d, err
+}
+
+// lockSessionsDir takes the sessions dir's lock: nil, nil on a file system
+// that takes none (the daemon runs, unguarded against a second one).
+func lockSessionsDir(cfg *config.Config, logger *slog.Logger) (*watch.RootLock, error) {
 	rootLock, err := watch.LockRoot(cfg.SessionsDir)
 	if errors.Is(err, watch.ErrRootInUse) {
 		// The same daemon started twice holds the state dir as well: that
@@ -275,7 +289,9 @@ func OpenDaemon(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*
 		if inUse := embedded.StateDirInUse(cfg.StateDir); inUse != nil {
 			return nil, inUse
 		}
-		return nil, fmt.Errorf("PISYNC_SESSIONS_DIR %s is followed by another pisyncd, with another state dir (%v): the two would publish every line twice, under two node ids. Stop the other one, or start this one with the other's PISYNC_STATE_DIR (then it is the same daemon, and is refused while that one runs)", cfg.SessionsDir, err)
+		// The holder has not the state dir: another one's, or this one's
+		// while it waits to start (a first start on a full disk).
+		return nil, fmt.Errorf("PISYNC_SESSIONS_DIR %s is followed by another pisyncd (%v): two would publish every line twice, under two node ids. If it is this one started already (the same PISYNC_STATE_DIR, waiting to start), `pisyncd status` says what it waits for; else stop it, or start this one with its PISYNC_STATE_DIR", cfg.SessionsDir, err)
 	} else if errors.Is(err, watch.ErrSessionsDir) {
 		// Not a lock the file system refuses: no daemon could follow it.
 		return nil, fmt.Errorf("%w%s", err, config.WriteHint(err, "SESSIONS_DIR"))
@@ -283,14 +299,18 @@ func OpenDaemon(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*
 		// A file system that takes no lock (some network and container
 		// mounts): the daemon runs, unguarded against a second one.
 		logger.Warn("the sessions dir could not be locked: a second pisyncd over it, with a state dir of its own, would not be refused", "dir", cfg.SessionsDir, "err", err)
+		return nil, nil
 	}
+	return rootLock, nil
+}
+
+// openDaemonLocked is OpenDaemon under the sessions dir's lock, which the
+// daemon holds from then on; on failure the caller keeps it.
+func openDaemonLocked(ctx context.Context, cfg *config.Config, logger *slog.Logger, rootLock *watch.RootLock) (*Daemon, error) {
 	release := holdStartGC() // from the store's recovery on
 	d, err := openStoreAfterCommands(ctx, cfg, logger)
 	if err != nil {
 		release()
-		if rootLock != nil {
-			rootLock.Close()
-		}
 		return nil, err
 	}
 	d.rootLock = rootLock
@@ -300,6 +320,7 @@ func OpenDaemon(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*
 		d.releaseGC = release
 	}
 	if err := d.build(ctx); err != nil {
+		d.rootLock = nil // the caller's still: it may try again under it
 		d.Close()
 		return nil, err
 	}

@@ -80,12 +80,25 @@ func diskFull(err error) bool {
 // starts or ctx ends (then it returns nil, nil: asked to stop): a daemon
 // restarted on a full disk (after a crash, at boot) comes up by itself once
 // space is freed.
-func openDaemonWaiting(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Daemon, error) {
+//
+// The sessions dir's lock is held throughout: a second daemon started
+// meanwhile (status said nothing runs) is refused at once, as it is once
+// this one runs.
+func openDaemonWaiting(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	const first, most = 500 * time.Millisecond, 10 * time.Second
+	rootLock, err := lockSessionsDir(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil && rootLock != nil {
+			rootLock.Close()
+		}
+	}()
 	pause := first
 	var since time.Time
 	for {
-		d, err := OpenDaemon(ctx, cfg, logger)
+		d, err := openDaemonLocked(ctx, cfg, logger, rootLock)
 		if err == nil {
 			if !since.IsZero() {
 				logger.Info("the state dir's disk takes writes again; starting", "waited", time.Since(since).Round(time.Millisecond))
@@ -101,6 +114,9 @@ func openDaemonWaiting(ctx context.Context, cfg *config.Config, logger *slog.Log
 		}
 		select {
 		case <-ctx.Done():
+			if rootLock != nil {
+				rootLock.Close()
+			}
 			return nil, nil
 		case <-time.After(pause):
 		}

@@ -462,7 +462,7 @@ func eraseViaDaemon(ctx context.Context, cfg *config.Config, sid string) (*erase
 	}
 	resp, err := controlClient(cfg.StateDir).Do(req)
 	if err != nil {
-		return nil, noAnswer(cfg.StateDir, err)
+		return nil, noAnswer(cfg, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

@@ -6,9 +6,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pisyncd/pisyncd/internal/fsutil"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // TestStatusWhileStarting: while a daemon holds the state dir but has not
@@ -49,4 +52,43 @@ func TestStatusWhileStarting(t *testing.T) {
 			t.Errorf("%s while a daemon starts: exit %d: %s", cmd, code, got)
 		}
 	}
+}
+
+// TestFirstStartOnFullDisk: a first start whose state dir's disk is full
+// cannot write its node id, so it holds no state dir yet; it holds the
+// sessions dir while it waits. Status says it is starting (it said "not
+// running: start it"), a second daemon started as told is refused at once
+// (it waited beside the first, both holding nothing), and the first runs
+// once space is freed.
+func TestFirstStartOnFullDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	home := t.TempDir()
+	disk := filepath.Join(home, "disk")
+	testenv.Tmpfs(t, disk, 4<<20)
+	sessions, state := filepath.Join(home, "sessions"), filepath.Join(disk, "state")
+	env := []string{"PISYNC_SESSIONS_DIR=" + sessions, "PISYNC_STATE_DIR=" + state, "PISYNC_LOG_LEVEL=info"}
+	free := testenv.Fill(t, disk)
+	p := startDaemonProc(t, env)
+	waitUntil(t, 20*time.Second, func() (bool, string) {
+		text := stderrText(p)
+		return strings.Contains(text, "disk is full; pisyncd starts once it takes writes again"), text
+	})
+	var out bytes.Buffer
+	pid := strconv.Itoa(p.cmd.Process.Pid)
+	if code := runCmd(t, env, &out, "status"); code != 1 || !strings.Contains(out.String(), "pisyncd is starting: pid "+pid+" holds the sessions dir") {
+		t.Errorf("status while the first start waits: exit %d: %s", code, out.String())
+	}
+	out.Reset()
+	if code := runCmd(t, env, &out, "run"); code == 0 || !strings.Contains(out.String(), "is followed by another pisyncd") {
+		t.Errorf("a second daemon: exit %d: %s", code, out.String())
+	}
+	free()
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		out.Reset()
+		code := runCmd(t, env, &out, "status")
+		return code == 0, out.String()
+	})
+	p.kill(t, syscall.SIGTERM)
 }
