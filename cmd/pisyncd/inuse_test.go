@@ -84,7 +84,7 @@ func TestSessionsDirInUse(t *testing.T) {
 	if err == nil {
 		d2.Close()
 	}
-	says := []string{"PISYNC_SESSIONS_DIR " + first.SessionsDir + " is followed by another pisyncd", "start this one with the other's PISYNC_STATE_DIR"}
+	says := []string{"PISYNC_SESSIONS_DIR " + first.SessionsDir + " is followed by another pisyncd", "start this one with its PISYNC_STATE_DIR"}
 	if runtime.GOOS == "linux" { // the lock's holder, from /proc/locks
 		says = append(says, fmt.Sprintf("(process %d)", os.Getpid()))
 	}
