@@ -135,3 +135,36 @@ func TestIdenticalLinesAreOneEntry(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestEditInPlaceCountsMalformedOnce: a file read again after an edit in
+// place does not count its malformed line again (it went 1, 2, 5 over three
+// edits), while a new malformed line appended still counts.
+func TestEditInPlaceCountsMalformedOnce(t *testing.T) {
+	root, state := t.TempDir(), t.TempDir()
+	path := filepath.Join(root, "--p--", "bad.jsonl")
+	e1 := entry("e1", "", "a")
+	writeFile(t, path, header("bad")+"\ngarbage\n"+e1+"\n")
+	n := startNode(t, root, state)
+	n.waitLines("bad", []string{header("bad"), e1})
+	malformed := func(want int64) {
+		t.Helper()
+		waitFor(t, 10*time.Second, func() (bool, string) {
+			m := n.tailer.Stats().Malformed
+			return m == want, fmt.Sprintf("malformed %d, want %d", m, want)
+		})
+	}
+	malformed(1)
+	want := []string{header("bad"), e1}
+	for i, c := range []string{"b", "c", "d"} {
+		prev := entry("e1", "", "abcd"[i:i+1])
+		next := entry("e1", "", c)
+		editInPlace(t, path, prev, next)
+		want = append(want, next)
+		n.waitLines("bad", want)
+	}
+	appendFile(t, path, "more garbage\n")
+	malformed(2)
+	if m := n.tailer.Stats().Malformed; m != 2 {
+		t.Errorf("malformed %d after three edits and one bad line more, want 2", m)
+	}
+}

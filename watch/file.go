@@ -65,6 +65,20 @@ type file struct {
 	// was replaced or rewritten; its deletion waits for the new content's
 	// header (settleLeft).
 	left *sessionLeft
+	// malformedTo is the end of the last malformed line counted: a file
+	// read again after an edit in place does not count its bad lines
+	// again (a replaced or truncated file does: its lines are new).
+	malformedTo int64
+}
+
+// newMalformed reports whether the malformed line ending at end is one not
+// counted yet, and notes it.
+func (f *file) newMalformed(end int64) bool {
+	if end <= f.malformedTo {
+		return false
+	}
+	f.malformedTo = end
+	return true
 }
 
 // sessionLeft is a session a file held before it was read again from its
@@ -256,7 +270,9 @@ func (w *worker) sync(ctx context.Context, path string) error {
 			return nil
 		}
 		w.t.logger.Debug("session file changed in place; reading it again", "file", f.rel)
+		counted := f.malformedTo
 		w.reread(f, dev, ino)
+		f.malformedTo = counted
 		f.resumed = true
 		f.recheckAt = now.Add(w.t.rescan)
 	}

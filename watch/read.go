@@ -108,7 +108,9 @@ func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again b
 			return false, fmt.Errorf("read: %w", err)
 		}
 		if ln.oversize {
-			p.malformed++
+			if f.newMalformed(ln.end) {
+				p.malformed++
+			}
 			p.skip(&ln)
 			w.t.logger.Warn("line longer than the limit skipped", "file", f.rel, "offset", ln.start, "max", w.t.maxLine)
 			continue
@@ -175,7 +177,7 @@ func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again b
 					}
 				}
 			case !l.Kind.Kept():
-				if l.Kind == session.Malformed {
+				if l.Kind == session.Malformed && f.newMalformed(ln.end) {
 					p.malformed++
 				}
 				w.t.mem.release(held)
@@ -193,7 +195,9 @@ func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again b
 				// Every message of the line carries these in its
 				// headers: past max_payload no publish of it can ever
 				// succeed, and it would hold up the file for good.
-				p.malformed++
+				if f.newMalformed(ln.end) {
+					p.malformed++
+				}
 				w.t.mem.release(held)
 				p.skip(&ln)
 				w.t.logger.Warn("line whose id, parentId and type are too long to carry skipped", "file", f.rel, "offset", ln.start, "bytes", n, "max", maxEnvelope)
@@ -218,7 +222,7 @@ func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again b
 				}
 			}
 		default:
-			if l.Kind == session.Malformed || l.Kind == session.Scalar {
+			if (l.Kind == session.Malformed || l.Kind == session.Scalar) && f.newMalformed(ln.end) {
 				p.malformed++
 			}
 			w.t.mem.release(held)
