@@ -552,17 +552,23 @@ func upgradeDir(cfg *config.Hub, team string) string {
 // workstation: every setting it needs to join this hub, not only its id and
 // seed (with those alone, a newcomer met the missing URL and CA one
 // refusal at a time).
-func workstationSettings(cfg *config.Hub, name string) string {
+//
+// fromHub says the TLS settings are the running hub's (its reload's
+// answer), not only this shell's.
+func workstationSettings(cfg *config.Hub, name string, fromHub bool) string {
 	port := "7422"
 	if _, p, err := net.SplitHostPort(cfg.LeafListen); err == nil {
 		port = p
 	}
 	set := fmt.Sprintf("  PISYNC_NODE_ID=%s PISYNC_HUB_NKEY=<path of the seed>", name)
 	if cfg.TLSCert == "" {
-		// Said, since add-node reads the settings of its own shell: one
-		// without the hub's TLS settings would send a workstation to
-		// nats:// for a hub that runs with TLS.
-		return fmt.Sprintf("copy it to the workstation and set\n%s PISYNC_HUB_URLS=nats://<this host>:%s\n  (no TLS: PISYNC_HUB_TLS_CERT is unset here)\n", set, port)
+		if fromHub {
+			return fmt.Sprintf("copy it to the workstation and set\n%s PISYNC_HUB_URLS=nats://<this host>:%s\n  (no TLS: the hub node running here runs without PISYNC_HUB_TLS_CERT)\n", set, port)
+		}
+		// Said, since with no hub running add-node reads the settings of
+		// its own shell: one without the hub's TLS settings would send a
+		// workstation to nats:// for a hub that runs with TLS.
+		return fmt.Sprintf("copy it to the workstation and set\n%s PISYNC_HUB_URLS=nats://<this host>:%s\n  (no TLS: PISYNC_HUB_TLS_CERT is unset here, and no hub node runs here to ask)\n", set, port)
 	}
 	ca, _ := filepath.Abs(filepath.Join(filepath.Dir(cfg.TLSCert), "ca.pem"))
 	if _, err := os.Stat(ca); err == nil {
@@ -618,20 +624,27 @@ func addNodeCommand(args []string, stdout io.Writer) error {
 		}
 	}
 	abs, _ := filepath.Abs(*out)
+	// The hub node running here admits it at once (a key replaced: the
+	// old seed's link is closed); others need a reload of their own. Its
+	// answer names the TLS and leaf settings it runs with: the workstation
+	// is told those, whatever this shell has set.
+	ctx, stop := signalContext(io.Discard)
+	defer stop()
+	running, err := reloadHereAnswer(ctx, cfg)
+	reloaded := running != nil
+	hub := *cfg
+	if reloaded {
+		hub.TLSCert, hub.LeafListen = running.TLSCert, cmp.Or(running.LeafListen, cfg.LeafListen)
+	}
 	if old != nil {
 		fmt.Fprintf(stdout, "replaced node %s's key in %s: its old key %s is refused from the hub's next reload, and a workstation still running with the old seed is cut off until it has the new one\n", name, cfg.NodesDir, old.Nkey)
 		if old.Team != *team {
 			fmt.Fprintf(stdout, "moved node %s from team %s to team %s: its lines already on the hub stay in team %s's PI_HUB\n", name, old.Team, *team, old.Team)
 		}
-		fmt.Fprintf(stdout, "its new seed is in %s: %s", abs, workstationSettings(cfg, name))
+		fmt.Fprintf(stdout, "its new seed is in %s: %s", abs, workstationSettings(&hub, name, reloaded))
 	} else {
-		fmt.Fprintf(stdout, "registered node %s (team %s) in %s\nits seed is in %s: %s", name, *team, cfg.NodesDir, abs, workstationSettings(cfg, name))
+		fmt.Fprintf(stdout, "registered node %s (team %s) in %s\nits seed is in %s: %s", name, *team, cfg.NodesDir, abs, workstationSettings(&hub, name, reloaded))
 	}
-	// The hub node running here admits it at once (a key replaced: the
-	// old seed's link is closed); others need a reload of their own.
-	ctx, stop := signalContext(io.Discard)
-	defer stop()
-	reloaded, err := reloadHere(ctx, cfg)
 	switch {
 	case err != nil:
 		return fmt.Errorf("node %s registered, but the hub node running here did not reload, so it does not admit the node yet: %w; mend that and run pisyncd hub reload", name, err)

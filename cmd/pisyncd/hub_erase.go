@@ -100,7 +100,7 @@ func hubControl(h *embedded.Server, cfg *config.Hub, logger *slog.Logger) (stop 
 		for _, n := range h.Nodes() {
 			nodes = append(nodes, n.Name)
 		}
-		writeJSON(w, map[string][]string{"teams": h.Teams(), "nodes": nodes})
+		writeJSON(w, reloadAnswer{Teams: h.Teams(), Nodes: nodes, TLSCert: cfg.TLSCert, LeafListen: cfg.LeafListen})
 	})
 	mux.HandleFunc("POST /upgrade", func(w http.ResponseWriter, r *http.Request) {
 		teams, err := upgradeTeams(context.WithoutCancel(r.Context()), h, cfg, logger)

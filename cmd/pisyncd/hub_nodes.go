@@ -120,13 +120,30 @@ func hubRunsHere(cfg *config.Hub) bool {
 // again; none running is not an error (reloaded false): it reads them when
 // it starts.
 func reloadHere(ctx context.Context, cfg *config.Hub) (reloaded bool, err error) {
-	switch err := postHub(ctx, cfg, "/reload", nil); {
+	a, err := reloadHereAnswer(ctx, cfg)
+	return a != nil, err
+}
+
+// reloadAnswer is the hub's answer to a reload: what it admits, and the
+// settings it runs with that a workstation needs (add-node tells them from
+// these, not from its own shell's).
+type reloadAnswer struct {
+	Teams      []string `json:"teams"`
+	Nodes      []string `json:"nodes"`
+	TLSCert    string   `json:"tlsCert,omitempty"`
+	LeafListen string   `json:"leafListen,omitempty"`
+}
+
+// reloadHereAnswer is reloadHere with the hub's answer, nil when none runs.
+func reloadHereAnswer(ctx context.Context, cfg *config.Hub) (*reloadAnswer, error) {
+	var a reloadAnswer
+	switch err := postHub(ctx, cfg, "/reload", &a); {
 	case errors.Is(err, errNoHubHere):
-		return false, nil
+		return nil, nil
 	case err != nil:
-		return false, err
+		return nil, err
 	}
-	return true, nil
+	return &a, nil
 }
 
 // reloadCommand has the hub node running here read its registered nodes
@@ -143,7 +160,7 @@ func reloadCommand(args []string, stdout io.Writer) error {
 	}
 	ctx, stop := signalContext(io.Discard)
 	defer stop()
-	var res struct{ Teams, Nodes []string }
+	var res reloadAnswer
 	if err := postHub(ctx, cfg, "/reload", &res); err != nil {
 		return err
 	}

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
 )
 
@@ -33,7 +35,7 @@ func TestAddNodeSaysWhatToSet(t *testing.T) {
 	if err := addNodeCommand([]string{"ann", "--out", filepath.Join(dir, "ann.nkey")}, &out); err != nil {
 		t.Fatal(err)
 	}
-	if want := "  PISYNC_NODE_ID=ann PISYNC_HUB_NKEY=<path of the seed> PISYNC_HUB_URLS=nats://<this host>:7422\n  (no TLS: PISYNC_HUB_TLS_CERT is unset here)\n"; !strings.Contains(out.String(), want) {
+	if want := "  PISYNC_NODE_ID=ann PISYNC_HUB_NKEY=<path of the seed> PISYNC_HUB_URLS=nats://<this host>:7422\n  (no TLS: PISYNC_HUB_TLS_CERT is unset here, and no hub node runs here to ask)\n"; !strings.Contains(out.String(), want) {
 		t.Errorf("without TLS:\n%s\nwant %q", out.String(), want)
 	}
 	certs := filepath.Join(dir, "certs")
@@ -179,14 +181,25 @@ func TestAddNodeReloadsTheHub(t *testing.T) {
 	h := startSecureHub(t)
 	h.addNode("ann", "t1")
 	h.run()
-	startHubControl(t, h.testHub)
+	// The hub runs with TLS on another leaf port; this shell has neither
+	// set: add-node tells the workstation the hub's (it told this shell's:
+	// nats:// and 7422, and the key was refused).
+	stop, err := hubControl(h.srv, &config.Hub{StateDir: h.dir, Replicas: 1, TLSCert: filepath.Join(h.certs, "hub.pem"), LeafListen: "0.0.0.0:17422"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	t.Setenv("PISYNC_HUB_STATE_DIR", h.dir)
 	t.Setenv("PISYNC_HUB_NODES_DIR", h.nodes)
+	t.Setenv("PISYNC_HUB_TLS_CERT", "")
 	var out bytes.Buffer
 	if err := addNodeCommand([]string{"bob", "--team", "t1", "--out", filepath.Join(t.TempDir(), "bob.nkey")}, &out); err != nil {
 		t.Fatalf("hub add-node bob: %v", err)
 	}
-	if !strings.Contains(out.String(), "the hub node running here reloaded and admits bob") {
-		t.Errorf("hub add-node bob:\n%s", out.String())
+	for _, want := range []string{"the hub node running here reloaded and admits bob", "PISYNC_HUB_URLS=tls://<this host, as its certificate names it>:17422", "PISYNC_HUB_CA="} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("hub add-node bob: no %q in\n%s", want, out.String())
+		}
 	}
 	if got := h.srv.Nodes(); len(got) != 2 || got[1].Name != "bob" {
 		t.Errorf("the hub admits %+v after add-node bob", got)
