@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -94,6 +95,11 @@ func WriteFileContext(stdout io.Writer, path, leafArg string, asJSON bool, mode 
 		}
 	}
 	tree, f, unmap, err := loadContextFile(file, st.Size(), mode)
+	if errors.Is(err, session.ErrNotSession) {
+		// Said once, and why: "session: load: session: not a valid pi
+		// session" named the package twice and the cause not at all.
+		return fmt.Errorf("context: %s is not a pi session: the first line pi can read in it is not a session header ({\"type\":\"session\",...}), and pi refuses such a file too", path)
+	}
 	if err != nil {
 		return fmt.Errorf("context: %s: %w", path, err)
 	}

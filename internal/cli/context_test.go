@@ -105,3 +105,17 @@ func TestContextFileNotAFile(t *testing.T) {
 		}
 	}
 }
+
+// TestContextFileNotASession: a file pi would refuse is named as such,
+// with what it lacks (it said "session: load: session: not a valid pi
+// session").
+func TestContextFileNotASession(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "garbage.jsonl")
+	if err := os.WriteFile(path, []byte("garbage\n{\"type\":\"message\",\"id\":\"a\",\"parentId\":null}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteFileContext(io.Discard, path, "", true, session.RulesAuto)
+	if err == nil || !strings.Contains(err.Error(), path+" is not a pi session: the first line pi can read in it is not a session header") || strings.Contains(err.Error(), "load:") {
+		t.Errorf("got %v", err)
+	}
+}
