@@ -76,7 +76,10 @@ type Status struct {
 	HubURLs []string `json:"hubUrls,omitempty"`
 	// HubLinked: the embedded server's link to the hub (a leaf
 	// connection) is up; it dials again every 1-2 s while it is not.
-	HubLinked      *bool                     `json:"hubLinked,omitempty"`
+	HubLinked *bool `json:"hubLinked,omitempty"`
+	// HubLinkCause is, while the link is down, the cause the log's last
+	// hint named (within the last minutes), "" when none did.
+	HubLinkCause   string                    `json:"hubLinkCause,omitempty"`
 	Forwarder      *eventlog.ForwarderStats  `json:"forwarder,omitempty"`
 	Downloader     *eventlog.DownloaderStats `json:"downloader,omitempty"`
 	Replicator     *replicate.Stats          `json:"replicator,omitempty"`
@@ -140,6 +143,9 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 		st.HubURLs, st.Forwarder, st.Downloader, st.Replicator = redact.URLs(d.cfg.HubURLs), &fs, &ds, &rs
 		linked := d.srv.HubLinked()
 		st.HubLinked = &linked
+		if !linked && d.hints != nil {
+			st.HubLinkCause = d.hints.recent(time.Now())
+		}
 		st.ForkedSessions = d.repl.ForkedSessions()
 		as := d.gate.Stats()
 		st.Admission = &as

@@ -43,6 +43,7 @@ import (
 type Daemon struct {
 	cfg    *config.Config
 	logger *slog.Logger
+	hints  *hintState // the causes of the hub link's failures, as hinted in the log
 	srv    *embedded.Server
 	nc     *nats.Conn
 	log    *eventlog.Local
@@ -180,7 +181,7 @@ func openStoreAs(ctx context.Context, cfg *config.Config, logger *slog.Logger, h
 		srv.Close()
 		return nil, err
 	}
-	return &Daemon{cfg: cfg, logger: logger, srv: srv, nc: nc, log: lg, started: time.Now(), fg: foreground.New(), caughtUp: make(chan struct{}), settled: make(chan struct{})}, nil
+	return &Daemon{cfg: cfg, logger: logger, hints: hints, srv: srv, nc: nc, log: lg, started: time.Now(), fg: foreground.New(), caughtUp: make(chan struct{}), settled: make(chan struct{})}, nil
 }
 
 // openReplication sets up the hub side: the state bucket, PI_ALL, the

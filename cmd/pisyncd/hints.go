@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pisyncd/pisyncd/eventlog"
 )
@@ -33,6 +34,25 @@ type hintState struct {
 
 	mu   sync.Mutex
 	said map[string]bool
+	// last is the latest hint that applied (said or not): status names it
+	// while the link is down, since the log says it once.
+	last     string
+	lastTime time.Time
+}
+
+// causeShown is how long status names a hint's cause after the last
+// warning it applied to: the embedded server logs a repeated error once
+// a minute.
+const causeShown = 150 * time.Second
+
+// recent returns the hint that applied within causeShown of now, or "".
+func (s *hintState) recent(now time.Time) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == "" || now.Sub(s.lastTime) > causeShown {
+		return ""
+	}
+	return s.last
 }
 
 // hintFor names the cause and fix of a warning, or returns "".
@@ -72,10 +92,12 @@ func (s *hintState) leafConnected() bool {
 	return f != nil && (*f)()
 }
 
-// first reports whether key is new, and remembers it.
-func (s *hintState) first(key string) bool {
+// first reports whether key is new, and remembers it; text is the latest
+// hint that applied either way.
+func (s *hintState) first(key, text string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.last, s.lastTime = strings.TrimPrefix(text, "hint: "), time.Now()
 	if s.said[key] {
 		return false
 	}
@@ -106,7 +128,7 @@ func (h hintHandler) Handle(ctx context.Context, r slog.Record) error {
 		}
 		return true
 	})
-	if key, text := h.s.hintFor(r.Message, errText); key != "" && h.s.first(key) {
+	if key, text := h.s.hintFor(r.Message, errText); key != "" && h.s.first(key, text) {
 		hr := slog.NewRecord(r.Time, slog.LevelWarn, text, r.PC)
 		hr.AddAttrs(slog.String("cause", key))
 		err = errors.Join(err, h.Handler.Handle(ctx, hr))

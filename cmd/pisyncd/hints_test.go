@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -263,8 +264,18 @@ func TestHintHubWantsKey(t *testing.T) {
 	h.run()
 	cfg := stationConfig(t, "ws-x", "tls://localhost:"+portOnly(h.leaf))
 	cfg.HubCA = filepath.Join(h.certs, "ca.pem")
-	_, log := loggedStation(t, cfg)
+	s, log := loggedStation(t, cfg)
 	waitHint(t, log, "hint: the hub refuses this node: it admits registered workstations only", "Authorization Violation", 1)
+	// Status names the cause while the link is down (it said only "down",
+	// and the log says the cause once).
+	waitUntil(t, 20*time.Second, func() (bool, string) {
+		st, err := s.status()
+		if err != nil {
+			return false, err.Error()
+		}
+		ok := st.HubLinked != nil && !*st.HubLinked && strings.HasPrefix(st.HubLinkCause, "the hub refuses this node: it admits registered workstations only")
+		return ok, fmt.Sprintf("linked %v, cause %q", st.HubLinked, st.HubLinkCause)
+	})
 }
 
 // TestHintHubCA: a workstation that does not trust the hub's CA (no

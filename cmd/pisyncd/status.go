@@ -150,6 +150,9 @@ func printStatus(stdout io.Writer, st *Status) error {
 				link = "down (the embedded server dials the hub again every 1-2 s)"
 			}
 			row("hub link", link)
+			if st.HubLinkCause != "" {
+				row("hub link cause", st.HubLinkCause)
+			}
 		}
 		// The same two facts as --json's forwarder.hubReachable and
 		// downloader.hubReachable: either direction may be down alone.
