@@ -58,6 +58,7 @@ type Gate struct {
 	pairs   map[pair]*pairState
 
 	admitted, rejected atomic.Int64
+	own                atomic.Int64 // of admitted: this node's own, back from the hub
 }
 
 type pair struct{ node, sid string }
@@ -107,7 +108,7 @@ func (g *Gate) Admit(ctx context.Context, ev *eventlog.Event, at time.Time) erro
 		if err := g.authority(ctx, ev, p); err != nil {
 			return err
 		}
-		g.admitted.Add(1)
+		g.count(ev)
 		return nil
 	}
 	g.mu.Lock()
@@ -128,8 +129,16 @@ func (g *Gate) Admit(ctx context.Context, ev *eventlog.Event, at time.Time) erro
 		p.hasLines = true
 		p.started = p.started || ev.Type == "session"
 	}
-	g.admitted.Add(1)
+	g.count(ev)
 	return nil
+}
+
+// count counts ev admitted, and apart when it is this node's own.
+func (g *Gate) count(ev *eventlog.Event) {
+	g.admitted.Add(1)
+	if ev.Node == g.self {
+		g.own.Add(1)
+	}
 }
 
 // ErasedLines records that node's lines of session sid were passed over as
@@ -301,7 +310,10 @@ func (b *bucket) take(at time.Time, n, perHour float64) bool {
 
 // Stats are the gate's counters.
 type Stats struct {
-	Admitted    int64                  `json:"admitted"`
+	Admitted int64 `json:"admitted"`
+	// Own counts the admitted events that are this node's own lines,
+	// back from the hub (every line written here comes back so).
+	Own         int64                  `json:"ownAdmitted"`
 	Rejected    int64                  `json:"rejected"`
 	ByOrigin    map[string]OriginStats `json:"byOrigin,omitempty"`
 	Quarantined []QuarantinedSession   `json:"quarantined,omitempty"`
@@ -327,7 +339,7 @@ const maxListed = 50
 func (g *Gate) Stats() Stats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	s := Stats{Admitted: g.admitted.Load(), Rejected: g.rejected.Load()}
+	s := Stats{Admitted: g.admitted.Load(), Own: g.own.Load(), Rejected: g.rejected.Load()}
 	for node, o := range g.origins {
 		if o.rejected == 0 {
 			continue

@@ -73,6 +73,15 @@ func TestAuthority(t *testing.T) {
 	if s := g.Stats(); s.ByOrigin["eve"].ByReason[NoAuthority] != 2 || s.ByOrigin["ann"].ByReason[NoAuthority] != 1 {
 		t.Errorf("stats: %+v", s.ByOrigin)
 	}
+	// Admitted: ann's header, ann's delete, bob's erase and our own
+	// restore; the restore is also counted as our own (status shows
+	// other machines' events apart from those back from the hub).
+	if err := g.Admit(ctx, from("me", "s2", hdrOf("s2")), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if s := g.Stats(); s.Admitted != 5 || s.Own != 2 {
+		t.Errorf("admitted %d, own %d; want 5 and 2", s.Admitted, s.Own)
+	}
 }
 
 // TestSessionQuota: past its hourly quota an origin's new sessions are

@@ -201,7 +201,10 @@ func printStatus(stdout io.Writer, st *Status) error {
 			row("remote lines waiting", r.Waiting)
 		}
 		if a := st.Admission; a != nil {
-			row("remote events admitted", a.Admitted)
+			// Every line written here comes back from the hub and is
+			// admitted too: counted apart, so that "remote" is other
+			// machines' alone.
+			row("remote events admitted", fmt.Sprintf("%d (and %d of this machine's own, back from the hub)", a.Admitted-a.Own, a.Own))
 			row("remote events rejected", a.Rejected)
 			for node, o := range a.ByOrigin {
 				row("  rejected from "+node, fmt.Sprintf("%d %v", o.Rejected, o.ByReason))
