@@ -210,13 +210,16 @@
   }
 
   // loadContext shows what the model sees at the tip: its last messages
-  // (a window, as the history's), with earlier ones on request. A load
-  // asked for while one is under way (live entries) runs once after it.
-  var ctx = {loading: false, again: false, start: 0};
+  // (a window, as the history's), with earlier ones on request.
+  // A load asked for while one is under way runs after it, and at most one
+  // starts a second: a context is computed whole on the server (seconds
+  // for a large session), and pi may write several entries a second.
+  var ctx = {loading: false, again: false, start: 0, began: 0};
 
   function loadContext() {
     if (ctx.loading) { ctx.again = true; return; }
     ctx.loading = true;
+    ctx.began = Date.now();
     if (!$('context').childElementCount) $('context').replaceChildren(pi.el('div', 'note', 'loading…'));
     pi.getJSON(api + '/context/view?leaf=' + encodeURIComponent(tip)).then(function (d) {
       var head = pi.el('div', 'note ctx-head', d.messages + ' messages from ' + d.entries + ' entries · rules ' + d.rules);
@@ -227,7 +230,9 @@
     }).catch(function (e) { $('context').replaceChildren(pi.el('div', 'error', e.message)); })
       .finally(function () {
         ctx.loading = false;
-        if (ctx.again) { ctx.again = false; if (view === 'context') loadContext(); }
+        if (!ctx.again) return;
+        ctx.again = false;
+        setTimeout(function () { if (view === 'context') loadContext(); }, Math.max(0, 1000 - (Date.now() - ctx.began)));
       });
   }
 
