@@ -141,10 +141,20 @@ func TestListenerIsReadOnly(t *testing.T) {
 	}
 	refused("list the daemon's consumers", names.Err())
 
-	// Where the daemon's consumer names travel, a reader sees nothing:
-	// a subscription to everything gets the daemon's new lines but not
-	// its JetStream API requests nor its replies.
-	all, err := nc.SubscribeSync(">")
+	// Where the daemon's consumer names travel, a reader sees nothing. A
+	// subscription to everything is refused: it got the daemon's own
+	// deliveries, whose reply subjects ($JS.ACK.PI_LOCAL.<consumer>...)
+	// named its consumers, which CONSUMER.CREATE could then redirect.
+	if _, err := nc.SubscribeSync(">"); err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	if err := nc.LastError(); err == nil || !strings.Contains(err.Error(), `Permissions Violation for Subscription to ">"`) {
+		t.Errorf("subscribing to >: %v, want a permissions violation", err)
+	}
+	// One to every line gets the daemon's new lines, but not its
+	// JetStream API requests, its replies or its deliveries.
+	all, err := nc.SubscribeSync("pi.>")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,8 +168,8 @@ func TestListenerIsReadOnly(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the new line never reached a subscriber: %v", err)
 		}
-		if strings.HasPrefix(m.Subject, "$JS.API.") || strings.HasPrefix(m.Subject, "_INBOX_ws-l.") {
-			t.Fatalf("a reader received %s", m.Subject)
+		if strings.HasPrefix(m.Subject, "$JS.API.") || strings.HasPrefix(m.Subject, "_INBOX_ws-l.") || strings.HasPrefix(m.Reply, "$JS.ACK.") {
+			t.Fatalf("a reader received %s (reply %s)", m.Subject, m.Reply)
 		}
 		if strings.HasPrefix(m.Subject, "pi.evt.ws-l.") {
 			break

@@ -47,7 +47,9 @@ func loopbackAddr(listen string) (host string, port int, err error) {
 // write, delete or reconfigure anything (the daemon's data), nor publish a
 // line into a stream, nor act as this node towards the hub.
 //
-// Allowed: subscribing (but see below); the JetStream API calls that read
+// Allowed: subscribing to the streams' subjects, the buckets' and the
+// reader's own inbox (_INBOX.>, nats.go's default; see below); the
+// JetStream API calls that read
 // (account, stream and consumer info, stream names and lists, message and
 // direct gets), creating, pulling from and deleting consumers to read
 // with (the nats CLI and nats.go's ordered consumers and KV watchers
@@ -90,8 +92,12 @@ func listenerPermissions(nodeID string) *server.Permissions {
 	deny = append(deny, "pi.>", "$KV.>", "$O.>", "$JS."+HubDomain+".>")
 	return &server.Permissions{
 		Publish: &server.SubjectPermission{Allow: allow, Deny: deny},
+		// Subscribing to named subjects alone: a subscription to ">" was
+		// given the daemon's own deliveries (routed on its inbox, but
+		// checked against the deny list by their stream subjects), whose
+		// reply subjects name its consumers.
 		Subscribe: &server.SubjectPermission{
-			Allow: []string{">"},
+			Allow: []string{"_INBOX.>", "pi.>", "$KV.>"},
 			Deny:  []string{"$JS.API.>", "$JS.*.API.>", "$JS.EVENT.>", InboxPrefix(nodeID) + ".>"},
 		},
 	}
