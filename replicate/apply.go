@@ -42,6 +42,10 @@ type sess struct {
 	// deleted elsewhere. Once per run is enough: only this replicator
 	// records deletions, and tombstone sets deleted as it does.
 	checked bool
+	// refillAll: the session was restored here after a deletion here, and
+	// the lines other machines wrote meanwhile were passed over: its file
+	// gets every line PI_ALL holds that it lacks (refill), once.
+	refillAll bool
 	// quarantined says why the session's lines are no longer written
 	// here: a write that can never succeed (an unsafe path, a link in
 	// the file's place). Reported in status, never a stall for others.
@@ -179,7 +183,7 @@ func (r *Replicator) mayWrite(ctx context.Context, s *sess, node string) (bool, 
 func (r *Replicator) flush(ctx context.Context) (durable bool) {
 	now := time.Now()
 	for _, s := range r.sessions {
-		if len(s.queue) == 0 && s.trashAfter == nil || now.Before(s.retryAt) {
+		if len(s.queue) == 0 && s.trashAfter == nil && !s.refillAll || now.Before(s.retryAt) {
 			continue
 		}
 		err := r.flushSession(ctx, s)
@@ -269,6 +273,7 @@ func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 		}
 	}
 	if s.file == nil {
+		s.refillAll = false // no file here to mend: a new one gets the queue
 		if s.header == nil {
 			return nil // entries wait for their session's header
 		}
@@ -294,15 +299,15 @@ func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 		r.deferred.Add(1)
 		return nil
 	}
-	if s.file.shrunk || s.file.unchecked {
+	if s.file.shrunk || s.file.unchecked || s.refillAll {
 		upTo := r.startPos // what this run did not read itself
-		if s.file.shrunk {
+		if s.file.shrunk || s.refillAll {
 			upTo = 0 // all of it
 		}
 		if err := r.refill(ctx, s, upTo); err != nil {
 			return err
 		}
-		s.file.shrunk, s.file.unchecked = false, false
+		s.file.shrunk, s.file.unchecked, s.refillAll = false, false, false
 	}
 	taken := r.writable(s, s.file)
 	if len(taken) == 0 {
@@ -745,7 +750,11 @@ func (r *Replicator) restore(ctx context.Context, s *sess, ev *eventlog.Event) e
 	}
 	s.deleted, s.checked = false, true
 	if ev.Node == r.opts.Node {
-		return nil // the file is here: the tailer published the restore
+		// The file is here: the tailer published the restore. What other
+		// machines wrote while it was deleted here was passed over: the
+		// file gets it now (it waited for the next restart).
+		s.refillAll = true
+		return nil
 	}
 	if s.file != nil {
 		if _, err := os.Stat(s.file.path); errors.Is(err, fs.ErrNotExist) {

@@ -128,4 +128,21 @@ func TestDeletedWhileWrittenHere(t *testing.T) {
 		got, _ := os.ReadFile(aPath)
 		return strings.Contains(string(got), `"id":"b3"`), fmt.Sprintf("A's copy:\n%s", got)
 	})
+
+	// 4. A's user restores the file A deleted (from a backup) while B
+	// wrote on: A's file gets B's lines of meanwhile. They waited for
+	// A's next restart, with "remote lines waiting 0".
+	back := "0199eeee-0000-7000-8000-0000000000c4"
+	backA, bPath := write(back, "/work/back")
+	appendLine(t, bPath, msgLine("b2", "b1", "B goes on while A has it deleted"))
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		st, err := a.status()
+		n := allCount(t, a, eventlog.AllSubject("ws-b", back))
+		return err == nil && n >= 2 && st.Replicator.Waiting == 0, fmt.Sprintf("A holds %d of B's lines; its replicator %+v %v", n, st.Replicator, err)
+	})
+	mustWriteLines(t, backA, append([]string{hdrLine(back, "/work/back")}, chain("a", "", 3, "from A")...))
+	waitUntil(t, 60*time.Second, func() (bool, string) {
+		got, _ := os.ReadFile(backA)
+		return strings.Contains(string(got), `"id":"b1"`) && strings.Contains(string(got), `"id":"b2"`), fmt.Sprintf("A's restored copy:\n%s", got)
+	})
 }
