@@ -186,7 +186,16 @@ func (r *Replicator) flush(ctx context.Context) (durable bool) {
 		if len(s.queue) == 0 && s.trashAfter == nil && !s.refillAll || now.Before(s.retryAt) {
 			continue
 		}
+		queued := len(s.queue)
 		err := r.flushSession(ctx, s)
+		if err == nil && s.failures > 0 && queued > 0 && len(s.queue) >= queued {
+			// Put off, not written: after a write the disk cut short,
+			// the file taken back (truncated) reads as one a pi has
+			// just written. Still failing: the pause goes on growing,
+			// and no recovery is logged between two warnings.
+			s.retryAt = now.Add(retryPause(s.failures))
+			continue
+		}
 		if err == nil {
 			if s.failures > 0 {
 				r.logger.Info("writing a session from another machine works again", "session", s.sid, "failed_attempts", s.failures)
@@ -202,7 +211,7 @@ func (r *Replicator) flush(ctx context.Context) (durable bool) {
 			continue
 		}
 		s.failures++
-		pause := min(100*time.Millisecond<<min(s.failures, 10), 30*time.Second)
+		pause := retryPause(s.failures)
 		s.retryAt = now.Add(pause)
 		if s.failures == 1 || s.failures%20 == 0 {
 			r.logger.Warn("cannot write a session from another machine; retrying", "session", s.sid,
@@ -217,6 +226,11 @@ func (r *Replicator) flush(ctx context.Context) (durable bool) {
 		}
 	}
 	return durable
+}
+
+// retryPause is the wait after failures writes failed in a row.
+func retryPause(failures int) time.Duration {
+	return min(100*time.Millisecond<<min(failures, 10), 30*time.Second)
 }
 
 // permanent reports whether a write error can never pass by itself.
