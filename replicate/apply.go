@@ -211,12 +211,24 @@ func (r *Replicator) flush(ctx context.Context) (durable bool) {
 			continue
 		}
 		s.failures++
+		msg := err.Error()
+		r.failingErr.Store(&msg)
 		pause := retryPause(s.failures)
 		s.retryAt = now.Add(pause)
 		if s.failures == 1 || s.failures%20 == 0 {
 			r.logger.Warn("cannot write a session from another machine; retrying", "session", s.sid,
 				"err", err, "failed_attempts", s.failures, "retry_in", pause)
 		}
+	}
+	var failing int64
+	for _, s := range r.sessions {
+		if s.failures > 0 {
+			failing++
+		}
+	}
+	r.failing.Store(failing)
+	if failing == 0 {
+		r.failingErr.Store(nil)
 	}
 	durable = true
 	for _, f := range r.files {

@@ -107,6 +107,11 @@ type Replicator struct {
 	headerless     map[string]bool
 	headerlessFull bool
 	headerlessN    atomic.Int64 // len(headerless), for Stats
+	// failing counts the sessions whose writes fail and are retried (a
+	// full disk), failingErr the last error of one: for Stats, from the
+	// Run goroutine, which owns the sessions.
+	failing    atomic.Int64
+	failingErr atomic.Pointer[string]
 }
 
 // maxListed bounds the collisions and quarantined sessions kept for status.
@@ -170,7 +175,12 @@ type Stats struct {
 	Untrusted int64 `json:"untrustedLines"`
 	// Migrated counts old sessions whose first migration (by pi on some
 	// machine) was decided here.
-	Migrated       int64             `json:"sessionsMigrated"`
+	Migrated int64 `json:"sessionsMigrated"`
+	// Failing counts the sessions whose writes here fail for a reason
+	// that may pass (a full disk) and are retried; FailingError is the
+	// last such error.
+	Failing        int64             `json:"sessionsRetryingWrites,omitempty"`
+	FailingError   string            `json:"lastWriteError,omitempty"`
 	Quarantined    map[string]string `json:"quarantinedSessions,omitempty"`
 	CollisionsList []Collision       `json:"collisions,omitempty"`
 }
@@ -188,7 +198,12 @@ func (r *Replicator) Stats() Stats {
 	}
 	cl := append([]Collision(nil), r.collisionList...)
 	r.mu.Unlock()
+	var failingErr string
+	if e := r.failingErr.Load(); e != nil {
+		failingErr = *e
+	}
 	return Stats{
+		Failing: r.failing.Load(), FailingError: failingErr,
 		FilesCreated: r.filesCreated.Load(), LinesWritten: r.linesWritten.Load(), Waiting: r.waiting.Load(), WaitingForHeader: r.headerlessN.Load(),
 		Deferred: r.deferred.Load(), Rejected: r.rejected.Load(), Trashed: r.trashed.Load(), KeptWritten: r.kept.Load(), Rejoined: r.rejoined.Load(), Restored: r.restored.Load(),
 		Erased:         r.erasedRemote.Load(),

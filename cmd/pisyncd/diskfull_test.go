@@ -387,6 +387,11 @@ func TestSessionsDirDiskFull(t *testing.T) {
 	if len(warned) == 0 {
 		t.Error("no replicator retry warning while the sessions disk was full")
 	}
+	// Status says which writes fail, and why (it said "remote lines
+	// waiting N" alone).
+	if st, err := statusWithin(cfg.StateDir, 10*time.Second); err != nil || st.Replicator.Failing == 0 || !strings.Contains(st.Replicator.FailingError, "no space left on device") {
+		t.Errorf("status while B's writes fail: %v %+v", err, st.Replicator)
+	}
 	for sess, w := range warned {
 		if w > recovered[sess]+1 {
 			t.Errorf("session %s: %d retry warnings for %d recoveries; want one per failing stretch", sess, w, recovered[sess])
@@ -412,8 +417,8 @@ func TestSessionsDirDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Replicator.Quarantined) != 0 || st.Replicator.Rejected != 0 {
-		t.Errorf("the full disk quarantined or rejected sessions: %+v", st.Replicator)
+	if len(st.Replicator.Quarantined) != 0 || st.Replicator.Rejected != 0 || st.Replicator.Failing != 0 || st.Replicator.FailingError != "" {
+		t.Errorf("the full disk quarantined or rejected sessions, or writes still fail: %+v", st.Replicator)
 	}
 	// B published none of A's lines as its own.
 	if st.Tailer.LinesPublished != 0 {

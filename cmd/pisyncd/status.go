@@ -200,6 +200,11 @@ func printStatus(stdout io.Writer, st *Status) error {
 		} else {
 			row("remote lines waiting", r.Waiting)
 		}
+		if r.Failing > 0 {
+			// Why lines wait: "waiting 4" beside a disk nearly full said
+			// nothing of the writes that fail.
+			row("remote sessions whose writes fail", fmt.Sprintf("%d, retried (last error: %s)", r.Failing, r.FailingError))
+		}
 		if a := st.Admission; a != nil {
 			// Every line written here comes back from the hub and is
 			// admitted too: counted apart, so that "remote" is other
