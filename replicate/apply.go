@@ -42,6 +42,10 @@ type sess struct {
 	// deleted elsewhere. Once per run is enough: only this replicator
 	// records deletions, and tombstone sets deleted as it does.
 	checked bool
+	// writeCap bounds the lines one write takes (0: none): halved each
+	// time a full disk refuses a write of several, so that what fits goes
+	// in rather than the whole backlog waiting for room for all of it.
+	writeCap int
 	// refillAll: the session was restored here after a deletion here, and
 	// the lines other machines wrote meanwhile were passed over: its file
 	// gets every line PI_ALL holds that it lacks (refill), once.
@@ -351,10 +355,22 @@ func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 		if errors.Is(err, errReplaced) {
 			return nil
 		}
+		s.fewerAfter(err, len(taken))
 		return err
 	}
 	r.linesWritten.Add(int64(len(lines)))
+	if len(s.queue) == 0 {
+		s.writeCap = 0
+	}
 	return nil
+}
+
+// fewerAfter halves the lines the next write takes when a full disk
+// refused a write of n.
+func (s *sess) fewerAfter(err error, n int) {
+	if errors.Is(err, syscall.ENOSPC) && n > 1 {
+		s.writeCap = n / 2
+	}
 }
 
 // refill queues again, ahead of the rest, every line of the session that
@@ -565,6 +581,10 @@ func (r *Replicator) writable(s *sess, f *replica) []*eventlog.Event {
 					continue
 				}
 			}
+			if s.writeCap > 0 && len(out) >= s.writeCap {
+				rest = append(rest, ev) // the next write's
+				continue
+			}
 			_, parentHere := f.ids[ev.ParentID]
 			_, parentKnown := s.seen[ev.ParentID]
 			if ev.ParentID == "" || parentHere || !parentKnown {
@@ -637,6 +657,7 @@ func (r *Replicator) create(ctx context.Context, s *sess) error {
 	path, st, err := createFile(r.opts.Root, want, lines)
 	if err != nil {
 		r.requeue(s, taken)
+		s.fewerAfter(err, len(taken))
 		return err
 	}
 	f = made(path, s.sid, lines, st)
