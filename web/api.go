@@ -381,10 +381,7 @@ func (s *Server) serveContextView(w http.ResponseWriter, r *http.Request) {
 	// unless start and end ask for earlier ones. A context of thousands
 	// of messages rendered whole froze the browser for seconds.
 	n := len(c.Messages)
-	start, end := max(0, n-pageEntries), n
-	if a, e := intParam(r, "start"), intParam(r, "end"); a >= 0 && e > a {
-		start, end = min(a, n), min(e, n, a+pageEntries)
-	}
+	start, end := pageWindow(n, intParam(r, "start"), intParam(r, "end"))
 	var b bytes.Buffer
 	for i := start; i < end; i++ {
 		raw := c.Messages[i]

@@ -263,10 +263,11 @@ func (m *markdown) entry(b *bytes.Buffer, raw []byte, c *entryCtx) {
 		m.contextEdit(b, d, c, ts)
 	case "usage":
 		title := "usage"
-		for _, part := range []string{display(d.Kind), modelOf(d.Provider, d.Model)} {
-			if part != "" {
-				title += " · " + part
-			}
+		if k := display(d.Kind); k != "" {
+			title += " · " + k
+		}
+		if p, mo := display(d.Provider), display(d.Model); p != "" || mo != "" {
+			title += " · " + modelName(p, mo)
 		}
 		m.article(b, c, "usage", title, ts, func() {
 			if note := display(d.Note); note != "" {
@@ -580,15 +581,6 @@ func (m *markdown) contextEdit(b *bytes.Buffer, d *doc, c *entryCtx, ts string) 
 		blocks, text := parseBlocks(r.Content)
 		m.blocks(b, blocks, text, c, false)
 	})
-}
-
-// modelOf is "provider/model", or whichever of the two is there.
-func modelOf(provider, model any) string {
-	p, mo := display(provider), display(model)
-	if p != "" && mo != "" {
-		return p + "/" + mo
-	}
-	return p + mo
 }
 
 // folded shows text preformatted, inside a closed <details> when it is

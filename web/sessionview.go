@@ -99,16 +99,23 @@ type branchWindow struct {
 // else the page around entry at, else the last page.
 func window(st *sessionText, path []int, at string, start, end int) (int, int) {
 	n := len(path)
-	if start >= 0 && end > start {
-		return min(start, n), min(end, n, start+pageEntries)
-	}
-	if at != "" {
+	if at != "" && !(start >= 0 && end > start) {
 		for k, i := range path {
 			if st.id(i) == at {
 				s := max(0, k-pageEntries/4)
 				return s, min(n, s+pageEntries)
 			}
 		}
+	}
+	return pageWindow(n, start, end)
+}
+
+// pageWindow is the window of n items to render: [start, end) when asked, at
+// most pageEntries of them, else the last pageEntries. The branch and the
+// context's messages are sent so.
+func pageWindow(n, start, end int) (int, int) {
+	if start >= 0 && end > start {
+		return min(start, n), min(end, n, start+pageEntries)
 	}
 	return max(0, n-pageEntries), n
 }
