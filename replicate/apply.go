@@ -186,46 +186,11 @@ func (r *Replicator) mayWrite(ctx context.Context, s *sess, node string) (bool, 
 // write so far is durable: only then may the read position move on.
 func (r *Replicator) flush(ctx context.Context) (durable bool) {
 	now := time.Now()
-	for _, s := range r.sessions {
-		if len(s.queue) == 0 && s.trashAfter == nil && !s.refillAll || now.Before(s.retryAt) {
-			continue
-		}
-		queued := len(s.queue)
-		err := r.flushSession(ctx, s)
-		if err == nil && s.failures > 0 && queued > 0 && len(s.queue) >= queued {
-			// Put off, not written: after a write the disk cut short,
-			// the file taken back (truncated) reads as one a pi has
-			// just written. Still failing: the pause goes on growing,
-			// and no recovery is logged between two warnings.
-			s.retryAt = now.Add(retryPause(s.failures))
-			continue
-		}
-		if err == nil {
-			if s.failures > 0 {
-				r.logger.Info("writing a session from another machine works again", "session", s.sid, "failed_attempts", s.failures)
-			}
-			s.failures, s.retryAt = 0, time.Time{}
-			continue
-		}
-		if ctx.Err() != nil {
-			return false
-		}
-		if permanent(err) {
-			r.quarantine(s, err)
-			continue
-		}
-		s.failures++
-		msg := err.Error()
-		r.failingErr.Store(&msg)
-		pause := retryPause(s.failures)
-		s.retryAt = now.Add(pause)
-		if s.failures == 1 || s.failures%20 == 0 {
-			r.logger.Warn("cannot write a session from another machine; retrying", "session", s.sid,
-				"err", err, "failed_attempts", s.failures, "retry_in", pause)
-		}
-	}
 	var failing int64
 	for _, s := range r.sessions {
+		if !r.flushOne(ctx, s, now) {
+			return false
+		}
 		if s.failures > 0 {
 			failing++
 		}
@@ -242,6 +207,48 @@ func (r *Replicator) flush(ctx context.Context) (durable bool) {
 		}
 	}
 	return durable
+}
+
+// flushOne writes what session s can write now, or schedules its retry;
+// false when ctx ended.
+func (r *Replicator) flushOne(ctx context.Context, s *sess, now time.Time) bool {
+	if len(s.queue) == 0 && s.trashAfter == nil && !s.refillAll || now.Before(s.retryAt) {
+		return true
+	}
+	queued := len(s.queue)
+	err := r.flushSession(ctx, s)
+	if err == nil && s.failures > 0 && queued > 0 && len(s.queue) >= queued {
+		// Put off, not written: after a write the disk cut short, the
+		// file taken back (truncated) reads as one a pi has just
+		// written. Still failing: the pause goes on growing, and no
+		// recovery is logged between two warnings.
+		s.retryAt = now.Add(retryPause(s.failures))
+		return true
+	}
+	if err == nil {
+		if s.failures > 0 {
+			r.logger.Info("writing a session from another machine works again", "session", s.sid, "failed_attempts", s.failures)
+		}
+		s.failures, s.retryAt = 0, time.Time{}
+		return true
+	}
+	if ctx.Err() != nil {
+		return false
+	}
+	if permanent(err) {
+		r.quarantine(s, err)
+		return true
+	}
+	s.failures++
+	msg := err.Error()
+	r.failingErr.Store(&msg)
+	pause := retryPause(s.failures)
+	s.retryAt = now.Add(pause)
+	if s.failures == 1 || s.failures%20 == 0 {
+		r.logger.Warn("cannot write a session from another machine; retrying", "session", s.sid,
+			"err", err, "failed_attempts", s.failures, "retry_in", pause)
+	}
+	return true
 }
 
 // retryPause is the wait after failures writes failed in a row.
