@@ -92,9 +92,9 @@ func (s *hintState) leafConnected() bool {
 	return f != nil && (*f)()
 }
 
-// first reports whether key is new, and remembers it; text is the latest
-// hint that applied either way.
-func (s *hintState) first(key, text string) bool {
+// applies records that hint text (of cause key) applies now, for status,
+// and reports whether it is the first time for key: the log says it once.
+func (s *hintState) applies(key, text string) (first bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.last, s.lastTime = strings.TrimPrefix(text, "hint: "), time.Now()
@@ -128,7 +128,7 @@ func (h hintHandler) Handle(ctx context.Context, r slog.Record) error {
 		}
 		return true
 	})
-	if key, text := h.s.hintFor(r.Message, errText); key != "" && h.s.first(key, text) {
+	if key, text := h.s.hintFor(r.Message, errText); key != "" && h.s.applies(key, text) {
 		hr := slog.NewRecord(r.Time, slog.LevelWarn, text, r.PC)
 		hr.AddAttrs(slog.String("cause", key))
 		err = errors.Join(err, h.Handler.Handle(ctx, hr))

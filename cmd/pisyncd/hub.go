@@ -630,7 +630,7 @@ func addNodeCommand(args []string, stdout io.Writer) error {
 	// is told those, whatever this shell has set.
 	ctx, stop := signalContext(io.Discard)
 	defer stop()
-	running, err := reloadHereAnswer(ctx, cfg)
+	running, err := reloadHere(ctx, cfg)
 	reloaded := running != nil
 	hub := *cfg
 	if reloaded {

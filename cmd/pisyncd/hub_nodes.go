@@ -69,7 +69,9 @@ func removeNodeCommand(args []string, stdout io.Writer) error {
 		}
 	}
 	say("removed node %s (team %s) from %s\n", n.Name, n.Team, cfg.NodesDir)
-	if out.Reloaded, err = reloadHere(ctx, cfg); err != nil {
+	running, err := reloadHere(ctx, cfg)
+	out.Reloaded = running != nil
+	if err != nil {
 		return fmt.Errorf("node %s removed from %s, but the hub node running here did not reload, so its connections stay open: %w; mend that and run pisyncd hub reload", n.Name, cfg.NodesDir, err)
 	}
 	if out.Reloaded {
@@ -116,14 +118,6 @@ func hubRunsHere(cfg *config.Hub) bool {
 	return true
 }
 
-// reloadHere has the hub node running here read its registered nodes
-// again; none running is not an error (reloaded false): it reads them when
-// it starts.
-func reloadHere(ctx context.Context, cfg *config.Hub) (reloaded bool, err error) {
-	a, err := reloadHereAnswer(ctx, cfg)
-	return a != nil, err
-}
-
 // reloadAnswer is the hub's answer to a reload: what it admits, and the
 // settings it runs with that a workstation needs (add-node tells them from
 // these, not from its own shell's).
@@ -134,8 +128,10 @@ type reloadAnswer struct {
 	LeafListen string   `json:"leafListen,omitempty"`
 }
 
-// reloadHereAnswer is reloadHere with the hub's answer, nil when none runs.
-func reloadHereAnswer(ctx context.Context, cfg *config.Hub) (*reloadAnswer, error) {
+// reloadHere has the hub node running here read its registered nodes
+// again, and returns its answer; none running is not an error (nil): it
+// reads them when it starts.
+func reloadHere(ctx context.Context, cfg *config.Hub) (*reloadAnswer, error) {
 	var a reloadAnswer
 	switch err := postHub(ctx, cfg, "/reload", &a); {
 	case errors.Is(err, errNoHubHere):
