@@ -28,6 +28,14 @@ type pending struct {
 	ahead     *inflight // the batch before these lines, being stored (ahead.go)
 }
 
+// badLine counts the malformed line ending at end, unless f's earlier
+// read counted it (file.newMalformed).
+func (p *pending) badLine(f *file, end int64) {
+	if f.newMalformed(end) {
+		p.malformed++
+	}
+}
+
 // skip moves past ln: everything before its end is handled once the
 // lines before it are durable.
 func (p *pending) skip(ln *line) {
@@ -108,9 +116,7 @@ func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again b
 			return false, fmt.Errorf("read: %w", err)
 		}
 		if ln.oversize {
-			if f.newMalformed(ln.end) {
-				p.malformed++
-			}
+			p.badLine(f, ln.end)
 			p.skip(&ln)
 			w.t.logger.Warn("line longer than the limit skipped", "file", f.rel, "offset", ln.start, "max", w.t.maxLine)
 			continue
@@ -177,8 +183,8 @@ func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again b
 					}
 				}
 			case !l.Kind.Kept():
-				if l.Kind == session.Malformed && f.newMalformed(ln.end) {
-					p.malformed++
+				if l.Kind == session.Malformed {
+					p.badLine(f, ln.end)
 				}
 				w.t.mem.release(held)
 				p.skip(&ln)
@@ -195,9 +201,7 @@ func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again b
 				// Every message of the line carries these in its
 				// headers: past max_payload no publish of it can ever
 				// succeed, and it would hold up the file for good.
-				if f.newMalformed(ln.end) {
-					p.malformed++
-				}
+				p.badLine(f, ln.end)
 				w.t.mem.release(held)
 				p.skip(&ln)
 				w.t.logger.Warn("line whose id, parentId and type are too long to carry skipped", "file", f.rel, "offset", ln.start, "bytes", n, "max", maxEnvelope)
@@ -222,8 +226,8 @@ func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again b
 				}
 			}
 		default:
-			if (l.Kind == session.Malformed || l.Kind == session.Scalar) && f.newMalformed(ln.end) {
-				p.malformed++
+			if l.Kind == session.Malformed || l.Kind == session.Scalar {
+				p.badLine(f, ln.end)
 			}
 			w.t.mem.release(held)
 			p.skip(&ln)
