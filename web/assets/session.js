@@ -82,9 +82,7 @@
     if (i < 0 || i >= rows.length) return;
     focusId = rows[i].id;
     revealTree(focusId);
-    treeRows(true);
-    var li = $('tree').querySelector('li[data-id="' + CSS.escape(focusId) + '"]');
-    if (li) li.focus({preventScroll: true});
+    treeRows(true); // draws the row, and moves the focus to it
   }
 
   function treeRow(r, i) {
@@ -155,6 +153,7 @@
   var win = {start: 0, end: 0, total: 0}, branchLeaf = '';
 
   function status() {
+    if (tip === leaf) $('moved').hidden = true; // the reader is at pi's leaf again
     var n = $('entries').querySelectorAll('article.entry').length;
     $('status').textContent = win.total > win.end - win.start
       ? 'entries ' + (win.start + 1) + '–' + win.end + ' of ' + win.total + ' on this branch'
@@ -173,7 +172,6 @@
     branchLeaf = d.selected;
     win = {start: d.start, end: d.end, total: d.total};
     tip = branchLeaf;
-    if (tip === leaf) $('moved').hidden = true;
     status();
     $('context-json').href = api + '/context?leaf=' + encodeURIComponent(tip);
     drawTree();
@@ -333,7 +331,6 @@
       // fork or /tree): the page stays where it is, and says so.
       $('moved').hidden = false;
     }
-    if (leaf === tip) $('moved').hidden = true;
     drawTree();
     document.body.dataset.live = (+(document.body.dataset.live || 0) + 1) + '';
   }
