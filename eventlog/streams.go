@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -57,7 +58,27 @@ func LocalStreamConfig() jetstream.StreamConfig {
 		AllowAtomicPublish: true,
 		DenyDelete:         false,
 		DenyPurge:          true,
+		RePublish:          livePublish(LocalPrefix),
 	}
+}
+
+// LivePrefix starts the subjects a workstation's streams republish each
+// message on as they store it: PI_LOCAL's pi.evt.<node>.<sid> on
+// pi.live.evt.<node>.<sid>, PI_ALL's on pi.live.all.…, the projection
+// bucket's on pi.live.kv.…. The local listener's readers receive them under
+// the stream's own subjects (embedded.Read): live, with the stream
+// sequence in the headers, without a consumer of their own. They never
+// leave the machine (embedded.LocalSubjects).
+const LivePrefix = "pi.live"
+
+// LiveSubjects is where a stream on prefix.> (pi.evt, pi.all, pi.kv for
+// the bucket) republishes.
+func LiveSubjects(prefix string) string {
+	return LivePrefix + "." + strings.TrimPrefix(prefix, "pi.") + ".>"
+}
+
+func livePublish(prefix string) *jetstream.RePublish {
+	return &jetstream.RePublish{Source: prefix + ".>", Destination: LiveSubjects(prefix)}
 }
 
 // EnsureStream creates the stream or brings an existing one to cfg. A
@@ -119,6 +140,7 @@ func HubStreamConfig(replicas int) jetstream.StreamConfig {
 	c.Description = "pisyncd: every node's session lines"
 	c.Subjects = []string{UpPrefix + ".>"}
 	c.Replicas = replicas
+	c.RePublish = nil // nobody reads the hub through a listener
 	return c
 }
 
@@ -172,6 +194,7 @@ func AllStreamConfig() jetstream.StreamConfig {
 	c.Name = AllStream
 	c.Description = "pisyncd: this node's copy of the hub's PI_HUB"
 	c.Subjects = []string{AllPrefix + ".>"}
+	c.RePublish = livePublish(AllPrefix)
 	c.Duplicates = 0 // one writer stating the expected last sequence: no ids needed
 	return c
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
 )
@@ -56,6 +58,46 @@ func TestEnsureStreamLeavesSettledStream(t *testing.T) {
 	for stream, after := range metas() {
 		if !bytes.Equal(before[stream], after) {
 			t.Errorf("opening the log again rewrote %s's meta file", stream)
+		}
+	}
+}
+
+// TestOlderStreamsGetRePublish: PI_LOCAL and PI_ALL made by an older
+// release, without the RePublish the local listener's readers follow them
+// by, get it when they are opened.
+func TestOlderStreamsGetRePublish(t *testing.T) {
+	ctx := context.Background()
+	srv, err := embedded.Start(ctx, embedded.Config{StateDir: t.TempDir(), NodeID: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	for _, cfg := range []jetstream.StreamConfig{eventlog.LocalStreamConfig(), eventlog.AllStreamConfig()} {
+		cfg.RePublish = nil
+		if _, err := js.CreateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lg, err := eventlog.OpenLocal(ctx, nc, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eventlog.OpenAll(ctx, lg.JetStream()); err != nil {
+		t.Fatal(err)
+	}
+	for name, dest := range map[string]string{eventlog.LocalStream: "pi.live.evt.>", eventlog.AllStream: "pi.live.all.>"} {
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rp := s.CachedInfo().Config.RePublish; rp == nil || rp.Destination != dest {
+			t.Errorf("%s republishes %+v, want on %s", name, rp, dest)
 		}
 	}
 }

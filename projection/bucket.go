@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/eventlog"
 )
 
 // openBucket opens pi_proj, creating it on first use. Views are derived
@@ -18,12 +21,42 @@ import (
 func openBucket(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, Bucket)
 	if err == nil {
-		return kv, nil
+		return kv, livePublished(ctx, js)
 	}
 	if !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("projection: open bucket: %w", err)
 	}
-	_, err = js.CreateStream(ctx, jetstream.StreamConfig{
+	_, err = js.CreateStream(ctx, bucketConfig())
+	if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		return nil, fmt.Errorf("projection: create bucket: %w", err)
+	}
+	kv, err = js.KeyValue(ctx, Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("projection: open bucket: %w", err)
+	}
+	return kv, nil
+}
+
+// livePublished gives a bucket of an older release its RePublish,
+// leaving every other setting as it is.
+func livePublished(ctx context.Context, js jetstream.JetStream) error {
+	s, err := js.Stream(ctx, "KV_"+Bucket)
+	if err != nil {
+		return fmt.Errorf("projection: bucket: %w", err)
+	}
+	cfg, want := s.CachedInfo().Config, bucketConfig().RePublish
+	if reflect.DeepEqual(cfg.RePublish, want) {
+		return nil
+	}
+	cfg.RePublish = want
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("projection: bucket: %w", err)
+	}
+	return nil
+}
+
+func bucketConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
 		Name:              "KV_" + Bucket,
 		Description:       "pisyncd: session projections (catalog, leaf, heads, context index)",
 		Subjects:          []string{"$KV." + Bucket + ".>"},
@@ -40,15 +73,10 @@ func openBucket(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue
 		AllowDirect:       true,
 		Discard:           jetstream.DiscardNew,
 		PersistMode:       jetstream.AsyncPersistMode,
-	})
-	if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		return nil, fmt.Errorf("projection: create bucket: %w", err)
+		// Each value as it is stored, for the local listener's readers,
+		// who have no consumer (embedded.Read).
+		RePublish: &jetstream.RePublish{Source: "$KV." + Bucket + ".>", Destination: eventlog.LiveSubjects("pi.kv")},
 	}
-	kv, err = js.KeyValue(ctx, Bucket)
-	if err != nil {
-		return nil, fmt.Errorf("projection: open bucket: %w", err)
-	}
-	return kv, nil
 }
 
 // kvSubject is the subject a value of key is stored under (what
