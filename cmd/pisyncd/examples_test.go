@@ -155,7 +155,7 @@ func TestExampleNotifyGo(t *testing.T) {
 	// Live: subscribed first, then pi writes.
 	cmd, lr, stderr := run()
 	waitUntil(t, 20*time.Second, func() (bool, string) {
-		return strings.Contains(stderr.String(), "following the sessions of node ws-ex"), stderr.String()
+		return strings.Contains(stderr.String(), "notify-go: following the sessions"), stderr.String()
 	})
 	sid := writeWithPi(t, s)
 	wait(cmd, stderr)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -18,20 +17,73 @@ import (
 	"github.com/pisyncd/pisyncd/projection"
 )
 
+// readerConn connects over the local listener as a subscriber does: the
+// url and the nkey seed named in the context file the daemon wrote.
+func readerConn(t *testing.T, credsFile string, opts ...nats.Option) (*nats.Conn, error) {
+	t.Helper()
+	b, err := os.ReadFile(credsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cc struct{ URL, Nkey string }
+	if err := json.Unmarshal(b, &cc); err != nil {
+		t.Fatal(err)
+	}
+	seed, err := nats.NkeyOptionFromSeed(cc.Nkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(cc.URL, append([]nats.Option{seed, nats.NoReconnect()}, opts...)...)
+	if err == nil {
+		t.Cleanup(nc.Close)
+	}
+	return nc, err
+}
+
+// directBatch reads up to 100 messages of stream from seq on subjects
+// filter by one batched direct get, as a reader catches up.
+func directBatch(t *testing.T, nc *nats.Conn, stream string, seq uint64, filter string) []*nats.Msg {
+	t.Helper()
+	sub, err := nc.SubscribeSync(nc.NewRespInbox())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	req := fmt.Sprintf(`{"seq":%d,"batch":100,"next_by_subj":%q}`, seq, filter)
+	if err := nc.PublishRequest("$JS.API.DIRECT.GET."+stream, sub.Subject, []byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	var got []*nats.Msg
+	for {
+		m, err := sub.NextMsg(5 * time.Second)
+		if err != nil {
+			t.Fatalf("direct get %s from %d: %v", stream, seq, err)
+		}
+		if len(m.Data) == 0 && m.Header.Get("Status") != "" {
+			return got // 204: end of the batch; 404: nothing there
+		}
+		got = append(got, m)
+	}
+}
+
 // TestListenerIsReadOnly: a local subscriber on PISYNC_LISTEN, with the
-// generated credentials and nats.go, against a running daemon: it reads
-// PI_LOCAL (stream info, a consumer of its own, a direct get) and watches
-// the pi_proj bucket; it cannot delete or purge a stream, delete or put a
-// KV value, publish a line into pi.evt.>, create a stream or list the
-// daemon's consumers. PI_LOCAL and pi_proj are intact afterwards. The log
-// says where the listener is and where its credentials are. (Before, the
-// listener's user was an administrator, and did all of that.)
+// generated nkey and nats.go, against a running daemon. It reads PI_LOCAL
+// and pi_proj live (each stored message with its stream sequence) and
+// stored (batched and single direct gets). Then, as an attacker holding the
+// same credential, it tries what the daemon's own account would allow: the
+// JetStream API (a push consumer delivering into pi.evt.>, a durable one,
+// deleting and purging, creating a stream), publishing a line or a KV
+// value, a direct get whose reply subject is a stream's, subscribing to
+// everything, and more connections than the account's limit. Each is
+// refused, PI_LOCAL and pi_proj are intact, and a new line still reaches
+// the reader live. (Before, the reader had the daemon's account with
+// permissions, and a push consumer wrote through them.)
 func TestListenerIsReadOnly(t *testing.T) {
 	cfg := stationConfig(t, "ws-l", "")
 	cfg.HubURLs, cfg.Listen = nil, "127.0.0.1:0"
 	s, log := loggedStationAt(t, cfg, slog.LevelInfo)
 	d := s.d
-	writeSession(t, s, "listen-session", 3)
+	path := writeSession(t, s, "listen-session", 3)
 	waitUntil(t, 20*time.Second, func() (bool, string) {
 		st, _ := d.status(t.Context())
 		return st.Stream.Messages == 4 && st.Projection.Applied >= 4, fmt.Sprintf("%+v %+v", st.Stream, st.Projection)
@@ -40,165 +92,134 @@ func TestListenerIsReadOnly(t *testing.T) {
 	waitUntil(t, 5*time.Second, func() (bool, string) {
 		return strings.Contains(log.String(), "local subscriber listener up") && strings.Contains(log.String(), credsFile), log.String()
 	})
-
-	b, err := os.ReadFile(credsFile)
+	nc, err := readerConn(t, credsFile, nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	if err != nil {
 		t.Fatal(err)
-	}
-	var cc struct{ URL, User, Password string }
-	if err := json.Unmarshal(b, &cc); err != nil {
-		t.Fatal(err)
-	}
-	nc, err := nats.Connect(cc.URL, nats.UserInfo(cc.User, cc.Password), nats.NoReconnect(),
-		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	op := func() context.Context {
-		c, cancel := context.WithTimeout(t.Context(), 3*time.Second)
-		t.Cleanup(cancel)
-		return c
 	}
 
-	// Reading works.
-	local, err := js.Stream(op(), eventlog.LocalStream)
-	if err != nil {
-		t.Fatalf("stream info: %v", err)
+	// Reading stored messages works.
+	stored := directBatch(t, nc, eventlog.LocalStream, 1, "pi.evt.>")
+	if len(stored) != 4 || stored[3].Header.Get("Nats-Sequence") != "4" || stored[3].Header.Get("Nats-Subject") != "pi.evt.ws-l.listen-session" {
+		t.Fatalf("read %d lines of PI_LOCAL, want 4 up to sequence 4", len(stored))
 	}
-	before := local.CachedInfo().State
-	cons, err := js.OrderedConsumer(op(), eventlog.LocalStream, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		t.Fatalf("ordered consumer: %v", err)
-	}
-	batch, err := cons.Fetch(10, jetstream.FetchMaxWait(3*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for range batch.Messages() {
-		n++
-	}
-	if n != 4 {
-		t.Fatalf("read %d lines of PI_LOCAL, want 4", n)
-	}
-	if _, err := local.GetLastMsgForSubject(op(), "pi.evt.ws-l.>"); err != nil {
-		t.Errorf("direct get: %v", err)
-	}
-	kv, err := js.KeyValue(op(), projection.Bucket)
-	if err != nil {
-		t.Fatalf("pi_proj: %v", err)
-	}
-	w, err := kv.WatchAll(op())
-	if err != nil {
-		t.Fatalf("watch pi_proj: %v", err)
-	}
-	var key string
-	for e := range w.Updates() {
-		if e == nil {
-			break // the initial values are all there
-		}
-		key = e.Key()
-	}
-	w.Stop()
-	if key == "" {
+	values := directBatch(t, nc, "KV_"+projection.Bucket, 1, "$KV."+projection.Bucket+".>")
+	if len(values) == 0 {
 		t.Fatal("no value in pi_proj")
 	}
-	value, err := kv.Get(op(), key)
-	if err != nil {
-		t.Fatalf("get %s: %v", key, err)
+	kvSubj := values[0].Header.Get("Nats-Subject")
+	value, err := nc.Request("$JS.API.DIRECT.GET.KV_"+projection.Bucket+"."+kvSubj, nil, 5*time.Second)
+	if err != nil || len(value.Data) == 0 {
+		t.Fatalf("get %s: %v %v", kvSubj, value, err)
 	}
 
-	// Changing anything is refused. A refused request gets no reply:
-	// each waits out a short deadline.
-	op = func() context.Context {
-		c, cancel := context.WithTimeout(t.Context(), time.Second)
-		t.Cleanup(cancel)
-		return c
-	}
-	refused := func(what string, err error) {
-		t.Helper()
-		if err == nil {
-			t.Errorf("the listener's user could %s", what)
-		}
-	}
-	refused("delete PI_LOCAL", js.DeleteStream(op(), eventlog.LocalStream))
-	refused("purge PI_LOCAL", local.Purge(op()))
-	refused("delete a KV key", kv.Delete(op(), key))
-	_, err = kv.Put(op(), key, []byte("forged"))
-	refused("put a KV value", err)
-	refused("delete pi_proj", js.DeleteKeyValue(op(), projection.Bucket))
-	_, err = js.Publish(op(), "pi.evt.ws-l.listen-session", []byte(`{"type":"message","id":"forged"}`))
-	refused("publish a line into PI_LOCAL", err)
-	if err := nc.Publish("pi.evt.ws-l.forged", []byte(`{"type":"session","id":"forged"}`)); err == nil {
-		nc.Flush()
-	}
-	_, err = js.CreateStream(op(), jetstream.StreamConfig{Name: "EVIL", Subjects: []string{"evil.>"}})
-	refused("create a stream", err)
-	names := local.ConsumerNames(op())
-	for range names.Name() {
-	}
-	refused("list the daemon's consumers", names.Err())
-
-	// Where the daemon's consumer names travel, a reader sees nothing. A
-	// subscription to everything is refused: it got the daemon's own
-	// deliveries, whose reply subjects ($JS.ACK.PI_LOCAL.<consumer>...)
-	// named its consumers, which CONSUMER.CREATE could then redirect.
-	if _, err := nc.SubscribeSync(">"); err != nil {
-		t.Fatal(err)
-	}
-	nc.Flush()
-	if err := nc.LastError(); err == nil || !strings.Contains(err.Error(), `Permissions Violation for Subscription to ">"`) {
-		t.Errorf("subscribing to >: %v, want a permissions violation", err)
-	}
-	// One to every line gets the daemon's new lines, but not its
-	// JetStream API requests, its replies or its deliveries.
-	all, err := nc.SubscribeSync("pi.>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc.Flush()
-	if _, err := d.nc.Request("$JS.API.INFO", nil, 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	appendLine(t, filepath.Join(cfg.SessionsDir, "--sec--", "2026-11-30T00-00-00-000Z_listen-session.jsonl"), msgLine("live", "list-2", "seen live"))
-	for {
-		m, err := all.NextMsg(10 * time.Second)
+	ijs := d.log.JetStream()
+	info := func(name string) jetstream.StreamState {
+		st, err := ijs.Stream(t.Context(), name)
 		if err != nil {
-			t.Fatalf("the new line never reached a subscriber: %v", err)
+			t.Fatal(err)
 		}
-		if strings.HasPrefix(m.Subject, "$JS.API.") || strings.HasPrefix(m.Subject, "_INBOX_ws-l.") || strings.HasPrefix(m.Reply, "$JS.ACK.") {
-			t.Fatalf("a reader received %s (reply %s)", m.Subject, m.Reply)
+		return st.CachedInfo().State
+	}
+	before, kvBefore := info(eventlog.LocalStream), info("KV_"+projection.Bucket)
+
+	// Changing anything is refused. A refused request gets no reply.
+	refused := func(what, subj, body string) {
+		t.Helper()
+		if m, err := nc.Request(subj, []byte(body), time.Second); err == nil {
+			t.Errorf("the listener's user could %s: %s", what, m.Data)
 		}
-		if strings.HasPrefix(m.Subject, "pi.evt.ws-l.") {
+	}
+	deliverInto := `{"stream_name":"KV_pi_proj","config":{"deliver_subject":"pi.evt.ws-l.listen-session","deliver_policy":"all","ack_policy":"none"}}`
+	refused("create a push consumer delivering into PI_LOCAL", "$JS.API.CONSUMER.CREATE.KV_pi_proj", deliverInto)
+	refused("create a durable consumer", "$JS.API.CONSUMER.CREATE.PI_LOCAL.evil", `{"stream_name":"PI_LOCAL","config":{"durable_name":"evil"}}`)
+	refused("delete PI_LOCAL", "$JS.API.STREAM.DELETE.PI_LOCAL", "")
+	refused("purge pi_proj", "$JS.API.STREAM.PURGE.KV_pi_proj", "")
+	refused("create a stream", "$JS.API.STREAM.CREATE.EVIL", `{"name":"EVIL","subjects":["evil.>"]}`)
+	refused("read the daemon's account", "$JS.API.INFO", "")
+	refused("read the hub's API", "$JS.hub.API.INFO", "")
+	js, _ := jetstream.New(nc)
+	if _, err := js.Stream(t.Context(), eventlog.LocalStream); err == nil {
+		t.Error("the listener's user has the JetStream API")
+	}
+	nc.Publish("pi.evt.ws-l.listen-session", []byte(`{"type":"message","id":"forged"}`))
+	nc.Publish(kvSubj, []byte("forged"))
+	// A direct get answered on a stream's subject: the answer stays with
+	// the readers, who see a stored message again (they go by sequence).
+	nc.PublishRequest("$JS.API.DIRECT.GET.PI_LOCAL", "pi.evt.ws-l.listen-session", []byte(`{"seq":1}`))
+	nc.PublishRequest("$JS.API.DIRECT.GET.PI_LOCAL", kvSubj, []byte(`{"seq":1}`))
+	for _, subj := range []string{">", "$JS.API.>", "_INBOX_ws-l.>", "pi.up.>"} {
+		if _, err := nc.SubscribeSync(subj); err != nil {
+			t.Fatal(err)
+		}
+		nc.Flush()
+		if err := nc.LastError(); err == nil || !strings.Contains(err.Error(), "Permissions Violation for Subscription to") {
+			t.Errorf("subscribing to %s: %v, want a permissions violation", subj, err)
+		}
+	}
+	// Connections are bounded, the reader's own included.
+	var more []*nats.Conn
+	for range 64 {
+		c, err := readerConn(t, credsFile)
+		if err != nil {
 			break
 		}
+		more = append(more, c)
 	}
-	all.Unsubscribe()
-	before.Msgs++
-	before.LastSeq++
+	if len(more)+1 > 16 {
+		t.Errorf("%d connections at once, want at most 16", len(more)+1)
+	}
+	for _, c := range more {
+		c.Close()
+	}
 
-	// Intact.
-	ijs := d.log.JetStream()
-	// The subscriber sees a publish as it travels, before an atomic batch
-	// commits it: wait for the store to hold the line, then compare.
-	var info jetstream.Stream
-	waitUntil(t, 10*time.Second, func() (bool, string) {
-		info, err = ijs.Stream(t.Context(), eventlog.LocalStream)
-		return err == nil && info.CachedInfo().State.LastSeq >= before.LastSeq, fmt.Sprintf("PI_LOCAL: %v", err)
-	})
-	if st := info.CachedInfo().State; st.Msgs != before.Msgs || st.LastSeq != before.LastSeq || st.NumSubjects != 1 {
-		t.Errorf("PI_LOCAL changed: %+v, was %+v", st, before)
+	// The honest path afterwards: a new line reaches a reader live, with
+	// its stream sequence, and its projected values too.
+	nc, err = readerConn(t, credsFile)
+	if err != nil {
+		t.Fatalf("connect after the attacks: %v", err)
+	}
+	live, err := nc.SubscribeSync("pi.evt.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kvLive, err := nc.SubscribeSync("$KV." + projection.Bucket + ".>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	appendLine(t, path, msgLine("live", "list-2", "seen live"))
+	m, err := live.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatalf("the new line never reached a reader: %v", err)
+	}
+	if m.Subject != "pi.evt.ws-l.listen-session" || m.Header.Get("Nats-Stream") != eventlog.LocalStream ||
+		m.Header.Get("Nats-Sequence") != fmt.Sprint(before.LastSeq+1) || !strings.Contains(string(m.Data), "seen live") {
+		t.Errorf("live: %s %v %s, want the new line at PI_LOCAL %d", m.Subject, m.Header, m.Data, before.LastSeq+1)
+	}
+	if m, err := kvLive.NextMsg(10 * time.Second); err != nil || m.Header.Get("Nats-Stream") != "KV_"+projection.Bucket {
+		t.Errorf("no projected value live: %v %v", m, err)
+	}
+
+	// Intact: one line more and nothing else.
+	after := info(eventlog.LocalStream)
+	if after.Msgs != before.Msgs+1 || after.LastSeq != before.LastSeq+1 || after.NumSubjects != 1 {
+		t.Errorf("PI_LOCAL changed: %+v, was %+v", after, before)
 	}
 	ikv, err := ijs.KeyValue(t.Context(), projection.Bucket)
 	if err != nil {
-		t.Fatalf("pi_proj: %v", err)
+		t.Fatal(err)
 	}
-	// The projection itself may have rewritten the value since (the live
-	// line above): what must not be is a deleted or a forged one.
-	if e, err := ikv.Get(t.Context(), key); err != nil || string(e.Value()) == "forged" || e.Revision() < value.Revision() {
+	key := strings.TrimPrefix(kvSubj, "$KV."+projection.Bucket+".")
+	if e, err := ikv.Get(t.Context(), key); err != nil || string(e.Value()) == "forged" {
 		t.Errorf("pi_proj %s deleted or forged: %v", key, err)
+	}
+	if st := info("KV_" + projection.Bucket); st.Consumers != kvBefore.Consumers {
+		t.Errorf("pi_proj has %d consumers, had %d", st.Consumers, kvBefore.Consumers)
+	}
+	if st := info(eventlog.LocalStream); st.Consumers != before.Consumers {
+		t.Errorf("PI_LOCAL has %d consumers, had %d", st.Consumers, before.Consumers)
 	}
 	if _, err := ijs.Stream(t.Context(), "EVIL"); err == nil {
 		t.Error("stream EVIL exists")

@@ -25,9 +25,11 @@
 //	StateDir/lock                 flock target; holds the owner's pid
 //	StateDir/jetstream/           JetStream file store (0700)
 //	StateDir/client-context.json  listener credentials (0600), only with Listen
+//	StateDir/client.nk            the listener reader's nkey seed (0600), beside them
 //	StateDir/write-probe          for a moment, while StoreWatch tests a full disk
 //
 // The credentials file is a nats CLI context, so local tools can use it
-// directly: nats --context $STATE_DIR/client-context.json stream ls. Its
-// user reads and subscribes, and changes nothing (listenerPermissions).
+// directly: nats --context $STATE_DIR/client-context.json sub 'pi.evt.>'.
+// Its reader is in an account of its own that can only receive each stored
+// message of the streams it reads and direct-get them (listenerAccounts).
 package embedded

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/internal/fsutil"
 	"github.com/pisyncd/pisyncd/internal/redact"
 )
@@ -21,7 +22,7 @@ import (
 // hub to every other workstation, so one node's writes would land in the
 // others' streams too (nats-server's cross-domain capture trap). A node's
 // events reach the hub only through the forwarder, on pi.up.<node>.>.
-var LocalSubjects = []string{"pi.evt.>", "pi.all.>", "pi.park.>", "$KV.>", "$O.>"}
+var LocalSubjects = []string{"pi.evt.>", "pi.all.>", "pi.park.>", eventlog.LivePrefix + ".>", "$KV.>", "$O.>"}
 
 // privateExports never leave for the hub either: replies and consumer
 // deliveries inside this machine go to inboxes, and a hub that subscribed

@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/pisyncd/pisyncd/eventlog"
 )
 
 // loopbackAddr parses Config.Listen into the host and port for
@@ -42,63 +45,113 @@ func loopbackAddr(listen string) (host string, port int, err error) {
 	return h, n, nil
 }
 
-// listenerPermissions make the listener's user a reader. Local subscribers
-// read the streams and the projections, live or stored; they may not
-// write, delete or reconfigure anything (the daemon's data), nor publish a
-// line into a stream, nor act as this node towards the hub.
-//
-// Allowed: subscribing to the streams' subjects, the buckets' and the
-// reader's own inbox (_INBOX.>, nats.go's default; see below); the
-// JetStream API calls that read
-// (account, stream and consumer info, stream names and lists, message and
-// direct gets), creating, pulling from and deleting consumers to read
-// with (the nats CLI and nats.go's ordered consumers and KV watchers
-// create theirs through CONSUMER.CREATE), acks and flow control replies.
-// Denied by omission: everything else, notably STREAM.CREATE, UPDATE,
-// DELETE, PURGE and MSG.DELETE, publishing on pi.>, $KV.> or $O.>, and the
-// hub's API; named again in the deny list, with the legacy
-// CONSUMER.DURABLE.CREATE.
-//
-// CONSUMER.CREATE also updates an existing consumer of the same name, and
-// CONSUMER.DELETE and MSG.NEXT act on any consumer they name: a reader
-// that knew the names of the daemon's consumers could change, drain or
-// delete them (a forwarder told to skip lines). So the names stay secret:
-// consumer names and lists are not allowed, nor subscribing to the
-// JetStream API, its advisories or the daemon's own inbox, where the names
-// travel. The daemon's consumers have random names; a reader's own
-// consumers it names itself.
-func listenerPermissions(nodeID string) *server.Permissions {
-	var allow, deny []string
-	for _, api := range []string{"$JS.API.", "$JS." + Domain(nodeID) + ".API."} {
-		allow = append(allow,
-			api+"INFO",
-			api+"STREAM.NAMES",
-			api+"STREAM.LIST",
-			api+"STREAM.INFO.*",
-			api+"STREAM.MSG.GET.*",
-			api+"DIRECT.GET.>",
-			api+"CONSUMER.CREATE.>",
-			api+"CONSUMER.INFO.*.*",
-			api+"CONSUMER.MSG.NEXT.*.*",
-			api+"CONSUMER.DELETE.*.*",
-		)
-		deny = append(deny,
-			api+"STREAM.CREATE.>", api+"STREAM.UPDATE.>", api+"STREAM.DELETE.>", api+"STREAM.PURGE.>",
-			api+"STREAM.MSG.DELETE.>", api+"STREAM.SNAPSHOT.>", api+"STREAM.RESTORE.>",
-			api+"CONSUMER.DURABLE.CREATE.>", api+"CONSUMER.NAMES.>", api+"CONSUMER.LIST.>",
-		)
+// A local subscriber reads through an account of its own, readAccount,
+// which holds nothing and can reach nothing but what the daemon's account
+// ($G) exports to it: each stored message of PI_LOCAL, PI_ALL and the
+// projections' bucket as it is stored, and direct gets of those three
+// streams. It has no JetStream and so no consumer API: a consumer's
+// deliver subject is published by the server, past any publish
+// permission, and a reader who could create one could write into the
+// daemon's streams (a push consumer delivering on pi.evt.<node>.…), fill a
+// stream's consumer slots, or hold server memory with deliveries it never
+// read. A publish in readAccount reaches only readAccount: nothing a reader
+// sends lands in a stream.
+const (
+	readAccount = "PISYNC_READ"
+	// daemonAlias names $G in the accounts block parsed below, where
+	// nats-server reserves "$G"; the parsed account is renamed.
+	daemonAlias = "PISYNC_DAEMON"
+
+	// Limits of readAccount, all its connections together: a reader
+	// cannot open connections or subscriptions without end. A connection
+	// that does not read what it asked for is closed by the server at
+	// max_pending (64 MiB) as a slow consumer.
+	readMaxConns   = 16
+	readMaxSubs    = 1024
+	readMaxPayload = 4096 // a direct get request is ~100 bytes
+)
+
+// Readable is one stream a local subscriber reads: live, on the stream's
+// own subjects, each stored message as the stream republishes it on Live
+// (its RePublish, whose headers carry Nats-Stream and Nats-Sequence), and
+// stored, by direct get.
+type Readable struct {
+	Stream   string // PI_LOCAL
+	Subjects string // pi.evt.>, as readers see them
+	Live     string // pi.live.evt.>, where the stream republishes
+}
+
+// Read is what readAccount reads, as the streams' RePublish settings
+// have it (eventlog.LocalStreamConfig, AllStreamConfig, and the
+// projection's bucket, pi_proj, which this package cannot name: the
+// projection's tests start this server). TestListenerIsReadOnly reads
+// through each.
+var Read = []Readable{
+	{Stream: eventlog.LocalStream, Subjects: eventlog.LocalPrefix + ".>", Live: eventlog.LiveSubjects(eventlog.LocalPrefix)},
+	{Stream: eventlog.AllStream, Subjects: eventlog.AllPrefix + ".>", Live: eventlog.LiveSubjects(eventlog.AllPrefix)},
+	{Stream: "KV_pi_proj", Subjects: "$KV.pi_proj.>", Live: eventlog.LiveSubjects("pi.kv")},
+}
+
+// listenerAccounts returns the two accounts of a workstation with a
+// listener: $G, the daemon's, with JetStream and its exports to
+// readAccount, and readAccount with its imports and limits. They are
+// written as a config block and parsed, because the JetStream of $G
+// beside another account can only be enabled that way.
+func listenerAccounts() (daemon, read *server.Account, err error) {
+	var exports, imports strings.Builder
+	for _, r := range Read {
+		get := "$JS.API.DIRECT.GET." + r.Stream
+		// A batch get answers with several messages; a get by subject
+		// (get.<subject>) with one.
+		fmt.Fprintf(&exports, "{stream: %q, accounts: [%s]}\n", r.Live, readAccount)
+		fmt.Fprintf(&exports, "{service: %q, response: stream, accounts: [%s]}\n", get, readAccount)
+		fmt.Fprintf(&exports, "{service: %q, accounts: [%s]}\n", get+".>", readAccount)
+		fmt.Fprintf(&imports, "{stream: {account: %s, subject: %q}, to: %q}\n", daemonAlias, r.Live, r.Subjects)
+		fmt.Fprintf(&imports, "{service: {account: %s, subject: %q}}\n", daemonAlias, get)
+		fmt.Fprintf(&imports, "{service: {account: %s, subject: %q}}\n", daemonAlias, get+".>")
 	}
-	allow = append(allow, "$JS.ACK.>", "$JS.FC.>")
-	deny = append(deny, "pi.>", "$KV.>", "$O.>", "$JS."+HubDomain+".>")
+	conf := fmt.Sprintf(`accounts {
+  %s { jetstream: enabled, exports: [
+%s] }
+  %s { limits: {max_connections: %d, max_subscriptions: %d, max_payload: %d}, imports: [
+%s] }
+}`, daemonAlias, exports.String(), readAccount, readMaxConns, readMaxSubs, readMaxPayload, imports.String())
+	var o server.Options
+	if err := o.ProcessConfigString(conf); err != nil {
+		return nil, nil, fmt.Errorf("listener accounts: %w", err)
+	}
+	for _, a := range o.Accounts {
+		switch a.Name {
+		case daemonAlias:
+			a.Name = server.DEFAULT_GLOBAL_ACCOUNT
+			daemon = a
+		case readAccount:
+			read = a
+		}
+	}
+	if daemon == nil || read == nil {
+		return nil, nil, fmt.Errorf("listener accounts: %d parsed, want %s and %s", len(o.Accounts), daemonAlias, readAccount)
+	}
+	return daemon, read, nil
+}
+
+// listenerPermissions keep a reader to the direct gets of the streams it
+// reads and to subscribing to their subjects and its own inbox. What it
+// publishes stays in readAccount, so the allow list is about the other
+// readers: without it one could publish a forged line on pi.evt.> that
+// another reader takes for the daemon's. (A direct get's reply subject
+// is the requester's choice, and nats-server checks no permission on it:
+// a reader can have a genuine stored message delivered on another's
+// subject, once more or early. A reader keeps the sequence it is at and
+// fills a gap by direct get; examples/notify-go does.)
+func listenerPermissions() *server.Permissions {
+	var pub, sub []string
+	for _, r := range Read {
+		pub = append(pub, "$JS.API.DIRECT.GET."+r.Stream, "$JS.API.DIRECT.GET."+r.Stream+".>")
+		sub = append(sub, r.Subjects)
+	}
 	return &server.Permissions{
-		Publish: &server.SubjectPermission{Allow: allow, Deny: deny},
-		// Subscribing to named subjects alone: a subscription to ">" was
-		// given the daemon's own deliveries (routed on its inbox, but
-		// checked against the deny list by their stream subjects), whose
-		// reply subjects name its consumers.
-		Subscribe: &server.SubjectPermission{
-			Allow: []string{"_INBOX.>", "pi.>", "$KV.>"},
-			Deny:  []string{"$JS.API.>", "$JS.*.API.>", "$JS.EVENT.>", InboxPrefix(nodeID) + ".>"},
-		},
+		Publish:   &server.SubjectPermission{Allow: pub},
+		Subscribe: &server.SubjectPermission{Allow: append(sub, "_INBOX.>")},
 	}
 }

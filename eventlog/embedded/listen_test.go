@@ -1,15 +1,18 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 )
 
 func listenConfig(t *testing.T) Config {
@@ -31,43 +34,81 @@ func readCreds(t *testing.T, path string) clientContext {
 	return cc
 }
 
+// connectReader connects over the listener as a local subscriber does,
+// with the context file's url and nkey seed.
+func connectReader(t *testing.T, s *Server) (*nats.Conn, error) {
+	t.Helper()
+	cc := readCreds(t, s.CredentialsFile())
+	seed, err := nats.NkeyOptionFromSeed(cc.Nkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(cc.URL, seed, nats.NoReconnect())
+	if err == nil {
+		t.Cleanup(nc.Close)
+	}
+	return nc, err
+}
+
+// localStream makes PI_LOCAL as the daemon does, republishing for readers.
+func localStream(t *testing.T, js jetstream.JetStream) {
+	t.Helper()
+	if _, err := js.CreateStream(testCtx(t), jetstream.StreamConfig{
+		Name: "PI_LOCAL", Subjects: []string{"pi.evt.>"}, AllowDirect: true,
+		RePublish: &jetstream.RePublish{Source: "pi.evt.>", Destination: "pi.live.evt.>"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestListenerRequiresCredentials(t *testing.T) {
 	s := startServer(t, listenConfig(t))
 	if s.ClientURL() == "" || s.CredentialsFile() == "" {
 		t.Fatalf("url %q creds %q, want both", s.ClientURL(), s.CredentialsFile())
 	}
 	cc := readCreds(t, s.CredentialsFile())
-	if cc.URL != s.ClientURL() {
-		t.Errorf("credentials url = %q, want %q", cc.URL, s.ClientURL())
+	if cc.URL != s.ClientURL() || cc.Nkey != filepath.Join(filepath.Dir(s.CredentialsFile()), seedFileName) {
+		t.Errorf("credentials = %+v, want url %q and the seed beside", cc, s.ClientURL())
 	}
 
-	// The daemon writes (in process); the listener reads.
+	// The daemon writes (in process); the listener reads, live and stored.
 	ijs, _ := jetstream.New(connect(t, s))
-	createStream(t, ijs, "TCP")
-	if _, err := ijs.Publish(testCtx(t), "TCP.a", []byte("x")); err != nil {
+	localStream(t, ijs)
+	if _, err := ijs.Publish(testCtx(t), "pi.evt.n.a", []byte("x")); err != nil {
 		t.Fatalf("publish in process: %v", err)
 	}
-	nc, err := nats.Connect(cc.URL, nats.UserInfo(cc.User, cc.Password), nats.NoReconnect())
+	nc, err := connectReader(t, s)
 	if err != nil {
 		t.Fatalf("connect with credentials: %v", err)
 	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	st, err := js.Stream(testCtx(t), "TCP")
+	live, err := nc.SubscribeSync("pi.evt.>")
 	if err != nil {
-		t.Fatalf("stream info over the listener: %v", err)
+		t.Fatal(err)
 	}
-	if m, err := st.GetMsg(testCtx(t), 1); err != nil || string(m.Data) != "x" {
-		t.Fatalf("read over the listener: %v %v", m, err)
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ijs.Publish(testCtx(t), "pi.evt.n.a", []byte("y")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := live.NextMsg(5 * time.Second)
+	if err != nil || string(m.Data) != "y" || m.Subject != "pi.evt.n.a" || m.Header.Get("Nats-Sequence") != "2" || m.Header.Get("Nats-Stream") != "PI_LOCAL" {
+		t.Fatalf("live: %+v %v, want y on pi.evt.n.a as PI_LOCAL 2", m, err)
+	}
+	m, err = nc.Request("$JS.API.DIRECT.GET.PI_LOCAL", []byte(`{"seq":1}`), 5*time.Second)
+	if err != nil || string(m.Data) != "x" || m.Header.Get("Nats-Sequence") != "1" {
+		t.Fatalf("direct get over the listener: %+v %v", m, err)
 	}
 
 	if nc, err := nats.Connect(s.ClientURL(), nats.NoReconnect()); err == nil {
 		nc.Close()
 		t.Fatal("connect without credentials succeeded")
 	}
-	if nc, err := nats.Connect(s.ClientURL(), nats.UserInfo(cc.User, "wrong"), nats.NoReconnect()); err == nil {
+	other, _ := nkeys.CreateUser()
+	opub, _ := other.PublicKey()
+	if nc, err := nats.Connect(s.ClientURL(), nats.Nkey(opub, other.Sign), nats.NoReconnect()); err == nil {
 		nc.Close()
-		t.Fatal("connect with a wrong password succeeded")
+		t.Fatal("connect with another nkey succeeded")
 	}
 	// The in-process user is limited to in-process connections.
 	pub, _ := s.inProcessKey.PublicKey()
@@ -81,6 +122,42 @@ func TestListenerRequiresCredentials(t *testing.T) {
 	}
 }
 
+// TestListenerSendsNoSecret: what a client sends to connect is good for
+// that connect alone. A server that is not the daemon (another local user
+// on the port while the daemon is down) gets a signature of its own
+// nonce, which the daemon's server, with another nonce, refuses.
+func TestListenerSendsNoSecret(t *testing.T) {
+	s := startServer(t, listenConfig(t))
+	cc := readCreds(t, s.CredentialsFile())
+	kp, err := nkeys.FromSeed(mustRead(t, cc.Nkey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	// What a squatter receives: the public key and a signature of the
+	// nonce it chose.
+	sig, _ := kp.Sign([]byte("squatter's nonce"))
+	replay := func(nonce []byte) ([]byte, error) { return sig, nil }
+	if nc, err := nats.Connect(s.ClientURL(), nats.Nkey(pub, replay), nats.NoReconnect()); err == nil {
+		nc.Close()
+		t.Fatal("a replayed signature connected")
+	}
+	if nc, err := nats.Connect(s.ClientURL(), nats.Nkey(pub, kp.Sign), nats.NoReconnect()); err != nil {
+		t.Fatalf("the seed's own signature: %v", err)
+	} else {
+		nc.Close()
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSpace(b)
+}
+
 func TestCredentialsFileModeAndReuse(t *testing.T) {
 	cfg := listenConfig(t)
 	s, err := Start(context.Background(), cfg)
@@ -88,38 +165,66 @@ func TestCredentialsFileModeAndReuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := s.CredentialsFile()
-	st, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
+	seedPath := filepath.Join(cfg.StateDir, seedFileName)
+	for _, p := range []string{path, seedPath} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := st.Mode().Perm(); m != 0o600 {
+			t.Errorf("%s mode = %v, want 0600", p, m)
+		}
 	}
-	if m := st.Mode().Perm(); m != 0o600 {
-		t.Errorf("credentials mode = %v, want 0600", m)
-	}
-	first := readCreds(t, path)
+	first := mustRead(t, seedPath)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	// Loosen the mode to check that the restart tightens it again.
-	if err := os.Chmod(path, 0o644); err != nil {
-		t.Fatal(err)
+	// Loosen the modes to check that the restart tightens them again.
+	for _, p := range []string{path, seedPath} {
+		if err := os.Chmod(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s = startServer(t, cfg)
-	second := readCreds(t, path)
-	if second.User != first.User || second.Password != first.Password {
-		t.Errorf("credentials changed across restart")
+	if !bytes.Equal(mustRead(t, seedPath), first) {
+		t.Errorf("seed changed across restart")
 	}
-	if second.URL != s.ClientURL() {
-		t.Errorf("url not updated: %q, want %q", second.URL, s.ClientURL())
+	if cc := readCreds(t, path); cc.URL != s.ClientURL() {
+		t.Errorf("url not updated: %q, want %q", cc.URL, s.ClientURL())
 	}
-	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
-		t.Errorf("credentials mode after restart = %v, want 0600", st.Mode().Perm())
+	for _, p := range []string{path, seedPath} {
+		if st, _ := os.Stat(p); st.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode after restart = %v, want 0600", p, st.Mode().Perm())
+		}
 	}
-	nc, err := nats.Connect(second.URL, nats.UserInfo(second.User, second.Password), nats.NoReconnect())
-	if err != nil {
+	if _, err := connectReader(t, s); err != nil {
 		t.Fatalf("connect with reused credentials: %v", err)
 	}
-	nc.Close()
+}
+
+// TestOldPasswordCredentialsReplaced: a context file of an older release
+// (a user and a password) is replaced by one with an nkey, and the
+// password no longer connects.
+func TestOldPasswordCredentialsReplaced(t *testing.T) {
+	cfg := listenConfig(t)
+	path := filepath.Join(cfg.StateDir, credsFileName)
+	old := `{"description":"x","url":"nats://127.0.0.1:1","user":"local-abc","password":"secret"}`
+	if err := os.WriteFile(path, []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, cfg)
+	b, _ := os.ReadFile(path)
+	if strings.Contains(string(b), "password") || !strings.Contains(string(b), seedFileName) {
+		t.Fatalf("context file not replaced:\n%s", b)
+	}
+	if nc, err := nats.Connect(s.ClientURL(), nats.UserInfo("local-abc", "secret"), nats.NoReconnect()); err == nil {
+		nc.Close()
+		t.Fatal("the old password connected")
+	}
+	if _, err := connectReader(t, s); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestNonLoopbackListenRejected(t *testing.T) {

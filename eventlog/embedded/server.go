@@ -19,7 +19,6 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
-	"golang.org/x/crypto/bcrypt"
 )
 
 const (
@@ -195,33 +194,30 @@ func start(ctx context.Context, cfg Config, lock *dirLock) (s *Server, err error
 		// Only reachable with HubInsecure: withDefaults refuses otherwise.
 		cfg.Logger.Warn("INSECURE: this node's hub credentials cross a plain-text connection; anyone on the network path can read and replay them (HubInsecure / PISYNC_HUB_INSECURE)", "url", u)
 	}
-	var creds clientContext
+	var creds listenerCreds
 	if cfg.Listen != "" {
 		host, port, err := loopbackAddr(cfg.Listen)
 		if err != nil {
 			return nil, err
 		}
 		s.credsPath = filepath.Join(cfg.StateDir, credsFileName)
-		creds, err = loadOrCreateCreds(s.credsPath, cfg.Logger)
+		creds, err = loadOrCreateCreds(cfg.StateDir, cfg.Logger)
 		if err != nil {
 			return nil, err
 		}
-		// The server gets a bcrypt hash, not the password: it warns
-		// about plaintext passwords otherwise. The password is 256
-		// random bits, so the minimum cost is plenty and keeps a local
-		// tool's connect fast.
-		hash, err := bcrypt.GenerateFromPassword([]byte(creds.Password), bcrypt.MinCost)
+		daemon, read, err := listenerAccounts()
 		if err != nil {
-			return nil, fmt.Errorf("credentials: %w", err)
+			return nil, err
 		}
+		opts.Accounts = []*server.Account{daemon, read}
 		opts.DontListen = false
 		opts.Host, opts.Port = host, port
-		opts.Users = []*server.User{{
-			Username:               creds.User,
-			Password:               string(hash),
+		opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{
+			Nkey:                   creds.public,
+			Account:                read,
 			AllowedConnectionTypes: connTypes(jwt.ConnectionTypeStandard),
-			Permissions:            listenerPermissions(cfg.NodeID),
-		}}
+			Permissions:            listenerPermissions(),
+		})
 	}
 
 	s.opts = opts
@@ -259,11 +255,9 @@ func start(ctx context.Context, cfg Config, lock *dirLock) (s *Server, err error
 			s.opts.Port = ta.Port
 		}
 		s.clientURL = "nats://" + addr.String()
-		if creds.URL != s.clientURL {
-			creds.URL = s.clientURL
-			if err := saveCreds(s.credsPath, creds); err != nil {
-				return s, err
-			}
+		creds.ctx.URL = s.clientURL
+		if err := saveCreds(s.credsPath, creds.ctx); err != nil {
+			return s, err
 		}
 	}
 	return s, nil

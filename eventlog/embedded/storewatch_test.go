@@ -275,12 +275,9 @@ func TestRestartServer(t *testing.T) {
 	if _, err := js.Publish(testCtx(t), "R.1", []byte("x")); err != nil {
 		t.Fatalf("publish after the restart: %v", err)
 	}
-	cc := readCreds(t, s.CredentialsFile())
-	tcp, err := nats.Connect(cc.URL, nats.UserInfo(cc.User, cc.Password), nats.NoReconnect())
-	if err != nil {
+	if _, err := connectReader(t, s); err != nil {
 		t.Fatalf("connect over the listener after the restart: %v", err)
 	}
-	tcp.Close()
 	apiAnsweredOnce(t, s, nc)
 
 	nc.Close()

@@ -3,8 +3,8 @@
 // and, with a hub, on every machine of the team), with what the turn cost.
 //
 // It reads the daemon's streams through the local listener, as the
-// read-only user whose credentials the daemon writes when PISYNC_LISTEN is
-// set (docs/SUBSCRIBING.md):
+// read-only reader whose nkey the daemon writes when PISYNC_LISTEN is set,
+// live and by direct get (follow.go; docs/SUBSCRIBING.md):
 //
 //	PISYNC_LISTEN=127.0.0.1:4223 pisyncd &
 //	go run ./examples/notify-go                 # from now on
@@ -20,6 +20,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -36,7 +37,6 @@ import (
 	"syscall"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 func main() {
@@ -65,37 +65,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	// The listener's JetStream domain is pi-<node>: this machine's node
-	// id, whose own lines PI_ALL holds too (they went round the hub).
-	acct, err := js.AccountInfo(ctx)
-	if err != nil {
-		return fmt.Errorf("account info: %w", err)
-	}
-	self := strings.TrimPrefix(acct.Domain, "pi-")
 
-	msgs := make(chan jetstream.Msg, 256)
-	policy := jetstream.DeliverNewPolicy
-	if *fromStart {
-		policy = jetstream.DeliverAllPolicy
-	}
 	// PI_LOCAL holds this machine's lines, PI_ALL (with a hub) every
-	// machine's. An ordered consumer is created by the listener's user,
-	// delivers in stream order and keeps nothing on the server.
+	// machine's. The live subscriptions come first, so that nothing stored
+	// from now on is missed; a blocking handler keeps messages in nats.go's
+	// subscription, whose limits are far above a burst.
+	followers := map[string]*follower{}
+	msgs := make(chan *nats.Msg, 256)
 	for _, s := range []struct{ stream, filter string }{{"PI_LOCAL", "pi.evt.>"}, {"PI_ALL", "pi.all.>"}} {
-		cons, err := js.OrderedConsumer(ctx, s.stream, jetstream.OrderedConsumerConfig{
-			FilterSubjects: []string{s.filter}, DeliverPolicy: policy,
-		})
-		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			continue // no hub: no PI_ALL
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", s.stream, err)
-		}
-		cc, err := cons.Consume(func(m jetstream.Msg) {
+		followers[s.stream] = &follower{nc: nc, stream: s.stream, filter: s.filter}
+		sub, err := nc.Subscribe(s.filter, func(m *nats.Msg) {
 			select {
 			case msgs <- m:
 			case <-ctx.Done():
@@ -104,37 +83,85 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.stream, err)
 		}
-		defer cc.Stop()
+		defer sub.Unsubscribe()
 	}
-	fmt.Fprintf(stderr, "notify-go: following the sessions of node %s\n", self)
+	if err := nc.Flush(); err != nil {
+		return err
+	}
+	// This machine's node id is the one of PI_LOCAL's subjects,
+	// pi.evt.<node>.<sid>; PI_ALL holds this machine's lines too (they
+	// went round the hub), which PI_LOCAL gave already.
+	t := newTurns("")
+	for _, name := range []string{"PI_LOCAL", "PI_ALL"} {
+		f := followers[name]
+		last, subj, err := f.last()
+		if errors.Is(err, errNoStream) {
+			delete(followers, name) // PI_ALL: no hub
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if name == "PI_LOCAL" {
+			t.learnSelf(subj)
+		}
+		f.next = last + 1
+		if *fromStart {
+			f.next = 1
+		}
+	}
+	fmt.Fprintf(stderr, "notify-go: following the sessions (this node: %s)\n", cmp.Or(t.self, "known at its first line"))
 
-	t := newTurns(self)
-	for n := 0; *count == 0 || n < *count; {
+	n := 0
+	hand := func(m *nats.Msg) {
+		if line, ok := t.add(m.Subject, m.Header, m.Data); ok && (*count == 0 || n < *count) {
+			fmt.Fprintln(stdout, line)
+			n++
+		}
+	}
+	if *fromStart {
+		for _, name := range []string{"PI_LOCAL", "PI_ALL"} {
+			if f := followers[name]; f != nil {
+				if err := f.fill(ctx, 0, hand); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for *count == 0 || n < *count {
 		select {
 		case <-ctx.Done():
 			return nil
 		case m := <-msgs:
-			if turn, ok := t.add(m.Subject(), m.Headers(), m.Data()); ok {
-				fmt.Fprintln(stdout, turn)
-				n++
+			f := followers[m.Header.Get("Nats-Stream")]
+			if f == nil {
+				continue
+			}
+			if err := f.live(ctx, m, hand); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
 }
 
-// connect reads the credentials file (a nats CLI context: url, user,
-// password) and connects as the listener's read-only user.
+// connect reads the credentials file (a nats CLI context: url, and nkey,
+// the path of the user's seed) and connects as the listener's read-only
+// user.
 func connect(path string) (*nats.Conn, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("credentials (is the daemon running with PISYNC_LISTEN set?): %w", err)
 	}
-	var c struct{ URL, User, Password string }
-	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("credentials %s: %w", path, err)
+	var c struct{ URL, Nkey string }
+	if err := json.Unmarshal(b, &c); err != nil || c.Nkey == "" {
+		return nil, fmt.Errorf("credentials %s: not a pisyncd context file (url, nkey)", path)
 	}
-	return nats.Connect(c.URL, nats.UserInfo(c.User, c.Password), nats.Name("notify-go"))
+	seed, err := nats.NkeyOptionFromSeed(c.Nkey)
+	if err != nil {
+		return nil, fmt.Errorf("credentials: %w", err)
+	}
+	return nats.Connect(c.URL, seed, nats.Name("notify-go"))
 }
 
 // defaultContext is where the daemon writes the credentials with the
@@ -168,6 +195,13 @@ func newTurns(self string) *turns {
 	return &turns{self: self, cost: map[string]float64{}, chunks: map[string][]byte{}}
 }
 
+// learnSelf takes this machine's node id from a PI_LOCAL subject.
+func (t *turns) learnSelf(subject string) {
+	if parts := strings.SplitN(subject, ".", 4); t.self == "" && len(parts) == 4 && parts[1] == "evt" {
+		t.self = parts[2]
+	}
+}
+
 // add takes one event and returns the line to print when it ends a turn.
 func (t *turns) add(subject string, h nats.Header, data []byte) (string, bool) {
 	// pi.evt.<node>.<sid> (PI_LOCAL) or pi.all.<node>.<sid> (PI_ALL).
@@ -175,6 +209,7 @@ func (t *turns) add(subject string, h nats.Header, data []byte) (string, bool) {
 	if len(parts) != 4 {
 		return "", false
 	}
+	t.learnSelf(subject)
 	node, sid := parts[2], decodeSID(parts[3])
 	if parts[1] == "all" && node == t.self {
 		return "", false // this machine's own line, already read from PI_LOCAL

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
+)
+
+// TestFollowerFillsGaps: against a real embedded server and PI_LOCAL as
+// the daemon makes it, through the listener. A live message past the
+// next sequence has the gap read first; one already had (another reader
+// may send a stored message on this subject again) is skipped; a gap of
+// erased messages is passed over.
+func TestFollowerFillsGaps(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	srv, err := embedded.Start(ctx, embedded.Config{
+		StateDir: dir, NodeID: "n", MaxMemory: 16 << 20, MaxStore: 64 << 20,
+		Listen: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	inproc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inproc.Close()
+	js, _ := jetstream.New(inproc)
+	stream, err := js.CreateStream(ctx, eventlog.LocalStreamConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 7; i++ {
+		if _, err := js.Publish(ctx, "pi.evt.n.s", fmt.Appendf(nil, "%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stream.DeleteMsg(ctx, 6); err != nil { // erased
+		t.Fatal(err)
+	}
+
+	nc, err := connect(srv.CredentialsFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	f := &follower{nc: nc, stream: "PI_LOCAL", filter: "pi.evt.>", next: 1}
+	var got []string
+	hand := func(m *nats.Msg) { got = append(got, m.Subject+"="+string(m.Data)) }
+	live := func(seq int) *nats.Msg {
+		return &nats.Msg{Subject: "pi.evt.n.s", Data: fmt.Appendf(nil, "%d", seq),
+			Header: nats.Header{"Nats-Sequence": []string{fmt.Sprint(seq)}, "Nats-Stream": []string{"PI_LOCAL"}}}
+	}
+	for _, seq := range []int{4, 2, 7, 7, 3} {
+		if err := f.live(ctx, live(seq), hand); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"pi.evt.n.s=1", "pi.evt.n.s=2", "pi.evt.n.s=3", "pi.evt.n.s=4", "pi.evt.n.s=5", "pi.evt.n.s=7"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("handed %v, want %v", got, want)
+	}
+	if last, subj, err := f.last(); err != nil || last != 7 || subj != "pi.evt.n.s" {
+		t.Errorf("last = %d %q %v, want 7 pi.evt.n.s", last, subj, err)
+	}
+	all := &follower{nc: nc, stream: "PI_ALL", filter: "pi.all.>"}
+	if _, _, err := all.last(); err != errNoStream {
+		t.Errorf("PI_ALL without a hub: %v, want errNoStream", err)
+	}
+}
