@@ -461,6 +461,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 			fail(d.searchW.Run(ctx))
 		}()
 	}
+	if relay := d.srv.ReadRelay(d.logger.With("component", "read relay")); relay != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fail(relay.Run(ctx))
+		}()
+	}
 	if d.rootLock != nil {
 		wg.Add(1)
 		go func() {

@@ -100,15 +100,16 @@ var Read = []Readable{
 func listenerAccounts() (daemon, read *server.Account, err error) {
 	var exports, imports strings.Builder
 	for _, r := range Read {
-		get := "$JS.API.DIRECT.GET." + r.Stream
-		// A batch get answers with several messages; a get by subject
-		// (get.<subject>) with one.
+		// Direct gets go to the ReadRelay, under the names a reader
+		// would use with JetStream. A batch get answers with several
+		// messages; a get by subject (get.<stream>.<subject>) with one.
+		relay, get := readGetPrefix+"."+r.Stream, "$JS.API.DIRECT.GET."+r.Stream
 		fmt.Fprintf(&exports, "{stream: %q, accounts: [%s]}\n", r.Live, readAccount)
-		fmt.Fprintf(&exports, "{service: %q, response: stream, accounts: [%s]}\n", get, readAccount)
-		fmt.Fprintf(&exports, "{service: %q, accounts: [%s]}\n", get+".>", readAccount)
+		fmt.Fprintf(&exports, "{service: %q, response: stream, accounts: [%s]}\n", relay, readAccount)
+		fmt.Fprintf(&exports, "{service: %q, accounts: [%s]}\n", relay+".>", readAccount)
 		fmt.Fprintf(&imports, "{stream: {account: %s, subject: %q}, to: %q}\n", daemonAlias, r.Live, r.Subjects)
-		fmt.Fprintf(&imports, "{service: {account: %s, subject: %q}}\n", daemonAlias, get)
-		fmt.Fprintf(&imports, "{service: {account: %s, subject: %q}}\n", daemonAlias, get+".>")
+		fmt.Fprintf(&imports, "{service: {account: %s, subject: %q}, to: %q}\n", daemonAlias, relay, get)
+		fmt.Fprintf(&imports, "{service: {account: %s, subject: %q}, to: %q}\n", daemonAlias, relay+".>", get+".>")
 	}
 	conf := fmt.Sprintf(`accounts {
   %s { jetstream: enabled, exports: [

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +51,22 @@ func connectReader(t *testing.T, s *Server) (*nats.Conn, error) {
 	return nc, err
 }
 
+// runRelay runs s's read relay until the test ends.
+func runRelay(t *testing.T, s *Server) *ReadRelay {
+	t.Helper()
+	r := s.ReadRelay(slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("read relay: %v", err)
+		}
+	})
+	return r
+}
+
 // localStream makes PI_LOCAL as the daemon does, republishing for readers.
 func localStream(t *testing.T, js jetstream.JetStream) {
 	t.Helper()
@@ -72,6 +89,7 @@ func TestListenerRequiresCredentials(t *testing.T) {
 	}
 
 	// The daemon writes (in process); the listener reads, live and stored.
+	runRelay(t, s)
 	ijs, _ := jetstream.New(connect(t, s))
 	localStream(t, ijs)
 	if _, err := ijs.Publish(testCtx(t), "pi.evt.n.a", []byte("x")); err != nil {
@@ -98,6 +116,24 @@ func TestListenerRequiresCredentials(t *testing.T) {
 	m, err = nc.Request("$JS.API.DIRECT.GET.PI_LOCAL", []byte(`{"seq":1}`), 5*time.Second)
 	if err != nil || string(m.Data) != "x" || m.Header.Get("Nats-Sequence") != "1" {
 		t.Fatalf("direct get over the listener: %+v %v", m, err)
+	}
+
+	// The relay passes on what a direct get takes, and no more.
+	for body, status := range map[string]string{
+		`{"seq":1,"evil":true}`:    "400",
+		`{"seq":1} {"seq":2}`:      "400",
+		`not json`:                 "400",
+		`{"seq":99}`:               "404",
+		`{"last_by_subj":"x.>"}`:   "404",
+		`{"seq":1,"batch":100000}`: "",
+	} {
+		m, err := nc.Request("$JS.API.DIRECT.GET.PI_LOCAL", []byte(body), 5*time.Second)
+		if err != nil || m.Header.Get("Status") != status {
+			t.Errorf("direct get %s: %v %v, want status %q", body, m.Header, err, status)
+		}
+	}
+	if _, err := nc.Request("$JS.API.DIRECT.GET.KV_other", []byte(`{"seq":1}`), time.Second); err == nil {
+		t.Error("a direct get of a stream readers do not read was answered")
 	}
 
 	if nc, err := nats.Connect(s.ClientURL(), nats.NoReconnect()); err == nil {

@@ -38,17 +38,12 @@ const batchSize = 256
 // requestTimeout bounds one direct get.
 const requestTimeout = 5 * time.Second
 
-// errNoStream: the daemon has no such stream (PI_ALL without a hub).
-var errNoStream = errors.New("no such stream")
-
 // last returns the stream's last sequence and subject on the follower's
-// subjects, 0 and "" when there is none.
+// subjects, 0 and "" when there is none (or no stream: PI_ALL without a
+// hub reads as empty).
 func (f *follower) last() (uint64, string, error) {
 	req, _ := json.Marshal(map[string]string{"last_by_subj": f.filter})
 	m, err := f.nc.Request("$JS.API.DIRECT.GET."+f.stream, req, requestTimeout)
-	if errors.Is(err, nats.ErrNoResponders) {
-		return 0, "", errNoStream
-	}
 	if err != nil {
 		return 0, "", fmt.Errorf("%s: last message: %w", f.stream, err)
 	}

@@ -95,10 +95,6 @@ func run(args []string, stdout, stderr io.Writer) error {
 	for _, name := range []string{"PI_LOCAL", "PI_ALL"} {
 		f := followers[name]
 		last, subj, err := f.last()
-		if errors.Is(err, errNoStream) {
-			delete(followers, name) // PI_ALL: no hub
-			continue
-		}
 		if err != nil {
 			return err
 		}
@@ -121,10 +117,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if *fromStart {
 		for _, name := range []string{"PI_LOCAL", "PI_ALL"} {
-			if f := followers[name]; f != nil {
-				if err := f.fill(ctx, 0, hand); err != nil {
-					return err
-				}
+			if err := followers[name].fill(ctx, 0, hand); err != nil {
+				return err
 			}
 		}
 	}
