@@ -58,17 +58,21 @@ func LocalStreamConfig() jetstream.StreamConfig {
 		AllowAtomicPublish: true,
 		DenyDelete:         false,
 		DenyPurge:          true,
-		RePublish:          livePublish(LocalPrefix),
 	}
 }
 
 // LivePrefix starts the subjects a workstation's streams republish each
-// message on as they store it: PI_LOCAL's pi.evt.<node>.<sid> on
-// pi.live.evt.<node>.<sid>, PI_ALL's on pi.live.all.…, the projection
-// bucket's on pi.live.kv.…. The local listener's readers receive them under
-// the stream's own subjects (embedded.Read): live, with the stream
-// sequence in the headers, without a consumer of their own. They never
-// leave the machine (embedded.LocalSubjects).
+// message on as they store it, while the daemon has a local listener:
+// PI_LOCAL's pi.evt.<node>.<sid> on pi.live.evt.<node>.<sid>, PI_ALL's on
+// pi.live.all.…, the projection bucket's on pi.live.kv.…. The listener's
+// readers receive them under the stream's own subjects (embedded.Read):
+// live, with the stream sequence in the headers, without a consumer of
+// their own. They never leave the machine (embedded.LocalSubjects).
+//
+// Only with a listener: the server's work for each republished message
+// (its headers, a copy, a publish nobody may hear) cost a first read of
+// 10,000 sessions about a tenth of its rate (BenchmarkDaemonSessions,
+// 2026-12-06).
 const LivePrefix = "pi.live"
 
 // LiveSubjects is where a stream on prefix.> (pi.evt, pi.all, pi.kv for
@@ -77,8 +81,33 @@ func LiveSubjects(prefix string) string {
 	return LivePrefix + "." + strings.TrimPrefix(prefix, "pi.") + ".>"
 }
 
-func livePublish(prefix string) *jetstream.RePublish {
+// LiveRePublish is the RePublish of PI_LOCAL or PI_ALL for the local
+// listener's readers.
+func LiveRePublish(stream string) *jetstream.RePublish {
+	prefix := LocalPrefix
+	if stream == AllStream {
+		prefix = AllPrefix
+	}
 	return &jetstream.RePublish{Source: prefix + ".>", Destination: LiveSubjects(prefix)}
+}
+
+// SetRePublish brings stream's RePublish to rp (nil: none), leaving every
+// other setting as it is, and a stream that has it already untouched (an
+// update rewrites the meta file: EnsureStream).
+func SetRePublish(ctx context.Context, js jetstream.JetStream, stream string, rp *jetstream.RePublish) error {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return fmt.Errorf("eventlog: stream %s: %w", stream, err)
+	}
+	cfg := s.CachedInfo().Config
+	if reflect.DeepEqual(cfg.RePublish, rp) {
+		return nil
+	}
+	cfg.RePublish = rp
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("eventlog: stream %s: republish: %w", stream, err)
+	}
+	return nil
 }
 
 // EnsureStream creates the stream or brings an existing one to cfg. A
@@ -140,7 +169,6 @@ func HubStreamConfig(replicas int) jetstream.StreamConfig {
 	c.Description = "pisyncd: every node's session lines"
 	c.Subjects = []string{UpPrefix + ".>"}
 	c.Replicas = replicas
-	c.RePublish = nil // nobody reads the hub through a listener
 	return c
 }
 
@@ -194,7 +222,6 @@ func AllStreamConfig() jetstream.StreamConfig {
 	c.Name = AllStream
 	c.Description = "pisyncd: this node's copy of the hub's PI_HUB"
 	c.Subjects = []string{AllPrefix + ".>"}
-	c.RePublish = livePublish(AllPrefix)
 	c.Duplicates = 0 // one writer stating the expected last sequence: no ids needed
 	return c
 }

@@ -62,12 +62,14 @@ func TestEnsureStreamLeavesSettledStream(t *testing.T) {
 	}
 }
 
-// TestOlderStreamsGetRePublish: PI_LOCAL and PI_ALL made by an older
-// release, without the RePublish the local listener's readers follow them
-// by, get it when they are opened.
-func TestOlderStreamsGetRePublish(t *testing.T) {
+// TestSetRePublish: PI_LOCAL and PI_ALL republish for the local
+// listener's readers when asked to, and stop when asked to; their other
+// settings stay as they are (a limit set by hand), and a stream that
+// already has the setting is not updated (its meta file keeps its bytes).
+func TestSetRePublish(t *testing.T) {
 	ctx := context.Background()
-	srv, err := embedded.Start(ctx, embedded.Config{StateDir: t.TempDir(), NodeID: "n1"})
+	state := t.TempDir()
+	srv, err := embedded.Start(ctx, embedded.Config{StateDir: state, NodeID: "n1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,25 +81,52 @@ func TestOlderStreamsGetRePublish(t *testing.T) {
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	for _, cfg := range []jetstream.StreamConfig{eventlog.LocalStreamConfig(), eventlog.AllStreamConfig()} {
-		cfg.RePublish = nil
+		cfg.MaxBytes = 1 << 30
 		if _, err := js.CreateStream(ctx, cfg); err != nil {
 			t.Fatal(err)
 		}
 	}
-	lg, err := eventlog.OpenLocal(ctx, nc, "n1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := eventlog.OpenAll(ctx, lg.JetStream()); err != nil {
-		t.Fatal(err)
-	}
-	for name, dest := range map[string]string{eventlog.LocalStream: "pi.live.evt.>", eventlog.AllStream: "pi.live.all.>"} {
+	check := func(name, dest string) {
+		t.Helper()
 		s, err := js.Stream(ctx, name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rp := s.CachedInfo().Config.RePublish; rp == nil || rp.Destination != dest {
-			t.Errorf("%s republishes %+v, want on %s", name, rp, dest)
+		cfg := s.CachedInfo().Config
+		if rp := cfg.RePublish; (rp == nil) != (dest == "") || (rp != nil && rp.Destination != dest) || cfg.MaxBytes != 1<<30 {
+			t.Errorf("%s republishes %+v (max bytes %d), want on %q", name, rp, cfg.MaxBytes, dest)
 		}
+	}
+	meta := func(name string) []byte {
+		t.Helper()
+		files, _ := filepath.Glob(filepath.Join(state, "jetstream", "*", "streams", name, "meta.inf"))
+		if len(files) != 1 {
+			t.Fatalf("meta file of %s: %v", name, files)
+		}
+		b, err := os.ReadFile(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for name, dest := range map[string]string{eventlog.LocalStream: "pi.live.evt.>", eventlog.AllStream: "pi.live.all.>"} {
+		check(name, "")
+		for range 2 {
+			if err := eventlog.SetRePublish(ctx, js, name, eventlog.LiveRePublish(name)); err != nil {
+				t.Fatal(err)
+			}
+			check(name, dest)
+		}
+		before := meta(name)
+		if err := eventlog.SetRePublish(ctx, js, name, eventlog.LiveRePublish(name)); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(meta(name), before) {
+			t.Errorf("%s updated although it republished already", name)
+		}
+		if err := eventlog.SetRePublish(ctx, js, name, nil); err != nil {
+			t.Fatal(err)
+		}
+		check(name, "")
 	}
 }

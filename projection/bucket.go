@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -12,21 +11,31 @@ import (
 	"github.com/pisyncd/pisyncd/eventlog"
 )
 
-// openBucket opens pi_proj, creating it on first use. Views are derived
-// data (the streams rebuild them), so the bucket's stream is created here
-// with the KV settings of ADR-8 plus persist_mode async, which drops the
-// fsync from every write (research §5.2). Persist mode is fixed at creation
-// and nats.go's UpdateKeyValue would rebuild the config without it, so the
+// openBucket opens pi_proj, creating it on first use, republishing each
+// value for the local listener's readers when live. Views are derived data
+// (the streams rebuild them), so the bucket's stream is created here with
+// the KV settings of ADR-8 plus persist_mode async, which drops the fsync
+// from every write (research §5.2). Persist mode is fixed at creation and
+// nats.go's UpdateKeyValue would rebuild the config without it, so the
 // bucket is never updated through the KV API.
-func openBucket(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue, error) {
+func openBucket(ctx context.Context, js jetstream.JetStream, live bool) (jetstream.KeyValue, error) {
+	var rp *jetstream.RePublish
+	if live {
+		rp = &jetstream.RePublish{Source: "$KV." + Bucket + ".>", Destination: eventlog.LiveSubjects("pi.kv")}
+	}
 	kv, err := js.KeyValue(ctx, Bucket)
 	if err == nil {
-		return kv, livePublished(ctx, js)
+		if err := eventlog.SetRePublish(ctx, js, "KV_"+Bucket, rp); err != nil {
+			return nil, fmt.Errorf("projection: bucket: %w", err)
+		}
+		return kv, nil
 	}
 	if !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("projection: open bucket: %w", err)
 	}
-	_, err = js.CreateStream(ctx, bucketConfig())
+	cfg := bucketConfig()
+	cfg.RePublish = rp
+	_, err = js.CreateStream(ctx, cfg)
 	if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 		return nil, fmt.Errorf("projection: create bucket: %w", err)
 	}
@@ -35,24 +44,6 @@ func openBucket(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue
 		return nil, fmt.Errorf("projection: open bucket: %w", err)
 	}
 	return kv, nil
-}
-
-// livePublished gives a bucket of an older release its RePublish,
-// leaving every other setting as it is.
-func livePublished(ctx context.Context, js jetstream.JetStream) error {
-	s, err := js.Stream(ctx, "KV_"+Bucket)
-	if err != nil {
-		return fmt.Errorf("projection: bucket: %w", err)
-	}
-	cfg, want := s.CachedInfo().Config, bucketConfig().RePublish
-	if reflect.DeepEqual(cfg.RePublish, want) {
-		return nil
-	}
-	cfg.RePublish = want
-	if _, err := js.UpdateStream(ctx, cfg); err != nil {
-		return fmt.Errorf("projection: bucket: %w", err)
-	}
-	return nil
 }
 
 func bucketConfig() jetstream.StreamConfig {
@@ -73,9 +64,6 @@ func bucketConfig() jetstream.StreamConfig {
 		AllowDirect:       true,
 		Discard:           jetstream.DiscardNew,
 		PersistMode:       jetstream.AsyncPersistMode,
-		// Each value as it is stored, for the local listener's readers,
-		// who have no consumer (embedded.Read).
-		RePublish: &jetstream.RePublish{Source: "$KV." + Bucket + ".>", Destination: eventlog.LiveSubjects("pi.kv")},
 	}
 }
 

@@ -10,10 +10,11 @@ import (
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
 )
 
-// TestOlderBucketGetsRePublish: a bucket made by an older release, without
-// the RePublish the local listener's readers follow it by, gets it when it
-// is opened; its other settings stay as they are (a limit set by hand).
-func TestOlderBucketGetsRePublish(t *testing.T) {
+// TestBucketRePublish: the bucket republishes each value for the local
+// listener's readers when opened live, from its creation or when an
+// existing one is opened so, and stops when opened otherwise; its other
+// settings stay as they are (a limit set by hand).
+func TestBucketRePublish(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	srv, err := embedded.Start(ctx, embedded.Config{StateDir: t.TempDir(), NodeID: testNode})
@@ -27,20 +28,27 @@ func TestOlderBucketGetsRePublish(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	old := bucketConfig()
-	old.RePublish, old.MaxBytes = nil, 1<<20
-	if _, err := js.CreateStream(ctx, old); err != nil {
-		t.Fatal(err)
+	check := func(live bool, maxBytes int64) {
+		t.Helper()
+		if _, err := openBucket(ctx, js, live); err != nil {
+			t.Fatal(err)
+		}
+		s, err := js.Stream(ctx, "KV_"+Bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := s.CachedInfo().Config
+		if rp := cfg.RePublish; (rp != nil) != live || (live && rp.Destination != "pi.live.kv.>") || cfg.MaxBytes != maxBytes || cfg.PersistMode != jetstream.AsyncPersistMode {
+			t.Errorf("bucket opened live=%v: republish %+v, max bytes %d, persist %v", live, rp, cfg.MaxBytes, cfg.PersistMode)
+		}
 	}
-	if _, err := openBucket(ctx, js); err != nil {
-		t.Fatal(err)
-	}
-	s, err := js.Stream(ctx, "KV_"+Bucket)
-	if err != nil {
-		t.Fatal(err)
-	}
+	check(true, -1) // created so
+	s, _ := js.Stream(ctx, "KV_"+Bucket)
 	cfg := s.CachedInfo().Config
-	if cfg.RePublish == nil || cfg.RePublish.Destination != "pi.live.kv.>" || cfg.MaxBytes != 1<<20 || cfg.PersistMode != jetstream.AsyncPersistMode {
-		t.Errorf("bucket after open: republish %+v, max bytes %d, persist %v", cfg.RePublish, cfg.MaxBytes, cfg.PersistMode)
+	cfg.MaxBytes = 1 << 20
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
 	}
+	check(false, 1<<20)
+	check(true, 1<<20)
 }

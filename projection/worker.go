@@ -24,6 +24,10 @@ type Options struct {
 	// Node is this node's id: PI_ALL subjects of this node are skipped
 	// (PI_LOCAL holds them already).
 	Node string
+	// Live has the bucket republish each value as it is stored, for the
+	// local listener's readers (eventlog.LivePrefix); without, it does
+	// not.
+	Live bool
 	// All consumes PI_ALL too (a workstation with a hub). The stream must
 	// exist before Run.
 	All bool
@@ -182,7 +186,7 @@ func (w *Worker) Stats() Stats {
 // ctx ends. A stream that fails is read again from its saved position
 // after a pause; only a failure to open the bucket ends Run.
 func (w *Worker) Run(ctx context.Context) error {
-	kv, err := openBucket(ctx, w.js)
+	kv, err := openBucket(ctx, w.js, w.opts.Live)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -328,6 +329,27 @@ func openDaemonLocked(ctx context.Context, cfg *config.Config, logger *slog.Logg
 	return d, nil
 }
 
+// republish has PI_LOCAL and PI_ALL republish each line as they store it
+// while the local listener's readers may follow them, and not otherwise
+// (eventlog.LivePrefix says what it costs). The projection does the same
+// with its bucket (projection.Options.Live).
+func (d *Daemon) republish(ctx context.Context) error {
+	js := d.log.JetStream()
+	for _, stream := range []string{eventlog.LocalStream, eventlog.AllStream} {
+		if stream == eventlog.AllStream && d.all == nil {
+			continue // no hub: PI_ALL is not written
+		}
+		var rp *jetstream.RePublish
+		if d.cfg.Listen != "" {
+			rp = eventlog.LiveRePublish(stream)
+		}
+		if err := eventlog.SetRePublish(ctx, js, stream, rp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (d *Daemon) build(ctx context.Context) error {
 	topts := watch.Options{
 		Root:           d.cfg.SessionsDir,
@@ -343,11 +365,14 @@ func (d *Daemon) build(ctx context.Context) error {
 		}
 		topts.Known, topts.Deleted = d.repl.KnownLines, d.repl.Deleted
 	}
+	if err := d.republish(ctx); err != nil {
+		return err
+	}
 	var err error
 	d.tailer = watch.New(d.log, topts)
 	bodies, readAhead := projectionBudget(int64(d.cfg.MemoryBudget))
 	d.proj, err = projection.New(d.nc, projection.Options{
-		Node: d.cfg.NodeID, All: len(d.cfg.HubURLs) > 0, Rules: d.cfg.RuleSet(),
+		Node: d.cfg.NodeID, All: len(d.cfg.HubURLs) > 0, Rules: d.cfg.RuleSet(), Live: d.cfg.Listen != "",
 		Logger:       d.logger.With("component", "projection"),
 		MaxBodyBytes: bodies, ReadAhead: readAhead, SessionsDir: d.cfg.SessionsDir,
 		WriteAfter:      d.tailer.Ready(), // views written about once during the first read

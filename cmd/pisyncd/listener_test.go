@@ -225,3 +225,37 @@ func TestListenerIsReadOnly(t *testing.T) {
 		t.Error("stream EVIL exists")
 	}
 }
+
+// TestRePublishOnlyWithListener: PI_LOCAL and the projection's bucket
+// republish each message for the local listener's readers only while the
+// daemon has a listener: the server's work for it cost a first read about
+// a tenth of its rate (eventlog.LivePrefix). Started with a listener, then
+// without, then with again over the same store.
+func TestRePublishOnlyWithListener(t *testing.T) {
+	cfg := stationConfig(t, "ws-r", "")
+	cfg.HubURLs, cfg.Listen = nil, "127.0.0.1:0"
+	s := runStation(t, cfg)
+	republishes := func(want bool) {
+		t.Helper()
+		js := s.d.log.JetStream()
+		for _, name := range []string{eventlog.LocalStream, "KV_" + projection.Bucket} {
+			waitUntil(t, 10*time.Second, func() (bool, string) {
+				st, err := js.Stream(t.Context(), name)
+				if err != nil {
+					return false, err.Error()
+				}
+				rp := st.CachedInfo().Config.RePublish
+				return (rp != nil) == want, fmt.Sprintf("%s republishes %+v, want %v", name, rp, want)
+			})
+		}
+	}
+	republishes(true)
+	s.stop()
+	cfg.Listen = ""
+	s.start()
+	republishes(false)
+	s.stop()
+	cfg.Listen = "127.0.0.1:0"
+	s.start()
+	republishes(true)
+}

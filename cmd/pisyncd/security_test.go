@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -89,7 +90,8 @@ func waitFile(t *testing.T, s *station, sid string, lines int) {
 	waitUntil(t, 30*time.Second, func() (bool, string) {
 		b, err := os.ReadFile(p)
 		st, _ := s.d.status(t.Context())
-		return err == nil && len(splitLines(string(b))) == lines, fmt.Sprintf("%s: %v, %d lines; forwarder %+v replicator %+v tailer %+v", s.name, err, len(splitLines(string(b))), st.Forwarder, st.Replicator, st.Tailer)
+		// Whole lines only: a long line may be read half written.
+		return err == nil && bytes.HasSuffix(b, []byte("\n")) && len(splitLines(string(b))) == lines, fmt.Sprintf("%s: %v, %d lines; forwarder %+v replicator %+v tailer %+v", s.name, err, len(splitLines(string(b))), st.Forwarder, st.Replicator, st.Tailer)
 	})
 }
 

@@ -16,13 +16,13 @@ import (
 	"github.com/nats-io/nkeys"
 )
 
-func listenConfig(t *testing.T) Config {
+func listenConfig(t testing.TB) Config {
 	cfg := testConfig(t, t.TempDir())
 	cfg.Listen = "127.0.0.1:0"
 	return cfg
 }
 
-func readCreds(t *testing.T, path string) clientContext {
+func readCreds(t testing.TB, path string) clientContext {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -37,7 +37,7 @@ func readCreds(t *testing.T, path string) clientContext {
 
 // connectReader connects over the listener as a local subscriber does,
 // with the context file's url and nkey seed.
-func connectReader(t *testing.T, s *Server) (*nats.Conn, error) {
+func connectReader(t testing.TB, s *Server) (*nats.Conn, error) {
 	t.Helper()
 	cc := readCreds(t, s.CredentialsFile())
 	seed, err := nats.NkeyOptionFromSeed(cc.Nkey)
@@ -52,7 +52,7 @@ func connectReader(t *testing.T, s *Server) (*nats.Conn, error) {
 }
 
 // runRelay runs s's read relay until the test ends.
-func runRelay(t *testing.T, s *Server) *ReadRelay {
+func runRelay(t testing.TB, s *Server) *ReadRelay {
 	t.Helper()
 	r := s.ReadRelay(slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())

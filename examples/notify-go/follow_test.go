@@ -46,7 +46,9 @@ func TestFollowerFillsGaps(t *testing.T) {
 	}
 	defer inproc.Close()
 	js, _ := jetstream.New(inproc)
-	stream, err := js.CreateStream(ctx, eventlog.LocalStreamConfig())
+	cfg := eventlog.LocalStreamConfig()
+	cfg.RePublish = eventlog.LiveRePublish(eventlog.LocalStream) // as a daemon with a listener has it
+	stream, err := js.CreateStream(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
