@@ -49,7 +49,7 @@ func loopbackAddr(listen string) (host string, port int, err error) {
 // which holds nothing and can reach nothing but what the daemon's account
 // ($G) exports to it: each stored message of PI_LOCAL, PI_ALL and the
 // projections' bucket as it is stored, and direct gets of those three
-// streams. It has no JetStream and so no consumer API: a consumer's
+// streams, which the daemon's ReadRelay answers. It has no JetStream and so no consumer API: a consumer's
 // deliver subject is published by the server, past any publish
 // permission, and a reader who could create one could write into the
 // daemon's streams (a push consumer delivering on pi.evt.<node>.…), fill a
@@ -81,11 +81,10 @@ type Readable struct {
 	Live     string // pi.live.evt.>, where the stream republishes
 }
 
-// Read is what readAccount reads, as the streams' RePublish settings
-// have it (eventlog.LocalStreamConfig, AllStreamConfig, and the
-// projection's bucket, pi_proj, which this package cannot name: the
-// projection's tests start this server). TestListenerIsReadOnly reads
-// through each.
+// Read is what readAccount reads, as the streams republish it while the
+// daemon has a listener (eventlog.LiveRePublish, and the projection's
+// bucket, pi_proj, which this package cannot name: the projection's tests
+// start this server). TestListenerIsReadOnly reads through each.
 var Read = []Readable{
 	{Stream: eventlog.LocalStream, Subjects: eventlog.LocalPrefix + ".>", Live: eventlog.LiveSubjects(eventlog.LocalPrefix)},
 	{Stream: eventlog.AllStream, Subjects: eventlog.AllPrefix + ".>", Live: eventlog.LiveSubjects(eventlog.AllPrefix)},
