@@ -11,6 +11,7 @@ import (
 
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/jstest"
 	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
@@ -22,17 +23,7 @@ import (
 func TestPumpBoundsBytes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	srv, err := embedded.Start(ctx, embedded.Config{StateDir: t.TempDir(), NodeID: "n1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	_, js := jstest.Start(t, embedded.Config{})
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "P", Subjects: []string{"p.>"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/jstest"
 )
 
 // TestEnsureStreamLeavesSettledStream: opening the log, PI_ALL and the
@@ -69,17 +70,7 @@ func TestEnsureStreamLeavesSettledStream(t *testing.T) {
 func TestSetRePublish(t *testing.T) {
 	ctx := context.Background()
 	state := t.TempDir()
-	srv, err := embedded.Start(ctx, embedded.Config{StateDir: state, NodeID: "n1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	_, js := jstest.Start(t, embedded.Config{StateDir: state})
 	for _, cfg := range []jetstream.StreamConfig{eventlog.LocalStreamConfig(), eventlog.AllStreamConfig()} {
 		cfg.MaxBytes = 1 << 30
 		if _, err := js.CreateStream(ctx, cfg); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/jstest"
 )
 
 // TestBucketRePublish: the bucket republishes each value for the local
@@ -17,17 +18,7 @@ import (
 func TestBucketRePublish(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	srv, err := embedded.Start(ctx, embedded.Config{StateDir: t.TempDir(), NodeID: testNode})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	_, js := jstest.Start(t, embedded.Config{NodeID: testNode})
 	check := func(live bool, maxBytes int64) {
 		t.Helper()
 		if _, err := openBucket(ctx, js, live); err != nil {

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/jstest"
 )
 
 // TestFollowerFillsGaps: against a real embedded server and PI_LOCAL as
@@ -22,15 +22,7 @@ import (
 func TestFollowerFillsGaps(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	dir := t.TempDir()
-	srv, err := embedded.Start(ctx, embedded.Config{
-		StateDir: dir, NodeID: "n", MaxMemory: 16 << 20, MaxStore: 64 << 20,
-		Listen: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv, js := jstest.Start(t, embedded.Config{NodeID: "n", Listen: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
 	relayed := make(chan error, 1)
 	rctx, stop := context.WithCancel(ctx)
 	go func() { relayed <- srv.ReadRelay(slog.New(slog.DiscardHandler)).Run(rctx) }()
@@ -40,12 +32,6 @@ func TestFollowerFillsGaps(t *testing.T) {
 			t.Errorf("read relay: %v", err)
 		}
 	}()
-	inproc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inproc.Close()
-	js, _ := jetstream.New(inproc)
 	cfg := eventlog.LocalStreamConfig()
 	cfg.RePublish = eventlog.LiveRePublish(eventlog.LocalStream) // as a daemon with a listener has it
 	stream, err := js.CreateStream(ctx, cfg)
