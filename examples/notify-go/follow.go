@@ -32,6 +32,10 @@ type follower struct {
 	next   uint64 // the next sequence to hand on
 }
 
+// errNoAnswer: a request got no answer at all (the daemon may have
+// dropped it); it is made again.
+var errNoAnswer = errors.New("no answer")
+
 // batchSize is how many messages one direct get returns at most.
 const batchSize = 256
 
@@ -43,7 +47,13 @@ const requestTimeout = 5 * time.Second
 // hub reads as empty).
 func (f *follower) last() (uint64, string, error) {
 	req, _ := json.Marshal(map[string]string{"last_by_subj": f.filter})
-	m, err := f.nc.Request("$JS.API.DIRECT.GET."+f.stream, req, requestTimeout)
+	var m *nats.Msg
+	var err error
+	for range attempts {
+		if m, err = f.nc.Request("$JS.API.DIRECT.GET."+f.stream, req, requestTimeout); !errors.Is(err, nats.ErrTimeout) {
+			break
+		}
+	}
 	if err != nil {
 		return 0, "", fmt.Errorf("%s: last message: %w", f.stream, err)
 	}
@@ -59,11 +69,21 @@ func (f *follower) last() (uint64, string, error) {
 	return seq, m.Header.Get("Nats-Subject"), nil
 }
 
+// attempts is how often a request that got no answer is made: the
+// daemon drops requests past the 256 it keeps waiting.
+const attempts = 5
+
 // fill hands on the stored messages from f.next up to, not including,
 // upto (0: every stored message), in order.
 func (f *follower) fill(ctx context.Context, upto uint64, hand func(*nats.Msg)) error {
 	for upto == 0 || f.next < upto {
-		n, err := f.batch(ctx, upto, hand)
+		var n int
+		var err error
+		for range attempts {
+			if n, err = f.batch(ctx, upto, hand); !errors.Is(err, errNoAnswer) {
+				break
+			}
+		}
 		if err != nil {
 			return err
 		}
@@ -95,6 +115,10 @@ func (f *follower) batch(ctx context.Context, upto uint64, hand func(*nats.Msg))
 		wait, cancel := context.WithTimeout(ctx, requestTimeout)
 		m, err := sub.NextMsgWithContext(wait)
 		cancel()
+		if err != nil && ctx.Err() == nil {
+			// Asked again from f.next: what was handed on is not again.
+			return n, fmt.Errorf("%s: read from %d: %w", f.stream, f.next, errNoAnswer)
+		}
 		if err != nil {
 			return n, fmt.Errorf("%s: read from %d: %w", f.stream, f.next, err)
 		}
@@ -128,6 +152,9 @@ func (f *follower) live(ctx context.Context, m *nats.Msg, hand func(*nats.Msg)) 
 	if err != nil || seq < f.next {
 		return nil
 	}
+	// The stored subject, from the headers as for a stored message: the
+	// subject a message came on is another reader's choice if it sent it.
+	m.Subject = m.Header.Get("Nats-Subject")
 	if seq > f.next {
 		if err := f.fill(ctx, seq, hand); err != nil {
 			return err

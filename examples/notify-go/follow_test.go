@@ -18,7 +18,8 @@ import (
 // the daemon makes it, through the listener. A live message past the
 // next sequence has the gap read first; one already had (another reader
 // may send a stored message on this subject again) is skipped; a gap of
-// erased messages is passed over.
+// erased messages is passed over; a message's subject is the one its
+// headers name, not the one it came on.
 func TestFollowerFillsGaps(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -56,8 +57,10 @@ func TestFollowerFillsGaps(t *testing.T) {
 	var got []string
 	hand := func(m *nats.Msg) { got = append(got, m.Subject+"="+string(m.Data)) }
 	live := func(seq int) *nats.Msg {
-		return &nats.Msg{Subject: "pi.evt.n.s", Data: fmt.Appendf(nil, "%d", seq),
-			Header: nats.Header{"Nats-Sequence": []string{fmt.Sprint(seq)}, "Nats-Stream": []string{"PI_LOCAL"}}}
+		// On another subject, as another reader may send a stored
+		// message: the headers say which it is.
+		return &nats.Msg{Subject: "pi.evt.n.elsewhere", Data: fmt.Appendf(nil, "%d", seq),
+			Header: nats.Header{"Nats-Sequence": []string{fmt.Sprint(seq)}, "Nats-Stream": []string{"PI_LOCAL"}, "Nats-Subject": []string{"pi.evt.n.s"}}}
 	}
 	for _, seq := range []int{4, 2, 7, 7, 3} {
 		if err := f.live(ctx, live(seq), hand); err != nil {
