@@ -120,7 +120,9 @@ func TestNoCrossTalk(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ncB.Close()
-	local := []string{"pi.all.probe.x", "pi.evt.probe.x", "$KV.pi_state.probe", "$O.probe.x"}
+	// pi.live.>: what the streams republish for the local listener's
+	// readers, in clear, and the readers' read relay.
+	local := []string{"pi.all.probe.x", "pi.evt.probe.x", "$KV.pi_state.probe", "$O.probe.x", "pi.live.evt.probe.x", "pi.live.get.PI_LOCAL"}
 	// One channel for every subscription: a channel subscription receives
 	// in the order the connection reads, so a leak published before the
 	// marker arrives before it.
