@@ -79,15 +79,17 @@ type Status struct {
 	HubLinked *bool `json:"hubLinked,omitempty"`
 	// HubLinkCause is, while the link is down, the cause the log's last
 	// hint named (within the last minutes), "" when none did.
-	HubLinkCause   string                    `json:"hubLinkCause,omitempty"`
-	Forwarder      *eventlog.ForwarderStats  `json:"forwarder,omitempty"`
-	Downloader     *eventlog.DownloaderStats `json:"downloader,omitempty"`
-	Replicator     *replicate.Stats          `json:"replicator,omitempty"`
-	Admission      *admit.Stats              `json:"admission,omitempty"`
-	Encryption     *encryptionStatus         `json:"encryption,omitempty"`
-	Projection     projection.Stats          `json:"projection"`
-	Search         *search.Stats             `json:"search,omitempty"`
-	ForkedSessions []string                  `json:"forkedSessions,omitempty"`
+	HubLinkCause string                    `json:"hubLinkCause,omitempty"`
+	Forwarder    *eventlog.ForwarderStats  `json:"forwarder,omitempty"`
+	Downloader   *eventlog.DownloaderStats `json:"downloader,omitempty"`
+	Replicator   *replicate.Stats          `json:"replicator,omitempty"`
+	Admission    *admit.Stats              `json:"admission,omitempty"`
+	Encryption   *encryptionStatus         `json:"encryption,omitempty"`
+	Projection   projection.Stats          `json:"projection"`
+	// Listener is the local listener's read relay, with PISYNC_LISTEN.
+	Listener       *embedded.ReadRelayStats `json:"listener,omitempty"`
+	Search         *search.Stats            `json:"search,omitempty"`
+	ForkedSessions []string                 `json:"forkedSessions,omitempty"`
 	// Erased counts the sessions erased here at the user's request
 	// (pisyncd erase); those erased for other machines are the
 	// replicator's sessionsErased.
@@ -123,6 +125,10 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 	if d.store != nil {
 		ss := d.store.Stats()
 		st.Store = &ss
+	}
+	if d.relay != nil {
+		rs := d.relay.Stats()
+		st.Listener = &rs
 	}
 	if d.tailer != nil {
 		st.Tailer = d.tailer.Stats()

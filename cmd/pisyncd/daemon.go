@@ -46,6 +46,7 @@ type Daemon struct {
 	logger *slog.Logger
 	hints  *hintState // the causes of the hub link's failures, as hinted in the log
 	srv    *embedded.Server
+	relay  *embedded.ReadRelay // the local listener's readers' direct gets; nil without a listener
 	nc     *nats.Conn
 	log    *eventlog.Local
 	tailer *watch.Tailer
@@ -402,6 +403,9 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.reg.MustRegister(d.store.Collectors()...)
 	d.reg.MustRegister(diskCollectors(d.cfg)...)
 	d.reg.MustRegister(d.proj.Collectors()...)
+	if d.relay = d.srv.ReadRelay(d.logger.With("component", "read relay")); d.relay != nil {
+		d.reg.MustRegister(d.relay.Collectors()...)
+	}
 	if d.searchW != nil {
 		d.reg.MustRegister(d.searchW.Collectors()...)
 	}
@@ -486,11 +490,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 			fail(d.searchW.Run(ctx))
 		}()
 	}
-	if relay := d.srv.ReadRelay(d.logger.With("component", "read relay")); relay != nil {
+	if d.relay != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fail(relay.Run(ctx))
+			fail(d.relay.Run(ctx))
 		}()
 	}
 	if d.rootLock != nil {

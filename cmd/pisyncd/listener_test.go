@@ -112,6 +112,10 @@ func TestListenerIsReadOnly(t *testing.T) {
 		t.Fatalf("get %s: %v %v", kvSubj, value, err)
 	}
 
+	if st, err := d.status(t.Context()); err != nil || st.Listener == nil || st.Listener.Answered < 3 {
+		t.Errorf("status of the read relay: %+v %v, want 3 reads answered at least", st.Listener, err)
+	}
+
 	ijs := d.log.JetStream()
 	info := func(name string) jetstream.StreamState {
 		st, err := ijs.Stream(t.Context(), name)

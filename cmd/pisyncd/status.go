@@ -92,6 +92,9 @@ func printStatus(stdout io.Writer, st *Status) error {
 	if st.NATSURL != "" {
 		row("nats listener", st.NATSURL)
 	}
+	if st.Listener != nil {
+		row("local readers' reads", fmt.Sprintf("%d answered, %d dropped (more than 256 waiting)", st.Listener.Answered, st.Listener.Dropped))
+	}
 	row("files tracked", st.Tailer.FilesTracked)
 	if st.Tailer.DeletionsWaiting > 0 {
 		row("deletions waiting", fmt.Sprintf("%d (session files gone; published once a rescan finds the sessions dir still there)", st.Tailer.DeletionsWaiting))

@@ -153,7 +153,7 @@ func TestReaderUnreadRepliesBounded(t *testing.T) {
 	p := <-peak
 	grew := int64(p) - int64(before.HeapInuse)
 	t.Logf("heap in use: %d MiB before, peak %d MiB (+%d MiB) with %d readers that asked for up to %d MiB each and read nothing; %d requests dropped",
-		before.HeapInuse>>20, p>>20, grew>>20, len(conns), 96*9, relay.Dropped())
+		before.HeapInuse>>20, p>>20, grew>>20, len(conns), 96*9, relay.Stats().Dropped)
 	if bound := int64(512 << 20); grew > bound {
 		t.Errorf("the server's heap grew by %d MiB, want at most %d MiB", grew>>20, bound>>20)
 	}

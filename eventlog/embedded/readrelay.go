@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/internal/metrics"
 )
 
 // ReadRelay answers the local listener's readers' direct gets, with the
@@ -31,9 +33,30 @@ import (
 // reader's connection, which the server closes as a slow consumer at its
 // max pending.
 type ReadRelay struct {
-	s       *Server
-	log     *slog.Logger
-	dropped atomic.Int64
+	s                 *Server
+	log               *slog.Logger
+	answered, dropped atomic.Int64
+}
+
+// ReadRelayStats are the relay's counts since the daemon started.
+type ReadRelayStats struct {
+	// Answered counts the readers' requests answered, Dropped those
+	// dropped because relayQueue were waiting.
+	Answered int64 `json:"readsAnswered"`
+	Dropped  int64 `json:"readsDropped"`
+}
+
+// Stats returns the relay's counts.
+func (r *ReadRelay) Stats() ReadRelayStats {
+	return ReadRelayStats{Answered: r.answered.Load(), Dropped: r.dropped.Load()}
+}
+
+// Collectors returns the relay's Prometheus metrics.
+func (r *ReadRelay) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		metrics.Counter("listener_reads_total", "Direct gets of the local listener's readers answered by the read relay.", r.answered.Load),
+		metrics.Counter("listener_reads_dropped_total", "Direct gets of the local listener's readers dropped: 256 were waiting already.", r.dropped.Load),
+	}
 }
 
 // readGetPrefix is where the relay takes readers' requests, in the
@@ -55,9 +78,6 @@ func (s *Server) ReadRelay(log *slog.Logger) *ReadRelay {
 	}
 	return &ReadRelay{s: s, log: log}
 }
-
-// Dropped counts the requests dropped because relayQueue were waiting.
-func (r *ReadRelay) Dropped() int64 { return r.dropped.Load() }
 
 // Run answers requests until ctx ends.
 func (r *ReadRelay) Run(ctx context.Context) error {
@@ -95,6 +115,7 @@ func (r *ReadRelay) Run(ctx context.Context) error {
 		}
 		if m.Reply != "" {
 			r.answer(ctx, nc, m)
+			r.answered.Add(1)
 		}
 	}
 }
