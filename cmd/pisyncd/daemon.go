@@ -248,6 +248,9 @@ func (d *Daemon) Close() error {
 	if d.searchIx != nil {
 		errs = append(errs, d.searchIx.Close())
 	}
+	if d.relay != nil {
+		d.relay.Close()
+	}
 	if d.nc != nil {
 		// A connection still reconnecting after a restart of the event
 		// store (embedded.StoreWatch) has nothing in flight to drain: the
@@ -403,7 +406,10 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.reg.MustRegister(d.store.Collectors()...)
 	d.reg.MustRegister(diskCollectors(d.cfg)...)
 	d.reg.MustRegister(d.proj.Collectors()...)
-	if d.relay = d.srv.ReadRelay(d.logger.With("component", "read relay")); d.relay != nil {
+	if d.relay, err = d.srv.OpenReadRelay(d.logger.With("component", "read relay")); err != nil {
+		return err
+	}
+	if d.relay != nil {
 		d.reg.MustRegister(d.relay.Collectors()...)
 	}
 	if d.searchW != nil {

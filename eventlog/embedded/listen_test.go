@@ -54,7 +54,10 @@ func connectReader(t testing.TB, s *Server) (*nats.Conn, error) {
 // runRelay runs s's read relay until the test ends.
 func runRelay(t testing.TB, s *Server) *ReadRelay {
 	t.Helper()
-	r := s.ReadRelay(slog.New(slog.DiscardHandler))
+	r, err := s.OpenReadRelay(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
@@ -63,6 +66,7 @@ func runRelay(t testing.TB, s *Server) *ReadRelay {
 		if err := <-done; err != nil {
 			t.Errorf("read relay: %v", err)
 		}
+		r.Close()
 	})
 	return r
 }

@@ -33,7 +33,7 @@ import (
 // reader's connection, which the server closes as a slow consumer at its
 // max pending.
 type ReadRelay struct {
-	s                 *Server
+	nc                *nats.Conn // its own: nats.go's drops are counted, not logged
 	log               *slog.Logger
 	answered, dropped atomic.Int64
 }
@@ -71,28 +71,35 @@ const (
 	relayTimeout  = 5 * time.Second
 )
 
-// ReadRelay returns the relay of a server with a listener, nil without.
-func (s *Server) ReadRelay(log *slog.Logger) *ReadRelay {
+// OpenReadRelay connects the relay of a server with a listener; nil
+// without. Its in-process connection follows the server through a restart
+// (StoreWatch) as every other does; it is made before, since a connect
+// while the server restarts fails.
+func (s *Server) OpenReadRelay(log *slog.Logger) (*ReadRelay, error) {
 	if s.credsPath == "" {
-		return nil
+		return nil, nil
 	}
-	return &ReadRelay{s: s, log: log}
-}
-
-// Run answers requests until ctx ends.
-func (r *ReadRelay) Run(ctx context.Context) error {
-	nc, err := r.s.Connect(nats.Name("pisyncd read relay"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {
-		// Dropped requests are counted below; nothing else is
+	nc, err := s.Connect(nats.Name("pisyncd read relay"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {
+		// Dropped requests are counted in Run; nothing else is
 		// asynchronous on this connection.
 	}))
 	if err != nil {
-		return fmt.Errorf("read relay: %w", err)
+		return nil, fmt.Errorf("read relay: %w", err)
 	}
-	defer nc.Close()
+	return &ReadRelay{nc: nc, log: log}, nil
+}
+
+// Close closes the relay's connection.
+func (r *ReadRelay) Close() { r.nc.Close() }
+
+// Run answers requests until ctx ends.
+func (r *ReadRelay) Run(ctx context.Context) error {
+	nc := r.nc
 	sub, err := nc.SubscribeSync(readGetPrefix + ".>")
 	if err != nil {
 		return fmt.Errorf("read relay: %w", err)
 	}
+	defer sub.Unsubscribe()
 	if err := sub.SetPendingLimits(relayQueue, relayQueue*readMaxPayload); err != nil {
 		return fmt.Errorf("read relay: %w", err)
 	}

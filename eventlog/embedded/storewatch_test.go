@@ -232,7 +232,9 @@ func apiAnsweredOnce(t *testing.T, s *Server, nc *nats.Conn) {
 }
 
 // TestRestartServer: a restart keeps the listener's port and the
-// credentials that go with it, the in-process clients reconnect, and
+// credentials that go with it, and its reader's account (a line reaches a
+// reader live, and the read relay answers), the in-process clients
+// reconnect, and
 // Close after it shuts the new server down and releases the state dir,
 // while a restart after Close is refused.
 func TestRestartServer(t *testing.T) {
@@ -255,6 +257,8 @@ func TestRestartServer(t *testing.T) {
 	t.Cleanup(nc.Close)
 	js, _ := jetstream.New(nc)
 	createStream(t, js, "R")
+	localStream(t, js)
+	runRelay(t, s)
 	url := s.ClientURL()
 	first := s.NATS()
 
@@ -275,8 +279,26 @@ func TestRestartServer(t *testing.T) {
 	if _, err := js.Publish(testCtx(t), "R.1", []byte("x")); err != nil {
 		t.Fatalf("publish after the restart: %v", err)
 	}
-	if _, err := connectReader(t, s); err != nil {
+	reader, err := connectReader(t, s)
+	if err != nil {
 		t.Fatalf("connect over the listener after the restart: %v", err)
+	}
+	live, err := reader.SubscribeSync("pi.evt.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reader.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(testCtx(t), "pi.evt.n.a", []byte("after")); err != nil {
+		t.Fatalf("publish after the restart: %v", err)
+	}
+	if m, err := live.NextMsg(10 * time.Second); err != nil || string(m.Data) != "after" {
+		t.Fatalf("a reader live after the restart: %v %v", m, err)
+	}
+	// The relay's in-process connection followed the restart too.
+	if m, err := reader.Request("$JS.API.DIRECT.GET.PI_LOCAL", []byte(`{"seq":1}`), 10*time.Second); err != nil || string(m.Data) != "after" {
+		t.Fatalf("a direct get after the restart: %v %v", m, err)
 	}
 	apiAnsweredOnce(t, s, nc)
 

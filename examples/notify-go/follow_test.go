@@ -24,9 +24,14 @@ func TestFollowerFillsGaps(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	srv, js := jstest.Start(t, embedded.Config{NodeID: "n", Listen: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
+	relay, err := srv.OpenReadRelay(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
 	relayed := make(chan error, 1)
 	rctx, stop := context.WithCancel(ctx)
-	go func() { relayed <- srv.ReadRelay(slog.New(slog.DiscardHandler)).Run(rctx) }()
+	go func() { relayed <- relay.Run(rctx) }()
 	defer func() {
 		stop()
 		if err := <-relayed; err != nil {
