@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -62,12 +61,11 @@ func LocalStreamConfig() jetstream.StreamConfig {
 }
 
 // LivePrefix starts the subjects a workstation's streams republish each
-// message on as they store it, while the daemon has a local listener:
-// PI_LOCAL's pi.evt.<node>.<sid> on pi.live.evt.<node>.<sid>, PI_ALL's on
-// pi.live.all.…, the projection bucket's on pi.live.kv.…. The listener's
-// readers receive them under the stream's own subjects (embedded.Read):
-// live, with the stream sequence in the headers, without a consumer of
-// their own. They never leave the machine (embedded.LocalSubjects).
+// message on as they store it, while the daemon has a local listener
+// (LiveStreams). The listener's readers receive them under the stream's
+// own subjects: live, with the stream sequence in the headers, without a
+// consumer of their own. They never leave the machine
+// (embedded.LocalSubjects).
 //
 // Only with a listener: the server's work for each republished message
 // (its headers, a copy, a publish nobody may hear) cost a first read of
@@ -75,26 +73,41 @@ func LocalStreamConfig() jetstream.StreamConfig {
 // 2026-12-06).
 const LivePrefix = "pi.live"
 
-// LiveSubjects is where a stream on prefix.> (pi.evt, pi.all, pi.kv for
-// the bucket) republishes.
-func LiveSubjects(prefix string) string {
-	return LivePrefix + "." + strings.TrimPrefix(prefix, "pi.") + ".>"
+// LiveStream is a stream the local listener's readers follow.
+type LiveStream struct {
+	Stream   string // PI_LOCAL
+	Subjects string // pi.evt.>: as stored, and as readers see them
+	Live     string // pi.live.evt.>: where the stream republishes them
 }
 
-// LiveRePublish is the RePublish of PI_LOCAL or PI_ALL for the local
-// listener's readers.
+// LiveStreams are what the local listener's readers follow: PI_LOCAL,
+// PI_ALL and the projection's bucket (projection.Bucket, pi_proj, which
+// this package cannot import; TestBucketRePublish holds them together).
+var LiveStreams = []LiveStream{
+	{Stream: LocalStream, Subjects: LocalPrefix + ".>", Live: LivePrefix + ".evt.>"},
+	{Stream: AllStream, Subjects: AllPrefix + ".>", Live: LivePrefix + ".all.>"},
+	{Stream: "KV_pi_proj", Subjects: "$KV.pi_proj.>", Live: LivePrefix + ".kv.>"},
+}
+
+// LiveRePublish is how stream republishes for the local listener's
+// readers (nil for a stream they do not follow).
 func LiveRePublish(stream string) *jetstream.RePublish {
-	prefix := LocalPrefix
-	if stream == AllStream {
-		prefix = AllPrefix
+	for _, l := range LiveStreams {
+		if l.Stream == stream {
+			return &jetstream.RePublish{Source: l.Subjects, Destination: l.Live}
+		}
 	}
-	return &jetstream.RePublish{Source: prefix + ".>", Destination: LiveSubjects(prefix)}
+	return nil
 }
 
-// SetRePublish brings stream's RePublish to rp (nil: none), leaving every
-// other setting as it is, and a stream that has it already untouched (an
-// update rewrites the meta file: EnsureStream).
-func SetRePublish(ctx context.Context, js jetstream.JetStream, stream string, rp *jetstream.RePublish) error {
+// SetLive has stream republish for the local listener's readers (on) or
+// not, leaving every other setting as it is, and a stream that is so
+// already untouched (an update rewrites the meta file: EnsureStream).
+func SetLive(ctx context.Context, js jetstream.JetStream, stream string, on bool) error {
+	var rp *jetstream.RePublish
+	if on {
+		rp = LiveRePublish(stream)
+	}
 	s, err := js.Stream(ctx, stream)
 	if err != nil {
 		return fmt.Errorf("eventlog: stream %s: %w", stream, err)

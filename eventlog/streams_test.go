@@ -63,11 +63,11 @@ func TestEnsureStreamLeavesSettledStream(t *testing.T) {
 	}
 }
 
-// TestSetRePublish: PI_LOCAL and PI_ALL republish for the local
+// TestSetLive: PI_LOCAL and PI_ALL republish for the local
 // listener's readers when asked to, and stop when asked to; their other
 // settings stay as they are (a limit set by hand), and a stream that
 // already has the setting is not updated (its meta file keeps its bytes).
-func TestSetRePublish(t *testing.T) {
+func TestSetLive(t *testing.T) {
 	ctx := context.Background()
 	state := t.TempDir()
 	_, js := jstest.Start(t, embedded.Config{StateDir: state})
@@ -103,19 +103,19 @@ func TestSetRePublish(t *testing.T) {
 	for name, dest := range map[string]string{eventlog.LocalStream: "pi.live.evt.>", eventlog.AllStream: "pi.live.all.>"} {
 		check(name, "")
 		for range 2 {
-			if err := eventlog.SetRePublish(ctx, js, name, eventlog.LiveRePublish(name)); err != nil {
+			if err := eventlog.SetLive(ctx, js, name, true); err != nil {
 				t.Fatal(err)
 			}
 			check(name, dest)
 		}
 		before := meta(name)
-		if err := eventlog.SetRePublish(ctx, js, name, eventlog.LiveRePublish(name)); err != nil {
+		if err := eventlog.SetLive(ctx, js, name, true); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(meta(name), before) {
 			t.Errorf("%s updated although it republished already", name)
 		}
-		if err := eventlog.SetRePublish(ctx, js, name, nil); err != nil {
+		if err := eventlog.SetLive(ctx, js, name, false); err != nil {
 			t.Fatal(err)
 		}
 		check(name, "")

@@ -19,13 +19,9 @@ import (
 // nats.go's UpdateKeyValue would rebuild the config without it, so the
 // bucket is never updated through the KV API.
 func openBucket(ctx context.Context, js jetstream.JetStream, live bool) (jetstream.KeyValue, error) {
-	var rp *jetstream.RePublish
-	if live {
-		rp = &jetstream.RePublish{Source: "$KV." + Bucket + ".>", Destination: eventlog.LiveSubjects("pi.kv")}
-	}
 	kv, err := js.KeyValue(ctx, Bucket)
 	if err == nil {
-		if err := eventlog.SetRePublish(ctx, js, "KV_"+Bucket, rp); err != nil {
+		if err := eventlog.SetLive(ctx, js, "KV_"+Bucket, live); err != nil {
 			return nil, fmt.Errorf("projection: bucket: %w", err)
 		}
 		return kv, nil
@@ -34,7 +30,9 @@ func openBucket(ctx context.Context, js jetstream.JetStream, live bool) (jetstre
 		return nil, fmt.Errorf("projection: open bucket: %w", err)
 	}
 	cfg := bucketConfig()
-	cfg.RePublish = rp
+	if live {
+		cfg.RePublish = eventlog.LiveRePublish(cfg.Name)
+	}
 	_, err = js.CreateStream(ctx, cfg)
 	if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 		return nil, fmt.Errorf("projection: create bucket: %w", err)

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -343,11 +342,7 @@ func (d *Daemon) republish(ctx context.Context) error {
 		if stream == eventlog.AllStream && d.all == nil {
 			continue // no hub: PI_ALL is not written
 		}
-		var rp *jetstream.RePublish
-		if d.cfg.Listen != "" {
-			rp = eventlog.LiveRePublish(stream)
-		}
-		if err := eventlog.SetRePublish(ctx, js, stream, rp); err != nil {
+		if err := eventlog.SetLive(ctx, js, stream, d.cfg.Listen != ""); err != nil {
 			return err
 		}
 	}

@@ -47,9 +47,10 @@ func loopbackAddr(listen string) (host string, port int, err error) {
 
 // A local subscriber reads through an account of its own, readAccount,
 // which holds nothing and can reach nothing but what the daemon's account
-// ($G) exports to it: each stored message of PI_LOCAL, PI_ALL and the
-// projections' bucket as it is stored, and direct gets of those three
-// streams, which the daemon's ReadRelay answers. It has no JetStream and so no consumer API: a consumer's
+// ($G) exports to it: each stored message of eventlog.LiveStreams
+// (PI_LOCAL, PI_ALL and the projections' bucket) as it is stored, and
+// direct gets of those streams, which the daemon's ReadRelay answers. It
+// has no JetStream and so no consumer API: a consumer's
 // deliver subject is published by the server, past any publish
 // permission, and a reader who could create one could write into the
 // daemon's streams (a push consumer delivering on pi.evt.<node>.…), fill a
@@ -71,26 +72,6 @@ const (
 	readMaxPayload = 4096 // a direct get request is ~100 bytes
 )
 
-// Readable is one stream a local subscriber reads: live, on the stream's
-// own subjects, each stored message as the stream republishes it on Live
-// (its RePublish, whose headers carry Nats-Stream and Nats-Sequence), and
-// stored, by direct get.
-type Readable struct {
-	Stream   string // PI_LOCAL
-	Subjects string // pi.evt.>, as readers see them
-	Live     string // pi.live.evt.>, where the stream republishes
-}
-
-// Read is what readAccount reads, as the streams republish it while the
-// daemon has a listener (eventlog.LiveRePublish, and the projection's
-// bucket, pi_proj, which this package cannot name: the projection's tests
-// start this server). TestListenerIsReadOnly reads through each.
-var Read = []Readable{
-	{Stream: eventlog.LocalStream, Subjects: eventlog.LocalPrefix + ".>", Live: eventlog.LiveSubjects(eventlog.LocalPrefix)},
-	{Stream: eventlog.AllStream, Subjects: eventlog.AllPrefix + ".>", Live: eventlog.LiveSubjects(eventlog.AllPrefix)},
-	{Stream: "KV_pi_proj", Subjects: "$KV.pi_proj.>", Live: eventlog.LiveSubjects("pi.kv")},
-}
-
 // listenerAccounts returns the two accounts of a workstation with a
 // listener: $G, the daemon's, with JetStream and its exports to
 // readAccount, and readAccount with its imports and limits. They are
@@ -98,7 +79,7 @@ var Read = []Readable{
 // beside another account can only be enabled that way.
 func listenerAccounts() (daemon, read *server.Account, err error) {
 	var exports, imports strings.Builder
-	for _, r := range Read {
+	for _, r := range eventlog.LiveStreams {
 		// Direct gets go to the ReadRelay, under the names a reader
 		// would use with JetStream. A batch get answers with several
 		// messages; a get by subject (get.<stream>.<subject>) with one.
@@ -146,7 +127,7 @@ func listenerAccounts() (daemon, read *server.Account, err error) {
 // fills a gap by direct get; examples/notify-go does.)
 func listenerPermissions() *server.Permissions {
 	var pub, sub []string
-	for _, r := range Read {
+	for _, r := range eventlog.LiveStreams {
 		pub = append(pub, "$JS.API.DIRECT.GET."+r.Stream, "$JS.API.DIRECT.GET."+r.Stream+".>")
 		sub = append(sub, r.Subjects)
 	}

@@ -225,11 +225,4 @@ func reply(nc *nats.Conn, to, status, desc string) {
 }
 
 // readable reports whether readers read stream.
-func readable(stream string) bool {
-	for _, r := range Read {
-		if r.Stream == stream {
-			return true
-		}
-	}
-	return false
-}
+func readable(stream string) bool { return eventlog.LiveRePublish(stream) != nil }
