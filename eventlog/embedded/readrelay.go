@@ -94,8 +94,7 @@ func (r *ReadRelay) Close() { r.nc.Close() }
 
 // Run answers requests until ctx ends.
 func (r *ReadRelay) Run(ctx context.Context) error {
-	nc := r.nc
-	sub, err := nc.SubscribeSync(readGetPrefix + ".>")
+	sub, err := r.nc.SubscribeSync(readGetPrefix + ".>")
 	if err != nil {
 		return fmt.Errorf("read relay: %w", err)
 	}
@@ -121,7 +120,7 @@ func (r *ReadRelay) Run(ctx context.Context) error {
 			return fmt.Errorf("read relay: %w", err)
 		}
 		if m.Reply != "" {
-			r.answer(ctx, nc, m)
+			r.answer(ctx, m)
 			r.answered.Add(1)
 		}
 	}
@@ -139,24 +138,24 @@ type getRequest struct {
 
 // answer relays one request's answer, JetStream's, or a 400 for a request
 // the relay does not pass on.
-func (r *ReadRelay) answer(ctx context.Context, nc *nats.Conn, m *nats.Msg) {
+func (r *ReadRelay) answer(ctx context.Context, m *nats.Msg) {
 	stream, subj, bySubject := strings.Cut(strings.TrimPrefix(m.Subject, readGetPrefix+"."), ".")
 	if !readable(stream) {
-		reply(nc, m.Reply, "404", "no such stream")
+		r.reply(m.Reply, "404", "no such stream")
 		return
 	}
 	api := "$JS.API.DIRECT.GET." + stream
 	if bySubject {
 		// The last message on subj: one answer.
-		r.relay(ctx, nc, m.Reply, api+"."+subj, nil, false)
+		r.relay(ctx, m.Reply, api+"."+subj, nil, false)
 		return
 	}
 	body, batch, ok := relayedRequest(m.Data)
 	if !ok {
-		reply(nc, m.Reply, "400", "bad request: want seq, last_by_subj, next_by_subj, batch, max_bytes")
+		r.reply(m.Reply, "400", "bad request: want seq, last_by_subj, next_by_subj, batch, max_bytes")
 		return
 	}
-	r.relay(ctx, nc, m.Reply, api, body, batch)
+	r.relay(ctx, m.Reply, api, body, batch)
 }
 
 // relayedRequest is the request the relay makes of JetStream for a
@@ -182,16 +181,16 @@ func relayedRequest(data []byte) (body []byte, batch, ok bool) {
 
 // relay asks JetStream and passes on its answer: one message, or a batch
 // up to its end (status 204) or a status.
-func (r *ReadRelay) relay(ctx context.Context, nc *nats.Conn, to, api string, body []byte, batch bool) {
-	inbox := nc.NewRespInbox()
-	sub, err := nc.SubscribeSync(inbox)
+func (r *ReadRelay) relay(ctx context.Context, to, api string, body []byte, batch bool) {
+	inbox := r.nc.NewRespInbox()
+	sub, err := r.nc.SubscribeSync(inbox)
 	if err != nil {
-		reply(nc, to, "500", "relay: "+err.Error())
+		r.reply(to, "500", "relay: "+err.Error())
 		return
 	}
 	defer sub.Unsubscribe()
-	if err := nc.PublishRequest(api, inbox, body); err != nil {
-		reply(nc, to, "500", "relay: "+err.Error())
+	if err := r.nc.PublishRequest(api, inbox, body); err != nil {
+		r.reply(to, "500", "relay: "+err.Error())
 		return
 	}
 	for {
@@ -199,18 +198,14 @@ func (r *ReadRelay) relay(ctx context.Context, nc *nats.Conn, to, api string, bo
 		a, err := sub.NextMsgWithContext(wait)
 		cancel()
 		switch {
-		case errors.Is(err, nats.ErrNoResponders):
-			reply(nc, to, "404", "no such stream")
+		case errors.Is(err, nats.ErrNoResponders): // nats.go's reading of an empty 503
+			r.reply(to, "404", "no such stream")
 			return
 		case err != nil:
-			reply(nc, to, "408", "relay: the stream did not answer in time")
+			r.reply(to, "408", "relay: the stream did not answer in time")
 			return
 		}
-		if a.Header.Get("Status") == "503" && len(a.Data) == 0 && a.Header.Get("Description") == "" {
-			reply(nc, to, "404", "no such stream") // no responders
-			return
-		}
-		if err := nc.PublishMsg(&nats.Msg{Subject: to, Header: a.Header, Data: a.Data}); err != nil {
+		if err := r.nc.PublishMsg(&nats.Msg{Subject: to, Header: a.Header, Data: a.Data}); err != nil {
 			return
 		}
 		if !batch || a.Header.Get("Status") != "" {
@@ -220,8 +215,8 @@ func (r *ReadRelay) relay(ctx context.Context, nc *nats.Conn, to, api string, bo
 }
 
 // reply answers with a status and no data, as JetStream does.
-func reply(nc *nats.Conn, to, status, desc string) {
-	nc.PublishMsg(&nats.Msg{Subject: to, Header: nats.Header{"Status": []string{status}, "Description": []string{desc}}})
+func (r *ReadRelay) reply(to, status, desc string) {
+	r.nc.PublishMsg(&nats.Msg{Subject: to, Header: nats.Header{"Status": []string{status}, "Description": []string{desc}}})
 }
 
 // readable reports whether readers read stream.
