@@ -70,18 +70,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 	// machine's. The live subscriptions come first, so that nothing stored
 	// from now on is missed; a blocking handler keeps messages in nats.go's
 	// subscription, whose limits are far above a burst.
-	followers := map[string]*follower{}
+	followers := []*follower{{nc: nc, stream: "PI_LOCAL", filter: "pi.evt.>"}, {nc: nc, stream: "PI_ALL", filter: "pi.all.>"}}
+	byStream := map[string]*follower{}
 	msgs := make(chan *nats.Msg, 256)
-	for _, s := range []struct{ stream, filter string }{{"PI_LOCAL", "pi.evt.>"}, {"PI_ALL", "pi.all.>"}} {
-		followers[s.stream] = &follower{nc: nc, stream: s.stream, filter: s.filter}
-		sub, err := nc.Subscribe(s.filter, func(m *nats.Msg) {
+	for _, f := range followers {
+		byStream[f.stream] = f
+		sub, err := nc.Subscribe(f.filter, func(m *nats.Msg) {
 			select {
 			case msgs <- m:
 			case <-ctx.Done():
 			}
 		})
 		if err != nil {
-			return fmt.Errorf("%s: %w", s.stream, err)
+			return fmt.Errorf("%s: %w", f.stream, err)
 		}
 		defer sub.Unsubscribe()
 	}
@@ -92,15 +93,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	// pi.evt.<node>.<sid>; PI_ALL holds this machine's lines too (they
 	// went round the hub), which PI_LOCAL gave already.
 	t := newTurns("")
-	for _, name := range []string{"PI_LOCAL", "PI_ALL"} {
-		f := followers[name]
+	for _, f := range followers {
 		last, subj, err := f.last()
 		if err != nil {
 			return err
 		}
-		if name == "PI_LOCAL" {
-			t.learnSelf(subj)
-		}
+		t.learnSelf(subj) // PI_LOCAL's only: it takes pi.evt subjects
 		f.next = last + 1
 		if *fromStart {
 			f.next = 1
@@ -116,8 +114,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *fromStart {
-		for _, name := range []string{"PI_LOCAL", "PI_ALL"} {
-			if err := followers[name].fill(ctx, 0, hand); err != nil {
+		for _, f := range followers {
+			if err := f.fill(ctx, 0, hand); err != nil {
 				return err
 			}
 		}
@@ -127,7 +125,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		case <-ctx.Done():
 			return nil
 		case m := <-msgs:
-			f := followers[m.Header.Get("Nats-Stream")]
+			f := byStream[m.Header.Get("Nats-Stream")]
 			if f == nil {
 				continue
 			}
