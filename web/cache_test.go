@@ -216,6 +216,8 @@ func TestSessionPageReadsAhead(t *testing.T) {
 // them, so the fetches start while the scripts load; an id that would need escaping gets none.
 func TestSessionPagePreloadsItsData(t *testing.T) {
 	d := startDaemon(t)
+	d.write(sid1, testenv.Header(sid1), testenv.Entry("u1", "", "hello"))
+	d.waitEntries(sid1, 1)
 	resp, _ := d.get("/s/" + sid1)
 	want := "</api/s/" + sid1 + ">; rel=preload; as=fetch; crossorigin, </api/s/" + sid1 + "/tree>; rel=preload; as=fetch; crossorigin"
 	if got := resp.Header.Get("Link"); got != want {

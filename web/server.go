@@ -180,21 +180,30 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 func (s *Server) Token() string { return s.token }
 
 // page serves one of the static page shells; the scripts fetch the data.
+// A session's page answers with the status its data would: 404 for a
+// session this machine does not hold (a stale bookmark, a mistyped link),
+// 400 for an id no session can have, with the same shell, which shows the
+// data request's message.
 func (s *Server) page(name string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		b := s.assets.pages[name]
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-cache")
 		sid := r.PathValue("sid")
-		if sid != "" && plainID(sid) {
+		code, listed := http.StatusOK, (*projection.CatalogEntry)(nil)
+		if sid != "" {
+			code, listed = s.sessionStatus(r.Context(), sid)
+		}
+		if listed != nil && plainID(sid) {
 			// The session's data and its tree are fetched while the
 			// scripts load, rather than after (session.js asks for the
 			// same URLs), and together: they share one read.
 			w.Header().Set("Link", "</api/s/"+sid+">; rel=preload; as=fetch; crossorigin, </api/s/"+sid+"/tree>; rel=preload; as=fetch; crossorigin")
 		}
 		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		w.WriteHeader(code)
 		w.Write(b)
-		if r.Method == http.MethodGet && sid != "" && eventlog.CheckSID(sid) == nil {
+		if r.Method == http.MethodGet && listed != nil {
 			// The page is complete for the browser (its length is
 			// known); the session's read starts now, not when the
 			// preloads arrive (on a first visit they come tens of ms
@@ -208,14 +217,39 @@ func (s *Server) page(name string) http.HandlerFunc {
 			if f, ok := w.(http.Flusher); ok {
 				f.Flush()
 			}
-			s.readAhead(r.Context(), sid)
+			s.readAhead(r.Context(), sid, *listed)
 		}
 	}
 }
 
-// readAhead reads session sid unless a kept snapshot is current.
-func (s *Server) readAhead(ctx context.Context, sid string) {
-	if c := s.catalogEntry(ctx, sid); c != nil && s.current(*c) != nil {
+// sessionStatus is the status of session sid's page, and its catalog
+// entry when the catalog lists it (the page then reads it ahead of its
+// requests). One the catalog does not list yet may still be held (the
+// catalog follows the streams a moment behind): it is read before the
+// page's headers, which that read decides, and kept for the requests that
+// follow.
+func (s *Server) sessionStatus(ctx context.Context, sid string) (int, *projection.CatalogEntry) {
+	if eventlog.CheckSID(sid) != nil {
+		return http.StatusBadRequest, nil
+	}
+	if c := s.catalogEntry(ctx, sid); c != nil {
+		return http.StatusOK, c
+	}
+	if !s.takeRead(ctx) {
+		return http.StatusOK, nil
+	}
+	defer s.doneRead()
+	if _, err := s.read(ctx, sid); errors.Is(err, projection.ErrUnknownSession) {
+		return http.StatusNotFound, nil
+	}
+	// Read, or failed for a reason the page's data request reports.
+	return http.StatusOK, nil
+}
+
+// readAhead reads session sid, listed in the catalog as c, unless a kept
+// snapshot is current.
+func (s *Server) readAhead(ctx context.Context, sid string, c projection.CatalogEntry) {
+	if s.current(c) != nil {
 		return
 	}
 	if !s.takeRead(ctx) {
