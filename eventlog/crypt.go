@@ -501,6 +501,31 @@ func (c *Crypt) addKey(node, tok string, h uint64, body []byte) error {
 	return nil
 }
 
+// check reports whether env is chunk i of n of a line this node sealed on
+// its hub subject of token tok at PI_LOCAL position srcSeq (the forwarder's
+// check of the hub's position, forwardcheck.go); errors as
+// seal.Opener.Check's.
+func (c *Crypt) check(tok string, srcSeq uint64, env []byte, i, n int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refreshLocked(time.Now())
+	if c.opener == nil {
+		return c.noKeyLocked()
+	}
+	return c.opener.Check(c.node, tok, srcSeq, env, i, n)
+}
+
+// learn gives the opener key message h of this node's session token tok,
+// for check.
+func (c *Crypt) learn(tok string, h uint64, body []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.opener == nil {
+		return c.noKeyLocked()
+	}
+	return c.opener.AddKey(c.node, tok, h, body)
+}
+
 // keyringStamp returns the keyring file's size, time and mode, read again
 // at most once a second: it changes when a key is imported or rotated in.
 func (c *Crypt) keyringStamp() string {

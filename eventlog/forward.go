@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,7 @@ type Forwarder struct {
 	batchAgain time.Time     // when to send a batch again after that
 	hubLink    func() string // nil: the link is not watched (WatchLink)
 	backlog    idleGate      // a backlog of PI_LOCAL is being forwarded (Idle)
+	notOwnLast atomic.Int64  // hub positions not taken: not this node's line (forwardcheck.go)
 }
 
 type upPos struct {
@@ -111,11 +113,15 @@ type ForwarderStats struct {
 	// here is on the hub, so the machine may go offline.
 	Through uint64 `json:"onHubThroughSeq"`
 	Unsent  int64  `json:"unsentMessages"`
+	// NotOwn counts the hub positions not taken because the last line
+	// on a session's hub subject was not this node's (forwardcheck.go):
+	// someone else writes on this node's subjects.
+	NotOwn int64 `json:"hubLinesNotOwn,omitempty"`
 }
 
 // Stats returns the counters.
 func (f *Forwarder) Stats() ForwarderStats {
-	return ForwarderStats{Forwarded: f.forwarded.Load(), Connected: f.link.Load(), Waiting: f.waiting.Load(), Through: f.through.Load()}
+	return ForwarderStats{Forwarded: f.forwarded.Load(), Connected: f.link.Load(), Waiting: f.waiting.Load(), Through: f.through.Load(), NotOwn: f.notOwnLast.Load()}
 }
 
 // Run forwards until ctx ends. Failures (the hub unreachable, a stale
@@ -436,7 +442,11 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line, held 
 		}
 		pos, ok := f.up[up]
 		if !ok {
-			if pos, err = f.hubPosition(ctx, up); err != nil {
+			tok := ""
+			if sealing {
+				tok = up[strings.LastIndexByte(up, '.')+1:]
+			}
+			if pos, err = f.hubPosition(ctx, up, subj, tok); err != nil {
 				return err
 			}
 			f.up[up] = pos
@@ -531,24 +541,3 @@ var errNoBatch = errors.New("the hub takes no batch")
 // the next: the hub keeps an unfinished batch open for its batch timeout
 // (a minute), so one that holds them all lapses within that.
 const batchRetry = 15 * time.Second
-
-// hubPosition reads the last message of a hub subject.
-func (f *Forwarder) hubPosition(ctx context.Context, subj string) (upPos, error) {
-	// Every call to the hub is bounded: a request whose reply never comes
-	// (the link dropped mid-request) must not stall forwarding forever.
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if f.hubStream == nil {
-		s, err := f.hub.Stream(ctx, HubStream)
-		if err != nil {
-			return upPos{}, fmt.Errorf("forwarder: hub stream: %w", err)
-		}
-		f.hubStream = s
-	}
-	seq, m, err := LastSeq(ctx, f.hubStream, subj)
-	if err != nil || m == nil {
-		return upPos{hubSeq: seq}, err
-	}
-	src, _ := strconv.ParseUint(m.Header.Get(HdrSrcSeq), 10, 64)
-	return upPos{hubSeq: seq, srcSeq: src}, nil
-}

@@ -389,13 +389,44 @@ func (o *Opener) open2(node, tok string, pos uint64, envs [][]byte, maxLen int) 
 			return nil, fmt.Errorf("%w: chunk %d/%d has another data key", ErrOpen, i+1, len(envs))
 		}
 		var err error
-		nonce := env[head2Len : head2Len+chacha20poly1305.NonceSizeX]
-		c, err = a.Open(c, nonce, env[head2Len+chacha20poly1305.NonceSizeX:], line2AAD(o.ring.Team, node, tok, h, pos, i+1, len(envs)))
-		if err != nil {
-			return nil, fmt.Errorf("%w: chunk %d/%d at position %d", ErrOpen, i+1, len(envs), pos)
+		if c, err = o.chunk2(c, a, node, tok, h, pos, env, i+1, len(envs)); err != nil {
+			return nil, err
 		}
 	}
 	return decode(c, maxLen)
+}
+
+// chunk2 appends to c the opened chunk i of n, env, under data key a of
+// key message h.
+func (o *Opener) chunk2(c []byte, a cipher.AEAD, node, tok string, h, pos uint64, env []byte, i, n int) ([]byte, error) {
+	nonce := env[head2Len : head2Len+chacha20poly1305.NonceSizeX]
+	c, err := a.Open(c, nonce, env[head2Len+chacha20poly1305.NonceSizeX:], line2AAD(o.ring.Team, node, tok, h, pos, i, n))
+	if err != nil {
+		return nil, fmt.Errorf("%w: chunk %d/%d at position %d", ErrOpen, i, n, pos)
+	}
+	return c, nil
+}
+
+// Check reports whether env is chunk i of n of a payload node sealed for
+// the session of token tok at position pos, without opening the rest. A
+// position or session claimed for a chunk sealed for another, or a chunk
+// made up, fails it (ErrOpen). Only version 2 envelopes are checked (the
+// version 1 form is read, never written, and carries its key); a
+// *NeedKeyError asks for the key message the chunk names (AddKey).
+func (o *Opener) Check(node, tok string, pos uint64, env []byte, i, n int) error {
+	h, ok := Handle(env)
+	switch {
+	case !ok || h == 0:
+		return fmt.Errorf("%w: not a version %d envelope", ErrOpen, Version2)
+	case o.ring == nil:
+		return &NoKeyError{KeyID: "(key message " + fmt.Sprint(h) + ")"}
+	}
+	a := o.get(handleKey(node, tok, h))
+	if a == nil {
+		return &NeedKeyError{Handle: h}
+	}
+	_, err := o.chunk2(nil, a, node, tok, h, pos, env, i, n)
+	return err
 }
 
 func handleKey(node, tok string, h uint64) string {

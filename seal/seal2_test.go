@@ -208,3 +208,52 @@ func TestOpenerLRU(t *testing.T) {
 		t.Fatalf("%d cached, %d in the list", len(o.cache), o.lru.Len())
 	}
 }
+
+// TestCheck: one chunk is checked on its own against the position,
+// session, node and chunk number claimed for it, as its opening would.
+func TestCheck(t *testing.T) {
+	r := keyring.New(now)
+	ks := &keyStore{node: "a"}
+	tok, envs, err := NewSealer(r, "a").SealV2("s1", 5, marker(t, 2000), 1024, ks.publish)
+	if err != nil || len(envs) < 2 {
+		t.Fatalf("%d envelopes: %v", len(envs), err)
+	}
+	n := len(envs)
+	o := NewOpener(r)
+	var need *NeedKeyError
+	if err := o.Check("a", tok, 5, envs[n-1], n, n); !errors.As(err, &need) || need.Handle != 1 {
+		t.Fatalf("without the key message: %v", err)
+	}
+	if err := o.AddKey("a", tok, 1, ks.msgs[0].body); err != nil {
+		t.Fatal(err)
+	}
+	for i, env := range envs {
+		if err := o.Check("a", tok, 5, env, i+1, n); err != nil {
+			t.Fatalf("chunk %d/%d: %v", i+1, n, err)
+		}
+	}
+	flipped := bytes.Clone(envs[n-1])
+	flipped[len(flipped)-1] ^= 1
+	o.AddKey("b", tok, 1, ks.msgs[0].body) // refused: not b's; b has no key then
+	for _, c := range []struct {
+		name      string
+		node, tok string
+		pos       uint64
+		env       []byte
+		i, n      int
+	}{
+		{"a later position", "a", tok, 209, envs[n-1], n, n},
+		{"an earlier position", "a", tok, 4, envs[n-1], n, n},
+		{"another chunk number", "a", tok, 5, envs[n-1], 1, n},
+		{"another chunk count", "a", tok, 5, envs[n-1], n, n + 1},
+		{"a flipped byte", "a", tok, 5, flipped, n, n},
+		{"garbage", "a", tok, 5, []byte("not an envelope"), 1, 1},
+	} {
+		if err := o.Check(c.node, c.tok, c.pos, c.env, c.i, c.n); !errors.Is(err, ErrOpen) {
+			t.Errorf("%s: %v, want ErrOpen", c.name, err)
+		}
+	}
+	if err := o.Check("b", tok, 5, envs[n-1], n, n); !errors.As(err, &need) {
+		t.Errorf("another node's claim: %v, want the key message asked for (it then does not unwrap)", err)
+	}
+}

@@ -172,6 +172,9 @@ func printStatus(stdout io.Writer, st *Status) error {
 		} else if st.StreamError == "" {
 			row("not yet on the hub", "0 (everything written here is on the hub)")
 		}
+		if n := st.Forwarder.NotOwn; n > 0 {
+			row("lines on this machine's hub subjects it did not write", fmt.Sprintf("%d (someone else writes there, the hub's operator or a hub restored from a backup; the sessions' lines were forwarded again after them: the daemon's log names the subjects)", n))
+		}
 		if n := st.Forwarder.Waiting; n > 0 {
 			row("sessions waiting for the hub to take a batch", fmt.Sprintf("%d (an image each; the hub refuses atomic batches: docs/SECURITY.md)", n))
 		}
