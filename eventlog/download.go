@@ -2,11 +2,11 @@ package eventlog
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -253,6 +253,9 @@ func (d *Downloader) copyFromHub(ctx context.Context) error {
 	}
 	allSeq, hubSeq, err := d.position(ctx)
 	if err != nil {
+		return err
+	}
+	if hubSeq, err = d.passStatusLike(ctx, hubSeq); err != nil {
 		return err
 	}
 	// Without the state bucket the copy's position cannot be kept past
@@ -619,45 +622,98 @@ func owedTime(owed uint64) time.Duration {
 	return carryTime(int(min(owed, hubPullBytes/MaxChunk+1))*(MaxChunk+4<<10), carryRate)
 }
 
-// keyMessage reads the first message of the hub's PI_KEYS at or after
-// sequence h on a subject matching filter (a direct get, the one read of
-// PI_KEYS a node may make): its subject, body and sequence; sequence 0
-// when there is none yet.
-func (d *Downloader) keyMessage(ctx context.Context, h uint64, filter string) (string, []byte, uint64, error) {
-	subj, data, seq, err := directNext(ctx, d.nc, d.domain, KeysStream, h, filter)
-	if err != nil {
-		return "", nil, 0, fmt.Errorf("downloader: key message %d: %w", h, err)
+// passStatusLike passes over the messages a pull consumer's reader cannot
+// take for what they are, at the start of the copy after hub sequence
+// from: no payload and a Status header, which nats.go reads as a status of
+// the server's (a node may store any headers, and the hub keeps them). A
+// consumer dropped such a message, or ended at it, depending on the status
+// claimed, and the copy started over at it, again and again: one message
+// of one node stopped every machine of its team for good. The copy starts
+// over at the message it finds missing, so here is where it meets one.
+// Each is counted as rejected for its node, and the position kept past it.
+func (d *Downloader) passStatusLike(ctx context.Context, from uint64) (uint64, error) {
+	for range maxStatusLike {
+		m, err := hubNext(ctx, d.hub, HubStream, from+1, UpPrefix+".>")
+		if err != nil {
+			// An older hub answers direct gets only, which cannot tell such
+			// a message from a status: the copy goes on as it did.
+			d.logger.Debug("downloader: could not look at the hub's next message", "err", err)
+			return from, nil
+		}
+		if m == nil || !statusLike(m.Header, m.Data) {
+			return from, nil
+		}
+		node, sid := "", ""
+		if parts := strings.SplitN(m.Subject, ".", 4); len(parts) == 4 {
+			node, sid = parts[2], parts[3]
+		}
+		d.rejected.Add(1)
+		d.opts.Admit.Reject(node, sid, RejectStatusLike, fmt.Sprintf("hub sequence %d: no payload and a Status header %.40q, which a reader takes for the server's", m.Sequence, m.Header.Get("Status")))
+		if d.opts.State != nil {
+			if _, err := d.opts.State.Put(ctx, skipKey, []byte(strconv.FormatUint(m.Sequence, 10))); err != nil {
+				return from, fmt.Errorf("downloader: position: %w", err)
+			}
+		}
+		from = m.Sequence
 	}
-	return subj, data, seq, nil
+	return from, nil
 }
 
-// directNext reads the first message of the hub's stream at or after
-// sequence h on a subject matching filter, with a direct get (the one read
-// of the hub's streams a node may make): its subject, body and sequence;
-// sequence 0 when there is none.
-func directNext(ctx context.Context, nc *nats.Conn, domain, stream string, h uint64, filter string) (string, []byte, uint64, error) {
+// RejectStatusLike is the reason passStatusLike gives.
+const RejectStatusLike = "status"
+
+// maxStatusLike bounds the messages passStatusLike passes over at once;
+// the copy meets the rest as it starts over.
+const maxStatusLike = 1024
+
+// statusLike reports whether a stored message is one nats.go's readers
+// take for a status of the server's: no payload and a Status header.
+func statusLike(h nats.Header, data []byte) bool {
+	return len(data) == 0 && h.Get("Status") != ""
+}
+
+// keyMessage reads the first message of the hub's PI_KEYS at or after
+// sequence h on a subject matching filter: its subject, body and sequence;
+// sequence 0 when there is none yet.
+func (d *Downloader) keyMessage(ctx context.Context, h uint64, filter string) (string, []byte, uint64, error) {
+	m, err := hubNext(ctx, d.hub, KeysStream, h, filter)
+	if err != nil || m == nil {
+		return "", nil, 0, wrapErr("downloader: key message "+strconv.FormatUint(h, 10), err)
+	}
+	return m.Subject, m.Data, m.Sequence, nil
+}
+
+// hubNext reads the first message of the hub's stream at or after
+// sequence h on a subject matching filter (nil when there is none). It
+// asks as the stream allows, which a stream info says first: a hub of this
+// release turns direct gets off, and a node reads with JetStream's message
+// API, which takes no batch and answers in JSON (a node's stored headers
+// cannot pass for a status there); an older hub answers direct gets only.
+func hubNext(ctx context.Context, hub jetstream.JetStream, stream string, h uint64, filter string) (*jetstream.RawStreamMsg, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, _ := json.Marshal(struct {
-		Seq  uint64 `json:"seq"`
-		Next string `json:"next_by_subj"`
-	}{h, filter})
-	m, err := nc.RequestWithContext(ctx, "$JS."+domain+".API.DIRECT.GET."+stream, req)
+	s, err := hub.Stream(ctx, stream)
 	if err != nil {
-		return "", nil, 0, err
+		return nil, err
 	}
-	switch st := m.Header.Get("Status"); st {
-	case "":
-	case "404":
-		return "", nil, 0, nil
-	default:
-		return "", nil, 0, fmt.Errorf("%s %s", st, m.Header.Get("Description"))
+	m, err := s.GetMsg(ctx, h, jetstream.WithGetMsgSubject(filter))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case m.Sequence < h:
+		return nil, fmt.Errorf("%s: reply at sequence %d, asked from %d", stream, m.Sequence, h)
 	}
-	seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
-	if err != nil || seq < h {
-		return "", nil, 0, fmt.Errorf("reply at sequence %q", m.Header.Get(jetstream.SequenceHeader))
+	return m, nil
+}
+
+// wrapErr is err with prefix op, nil for nil.
+func wrapErr(op string, err error) error {
+	if err == nil {
+		return nil
 	}
-	return m.Header.Get(jetstream.SubjectHeader), m.Data, seq, nil
+	return fmt.Errorf("%s: %w", op, err)
 }
 
 // keysLast is the last sequence of the hub's PI_KEYS, as its leader has it

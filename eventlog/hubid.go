@@ -176,15 +176,16 @@ func (f *Forwarder) checkOwnLines(ctx context.Context) error {
 	if _, err := f.state.Get(ctx, forwarderKey); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil // this state forwarded before the identity was kept (an upgrade), or cannot say
 	}
-	subj, _, seq, err := directNext(ctx, f.nc, f.domain, HubStream, 1, UpPrefix+"."+f.local.Node+".>")
+	m, err := hubNext(ctx, f.hub, HubStream, 1, UpPrefix+"."+f.local.Node+".>")
 	if err != nil {
 		// Only a warning to give: forwarding goes on without it.
 		f.logger.Debug("forwarder: could not look for lines of this node id on the hub", "err", err)
 		return nil
 	}
-	if seq == 0 {
+	if m == nil {
 		return nil
 	}
+	subj, seq := m.Subject, m.Sequence
 	f.logger.Error("the hub holds lines of this node id that this machine never forwarded: another machine runs or ran as "+f.local.Node+
 		" (a reinstall with a new state dir, or two machines set to one id); that machine's sessions are not written here, and lines of its sessions written here are not forwarded",
 		"node", f.local.Node, "first_hub_seq", seq, "subject", subj,

@@ -147,8 +147,12 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 }
 
 // holds reports whether have has every setting want makes (its fields
-// that are not zero).
+// that are not zero), and want's AllowDirect: the hub's streams turn it off
+// (hubNoDirect), and older ones have it on.
 func holds(have, want jetstream.StreamConfig) bool {
+	if have.AllowDirect != want.AllowDirect {
+		return false
+	}
 	hv, wv := reflect.ValueOf(have), reflect.ValueOf(want)
 	for i := range wv.NumField() {
 		if w := wv.Field(i); !w.IsZero() && !reflect.DeepEqual(w.Interface(), hv.Field(i).Interface()) {
@@ -182,8 +186,19 @@ func HubStreamConfig(replicas int) jetstream.StreamConfig {
 	c.Description = "pisyncd: every node's session lines"
 	c.Subjects = []string{UpPrefix + ".>"}
 	c.Replicas = replicas
+	c.AllowDirect = false // hubNoDirect
 	return c
 }
+
+// hubNoDirect: the hub's streams answer no direct get. A direct get may
+// ask for a batch of a thousand messages, and nats-server queues the
+// answers without bound before it delivers them: a node's hundred requests
+// for its own megabyte lines, answers unread, grew a hub from 89 MB to
+// 3.56 GB. JetStream's message API (STREAM.MSG.GET) takes no batch, and its
+// requests wait in a queue the server bounds. It answers in JSON too, so
+// a node's stored message of no payload and a Status header is read as the
+// message it is, where a direct get's reader takes it for the server's
+// status (404: "no message"). A node may use only that API (embedded.NodePermissions).
 
 // KeysStream holds, on the hub, the key messages of sealed sessions
 // (end-to-end encryption): each data key, wrapped with a team key, once.
@@ -217,7 +232,7 @@ func KeysStreamConfig(replicas int) jetstream.StreamConfig {
 		MaxMsgsPerSubject: 1,
 		MaxMsgSize:        KeyMsgMax,
 		Replicas:          max(replicas, 1),
-		AllowDirect:       true,
+		AllowDirect:       false, // hubNoDirect
 		AllowRollup:       false,
 		DenyDelete:        true,
 		DenyPurge:         true,

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -143,8 +144,19 @@ func TestHubNodeConsumersAndQuotas(t *testing.T) {
 	refused("delete ws-a's key message", err)
 	_, err = nc.Request("$JS.hub.API.STREAM.PURGE.PI_KEYS", []byte(`{}`), 2*time.Second)
 	refused("purge PI_KEYS", err)
-	_, err = nc.Request("$JS.hub.API.DIRECT.GET.PI_KEYS.pi.key.ws-a.hvictim.k1", nil, 2*time.Second)
-	refused("read a key subject's last message (only a get by sequence is granted)", err)
+	// No direct get (eventlog's hubNoDirect): one asks for a batch, whose
+	// answers the hub queues without bound. JetStream's message API, the
+	// one read granted, takes no batch.
+	for _, subj := range []string{"$JS.hub.API.DIRECT.GET.PI_KEYS", "$JS.hub.API.DIRECT.GET.PI_HUB", "$JS.hub.API.DIRECT.GET.PI_HUB.pi.up.ws-a.>"} {
+		_, err = nc.Request(subj, []byte(`{"seq":1,"batch":1000}`), 2*time.Second)
+		refused("ask "+subj, err)
+	}
+	for _, stream := range []string{eventlog.KeysStream, eventlog.HubStream} {
+		m, err := nc.Request("$JS.hub.API.STREAM.MSG.GET."+stream, []byte(`{"seq":1,"batch":1000}`), 5*time.Second)
+		if err == nil && !strings.Contains(string(m.Data), `"error"`) {
+			t.Errorf("ws-evil asked %s for a batch: %.200s", stream, m.Data)
+		}
+	}
 	var ownSeq uint64
 	testenv.WaitFor(t, 15*time.Second, func() (bool, string) {
 		ack, err := ejs.Publish(ctx(), "pi.key.ws-evil.hown.k1", []byte("ws-evil's own"))
@@ -171,7 +183,11 @@ func TestHubNodeConsumersAndQuotas(t *testing.T) {
 		t.Fatalf("ws-evil's tombstone: %v", err)
 	}
 	testenv.WaitFor(t, 15*time.Second, func() (bool, string) {
-		m, err := nc.Request("$JS.hub.API.DIRECT.GET.PI_KEYS", []byte(fmt.Sprintf(`{"seq":%d}`, vack.Sequence)), 2*time.Second)
+		s, err := ejs.Stream(ctx(), eventlog.KeysStream)
+		if err != nil {
+			return false, err.Error()
+		}
+		m, err := s.GetMsg(ctx(), vack.Sequence)
 		return err == nil && string(m.Data) == string(victimKey.Data), fmt.Sprintf("get key message %d by sequence: %v", vack.Sequence, err)
 	})
 	keysStream, err := ajs.Stream(t.Context(), eventlog.KeysStream)
@@ -208,6 +224,28 @@ func TestHubNodeConsumersAndQuotas(t *testing.T) {
 		t.Errorf("ws-a's consumer: %v", err)
 	} else if info.CachedInfo().Config.HeadersOnly {
 		t.Error("ws-a's consumer was changed")
+	}
+
+	// Subscriptions: each connection to a team's account holds at most
+	// maxSubsPerConn (a workstation's link holds 8). The hub reads its
+	// leaf link in order: once a request after them is answered, it has
+	// seen every subscription made before.
+	for i := range 2 * 1024 {
+		if _, err := nc.SubscribeSync(fmt.Sprintf("%s.flood.%d", embedded.InboxPrefix("ws-evil"), i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ejs.Stream(ctx(), eventlog.HubStream); err != nil {
+		t.Fatalf("ws-evil after its subscriptions: %v", err)
+	}
+	lz, err := h.srv.NATS().Leafz(&server.LeafzOptions{Account: "red"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lz.Leafs {
+		if l.NumSubs > 1024 {
+			t.Errorf("%s's link holds %d subscriptions on the hub, want at most 1024", l.Name, l.NumSubs)
+		}
 	}
 
 	// Fill red's share of the store: refused before it goes past it.

@@ -65,6 +65,13 @@ func (cfg HubConfig) teamLimits(teams, nodes int) (store, mem int64, streams, co
 	return store * r, mem * r, streams, consumers
 }
 
+// maxSubsPerConn bounds the subscriptions of each connection to a team's
+// account, a workstation's leaf link among them (nats-server applies an
+// account's max_subscriptions per connection): a workstation's link holds
+// 8 (TestHubSubscriptionsBounded), and a node that made 400,000 on its own
+// inbox subjects grew a hub by 285 MB, which every team shares.
+const maxSubsPerConn = 1024
+
 // routeUser is the user name routes authenticate with; the password is
 // the cluster's route secret.
 const routeUser = "pisyncd-route"
@@ -194,6 +201,7 @@ func RenderHubConfig(cfg HubConfig, nodes []Node, admins map[string]string) (str
 		store, mem, streams, consumers := cfg.teamLimits(len(names), len(teams[t]))
 		w("  %s {\n", q(t))
 		w("    jetstream: { max_file: %d, max_mem: %d, max_streams: %d, max_consumers: %d }\n", store, mem, streams, consumers)
+		w("    limits: { max_subscriptions: %d }\n", maxSubsPerConn)
 		w("    users: [\n")
 		if pub := admins[t]; pub != "" {
 			w("      # pisyncd's own in-process connection (creates PI_HUB)\n")

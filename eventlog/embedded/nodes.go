@@ -259,10 +259,10 @@ type Permissions struct {
 // NodePermissions are what node name may do on the hub: publish only its
 // own events and key messages (pi.key.<name>.>, end-to-end encryption; a
 // tombstone there replaces only its own), read a key message by sequence
-// (the direct get on PI_KEYS) and list key subjects (stream info on
-// PI_KEYS: subject names, which PI_HUB's subjects show anyway), and the
-// JetStream API calls of its forwarder (stream info,
-// the last message of a subject) and of its downloader, which may create,
+// (JetStream's message API on PI_KEYS, not a direct get: hubNoDirect in
+// eventlog) and list key subjects (stream info on PI_KEYS: subject names,
+// which PI_HUB's subjects show anyway), and the JetStream API calls of
+// its forwarder (stream info, a message of PI_HUB) and of its downloader, which may create,
 // read from, look up and delete one consumer on PI_HUB, the one named
 // after it (eventlog.HubConsumerName): no other name, so no durable of its
 // choosing, and no other node's consumer; receive only replies on its own
@@ -274,11 +274,10 @@ func NodePermissions(name string) Permissions {
 		Publish: []string{
 			"pi.up." + name + ".>",
 			"pi.key." + name + ".>",
-			api + "DIRECT.GET.PI_KEYS",
+			api + "STREAM.MSG.GET.PI_KEYS",
 			api + "STREAM.INFO.PI_KEYS",
 			api + "STREAM.INFO.PI_HUB",
-			api + "DIRECT.GET.PI_HUB",
-			api + "DIRECT.GET.PI_HUB.>",
+			api + "STREAM.MSG.GET.PI_HUB",
 			api + "CONSUMER.CREATE.PI_HUB." + cons,
 			api + "CONSUMER.CREATE.PI_HUB." + cons + ".>",
 			api + "CONSUMER.MSG.NEXT.PI_HUB." + cons,

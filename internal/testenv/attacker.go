@@ -155,3 +155,16 @@ func (a *Attacker) Flush(tb testing.TB) {
 		tb.Fatalf("attacker %s: flush: %v", a.Node, err)
 	}
 }
+
+// Raw stores a message of the attacker's own making on its subject of
+// sidToken, headers and all, and waits for the hub's acknowledgement.
+func (a *Attacker) Raw(tb testing.TB, sidToken string, hdr nats.Header, data []byte) {
+	tb.Helper()
+	m := nats.NewMsg(a.Subject(sidToken))
+	m.Header, m.Data = hdr, data
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := a.js.PublishMsg(ctx, m); err != nil {
+		tb.Fatalf("attacker %s: publish on %s: %v", a.Node, m.Subject, err)
+	}
+}
