@@ -28,6 +28,7 @@ type Event struct {
 	SrcSeq   uint64 // Pi-Src-Seq, on PI_HUB and PI_ALL
 	Sha      [32]byte
 	Raw      []byte    // nil when read headers-only
+	Size     int       // the line's length in bytes, also when read headers-only
 	Time     time.Time // when the server stored it; set by Local.Last only
 }
 
@@ -44,6 +45,10 @@ type Assembler struct {
 	// the event its copy besides.
 	raw []byte
 }
+
+// msgSizeHeader is the header in which a headers-only consumer gives the
+// size of the payload it left out.
+const msgSizeHeader = "Nats-Msg-Size"
 
 // NewAssembler returns an assembler; headersOnly skips payloads and the
 // hash check.
@@ -81,7 +86,12 @@ func (a *Assembler) Add(stream, subj string, seq uint64, h nats.Header, data []b
 	if a.cur == nil {
 		return nil, fmt.Errorf("eventlog: %s seq %d: chunk %d/%d without its start", subj, seq, i, n)
 	}
-	if !a.headersOnly {
+	if a.headersOnly {
+		// A headers-only delivery says how long the payload it left out
+		// was.
+		size, _ := strconv.Atoi(h.Get(msgSizeHeader))
+		a.cur.Size += size
+	} else {
 		if a.raw == nil && n > 1 {
 			// Room for a few chunks at once; append grows it by a
 			// quarter after that. The count announced is not believed
@@ -99,6 +109,7 @@ func (a *Assembler) Add(stream, subj string, seq uint64, h nats.Header, data []b
 	ev.Seq = seq
 	if !a.headersOnly {
 		ev.Raw, a.raw = a.raw, nil // a copy: data is the consumer's message
+		ev.Size = len(ev.Raw)
 		if ev.Op == "" && sha256.Sum256(ev.Raw) != ev.Sha {
 			return nil, fmt.Errorf("eventlog: %s seq %d: line does not match its %s", subj, seq, HdrSha)
 		}

@@ -176,7 +176,8 @@ func (d *Daemon) controlHandler() http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		enc := json.NewEncoder(w)
-		err := d.scanEvents(r.Context(), sid, func(ev *eventlog.Event) error {
+		withData := r.URL.Query().Get("entries") != "no"
+		err := d.scanEvents(r.Context(), sid, withData, func(ev *eventlog.Event) error {
 			return enc.Encode(newEventJSON(ev))
 		})
 		if err != nil {

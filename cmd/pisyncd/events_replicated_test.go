@@ -30,31 +30,52 @@ func TestEventsOfASessionBegunElsewhere(t *testing.T) {
 		return n == 3, fmt.Sprintf("B has %d lines", n)
 	})
 	appendLine(t, filepath.Join(b.cfg.SessionsDir, rel), msgLine("b1", "a00001", "from B"))
+	// A line of three chunks: without --json only the headers are read,
+	// and its size is their sum.
+	appendLine(t, filepath.Join(b.cfg.SessionsDir, rel), msgLine("b2", "b1", strings.Repeat("x", 2*eventlog.MaxChunk)))
 
 	t.Setenv("PISYNC_SESSIONS_DIR", b.cfg.SessionsDir)
 	t.Setenv("PISYNC_STATE_DIR", b.cfg.StateDir)
 	t.Setenv("PISYNC_NODE_ID", "ws-b")
 	check := func(how string) {
 		t.Helper()
-		var got []string
+		var got, text []string
 		waitUntil(t, 30*time.Second, func() (bool, string) {
 			var out bytes.Buffer
 			if err := eventsCommand([]string{sid, "--json"}, &out); err != nil {
 				return false, err.Error()
 			}
-			got = nil
+			got, text = nil, nil
 			for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 				var e eventJSON
 				if err := json.Unmarshal([]byte(l), &e); err != nil {
 					return false, err.Error()
 				}
 				got = append(got, e.Stream+" "+e.Node+" "+e.Type+" "+e.EntryID)
+				if len(e.Entry) != e.Bytes {
+					t.Errorf("%s: event %d: bytes %d, entry of %d", how, e.Seq, e.Bytes, len(e.Entry))
+				}
+				parent, from := e.ParentID, ""
+				if parent == "" {
+					parent = "-"
+				}
+				if e.Stream == eventlog.AllStream {
+					from = "\tfrom " + e.Node
+				}
+				text = append(text, fmt.Sprintf("%d\t%s\t%s\t%s\t%d bytes%s", e.Seq, e.Type, e.EntryID, parent, e.Bytes, from))
 			}
-			return len(got) == 4, fmt.Sprintf("%s: %q", how, got)
+			return len(got) == 5, fmt.Sprintf("%s: %q", how, got)
 		})
-		want := []string{"PI_LOCAL ws-b message b1", "PI_ALL ws-a session " + sid, "PI_ALL ws-a message a00000", "PI_ALL ws-a message a00001"}
+		want := []string{"PI_LOCAL ws-b message b1", "PI_LOCAL ws-b message b2", "PI_ALL ws-a session " + sid, "PI_ALL ws-a message a00000", "PI_ALL ws-a message a00001"}
 		if strings.Join(got, "|") != strings.Join(want, "|") {
 			t.Errorf("%s: events %q, want %q", how, got, want)
+		}
+		var out bytes.Buffer
+		if err := eventsCommand([]string{sid}, &out); err != nil {
+			t.Fatalf("%s: events: %v", how, err)
+		}
+		if got := strings.TrimSpace(out.String()); got != strings.Join(text, "\n") {
+			t.Errorf("%s: events:\n%s\nwant (as --json shows them):\n%s", how, got, strings.Join(text, "\n"))
 		}
 	}
 	check("from the daemon")
