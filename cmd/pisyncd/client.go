@@ -93,15 +93,43 @@ func noAnswer(cfg *config.Config, err error) error {
 				errStarting, inUse.PIDText(), stateDir)
 		}
 		if pid, ok := watch.RootHolder(cfg.SessionsDir); ok {
+			if other := holderStateDir(pid); other != "" && other != stateDir {
+				// The usual case: a service whose env file sets
+				// PISYNC_STATE_DIR, asked from a shell that does not.
+				return fmt.Errorf("pisyncd (pid %d) follows the sessions dir %s with the state dir %s, not %s: run this command with PISYNC_STATE_DIR=%s, as the daemon has it",
+					pid, cfg.SessionsDir, other, stateDir, other)
+			}
 			// Earlier still: a first start that cannot write its node
 			// id (the disk under the state dir full) holds the
-			// sessions dir alone while it waits.
-			return fmt.Errorf("%w: pid %d holds the sessions dir %s and its control socket is not open yet: it waits to start (a first start waits while the disk under the state dir %s is full); its log says what it waits for",
+			// sessions dir alone while it waits. Or a daemon with
+			// another state dir, where it cannot be told.
+			return fmt.Errorf("%w: pid %d holds the sessions dir %s and has no control socket in the state dir %s: either it runs with another state dir (run this command with the PISYNC_STATE_DIR it has), or it waits to start (a first start waits while the disk under the state dir is full; its log says what it waits for)",
 				errStarting, pid, cfg.SessionsDir, stateDir)
 		}
 		return fmt.Errorf("%w (no answer on %s): start it (pisyncd run, or its service)", errNotRunning, sock)
 	}
 	return fmt.Errorf("pisyncd did not answer on %s: %w; it may be stuck: its log says why, and restarting it (its service, or pisyncd run) mends it", sock, err)
+}
+
+// holderStateDir is the state dir of pisyncd process pid, found among its
+// open files (its state dir's lock, held), where the system lists them
+// (/proc); "" when it cannot be told.
+func holderStateDir(pid int) string {
+	fds := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(fds)
+	if err != nil {
+		return ""
+	}
+	for _, e := range ents {
+		target, err := os.Readlink(filepath.Join(fds, e.Name()))
+		if err != nil || filepath.Base(target) != "lock" {
+			continue
+		}
+		if dir := filepath.Dir(target); embedded.StateDirInUse(dir) != nil {
+			return dir
+		}
+	}
+	return ""
 }
 
 // answerTimeout is how long a read waits for the daemon's first byte.

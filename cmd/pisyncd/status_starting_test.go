@@ -92,3 +92,25 @@ func TestFirstStartOnFullDisk(t *testing.T) {
 	})
 	p.kill(t, syscall.SIGTERM)
 }
+
+// TestStatusOfADaemonWithAnotherStateDir: a daemon runs with a state dir
+// the command is not given (a service whose env file sets
+// PISYNC_STATE_DIR, asked from a shell that does not). The command names
+// the daemon's state dir and the setting to use; it said the daemon was
+// starting and waited for a full disk.
+func TestStatusOfADaemonWithAnotherStateDir(t *testing.T) {
+	home := t.TempDir()
+	sessions := filepath.Join(home, "sessions")
+	daemonState, shellState := filepath.Join(home, "service-state"), filepath.Join(home, "state")
+	p := startDaemonProc(t, []string{"PISYNC_SESSIONS_DIR=" + sessions, "PISYNC_STATE_DIR=" + daemonState, "PISYNC_LOG_LEVEL=info"})
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		text := stderrText(p)
+		return strings.Contains(text, "pisyncd running"), text
+	})
+	var out bytes.Buffer
+	code := runCmd(t, []string{"PISYNC_SESSIONS_DIR=" + sessions, "PISYNC_STATE_DIR=" + shellState}, &out, "status")
+	if got := out.String(); code != 1 || !strings.Contains(got, "with the state dir "+daemonState+", not "+shellState) || !strings.Contains(got, "PISYNC_STATE_DIR="+daemonState) || strings.Contains(got, "full") {
+		t.Errorf("status with another state dir: exit %d: %s", code, got)
+	}
+	p.kill(t, syscall.SIGTERM)
+}
