@@ -123,12 +123,25 @@ func Load() (*Config, error) {
 	return &c, c.Validate()
 }
 
+// minIdleAfter is the least PISYNC_IDLE_AFTER: the replicator ends a
+// local partial line left unchanged for 60 times it (replicate's
+// crashAfter), which at 1 ms cut into lines pi was still writing.
+const minIdleAfter = 100 * time.Millisecond
+
 func (c *Config) fillDefaults(getenv func(string) string, home func() (string, error)) error {
 	if err := expandHome(Prefix, home, map[string]*string{
 		"SESSIONS_DIR": &c.SessionsDir, "STATE_DIR": &c.StateDir, "HUB_NKEY": &c.HubNkey, "HUB_CA": &c.HubCA,
 		"HUB_CREDS": &c.HubCreds, "KEY_FILE": &c.KeyFile, "STORE_KEY_FILE": &c.StoreKeyFile,
 	}); err != nil {
 		return err
+	}
+	// A relative folder would be found from wherever each command runs:
+	// a service runs in /, a shell elsewhere, and they then look in two
+	// places (a command finds no daemon, or makes a second store).
+	for _, d := range []struct{ name, path string }{{"SESSIONS_DIR", c.SessionsDir}, {"STATE_DIR", c.StateDir}} {
+		if d.path != "" && !filepath.IsAbs(d.path) {
+			return fmt.Errorf("%s_%s %q is a relative path, which each command would find from the folder it runs in (/ for a service): give an absolute path (~/ is expanded)", Prefix, d.name, d.path)
+		}
 	}
 	needHome := func() (string, error) {
 		h, err := home()
@@ -227,8 +240,8 @@ func (c *Config) Validate() error {
 	if c.RemoteSessionsPerHour < 0 || c.RemoteBytesPerHour < 0 {
 		errs = append(errs, fmt.Errorf("%s_REMOTE_SESSIONS_PER_HOUR and %s_REMOTE_BYTES_PER_HOUR: want 0 (no limit) or more", Prefix, Prefix))
 	}
-	if c.IdleAfter < 0 {
-		errs = append(errs, fmt.Errorf("%s_IDLE_AFTER %v: want a positive duration", Prefix, c.IdleAfter))
+	if c.IdleAfter < minIdleAfter && c.IdleAfter != 0 { // 0: unset (Load refuses it, naming the default)
+		errs = append(errs, fmt.Errorf("%s_IDLE_AFTER %v: want at least %v: a line pi leaves without its newline for 60 times this long is taken for a crash's and ended, and a slow writer's line would be cut", Prefix, c.IdleAfter, minIdleAfter))
 	}
 	if (c.HubCreds != "" || c.HubNkey != "" || c.HubCA != "") && len(c.HubURLs) == 0 {
 		errs = append(errs, fmt.Errorf("hub credentials are set but %s_HUB_URLS is not", Prefix))

@@ -384,6 +384,11 @@ func TestSettingMistakes(t *testing.T) {
 		{"PISYNC_MAX_STORE", "99999999999999999999", `PISYNC_MAX_STORE "99999999999999999999": too large: at most 4194304TiB`},
 		{"PISYNC_HUB_INSECURE", "maybe", `PISYNC_HUB_INSECURE "maybe": want true or false`},
 		{"PISYNC_WORKERS", "8x", `PISYNC_WORKERS "8x": want a whole number`},
+		// Relative folders: a service and a shell found them in two places.
+		{"PISYNC_STATE_DIR", "st", `PISYNC_STATE_DIR "st" is a relative path, which each command would find from the folder it runs in (/ for a service): give an absolute path (~/ is expanded)`},
+		{"PISYNC_SESSIONS_DIR", "./s", `PISYNC_SESSIONS_DIR "./s" is a relative path, which each command would find from the folder it runs in (/ for a service): give an absolute path (~/ is expanded)`},
+		// Short enough to cut into a line pi is still writing.
+		{"PISYNC_IDLE_AFTER", "1ms", `PISYNC_IDLE_AFTER 1ms: want at least 100ms: a line pi leaves without its newline for 60 times this long is taken for a crash's and ended, and a slow writer's line would be cut`},
 	} {
 		t.Run(c.key, func(t *testing.T) {
 			t.Setenv(c.key, c.val)
