@@ -22,6 +22,11 @@ var serviceTemplates = map[string]string{
 	"systemd": `[Unit]
 Description=pisyncd: pi coding-agent sessions as events, synced across machines
 Documentation=https://github.com/pisyncd/pisyncd
+# Five failed starts within a minute and systemd stops trying (its
+# default window, 10 s, is shorter than five starts 2 s apart, so a
+# setting the daemon refuses was retried for ever).
+StartLimitIntervalSec=60
+StartLimitBurst=5
 
 [Service]
 Type=simple
@@ -33,7 +38,7 @@ RestartSec=2
 # the settings file below gets the daemon killed mid-stop.
 TimeoutStopSec=20
 # A setting it refuses exits 1 too: systemd stops trying after five starts
-# in 10 s (StartLimitBurst), and journalctl --user -u pisyncd says why.
+# (StartLimitBurst above), and journalctl --user -u pisyncd says why.
 # Settings: PISYNC_* variables, e.g. PISYNC_HUB_URLS, in this file.
 EnvironmentFile=-%h/.config/pisyncd/env
 # No PrivateTmp: in a user unit it needs user namespaces, which many
