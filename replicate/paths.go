@@ -55,11 +55,18 @@ func target(root, cwd, originFile, sid, timestamp string) (string, error) {
 		return "", fmt.Errorf("%w: cwd %q makes folder %q", ErrUnsafe, cwd, folder)
 	}
 	name := filepath.Base(filepath.FromSlash(originFile))
-	if originFile == "" || !fileNamePattern().MatchString(name) {
-		if !sessionIDPattern().MatchString(sid) || !isoPattern().MatchString(timestamp) {
-			return "", fmt.Errorf("%w: session id %q / timestamp %q make no file name", ErrUnsafe, sid, timestamp)
+	// A name without the session's id is not taken: pi names every file
+	// after its session, and a node that named its session after another
+	// one's file (in that one's folder) had it show here as its fork,
+	// "<name>-1.jsonl", beside it.
+	if originFile == "" || !fileNamePattern().MatchString(name) || !strings.Contains(name, sid) {
+		if !sessionIDPattern().MatchString(sid) {
+			return "", fmt.Errorf("%w: session id %q makes no file name", ErrUnsafe, sid)
 		}
-		name = timestampName(timestamp) + "_" + sid + ".jsonl"
+		name = sid + ".jsonl"
+		if isoPattern().MatchString(timestamp) {
+			name = timestampName(timestamp) + "_" + name
+		}
 		if !fileNamePattern().MatchString(name) {
 			return "", fmt.Errorf("%w: file name %q", ErrUnsafe, name)
 		}

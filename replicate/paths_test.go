@@ -53,8 +53,12 @@ func TestTargetStaysInsideRoot(t *testing.T) {
 	ok := []struct{ cwd, file, sid, ts, want string }{
 		{"/home/u/p", "--Users-u-p--/2026-01-01T00-00-00-000Z_abc.jsonl", "abc", "2026-01-01T00:00:00.000Z", "/r/sessions/--home-u-p--/2026-01-01T00-00-00-000Z_abc.jsonl"},
 		{"/home/u/p", "", "abc", "2026-01-01T00:00:00.000Z", "/r/sessions/--home-u-p--/2026-01-01T00-00-00-000Z_abc.jsonl"},
-		{"/../../etc", "x.jsonl", "abc", "", "/r/sessions/--..-..-etc--/x.jsonl"},
-		{"/p", "../../../etc/passwd.jsonl", "abc", "2026-01-01T00:00:00.000Z", "/r/sessions/--p--/passwd.jsonl"},
+		{"/../../etc", "x_abc.jsonl", "abc", "", "/r/sessions/--..-..-etc--/x_abc.jsonl"},
+		{"/p", "../../../etc/passwd_abc.jsonl", "abc", "2026-01-01T00:00:00.000Z", "/r/sessions/--p--/passwd_abc.jsonl"},
+		// A name without the session's id (another session's) is not
+		// taken: the session gets pi's name for it.
+		{"/home/ann/proj", "--home-ann-proj--/2026-12-06T10-00-00-000Z_victim.jsonl", "mallory", "2026-12-06T11:00:00.000Z", "/r/sessions/--home-ann-proj--/2026-12-06T11-00-00-000Z_mallory.jsonl"},
+		{"/p", "x.jsonl", "abc", "", "/r/sessions/--p--/abc.jsonl"},
 	}
 	for _, c := range ok {
 		got, err := target(root, c.cwd, c.file, c.sid, c.ts)
@@ -67,7 +71,7 @@ func TestTargetStaysInsideRoot(t *testing.T) {
 		{"/p\x00q", "x.jsonl", "abc", ""},
 		{"/p", "", "../../etc/x", "2026-01-01T00:00:00.000Z"},
 		{"/p", ".hidden.jsonl", "a/b", "2026-01-01T00:00:00.000Z"},
-		{"/p", "", "abc", "../../x"},
+		{"/p", "x.jsonl", "../../x", ""},
 		{"/" + strings.Repeat("d", 300), "x.jsonl", "abc", ""},
 	}
 	for _, c := range bad {

@@ -220,9 +220,16 @@ func TestHostileRemoteHeader(t *testing.T) {
 		appendLine(t, p, hdrLine(c.sid, c.cwd))
 		appendLine(t, p, msgLine("e1", "", "x"))
 	}
+	// The id pi would not take as a session's (spec §1) in a file named
+	// without it makes no file name: refused. The other lands under its
+	// id, in its folder, not under A's file name.
+	// (Quarantined: the session's lines are counted and passed over.)
 	waitUntil(t, 30*time.Second, func() (bool, string) {
 		files := b.sessionFiles()
-		return len(files) == 2, fmt.Sprintf("B files %v", files)
+		st := b.d.repl.Stats()
+		_, good := files["--..-..-etc-cron.d--/2026-11-30T00-00-00-000Z_good-id.jsonl"]
+		_, refused := st.Quarantined["../../../../tmp/evil"]
+		return len(files) == 1 && good && refused, fmt.Sprintf("B files %v, quarantined %v", files, st.Quarantined)
 	})
 	for rel := range b.sessionFiles() {
 		if strings.HasPrefix(rel, "..") || !strings.HasPrefix(rel, "--") {
