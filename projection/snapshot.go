@@ -20,7 +20,7 @@ type Snapshot struct {
 	// Src is, per stream, the sequence the snapshot was read up to.
 	Src Src
 	// Truncated is set when the lines' bytes passed the bound given to
-	// Snapshot: the later lines are in the tree but have no bytes.
+	// Snapshot: the earlier lines are in the tree but have no bytes.
 	Truncated bool
 	lines     map[session.Ref][]byte
 	nodes     map[session.Ref]string
@@ -41,7 +41,10 @@ func Position(ref session.Ref) (stream string, seq uint64) {
 }
 
 // Snapshot reads the session's lines from the streams as they are now,
-// keeping at most maxBytes of line bytes (0: no bound). It does not touch
+// keeping at most maxBytes of line bytes (0: no bound), those of the last
+// lines read: a reader shows the leaf first, and the newest lines are
+// nearest it (the first ones kept, the page of a session past the bound
+// opened on 200 entries "not loaded"). It does not touch
 // the worker's state: the tree is built anew, as a context query on a
 // session out of memory builds it.
 func (w *Worker) Snapshot(ctx context.Context, sid string, maxBytes int64) (*Snapshot, error) {
@@ -56,15 +59,21 @@ func (w *Worker) Snapshot(ctx context.Context, sid string, maxBytes int64) (*Sna
 	}
 	snap := &Snapshot{Src: upTo, lines: map[session.Ref][]byte{}, nodes: map[session.Ref]string{}}
 	var held int64
+	var kept []session.Ref // oldest first
 	r, err := w.rebuildKeep(ctx, sid, upTo, func(ev *eventlog.Event) {
 		ref := makeRef(ev.Stream, ev.Seq)
 		snap.nodes[ref] = ev.Node
-		if maxBytes > 0 && held+int64(len(ev.Raw)) > maxBytes {
+		if maxBytes > 0 && int64(len(ev.Raw)) > maxBytes {
 			snap.Truncated = true
 			return
 		}
-		held += int64(len(ev.Raw))
-		snap.lines[ref] = session.ToValidUTF8(ev.Raw)
+		line := session.ToValidUTF8(ev.Raw)
+		snap.lines[ref], kept, held = line, append(kept, ref), held+int64(len(line))
+		for maxBytes > 0 && held > maxBytes {
+			held -= int64(len(snap.lines[kept[0]]))
+			delete(snap.lines, kept[0])
+			kept, snap.Truncated = kept[1:], true
+		}
 	})
 	if err != nil {
 		return nil, err
