@@ -1,6 +1,10 @@
 package web
 
-import "github.com/pisyncd/pisyncd/projection"
+import (
+	"time"
+
+	"github.com/pisyncd/pisyncd/projection"
+)
 
 // Snapshots are kept for the pages that follow the one they were read for.
 // Image requests come in bursts right after a page is rendered, and a
@@ -34,7 +38,17 @@ type flight struct {
 }
 
 // keep puts c first (replacing the session's older entry); s.mu is held.
+// The kept snapshots go once none was used for KeepFor: each may hold
+// 64 MiB of lines and a tree of its entries, and kept for the daemon's
+// life they set the collector to work without rest on an idle daemon
+// (two big sessions viewed once: 95 MB of a 484 MB live heap, above the
+// memory limit, and a third of a core in collections).
 func (s *Server) keep(c cachedSnap) {
+	if s.forget == nil {
+		s.forget = time.AfterFunc(s.opts.KeepFor, s.forgetSnaps)
+	} else {
+		s.forget.Reset(s.opts.KeepFor)
+	}
 	s.snaps = append([]cachedSnap{c}, s.snaps...)
 	for i := 1; i < len(s.snaps); i++ {
 		if s.snaps[i].sid == c.sid {
@@ -45,6 +59,13 @@ func (s *Server) keep(c cachedSnap) {
 	if len(s.snaps) > snapCache {
 		s.snaps = s.snaps[:snapCache]
 	}
+}
+
+// forgetSnaps drops the kept snapshots (keep's timer).
+func (s *Server) forgetSnaps() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.snaps = nil
 }
 
 // current returns the kept snapshot of sid when the catalog entry c shows

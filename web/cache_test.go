@@ -286,3 +286,38 @@ func TestWholeSessionReadsAreBounded(t *testing.T) {
 		resp.Body.Close()
 	}
 }
+
+// TestKeptSnapshotsForgotten: a kept snapshot goes once unused for
+// KeepFor, and the next page reads the session again; kept for the
+// daemon's life, big ones kept the collector busy on an idle daemon.
+func TestKeptSnapshotsForgotten(t *testing.T) {
+	d := startDaemon(t)
+	d.write(sid1, testenv.Header(sid1), testenv.Entry("u1", "", "hello"))
+	d.waitEntries(sid1, 1)
+	src := &countingSource{Source: d.worker}
+	view, err := New(Options{Token: testToken, Source: src, Node: testNode, KeepFor: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(view)
+	t.Cleanup(srv.Close)
+	get := func() {
+		t.Helper()
+		resp, err := viewClient.Get(srv.URL + "/api/s/" + sid1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	get()
+	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
+		view.mu.Lock()
+		defer view.mu.Unlock()
+		return len(view.snaps) == 0, fmt.Sprintf("%d snapshots kept", len(view.snaps))
+	})
+	get()
+	if n := src.reads.Load(); n != 2 {
+		t.Errorf("%d reads, want 2: the second page after the snapshot was forgotten", n)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/projection"
@@ -63,7 +64,10 @@ type Options struct {
 	// MaxStreams bounds the event streams open at once (default 64): each
 	// holds a buffer of entries; past it a new one is refused (503).
 	MaxStreams int
-	Logger     *slog.Logger
+	// KeepFor is how long the snapshots kept for the pages that follow
+	// one (cache.go) stay after their last use (default 2 minutes).
+	KeepFor time.Duration
+	Logger  *slog.Logger
 }
 
 //go:embed assets
@@ -86,6 +90,7 @@ type Server struct {
 	mu      sync.Mutex
 	snaps   []cachedSnap       // newest first, at most snapCache
 	reading map[string]*flight // reads under way, by session
+	forget  *time.Timer        // drops snaps once unused for KeepFor
 }
 
 // New returns the view over opts.Source.
@@ -101,6 +106,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxStreams <= 0 {
 		opts.MaxStreams = 64
+	}
+	if opts.KeepFor <= 0 {
+		opts.KeepFor = 2 * time.Minute
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
