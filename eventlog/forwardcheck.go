@@ -84,10 +84,10 @@ func (f *Forwarder) notOwn(ctx context.Context, local, tok string, src uint64, m
 	}
 	err = f.crypt.check(tok, src, m.Data, i, n)
 	if h, ok := needKey(err); ok {
-		km, err := hubNext(ctx, f.hub, KeysStream, h, KeySubject(f.local.Node, tok)+".>")
+		km, gerr := hubNext(ctx, f.hub, KeysStream, h, KeySubject(f.local.Node, tok)+".>")
 		switch {
-		case err != nil:
-			return "", fmt.Errorf("forwarder: the hub's position: key message %d: %w", h, err)
+		case gerr != nil:
+			return "", fmt.Errorf("forwarder: the hub's position: key message %d: %w", h, gerr)
 		case km == nil || km.Sequence != h || len(km.Data) == 0:
 			return fmt.Sprintf("it names key message %d, which is not one of this node's for the session on %s", h, KeysStream), nil
 		}

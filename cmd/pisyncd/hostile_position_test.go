@@ -39,6 +39,11 @@ func TestHostileForgedHubPosition(t *testing.T) {
 	sid := "0199d000-0000-7000-8000-000000000001"
 	writeSession(t, ann, sid, 3) // entries 0199-0 … 0199-2
 	waitSecFile(t, bob, sid, 4, 30*time.Second)
+	// Restarted: ann starts with none of her data keys in memory; the
+	// envelope is checked with the key message read from the hub (by her
+	// forwarder, or by her downloader, which meets the forged line too).
+	ann.stop()
+	ann.start()
 
 	// The hub's operator: an admin of the team's account.
 	nc, err := h.srv.ConnectTeam("t1")
