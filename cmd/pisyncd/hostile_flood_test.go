@@ -158,12 +158,7 @@ func TestHostileFillTeamShare(t *testing.T) {
 	took := waitSecFile(t, e.bob, sid, 4, 30*time.Second)
 	t.Logf("ann's session reached bob %v after the erase", took.Round(time.Millisecond))
 
-	nc, err := e.hub.srv.ConnectTeam("t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := e.hub.operator(t, "t1")
 	s, err := js.Stream(t.Context(), eventlog.HubStream)
 	if err != nil {
 		t.Fatal(err)

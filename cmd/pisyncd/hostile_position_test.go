@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/keyring"
@@ -46,15 +45,7 @@ func TestHostileForgedHubPosition(t *testing.T) {
 	ann.start()
 
 	// The hub's operator: an admin of the team's account.
-	nc, err := h.srv.ConnectTeam("t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := h.operator(t, "t1")
 	hub, err := js.Stream(ctx, eventlog.HubStream)
 	if err != nil {
 		t.Fatal(err)

@@ -48,12 +48,7 @@ func TestRemovedWorkstationUnlinked(t *testing.T) {
 
 	sid := "0199a000-0006-7000-8000-ann000000000"
 	writeSession(t, e.ann, sid, 2)
-	nc, err := e.hub.srv.ConnectTeam("t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := e.hub.operator(t, "t1")
 	waitUntil(t, 30*time.Second, func() (bool, string) {
 		var n uint64
 		if s, err := js.Stream(t.Context(), eventlog.HubStream); err == nil {

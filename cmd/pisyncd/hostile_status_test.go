@@ -53,15 +53,7 @@ func TestHostileStatusLikeMessage(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nc, err := e.hub.srv.ConnectTeam("t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := e.hub.operator(t, "t1")
 	if _, err := eventlog.EraseHub(ctx, js, sid, true); err != nil {
 		t.Fatalf("hub erase of ann's session: %v", err)
 	}

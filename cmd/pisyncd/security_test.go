@@ -51,6 +51,22 @@ func (h *secureHub) run() {
 	h.t.Cleanup(h.stop)
 }
 
+// operator is the hub's operator: JetStream over an admin connection to
+// team's account, closed with the test.
+func (h *secureHub) operator(t *testing.T, team string) jetstream.JetStream {
+	t.Helper()
+	nc, err := h.srv.ConnectTeam(team)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
 // addNode registers a node and returns the path of its seed file.
 func (h *secureHub) addNode(name, team string) string {
 	h.t.Helper()
