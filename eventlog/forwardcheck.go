@@ -41,8 +41,14 @@ func (f *Forwarder) hubPosition(ctx context.Context, up, local, tok string) (upP
 		f.hubStream = s
 	}
 	seq, m, err := LastSeq(ctx, f.hubStream, up)
-	if err != nil || m == nil {
-		return upPos{hubSeq: seq}, err
+	if err != nil {
+		// Looked up again next time: the stream's info says how to read
+		// it (a hub upgraded meanwhile answers no direct get).
+		f.hubStream = nil
+		return upPos{}, err
+	}
+	if m == nil {
+		return upPos{hubSeq: seq}, nil
 	}
 	src, _ := strconv.ParseUint(m.Header.Get(HdrSrcSeq), 10, 64)
 	why, err := f.notOwn(ctx, local, tok, src, m)
