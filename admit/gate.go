@@ -68,6 +68,7 @@ type pairState struct {
 	started     bool // its header was admitted (counted against the quota)
 	rejected    int
 	quarantined Reason
+	logged      []Reason // reasons said in the log once each: a handful
 }
 
 type origin struct {
@@ -225,7 +226,11 @@ func (g *Gate) rejectLocked(r *Rejection, quarantine bool) error {
 		first = o.byReason[r.Reason] == 1
 	} else if p != nil {
 		p.rejected++
-		first = p.rejected == 1
+		// The first of each reason: a session's first rejection alone
+		// left a tampered line's later moves and replays unsaid.
+		if first = !slices.Contains(p.logged, r.Reason); first {
+			p.logged = append(p.logged, r.Reason)
+		}
 		if p.quarantined == "" && (quarantine || p.rejected >= quarantineAfter) {
 			p.quarantined = r.Reason
 			g.logger.Warn("quarantined a session from another node: its further events are passed over",

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,6 +227,23 @@ func TestHubCausedRejectionsQuarantineNothing(t *testing.T) {
 		}
 		if err := g.Admit(ctx, from("n2", "s1", hdrOf("s1")), time.Now()); err != nil {
 			t.Errorf("%s: n2's next line of s1: %v", reason, err)
+		}
+	}
+}
+
+// TestRejectionsLoggedOncePerReason: each reason a session of an origin is
+// rejected for is said in the log once (the first rejection of the session
+// alone was: a moved line after a tampered one went unsaid), and a reason
+// said before is not said again.
+func TestRejectionsLoggedOncePerReason(t *testing.T) {
+	var log strings.Builder
+	g := New("me", Limits{}, history{}, slog.New(slog.NewTextHandler(&log, nil)))
+	for _, reason := range []string{eventlog.RejectUndecryptable, eventlog.RejectUndecryptable, eventlog.RejectMoved, eventlog.RejectMoved} {
+		g.Reject("eve", "htoken", reason, "detail")
+	}
+	for reason, want := range map[string]int{eventlog.RejectUndecryptable: 1, eventlog.RejectMoved: 1} {
+		if n := strings.Count(log.String(), "reason="+reason); n != want {
+			t.Errorf("%s said %d times, want %d:\n%s", reason, n, want, log.String())
 		}
 	}
 }
