@@ -59,7 +59,7 @@ func target(root, cwd, originFile, sid, timestamp string) (string, error) {
 	// after its session, and a node that named its session after another
 	// one's file (in that one's folder) had it show here as its fork,
 	// "<name>-1.jsonl", beside it.
-	if originFile == "" || !fileNamePattern().MatchString(name) || !strings.Contains(name, sid) {
+	if originFile == "" || !fileNamePattern().MatchString(name) || !namedFor(name, sid) {
 		if !sessionIDPattern().MatchString(sid) {
 			return "", fmt.Errorf("%w: session id %q makes no file name", ErrUnsafe, sid)
 		}
@@ -76,6 +76,27 @@ func target(root, cwd, originFile, sid, timestamp string) (string, error) {
 		return "", err
 	}
 	return p, nil
+}
+
+// namedFor reports whether file name is one of session sid's: sid, or
+// ending in "_" and sid (pi's "<timestamp>_<id>"), before ".jsonl" and a
+// collision's "-N". The id merely inside the name is not enough: a short
+// id ("2026") is inside every name pi makes.
+func namedFor(name, sid string) bool {
+	base := strings.TrimSuffix(name, ".jsonl")
+	if i := strings.LastIndexByte(base, '-'); i > 0 && isDigits(base[i+1:]) && !strings.HasSuffix(base, sid) {
+		base = base[:i]
+	}
+	return base == sid || strings.HasSuffix(base, "_"+sid)
+}
+
+func isDigits(s string) bool {
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // inside checks, lexically, that p lies strictly below root.

@@ -59,6 +59,11 @@ func TestTargetStaysInsideRoot(t *testing.T) {
 		// taken: the session gets pi's name for it.
 		{"/home/ann/proj", "--home-ann-proj--/2026-12-06T10-00-00-000Z_victim.jsonl", "mallory", "2026-12-06T11:00:00.000Z", "/r/sessions/--home-ann-proj--/2026-12-06T11-00-00-000Z_mallory.jsonl"},
 		{"/p", "x.jsonl", "abc", "", "/r/sessions/--p--/abc.jsonl"},
+		// A short id is inside every name pi makes: not enough.
+		{"/home/ann/proj", "--home-ann-proj--/2026-12-06T10-00-00-000Z_victim.jsonl", "2026", "2026-12-06T11:00:00.000Z", "/r/sessions/--home-ann-proj--/2026-12-06T11-00-00-000Z_2026.jsonl"},
+		// A collision's copy keeps its name.
+		{"/p", "--p--/2026-01-01T00-00-00-000Z_abc-1.jsonl", "abc", "", "/r/sessions/--p--/2026-01-01T00-00-00-000Z_abc-1.jsonl"},
+		{"/p", "--p--/2026-01-01T00-00-00-000Z_abc-7.jsonl", "abc-7", "", "/r/sessions/--p--/2026-01-01T00-00-00-000Z_abc-7.jsonl"},
 	}
 	for _, c := range ok {
 		got, err := target(root, c.cwd, c.file, c.sid, c.ts)
