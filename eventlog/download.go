@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -187,6 +186,18 @@ var errRelinked = errors.New("downloader: the hub link was made again; pulling a
 // was examined, when the last of them were rejected.
 const skipKey = "downloader.skipped"
 
+// saveSkipped records that every hub message up to sequence to was
+// stored, passed over or held (skipKey); without a state bucket, nothing.
+func (d *Downloader) saveSkipped(ctx context.Context, to uint64) error {
+	if d.opts.State == nil {
+		return nil
+	}
+	if _, err := d.opts.State.Put(ctx, skipKey, []byte(strconv.FormatUint(to, 10))); err != nil {
+		return fmt.Errorf("downloader: save position: %w", err)
+	}
+	return nil
+}
+
 // position reads PI_ALL's last sequence and the hub sequence copied (or
 // passed over) last.
 func (d *Downloader) position(ctx context.Context) (allSeq, hubSeq uint64, err error) {
@@ -309,13 +320,13 @@ func (d *Downloader) copyFromHub(ctx context.Context) error {
 	}()
 	saved := uint64(0)
 	save := func(to uint64) error {
-		if to > saved && d.opts.State != nil {
-			// Everything up to to was stored, passed over or held.
-			if _, err := d.opts.State.Put(ctx, skipKey, []byte(strconv.FormatUint(to, 10))); err != nil {
-				return fmt.Errorf("downloader: save position: %w", err)
-			}
-			saved = to
+		if to <= saved {
+			return nil
 		}
+		if err := d.saveSkipped(ctx, to); err != nil {
+			return err
+		}
+		saved = to
 		return nil
 	}
 	for r := range rounds {
@@ -632,31 +643,27 @@ func owedTime(owed uint64) time.Duration {
 // over at the message it finds missing, so here is where it meets one.
 // Each is counted as rejected for its node, and the position kept past it.
 func (d *Downloader) passStatusLike(ctx context.Context, from uint64) (uint64, error) {
+	start := from
 	for range maxStatusLike {
 		m, err := hubNext(ctx, d.hub, HubStream, from+1, UpPrefix+".>")
 		if err != nil {
 			// An older hub answers direct gets only, which cannot tell such
 			// a message from a status: the copy goes on as it did.
 			d.logger.Debug("downloader: could not look at the hub's next message", "err", err)
-			return from, nil
+			break
 		}
 		if m == nil || !statusLike(m.Header, m.Data) {
-			return from, nil
+			break
 		}
-		node, sid := "", ""
-		if parts := strings.SplitN(m.Subject, ".", 4); len(parts) == 4 {
-			node, sid = parts[2], parts[3]
-		}
+		node, sid, _ := ParseSubject(m.Subject)
 		d.rejected.Add(1)
 		d.opts.Admit.Reject(node, sid, RejectStatusLike, fmt.Sprintf("hub sequence %d: no payload and a Status header %.40q, which a reader takes for the server's", m.Sequence, m.Header.Get("Status")))
-		if d.opts.State != nil {
-			if _, err := d.opts.State.Put(ctx, skipKey, []byte(strconv.FormatUint(m.Sequence, 10))); err != nil {
-				return from, fmt.Errorf("downloader: position: %w", err)
-			}
-		}
 		from = m.Sequence
 	}
-	return from, nil
+	if from == start {
+		return from, nil
+	}
+	return from, d.saveSkipped(ctx, from)
 }
 
 // RejectStatusLike is the reason passStatusLike gives.
@@ -677,8 +684,11 @@ func statusLike(h nats.Header, data []byte) bool {
 // sequence 0 when there is none yet.
 func (d *Downloader) keyMessage(ctx context.Context, h uint64, filter string) (string, []byte, uint64, error) {
 	m, err := hubNext(ctx, d.hub, KeysStream, h, filter)
-	if err != nil || m == nil {
-		return "", nil, 0, wrapErr("downloader: key message "+strconv.FormatUint(h, 10), err)
+	if err != nil {
+		return "", nil, 0, fmt.Errorf("downloader: key message %d: %w", h, err)
+	}
+	if m == nil {
+		return "", nil, 0, nil
 	}
 	return m.Subject, m.Data, m.Sequence, nil
 }
@@ -706,14 +716,6 @@ func hubNext(ctx context.Context, hub jetstream.JetStream, stream string, h uint
 		return nil, fmt.Errorf("%s: reply at sequence %d, asked from %d", stream, m.Sequence, h)
 	}
 	return m, nil
-}
-
-// wrapErr is err with prefix op, nil for nil.
-func wrapErr(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("%s: %w", op, err)
 }
 
 // keysLast is the last sequence of the hub's PI_KEYS, as its leader has it
