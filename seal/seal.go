@@ -372,28 +372,38 @@ func (o *Opener) Open(node, tok string, pos uint64, envs [][]byte, maxLen int) (
 
 // open2 opens version 2 envelopes: every chunk names the same handle.
 func (o *Opener) open2(node, tok string, pos uint64, envs [][]byte, maxLen int) ([]byte, error) {
-	h, ok := Handle(envs[0])
-	if !ok || h == 0 {
-		return nil, fmt.Errorf("%w: not a version %d envelope", ErrOpen, Version2)
-	}
-	if o.ring == nil {
-		return nil, &NoKeyError{KeyID: "(key message " + fmt.Sprint(h) + ")"}
-	}
-	a := o.get(handleKey(node, tok, h))
-	if a == nil {
-		return nil, &NeedKeyError{Handle: h}
+	h, a, err := o.key2(node, tok, envs[0])
+	if err != nil {
+		return nil, err
 	}
 	var c []byte
 	for i, env := range envs {
 		if h2, ok := Handle(env); !ok || h2 != h {
 			return nil, fmt.Errorf("%w: chunk %d/%d has another data key", ErrOpen, i+1, len(envs))
 		}
-		var err error
 		if c, err = o.chunk2(c, a, node, tok, h, pos, env, i+1, len(envs)); err != nil {
 			return nil, err
 		}
 	}
 	return decode(c, maxLen)
+}
+
+// key2 is the data key the version 2 envelope env names, with its key
+// message's handle: ErrOpen for another form, NoKeyError without a
+// keyring, NeedKeyError for a key message not given yet (AddKey).
+func (o *Opener) key2(node, tok string, env []byte) (uint64, cipher.AEAD, error) {
+	h, ok := Handle(env)
+	switch {
+	case !ok || h == 0:
+		return 0, nil, fmt.Errorf("%w: not a version %d envelope", ErrOpen, Version2)
+	case o.ring == nil:
+		return 0, nil, &NoKeyError{KeyID: "(key message " + fmt.Sprint(h) + ")"}
+	}
+	a := o.get(handleKey(node, tok, h))
+	if a == nil {
+		return 0, nil, &NeedKeyError{Handle: h}
+	}
+	return h, a, nil
 }
 
 // chunk2 appends to c the opened chunk i of n, env, under data key a of
@@ -414,18 +424,11 @@ func (o *Opener) chunk2(c []byte, a cipher.AEAD, node, tok string, h, pos uint64
 // version 1 form is read, never written, and carries its key); a
 // *NeedKeyError asks for the key message the chunk names (AddKey).
 func (o *Opener) Check(node, tok string, pos uint64, env []byte, i, n int) error {
-	h, ok := Handle(env)
-	switch {
-	case !ok || h == 0:
-		return fmt.Errorf("%w: not a version %d envelope", ErrOpen, Version2)
-	case o.ring == nil:
-		return &NoKeyError{KeyID: "(key message " + fmt.Sprint(h) + ")"}
+	h, a, err := o.key2(node, tok, env)
+	if err != nil {
+		return err
 	}
-	a := o.get(handleKey(node, tok, h))
-	if a == nil {
-		return &NeedKeyError{Handle: h}
-	}
-	_, err := o.chunk2(nil, a, node, tok, h, pos, env, i, n)
+	_, err = o.chunk2(nil, a, node, tok, h, pos, env, i, n)
 	return err
 }
 
