@@ -369,18 +369,19 @@ func (c *Crypt) noKeyLocked() error {
 	return fmt.Errorf("%w: %v", ErrNoTeamKey, c.loadErr)
 }
 
-// subject is the hub subject of this node's session sid, and whether
-// its lines are sealed.
-func (c *Crypt) subject(sid string) (string, bool, error) {
+// subject is the hub subject of this node's session sid and, when its
+// lines are sealed, the session's token ("" when they are not).
+func (c *Crypt) subject(sid string) (up, tok string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.refreshLocked(time.Now())
 	switch {
 	case c.ring != nil:
 		if err := c.recordSealingLocked(); err != nil {
-			return "", false, err
+			return "", "", err
 		}
-		return UpPrefix + "." + c.node + "." + seal.Token(c.ring, sid), true, nil
+		tok = seal.Token(c.ring, sid)
+		return UpPrefix + "." + c.node + "." + tok, tok, nil
 	case c.always, c.brokenKeyringLocked():
 		// Under auto too, a keyring file that is there but cannot be
 		// read (its mode, a damaged file), or that is gone from a
@@ -389,9 +390,9 @@ func (c *Crypt) subject(sid string) (string, bool, error) {
 		// machine's team encrypts, and a line sent in clear meanwhile
 		// would stay on the hub in clear, and be refused by teammates
 		// that require sealing (a hole in their copy for good).
-		return "", false, c.noKeyLocked()
+		return "", "", c.noKeyLocked()
 	}
-	return UpSubject(c.node, sid), false, nil
+	return UpSubject(c.node, sid), "", nil
 }
 
 // seal turns a line of session sid into its sealed form for the hub and

@@ -39,4 +39,7 @@ func SetParkBounds(t interface{ Cleanup(func()) }, perNode int, bytes, nodeBytes
 
 // HubSubject is the hub subject c gives node's session sid, and whether
 // its lines are sealed.
-func HubSubject(c *Crypt, sid string) (string, bool, error) { return c.subject(sid) }
+func HubSubject(c *Crypt, sid string) (string, bool, error) {
+	up, tok, err := c.subject(sid)
+	return up, tok != "", err
+}

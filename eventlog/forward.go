@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -431,9 +430,9 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line, held 
 		if err != nil {
 			continue
 		}
-		up, sealing := UpSubject(f.local.Node, sid), false
+		up, tok := UpSubject(f.local.Node, sid), "" // tok: the sealed session's token
 		if f.crypt != nil {
-			if up, sealing, err = f.crypt.subject(sid); err != nil {
+			if up, tok, err = f.crypt.subject(sid); err != nil {
 				return fmt.Errorf("forwarder: %w", err)
 			}
 		}
@@ -442,10 +441,6 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line, held 
 		}
 		pos, ok := f.up[up]
 		if !ok {
-			tok := ""
-			if sealing {
-				tok = up[strings.LastIndexByte(up, '.')+1:]
-			}
 			if pos, err = f.hubPosition(ctx, up, subj, tok); err != nil {
 				return err
 			}
@@ -459,7 +454,7 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line, held 
 			continue
 		}
 		out := lines[i:]
-		if sealing {
+		if tok != "" {
 			out = make([]Line, len(lines)-i)
 			for j := range out {
 				if _, out[j], err = f.crypt.seal(sid, &lines[i+j], HubKeys(ctx, f.hub)); err != nil {
