@@ -310,9 +310,7 @@ func newEventJSON(ev *eventlog.Event) eventJSON {
 		Stream: ev.Stream, Subject: ev.Subject, Seq: ev.Seq, Node: ev.Node, Session: ev.SID, EntryID: ev.ID,
 		ParentID: ev.ParentID, Type: ev.Type, Op: ev.Op, Sha256: fmt.Sprintf("%x", ev.Sha), File: ev.File, Bytes: ev.Size,
 	}
-	if ev.Raw != nil {
-		e.Bytes = len(ev.Raw)
-	} else {
+	if ev.Raw == nil {
 		return e // read without the lines (events without --json prints none)
 	}
 	// JSON that is not UTF-8 (a byte pi never writes, from a damaged or

@@ -68,8 +68,9 @@ func (cfg HubConfig) teamLimits(teams, nodes int) (store, mem int64, streams, co
 // maxSubsPerConn bounds the subscriptions of each connection to a team's
 // account, a workstation's leaf link among them (nats-server applies an
 // account's max_subscriptions per connection): a workstation's link holds
-// 8 (TestHubSubscriptionsBounded), and a node that made 400,000 on its own
-// inbox subjects grew a hub by 285 MB, which every team shares.
+// 8 (measured), and a node that made 400,000 on its own inbox subjects
+// grew a hub by 285 MB, which every team shares
+// (TestHubNodeConsumersAndQuotas holds the bound).
 const maxSubsPerConn = 1024
 
 // routeUser is the user name routes authenticate with; the password is
