@@ -73,7 +73,14 @@ func (h *testHub) count(filter string) (uint64, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s, err := js.Stream(ctx, eventlog.HubStream)
+	return subjectsCount(ctx, js, eventlog.HubStream, filter)
+}
+
+// subjectsCount counts stream's messages on the subjects matching filter: a
+// stream info's subject filter narrows the subjects it lists, not its
+// count of messages.
+func subjectsCount(ctx context.Context, js jetstream.JetStream, stream, filter string) (uint64, error) {
+	s, err := js.Stream(ctx, stream)
 	if err != nil {
 		return 0, err
 	}
