@@ -33,13 +33,34 @@ func (c *countingSource) Snapshot(ctx context.Context, sid string, maxBytes int6
 func countedView(t *testing.T, d *daemon) (*countingSource, *httptest.Server) {
 	t.Helper()
 	src := &countingSource{Source: d.worker}
-	view, err := New(Options{Token: testToken, Source: src, Node: testNode})
+	_, srv := serveView(t, Options{Source: src})
+	return src, srv
+}
+
+// serveView serves a view of opts, with the tests' token and node, on a
+// server closed with the test.
+func serveView(t *testing.T, opts Options) (*Server, *httptest.Server) {
+	t.Helper()
+	opts.Token, opts.Node = testToken, testNode
+	view, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(view)
 	t.Cleanup(srv.Close)
-	return src, srv
+	return view, srv
+}
+
+// fetch gets url with the tests' client: its status and body.
+func fetch(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := viewClient.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // TestKeptSnapshotWhileCurrent: a reload and a branch switch of a session
@@ -295,28 +316,14 @@ func TestKeptSnapshotsForgotten(t *testing.T) {
 	d.write(sid1, testenv.Header(sid1), testenv.Entry("u1", "", "hello"))
 	d.waitEntries(sid1, 1)
 	src := &countingSource{Source: d.worker}
-	view, err := New(Options{Token: testToken, Source: src, Node: testNode, KeepFor: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(view)
-	t.Cleanup(srv.Close)
-	get := func() {
-		t.Helper()
-		resp, err := viewClient.Get(srv.URL + "/api/s/" + sid1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}
-	get()
+	view, srv := serveView(t, Options{Source: src, KeepFor: 50 * time.Millisecond})
+	fetch(t, srv.URL+"/api/s/"+sid1)
 	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
 		view.mu.Lock()
 		defer view.mu.Unlock()
 		return len(view.snaps) == 0, fmt.Sprintf("%d snapshots kept", len(view.snaps))
 	})
-	get()
+	fetch(t, srv.URL+"/api/s/"+sid1)
 	if n := src.reads.Load(); n != 2 {
 		t.Errorf("%d reads, want 2: the second page after the snapshot was forgotten", n)
 	}

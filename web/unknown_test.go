@@ -2,9 +2,7 @@ package web
 
 import (
 	"context"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -48,22 +46,8 @@ func TestSessionPageStatus(t *testing.T) {
 	d.write(sid1, testenv.Header(sid1), testenv.Entry("u1", "", "hello"))
 	d.waitEntries(sid1, 1)
 	src := &unlistedSource{countingSource{Source: d.worker}}
-	view, err := New(Options{Token: testToken, Source: src, Node: testNode})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(view)
-	t.Cleanup(srv.Close)
-	get := func(path string) (int, string) {
-		t.Helper()
-		resp, err := viewClient.Get(srv.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	_, srv := serveView(t, Options{Source: src})
+	get := func(path string) (int, string) { t.Helper(); return fetch(t, srv.URL+path) }
 	code, shell := get("/s/" + sid1)
 	if code != http.StatusOK || !strings.Contains(shell, "<html") {
 		t.Fatalf("an unlisted held session's page: %d %.200q, want 200 and the shell", code, shell)
