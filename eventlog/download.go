@@ -706,6 +706,13 @@ func hubNext(ctx context.Context, hub jetstream.JetStream, stream string, h uint
 	if err != nil {
 		return nil, err
 	}
+	return streamNext(ctx, s, h, filter)
+}
+
+// streamNext is hubNext on a stream looked up already (its info kept).
+func streamNext(ctx context.Context, s jetstream.Stream, h uint64, filter string) (*jetstream.RawStreamMsg, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	m, err := s.GetMsg(ctx, h, jetstream.WithGetMsgSubject(filter))
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
@@ -713,7 +720,7 @@ func hubNext(ctx context.Context, hub jetstream.JetStream, stream string, h uint
 	case err != nil:
 		return nil, err
 	case m.Sequence < h:
-		return nil, fmt.Errorf("%s: reply at sequence %d, asked from %d", stream, m.Sequence, h)
+		return nil, fmt.Errorf("%s: reply at sequence %d, asked from %d", s.CachedInfo().Config.Name, m.Sequence, h)
 	}
 	return m, nil
 }

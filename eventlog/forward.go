@@ -34,6 +34,7 @@ type Forwarder struct {
 
 	crypt      *Crypt // nil: lines go to the hub as they are
 	hubStream  jetstream.Stream
+	keysStream jetstream.Stream // PI_KEYS, for forwardcheck's key messages
 	up         map[string]upPos // hub subject → position
 	forwarded  atomic.Int64
 	through    atomic.Uint64 // PI_LOCAL's sequence up to which the hub holds everything it should

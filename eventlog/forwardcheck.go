@@ -90,7 +90,7 @@ func (f *Forwarder) notOwn(ctx context.Context, local, tok string, src uint64, m
 	}
 	err = f.crypt.check(tok, src, m.Data, i, n)
 	if h, ok := needKey(err); ok {
-		km, gerr := hubNext(ctx, f.hub, KeysStream, h, KeySubject(f.local.Node, tok)+".>")
+		km, gerr := f.keyMessage(ctx, h, KeySubject(f.local.Node, tok)+".>")
 		switch {
 		case gerr != nil:
 			return "", fmt.Errorf("forwarder: the hub's position: key message %d: %w", h, gerr)
@@ -108,4 +108,23 @@ func (f *Forwarder) notOwn(ctx context.Context, local, tok string, src uint64, m
 		return "", fmt.Errorf("forwarder: the hub's position: %w", err)
 	}
 	return "", nil
+}
+
+// keyMessage reads the first message of the hub's PI_KEYS at or after
+// sequence h on a subject matching filter, looking the stream up once
+// (again after a failure): after a restart every session whose position
+// is checked needs one.
+func (f *Forwarder) keyMessage(ctx context.Context, h uint64, filter string) (*jetstream.RawStreamMsg, error) {
+	if f.keysStream == nil {
+		s, err := f.hub.Stream(ctx, KeysStream)
+		if err != nil {
+			return nil, err
+		}
+		f.keysStream = s
+	}
+	m, err := streamNext(ctx, f.keysStream, h, filter)
+	if err != nil {
+		f.keysStream = nil
+	}
+	return m, err
 }
