@@ -409,6 +409,7 @@ func TestSettingMistakes(t *testing.T) {
 		{"PISYNC_HUB_MAX_MEMORY", "1KiB", "PISYNC_HUB_MAX_MEMORY 1KiB: want at least 16MiB"},
 		{"PISYNC_HUB_TEAM_MAX_STORE", "1KiB", "PISYNC_HUB_TEAM_MAX_STORE 1KiB, _MEMORY 0B: want at least 16MiB and 1MiB a team"},
 		{"PISYNC_HUB_TEAM_MAX_STREAMS", "0", "PISYNC_HUB_TEAM_MAX_STREAMS 0: want at least 2 (a team's PI_HUB and PI_KEYS)"},
+		{"PISYNC_HUB_TEAM_MAX_LINKS", "0", "PISYNC_HUB_TEAM_MAX_LINKS 0: want at least 1 (one a workstation of the team; the default is 256)"},
 	} {
 		t.Setenv(c.key, c.val)
 		if _, err := LoadHub(); err == nil || !strings.Contains(err.Error(), c.want) {

@@ -31,6 +31,7 @@ type Hub struct {
 	TeamMaxMemory    ByteSize `envconfig:"TEAM_MAX_MEMORY" desc:"each team's share of this node's memory store (default: MAX_MEMORY divided by the number of teams)"`
 	TeamMaxStreams   int      `envconfig:"TEAM_MAX_STREAMS" default:"2" desc:"streams a team may have (PI_HUB, PI_KEYS)"`
 	TeamMaxConsumers int      `envconfig:"TEAM_MAX_CONSUMERS" desc:"consumers a team may have (default: its registered nodes + 8)"`
+	TeamMaxLinks     int      `envconfig:"TEAM_MAX_LINKS" default:"256" desc:"leaf links a team may hold on this node (one a workstation), and as many client connections; a change applies to existing teams at the hub's restart"`
 	NodesDir         string   `envconfig:"NODES_DIR" desc:"the registered workstations ('pisyncd hub add-node'); unless OPEN, every connection must authenticate as one of them (default: STATE_DIR/nodes)"`
 	Open             bool     `envconfig:"OPEN" desc:"accept unauthenticated connections (development only; default: false)"`
 	TLSCert          string   `envconfig:"TLS_CERT" desc:"hub certificate (PEM) for the client, leaf and cluster listeners"`
@@ -90,6 +91,9 @@ func LoadHub() (*Hub, error) {
 	}
 	if h.TeamMaxConsumers < 0 {
 		errs = append(errs, fmt.Errorf("%s_TEAM_MAX_CONSUMERS %d: want 0 (no limit, the default) or more", HubPrefix, h.TeamMaxConsumers))
+	}
+	if h.TeamMaxLinks < 1 {
+		errs = append(errs, fmt.Errorf("%s_TEAM_MAX_LINKS %d: want at least 1 (one a workstation of the team; the default is 256)", HubPrefix, h.TeamMaxLinks))
 	}
 	// As on a workstation: a store that can hold nothing refused every
 	// line, and 0 read as nats-server's 10 GiB, not the 64 GiB default.

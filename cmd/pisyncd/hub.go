@@ -316,7 +316,7 @@ func hubConfig(cfg *config.Hub, logger *slog.Logger) (embedded.HubConfig, error)
 		Replicas: cfg.Replicas, MaxStore: int64(cfg.MaxStore), MaxMemory: int64(cfg.MaxMemory),
 		Team: embedded.TeamLimits{
 			MaxStore: int64(cfg.TeamMaxStore), MaxMemory: int64(cfg.TeamMaxMemory),
-			MaxStreams: cfg.TeamMaxStreams, MaxConsumers: cfg.TeamMaxConsumers,
+			MaxStreams: cfg.TeamMaxStreams, MaxConsumers: cfg.TeamMaxConsumers, MaxLinks: cfg.TeamMaxLinks,
 		},
 		Logger: logger, Auth: !cfg.Open, NodesDir: cfg.NodesDir,
 		StoreCipher: cfg.StoreCipher, StoreKeyFile: cfg.StoreKeyFile,

@@ -78,7 +78,7 @@ func (cfg HubConfig) validate() error {
 	if cfg.RouteSecret != "" && !routeSecretPattern().MatchString(cfg.RouteSecret) {
 		bad("route secret (PISYNC_HUB_ROUTE_SECRET): want 32 to 512 characters of [A-Za-z0-9._~+/=-], e.g. `head -c 32 /dev/urandom | base64`")
 	}
-	if cfg.Team.MaxStore < 0 || cfg.Team.MaxMemory < 0 || cfg.Team.MaxStreams < 0 || cfg.Team.MaxConsumers < 0 {
+	if cfg.Team.MaxStore < 0 || cfg.Team.MaxMemory < 0 || cfg.Team.MaxStreams < 0 || cfg.Team.MaxConsumers < 0 || cfg.Team.MaxLinks < 0 {
 		bad("team limits (PISYNC_HUB_TEAM_MAX_*): negative")
 	}
 	if cfg.ClusterListen != "" {

@@ -39,7 +39,21 @@ type TeamLimits struct {
 	// plus 8 (each node may create only its downloader's consumer; the
 	// rest is room for an administrator's tools).
 	MaxConsumers int
+	// MaxLinks caps the leaf links to a team's account, and apart from
+	// them its client connections; zero: DefaultTeamMaxLinks.
+	MaxLinks int
 }
+
+// DefaultTeamMaxLinks is a team's default MaxLinks. A workstation holds
+// one leaf link (the hub closes the older of two with the same server
+// name, which holds the node's key), and a client connection exists only
+// where the hub has a client listener (pisyncd's own in-process ones, an
+// operator's tools): without a bound one node of a team could take the
+// hub's connections, file descriptors and memory from every team by
+// opening links by the thousand. A bound per registered node would be
+// tighter, but nats-server reads an existing account's connection limits
+// only at start, not on the reload that registers a node.
+const DefaultTeamMaxLinks = 256
 
 // teamLimits are the limits rendered for a team with nodes registered
 // nodes, on a hub of teams teams.
@@ -202,7 +216,11 @@ func RenderHubConfig(cfg HubConfig, nodes []Node, admins map[string]string) (str
 		store, mem, streams, consumers := cfg.teamLimits(len(names), len(teams[t]))
 		w("  %s {\n", q(t))
 		w("    jetstream: { max_file: %d, max_mem: %d, max_streams: %d, max_consumers: %d }\n", store, mem, streams, consumers)
-		w("    limits: { max_subscriptions: %d }\n", maxSubsPerConn)
+		links := cfg.Team.MaxLinks
+		if links == 0 {
+			links = DefaultTeamMaxLinks
+		}
+		w("    limits: { max_subscriptions: %d, max_connections: %d, max_leafnodes: %d }\n", maxSubsPerConn, links, links)
 		w("    users: [\n")
 		if pub := admins[t]; pub != "" {
 			w("      # pisyncd's own in-process connection (creates PI_HUB)\n")
