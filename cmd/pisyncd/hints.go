@@ -82,7 +82,7 @@ func (s *hintState) hintFor(msg, err string) (key, text string) {
 	case s.creds && s.leafConnected() && (strings.Contains(err, "no responders") || strings.Contains(err, "deadline exceeded") || strings.Contains(err, "timeout")):
 		// Not only "set PISYNC_NODE_ID": over this state dir, which keeps
 		// the id it first ran under, another id is refused at start.
-		return "node-id-not-registered", fmt.Sprintf("hint: the hub accepted this node's key but answers none of its requests: the key is most likely registered under another name than this node's id %q. Either register this id on the hub (`pisyncd hub add-node %s` there) and set PISYNC_HUB_NKEY to the seed it writes, or run as the key's NAME (`pisyncd hub nodes` on the hub lists them) with PISYNC_NODE_ID=NAME and a PISYNC_STATE_DIR of its own: this state dir keeps the id it first ran under and refuses another (or the hub runs without JetStream domain hub)", s.nodeID, s.nodeID)
+		return "node-id-not-registered", fmt.Sprintf("hint: the hub accepted this node's key but answers none of its requests. When it never has, the key is most likely registered under another name than this node's id %q: either register this id on the hub (`pisyncd hub add-node %s` there) and set PISYNC_HUB_NKEY to the seed it writes, or run as the key's NAME (`pisyncd hub nodes` on the hub lists them) with PISYNC_NODE_ID=NAME and a PISYNC_STATE_DIR of its own: this state dir keeps the id it first ran under and refuses another (or the hub runs without JetStream domain hub). When it did before, the hub is too busy to answer: its log then says \"JetStream API queue limit reached\" (another node floods its requests), which passes when the flood stops; this node retries meanwhile", s.nodeID, s.nodeID)
 	}
 	return "", ""
 }
