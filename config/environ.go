@@ -3,41 +3,110 @@ package config
 import (
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kelseyhightower/envconfig"
 )
 
-// process reads the variables of prefix into spec (envconfig), and says
-// what a value it cannot convert should look like, naming the variable
-// and the value: envconfig's own words name the Go field and type.
+// process reads the variables of prefix into spec: each field from
+// PREFIX_NAME (NAME its envconfig tag), else from its default tag. It does
+// not use envconfig.Process, which reads a field from the bare NAME when
+// PREFIX_NAME is unset: STATE_DIR, NODE_ID or HTTP_ADDR set for another
+// program became this daemon's (its store moved, its node renamed, its web
+// view on the other program's port), and LOG_LEVEL=verbose was refused as
+// a PISYNC_LOG_LEVEL nobody had set.
+// A variable set to nothing but spaces counts as unset, as an empty line
+// of a service's environment file means: PISYNC_SEARCH= turned search off,
+// and PISYNC_LOG_LEVEL= was refused. A field tagged empty:"keep" takes the
+// empty value (PISYNC_HUB_LISTEN=: no client listener). A value it cannot
+// convert is named with what it should look like.
 func process(prefix string, spec any) error {
-	err := envconfig.Process(prefix, spec)
-	var pe *envconfig.ParseError
-	if !errors.As(err, &pe) {
-		if err != nil {
-			return fmt.Errorf("config: %w", err)
+	v := reflect.ValueOf(spec).Elem()
+	for i := range v.NumField() {
+		sf := v.Type().Field(i)
+		name := sf.Tag.Get("envconfig")
+		if name == "" {
+			continue
 		}
+		key := prefix + "_" + name
+		value, ok := os.LookupEnv(key)
+		if !ok || (strings.TrimSpace(value) == "" && sf.Tag.Get("empty") != "keep") {
+			def, has := sf.Tag.Lookup("default")
+			if !has {
+				continue
+			}
+			value = def
+		}
+		f := v.Field(i)
+		if err := setField(f, value); err != nil {
+			if errors.Is(err, errSizeTooLarge) {
+				// Well formed: "want a size such as 64MiB" read as a typo.
+				return fmt.Errorf("%s %q: %w", key, value, errSizeTooLarge)
+			}
+			return fmt.Errorf("%s %q: want %s", key, value, wantOf(f))
+		}
+	}
+	return nil
+}
+
+// setField converts value into f, for the kinds of field Config and Hub
+// have, as envconfig does.
+func setField(f reflect.Value, value string) error {
+	if d, ok := f.Addr().Interface().(envconfig.Decoder); ok {
+		return d.Decode(value)
+	}
+	if f.Type() == reflect.TypeFor[time.Duration]() {
+		d, err := time.ParseDuration(value)
+		if err != nil {
+			return err
+		}
+		f.SetInt(int64(d))
 		return nil
 	}
-	if errors.Is(pe.Err, errSizeTooLarge) {
-		// Well formed: "want a size such as 64MiB" read as a typo.
-		return fmt.Errorf("%s %q: %w", pe.KeyName, pe.Value, errSizeTooLarge)
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString(value)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(value)
+		if err != nil {
+			return err
+		}
+		f.SetBool(b)
+	case reflect.Int:
+		n, err := strconv.ParseInt(value, 0, f.Type().Bits())
+		if err != nil {
+			return err
+		}
+		f.SetInt(n)
+	case reflect.Slice:
+		if f.Type().Elem().Kind() != reflect.String {
+			return fmt.Errorf("unsupported field type %s", f.Type())
+		}
+		f.Set(reflect.ValueOf(strings.Split(value, ",")))
+	default:
+		return fmt.Errorf("unsupported field type %s", f.Type())
 	}
-	want := pe.TypeName
-	switch pe.TypeName {
-	case "time.Duration":
-		want = "a duration with its unit, such as 500ms, 10s or 2m"
-	case "config.ByteSize":
-		want = "a size such as 512KiB, 64MiB or 2GiB"
-	case "bool":
-		want = "true or false"
-	case "int":
-		want = "a whole number"
+	return nil
+}
+
+// wantOf says what a value of f's kind looks like.
+func wantOf(f reflect.Value) string {
+	switch {
+	case f.Type() == reflect.TypeFor[time.Duration]():
+		return "a duration with its unit, such as 500ms, 10s or 2m"
+	case f.Type() == reflect.TypeFor[ByteSize]():
+		return "a size such as 512KiB, 64MiB or 2GiB"
+	case f.Kind() == reflect.Bool:
+		return "true or false"
+	case f.Kind() == reflect.Int:
+		return "a whole number"
 	}
-	return fmt.Errorf("%s %q: want %s", pe.KeyName, pe.Value, want)
+	return f.Type().String()
 }
 
 // Unknown returns a warning for every variable of environ (KEY=value

@@ -18,7 +18,7 @@ const HubPrefix = "PISYNC_HUB"
 type Hub struct {
 	Name             string   `envconfig:"NAME" desc:"server name, unique in the cluster (default: pisyncd-hub-<host name up to its first dot>)"`
 	StateDir         string   `envconfig:"STATE_DIR" desc:"the hub's JetStream store (default: $XDG_STATE_HOME/pisyncd-hub, else ~/.local/state/pisyncd-hub)"`
-	Listen           string   `envconfig:"LISTEN" default:"127.0.0.1:4222" desc:"client listener (administration); empty: none"`
+	Listen           string   `envconfig:"LISTEN" default:"127.0.0.1:4222" empty:"keep" desc:"client listener (administration); empty: none"`
 	LeafListen       string   `envconfig:"LEAF_LISTEN" default:"0.0.0.0:7422" desc:"leaf-node listener that workstations dial"`
 	ClusterName      string   `envconfig:"CLUSTER_NAME" default:"pisyncd" desc:"cluster name"`
 	ClusterListen    string   `envconfig:"CLUSTER_LISTEN" desc:"cluster route listener, e.g. 0.0.0.0:6222 (default: off, a single hub)"`
