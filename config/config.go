@@ -416,7 +416,7 @@ func (c *Config) EnsureNodeID(hasStore bool) error {
 	case err == nil:
 		id := strings.TrimSpace(string(b))
 		if !eventlog.ValidNodeID(id) {
-			return fmt.Errorf("config: %s holds an invalid node id %q", path, id)
+			return fmt.Errorf("config: %s holds an invalid node id %q (damaged or edited): write this node's id back into it (`pisyncd status` showed it as node; with a hub, `pisyncd hub nodes` lists it; in a store in clear, `grep -raom1 'pi\\.evt\\.[A-Za-z0-9_-]*' %s` finds it after pi.evt.)", path, id, filepath.Join(c.StateDir, "jetstream"))
 		}
 		if c.NodeID != "" && c.NodeID != id {
 			return fmt.Errorf("%s_NODE_ID %q: the state dir %s belongs to node %q (its node-id file), and the lines in its store were published under that id; under another, pisyncd would publish every session again as new lines. "+

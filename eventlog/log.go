@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -41,6 +42,34 @@ func OpenLocal(ctx context.Context, nc *nats.Conn, node string) (*Local, error) 
 	// them for two minutes after a first read of 10,000 small sessions).
 	pub.noIDs = true
 	return &Local{Node: node, js: js, stream: s, pub: pub}, nil
+}
+
+// Owner returns the node whose lines PI_LOCAL holds: l.Node when it holds
+// any of l.Node's, else the node of its last message, else "" (it holds
+// none). A store holds one node's lines only, so another owner means the
+// node id was changed under it (a damaged or edited node-id file), and a
+// tailer would publish every session file again under the new id.
+func (l *Local) Owner(ctx context.Context) (string, error) {
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return "", fmt.Errorf("eventlog: %s: %w", LocalStream, err)
+	}
+	if info.State.Msgs == 0 {
+		return "", nil
+	}
+	_, err = l.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(LocalPrefix+"."+l.Node+".>"))
+	if err == nil {
+		return l.Node, nil
+	}
+	if !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return "", fmt.Errorf("eventlog: %s: %w", LocalStream, err)
+	}
+	m, err := l.stream.GetMsg(ctx, info.State.LastSeq)
+	if err != nil {
+		return "", fmt.Errorf("eventlog: %s last message: %w", LocalStream, err)
+	}
+	node, _, _ := strings.Cut(strings.TrimPrefix(m.Subject, LocalPrefix+"."), ".")
+	return node, nil
 }
 
 // Stored hands the lines the tailer has just stored one by one (a live

@@ -177,12 +177,30 @@ func openStoreAs(ctx context.Context, cfg *config.Config, logger *slog.Logger, h
 		return nil, err
 	}
 	lg, err := eventlog.OpenLocal(ctx, nc, cfg.NodeID)
+	if err == nil {
+		err = checkOwner(ctx, lg, cfg)
+	}
 	if err != nil {
 		nc.Close()
 		srv.Close()
 		return nil, err
 	}
 	return &Daemon{cfg: cfg, logger: logger, hints: hints, srv: srv, nc: nc, log: lg, started: time.Now(), fg: foreground.New(), caughtUp: make(chan struct{}), settled: make(chan struct{})}, nil
+}
+
+// checkOwner refuses a store that holds another node's lines than the
+// node id settled for it: EnsureNodeID keeps the id in STATE_DIR/node-id,
+// and a file edited or damaged (cut short to another valid id) made the
+// tailer publish every session file again, as new lines of a new node.
+func checkOwner(ctx context.Context, lg *eventlog.Local, cfg *config.Config) error {
+	owner, err := lg.Owner(ctx)
+	if err != nil || owner == "" || owner == cfg.NodeID {
+		return err
+	}
+	file := filepath.Join(cfg.StateDir, "node-id")
+	return fmt.Errorf("the store in %s holds the lines of node %q, but this node's id is %q (%s, or %s_NODE_ID): the id was changed or the file damaged, and under another id pisyncd would publish every session again as new lines. "+
+		"Put the store's id back (printf '%%s\\n' %s > %s, and unset %s_NODE_ID or set it to %s), or give the new id a state dir of its own (%s_STATE_DIR)",
+		cfg.StateDir, owner, cfg.NodeID, file, config.Prefix, owner, file, config.Prefix, owner, config.Prefix)
 }
 
 // openReplication sets up the hub side: the state bucket, PI_ALL, the
