@@ -400,10 +400,11 @@ func eraseCommand(args []string, stdout io.Writer) error {
 		res, err = d.eraseSession(ctx, sid)
 		err = errors.Join(err, d.Close())
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
 		// Cut short (interrupted, the daemon gone): what it began is
-		// recorded and carried out again (resumeErases).
-		return fmt.Errorf("%w; the erase may be cut short: the daemon carries it out when it next starts, or run pisyncd erase %s again", err, sid)
+		// recorded and carried out again (resumeErases), unless it was cut
+		// before the record, which this side cannot tell.
+		return fmt.Errorf("%w; the erase may be cut short: run pisyncd erase %s again (the daemon carries out at its next start an erase it had begun, but one stopped before it began is not; `pisyncd ls` still lists the session then)", err, sid)
 	}
 	if err != nil {
 		return err
