@@ -479,7 +479,7 @@ func noTeam(srv *embedded.Server, cmd, team string) string {
 
 func ensureTeams(ctx context.Context, srv *embedded.Server, cfg *config.Hub, logger *slog.Logger) error {
 	for _, team := range teams(srv) {
-		err := withTeam(srv, team, func(nc *nats.Conn) error { return ensureHubStream(ctx, nc, cfg.Replicas, logger) })
+		err := withTeam(srv, team, func(nc *nats.Conn) error { return ensureHubStream(ctx, nc, cfg.Replicas, logger.With("team", team)) })
 		if err != nil {
 			return fmt.Errorf("team %q: %w", team, err)
 		}
@@ -495,7 +495,13 @@ func ensureHubStream(ctx context.Context, nc *nats.Conn, replicas int, logger *s
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		want := eventlog.HubStreamConfig(replicas)
-		if s, err := js.Stream(cctx, eventlog.HubStream); err == nil && eventlog.NeedsUpgrade(s.CachedInfo().Config, want) {
+		s, err := js.Stream(cctx, eventlog.HubStream)
+		if err == nil && s.CachedInfo().Config.AllowDirect && !want.AllowDirect {
+			// Said once, as it changes: workstations of an older release
+			// that encrypt ask by direct get and stop until upgraded.
+			logger.Info("PI_HUB and PI_KEYS no longer answer direct gets (this release): workstations of an older release that encrypt stop forwarding and copying until they are upgraded (docs/HUB.md, \"Upgrading\")")
+		}
+		if err == nil && eventlog.NeedsUpgrade(s.CachedInfo().Config, want) {
 			// Made by an older pisyncd and not upgraded yet (a cluster):
 			// everything else is brought up to date, and `hub erase`
 			// waits for `pisyncd hub upgrade`.
@@ -503,7 +509,7 @@ func ensureHubStream(ctx context.Context, nc *nats.Conn, replicas int, logger *s
 			want.DenyDelete, want.DenyPurge = have.DenyDelete, have.DenyPurge
 			logger.Warn("PI_HUB denies deleting messages (made by an older pisyncd): run `pisyncd hub upgrade` on one hub node before `pisyncd hub erase`")
 		}
-		_, err := eventlog.EnsureStream(cctx, js, want)
+		_, err = eventlog.EnsureStream(cctx, js, want)
 		if err == nil {
 			_, err = eventlog.EnsureStream(cctx, js, eventlog.KeysStreamConfig(replicas))
 		}
