@@ -37,31 +37,32 @@ func bareName(name string) string {
 // refused as "PISYNC_LOG_LEVEL".
 func TestBareNamesIgnored(t *testing.T) {
 	clearSettings(t)
-	want, err := Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantHub, err := LoadHub()
-	if err != nil {
-		t.Fatal(err)
-	}
+	want, wantHub := loadBoth(t, "with nothing set")
 	for _, name := range settingNames() {
 		t.Setenv(bareName(name), "bogus value")
 	}
-	got, err := Load()
-	if err != nil {
-		t.Fatalf("with every bare name set: %v", err)
-	}
+	got, gotHub := loadBoth(t, "with every bare name set")
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("with every bare name set:\n got %+v\nwant %+v", got, want)
-	}
-	gotHub, err := LoadHub()
-	if err != nil {
-		t.Fatalf("hub, with every bare name set: %v", err)
 	}
 	if !reflect.DeepEqual(gotHub, wantHub) {
 		t.Errorf("hub, with every bare name set:\n got %+v\nwant %+v", gotHub, wantHub)
 	}
+}
+
+// loadBoth loads the daemon's and the hub's settings, failing the test
+// (named by what) when either is refused.
+func loadBoth(t *testing.T, what string) (*Config, *Hub) {
+	t.Helper()
+	c, err := Load()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	h, err := LoadHub()
+	if err != nil {
+		t.Fatalf("hub, %s: %v", what, err)
+	}
+	return c, h
 }
 
 // TestBlankMeansDefault: a setting set to nothing (an empty line of a
@@ -70,31 +71,17 @@ func TestBareNamesIgnored(t *testing.T) {
 // PISYNC_HUB_LISTEN= keeps its documented meaning: no client listener.
 func TestBlankMeansDefault(t *testing.T) {
 	clearSettings(t)
-	want, err := Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantHub, err := LoadHub()
-	if err != nil {
-		t.Fatal(err)
-	}
+	want, wantHub := loadBoth(t, "with nothing set")
 	for _, name := range settingNames() {
 		t.Setenv(name, " ")
 	}
 	t.Setenv(HubPrefix+"_LISTEN", "")
-	got, err := Load()
-	if err != nil {
-		t.Fatalf("with every setting blank: %v", err)
-	}
+	got, gotHub := loadBoth(t, "with every setting blank")
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("with every setting blank:\n got %+v\nwant %+v", got, want)
 	}
 	if !got.SearchOn() {
 		t.Error("PISYNC_SEARCH= turned search off")
-	}
-	gotHub, err := LoadHub()
-	if err != nil {
-		t.Fatalf("hub, with every setting blank: %v", err)
 	}
 	if gotHub.Listen != "" {
 		t.Errorf("PISYNC_HUB_LISTEN= gave a client listener %q, want none", gotHub.Listen)
