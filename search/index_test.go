@@ -326,6 +326,38 @@ func TestEraseLeavesNoText(t *testing.T) {
 	}
 }
 
+// TestEraseAgainAfterACrash: an erase whose deletions were saved but whose
+// merge a crash cut short leaves the text in a segment; carried out again
+// (as the daemon does at its next start), it finds no document and still
+// leaves the text in no file.
+func TestEraseAgainAfterACrash(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "search")
+	ix := openTest(t, dir)
+	const secret = "hunter2-77e10a9c"
+	if err := ix.Write(testDocs(), "PI_LOCAL", 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Write([]Doc{{SessionID: "sx", EntryID: "k", Type: "message", Text: "my key is " + secret}}, "PI_LOCAL", 6); err != nil {
+		t.Fatal(err)
+	}
+	// The first attempt: deletions saved, then the crash.
+	if n, err := ix.deleteSession(context.Background(), "sx"); err != nil || n != 1 {
+		t.Fatalf("delete: %d, %v", n, err)
+	}
+	ix.Close()
+	if len(grepDir(t, dir, secret)) == 0 {
+		t.Fatal("the secret is in no file after the deletions alone: the test shows nothing")
+	}
+	ix = openTest(t, dir)
+	if n, err := ix.EraseSession(context.Background(), "sx"); err != nil || n != 0 {
+		t.Fatalf("erase again: %d, %v", n, err)
+	}
+	ix.Close()
+	if hits := grepDir(t, dir, secret); len(hits) > 0 {
+		t.Errorf("the secret is still in %v", hits)
+	}
+}
+
 func grepDir(t *testing.T, dir, s string) []string {
 	var hits []string
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {

@@ -146,11 +146,14 @@ func catalogNotes(e projection.CatalogEntry) []string {
 	return notes
 }
 
-// shortTime is an entry timestamp to the minute, in local time.
+// shortTime is an entry timestamp to the minute, in local time; one that
+// is no time is printed as it is, made safe for a terminal (a session's
+// timestamp is any string its writer chose: a probe's cleared the screen
+// through pisyncd search).
 func shortTime(ts string) string {
 	t, err := time.Parse(time.RFC3339Nano, ts)
 	if err != nil {
-		return cli.OrDash(ts)
+		return cli.OrDash(cli.TerminalSafe(ts))
 	}
 	return t.Local().Format("2006-01-02 15:04")
 }

@@ -29,6 +29,8 @@ func TestLsForkedNoteIsTerminalSafe(t *testing.T) {
 	noName.SessionID, noName.Name, noName.Cwd = "s2", "", "/cwd"+hostile
 	// A session id is any text a header holds, a newline too.
 	hostileID := projection.CatalogEntry{SessionID: "X\n" + hostile + "RED", Nodes: []string{"a"}, Deleted: true, DeletedOn: []string{"a"}}
+	// A timestamp is any string too (pisyncd search prints an entry's).
+	noName.Updated = hostile
 	var out bytes.Buffer
 	if err := printCatalog(&out, []projection.CatalogEntry{e, noName, hostileID}); err != nil {
 		t.Fatal(err)

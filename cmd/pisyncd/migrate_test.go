@@ -19,16 +19,22 @@ const legacyCwd = "/home/alice/legacy"
 // oldSessionOnTwo starts a hub and stations A and B, and puts the corpus's
 // version 1 session on A; it returns once B holds the same bytes.
 func oldSessionOnTwo(t *testing.T) (hub *testHub, a, b *station, v1 []byte, aFile, bFile string) {
+	return oldFileOnTwo(t, "v1-linear.jsonl", "v1-sess-0001", legacyCwd)
+}
+
+// oldFileOnTwo is oldSessionOnTwo for the corpus's file name, whose
+// session is sid and cwd cwd.
+func oldFileOnTwo(t *testing.T, name, sid, cwd string) (hub *testHub, a, b *station, v1 []byte, aFile, bFile string) {
 	t.Helper()
 	testenv.Oracle(t) // skips without node
 	hub = startTestHub(t)
 	a = newStation(t, "ws-a", hub.url(), "")
 	b = newStation(t, "ws-b", hub.url(), "")
-	v1, err := os.ReadFile(filepath.Join(testenv.ConformanceDir(t), "v1-linear.jsonl"))
+	v1, err := os.ReadFile(filepath.Join(testenv.ConformanceDir(t), name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel := filepath.Join(replicate.CwdFolder(legacyCwd), "2025-03-01T10-00-00-000Z_v1-sess-0001.jsonl")
+	rel := filepath.Join(replicate.CwdFolder(cwd), "2025-03-01T10-00-00-000Z_"+sid+".jsonl")
 	aFile, bFile = filepath.Join(a.cfg.SessionsDir, rel), filepath.Join(b.cfg.SessionsDir, rel)
 	os.MkdirAll(filepath.Dir(aFile), 0o700)
 	testenv.WriteFile(t, aFile, v1)
@@ -108,6 +114,48 @@ func TestOldSessionMigrationConverges(t *testing.T) {
 	}
 	if st.Replicator.Migrated != 1 {
 		t.Errorf("B decided %d migrations, want 1", st.Replicator.Migrated)
+	}
+}
+
+// TestVersion2SessionMigration: real pi opens a version 2 session (the
+// corpus's, with a hookMessage) on A. pi rewrites it as version 3 in
+// place, which changes only the header and the hookMessage line (now
+// custom): the tailer publishes those, and not the lines it holds already.
+// B's copy becomes A's file, and both machines' projections serve pi's
+// context. (Found by a probe on 2026-12-06: the projection took the new
+// header for a migration that publishes every line again, as pi's
+// version 1 migration does, started the tree again from it, and served a
+// context of the new lines alone, the old ones lost.)
+func TestVersion2SessionMigration(t *testing.T) {
+	const sid, cwd = "0195a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "/home/alice/proj"
+	_, a, b, _, aFile, bFile := oldFileOnTwo(t, "v2-hookmessage.jsonl", sid, cwd)
+	piWrite(t, `[{"op":"user","text":"back to the version 2 session"},{"op":"assistant","text":"migrated and continued"}]`,
+		filepath.Dir(aFile), "--cwd", cwd, "--open", aFile)
+	aLines := readLines(aFile)
+	if len(aLines) < 7 || !strings.Contains(aLines[0], `"version":3`) {
+		t.Fatalf("pi did not migrate A's file: %q", aLines)
+	}
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		return reflect.DeepEqual(readLines(bFile), aLines), fmt.Sprintf("B's copy %q\nA's file %q", readLines(bFile), aLines)
+	})
+	ctx := samePi(t, "context", aFile, bFile)
+	var want []string
+	for _, id := range ctx["contextEntryIds"].([]any) {
+		want = append(want, fmt.Sprint(id))
+	}
+	for _, s := range []*station{a, b} {
+		waitUntil(t, 30*time.Second, func() (bool, string) {
+			c, err := s.d.proj.Context(t.Context(), sid)
+			if err != nil {
+				return false, err.Error()
+			}
+			var got []string
+			for _, id := range c.EntryIDs {
+				str, _ := id.String()
+				got = append(got, str)
+			}
+			return reflect.DeepEqual(got, want), fmt.Sprintf("%s's projection: %v, pi: %v", s.name, got, want)
+		})
 	}
 }
 
