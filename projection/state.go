@@ -139,19 +139,35 @@ func (s *sessionState) apply(ev *eventlog.Event, nm *names, same bool) {
 }
 
 // feed adds a line to the tree, following pi's in-place migration of an
-// old session: a version 3 header after a version 1 or 2 one (the file pi
-// rewrote when it opened it, published again by that machine) restarts
-// the tree from it, since what came before is the same conversation with
-// other ids. A later migration of the same session by another node loses,
-// as in the files: its lines are left out. node is the entry's copy of
-// ev.Node, which is a substring of the event's message.
+// old session: a version 3 header after a version 1 one (the file pi
+// rewrote when it opened it, with new ids, published again by that
+// machine) restarts the tree from it, since what came before is the same
+// conversation with other ids. A later migration of the same session by
+// another node loses, as in the files: its lines are left out. pi's
+// migration of a version 2 file keeps every id, and only the lines it
+// changed (the header, hookMessage roles) are published again: the tree
+// keeps its lines, which it reads as pi reads the migrated ones, and
+// passes over those of ids it holds. node is the entry's copy of ev.Node,
+// which is a substring of the event's message.
 func (s *sessionState) feed(ev *eventlog.Event, node string) {
 	c := &s.cat
 	if slices.Contains(c.MigrationLosers, ev.Node) {
 		return
 	}
+	if c.MigratedBy != "" && s.tree.Migrated() {
+		// A version 2 session migrated: its changed lines come again.
+		if l := session.ParseLine(ev.Raw); l.HasID {
+			if _, held := s.tree.Find(l.ID); held {
+				return
+			}
+		}
+	}
 	if ev.Type == "session" && s.tree.Header() != nil && session.ParseLine(ev.Raw).Version >= 3 {
 		switch {
+		case s.tree.Migrated() && session.ParseLine(s.tree.Header()).Version == 2:
+			if c.MigratedBy == "" {
+				c.MigratedBy = node
+			}
 		case c.MigratedBy == "" && s.tree.Migrated():
 			c.MigratedBy = node
 			t := session.NewTree()

@@ -108,6 +108,18 @@ func (r *Replicator) header(ctx context.Context, s *sess, ev *eventlog.Event) er
 	if !old {
 		return nil // an ordinary version 3 header
 	}
+	if v, ok := r.localVersion(s); ok && v == 2 {
+		// pi's migration of a version 2 file keeps every id and changes
+		// only the header and hookMessage roles, the same bytes on every
+		// machine: its tailer publishes those lines alone, the others
+		// being held already. Replacing the copy here with them would
+		// leave it a header without its entries (a probe on 2026-12-06).
+		// The copy stays in version 2, which pi reads as the same
+		// session, and the other machine's new lines follow it; pi
+		// migrates it alike when it opens it here. No winner: a second
+		// machine's migration is the same, and its lines are written.
+		return nil
+	}
 	m.Winner = ev.Node
 	if err := r.saveMigration(ctx, s); err != nil {
 		return err
@@ -167,6 +179,15 @@ func (r *Replicator) replaceWith(s *sess, ev *eventlog.Event) error {
 // entries and are never written.
 func (s *sess) lostMigration(ev *eventlog.Event) bool {
 	return ev.Op == "" && slices.Contains(s.migration.Losers, ev.Node)
+}
+
+// localVersion is the version of this machine's file of the session, if
+// it has one.
+func (r *Replicator) localVersion(s *sess) (float64, bool) {
+	if s.file == nil {
+		return 0, false
+	}
+	return firstHeaderVersion(s.file.path)
 }
 
 // firstHeaderVersion reads the version of a file's header line.

@@ -135,8 +135,21 @@ func TestVersion2SessionMigration(t *testing.T) {
 	if len(aLines) < 7 || !strings.Contains(aLines[0], `"version":3`) {
 		t.Fatalf("pi did not migrate A's file: %q", aLines)
 	}
+	// B's copy stays in version 2 (pi reads it as the same session) and
+	// takes A's new lines: as many lines as A's file.
 	waitUntil(t, 30*time.Second, func() (bool, string) {
-		return reflect.DeepEqual(readLines(bFile), aLines), fmt.Sprintf("B's copy %q\nA's file %q", readLines(bFile), aLines)
+		return len(readLines(bFile)) == len(aLines), fmt.Sprintf("B's copy %q\nA's file %q", readLines(bFile), aLines)
+	})
+	// pi opens it on B: its migration gives A's bytes, and the turn on B
+	// reaches A.
+	piWrite(t, `[{"op":"user","text":"and on B"},{"op":"assistant","text":"one conversation"}]`,
+		filepath.Dir(bFile), "--cwd", cwd, "--open", bFile)
+	bLines := readLines(bFile)
+	if len(bLines) != len(aLines)+2 || !reflect.DeepEqual(bLines[:len(aLines)], aLines) {
+		t.Fatalf("B's file after pi opened it:\n%q\nA's before:\n%q", bLines, aLines)
+	}
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		return reflect.DeepEqual(readLines(aFile), bLines), fmt.Sprintf("A's file %q\nB's file %q", readLines(aFile), bLines)
 	})
 	ctx := samePi(t, "context", aFile, bFile)
 	var want []string
