@@ -12,7 +12,13 @@ import (
 const (
 	MaxQueryBytes = 1024
 	MaxClauses    = 16
-	maxFilter     = 256 // bytes of one filter's value
+	// MaxWords bounds the words of a query's terms and exclusions
+	// together, as the index splits them (a word with dashes, dots or
+	// underscores is its parts): bleve matches a phrase without looking at
+	// the search's deadline, and a probe's one word of 512 parts took 40 s
+	// of CPU (docs/SEARCH.md).
+	MaxWords  = 32
+	maxFilter = 256 // bytes of one filter's value
 )
 
 // Query is a parsed query: every word and phrase must be in an entry's

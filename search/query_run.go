@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -87,6 +88,13 @@ func (ix *Index) Search(ctx context.Context, q Query, limit, offset int) (_ Resu
 	an, ian := ix.idx.Mapping().AnalyzerNamed(analyzerName), ix.idx.Mapping().AnalyzerNamed(indexAnalyzerName)
 	if an == nil || ian == nil {
 		return Result{}, fmt.Errorf("search: no analyzer %s or %s", analyzerName, indexAnalyzerName)
+	}
+	n := 0
+	for _, t := range slices.Concat(q.Terms, q.Not) {
+		n += len(an.Analyze([]byte(t)))
+	}
+	if n > MaxWords {
+		return Result{}, badQuery("%d words, more than %d (a word with dashes, dots or underscores counts each part)", n, MaxWords)
 	}
 	bq, words, phrases := q.bleve(an, true)
 	run := func(ctx context.Context, bq query.Query) (*bleve.SearchResult, error) {

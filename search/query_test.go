@@ -1,7 +1,9 @@
 package search
 
 import (
+	"context"
 	"errors"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -71,4 +73,31 @@ func FuzzParseQuery(f *testing.F) {
 		q.bleve(an, true) // builds without panicking
 		q.bleve(an, false)
 	})
+}
+
+// TestQueryWordsBounded: a query of more words than MaxWords, counted as
+// the index splits them, is refused before bleve runs it; one of MaxWords
+// runs. (A probe's one word of 512 parts, the-a-the-a-..., ran 40 s.)
+func TestQueryWordsBounded(t *testing.T) {
+	ix := openTest(t, filepath.Join(t.TempDir(), "search"))
+	if err := ix.Write(testDocs(), "PI_LOCAL", 5); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		q   string
+		bad bool
+	}{
+		{strings.Repeat("the-a-", 150), true},
+		{"x " + strings.Repeat("-aa-bb-cc-dd-ee ", 8), true},
+		{strings.TrimSuffix(strings.Repeat("w-", MaxWords), "-"), false},
+	} {
+		q, err := ParseQuery(c.q)
+		if err != nil {
+			t.Fatalf("%.40s...: %v", c.q, err)
+		}
+		_, err = ix.Search(context.Background(), q, 10, 0)
+		if got := errors.Is(err, ErrQuery); got != c.bad {
+			t.Errorf("%.40s...: %v, want refused %v", c.q, err, c.bad)
+		}
+	}
 }
