@@ -67,7 +67,9 @@ type sess struct {
 	// oldHeader: a version 1 or 2 header of the session was seen; a
 	// version 3 one after it is a migration (migrate.go).
 	oldHeader bool
-	migration migration
+	// oldVersion is that header's version (a missing one is 0).
+	oldVersion float64
+	migration  migration
 }
 
 // claim is the first line that claimed an entry id: its hash and origin.

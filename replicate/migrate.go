@@ -70,8 +70,8 @@ func (r *Replicator) saveMigration(ctx context.Context, s *sess) error {
 // header takes a session header event of any node, own ones included, in
 // hub order, and decides whether it is a migration and whose wins.
 func (r *Replicator) header(ctx context.Context, s *sess, ev *eventlog.Event) error {
-	if session.ParseLine(ev.Raw).Version < 3 {
-		s.oldHeader = true
+	if v := session.ParseLine(ev.Raw).Version; v < 3 {
+		s.oldHeader, s.oldVersion = true, v
 		return nil
 	}
 	if err := r.loadMigration(ctx, s); err != nil {
@@ -108,7 +108,7 @@ func (r *Replicator) header(ctx context.Context, s *sess, ev *eventlog.Event) er
 	if !old {
 		return nil // an ordinary version 3 header
 	}
-	if v, ok := r.localVersion(s); ok && v == 2 {
+	if v, ok := r.localVersion(s); (ok && v == 2) || (!ok && s.oldHeader && s.oldVersion == 2) {
 		// pi's migration of a version 2 file keeps every id and changes
 		// only the header and hookMessage roles, the same bytes on every
 		// machine: its tailer publishes those lines alone, the others
@@ -182,7 +182,7 @@ func (s *sess) lostMigration(ev *eventlog.Event) bool {
 }
 
 // localVersion is the version of this machine's file of the session, if
-// it has one.
+// it has one (else the version of the old header seen, if any, tells).
 func (r *Replicator) localVersion(s *sess) (float64, bool) {
 	if s.file == nil {
 		return 0, false

@@ -128,7 +128,7 @@ func TestOldSessionMigrationConverges(t *testing.T) {
 // context of the new lines alone, the old ones lost.)
 func TestVersion2SessionMigration(t *testing.T) {
 	const sid, cwd = "0195a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "/home/alice/proj"
-	_, a, b, _, aFile, bFile := oldFileOnTwo(t, "v2-hookmessage.jsonl", sid, cwd)
+	hub, a, b, _, aFile, bFile := oldFileOnTwo(t, "v2-hookmessage.jsonl", sid, cwd)
 	piWrite(t, `[{"op":"user","text":"back to the version 2 session"},{"op":"assistant","text":"migrated and continued"}]`,
 		filepath.Dir(aFile), "--cwd", cwd, "--open", aFile)
 	aLines := readLines(aFile)
@@ -136,10 +136,19 @@ func TestVersion2SessionMigration(t *testing.T) {
 		t.Fatalf("pi did not migrate A's file: %q", aLines)
 	}
 	// B's copy stays in version 2 (pi reads it as the same session) and
-	// takes A's new lines: as many lines as A's file.
-	waitUntil(t, 30*time.Second, func() (bool, string) {
-		return len(readLines(bFile)) == len(aLines), fmt.Sprintf("B's copy %q\nA's file %q", readLines(bFile), aLines)
-	})
+	// takes A's new lines: as many lines as A's file. So does the copy of
+	// C, a machine that joins after the migration and reads it all from
+	// the hub.
+	c := newStation(t, "ws-c", hub.url(), "")
+	cFile := filepath.Join(c.cfg.SessionsDir, strings.TrimPrefix(bFile, b.cfg.SessionsDir))
+	for _, f := range []string{bFile, cFile} {
+		waitUntil(t, 30*time.Second, func() (bool, string) {
+			return len(readLines(f)) == len(aLines), fmt.Sprintf("copy %s: %q\nA's file %q", f, readLines(f), aLines)
+		})
+	}
+	if !reflect.DeepEqual(readLines(cFile), readLines(bFile)) {
+		t.Errorf("C's copy %q\nB's copy %q", readLines(cFile), readLines(bFile))
+	}
 	// pi opens it on B: its migration gives A's bytes, and the turn on B
 	// reaches A.
 	piWrite(t, `[{"op":"user","text":"and on B"},{"op":"assistant","text":"one conversation"}]`,
@@ -156,7 +165,7 @@ func TestVersion2SessionMigration(t *testing.T) {
 	for _, id := range ctx["contextEntryIds"].([]any) {
 		want = append(want, fmt.Sprint(id))
 	}
-	for _, s := range []*station{a, b} {
+	for _, s := range []*station{a, b, c} {
 		waitUntil(t, 30*time.Second, func() (bool, string) {
 			c, err := s.d.proj.Context(t.Context(), sid)
 			if err != nil {
