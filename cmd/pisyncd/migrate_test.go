@@ -83,24 +83,7 @@ func TestOldSessionMigrationConverges(t *testing.T) {
 	}
 	// The projections follow the migration too: the context they serve
 	// is pi's, not the old lines and the renumbered ones together.
-	var want []string
-	for _, id := range ctx["contextEntryIds"].([]any) {
-		want = append(want, fmt.Sprint(id))
-	}
-	for _, s := range []*station{a, b} {
-		waitUntil(t, 30*time.Second, func() (bool, string) {
-			c, err := s.d.proj.Context(t.Context(), "v1-sess-0001")
-			if err != nil {
-				return false, err.Error()
-			}
-			var got []string
-			for _, id := range c.EntryIDs {
-				str, _ := id.String()
-				got = append(got, str)
-			}
-			return reflect.DeepEqual(got, want), fmt.Sprintf("%s's projection: %v, pi: %v", s.name, got, want)
-		})
-	}
+	waitProjectedContext(t, ctx, "v1-sess-0001", a, b)
 	// B's old copy went to the trash, not away.
 	trash, _ := filepath.Glob(filepath.Join(b.cfg.SessionsDir, replicate.TrashDir, "*"))
 	if len(trash) != 1 {
@@ -161,11 +144,18 @@ func TestVersion2SessionMigration(t *testing.T) {
 		return reflect.DeepEqual(readLines(aFile), bLines), fmt.Sprintf("A's file %q\nB's file %q", readLines(aFile), bLines)
 	})
 	ctx := samePi(t, "context", aFile, bFile)
+	waitProjectedContext(t, ctx, sid, a, b, c)
+}
+
+// waitProjectedContext waits until each station's projection serves the
+// context real pi computed (piCtx, samePi's answer) for session sid.
+func waitProjectedContext(t *testing.T, piCtx map[string]any, sid string, stations ...*station) {
+	t.Helper()
 	var want []string
-	for _, id := range ctx["contextEntryIds"].([]any) {
+	for _, id := range piCtx["contextEntryIds"].([]any) {
 		want = append(want, fmt.Sprint(id))
 	}
-	for _, s := range []*station{a, b, c} {
+	for _, s := range stations {
 		waitUntil(t, 30*time.Second, func() (bool, string) {
 			c, err := s.d.proj.Context(t.Context(), sid)
 			if err != nil {
