@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -50,25 +49,19 @@ func OpenLocal(ctx context.Context, nc *nats.Conn, node string) (*Local, error) 
 // node id was changed under it (a damaged or edited node-id file), and a
 // tailer would publish every session file again under the new id.
 func (l *Local) Owner(ctx context.Context) (string, error) {
-	info, err := l.stream.Info(ctx)
+	own, _, err := LastSeq(ctx, l.stream, LocalPrefix+"."+l.Node+".>")
 	if err != nil {
-		return "", fmt.Errorf("eventlog: %s: %w", LocalStream, err)
+		return "", err
 	}
-	if info.State.Msgs == 0 {
-		return "", nil
-	}
-	_, err = l.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(LocalPrefix+"."+l.Node+".>"))
-	if err == nil {
+	if own > 0 {
 		return l.Node, nil
 	}
-	if !errors.Is(err, jetstream.ErrMsgNotFound) {
-		return "", fmt.Errorf("eventlog: %s: %w", LocalStream, err)
+	_, last, err := LastSeq(ctx, l.stream, LocalPrefix+".>")
+	if err != nil || last == nil {
+		return "", err
 	}
-	m, err := l.stream.GetMsg(ctx, info.State.LastSeq)
-	if err != nil {
-		return "", fmt.Errorf("eventlog: %s last message: %w", LocalStream, err)
-	}
-	node, _, _ := strings.Cut(strings.TrimPrefix(m.Subject, LocalPrefix+"."), ".")
+	// The node is read even where the session token does not decode.
+	node, _, _ := ParseSubject(last.Subject)
 	return node, nil
 }
 
