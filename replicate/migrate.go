@@ -83,7 +83,7 @@ func (r *Replicator) header(ctx context.Context, s *sess, ev *eventlog.Event) er
 		// Applied again after a restart: finish a replacement that a
 		// crash may have cut short.
 		if ev.Node != r.opts.Node {
-			if old, err := r.localIsOld(s); err != nil || !old {
+			if v, ok, err := r.localVersion(s); err != nil || !ok || v >= 3 {
 				return err
 			}
 			return r.replaceWith(s, ev)
@@ -98,17 +98,20 @@ func (r *Replicator) header(ctx context.Context, s *sess, ev *eventlog.Event) er
 		}
 		return nil
 	}
-	old := s.oldHeader
+	// The old form: its header read before this one, else (read from a
+	// later position after a restart) this machine's file.
+	v, old := s.oldVersion, s.oldHeader
 	if !old {
-		var err error
-		if old, err = r.localIsOld(s); err != nil {
+		lv, ok, err := r.localVersion(s)
+		if err != nil {
 			return err
 		}
+		v, old = lv, ok && lv < 3
 	}
 	if !old {
 		return nil // an ordinary version 3 header
 	}
-	if v, ok := r.localVersion(s); (ok && v == 2) || (!ok && s.oldHeader && s.oldVersion == 2) {
+	if v == 2 {
 		// pi's migration of a version 2 file keeps every id and changes
 		// only the header and hookMessage roles, the same bytes on every
 		// machine: its tailer publishes those lines alone, the others
@@ -131,19 +134,19 @@ func (r *Replicator) header(ctx context.Context, s *sess, ev *eventlog.Event) er
 	return r.replaceWith(s, ev)
 }
 
-// localIsOld reports whether this machine's file of the session is still
-// in version 1 or 2.
-func (r *Replicator) localIsOld(s *sess) (bool, error) {
+// localVersion reads the version of this machine's file of the session;
+// ok is false when it has none.
+func (r *Replicator) localVersion(s *sess) (v float64, ok bool, err error) {
 	if s.file == nil {
 		if err := r.locate(s); err != nil {
-			return false, err
+			return 0, false, err
 		}
 	}
 	if s.file == nil {
-		return false, nil
+		return 0, false, nil
 	}
-	v, ok := firstHeaderVersion(s.file.path)
-	return ok && v < 3, nil
+	v, ok = firstHeaderVersion(s.file.path)
+	return v, ok, nil
 }
 
 // replaceWith moves this machine's old-format file to the trash and makes
@@ -179,15 +182,6 @@ func (r *Replicator) replaceWith(s *sess, ev *eventlog.Event) error {
 // entries and are never written.
 func (s *sess) lostMigration(ev *eventlog.Event) bool {
 	return ev.Op == "" && slices.Contains(s.migration.Losers, ev.Node)
-}
-
-// localVersion is the version of this machine's file of the session, if
-// it has one (else the version of the old header seen, if any, tells).
-func (r *Replicator) localVersion(s *sess) (float64, bool) {
-	if s.file == nil {
-		return 0, false
-	}
-	return firstHeaderVersion(s.file.path)
 }
 
 // firstHeaderVersion reads the version of a file's header line.
