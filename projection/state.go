@@ -154,7 +154,8 @@ func (s *sessionState) feed(ev *eventlog.Event, node string) {
 	if slices.Contains(c.MigrationLosers, ev.Node) {
 		return
 	}
-	if c.MigratedBy != "" && s.tree.Migrated() {
+	keepsIDs := s.tree.MigrationKeepsIDs()
+	if c.MigratedBy != "" && keepsIDs {
 		// A version 2 session migrated: its changed lines come again.
 		if l := session.ParseLine(ev.Raw); l.HasID {
 			if _, held := s.tree.Find(l.ID); held {
@@ -164,7 +165,7 @@ func (s *sessionState) feed(ev *eventlog.Event, node string) {
 	}
 	if ev.Type == "session" && s.tree.Header() != nil && session.ParseLine(ev.Raw).Version >= 3 {
 		switch {
-		case s.tree.Migrated() && session.ParseLine(s.tree.Header()).Version == 2:
+		case keepsIDs:
 			if c.MigratedBy == "" {
 				c.MigratedBy = node
 			}

@@ -281,3 +281,28 @@ func TestIndexNotExtendedPastAnEdit(t *testing.T) {
 		t.Error("the edit applied to no entry: the case is not made")
 	}
 }
+
+// TestMigrationKeepsIDs: pi's migration keeps the ids of a version 2
+// session (version from 2 up to 3), not of a version 1 one (version below
+// 2 or missing), and a version 3 session is not migrated.
+func TestMigrationKeepsIDs(t *testing.T) {
+	for _, c := range []struct {
+		header string
+		keeps  bool
+	}{
+		{`{"type":"session","id":"s"}`, false},
+		{`{"type":"session","version":1,"id":"s"}`, false},
+		{`{"type":"session","version":2,"id":"s"}`, true},
+		{`{"type":"session","version":"2","id":"s"}`, true},
+		{`{"type":"session","version":2.5,"id":"s"}`, true},
+		{`{"type":"session","version":3,"id":"s"}`, false},
+	} {
+		tr := NewTree()
+		if err := tr.Append(ParseLine([]byte(c.header)), 0); err != nil {
+			t.Fatalf("%s: %v", c.header, err)
+		}
+		if got := tr.MigrationKeepsIDs(); got != c.keeps {
+			t.Errorf("%s: keeps ids %v, want %v", c.header, got, c.keeps)
+		}
+	}
+}

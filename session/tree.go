@@ -196,6 +196,11 @@ func (t *Tree) Migrated() bool { return t.version < 3 }
 
 func (t *Tree) v1() bool { return t.version < 2 }
 
+// MigrationKeepsIDs reports whether pi's migration of this session keeps
+// every entry's id: a version 2 header (2 up to 3), whose migration only
+// renames hookMessage roles; a version 1 one gets new ids.
+func (t *Tree) MigrationKeepsIDs() bool { return t.Migrated() && !t.v1() }
+
 // Append adds one line of the file in order. Lines pi skips (blank,
 // malformed, falsy) and further headers are accepted and ignored. It fails
 // with ErrNotSession when the first kept value is not a valid header (and
