@@ -111,7 +111,7 @@ func (r *Replicator) header(ctx context.Context, s *sess, ev *eventlog.Event) er
 	if !old {
 		return nil // an ordinary version 3 header
 	}
-	if v == 2 {
+	if v >= 2 { // from 2 up to 3: pi's migration keeps the ids
 		// pi's migration of a version 2 file keeps every id and changes
 		// only the header and hookMessage roles, the same bytes on every
 		// machine: its tailer publishes those lines alone, the others
