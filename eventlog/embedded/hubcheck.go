@@ -41,6 +41,9 @@ func (cfg HubConfig) withHubDefaults() HubConfig {
 	if cfg.Replicas == 0 {
 		cfg.Replicas = 1
 	}
+	if cfg.Team.MaxLinks == 0 {
+		cfg.Team.MaxLinks = DefaultTeamMaxLinks
+	}
 	return cfg
 }
 

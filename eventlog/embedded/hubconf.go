@@ -216,11 +216,7 @@ func RenderHubConfig(cfg HubConfig, nodes []Node, admins map[string]string) (str
 		store, mem, streams, consumers := cfg.teamLimits(len(names), len(teams[t]))
 		w("  %s {\n", q(t))
 		w("    jetstream: { max_file: %d, max_mem: %d, max_streams: %d, max_consumers: %d }\n", store, mem, streams, consumers)
-		links := cfg.Team.MaxLinks
-		if links == 0 {
-			links = DefaultTeamMaxLinks
-		}
-		w("    limits: { max_subscriptions: %d, max_connections: %d, max_leafnodes: %d }\n", maxSubsPerConn, links, links)
+		w("    limits: { max_subscriptions: %d, max_connections: %d, max_leafnodes: %d }\n", maxSubsPerConn, cfg.Team.MaxLinks, cfg.Team.MaxLinks)
 		w("    users: [\n")
 		if pub := admins[t]; pub != "" {
 			w("      # pisyncd's own in-process connection (creates PI_HUB)\n")
