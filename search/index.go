@@ -53,6 +53,22 @@ type Index struct {
 	// was written whole, positions included. The methods that write mark
 	// it on any error (runlockWrite), an erase's merge included.
 	broken atomic.Bool
+	// suspect is signalled when the index reports a failure: the worker
+	// then checks its files (verify.go).
+	suspect chan struct{}
+}
+
+// Suspect returns a channel that receives when the index has failed since
+// it was last received from: a panic, an error of a search, a write or
+// scorch's merger. Most are a full disk or a search cut short; a damaged
+// segment file is among them, and Damage tells which.
+func (ix *Index) Suspect() <-chan struct{} { return ix.suspect }
+
+func (ix *Index) failed() {
+	select {
+	case ix.suspect <- struct{}{}:
+	default:
+	}
 }
 
 // rlock repairs a broken index, then holds ix.mu for reading. A method
@@ -81,12 +97,14 @@ func (ix *Index) runlockWrite(err *error) {
 		ix.panicked(err, r)
 	} else if *err != nil {
 		ix.broken.Store(true)
+		ix.failed()
 	}
 	ix.mu.RUnlock()
 }
 
 func (ix *Index) panicked(err *error, r any) {
 	ix.broken.Store(true)
+	ix.failed()
 	*err = fmt.Errorf("search: the index failed (%v); it is opened again from its files", r)
 }
 
@@ -128,7 +146,8 @@ func Open(dir string) (*Index, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return nil, fmt.Errorf("search: open %s: %w", dir, err)
 	}
-	ix := &Index{dir: dir, phraseBudget: PhraseBudget, trim: newTrimmer()}
+	ix := &Index{dir: dir, phraseBudget: PhraseBudget, trim: newTrimmer(), suspect: make(chan struct{}, 1)}
+	ix.trim.failed = ix.failed
 	if _, err := os.Stat(dir); err == nil {
 		idx, err := ix.trim.withEvents(func(config map[string]any) (bleve.Index, error) {
 			return bleve.OpenUsing(dir, config)
@@ -382,7 +401,7 @@ func (ix *Index) compact(ctx context.Context) error {
 		if err := ix.idx.Index(compactMarker, Doc{Type: compactMarker}); err != nil {
 			return err
 		}
-		if err := sc.ForceMerge(ctx, nil); err != nil {
+		if err := forceMerge(ctx, sc); err != nil {
 			return fmt.Errorf("merge: %w", err)
 		}
 		if err := ix.idx.Delete(compactMarker); err != nil {
@@ -420,6 +439,22 @@ func (ix *Index) compact(ctx context.Context) error {
 			return ctx.Err()
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+}
+
+// forceMerge merges the index's segments into one, or returns when ctx
+// ends. scorch's ForceMerge heeds no context and, when the merge fails,
+// waits until the index is closed (its merger retries the merge): the
+// worker ends an erase that way when it finds the index damaged, and
+// closes the index to make it again, which ends the call left behind.
+func forceMerge(ctx context.Context, sc *scorch.Scorch) error {
+	done := make(chan error, 1)
+	go func() { done <- sc.ForceMerge(ctx, nil) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

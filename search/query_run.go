@@ -122,6 +122,9 @@ func (ix *Index) Search(ctx context.Context, q Query, limit, offset int) (_ Resu
 		res, err = run(ctx, bq)
 	}
 	if err != nil {
+		if ctx.Err() == nil {
+			ix.failed() // not a search cut short: perhaps a damaged segment
+		}
 		return Result{}, fmt.Errorf("search: %w", err)
 	}
 	out := Result{Total: res.Total, Hits: make([]Hit, 0, len(res.Hits)), Approximate: approximate}

@@ -44,6 +44,9 @@ type trimmer struct {
 	merges  atomic.Int64  // merge rounds scorch reported (metric search_merges_total)
 	cancel  context.CancelFunc
 	done    chan struct{}
+	// failed is called on scorch's asynchronous errors (a merge or a
+	// persist that failed); set before the index is opened.
+	failed func()
 }
 
 func newTrimmer() *trimmer {
@@ -91,6 +94,14 @@ func (t *trimmer) event(e scorch.Event) bool {
 		t.poke()
 	}
 	return true // a merge check: go on with the merge
+}
+
+// asyncError is the index's scorch error callback: a merge or a persist
+// failed (scorch retries it), and the index may be damaged.
+func (t *trimmer) asyncError(error, string) {
+	if t.failed != nil {
+		t.failed()
+	}
 }
 
 // stop stops the goroutine; a trimmer never started has none.
@@ -157,7 +168,9 @@ func (t *trimmer) withEvents(open func(config map[string]any) (bleve.Index, erro
 	name := "pisyncd-search-" + strconv.Itoa(eventsNext)
 	scorch.RegistryEventCallbacks[name] = t.event
 	defer delete(scorch.RegistryEventCallbacks, name)
-	return open(map[string]any{"eventCallbackName": name})
+	scorch.RegistryAsyncErrorCallbacks[name] = t.asyncError
+	defer delete(scorch.RegistryAsyncErrorCallbacks, name)
+	return open(map[string]any{"eventCallbackName": name, "asyncErrorCallbackName": name})
 }
 
 // trimMapped drops the resident pages of the current snapshot's segment

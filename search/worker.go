@@ -71,8 +71,9 @@ type Worker struct {
 	erasedBelow map[string]map[string]uint64 // sid → stream → sequence
 
 	indexed, skipped, erased, batches atomic.Int64
-	following                         atomic.Bool // Run's followers are running (Unindexed)
-	local, all                        follower    // PI_LOCAL's and PI_ALL's
+	rebuilds                          atomic.Int64 // the index made again, found damaged
+	following                         atomic.Bool  // Run's followers are running (Unindexed)
+	local, all                        follower     // PI_LOCAL's and PI_ALL's
 }
 
 // follower is what one stream's follower tells the rest of the worker.
@@ -118,6 +119,9 @@ type Stats struct {
 	// files.
 	Docs       uint64 `json:"docs"`
 	IndexBytes int64  `json:"indexBytes"`
+	// Rebuilds counts the index made again from the streams since the
+	// start, a segment file found damaged.
+	Rebuilds int64 `json:"rebuilds,omitempty"`
 }
 
 // Stats returns the counters.
@@ -125,7 +129,7 @@ func (w *Worker) Stats() Stats {
 	docs, _ := w.ix.DocCount()
 	return Stats{
 		Indexed: w.indexed.Load(), Skipped: w.skipped.Load(), Erased: w.erased.Load(),
-		Batches: w.batches.Load(), Lag: w.unwritten(),
+		Batches: w.batches.Load(), Lag: w.unwritten(), Rebuilds: w.rebuilds.Load(),
 		Docs: docs, IndexBytes: w.ix.DiskBytes(),
 	}
 }
@@ -156,18 +160,77 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.ix.Rebuilt && w.ix.Why != "" {
 		w.logger.Info("search index rebuilt from the streams", "why", w.ix.Why)
 	}
+	why, err := w.ix.Damage()
+	if err != nil {
+		w.logger.Warn("search: could not check the index's files", "err", err)
+	}
+	for ctx.Err() == nil {
+		if why != "" {
+			w.rebuild(ctx, why)
+		}
+		why = w.followUntilDamaged(ctx)
+	}
+	return nil
+}
+
+// checkAfter is the least time between two checks of the index's files
+// (Index.Damage, which reads them all) for failures it reported: a full
+// disk fails every batch.
+const checkAfter = time.Minute
+
+// followUntilDamaged runs the followers until ctx ends, or until a check
+// of the index's files, after a failure it reported, finds one damaged:
+// it then stops them and says what is damaged.
+func (w *Worker) followUntilDamaged(ctx context.Context) (damage string) {
+	fctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		stop()
+		wg.Wait()
+	}()
 	w.following.Store(true)
 	defer w.following.Store(false)
-	var wg sync.WaitGroup
 	for _, s := range w.streams() {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.follow(ctx, s)
-		}()
+		wg.Go(func() { w.follow(fctx, s) })
 	}
-	wg.Wait()
-	return nil
+	var checked time.Time
+	var due <-chan time.Time // a check waits for checkAfter
+	for {
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-w.ix.Suspect():
+			if due == nil {
+				due = time.After(checkAfter - time.Since(checked))
+			}
+		case <-due:
+			due, checked = nil, time.Now()
+			why, err := w.ix.Damage()
+			if err != nil {
+				w.logger.Debug("search: could not check the index's files", "err", err)
+			}
+			if why != "" {
+				return why
+			}
+		}
+	}
+}
+
+// rebuild makes the index again, empty, and counts what each stream holds
+// as still to index: the followers then read the streams from their start.
+func (w *Worker) rebuild(ctx context.Context, why string) {
+	w.logger.Warn("search: the index is damaged: making it again from the streams (searches find less until it has caught up)", "why", why)
+	if err := w.ix.Reset("damaged: " + why); err != nil {
+		// The index stays broken: its next use tries to make it again.
+		w.logger.Error("search: could not make the index again", "err", err)
+		return
+	}
+	w.rebuilds.Add(1)
+	for _, stream := range w.streams() {
+		if last, err := w.lastSeq(ctx, stream); err == nil {
+			w.follower(stream).lag.Store(int64(last))
+		}
+	}
 }
 
 // checkStreams reads each stream's end once. A position past it empties
