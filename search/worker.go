@@ -315,7 +315,10 @@ func (w *Worker) consume(ctx context.Context, stream string, link *eventlog.Link
 	}
 	defer it.Stop()
 	f := w.follower(stream)
-	defer f.held.Store(0)
+	// Lines read and not written are read again by the next consume:
+	// until it reads them, they count as the consumer's (a batch that
+	// failed on a full disk counted as indexed between two attempts).
+	defer func() { f.lag.Add(f.held.Swap(0)) }()
 	// What the index holds was read before: a waiter for it must not wait
 	// for a new message.
 	f.handled.Advance(pos)
