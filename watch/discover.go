@@ -21,6 +21,9 @@ import (
 // folder created between two events, and some file systems send none).
 type discovery struct {
 	t       *Tailer
+	// slowSaid is the slow file last named in the log (slow.go), and
+	// since when it was read.
+	slowSaid reading
 	w       *fsnotify.Watcher
 	watched map[string]struct{}
 	// walkErr is the error the last walk failed with ("" if it worked),
@@ -297,6 +300,7 @@ func (d *discovery) walk() error {
 		return nil
 	}
 	d.t.rescans.Add(1)
+	d.warnSlow()
 	d.full = d.walks%statEvery == 0
 	d.walks++
 	prev := d.seen

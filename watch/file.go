@@ -171,7 +171,21 @@ func openRegular(path string) (*os.File, fs.FileInfo, error) {
 		fh.Close()
 		return nil, st, nil
 	}
+	if pollable(fh) {
+		fh.Close()
+		return nil, st, nil
+	}
 	return fh, st, nil
+}
+
+// pollable reports whether reads of fh wait for data to come, as a
+// device's do: a kernel file that says it is a regular one (/proc/kmsg)
+// is, and the runtime parked the worker's read of it for good, and with it
+// every other file of that worker (a probe on 2026-12-06, through a link
+// in the sessions dir). A file on a disk never is: Go puts only such files
+// in its poller, which then take a deadline.
+func pollable(fh *os.File) bool {
+	return fh.SetReadDeadline(time.Time{}) == nil
 }
 
 // sync brings the event log up to date with the file at path.
@@ -307,7 +321,11 @@ func (w *worker) special(f *file, st fs.FileInfo) {
 	}
 	w.reread(f, dev, ino)
 	f.size, f.mtime = st.Size(), modNanos(st)
-	w.t.ignore(f, ignoreSpecial, "type", st.Mode().Type().String())
+	kind := st.Mode().Type().String()
+	if st.Mode().IsRegular() {
+		kind = "a kernel file whose reads wait for data (pollable)"
+	}
+	w.t.ignore(f, ignoreSpecial, "type", kind)
 }
 
 // verify checks that the file still holds the start of the header and the

@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -202,4 +203,67 @@ func TestEnvelopeTooLongToCarry(t *testing.T) {
 		st := n.tailer.Stats()
 		return st.Malformed == 2 && st.PublishErrors == 0, fmt.Sprintf("%+v", st)
 	})
+}
+
+// TestPollableFileIsSkipped: a kernel file that says it is a regular one
+// but whose reads wait for data (/proc/kmsg, linked into the sessions
+// dir) parked its worker's read for good, and every other file of that
+// worker with it (a probe on 2026-12-06). Such a file is left alone as
+// not a regular file. /proc/self/mounts stands in for /proc/kmsg here:
+// pollable the same way, but its reads return at once and consume nothing.
+func TestPollableFileIsSkipped(t *testing.T) {
+	const kernel = "/proc/self/mounts"
+	if _, err := os.Stat(kernel); err != nil {
+		t.Skipf("needs %s (Linux): %v", kernel, err)
+	}
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "--p--"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(kernel, filepath.Join(root, "--p--", "k.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	sids := sessionsAround(t, root, "s", 16)
+	n := startNode(t, root, t.TempDir())
+	waitSessions(n, sids)
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		st := n.tailer.Stats()
+		return st.FilesIgnoredBy["not-a-regular-file"] == 1 && st.FilesIgnored == 1,
+			fmt.Sprintf("ignored %d %v, want 1 not-a-regular-file", st.FilesIgnored, st.FilesIgnoredBy)
+	})
+}
+
+// TestSlowFileNamed: a file a worker has been on for long (here its
+// session's load, held up) is named in Stats and in the log, once; the
+// worker's other files wait for it, and nothing said which it was.
+func TestSlowFileNamed(t *testing.T) {
+	root := t.TempDir()
+	release := make(chan struct{})
+	var logs testenv.LogBuffer
+	o := Options{RescanInterval: 50 * time.Millisecond, Logger: logs.Logger(), Known: func(ctx context.Context, sid string, _ func([32]byte)) error {
+		if sid == "slow" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	}}
+	n := startNodeWith(t, root, t.TempDir(), o, func(t *Tailer) { t.slowAfter = 100 * time.Millisecond })
+	writeFile(t, filepath.Join(root, "--p--", "slow.jsonl"), header("slow")+"\n"+entry("e1", "", "slow")+"\n")
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		st := n.tailer.Stats()
+		return len(st.SlowFiles) == 1 && st.SlowFiles[0].File == "--p--/slow.jsonl", fmt.Sprintf("slow files %+v", st.SlowFiles)
+	})
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		return strings.Count(logs.String(), "a session file has been read for long") == 1 && strings.Contains(logs.String(), "file=--p--/slow.jsonl"), logs.String()
+	})
+	close(release)
+	n.waitLines("slow", []string{header("slow"), entry("e1", "", "slow")})
+	if st := n.tailer.Stats(); len(st.SlowFiles) != 0 {
+		t.Errorf("after the read: slow files %+v", st.SlowFiles)
+	}
+	if c := strings.Count(logs.String(), "a session file has been read for long"); c != 1 {
+		t.Errorf("named %d times, want once:\n%s", c, logs.String())
+	}
 }

@@ -49,10 +49,12 @@ type Tailer struct {
 	rescan  time.Duration
 	// progressEvery: how often a long first read reports its progress.
 	progressEvery time.Duration
-	logger        *slog.Logger
-	workers       []*worker
-	seed          maphash.Seed
-	mem           *budget
+	// slowAfter: how long a file is read before it is named (slow.go).
+	slowAfter time.Duration
+	logger    *slog.Logger
+	workers   []*worker
+	seed      maphash.Seed
+	mem       *budget
 
 	known            func(ctx context.Context, sid string, add func([32]byte)) error
 	deletedElsewhere func(ctx context.Context, sid string) (bool, error)
@@ -126,7 +128,7 @@ func New(log Log, o Options) *Tailer {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	t := &Tailer{
-		log: log, root: filepath.Clean(o.Root), maxLine: o.MaxLine, rescan: o.RescanInterval, progressEvery: 5 * time.Second,
+		log: log, root: filepath.Clean(o.Root), maxLine: o.MaxLine, rescan: o.RescanInterval, progressEvery: 5 * time.Second, slowAfter: slowAfter,
 		logger: o.Logger, seed: maphash.MakeSeed(), sessions: make(map[string]*sessionRef), settled: make(map[string]fileSig),
 		publishSeconds: newPublishHistogram(), mem: newBudget(o.MemoryBudget),
 		known: o.Known, deletedElsewhere: o.Deleted, ready: make(chan struct{}), moved: make(map[string]struct{}),
@@ -196,9 +198,13 @@ func (t *Tailer) awaitReady(ctx context.Context, d *discovery) {
 			case <-b:
 				waiting = false
 			case <-tick.C:
-				t.logger.Info("reading the session files found at start", "files", d.found,
-					"opened", t.filesTracked.Load(), "lines_published", t.published.Load(),
-					"elapsed", time.Since(start).Round(time.Second))
+				attrs := []any{"files", d.found, "opened", t.filesTracked.Load(), "lines_published", t.published.Load(),
+					"elapsed", time.Since(start).Round(time.Second)}
+				if slow := t.slowFiles(); len(slow) > 0 {
+					// The first read waits for it: say which it is.
+					attrs = append(attrs, "reading_for_long", slow[0].File, "for", time.Duration(slow[0].Seconds)*time.Second)
+				}
+				t.logger.Info("reading the session files found at start", attrs...)
 			case <-ctx.Done():
 				return
 			}
@@ -234,7 +240,12 @@ const knownIdle = 10 * time.Minute
 // written for knownIdle.
 func (t *Tailer) dropKnown(before time.Time) {
 	for _, s := range t.sessionLogs() {
-		s.mu.Lock()
+		if !s.mu.TryLock() {
+			// In use, so not idle: and a load that waits (on the store,
+			// on a slow file) held up the walks behind it, which run
+			// this, and with them every new file.
+			continue
+		}
 		if s.used.Before(before) {
 			s.known, s.ids = nil, nil
 		}
@@ -595,6 +606,10 @@ type Stats struct {
 	MemoryPeak   int64 `json:"memoryPeak"`
 	MemoryBudget int64 `json:"memoryBudget"`
 	MemoryWaits  int64 `json:"memoryWaits"`
+	// SlowFiles are the files a worker has been reading for more than
+	// ten seconds (a huge file, a hung network mount): the other files of
+	// that worker wait meanwhile (slow.go).
+	SlowFiles []SlowFile `json:"slowFiles,omitempty"`
 }
 
 // Stats returns the current counters.
@@ -626,5 +641,6 @@ func (t *Tailer) Stats() Stats {
 	s.DuplicatePaths, s.UnreadableFolders, s.UnwatchedFolders = t.duplicatePaths.Load(), t.unreadableDirs.Load(), t.unwatchedDirs.Load()
 	s.MemoryHeld, s.MemoryPeak, s.MemoryWaits = t.mem.state()
 	s.MemoryBudget = t.mem.size
+	s.SlowFiles = t.slowFiles()
 	return s
 }

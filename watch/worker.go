@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,6 +24,8 @@ type worker struct {
 	grp      *group     // lines kept back for one batch (group.go); nil: none
 
 	retry map[string]retryState
+	// on is the file being handled now (slow.go); nil between files.
+	on atomic.Pointer[reading]
 	// malformed holds back the warning of a file's malformed lines to one
 	// a minute (malformedWarn).
 	malformed map[string]malformedLog
