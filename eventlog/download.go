@@ -52,6 +52,7 @@ type Downloader struct {
 	// PI_HUB since replaced (hubid.go), 0 if none: read by position, used
 	// by the framer it starts after.
 	rebuilt uint64
+	first   firstCopy // firstcopy.go
 }
 
 // Admitter is the admission point for other machines' events.
@@ -110,7 +111,7 @@ func NewDownloader(nc *nats.Conn, all *All, hubDomain string, o DownloaderOption
 		o.HubLink = func() string { return "unknown" }
 	}
 	d := &Downloader{nc: nc, domain: hubDomain, local: all.js, hub: hub, all: all, opts: o, logger: o.Logger,
-		link: NewLink(o.Logger, "copying from the hub"), watched: watched}
+		link: NewLink(o.Logger, "copying from the hub"), watched: watched, first: firstCopy{done: make(chan struct{})}}
 	d.backlog.set(true) // until the first copy hears what the hub has
 	return d, nil
 }
@@ -290,6 +291,9 @@ func (d *Downloader) copyFromHub(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("downloader: hub consumer: %w", err)
 	}
+	if d.hubHadNothing(ctx, cons) {
+		d.copiedAll(ctx) // nothing past PI_ALL's position: caught up already
+	}
 	// A short heartbeat: the hub drops a waiting pull without a word
 	// when it sees no interest in its reply subject (the leaf link down
 	// for a moment, at any time past the pull's first 2 s), and nats.go
@@ -362,6 +366,9 @@ func (d *Downloader) copyFromHub(ctx context.Context) error {
 		}
 		progress.update(r.msgs, r.pending, time.Now())
 		d.backlog.set(r.pending > 0)
+		if r.pending == 0 {
+			d.copiedAll(ctx)
+		}
 	}
 	return ctx.Err()
 }
@@ -466,6 +473,7 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 	}
 	var silent time.Duration  // since the last message arrived
 	var checked time.Duration // silent when the hub was last asked
+	received := false         // a message came from the hub consumer
 	for {
 		// The consumer's errors (a gap, the hub gone) end the wait at
 		// once; in silence, the link is looked at now and then.
@@ -492,6 +500,9 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 			}
 			if pending == 0 {
 				d.backlog.set(false) // nothing is on its way
+				if !received && d.hubHadNothing(ctx, cons) {
+					d.copiedAll(ctx)
+				}
 			}
 			if due, all := releaseDue(); due && !release(all) {
 				return
@@ -522,6 +533,7 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 			send(round{err: fmt.Errorf("downloader: %w", err)})
 			return
 		}
+		received = true
 		lines, werr := fr.take(ctx, batch)
 		if werr != nil && !errors.Is(werr, seal.ErrNoKey) {
 			send(round{err: werr})

@@ -500,6 +500,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}()
 	go func() {
 		defer wg.Done()
+		if err := d.waitFirstCopy(ctx); err != nil {
+			fail(err)
+			return
+		}
 		fail(d.tailer.Run(ctx))
 	}()
 	if d.searchW != nil {

@@ -167,3 +167,38 @@ func TestNodeIDOfAnotherMachine(t *testing.T) {
 		return strings.Contains(s, warning) && strings.Contains(s, "pisyncd hub add-node NEW-ID"), s
 	})
 }
+
+// TestReinstalledMachinePublishesNoCopies: a machine given a new id and a
+// new state dir over the sessions dir it had (a reinstall; a node removed
+// and added again under another name) holds copies of other machines'
+// sessions, which its empty PI_ALL cannot tell from lines written here.
+// Its first read waits for the hub's lines: it publishes none of the
+// copies (it published every one as its own, which let it erase them
+// everywhere, found by a probe on 2026-12-06), and a line written here
+// after it goes out as this machine's.
+func TestReinstalledMachinePublishesNoCopies(t *testing.T) {
+	hub := startTestHub(t)
+	a := runStation(t, stationConfig(t, "ws-a", hub.url()))
+	b := runStation(t, stationConfig(t, "ws-b", hub.url()))
+	const sid = "0199cccc-0000-7000-8000-0000000000c1"
+	p := writeSession(t, a, sid, 3)
+	waitFile(t, b, sid, 4)
+	b.stop()
+
+	cfg := stationConfig(t, "ws-b3", hub.url())
+	cfg.SessionsDir = b.cfg.SessionsDir
+	b3 := runStation(t, cfg)
+	select {
+	case <-b3.d.tailer.Ready():
+	case <-time.After(30 * time.Second):
+		t.Fatal("ws-b3 did not read its session files")
+	}
+	// A line continuing the session, written on ws-b3 after its first
+	// read: on the hub once everything the first read published is.
+	appendLine(t, filepath.Join(cfg.SessionsDir, "--sec--", filepath.Base(p)), msgLine("b3-0", sid[:4]+"-2", "continued"))
+	hub.waitCount(t, 30*time.Second, "pi.up.ws-b3.>", 1)
+	if n, err := hub.count("pi.up.ws-b3.>"); err != nil || n != 1 {
+		t.Errorf("ws-b3 published %d lines (%v), want the one written there: the copies went out as its own", n, err)
+	}
+	waitFile(t, a, sid, 5)
+}
