@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"flag"
@@ -254,7 +255,7 @@ const certWarnBefore = 30 * 24 * time.Hour
 func hubTLSHints(cfg *config.Hub, now time.Time) []string {
 	var hints []string
 	if cfg.TLSCert != "" {
-		renew := fmt.Sprintf("`pisyncd hub certs %s --renew` (the same CA, so the workstations keep trusting the hub), then `pisyncd hub reload` (or SIGHUP) this hub", filepath.Dir(cfg.TLSCert))
+		renew := renewHint(cfg)
 		hints = append(hints, certTimeHint("the hub's certificate "+cfg.TLSCert+" (PISYNC_HUB_TLS_CERT)", cfg.TLSCert, now,
 			"every workstation refuses the hub (x509: certificate has expired or is not yet valid) and nothing is replicated. Issue a new one from the same CA: "+renew,
 			"every workstation refuses the hub then. Issue a new one from the same CA before: "+renew)...)
@@ -288,6 +289,29 @@ func hubTLSHints(cfg *config.Hub, now time.Time) []string {
 		}
 	}
 	return hints
+}
+
+// renewHint says how to issue the hub a new certificate from its CA:
+// `hub certs DIR --renew` needs the CA's files (ca.pem, ca-key.pem) in
+// DIR, and writes hub.pem and hub-key.pem there. It named the folder of
+// the hub's certificate whatever it held (a probe on 2026-12-06 followed
+// it into "open DIR/ca.pem: no such file").
+func renewHint(cfg *config.Hub) string {
+	then := "then `pisyncd hub reload` (or SIGHUP) this hub"
+	has := func(dir string) bool {
+		_, err1 := os.Stat(filepath.Join(dir, embedded.DevCerts.CA))
+		_, err2 := os.Stat(filepath.Join(dir, embedded.DevCerts.CAKey))
+		return err1 == nil && err2 == nil
+	}
+	if dir := filepath.Dir(cfg.TLSCert); has(dir) {
+		return fmt.Sprintf("`pisyncd hub certs %s --renew` (the same CA, so the workstations keep trusting the hub), %s", dir, then)
+	}
+	dir := "DIR"
+	if cfg.TLSCA != "" && has(filepath.Dir(cfg.TLSCA)) {
+		dir = filepath.Dir(cfg.TLSCA)
+	}
+	return fmt.Sprintf("`pisyncd hub certs %s --renew` in the folder of the CA that signed it (its %s and %s; the same CA, so the workstations keep trusting the hub), copy the %s and %s it writes there to %s and %s, %s",
+		dir, embedded.DevCerts.CA, embedded.DevCerts.CAKey, embedded.DevCerts.Cert, embedded.DevCerts.Key, cfg.TLSCert, cfg.TLSKey, then)
 }
 
 // certTimeHint says that the certificate in path is not valid at now, or
@@ -384,6 +408,21 @@ func hubFilesReadable(cfg *config.Hub) error {
 		me := userName(os.Geteuid())
 		return fmt.Errorf("the hub runs as %s and cannot read %s (%s_%s)%s: give it to the hub's user (%s %s %s), or make it as that user (sudo -u %s pisyncd hub certs DIR ..., or add-node); a renewal (--renew) and a node registered into a folder of the hub's keep its owner",
 			me, f.path, config.HubPrefix, f.env, whose, chown, me, f.path, me)
+	}
+	return hubKeyPair(cfg)
+}
+
+// hubKeyPair checks that the hub's certificate and key files are a pair.
+// Two files swapped, or the CA's given for the hub's, stopped the hub
+// with nats-server's parse error of the generated hub.conf, which named
+// neither setting (found by a probe on 2026-12-06).
+func hubKeyPair(cfg *config.Hub) error {
+	if cfg.TLSCert == "" || cfg.TLSKey == "" {
+		return nil
+	}
+	if _, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey); err != nil {
+		return fmt.Errorf("%s_TLS_CERT %s and %s_TLS_KEY %s are not the hub's certificate and its key: %v. Set them to hub.pem and hub-key.pem of the folder `pisyncd hub certs DIR` wrote (not ca.pem or ca-key.pem), or to your own certificate and key",
+			config.HubPrefix, cfg.TLSCert, config.HubPrefix, cfg.TLSKey, err)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"io"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -94,6 +95,10 @@ func TestHubStartHintsCertExpiry(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Now()
 	cfg := &config.Hub{NodesDir: "n", TLSCert: filepath.Join(dir, "hub.pem"), TLSKey: filepath.Join(dir, "hub-key.pem"), TLSCA: filepath.Join(dir, "ca.pem")}
+	// The CA's key beside them, as `hub certs` leaves it: --renew reads it.
+	if err := os.WriteFile(filepath.Join(dir, "ca-key.pem"), []byte("key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name              string
 		notBefore, notAft time.Time
@@ -116,6 +121,17 @@ func TestHubStartHintsCertExpiry(t *testing.T) {
 		if len(h) != 1 || !strings.Contains(h[0], "the hub's certificate "+cfg.TLSCert) || !strings.Contains(h[0], c.want) || !strings.Contains(h[0], "pisyncd hub certs "+dir+" --renew") {
 			t.Errorf("%s: %q, want one hint saying %q and --renew", c.name, h, c.want)
 		}
+	}
+	// A certificate kept apart from the CA's folder: the renewal is run
+	// in the CA's folder, and its files copied over (it named the
+	// certificate's folder, where --renew finds no CA).
+	apart := t.TempDir()
+	moved := *cfg
+	moved.TLSCert, moved.TLSKey = filepath.Join(apart, "hub.pem"), filepath.Join(apart, "hub-key.pem")
+	writeCert(t, moved.TLSCert, now.AddDate(-1, 0, 0), now.Add(-time.Hour))
+	if h := hubStartHints(&moved, 1); len(h) != 1 || !strings.Contains(h[0], "pisyncd hub certs "+dir+" --renew` in the folder of the CA") ||
+		!strings.Contains(h[0], "copy the hub.pem and hub-key.pem it writes there to "+moved.TLSCert+" and "+moved.TLSKey) {
+		t.Errorf("a certificate apart from its CA: %q", h)
 	}
 	// The CA too, whose end is every certificate's.
 	writeCert(t, cfg.TLSCert, now.Add(-time.Hour), now.AddDate(0, 6, 0))
@@ -218,5 +234,27 @@ func TestHubFileMissing(t *testing.T) {
 	}
 	if err := hubFilesReadable(&config.Hub{StateDir: dir, NodesDir: filepath.Join(dir, "nodes")}); err != nil {
 		t.Errorf("a nodes dir not made yet: %v", err)
+	}
+}
+
+// TestHubKeyPairMismatch: a hub given a certificate and a key that are not
+// a pair (the CA's key for the hub's, two files swapped) stops at start
+// naming both settings and the files to give them, where nats-server's
+// parse error of the generated hub.conf named neither.
+func TestHubKeyPairMismatch(t *testing.T) {
+	dir := t.TempDir()
+	if err := certsCommand([]string{dir, "--hosts", "localhost"}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	cert, key, caKey := filepath.Join(dir, "hub.pem"), filepath.Join(dir, "hub-key.pem"), filepath.Join(dir, "ca-key.pem")
+	for _, c := range []struct{ cert, key string }{{cert, caKey}, {key, cert}, {filepath.Join(dir, "ca.pem"), key}} {
+		err := hubFilesReadable(&config.Hub{StateDir: dir, TLSCert: c.cert, TLSKey: c.key})
+		want := "PISYNC_HUB_TLS_CERT " + c.cert + " and PISYNC_HUB_TLS_KEY " + c.key + " are not the hub's certificate and its key"
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "hub.pem and hub-key.pem") {
+			t.Errorf("cert %s, key %s: %v, want %q", filepath.Base(c.cert), filepath.Base(c.key), err, want)
+		}
+	}
+	if err := hubFilesReadable(&config.Hub{StateDir: dir, TLSCert: cert, TLSKey: key}); err != nil {
+		t.Errorf("the pair: %v", err)
 	}
 }
