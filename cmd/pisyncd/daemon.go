@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -108,6 +109,9 @@ func openStoreAs(ctx context.Context, cfg *config.Config, logger *slog.Logger, h
 	var seed []byte
 	if cfg.HubNkey != "" {
 		b, err := fsutil.ReadSetting(cfg.HubNkey, fsutil.SettingMax)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("PISYNC_HUB_NKEY %s: no such file: it is this node's seed file, made on the hub by `pisyncd hub add-node %s --out FILE` and copied here", cfg.HubNkey, cfg.NodeID)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("PISYNC_HUB_NKEY: %w", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,6 +144,11 @@ func TestHostileFillTeamShare(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.hub.nodes, "eve.json")); !os.IsNotExist(err) {
 		t.Errorf("eve's registration is still there: %v", err)
+	}
+	// Run again (as after a removal without --erase): it names the
+	// command that erases a removed node's lines.
+	if err := removeNodeCommand([]string{"eve", "--erase"}, io.Discard); err == nil || !strings.Contains(err.Error(), "pisyncd hub erase --node eve") {
+		t.Errorf("hub remove-node eve --erase again: %v", err)
 	}
 	var refused error
 	waitUntil(t, 10*time.Second, func() (bool, string) {

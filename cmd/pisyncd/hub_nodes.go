@@ -59,6 +59,11 @@ func removeNodeCommand(args []string, stdout io.Writer) error {
 	}
 	n, err := embedded.RemoveNode(cfg.NodesDir, fs.Arg(0))
 	if err != nil {
+		if *erase {
+			// A node removed before without --erase: its lines are
+			// still on the hub, and another command erases them.
+			return fmt.Errorf("%w; to erase the lines of a node removed before, run pisyncd hub erase --node %s", err, fs.Arg(0))
+		}
 		return err
 	}
 	out := removedNode{Node: n.Name, Team: n.Team, NodesDir: cfg.NodesDir}

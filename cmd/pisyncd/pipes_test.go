@@ -197,3 +197,31 @@ func TestFailureIsJSONWhenTheLogIs(t *testing.T) {
 		}
 	}
 }
+
+// TestHubSettingFilesNamed: a seed file that is not there, and a CA file
+// that holds no certificate, stop the start naming the setting and what
+// the file is to be (a probe on 2026-12-06 had a bare "open …: no such
+// file or directory", and "hub CA …: no certificate in it" without the
+// setting).
+func TestHubSettingFilesNamed(t *testing.T) {
+	home := t.TempDir()
+	seed := filepath.Join(home, "seed.nkey")
+	if err := os.WriteFile(seed, []byte("SUAM7TPLA2KSEEDSEEDSEEDSEEDSEEDSEEDSEEDSEEDSEEDSEEDSEEDSE\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ env, value, want string }{
+		{"PISYNC_HUB_NKEY", filepath.Join(home, "missing.nkey"), "PISYNC_HUB_NKEY " + filepath.Join(home, "missing.nkey") + ": no such file: it is this node's seed file, made on the hub by `pisyncd hub add-node"},
+		{"PISYNC_HUB_CA", seed, "(PISYNC_HUB_CA): no certificate in it: set it to the CA that signed the hub's certificate"},
+	} {
+		setEnv(t, filepath.Join(home, "sessions"), filepath.Join(home, "state"))
+		t.Setenv("PISYNC_HUB_URLS", "tls://127.0.0.1:1")
+		t.Setenv("PISYNC_HUB_NKEY", "")
+		t.Setenv(c.env, c.value)
+		var code int
+		var stderr string
+		testenv.Within(t, 60*time.Second, c.env, func() { code, _, stderr = mainIn(t, "run") })
+		if code != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%s %s: exit %d, stderr %q, want %q", c.env, c.value, code, stderr, c.want)
+		}
+	}
+}

@@ -128,11 +128,11 @@ func leafRemote(cfg Config) (*server.RemoteLeafOpts, error) {
 		if cfg.HubCAFile != "" {
 			pem, err := fsutil.ReadSetting(cfg.HubCAFile, fsutil.SettingMax)
 			if err != nil {
-				return nil, fmt.Errorf("hub CA: %w", err)
+				return nil, fmt.Errorf("hub CA (PISYNC_HUB_CA): %w", err)
 			}
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("hub CA %s: no certificate in it", cfg.HubCAFile)
+				return nil, fmt.Errorf("hub CA %s (PISYNC_HUB_CA): no certificate in it: set it to the CA that signed the hub's certificate (ca.pem of `pisyncd hub certs`), not a key or a seed", cfg.HubCAFile)
 			}
 			tc.RootCAs = pool
 		}
