@@ -23,7 +23,7 @@ import (
 // Format is the index's format version, kept in the index. An index of
 // another version is rebuilt from the streams: bump it whenever Extract,
 // the mapping or the analyzer changes what a document holds.
-const Format = "2"
+const Format = "3"
 
 const (
 	keyFormat = "pisyncd.format"
@@ -261,21 +261,26 @@ func newMapping() mapping.IndexMapping {
 		panic(err) // only a second filter of that name in this process
 	}
 	im := bleve.NewIndexMapping()
+	if err := addJoinSpaces(im); err != nil {
+		panic(err) // a constant mapping
+	}
 	// Words are Unicode word segments, lower-cased; no stemming and no stop
 	// words: sessions are code and commands as much as prose, and "is" or
 	// "go" are worth finding there. Queries are analyzed so; the text is
 	// indexed with the parts of joined words besides (parts.go).
 	if err := im.AddCustomAnalyzer(analyzerName, map[string]any{
 		"type":          custom.Name,
+		"char_filters":  []string{joinSpacesName},
 		"tokenizer":     unicode.Name,
-		"token_filters": []string{lowercase.Name},
+		"token_filters": []string{lowercase.Name, invisibleFilterName},
 	}); err != nil {
 		panic(err) // a constant mapping
 	}
 	if err := im.AddCustomAnalyzer(indexAnalyzerName, map[string]any{
 		"type":          custom.Name,
+		"char_filters":  []string{joinSpacesName},
 		"tokenizer":     unicode.Name,
-		"token_filters": []string{partsFilterName, lowercase.Name},
+		"token_filters": []string{partsFilterName, lowercase.Name, invisibleFilterName},
 	}); err != nil {
 		panic(err) // a constant mapping
 	}

@@ -405,3 +405,33 @@ func TestPhraseBudget(t *testing.T) {
 		t.Errorf("frob: %d hits, approximate %v", r.Total, r.Approximate)
 	}
 }
+
+// TestInvisibleCharactersHideNoWord: a zero-width space, a soft hyphen or
+// a word joiner inside a word hid it from search (a probe on 2026-12-06);
+// the word is found, and marked where it is in the text.
+func TestInvisibleCharactersHideNoWord(t *testing.T) {
+	ix := openTest(t, filepath.Join(t.TempDir(), "search"))
+	text := "the key: hun\u200bter2 and pass\u00adword and to\u2060ken, plain"
+	if err := ix.Write([]Doc{{SessionID: "s1", EntryID: "a", Type: "message", Text: text}}, "PI_LOCAL", 1); err != nil {
+		t.Fatal(err)
+	}
+	for word, marked := range map[string]string{"hunter2": "hun\u200bter2", "password": "pass\u00adword", "token": "to\u2060ken", "plain": "plain"} {
+		r := find(t, ix, word)
+		if r.Total != 1 {
+			t.Errorf("%q: %d hits, want 1", word, r.Total)
+			continue
+		}
+		h := r.Hits[0]
+		var got []string
+		for _, m := range h.Highlights {
+			got = append(got, string(utf16.Decode(utf16.Encode([]rune(h.Snippet))[m[0]:m[1]])))
+		}
+		if len(got) != 1 || got[0] != marked {
+			t.Errorf("%q: marked %q in %q, want %q", word, got, h.Snippet, marked)
+		}
+	}
+	// A query with the invisible character finds the word too.
+	if r := find(t, ix, "hun\u200bter2"); r.Total != 1 {
+		t.Errorf("a query holding the zero-width space: %d hits", r.Total)
+	}
+}

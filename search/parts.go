@@ -40,6 +40,12 @@ var registerParts = sync.OnceValue(func() error {
 	if err != nil {
 		return fmt.Errorf("search: %w", err)
 	}
+	err = registry.RegisterTokenFilter(invisibleFilterName, func(map[string]any, *registry.Cache) (analysis.TokenFilter, error) {
+		return invisibleFilter{}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("search: %w", err)
+	}
 	return nil
 })
 
