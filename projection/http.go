@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/pisyncd/pisyncd/eventlog"
@@ -44,6 +45,7 @@ func (w *Worker) serveLs(rw http.ResponseWriter, r *http.Request) {
 	if c == nil {
 		c = []CatalogEntry{}
 	}
+	c = w.localPaths(c)
 	rw.Header().Set("Content-Type", "application/json")
 	rw.Header().Set("X-Pi-Sessions", strconv.Itoa(len(c)))
 	json.NewEncoder(rw).Encode(c)
@@ -180,4 +182,36 @@ func (w *Worker) serveTail(rw http.ResponseWriter, r *http.Request) {
 	if err != nil && r.Context().Err() == nil {
 		enc.Encode(map[string]string{"error": err.Error()})
 	}
+}
+
+// localPaths gives this node's file of each session as the tailer follows
+// it now. The catalog keeps the file of the last line applied, and a file
+// moved or renamed publishes no line: ls showed its old path until the
+// next one (a probe on 2026-12-06). c is the cached catalog: an entry
+// changed is a copy, in a copy of the slice.
+func (w *Worker) localPaths(c []CatalogEntry) []CatalogEntry {
+	if w.opts.LocalFiles == nil {
+		return c
+	}
+	copied := false
+	for i := range c {
+		was := c[i].Files.Get(w.opts.Node)
+		if was == "" {
+			continue
+		}
+		now := w.opts.LocalFiles(c[i].SessionID)
+		if len(now) == 0 || slices.Contains(now, was) {
+			continue
+		}
+		if !copied {
+			c, copied = slices.Clone(c), true
+		}
+		e := c[i].clone()
+		e.Files.set(w.opts.Node, now[0])
+		if e.File == was {
+			e.File = now[0]
+		}
+		c[i] = e
+	}
+	return c
 }

@@ -44,6 +44,11 @@ type Options struct {
 	// ReadAhead bounds the bodies a context query reads ahead of what it
 	// writes (default 16 MiB; a single longer line is read alone).
 	ReadAhead int64
+	// LocalFiles, when set, names the files of a session this node's
+	// tailer follows now, relative to SessionsDir with slashes: ls shows
+	// them where the catalog still has the path of the last line applied
+	// (a file moved or renamed, which publishes no line).
+	LocalFiles func(sid string) []string
 	// SessionsDir is the sessions root the tailer reads (the root of
 	// Pi-File). A context query reads this machine's own lines there, each
 	// checked against its event's sha-256, before it asks the store

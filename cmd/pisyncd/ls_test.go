@@ -2,9 +2,15 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
@@ -118,4 +124,49 @@ func TestNotesSayWhatHappened(t *testing.T) {
 	if !strings.Contains(b.String(), "event store write failures            3, not recovered yet\n") {
 		t.Errorf("status:\n%s", b.String())
 	}
+}
+
+// TestLsFollowsAMovedFile: a session file renamed (or moved into another
+// project folder) publishes no line, and ls showed the path of its last
+// line until the next one; it shows where the tailer follows it now.
+func TestLsFollowsAMovedFile(t *testing.T) {
+	hub := startTestHub(t)
+	s := runStation(t, stationConfig(t, "ws-a", hub.url()))
+	const sid = "0199eeee-0000-7000-8000-0000000000e1"
+	p := writeSession(t, s, sid, 2)
+	file := func() (string, error) {
+		cat, err := s.d.proj.Catalog(t.Context())
+		if err != nil {
+			return "", err
+		}
+		var rr httptest.ResponseRecorder
+		rr.Body = new(bytes.Buffer)
+		s.d.proj.Handler().ServeHTTP(&rr, httptest.NewRequest("GET", "/ls", nil))
+		var ls []projection.CatalogEntry
+		if err := json.Unmarshal(rr.Body.Bytes(), &ls); err != nil {
+			return "", fmt.Errorf("ls: %w (%d entries in the catalog)", err, len(cat))
+		}
+		for _, e := range ls {
+			if e.SessionID == sid {
+				return e.File + " " + e.Files.Get("ws-a"), nil
+			}
+		}
+		return "", nil
+	}
+	rel := func(p string) string { r, _ := filepath.Rel(s.cfg.SessionsDir, p); return filepath.ToSlash(r) }
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		f, err := file()
+		return f == rel(p)+" "+rel(p), fmt.Sprintf("ls: %q (%v), want %s", f, err, rel(p))
+	})
+	moved := filepath.Join(s.cfg.SessionsDir, "--elsewhere--", filepath.Base(p))
+	if err := os.MkdirAll(filepath.Dir(moved), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(p, moved); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		f, err := file()
+		return f == rel(moved)+" "+rel(moved), fmt.Sprintf("ls after the move: %q (%v), want %s", f, err, rel(moved))
+	})
 }
