@@ -61,6 +61,11 @@ type Status struct {
 	// StreamError is why Stream could not be read (the store is being
 	// restarted after a write error, say): status answers anyway.
 	StreamError string `json:"streamError,omitempty"`
+	// WaitingForHub says the session files are not read yet: this state
+	// dir has published nothing, the sessions dir holds files from before
+	// it, and its first copy from the hub has not completed
+	// (waitFirstCopy).
+	WaitingForHub bool `json:"waitingForHub,omitempty"`
 	// Store is the event store's health: whether it takes writes (a full
 	// disk under the state dir stops it), its free space, and how often it
 	// failed and was brought back (by restarting the embedded server).
@@ -122,6 +127,7 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 	if err != nil {
 		st.StreamError = err.Error()
 	}
+	st.WaitingForHub = d.waitingForHub.Load()
 	if d.store != nil {
 		ss := d.store.Stats()
 		st.Store = &ss

@@ -87,6 +87,10 @@ type Daemon struct {
 	reg      *prometheus.Registry
 	started  time.Time
 
+	// waitingForHub: the first read waits for the first copy from the
+	// hub (firstcopy.go).
+	waitingForHub atomic.Bool
+
 	eraseMu sync.Mutex   // one erase at a time (erase.go)
 	erased  atomic.Int64 // sessions erased here on request
 }

@@ -43,6 +43,8 @@ func (d *Daemon) waitFirstCopy(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
+	d.waitingForHub.Store(true)
+	defer d.waitingForHub.Store(false)
 	d.logger.Info("this state dir has published nothing yet, and the sessions dir holds files from before it: they are read once the hub's lines are copied here, so that copies of other machines' sessions are not published as this machine's",
 		"file", older)
 	nag := time.NewTicker(firstCopyNag)

@@ -185,13 +185,27 @@ func TestReinstalledMachinePublishesNoCopies(t *testing.T) {
 	waitFile(t, b, sid, 4)
 	b.stop()
 
+	// The hub out of reach at the new state's first start: the files
+	// wait, and status says why.
+	hub.stop()
 	cfg := stationConfig(t, "ws-b3", hub.url())
 	cfg.SessionsDir = b.cfg.SessionsDir
 	b3 := runStation(t, cfg)
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		st, err := b3.status()
+		return err == nil && st.WaitingForHub, fmt.Sprintf("ws-b3's status: waiting for the hub %v (%v)", st.WaitingForHub, err)
+	})
+	if st, err := b3.status(); err != nil || st.Stream.Messages != 0 {
+		t.Errorf("ws-b3 published %d lines (%v) while the hub was out of reach", st.Stream.Messages, err)
+	}
+	hub.start()
 	select {
 	case <-b3.d.tailer.Ready():
-	case <-time.After(30 * time.Second):
-		t.Fatal("ws-b3 did not read its session files")
+	case <-time.After(2 * time.Minute):
+		t.Fatal("ws-b3 did not read its session files once the hub was back")
+	}
+	if st, err := b3.status(); err != nil || st.WaitingForHub {
+		t.Errorf("ws-b3's status after the first read: waiting for the hub %v (%v)", st.WaitingForHub, err)
 	}
 	// A line continuing the session, written on ws-b3 after its first
 	// read: on the hub once everything the first read published is.

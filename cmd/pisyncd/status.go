@@ -89,6 +89,9 @@ func printStatus(stdout io.Writer, st *Status) error {
 		row("sessions dir", st.SessionsDir)
 	}
 	row("state dir", st.StateDir)
+	if st.WaitingForHub {
+		row("session files", "not read yet: this state dir has published nothing and the sessions dir holds files from before it, which may be copies of other machines' sessions; they are read once everything the hub holds is copied here (hub link below)")
+	}
 	if st.NATSURL != "" {
 		row("nats listener", st.NATSURL)
 	}
