@@ -161,3 +161,95 @@ func TestBrowserLiveTreeFollowsPi(t *testing.T) {
 		t.Errorf("meta %q, want 9 entries", n)
 	}
 }
+
+// TestBrowserHiddenTabLetsGoOfItsStream: a browser keeps six connections
+// to a host, and each page's event stream held one: a seventh tab of the
+// view never loaded. A hidden tab closes its stream and, shown again,
+// resumes where it left off: what was appended meanwhile shows once.
+func TestBrowserHiddenTabLetsGoOfItsStream(t *testing.T) {
+	b := newBrowser(t)
+	d := startDaemon(t)
+	path := d.write(sid1, testenv.Header(sid1), testenv.Entry("u0", "", "start"))
+	d.waitEntries(sid1, 1)
+	b.do(t, chromedp.Navigate(viewLink(d.http.URL+"/s/"+sid1)))
+	b.waitJS(t, 20*time.Second, `document.body.dataset.ready === '1' && document.getElementById('live').className === 'live on'`)
+	if n := len(d.web.streams); n != 1 {
+		t.Fatalf("%d event streams open, want the page's", n)
+	}
+	visible := func(v bool) {
+		eval[bool](t, b, fmt.Sprintf(`Object.defineProperty(document, 'hidden', {value: %v, configurable: true}); document.dispatchEvent(new Event('visibilitychange')); true`, !v))
+	}
+	visible(false)
+	testenv.WaitFor(t, 20*time.Second, func() (bool, string) {
+		return len(d.web.streams) == 0, fmt.Sprintf("%d event streams open with the tab hidden", len(d.web.streams))
+	})
+	parent := "u0"
+	for i := 1; i <= 3; i++ {
+		id := fmt.Sprintf("u%d", i)
+		testenv.AppendFile(t, path, testenv.Entry(id, parent, "entry "+id)+"\n")
+		parent = id
+	}
+	d.waitEntries(sid1, 4)
+	visible(true)
+	b.waitJS(t, 20*time.Second, `!!document.getElementById('e-u3') && document.getElementById('live').className === 'live on'`)
+	for i := 0; i <= 3; i++ {
+		if n := eval[int](t, b, fmt.Sprintf(`document.querySelectorAll('[id="e-u%d"]').length`, i)); n != 1 {
+			t.Errorf("entry u%d shown %d times", i, n)
+		}
+	}
+}
+
+// TestBrowserRefusedStreamRetried: an event stream the daemon refused
+// (every slot taken) ended the page's live updates for good, EventSource
+// giving up on an answer other than 200, with no word why. The page says
+// why and tries again until it is let in.
+func TestBrowserRefusedStreamRetried(t *testing.T) {
+	b := newBrowser(t)
+	d := startDaemon(t)
+	d.write(sid1, testenv.Header(sid1), testenv.Entry("u0", "", "start"))
+	d.waitEntries(sid1, 1)
+	for len(d.web.streams) < cap(d.web.streams) {
+		d.web.streams <- struct{}{}
+	}
+	b.do(t, chromedp.Navigate(viewLink(d.http.URL+"/s/"+sid1)))
+	b.waitJS(t, 20*time.Second, `document.body.dataset.ready === '1' && document.getElementById('live').title.indexOf('refused') >= 0`)
+	for len(d.web.streams) > 0 {
+		<-d.web.streams
+	}
+	b.waitJS(t, 40*time.Second, `document.getElementById('live').className === 'live on'`)
+}
+
+// TestBrowserDeepTreeRowsReadable: a session that branches at every step
+// (each retry a new branch) nests pi's leaf 40 branch points deep. At 12
+// px a level the tree's rows had no room left for their text from about
+// 25 levels on (a probe on 2026-12-06); the leaf's row shows its text.
+func TestBrowserDeepTreeRowsReadable(t *testing.T) {
+	b := newBrowser(t)
+	d := startDaemon(t)
+	lines := []string{testenv.Header(sid1)}
+	parent := ""
+	for i := range 40 {
+		u, side, main := fmt.Sprintf("u%d", i), fmt.Sprintf("s%d", i), fmt.Sprintf("m%d", i)
+		lines = append(lines, testenv.Entry(u, parent, fmt.Sprintf("main %d", i)),
+			assistant(side, u, fmt.Sprintf("side %d", i), ""), assistant(main, u, fmt.Sprintf("main reply %d", i), ""))
+		parent = main
+	}
+	d.write(sid1, lines...)
+	d.waitEntries(sid1, 120)
+	b.do(t, chromedp.Navigate(viewLink(d.http.URL+"/s/"+sid1)))
+	b.waitJS(t, 20*time.Second, `document.body.dataset.ready === '1'`)
+	// The tree draws the rows in view: scrolled to its end, the leaf's.
+	eval[bool](t, b, `(function (p) { while (p && p.scrollHeight <= p.clientHeight) p = p.parentElement; if (p) { p.scrollTop = p.scrollHeight; p.dispatchEvent(new Event('scroll')); } return true; })(document.getElementById('tree'))`)
+	b.waitJS(t, 20*time.Second, `!!document.querySelector('#tree li[data-id="m39"]')`)
+	// The part of the text's box inside the row's and the panel's.
+	w := eval[float64](t, b, `(function () {
+		var li = document.querySelector('#tree li[data-id="m39"]'), x = li.querySelector('.text').getBoundingClientRect();
+		var r = li.getBoundingClientRect(), p = document.getElementById('tree').getBoundingClientRect();
+		var cs = getComputedStyle(li), left = r.left + parseFloat(cs.paddingLeft);
+		return Math.max(0, Math.min(x.right, r.right, p.right) - Math.max(x.left, left, p.left));
+	})()`)
+	panel := eval[float64](t, b, `document.getElementById('tree').getBoundingClientRect().width`)
+	if w < 80 {
+		t.Errorf("the leaf's row, 40 levels deep, shows its text in %.0f px of a %.0f px panel", w, panel)
+	}
+}

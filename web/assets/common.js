@@ -32,18 +32,65 @@ var pi = {
   // live follows /api/events with EventSource; the browser reconnects
   // with Last-Event-ID, and the server resumes from it. onReconnect (if
   // given) is called when the stream is back after a break.
+  //
+  // A browser keeps at most six connections to a host, and each page's
+  // stream holds one for as long as it is open: a seventh tab of the view
+  // never loaded (a probe on 2026-12-06). So a hidden tab closes its
+  // stream, and opens it again where it left off (after=, the last event
+  // id) once shown. A stream the server refused (too many open, or the
+  // daemon restarting: EventSource then gives up for good) is opened
+  // again after a wait that doubles up to 30 s, the reason in the dot's
+  // title.
   live: function (url, onEntry, dot, onReconnect) {
-    var es = new EventSource(url), broke = false;
-    es.addEventListener('ready', function () {
-      dot.className = 'live on';
-      if (broke && onReconnect) onReconnect();
-      broke = false;
+    var es = null, broke = false, last = '', retry = null, wait = 1000;
+    function state(on, why) {
+      dot.className = on ? 'live on' : 'live off';
+      dot.title = why;
+    }
+    function from() {
+      if (!last) return url;
+      var u = url.replace(/([?&])after=[^&]*&?/, '$1').replace(/[?&]$/, '');
+      return u + (u.indexOf('?') < 0 ? '?' : '&') + 'after=' + encodeURIComponent(last);
+    }
+    function take(m) {
+      if (m.lastEventId) last = m.lastEventId;
+      onEntry(JSON.parse(m.data), m.lastEventId);
+    }
+    function open() {
+      retry = null;
+      es = new EventSource(from());
+      es.addEventListener('ready', function () {
+        state(true, 'live updates');
+        wait = 1000;
+        if (broke && onReconnect) onReconnect();
+        broke = false;
+      });
+      ['entry', 'delete', 'restore', 'erase'].forEach(function (k) { es.addEventListener(k, take); });
+      es.onerror = function () {
+        broke = true;
+        if (es.readyState !== EventSource.CLOSED) {
+          state(false, 'live updates: reconnecting');
+          return; // the browser tries again itself
+        }
+        es = null;
+        state(false, 'live updates refused by the daemon (too many open, or restarting): trying again in ' + Math.round(wait / 1000) + ' s');
+        retry = setTimeout(open, wait);
+        wait = Math.min(wait * 2, 30000);
+      };
+    }
+    document.addEventListener('visibilitychange', function () {
+      if (document.hidden) {
+        if (es) es.close();
+        es = null;
+        broke = true; // a page that asked from now (the list) reads what it missed
+        clearTimeout(retry);
+        retry = null;
+        state(false, 'live updates paused while this tab is hidden');
+      } else if (!es && !retry) {
+        open();
+      }
     });
-    es.addEventListener('entry', function (m) { onEntry(JSON.parse(m.data), m.lastEventId); });
-    es.addEventListener('delete', function (m) { onEntry(JSON.parse(m.data), m.lastEventId); });
-    es.addEventListener('restore', function (m) { onEntry(JSON.parse(m.data), m.lastEventId); });
-    es.addEventListener('erase', function (m) { onEntry(JSON.parse(m.data), m.lastEventId); });
-    es.onerror = function () { dot.className = 'live off'; broke = true; };
-    return es;
+    if (document.hidden) state(false, 'live updates paused while this tab is hidden');
+    else open();
   }
 };

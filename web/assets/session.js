@@ -91,7 +91,13 @@
     li.setAttribute('role', 'treeitem');
     li.tabIndex = r.id === focusId ? 0 : -1;
     li.style.top = (i * TREE_ROW) + 'px';
-    li.style.paddingLeft = (4 + 12 * Math.min(r.d, 30)) + 'px';
+    // 12 px a level for the first eight, then 2 px, at most 132 px: the
+    // panel is about 300 px wide, and at 12 px a level (up to 30) rows
+    // 25 branch points deep had no room left for their text (a probe on
+    // 2026-12-06, a session that branched at every retry). The depth is
+    // in the row's title.
+    li.style.paddingLeft = (4 + 12 * Math.min(r.d, 8) + 2 * Math.min(Math.max(r.d - 8, 0), 16)) + 'px';
+    if (r.d > 8) li.title = 'depth ' + r.d;
     if (onTip.has(r.id)) li.classList.add('on-path');
     if (r.id === leaf) li.classList.add('leaf');
     if (r.id === selected) li.classList.add('selected');
