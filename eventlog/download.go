@@ -291,7 +291,7 @@ func (d *Downloader) copyFromHub(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("downloader: hub consumer: %w", err)
 	}
-	if d.hubHadNothing(ctx, cons) {
+	if d.firstCopyDue(ctx, cons, false) {
 		d.copiedAll(ctx) // nothing past PI_ALL's position: caught up already
 	}
 	// A short heartbeat: the hub drops a waiting pull without a word
@@ -336,6 +336,10 @@ func (d *Downloader) copyFromHub(ctx context.Context) error {
 	for r := range rounds {
 		if r.err != nil {
 			return r.err
+		}
+		if r.caughtUp {
+			d.copiedAll(ctx) // every round before it is stored
+			continue
 		}
 		if r.release.subj != "" {
 			// Released lines are older on the hub than what PI_ALL
@@ -389,6 +393,10 @@ type round struct {
 	// PI_PARK; once they are stored, PI_PARK lets go of its messages
 	// before upto.
 	release parkRelease
+	// caughtUp: no line, a mark that the hub had nothing more and no
+	// line is held for a key, once the rounds before it are stored
+	// (firstcopy.go).
+	caughtUp bool
 }
 
 type parkRelease struct {
@@ -500,8 +508,8 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 			}
 			if pending == 0 {
 				d.backlog.set(false) // nothing is on its way
-				if !received && d.hubHadNothing(ctx, cons) {
-					d.copiedAll(ctx)
+				if d.firstCopyDue(ctx, cons, received) && !send(round{caughtUp: true}) {
+					return
 				}
 			}
 			if due, all := releaseDue(); due && !release(all) {

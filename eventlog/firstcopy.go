@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -25,10 +26,49 @@ import (
 // lines, whatever the hub's state at later starts.
 const firstCopyKey = "downloader.firstcopy"
 
+// firstCopyOwedKey is the state key set when a start found it must wait
+// for the first copy: the next start waits too, whatever the files' times
+// are by then (the user's work in them meanwhile made them newer than the
+// store, and a restart published every copy: a probe on 2026-12-06).
+const firstCopyOwedKey = "downloader.firstcopy.owed"
+
+// OweFirstCopy records that the session files wait for the first copy.
+func (d *Downloader) OweFirstCopy(ctx context.Context) error {
+	if d.opts.State == nil {
+		return nil
+	}
+	if _, err := d.opts.State.Put(ctx, firstCopyOwedKey, []byte("1")); err != nil {
+		return fmt.Errorf("downloader: first copy: %w", err)
+	}
+	return nil
+}
+
+// FirstCopyOwed reports whether an earlier start found that the session
+// files wait for the first copy (OweFirstCopy).
+func (d *Downloader) FirstCopyOwed(ctx context.Context) (bool, error) {
+	if d.opts.State == nil {
+		return false, nil
+	}
+	_, err := d.opts.State.Get(ctx, firstCopyOwedKey)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("downloader: first copy: %w", err)
+	}
+	return true, nil
+}
+
 // firstCopy is closed once the downloader has had nothing more to copy.
 type firstCopy struct {
 	once sync.Once
 	done chan struct{}
+	// ended: the hub had nothing more, but lines were held for a team key
+	// this machine lacks: the copy is complete once they are released.
+	// Without it, the tailer took such a copy of an encrypted session for
+	// this machine's and published it, in clear without a key (a probe on
+	// 2026-12-06).
+	ended atomic.Bool
 }
 
 // FirstCopyDone reports whether a downloader of this state has copied
@@ -61,6 +101,10 @@ func (d *Downloader) FirstCopy() <-chan struct{} { return d.first.done }
 // holds what the hub held. Called from either stage of a copy; the
 // record is written once.
 func (d *Downloader) copiedAll(ctx context.Context) {
+	if d.held.Load() > 0 {
+		d.first.ended.Store(true)
+		return
+	}
 	d.first.once.Do(func() {
 		if d.opts.State != nil {
 			if _, err := d.opts.State.Put(ctx, firstCopyKey, []byte("1")); err != nil {
@@ -72,15 +116,26 @@ func (d *Downloader) copiedAll(ctx context.Context) {
 	})
 }
 
-// hubHadNothing reports whether the hub consumer cons has delivered
-// nothing and has nothing to deliver: a copy that has received no message
-// in a while is then caught up (a hub without other machines' lines, or
-// none since the last copy). Asked until the first copy is recorded only.
-func (d *Downloader) hubHadNothing(ctx context.Context, cons jetstream.Consumer) bool {
+// firstCopyDue reports whether the first copy is complete now, as the
+// frame stage sees it when the hub is silent: not recorded yet, no line
+// held for a key, and either the hub had nothing more before (held lines
+// since released), or the consumer cons has delivered nothing (received
+// says whether it has) and has nothing to deliver: a hub without other
+// machines' lines, or none since the last copy.
+func (d *Downloader) firstCopyDue(ctx context.Context, cons jetstream.Consumer, received bool) bool {
 	select {
 	case <-d.first.done:
 		return false
 	default:
+	}
+	if d.held.Load() > 0 {
+		return false
+	}
+	if d.first.ended.Load() {
+		return true
+	}
+	if received {
+		return false
 	}
 	info, err := cons.Info(ctx)
 	if err != nil {

@@ -98,7 +98,7 @@ func TestNoCrossTalk(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		own := []string{"forwarder.position", "replicator.position", "forwarder.hub", "downloader.hub", "downloader.firstcopy"}
+		own := []string{"forwarder.position", "replicator.position", "forwarder.hub", "downloader.hub", "downloader.firstcopy", "downloader.firstcopy.owed"}
 		for k := range keys.Keys() {
 			if !slices.Contains(own, k) {
 				t.Errorf("%s: state bucket holds %q, not one of its own keys %q", s.name, k, own)

@@ -18,10 +18,11 @@ const firstCopyNag = time.Minute
 // written before the store was made: such a file may be a copy of another
 // machine's session, which the tailer tells by PI_ALL, empty until then (a
 // reinstall, or a node added again under a new id, published every copy
-// as its own). A file written since is this state's own work, and a
-// sessions dir without older files is read at once, the hub up or not.
-// So is one whose state has published lines, or copied from the hub
-// before; and a daemon without a hub.
+// as its own). The wait, once found due, holds at every start until the
+// copy is complete. A sessions dir without older files is read at once,
+// the hub up or not; so is one whose state has published lines, or copied
+// from the hub before; and a daemon without a hub. While it waits, no
+// file is read, a new one included.
 func (d *Daemon) waitFirstCopy(ctx context.Context) error {
 	if d.dl == nil {
 		return nil
@@ -34,13 +35,24 @@ func (d *Daemon) waitFirstCopy(ctx context.Context) error {
 	if err != nil || owner != "" {
 		return err
 	}
-	info, err := d.log.Stream().Info(ctx)
+	older := "(an earlier start found one)"
+	owed, err := d.dl.FirstCopyOwed(ctx)
 	if err != nil {
 		return err
 	}
-	older, err := fileBefore(d.cfg.SessionsDir, info.Created)
-	if err != nil || older == "" {
-		return err
+	if !owed {
+		info, err := d.log.Stream().Info(ctx)
+		if err != nil {
+			return err
+		}
+		if older, err = fileBefore(d.cfg.SessionsDir, info.Created); err != nil || older == "" {
+			return err
+		}
+		// Kept: the user's work in those files while this waits makes
+		// them newer than the store, and a restart then found none.
+		if err := d.dl.OweFirstCopy(ctx); err != nil {
+			return err
+		}
 	}
 	start := time.Now()
 	d.waitingForHub.Store(true)
@@ -57,7 +69,7 @@ func (d *Daemon) waitFirstCopy(ctx context.Context) error {
 		case <-nag.C:
 			d.logger.Warn("the session files are not read yet: this state dir's first copy from the hub has not completed",
 				"waited", time.Since(start).Round(time.Second),
-				"hint", "pisyncd status says why the hub is out of reach; the files are read as soon as it answers")
+				"hint", "pisyncd status says why: the hub out of reach, or other machines' sessions held for a team key this machine lacks (pisyncd key import); the files are read as soon as the copy is complete")
 		case <-ctx.Done():
 			return nil
 		}

@@ -198,6 +198,20 @@ func TestReinstalledMachinePublishesNoCopies(t *testing.T) {
 	if st, err := b3.status(); err != nil || st.Stream.Messages != 0 {
 		t.Errorf("ws-b3 published %d lines (%v) while the hub was out of reach", st.Stream.Messages, err)
 	}
+	// The user goes on in the copy meanwhile, which makes its file newer
+	// than the store, and the machine restarts: it still waits (it found
+	// no older file, and published every copy: a probe on 2026-12-06).
+	copied := filepath.Join(cfg.SessionsDir, "--sec--", filepath.Base(p))
+	appendLine(t, copied, msgLine("b3-0", sid[:4]+"-2", "continued"))
+	b3.stop()
+	b3.start()
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		st, err := b3.status()
+		return err == nil && st.WaitingForHub, fmt.Sprintf("ws-b3's status after a restart: waiting for the hub %v (%v)", st.WaitingForHub, err)
+	})
+	if st, err := b3.status(); err != nil || st.Stream.Messages != 0 {
+		t.Errorf("ws-b3 published %d lines (%v) after a restart while the hub was out of reach", st.Stream.Messages, err)
+	}
 	hub.start()
 	select {
 	case <-b3.d.tailer.Ready():
@@ -207,12 +221,60 @@ func TestReinstalledMachinePublishesNoCopies(t *testing.T) {
 	if st, err := b3.status(); err != nil || st.WaitingForHub {
 		t.Errorf("ws-b3's status after the first read: waiting for the hub %v (%v)", st.WaitingForHub, err)
 	}
-	// A line continuing the session, written on ws-b3 after its first
-	// read: on the hub once everything the first read published is.
-	appendLine(t, filepath.Join(cfg.SessionsDir, "--sec--", filepath.Base(p)), msgLine("b3-0", sid[:4]+"-2", "continued"))
+	// The line written there while it waited is ws-b3's: the first read
+	// published it, and nothing else.
 	hub.waitCount(t, 30*time.Second, "pi.up.ws-b3.>", 1)
 	if n, err := hub.count("pi.up.ws-b3.>"); err != nil || n != 1 {
 		t.Errorf("ws-b3 published %d lines (%v), want the one written there: the copies went out as its own", n, err)
 	}
 	waitFile(t, a, sid, 5)
+}
+
+// TestReinstalledWithoutTheKeyWaits: a machine reinstalled without the team
+// key holds the other machines' sealed lines for the key, so its PI_ALL
+// does not know them: its first copy is not complete until they are
+// released. Before, its first read published the copies of the encrypted
+// sessions as its own, in clear with PISYNC_ENCRYPT=auto (a probe on
+// 2026-12-06).
+func TestReinstalledWithoutTheKeyWaits(t *testing.T) {
+	hub := startTestHub(t)
+	ring := keyring.New(time.Now())
+	a := e2eStation(t, "ws-a", hub.url(), ring)
+	b := e2eStation(t, "ws-b", hub.url(), ring)
+	sid := "0199eeee-0004-7000-8000-" + randomHex(t, 12)
+	writeSession(t, a, sid, 3)
+	waitFile(t, b, sid, 4)
+	b.stop()
+
+	cfg := stationConfig(t, "ws-b3", hub.url())
+	cfg.SessionsDir = b.cfg.SessionsDir
+	cfg.Encrypt, cfg.KeyFile = "auto", filepath.Join(t.TempDir(), "team-key.json")
+	b3 := runStation(t, cfg)
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		st, err := b3.status()
+		return err == nil && st.WaitingForHub && st.Downloader != nil && st.Downloader.Held == 1,
+			fmt.Sprintf("ws-b3: waiting for the hub %v, downloader %+v (%v)", st.WaitingForHub, st.Downloader, err)
+	})
+	if st, err := b3.status(); err != nil || st.Stream.Messages != 0 {
+		t.Errorf("ws-b3 published %d lines (%v) without the team key", st.Stream.Messages, err)
+	}
+	out, err := keyCmd(t, a, "export")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := filepath.Join(t.TempDir(), "export.txt")
+	if err := os.WriteFile(exported, []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keyCmd(t, b3, "import", exported); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b3.d.tailer.Ready():
+	case <-time.After(time.Minute):
+		t.Fatal("ws-b3 did not read its session files once it had the key")
+	}
+	if st, err := b3.status(); err != nil || st.Stream.Messages != 0 {
+		t.Errorf("ws-b3 published %d lines (%v): the copies of ws-a's session went out as its own", st.Stream.Messages, err)
+	}
 }

@@ -90,7 +90,7 @@ func printStatus(stdout io.Writer, st *Status) error {
 	}
 	row("state dir", st.StateDir)
 	if st.WaitingForHub {
-		row("session files", "not read yet: this state dir has published nothing and the sessions dir holds files from before it, which may be copies of other machines' sessions; they are read once everything the hub holds is copied here (hub link below)")
+		row("session files", "not read yet: this state dir has published nothing and the sessions dir holds files from before it, which may be copies of other machines' sessions; they are read once everything the hub holds is copied here (the hub link below; sessions held for a team key wait for pisyncd key import)")
 	}
 	if st.NATSURL != "" {
 		row("nats listener", st.NATSURL)
