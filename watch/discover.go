@@ -20,12 +20,12 @@ import (
 // whole tree for truth (events can be dropped, watches can be missing for a
 // folder created between two events, and some file systems send none).
 type discovery struct {
-	t       *Tailer
+	t *Tailer
 	// slowSaid is the slow file last named in the log (slow.go), and
 	// since when it was read.
 	slowSaid reading
-	w       *fsnotify.Watcher
-	watched map[string]struct{}
+	w        *fsnotify.Watcher
+	watched  map[string]struct{}
 	// walkErr is the error the last walk failed with ("" if it worked),
 	// said once (rescanned); walkErrSince when walks began to fail.
 	walkErr      string
