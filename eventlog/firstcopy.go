@@ -46,10 +46,15 @@ func (d *Downloader) OweFirstCopy(ctx context.Context) error {
 // FirstCopyOwed reports whether an earlier start found that the session
 // files wait for the first copy (OweFirstCopy).
 func (d *Downloader) FirstCopyOwed(ctx context.Context) (bool, error) {
+	return d.stateHas(ctx, firstCopyOwedKey)
+}
+
+// stateHas reports whether the state bucket holds key (false without one).
+func (d *Downloader) stateHas(ctx context.Context, key string) (bool, error) {
 	if d.opts.State == nil {
 		return false, nil
 	}
-	_, err := d.opts.State.Get(ctx, firstCopyOwedKey)
+	_, err := d.opts.State.Get(ctx, key)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return false, nil
@@ -79,17 +84,7 @@ func (d *Downloader) FirstCopyDone(ctx context.Context) (bool, error) {
 		return true, nil
 	default:
 	}
-	if d.opts.State == nil {
-		return false, nil
-	}
-	_, err := d.opts.State.Get(ctx, firstCopyKey)
-	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("downloader: first copy: %w", err)
-	}
-	return true, nil
+	return d.stateHas(ctx, firstCopyKey)
 }
 
 // FirstCopy returns a channel closed once the downloader, at this start,

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -45,17 +44,7 @@ func TestHeldSessionReleasedOnce(t *testing.T) {
 		t.Fatal("B wrote A's session without the new key")
 	}
 
-	out, err := keyCmd(t, a, "export")
-	if err != nil {
-		t.Fatal(err)
-	}
-	exported := filepath.Join(t.TempDir(), "export.txt")
-	if err := os.WriteFile(exported, []byte(out), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := keyCmd(t, b, "import", exported); err != nil {
-		t.Fatal(err)
-	}
+	carryKey(t, a, b)
 	waitFile(t, b, sidA, 5)
 	if fileText(secPath(b, sidA)) != fileText(pa) {
 		t.Fatal("B's file of A's session differs from A's")

@@ -56,6 +56,23 @@ func keyCmd(t *testing.T, s *station, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// carryKey exports from's team keys and imports them into to, as a user
+// carries `pisyncd key export`'s block over.
+func carryKey(t *testing.T, from, to *station) {
+	t.Helper()
+	out, err := keyCmd(t, from, "export")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := filepath.Join(t.TempDir(), "export.txt")
+	if err := os.WriteFile(exported, []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keyCmd(t, to, "import", exported); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // rotateKey runs `pisyncd key rotate` on s and returns the keyring once
 // the daemon seals with its new key.
 func rotateKey(t *testing.T, s *station) *keyring.Ring {
@@ -291,13 +308,7 @@ func TestEncryptedReplication(t *testing.T) {
 	if kid := hex.EncodeToString(km.Data[1:9]); kid != rotated.Current {
 		t.Fatalf("the last line is sealed under key %s, want the new %s", kid, rotated.Current)
 	}
-	if out, err = keyCmd(t, a, "export"); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(exported, []byte(out), 0o600)
-	if _, err := keyCmd(t, b, "import", exported); err != nil {
-		t.Fatal(err)
-	}
+	carryKey(t, a, b)
 	waitUntil(t, 30*time.Second, func() (bool, string) {
 		st, _ := b.status()
 		return fileText(e2eFile(b, sid)) == want && st.Encryption.CopyWaiting == "" && st.Downloader.Held == 0, fmt.Sprintf("B: %d of %d bytes; downloader %+v encryption %+v", len(fileText(e2eFile(b, sid))), len(want), st.Downloader, st.Encryption)

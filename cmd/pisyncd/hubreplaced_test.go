@@ -258,17 +258,7 @@ func TestReinstalledWithoutTheKeyWaits(t *testing.T) {
 	if st, err := b3.status(); err != nil || st.Stream.Messages != 0 {
 		t.Errorf("ws-b3 published %d lines (%v) without the team key", st.Stream.Messages, err)
 	}
-	out, err := keyCmd(t, a, "export")
-	if err != nil {
-		t.Fatal(err)
-	}
-	exported := filepath.Join(t.TempDir(), "export.txt")
-	if err := os.WriteFile(exported, []byte(out), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := keyCmd(t, b3, "import", exported); err != nil {
-		t.Fatal(err)
-	}
+	carryKey(t, a, b3)
 	select {
 	case <-b3.d.tailer.Ready():
 	case <-time.After(time.Minute):
