@@ -178,14 +178,16 @@ func openRegular(path string) (*os.File, fs.FileInfo, error) {
 	return fh, st, nil
 }
 
-// pollable reports whether reads of fh wait for data to come, as a
+// pollable reports whether reads of fh may wait for data to come, as a
 // device's do: a kernel file that says it is a regular one (/proc/kmsg)
-// is, and the runtime parked the worker's read of it for good, and with it
-// every other file of that worker (a probe on 2026-12-06, through a link
-// in the sessions dir). A file on a disk never is: Go puts only such files
-// in its poller, which then take a deadline.
+// may, and the runtime parked the worker's read of it for good, and with
+// it every other file of that worker (a probe on 2026-12-06, through a
+// link in the sessions dir). Go puts a file in its poller when the file
+// system can poll it (it then takes a deadline): procfs and sysfs files
+// that can, and every file of a FUSE mount (sshfs), which is read as any
+// other. So only the kernel's own files are turned away.
 func pollable(fh *os.File) bool {
-	return fh.SetReadDeadline(time.Time{}) == nil
+	return fh.SetReadDeadline(time.Time{}) == nil && kernelFile(fh)
 }
 
 // sync brings the event log up to date with the file at path.

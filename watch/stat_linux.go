@@ -1,6 +1,9 @@
 package watch
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // statSig is os.Stat reduced to what the walk compares, without the
 // os.FileInfo that os.Stat allocates: a full walk stats every session file
@@ -19,4 +22,20 @@ func statSig(path string) (fileSig, error) {
 		}
 	}
 	return fileSig{dev: int64(uint64(st.Dev)), ino: int64(st.Ino), size: st.Size, mtime: st.Mtim.Nano()}, nil
+}
+
+// The file systems of the kernel's own files (statfs(2)).
+const (
+	procfsMagic = 0x9fa0
+	sysfsMagic  = 0x62656572
+)
+
+// kernelFile reports whether fh is on procfs or sysfs: a file there that
+// says it is a regular one is the kernel's, and may wait for data.
+func kernelFile(fh *os.File) bool {
+	var fs syscall.Statfs_t
+	if err := syscall.Fstatfs(int(fh.Fd()), &fs); err != nil {
+		return false
+	}
+	return fs.Type == procfsMagic || fs.Type == sysfsMagic
 }

@@ -13,3 +13,7 @@ func statSig(path string) (fileSig, error) {
 	}
 	return sigOf(st), nil
 }
+
+// kernelFile reports whether fh is one of the kernel's own files: Linux's
+// procfs and sysfs only (stat_linux.go).
+func kernelFile(*os.File) bool { return false }
