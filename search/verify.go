@@ -1,6 +1,7 @@
 package search
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -23,7 +24,8 @@ import (
 
 // Damage checks every segment file the index reads from against its CRC.
 // It returns what is wrong with the first damaged one, "" when none is.
-func (ix *Index) Damage() (_ string, err error) {
+// It reads every file once; ctx ends it early.
+func (ix *Index) Damage(ctx context.Context) (_ string, err error) {
 	if err := ix.rlock(); err != nil {
 		return "", err
 	}
@@ -51,7 +53,10 @@ func (ix *Index) Damage() (_ string, err error) {
 		if !ok {
 			continue // in memory, not yet a file
 		}
-		if why, err := segmentDamage(p.Path()); why != "" || err != nil {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		if why, err := segmentDamage(ctx, p.Path()); why != "" || err != nil {
 			return why, err
 		}
 	}
@@ -60,7 +65,7 @@ func (ix *Index) Damage() (_ string, err error) {
 
 // segmentDamage checks one segment file's CRC, read from the file itself
 // (not through the index's mapping, whose pages would stay resident).
-func segmentDamage(path string) (string, error) {
+func segmentDamage(ctx context.Context, path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("search: check %s: %w", filepath.Base(path), err)
@@ -74,7 +79,7 @@ func segmentDamage(path string) (string, error) {
 		return fmt.Sprintf("segment %s holds %d bytes, less than its checksum", filepath.Base(path), info.Size()), nil
 	}
 	h := crc32.NewIEEE()
-	if _, err := io.CopyN(h, f, info.Size()-4); err != nil {
+	if _, err := io.CopyN(h, ctxReader{ctx, f}, info.Size()-4); err != nil {
 		return "", fmt.Errorf("search: check %s: %w", filepath.Base(path), err)
 	}
 	var want [4]byte
@@ -85,4 +90,17 @@ func segmentDamage(path string) (string, error) {
 		return fmt.Sprintf("segment %s is damaged: its checksum is %08x, its bytes' %08x", filepath.Base(path), binary.BigEndian.Uint32(want[:]), got), nil
 	}
 	return "", nil
+}
+
+// ctxReader reads r until ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(b []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(b)
 }

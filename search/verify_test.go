@@ -51,7 +51,7 @@ func TestDamagedSegmentFound(t *testing.T) {
 	if err := ix.Write(docs, "PI_LOCAL", 2000); err != nil {
 		t.Fatal(err)
 	}
-	if why, err := ix.Damage(); why != "" || err != nil {
+	if why, err := ix.Damage(context.Background()); why != "" || err != nil {
 		t.Fatalf("a sound index: %q, %v", why, err)
 	}
 	ix.Close()
@@ -67,7 +67,7 @@ func TestDamagedSegmentFound(t *testing.T) {
 	default:
 		t.Error("the failed erase did not make the index suspect")
 	}
-	why, err := ix.Damage()
+	why, err := ix.Damage(context.Background())
 	if err != nil || !strings.Contains(why, ".zap is damaged") {
 		t.Errorf("damage: %q, %v", why, err)
 	}
@@ -110,7 +110,7 @@ func TestWorkerRebuildsDamagedIndex(t *testing.T) {
 	r.waitTotal("alpha", 200)
 	r.waitTotal("beta", 30)
 	r.waitPosition(last)
-	if why, err := r.ix.Damage(); why != "" || err != nil {
+	if why, err := r.ix.Damage(context.Background()); why != "" || err != nil {
 		t.Errorf("after the rebuild: %q, %v", why, err)
 	}
 	if !strings.Contains(log.String(), "the index is damaged") {

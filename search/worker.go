@@ -160,8 +160,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.ix.Rebuilt && w.ix.Why != "" {
 		w.logger.Info("search index rebuilt from the streams", "why", w.ix.Why)
 	}
-	why, err := w.ix.Damage()
-	if err != nil {
+	why, err := w.ix.Damage(ctx)
+	if err != nil && ctx.Err() == nil {
 		w.logger.Warn("search: could not check the index's files", "err", err)
 	}
 	for ctx.Err() == nil {
@@ -205,7 +205,7 @@ func (w *Worker) followUntilDamaged(ctx context.Context) (damage string) {
 			}
 		case <-due:
 			due, checked = nil, time.Now()
-			why, err := w.ix.Damage()
+			why, err := w.ix.Damage(ctx)
 			if err != nil {
 				w.logger.Debug("search: could not check the index's files", "err", err)
 			}
