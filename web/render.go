@@ -387,6 +387,8 @@ func (m *markdown) image(b *bytes.Buffer, bl block, c *entryCtx, n int) {
 	switch {
 	case base == "":
 		b.WriteString(`<div class="note">[image]</div>`)
+	case mime == "" && str(bl.MimeType) == "":
+		b.WriteString(`<div class="note">[image without a type, not shown]</div>`)
 	case mime == "":
 		b.WriteString(`<div class="note">[image of type `)
 		esc(b, clipLine(display(bl.MimeType)))

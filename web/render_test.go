@@ -60,3 +60,20 @@ func TestFoldedCountsEveryLine(t *testing.T) {
 		t.Errorf("summary: %.200s", out)
 	}
 }
+
+// TestImageWithoutAType: an image block with no mime type is said to be
+// one ("[image of type  not shown]", the type left blank, before); one of
+// a type not shown names it, made safe.
+func TestImageWithoutAType(t *testing.T) {
+	md := newMarkdown()
+	for line, want := range map[string]string{
+		`{"type":"message","id":"u1","parentId":null,"message":{"role":"user","content":[{"type":"image","data":"iVBORw0KGgo="}]}}`:                   `[image without a type, not shown]`,
+		`{"type":"message","id":"u1","parentId":null,"message":{"role":"user","content":[{"type":"image","mimeType":"text/<b>html","data":"PGI+"}]}}`: `[image of type text/&lt;b&gt;html not shown]`,
+	} {
+		var b bytes.Buffer
+		md.entry(&b, []byte(line), &entryCtx{sid: sid1, id: "u1", images: func(string) string { return "/img/" }})
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("%q not in\n%s", want, b.String())
+		}
+	}
+}

@@ -51,6 +51,14 @@ func TestBrowserSearchHitToEntry(t *testing.T) {
 	b.waitJS(t, 20*time.Second, `document.querySelector('a.row .first')?.textContent === 'hello'`)
 	b.do(t, chromedp.SendKeys(chromedp.CSS(`#q`), "nothingmatchesthis\n"))
 	b.waitJS(t, 10*time.Second, `document.querySelector('#search-results .note')?.textContent === '0 hits'`)
+	// A query refused says why in words, not as the API's JSON (it
+	// showed {"error":"search: bad query: …"}).
+	eval[bool](t, b, `(document.getElementById('q').value = '') === ''`)
+	b.do(t, chromedp.SendKeys(chromedp.CSS(`#q`), "*\n"))
+	b.waitJS(t, 10*time.Second, `(document.querySelector('#search-results .note')?.textContent || '').indexOf('nothing to search for') >= 0`)
+	if note := eval[string](t, b, `document.querySelector('#search-results .note').textContent`); strings.Contains(note, "{") {
+		t.Errorf("a refused query shows %q", note)
+	}
 
 	eval[bool](t, b, `(document.getElementById('q').value = '') === ''`)
 	b.do(t, chromedp.SendKeys(chromedp.CSS(`#q`), "zanzibarquux\n"))

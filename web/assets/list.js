@@ -192,8 +192,12 @@
     out.replaceChildren(pi.el('div', 'note', 'searching…'));
     if (!q) { out.hidden = true; return; }
     fetch('/api/search?q=' + encodeURIComponent(q)).then(function (r) {
-      if (r.status === 503) return r.text().then(function (t) { throw new Error(t || 'search not available'); });
-      if (!r.ok) return r.text().then(function (t) { throw new Error(t); });
+      // The search API answers {"error": why}; it showed as raw JSON.
+      if (!r.ok) return r.text().then(function (t) {
+        var why = t;
+        try { why = JSON.parse(t).error || t; } catch (_) {}
+        throw new Error(why || (r.status === 503 ? 'search not available' : 'search failed (' + r.status + ')'));
+      });
       return r.json();
     }).then(function (d) {
       var hits = Array.isArray(d) ? d : (d && d.hits) || [];
