@@ -217,7 +217,8 @@ func (w *Worker) followUntilDamaged(ctx context.Context) (damage string) {
 }
 
 // rebuild makes the index again, empty, and counts what each stream holds
-// as still to index: the followers then read the streams from their start.
+// as still to index (checkStreams, as at a start: the positions are 0):
+// the followers then read the streams from their start.
 func (w *Worker) rebuild(ctx context.Context, why string) {
 	w.logger.Warn("search: the index is damaged: making it again from the streams (searches find less until it has caught up)", "why", why)
 	if err := w.ix.Reset("damaged: " + why); err != nil {
@@ -226,10 +227,8 @@ func (w *Worker) rebuild(ctx context.Context, why string) {
 		return
 	}
 	w.rebuilds.Add(1)
-	for _, stream := range w.streams() {
-		if last, err := w.lastSeq(ctx, stream); err == nil {
-			w.follower(stream).lag.Store(int64(last))
-		}
+	if err := w.checkStreams(ctx); err != nil && ctx.Err() == nil {
+		w.logger.Warn("search: could not check the index against the streams", "err", err)
 	}
 }
 
