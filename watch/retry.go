@@ -73,11 +73,7 @@ type failLog struct {
 // once when a file starts failing and once when it is published again
 // (for the first failLogMax failing at once; then once for the rest).
 func (w *worker) handle(ctx context.Context, path string) {
-	rel, rerr := w.t.rel(path)
-	if rerr != nil {
-		rel = path
-	}
-	w.begin(rel)
+	w.begin(path)
 	err := w.sync(ctx, path)
 	w.end()
 	r, failing := w.retry[path]
