@@ -455,6 +455,17 @@ func (t *Tailer) FilesFor(sid string) []string {
 	return out
 }
 
+// RelFilesFor lists the files that hold a session relative to the
+// sessions dir, with slashes, as events name them (ls shows where a file
+// moved: projection.Options.LocalFiles).
+func (t *Tailer) RelFilesFor(sid string) []string {
+	abs := t.FilesFor(sid)
+	for i, p := range abs {
+		abs[i] = t.relOrPath(p)
+	}
+	return abs
+}
+
 // Learn records a line of the session as already in the event log: the
 // replicator calls it before writing a remote line into a file here.
 func (t *Tailer) Learn(sid string, sha [32]byte) {

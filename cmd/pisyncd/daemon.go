@@ -400,7 +400,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		Node: d.cfg.NodeID, All: len(d.cfg.HubURLs) > 0, Rules: d.cfg.RuleSet(), Live: d.cfg.Listen != "",
 		Logger:       d.logger.With("component", "projection"),
 		MaxBodyBytes: bodies, ReadAhead: readAhead, SessionsDir: d.cfg.SessionsDir,
-		LocalFiles:      d.localFiles,
+		LocalFiles:      d.tailer.RelFilesFor,
 		WriteAfter:      d.tailer.Ready(), // views written about once during the first read
 		WriteAfterBytes: firstReadOverlap(int64(d.cfg.MemoryBudget)),
 	})

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -176,17 +175,4 @@ func shortPath(s string, n int) string {
 		return "…" + string(r[len(r)-n+1:])
 	}
 	return s
-}
-
-// localFiles names the files of a session the tailer follows now,
-// relative to the sessions dir with slashes, as the catalog keeps them.
-func (d *Daemon) localFiles(sid string) []string {
-	abs := d.tailer.FilesFor(sid)
-	out := make([]string, 0, len(abs))
-	for _, p := range abs {
-		if rel, err := filepath.Rel(d.cfg.SessionsDir, p); err == nil {
-			out = append(out, filepath.ToSlash(rel))
-		}
-	}
-	return out
 }
