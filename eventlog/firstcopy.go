@@ -34,10 +34,15 @@ const firstCopyOwedKey = "downloader.firstcopy.owed"
 
 // OweFirstCopy records that the session files wait for the first copy.
 func (d *Downloader) OweFirstCopy(ctx context.Context) error {
+	return d.stateSet(ctx, firstCopyOwedKey)
+}
+
+// stateSet puts key in the state bucket (nothing without one).
+func (d *Downloader) stateSet(ctx context.Context, key string) error {
 	if d.opts.State == nil {
 		return nil
 	}
-	if _, err := d.opts.State.Put(ctx, firstCopyOwedKey, []byte("1")); err != nil {
+	if _, err := d.opts.State.Put(ctx, key, []byte("1")); err != nil {
 		return fmt.Errorf("downloader: first copy: %w", err)
 	}
 	return nil
@@ -101,11 +106,9 @@ func (d *Downloader) copiedAll(ctx context.Context) {
 		return
 	}
 	d.first.once.Do(func() {
-		if d.opts.State != nil {
-			if _, err := d.opts.State.Put(ctx, firstCopyKey, []byte("1")); err != nil {
-				// The next start waits for a copy again: no harm.
-				d.logger.Debug("downloader: could not record the first copy", "err", err)
-			}
+		if err := d.stateSet(ctx, firstCopyKey); err != nil {
+			// The next start waits for a copy again: no harm.
+			d.logger.Debug("downloader: could not record the first copy", "err", err)
 		}
 		close(d.first.done)
 	})
