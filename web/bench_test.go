@@ -151,8 +151,7 @@ func BenchmarkAppendToPage(b *testing.B) {
 	d := startDaemon(b)
 	path := d.write(sid1, testenv.Header(sid1), testenv.Entry("u0", "", "start"))
 	d.waitEntries(sid1, 1)
-	br.do(b, chromedp.Navigate(viewLink(d.http.URL+"/s/"+sid1)))
-	br.waitJS(b, 20*time.Second, `document.body.dataset.ready === '1' && document.getElementById('live').className === 'live on'`)
+	br.openLive(b, d.http.URL+"/s/"+sid1)
 	// The page's clock and ours are the same machine's: record when each
 	// entry lands in the DOM.
 	eval[bool](b, br, `(() => { window.__seen = {}; new MutationObserver(ms => ms.forEach(m => m.addedNodes.forEach(n => { if (n.dataset && n.dataset.id) window.__seen[n.dataset.id] = Date.now(); }))).observe(document.getElementById('entries'), {childList: true}); return true })()`)

@@ -36,6 +36,14 @@ func chromiumPath(t testing.TB) string {
 	return ""
 }
 
+// openLive opens the view at url and waits until the page is drawn and
+// its live stream is up.
+func (b *browser) openLive(t testing.TB, url string) {
+	t.Helper()
+	b.do(t, chromedp.Navigate(viewLink(url)))
+	b.waitJS(t, 20*time.Second, `document.body.dataset.ready === '1' && document.getElementById('live').className === 'live on'`)
+}
+
 // browser is one headless tab. Dialogs (alert, confirm) are counted: a
 // session's text must never open one.
 type browser struct {

@@ -31,8 +31,7 @@ func TestBrowserContextWindowAndLive(t *testing.T) {
 	}
 	path := d.write(sid1, lines...)
 	d.waitEntries(sid1, n)
-	b.do(t, chromedp.Navigate(viewLink(d.http.URL+"/s/"+sid1)))
-	b.waitJS(t, 20*time.Second, `document.body.dataset.ready === '1' && document.getElementById('live').className === 'live on'`)
+	b.openLive(t, d.http.URL+"/s/"+sid1)
 	b.do(t, chromedp.Click(chromedp.CSS(`#v-context`)))
 	b.waitJS(t, 20*time.Second, `document.getElementById('context').dataset.shown !== undefined`)
 	if got := eval[string](t, b, `document.getElementById('context').dataset.messages + '/' + document.getElementById('context').dataset.shown`); got != fmt.Sprintf("%d/%d", n, pageEntries) {
@@ -68,8 +67,7 @@ func TestBrowserTreeByKeyboardAndMovedBranch(t *testing.T) {
 	path := d.write(sid1, testenv.Header(sid1),
 		testenv.Entry("u1", "", "one"), testenv.Entry("u2", "u1", "two"), testenv.Entry("u3", "u2", "three"))
 	d.waitEntries(sid1, 3)
-	b.do(t, chromedp.Navigate(viewLink(d.http.URL+"/s/"+sid1)))
-	b.waitJS(t, 20*time.Second, `document.body.dataset.ready === '1' && document.getElementById('live').className === 'live on'`)
+	b.openLive(t, d.http.URL+"/s/"+sid1)
 	if n := eval[int](t, b, `document.querySelectorAll('#tree li[tabindex="0"]').length`); n != 1 {
 		t.Errorf("%d tree rows in the Tab order, want 1", n)
 	}

@@ -22,8 +22,7 @@ func TestBrowserLivePi(t *testing.T) {
 	d := startDaemon(t)
 	path := d.write(sid1, testenv.Header(sid1), testenv.Entry("u1", "", "before"))
 	d.waitEntries(sid1, 1)
-	b.do(t, chromedp.Navigate(viewLink(d.http.URL+"/s/"+sid1)))
-	b.waitJS(t, 20*time.Second, `document.body.dataset.ready === '1' && document.getElementById('live').className === 'live on'`)
+	b.openLive(t, d.http.URL+"/s/"+sid1)
 	eval[bool](t, b, `(window.__samePage = true)`)
 
 	steps := []map[string]any{
@@ -69,8 +68,7 @@ func TestBrowserReconnectMissesNothing(t *testing.T) {
 	d := startDaemon(t)
 	path := d.write(sid1, testenv.Header(sid1), testenv.Entry("u0", "", "start"))
 	d.waitEntries(sid1, 1)
-	b.do(t, chromedp.Navigate(viewLink(d.http.URL+"/s/"+sid1)))
-	b.waitJS(t, 20*time.Second, `document.body.dataset.ready === '1' && document.getElementById('live').className === 'live on'`)
+	b.openLive(t, d.http.URL+"/s/"+sid1)
 	eval[bool](t, b, `(window.__samePage = true)`)
 	parent := "u0"
 	add := func(from, to int) {
@@ -171,8 +169,7 @@ func TestBrowserHiddenTabLetsGoOfItsStream(t *testing.T) {
 	d := startDaemon(t)
 	path := d.write(sid1, testenv.Header(sid1), testenv.Entry("u0", "", "start"))
 	d.waitEntries(sid1, 1)
-	b.do(t, chromedp.Navigate(viewLink(d.http.URL+"/s/"+sid1)))
-	b.waitJS(t, 20*time.Second, `document.body.dataset.ready === '1' && document.getElementById('live').className === 'live on'`)
+	b.openLive(t, d.http.URL+"/s/"+sid1)
 	if n := len(d.web.streams); n != 1 {
 		t.Fatalf("%d event streams open, want the page's", n)
 	}
