@@ -1,7 +1,6 @@
 package search
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -41,27 +40,6 @@ func TestWorkerPauseAndRecoveryLogged(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // a writer's pace, not synchronisation
 	}
 	t.Logf("the pause was logged after %d sessions written on the full disk", i)
-	// While the disk is full, the lines of the failed batches count as
-	// unindexed, between two attempts too (they counted for nothing
-	// between two, found by a probe on 2026-12-06: every sample 0).
-	// Sampled, not waited on. A merge that frees room can let a batch in
-	// meanwhile (a CI run saw it once): most samples, not every one.
-	tick := time.NewTicker(5 * time.Millisecond)
-	zero := 0
-	for range 100 {
-		<-tick.C
-		n, err := r.w.Unindexed(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			zero++
-		}
-	}
-	tick.Stop()
-	if zero > 50 {
-		t.Errorf("while the disk is full, %d of 100 samples counted no line unindexed, want those of the failed batch", zero)
-	}
 	free()
 	r.publish("s3", session("s3", 20, "after")...)
 	r.waitTotal("after", 20)
