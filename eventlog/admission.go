@@ -388,7 +388,7 @@ func (f *framer) addSealed(ctx context.Context, node, tok string, run []jetstrea
 		return nil, err
 	}
 	l := Line{Raw: ev.Raw, Sha: ev.Sha, ID: ev.ID, ParentID: ev.ParentID, Type: ev.Type, File: ev.File, Off: ev.Off, Op: ev.Op, SrcSeq: ev.SrcSeq}
-	out := l.messages(AllSubject(node, ev.SID), "")
+	out := l.messages(AllSubject(node, ev.SID))
 	for _, m := range out {
 		if ev.Sha == [32]byte{} {
 			m.Header.Del(HdrSha)

@@ -19,7 +19,7 @@ func TestAssemblersHoldOnlySplitLines(t *testing.T) {
 	as := NewAssemblers(false)
 	big := NewLine(bytes.Repeat([]byte("b"), 2*MaxChunk+10), "big", "", "message", "f.jsonl", 1)
 	bigSubj := LocalSubject("n1", "split")
-	chunks := big.messages(bigSubj, "id")
+	chunks := big.messages(bigSubj)
 	if len(chunks) != 3 {
 		t.Fatalf("%d chunks", len(chunks))
 	}
@@ -29,7 +29,7 @@ func TestAssemblersHoldOnlySplitLines(t *testing.T) {
 		raw := fmt.Appendf(nil, `{"type":"message","id":"w%d"}`, i)
 		l := NewLine(raw, fmt.Sprintf("w%d", i), "", "message", "f.jsonl", 1)
 		subj := LocalSubject("n1", fmt.Sprintf("s%d", i))
-		m := l.messages(subj, "id")[0]
+		m := l.messages(subj)[0]
 		seq++
 		ev, err := as.Add(LocalStream, subj, seq, m.Header, m.Data)
 		if err != nil || ev == nil || !bytes.Equal(ev.Raw, raw) || ev.Seq != seq {

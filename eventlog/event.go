@@ -82,13 +82,17 @@ func (l *Line) size() int {
 	return n
 }
 
-// messages builds the line's messages for subj. msgID makes each message's
-// Nats-Msg-Id, so a quick retry after a lost ack is deduplicated by the
-// server; it must be unique within the stream. With "" the messages carry
-// none.
-func (l *Line) messages(subj, msgID string) []*nats.Msg {
+// messages builds the line's messages for subj. They carry no
+// Nats-Msg-Id: a retry after a lost ack is refused by the expected last
+// subject sequence every publish states, and the publisher reads the
+// subject's end again. On the hub an id was worse than useless: the server
+// drops a message whose id it saw anywhere in the stream within its
+// duplicate window and answers as if it had stored it, so a node that
+// guessed another's next ids (a sealed line's was its subject and
+// position, both readable by the team) had the hub drop those lines.
+func (l *Line) messages(subj string) []*nats.Msg {
 	if l.sealed != nil {
-		return l.sealedMessages(subj, msgID)
+		return l.sealedMessages(subj)
 	}
 	n := l.Chunks()
 	msgs := make([]*nats.Msg, 0, n)
@@ -122,9 +126,6 @@ func (l *Line) messages(subj, msgID string) []*nats.Msg {
 		if n > 1 {
 			vals.set(h, HdrChunk, strconv.Itoa(i+1)+"/"+strconv.Itoa(n))
 		}
-		if id := chunkMsgID(msgID, i, n); id != "" {
-			vals.set(h, nats.MsgIdHdr, id)
-		}
 		msgs = append(msgs, m)
 	}
 	return msgs
@@ -132,9 +133,9 @@ func (l *Line) messages(subj, msgID string) []*nats.Msg {
 
 // lineHeaders is the most headers a line's message carries: its Pi-*
 // headers (id, parent, type, sha, file, offset, op, source sequence,
-// chunk), Nats-Msg-Id, and the four of an atomic batch. (A map made for
+// chunk), and the four of an atomic batch. (A map made for
 // one more takes a table twice the size.)
-const lineHeaders = 14
+const lineHeaders = 13
 
 // newLineMsg is nats.NewMsg with the header map made for lineHeaders
 // entries: a map made empty holds eight before it grows into a table, and
@@ -159,7 +160,7 @@ func (v *headerValues) set(h nats.Header, key, value string) {
 
 // sealedMessages are a sealed line's messages: the envelopes, and only
 // the headers the hub needs (HdrSeal).
-func (l *Line) sealedMessages(subj, msgID string) []*nats.Msg {
+func (l *Line) sealedMessages(subj string) []*nats.Msg {
 	n := len(l.sealed)
 	msgs := make([]*nats.Msg, 0, n)
 	for i, env := range l.sealed {
@@ -174,23 +175,11 @@ func (l *Line) sealedMessages(subj, msgID string) []*nats.Msg {
 		if n > 1 {
 			h.Set(HdrChunk, strconv.Itoa(i+1)+"/"+strconv.Itoa(n))
 		}
-		if id := chunkMsgID(msgID, i, n); id != "" {
-			h.Set(nats.MsgIdHdr, id)
-		}
 		msgs = append(msgs, m)
 	}
 	return msgs
 }
 
-// chunkMsgID is the Nats-Msg-Id of chunk i of a line's n messages: the
-// line's id, with "/<i+1>" when the line is split; "" when the line has
-// none.
-func chunkMsgID(msgID string, i, n int) string {
-	if msgID == "" || n == 1 {
-		return msgID
-	}
-	return msgID + "/" + strconv.Itoa(i+1)
-}
 
 // ParseSha decodes a Pi-Sha header value.
 func ParseSha(s string) ([32]byte, error) {

@@ -57,7 +57,7 @@ func (p *Publisher) publishGroups(ctx context.Context, subject func(string) stri
 		subj := subject(g.SID)
 		first := len(msgs)
 		for j := range g.Lines {
-			msgs = append(msgs, g.Lines[j].messages(subj, p.msgID(subj, &g.Lines[j]))...)
+			msgs = append(msgs, g.Lines[j].messages(subj)...)
 		}
 		if len(msgs) > first {
 			msgs[first].Header.Set(hdrExpLastSubj, strconv.FormatUint(g.Last, 10))

@@ -33,13 +33,6 @@ func OpenLocal(ctx context.Context, nc *nats.Conn, node string) (*Local, error) 
 	}
 	pub := NewPublisher(nc, js, 30*time.Second)
 	pub.stored = newHints(LocalStream, true)
-	// The tailer states every subject's expected last sequence, so a
-	// retry after a lost ack is refused, never stored twice, and it reads
-	// the subject again after any failure. A message id added nothing but
-	// cost: a hash per line, its header stored with every message, and the
-	// server's memory of every id for the duplicate window (60,000 of
-	// them for two minutes after a first read of 10,000 small sessions).
-	pub.noIDs = true
 	return &Local{Node: node, js: js, stream: s, pub: pub}, nil
 }
 

@@ -2,8 +2,6 @@ package eventlog
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -77,9 +75,6 @@ type Publisher struct {
 	writable Writable // nil: always try
 	suspect  func()   // nil: nobody to tell (SetSuspect)
 	stored   hints    // the local log's: what a single publish stored (Local.Stored)
-	// noIDs: the messages carry no Nats-Msg-Id (the local log's; see
-	// OpenLocal).
-	noIDs bool
 }
 
 // NewPublisher returns a publisher over nc. timeout bounds each request.
@@ -238,28 +233,8 @@ const (
 	jsErrCodeAccountResourcesExceeded jetstream.ErrorCode = 10002
 )
 
-// msgID is the line's Nats-Msg-Id ("" for a publisher that stamps none):
-// unique within the stream (a line is its session's subject and its sha),
-// and short. The server keeps every id of its duplicate window in memory
-// as a string: 128 bits of a hash of both are 22 bytes.
-func (p *Publisher) msgID(subj string, l *Line) string {
-	if p.noIDs {
-		return ""
-	}
-	if l.sealed != nil {
-		// The sha would tell the hub which lines are alike.
-		return subj + ":" + strconv.FormatUint(l.SrcSeq, 10)
-	}
-	h := sha256.New()
-	h.Write([]byte(subj))
-	h.Write([]byte{0})
-	h.Write(l.Sha[:])
-	var sum [sha256.Size]byte
-	return base64.RawURLEncoding.EncodeToString(h.Sum(sum[:0])[:16])
-}
-
 func (p *Publisher) publishOne(ctx context.Context, subj string, last uint64, l *Line) (uint64, error) {
-	m := l.messages(subj, p.msgID(subj, l))[0]
+	m := l.messages(subj)[0]
 	rctx, cancel, err := p.request(ctx, l.size())
 	if err != nil {
 		return 0, fmt.Errorf("eventlog: publish %s: %w", subj, err)
@@ -288,7 +263,7 @@ type pubAck struct {
 func (p *Publisher) publishBatch(ctx context.Context, subj string, last uint64, lines []Line, total, size int) (uint64, error) {
 	msgs := make([]*nats.Msg, 0, total)
 	for i := range lines {
-		msgs = append(msgs, lines[i].messages(subj, p.msgID(subj, &lines[i]))...)
+		msgs = append(msgs, lines[i].messages(subj)...)
 	}
 	rctx, cancel, err := p.request(ctx, size)
 	if err != nil {
