@@ -264,14 +264,21 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 // gone from PI_ALL, so lastSrc no longer tells a copy of one stored again
 // by the hub (its key message still there: a node away that has not
 // destroyed its own yet) from a line written after the erase, which names
-// a key message drawn after it.
+// a key message drawn after it. A version 1 envelope (handle 0) names
+// none: in a session erased since, it is refused so too, as a copy the
+// hub kept from before (every workstation of a team seals version 2, and
+// an erase's floor is version 2's).
 func (f *framer) admit(ctx context.Context, ev *Event, meta *jetstream.MsgMetadata, sealed bool, handle uint64) (bool, error) {
-	if handle > 0 {
+	if sealed {
 		floor, err := remembered(&f.floor, ev.SID, func() (uint64, error) { return f.d.all.keyFloor(ctx, ev.SID, f.d.rebuilt) })
 		if err != nil {
 			return false, err
 		}
-		if handle < floor {
+		switch {
+		case handle == 0 && floor > 0:
+			f.reject(ev.Node, ev.SID, RejectErased, fmt.Sprintf("a version 1 envelope, of before the session's erase (%d)", floor))
+			return false, nil
+		case handle < floor:
 			f.reject(ev.Node, ev.SID, RejectErased, fmt.Sprintf("key message %d is older than the session's erase (%d)", handle, floor))
 			return false, nil
 		}

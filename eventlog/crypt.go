@@ -419,14 +419,7 @@ func (c *Crypt) seal(sid string, l *Line, kh KeyHub) (string, Line, error) {
 			return "", Line{}, fmt.Errorf("erase %s's key messages: %w", sid, err)
 		}
 	}
-	in := inner{SID: sid, ID: l.ID, Parent: l.ParentID, Type: l.Type, File: l.File, Off: l.Off, Op: l.Op}
-	if l.Sha != [32]byte{} {
-		in.Sha = hex.EncodeToString(l.Sha[:])
-	}
-	hdr, _ := json.Marshal(in)
-	plain := binary.AppendUvarint(make([]byte, 0, len(hdr)+len(l.Raw)+8), uint64(len(hdr)))
-	plain = append(append(plain, hdr...), l.Raw...)
-	tok, envs, err := c.sealer.SealV2(sid, l.SrcSeq, plain, MaxChunk, func(tok string, msg []byte) (uint64, error) {
+	tok, envs, err := c.sealer.SealV2(sid, l.SrcSeq, innerPlain(sid, l), MaxChunk, func(tok string, msg []byte) (uint64, error) {
 		kid := KeyID(msg)
 		seq, err := kh.Publish(KeySubject(c.node, tok)+"."+kid, msg)
 		if err != nil || erase {
@@ -447,6 +440,18 @@ func (c *Crypt) seal(sid string, l *Line, kh KeyHub) (string, Line, error) {
 		out.Op = OpErase
 	}
 	return UpPrefix + "." + c.node + "." + tok, out, nil
+}
+
+// innerPlain is what an envelope seals of line l of session sid: its
+// headers (the inner form), then its bytes.
+func innerPlain(sid string, l *Line) []byte {
+	in := inner{SID: sid, ID: l.ID, Parent: l.ParentID, Type: l.Type, File: l.File, Off: l.Off, Op: l.Op}
+	if l.Sha != [32]byte{} {
+		in.Sha = hex.EncodeToString(l.Sha[:])
+	}
+	hdr, _ := json.Marshal(in)
+	plain := binary.AppendUvarint(make([]byte, 0, len(hdr)+len(l.Raw)+8), uint64(len(hdr)))
+	return append(append(plain, hdr...), l.Raw...)
 }
 
 // errUnsealed classes an envelope that cannot be opened for a reason that

@@ -1,5 +1,10 @@
 package eventlog
 
+import (
+	"github.com/pisyncd/pisyncd/keyring"
+	"github.com/pisyncd/pisyncd/seal"
+)
+
 // OpenHubConsumer exposes the downloader's consumer to the package's
 // external tests.
 var OpenHubConsumer = openHubConsumer
@@ -12,6 +17,13 @@ var SnapshotStream = snapshotStream
 // by c, its key message published with kh.
 func SealLine(c *Crypt, sid string, l *Line, kh KeyHub) (string, Line, error) {
 	return c.seal(sid, l, kh)
+}
+
+// SealLineV1 seals line l of node's session sid in a version 1 envelope
+// (its data key wrapped in it), as pisyncd sealed before version 2.
+func SealLineV1(r *keyring.Ring, node, sid string, l *Line) (string, Line) {
+	tok, envs := seal.NewSealer(r, node).Seal(sid, l.SrcSeq, innerPlain(sid, l), MaxChunk)
+	return UpPrefix + "." + node + "." + tok, Line{SrcSeq: l.SrcSeq, sealed: envs}
 }
 
 // EraseKeysNow runs the forwarder's tombstoning of tok's key messages once.

@@ -248,12 +248,30 @@ func TestDownloaderRefusesErasedLinesReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	replayHub(t, hubJS, hub, 1)
+	// n2's second line again, in a version 1 envelope (its data key
+	// inside, no key message named), as a hub that kept the lines of a
+	// team that ran an earlier version could publish it: it named no key
+	// message, so the erase's floor was not checked.
+	ring, err := keyring.Load(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := lines[1]
+	v1.SrcSeq = 2
+	subj, sealed := eventlog.SealLineV1(ring, "n2", "s1", &v1)
+	last, err := hub.GetLastMsgForSubject(ctx, subj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := eventlog.NewPublisher(hubJS.Conn(), hubJS, 10*time.Second).Publish(ctx, subj, last.Sequence, []eventlog.Line{sealed}); err != nil {
+		t.Fatal(err)
+	}
 	send("n3", "s1", lines[3], 3)
 
 	gate := copyFromHub(t, ws, all, keyFile, true)
 	testenv.WaitFor(t, 30*time.Second, func() (bool, string) {
 		by := gate.Stats().ByOrigin["n2"].ByReason
-		return by[admit.Reason(eventlog.RejectErased)] == 1, fmt.Sprintf("rejections %v", by)
+		return by[admit.Reason(eventlog.RejectErased)] == 2, fmt.Sprintf("rejections %v", by)
 	})
 	waitCount(t, all, 2)
 	if got, want := allLines(t, all), "n3/2:erase,n3/3:e3"; got != want {
