@@ -132,9 +132,19 @@ func (r *Ring) Check() error {
 	return nil
 }
 
-// Merge adds other's keys to r (the same team, from another machine): the
-// current key becomes the newest of both. It reports whether r changed.
-func (r *Ring) Merge(other *Ring) (bool, error) {
+// Merge adds other's keys to r (the same team, from another machine) and
+// picks the current key, now being this machine's clock. It reports
+// whether r changed. The choice needs no clock when it can: other's
+// current key, new here, is current when other holds r's current key
+// too (other rotated after this machine's last: a revocation must win
+// however the makers' clocks are set), and r's stays when other's is
+// known here (an older block). Only two rotations made unaware of each
+// other are ordered by their makers' clocks, the later winning, and a key
+// dated ahead of now by more than clockSkew never wins so: a machine whose
+// clock runs ahead would otherwise keep its key current on every machine
+// that imported it, past the rotation meant to lock it out (a probe on
+// 2026-12-06 found that).
+func (r *Ring) Merge(other *Ring, now time.Time) (bool, error) {
 	if other.Team != r.Team {
 		return false, fmt.Errorf("keyring: that key is team %s's, this machine has team %s's (remove %s first to switch teams)", other.Team, r.Team, FileName)
 	}
@@ -147,17 +157,38 @@ func (r *Ring) Merge(other *Ring) (bool, error) {
 	if n := len(r.Keys) + len(add); n > MaxKeys {
 		return false, fmt.Errorf("keyring: the two keyrings hold %d keys together, more than the %d a keyring holds", n, MaxKeys)
 	}
-	cur := other.CurrentKey()
+	cur, ours := other.CurrentKey(), r.CurrentKey()
 	_, known := r.Key(cur.ID)
+	_, theyHaveOurs := other.Key(ours.ID)
 	r.Keys = append(r.Keys, add...)
 	changed := len(add) > 0
 	slices.SortStableFunc(r.Keys, func(a, b Key) int { return a.Created.Compare(b.Created) })
-	// A current key this machine did not have is the newer choice unless
-	// this machine's own is strictly newer (times are kept to the second).
-	if cur.ID != r.Current && (!known && !r.CurrentKey().Created.After(cur.Created) || cur.Created.After(r.CurrentKey().Created)) {
+	take := false
+	switch {
+	case known:
+	case theyHaveOurs:
+		take = true
+	default:
+		// Times are kept to the second: a tie goes to the key imported.
+		take = !dated(ours, now).After(dated(cur, now))
+	}
+	if take {
 		r.Current, changed = cur.ID, true
 	}
 	return changed, nil
+}
+
+// clockSkew is how far ahead of this machine's clock a key's date may be
+// and still order two rotations.
+const clockSkew = 10 * time.Minute
+
+// dated is k's date for ordering two rotations: the zero time when it is
+// ahead of now by more than clockSkew.
+func dated(k Key, now time.Time) time.Time {
+	if k.Created.After(now.Add(clockSkew)) {
+		return time.Time{}
+	}
+	return k.Created
 }
 
 // Path is the keyring file: file when set (PISYNC_KEY_FILE), else

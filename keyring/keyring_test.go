@@ -100,14 +100,14 @@ func TestMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := a.Rotate(now.Add(time.Hour))
-	changed, err := b.Merge(a)
+	changed, err := b.Merge(a, now.Add(time.Hour))
 	if err != nil || !changed || b.Current != k.ID || len(b.Keys) != 2 {
 		t.Fatalf("merge: changed %v err %v current %s keys %d", changed, err, b.Current, len(b.Keys))
 	}
-	if changed, err := b.Merge(a); err != nil || changed {
+	if changed, err := b.Merge(a, now.Add(time.Hour)); err != nil || changed {
 		t.Fatalf("merge again: changed %v err %v", changed, err)
 	}
-	if _, err := b.Merge(New(now)); err == nil {
+	if _, err := b.Merge(New(now), now); err == nil {
 		t.Fatal("another team's key merged")
 	}
 }
@@ -131,11 +131,62 @@ func TestMostKeys(t *testing.T) {
 	k := more.Rotate(now.Add(time.Hour))
 	more.Keys = []Key{k}
 	more.Current = k.ID
-	if _, err := got.Merge(more); err == nil {
+	if _, err := got.Merge(more, now.Add(time.Hour)); err == nil {
 		t.Error("a merge past MaxKeys accepted")
 	}
 	r.Rotate(now.Add(time.Hour))
 	if err := r.Check(); err == nil {
 		t.Error("a keyring of more than MaxKeys keys passes Check")
+	}
+}
+
+// TestMergeRevocationWithAClockAhead replays what a probe found: the
+// current key after an import was the one made latest by its maker's clock,
+// which travels in the export block. A laptop whose clock ran a day ahead
+// rotated; bob imported its block; the laptop was lost, and ann rotated to
+// lock it out. Before, bob kept sealing with the laptop's key after
+// importing ann's block, as did ann after a stale block of the laptop's.
+// Proves that a rotation the importer's current key came before wins
+// whatever the clocks say, and that between two rotations made unaware of
+// each other a key dated ahead of the importer's clock does not.
+func TestMergeRevocationWithAClockAhead(t *testing.T) {
+	now := time.Date(2026, 12, 6, 23, 30, 0, 0, time.UTC)
+	ann := New(now.Add(-time.Hour))
+	copyOf := func(r *Ring) *Ring {
+		t.Helper()
+		c, err := Import(Export(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	bob, laptop := copyOf(ann), copyOf(ann)
+	stale := copyOf(laptop) // the laptop's block before it rotated
+	kl := laptop.Rotate(now.Add(24 * time.Hour))
+	if _, err := bob.Merge(copyOf(laptop), now); err != nil || bob.Current != kl.ID {
+		t.Fatalf("bob after the laptop's rotation: current %s (%v), want the laptop's %s", bob.Current, err, kl.ID)
+	}
+
+	ka := ann.Rotate(now.Add(time.Minute)) // ann never had the laptop's key
+	if _, err := bob.Merge(copyOf(ann), now.Add(2*time.Minute)); err != nil || bob.Current != ka.ID {
+		t.Errorf("bob after ann's revoking rotation: current %s (%v), want ann's %s", bob.Current, err, ka.ID)
+	}
+	if _, err := ann.Merge(copyOf(laptop), now.Add(3*time.Minute)); err != nil || ann.Current != ka.ID {
+		t.Errorf("ann after a block of the lost laptop: current %s (%v), want her own %s", ann.Current, err, ka.ID)
+	}
+	// A block older than what this machine has changes nothing.
+	if changed, err := bob.Merge(stale, now.Add(4*time.Minute)); err != nil || changed || bob.Current != ka.ID {
+		t.Errorf("bob after a stale block: changed %v current %s (%v)", changed, bob.Current, err)
+	}
+	// Two honest rotations unaware of each other: the later one wins on
+	// both machines.
+	c1, c2 := copyOf(ann), copyOf(ann)
+	c1.Rotate(now.Add(5 * time.Minute))
+	k2 := c2.Rotate(now.Add(6 * time.Minute))
+	if _, err := c1.Merge(copyOf(c2), now.Add(7*time.Minute)); err != nil || c1.Current != k2.ID {
+		t.Errorf("the earlier rotation after the later's block: current %s (%v), want %s", c1.Current, err, k2.ID)
+	}
+	if _, err := c2.Merge(copyOf(c1), now.Add(7*time.Minute)); err != nil || c2.Current != k2.ID {
+		t.Errorf("the later rotation after the earlier's block: current %s (%v), want %s", c2.Current, err, k2.ID)
 	}
 }

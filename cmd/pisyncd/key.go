@@ -173,9 +173,14 @@ func importKey(path, file string, stdout io.Writer, asJSON bool) (*keyring.Ring,
 		// Not written over: it may hold keys found nowhere else.
 		return nil, fmt.Errorf("key import: the keyring %s cannot be read (%w): mend it (its mode: chmod 600), or move it away, keeping a copy, and import again", path, err)
 	default:
-		changed, err := r.Merge(in)
+		changed, err := r.Merge(in, time.Now())
 		if err != nil {
 			return nil, fmt.Errorf("key import: %w", err)
+		}
+		if r.Current != in.Current && !asJSON {
+			// The user may have imported it to switch keys (a rotation
+			// meant to lock a machine out): say why it did not.
+			fmt.Fprintf(stdout, "the block's current key %s stays a spare here (it opens what it sealed): this machine's current key %s is newer, made by a rotation the block's machine has not imported (or the block's key is dated ahead of this machine's clock); give this machine's keys to it: pisyncd key export here, pisyncd key import there\n", in.Current, r.Current)
 		}
 		if !changed {
 			if !asJSON {
