@@ -32,6 +32,9 @@ func contextCommand(args []string, stdout io.Writer) error {
 	if err := parseArgs(fs, reorder(args, contextValued...), contextUsage, 1); err != nil {
 		return err
 	}
+	if err := cli.CheckLeafFlag(fs, contextUsage); err != nil {
+		return err
+	}
 	if _, err := contextRules(*rules); err != nil {
 		return err
 	}

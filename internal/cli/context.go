@@ -38,6 +38,9 @@ func ContextFile(args []string, stdout io.Writer, usage string, lookup func(stri
 	if err := ParseArgs(fs, Reorder(args, ContextValued...), usage, 1); err != nil {
 		return err
 	}
+	if err := CheckLeafFlag(fs, usage); err != nil {
+		return err
+	}
 	mode, err := ContextRules(*rules, usage)
 	if err != nil {
 		return err
@@ -49,6 +52,19 @@ func ContextFile(args []string, stdout io.Writer, usage string, lookup func(stri
 		}
 	}
 	return WriteFileContext(stdout, fs.Arg(0), *leaf, *asJSON, mode)
+}
+
+// CheckLeafFlag refuses a --leaf given as "": pi's branch("") fails as no
+// entry has that id, where an empty flag read as none gave the file's own
+// leaf without a word.
+func CheckLeafFlag(fs *flag.FlagSet, usage string) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "leaf" && f.Value.String() == "" {
+			err = &UsageError{Msg: "context: --leaf is empty: give an entry's id, or leave --leaf out for the session's own leaf", Usage: usage}
+		}
+	})
+	return err
 }
 
 // WriteFileContext writes the context of the session file path at leaf

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -117,5 +118,26 @@ func TestContextFileNotASession(t *testing.T) {
 	err := WriteFileContext(io.Discard, path, "", true, session.RulesAuto)
 	if err == nil || !strings.Contains(err.Error(), path+" is not a pi session: the first line pi can read in it is not a session header") || strings.Contains(err.Error(), "load:") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestContextEmptyLeafRefused: `--leaf ""` is an error, as pi's
+// branch("") is (no entry has that id); it printed the context at the
+// file's own leaf (a probe's finding). --leaf left out still means the
+// file's leaf.
+func TestContextEmptyLeafRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	body := `{"type":"session","version":3,"id":"0199aaaa-0000-7000-8000-0000000000aa","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/x"}` + "\n" +
+		`{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}` + "\n"
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	none := func(string) (string, bool) { return "", false }
+	err := ContextFile([]string{path, "--leaf", ""}, io.Discard, "pisync context FILE", none)
+	if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "--leaf is empty") {
+		t.Errorf(`--leaf "": %v, want a usage error naming the empty --leaf`, err)
+	}
+	if err := ContextFile([]string{path, "--json"}, io.Discard, "pisync context FILE", none); err != nil {
+		t.Errorf("no --leaf: %v", err)
 	}
 }
