@@ -180,7 +180,6 @@ func (l *Line) sealedMessages(subj string) []*nats.Msg {
 	return msgs
 }
 
-
 // ParseSha decodes a Pi-Sha header value.
 func ParseSha(s string) ([32]byte, error) {
 	var sha [32]byte
