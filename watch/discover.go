@@ -477,6 +477,17 @@ func (d *discovery) walkFrom(dir string) error {
 		if path == start {
 			path = dir
 		}
+		if err == nil && de.Type()&fs.ModeSymlink != 0 && filepath.Dir(path) == d.t.root {
+			// A linked project folder another user made is not followed
+			// (owner.go): it would lead the daemon into folders of this
+			// user's that they cannot read.
+			if lst, lerr := os.Lstat(path); lerr == nil {
+				if uid, ok := ownerOf(lst); ok && uid != euid {
+					d.walkUnreadable[path] = fmt.Errorf("a link made by another user (uid %d): not followed; only this user's links are (chmod o-w the sessions dir)", uid)
+					return nil
+				}
+			}
+		}
 		if err == nil && d.linkedFolder(path, de.Type()) {
 			if d.reading != nil {
 				if ds := d.reading[filepath.Dir(path)]; ds != nil {

@@ -264,10 +264,18 @@ func (w *worker) sync(ctx context.Context, path string) error {
 		w.special(f, st)
 		return w.settleLeft(ctx, f, false)
 	}
+	if dev, ino := devIno(st); f.dev != dev || f.ino != ino || f.status == statusIgnored && f.ignored == ignoreForeign {
+		// A file new here (or replaced): whose it is is checked once.
+		if why := foreign(path, st); why != "" {
+			fh.Close()
+			w.foreignFile(f, st, why)
+			return w.settleLeft(ctx, f, false)
+		}
+	}
 	defer fh.Close()
 	f.deferred = false
 	dev, ino := devIno(st)
-	if f.ino != ino || f.dev != dev || st.Size() < f.offset+f.part.n || f.status == statusIgnored && f.ignored == ignoreSpecial {
+	if f.ino != ino || f.dev != dev || st.Size() < f.offset+f.part.n || f.status == statusIgnored && (f.ignored == ignoreSpecial || f.ignored == ignoreForeign) {
 		if f.offset > 0 || f.status == statusIgnored {
 			w.t.logger.Info("session file replaced or truncated; reading it again", "file", f.rel)
 		}
@@ -328,6 +336,19 @@ func (w *worker) special(f *file, st fs.FileInfo) {
 		kind = "a kernel file whose reads wait for data (pollable)"
 	}
 	w.t.ignore(f, ignoreSpecial, "type", kind)
+}
+
+// foreignFile records another user's file (or a link another user made)
+// as ignored, once: it is not read (owner.go).
+func (w *worker) foreignFile(f *file, st fs.FileInfo, why string) {
+	dev, ino := devIno(st)
+	if f.status == statusIgnored && f.ignored == ignoreForeign && f.dev == dev && f.ino == ino {
+		f.size, f.mtime = st.Size(), modNanos(st)
+		return
+	}
+	w.reread(f, dev, ino)
+	f.size, f.mtime = st.Size(), modNanos(st)
+	w.t.ignore(f, ignoreForeign, "why", why)
 }
 
 // verify checks that the file still holds the start of the header and the

@@ -15,15 +15,19 @@ const (
 	ignoreLongID
 	// ignoreSpecial: a FIFO, socket or device, never opened for reading.
 	ignoreSpecial
+	// ignoreForeign: another user's file, or a link another user made
+	// (owner.go), never read.
+	ignoreForeign
 	numIgnoreReasons
 )
 
-var ignoreNames = [numIgnoreReasons]string{"not-a-session", "session-id-too-long", "not-a-regular-file"}
+var ignoreNames = [numIgnoreReasons]string{"not-a-session", "session-id-too-long", "not-a-regular-file", "another-users-file"}
 
 var ignoreMessages = [numIgnoreReasons]string{
 	"not a pi session file; ignoring it",
 	"session id too long for a subject; ignoring the file",
 	"not a regular file; ignoring it",
+	"another user's file in the sessions dir; ignoring it (only this user's files are published: chmod o-w the sessions dir and its folders, so that no other user can put files there)",
 }
 
 func (r ignoreReason) String() string { return ignoreNames[r] }

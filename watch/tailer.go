@@ -145,6 +145,11 @@ func (t *Tailer) Run(ctx context.Context) error {
 	if err := os.MkdirAll(t.root, 0o700); err != nil {
 		return fmt.Errorf("watch: sessions dir: %w", err)
 	}
+	if st, err := os.Stat(t.root); err == nil {
+		if why := othersMayWrite(st); why != "" {
+			t.logger.Warn("the sessions dir is "+why+": another user could put files there; only this user's files and links are followed", "dir", t.root, "hint", "chmod 700 "+t.root)
+		}
+	}
 	d := newDiscovery(t)
 	if err := t.heldAtStart.read(ctx, t.log); err != nil && ctx.Err() == nil {
 		// Each session's subject is read on its own instead. (A daemon
