@@ -24,6 +24,7 @@ import (
 	"github.com/pisyncd/pisyncd/replicate"
 	"github.com/pisyncd/pisyncd/search"
 	"github.com/pisyncd/pisyncd/watch"
+	"github.com/pisyncd/pisyncd/web"
 )
 
 // listenControl listens on the daemon's local control endpoint in the
@@ -44,8 +45,17 @@ func listenControl(stateDir string) (net.Listener, error) {
 		ln.Close()
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	return ln, nil
+	return web.LimitListener(ln, maxControlConns, 0), nil
 }
+
+// maxControlConns bounds the control socket's open connections, as
+// maxHTTPConns bounds the web port's: each is a file descriptor the tailer
+// and the store need too, and a program holding 20,000 of them (reopened
+// as the header timeout closed them) made the daemon run out, a new line
+// take 5.4 s to be published and status fail (a probe on 2026-12-06).
+// Past it a new connection waits to be accepted. Only the daemon's user
+// reaches the socket (0600), so none is reserved.
+const maxControlConns = 256
 
 // Status is what `pisyncd status` reports.
 type Status struct {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/pisyncd/pisyncd/config"
 	"net"
 	"net/http"
 	"os"
@@ -88,6 +89,71 @@ func TestHTTPConnectionsBounded(t *testing.T) {
 	os.MkdirAll(filepath.Dir(path), 0o700)
 	appendLine(t, path, hdrLine("sid-1", "/p"))
 	appendLine(t, path, msgLine("e1", "", "hello"))
+	waitUntil(t, 20*time.Second, func() (bool, string) {
+		var out bytes.Buffer
+		if runCmd(t, env, &out, "status", "--json") != 0 {
+			return false, out.String()
+		}
+		var st Status
+		json.Unmarshal(out.Bytes(), &st)
+		return st.Tailer.LinesPublished == 2, out.String()
+	})
+}
+
+// TestControlConnectionsBounded: the control socket holds at most
+// maxControlConns connections, as the web port does. A probe on
+// 2026-12-06 held 20,000 there (reopened as the header timeout closed
+// them): the daemon ran out of file descriptors, a new line took 5.4 s to
+// be published and status failed. Proves that connections past the bound
+// take no descriptor, and that a line is published meanwhile.
+func TestControlConnectionsBounded(t *testing.T) {
+	home := t.TempDir()
+	sessions, state := filepath.Join(home, "sessions"), filepath.Join(home, "state")
+	env := []string{"PISYNC_SESSIONS_DIR=" + sessions, "PISYNC_STATE_DIR=" + state, "PISYNC_LOG_LEVEL=warn", "GOMEMLIMIT="}
+	p := startDaemonProc(t, env)
+	defer p.kill(t, syscall.SIGTERM)
+	waitUntil(t, 20*time.Second, func() (bool, string) {
+		var out bytes.Buffer
+		return runCmd(t, env, &out, "status", "--json") == 0, out.String()
+	})
+	fds := func() int {
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid))
+		if err != nil {
+			t.Skipf("no /proc: %v", err)
+		}
+		return len(ents)
+	}
+	before := fds()
+	sock := filepath.Join(state, config.ControlSocket)
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range maxControlConns + 100 {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	waitUntil(t, 20*time.Second, func() (bool, string) {
+		n := fds() - before
+		return n >= maxControlConns-5, fmt.Sprintf("%d descriptors taken for %d connections", n, len(conns))
+	})
+	if n := fds() - before; n > maxControlConns+5 {
+		t.Errorf("%d descriptors taken for %d connections, bound %d", n, len(conns), maxControlConns)
+	}
+
+	path := filepath.Join(sessions, "--p--", "2026-11-30T00-00-00-000Z_sid-1.jsonl")
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	appendLine(t, path, hdrLine("sid-1", "/p"))
+	appendLine(t, path, msgLine("e1", "", "hello"))
+	for _, c := range conns {
+		c.Close()
+	}
+	conns = nil
 	waitUntil(t, 20*time.Second, func() (bool, string) {
 		var out bytes.Buffer
 		if runCmd(t, env, &out, "status", "--json") != 0 {
