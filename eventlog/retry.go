@@ -19,8 +19,9 @@ const noRespGrace = 2 * time.Second
 // RunSessions runs session until ctx ends. A session runs until it fails
 // (the hub unreachable, a stale position); the next one starts after a
 // pause that doubles up to five seconds and starts over once a session made
-// progress (moved the counter). The first failure, every twentieth and
-// one whose error differs from the failure before are logged (but
+// progress (moved the counter). The first failure (once a minute for one
+// cause), every twentieth and one whose error differs from the failure
+// logged before are logged (but
 // "no responders" only once it lasted noRespGrace), so a long
 // outage cannot flood the log and a new cause is not hidden behind an old
 // one. When a session is up again (Link.Up) after failures, that is
@@ -30,6 +31,7 @@ const noRespGrace = 2 * time.Second
 func RunSessions(ctx context.Context, l *Link, progress *atomic.Int64, session func(context.Context) error) {
 	const first, most = 100 * time.Millisecond, 5 * time.Second
 	backoff, failures, last := first, 0, ""
+	var logged time.Time      // when a failure was last logged
 	var noRespSince time.Time // since when the failures in a row were "no responders"
 	for {
 		before := progress.Load()
@@ -55,10 +57,14 @@ func RunSessions(ctx context.Context, l *Link, progress *atomic.Int64, session f
 			// hub's JetStream is known, a moment later: at a start, or
 			// when the link is made again.
 			l.logger.Debug(l.what+" not yet possible; retrying", "err", err, "retry_in", backoff)
-		case failures == 1 || failures%20 == 0 || why != last:
+		case why != last || failures%20 == 0 || failures == 1 && time.Since(logged) >= time.Minute:
+			// A session that makes progress and then fails starts its
+			// count again each time: its first failure is logged once a
+			// minute, not at every one (a forwarder whose lines the hub
+			// dropped as duplicates wrote a warning every 100 ms).
 			l.logger.Warn(l.what+" paused; retrying", "err", err, "attempt", failures, "retry_in", backoff)
 			l.announced.Store(true)
-			last = why
+			last, logged = why, time.Now()
 		}
 		select {
 		case <-ctx.Done():

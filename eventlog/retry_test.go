@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/nats-io/nats.go"
 )
@@ -186,3 +187,37 @@ func (h recordHandler) Enabled(context.Context, slog.Level) bool      { return t
 func (h recordHandler) Handle(_ context.Context, r slog.Record) error { h(r); return nil }
 func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler            { return h }
 func (h recordHandler) WithGroup(string) slog.Handler                 { return h }
+
+// TestRunSessionsProgressThenFailure: sessions that each make progress and
+// then fail with the same cause start their count again each time; their
+// failure is logged once a minute, not each time (a forwarder whose lines
+// a hub dropped as duplicates wrote a warning every 100 ms, 999 of them).
+func TestRunSessionsProgressThenFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		warned := 0
+		logger := slog.New(recordHandler(func(r slog.Record) {
+			if r.Level == slog.LevelWarn {
+				mu.Lock()
+				warned++
+				mu.Unlock()
+			}
+		}))
+		ctx, cancel := context.WithCancel(t.Context())
+		var progress atomic.Int64
+		l := NewLink(logger, "forwarding to the hub")
+		start, runs := time.Now(), 0
+		RunSessions(ctx, l, &progress, func(context.Context) error {
+			if runs++; time.Since(start) >= 150*time.Second {
+				cancel()
+				return ctx.Err()
+			}
+			progress.Add(1)
+			return errors.New("wrong last subject sequence")
+		})
+		// 100 ms apart: 1,500 sessions in 150 s, three minutes begun.
+		if runs < 1000 || warned != 3 {
+			t.Errorf("%d sessions failed after progress, %d warnings; want 3, one a minute", runs, warned)
+		}
+	})
+}
