@@ -32,6 +32,15 @@ type sess struct {
 	// node continuing from the same entry forks the session.
 	firstChild map[string]string
 	deleted    bool
+	// away: its file here went away (deleted here, or another session's
+	// took its place). Nothing is made in its place until the tailer has
+	// said what became of it: its deletion, back from the hub, drops the
+	// lines (deletedHere); a file of it found where the tailer follows it
+	// (moved, restored) takes them. Before, the next line made the file
+	// again with the header alone (its other lines known, not written),
+	// the lines after it waited for good, and the deletion, its file
+	// back before the tailer's walk confirmed it, was never published.
+	away bool
 	// trashAfter is a deletion from another machine of a session a local
 	// pi wrote within the last crashAfter(Idle): it waits until the file
 	// has been left alone that long (trashed then), or until the file
@@ -312,12 +321,16 @@ func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 		}
 	}
 	if s.file == nil {
+		if s.away {
+			return nil // the lines wait for what the tailer makes of it
+		}
 		s.refillAll = false // no file here to mend: a new one gets the queue
 		if s.header == nil {
 			return nil // entries wait for their session's header
 		}
 		return r.create(ctx, s)
 	}
+	s.away = false
 	busy, ended, err := s.file.busy(r.opts.Idle, r.now())
 	if ended > 0 {
 		// Once per crash, and a file holds a fragment only until then.
@@ -326,9 +339,9 @@ func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 	}
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, errOtherSession) {
 		// The file went away (deleted here), or another session's file
-		// took its place: the next round creates a new one if the
-		// session still has a header.
+		// took its place: what the tailer makes of it decides (away).
 		r.dropFile(s)
+		s.away = true
 		return nil
 	}
 	if err != nil {
@@ -801,6 +814,7 @@ func (r *Replicator) trash(ctx context.Context, s *sess, ev *eventlog.Event) err
 // here). Lines after the restore follow as usual.
 func (r *Replicator) restore(ctx context.Context, s *sess, ev *eventlog.Event) error {
 	s.trashAfter = nil // a deletion waiting for the local pi is undone too
+	s.away = false     // what became of a file that went away: restored
 	if err := r.state.Delete(ctx, deletedKey(s.sid)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("clear deletion record: %w", err)
 	}
