@@ -38,13 +38,7 @@ func TestHTTPConnectionsBounded(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == 200 && resp.Close, fmt.Sprintf("healthz %d, close %v", resp.StatusCode, resp.Close)
 	})
-	fds := func() int {
-		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid))
-		if err != nil {
-			t.Skipf("no /proc: %v", err)
-		}
-		return len(ents)
-	}
+	fds := procFDs(t, p)
 	before := fds()
 
 	// Connections that send a request without the token: answered and
@@ -63,26 +57,7 @@ func TestHTTPConnectionsBounded(t *testing.T) {
 	}
 	// Connections that stay open without a word: no more than the bound
 	// are taken.
-	var conns []net.Conn
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	for range maxHTTPConns + 100 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
-	}
-	waitUntil(t, 20*time.Second, func() (bool, string) {
-		n := fds() - before
-		return n >= maxHTTPConns-5, fmt.Sprintf("%d descriptors taken for %d connections", n, len(conns))
-	})
-	if n := fds() - before; n > maxHTTPConns+5 {
-		t.Errorf("%d descriptors taken for %d connections, bound %d", n, len(conns), maxHTTPConns)
-	}
+	defer closeAll(holdConns(t, "tcp", addr, maxHTTPConns, fds, before))
 
 	// The daemon publishes meanwhile.
 	path := filepath.Join(sessions, "--p--", "2026-11-30T00-00-00-000Z_sid-1.jsonl")
@@ -116,43 +91,15 @@ func TestControlConnectionsBounded(t *testing.T) {
 		var out bytes.Buffer
 		return runCmd(t, env, &out, "status", "--json") == 0, out.String()
 	})
-	fds := func() int {
-		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid))
-		if err != nil {
-			t.Skipf("no /proc: %v", err)
-		}
-		return len(ents)
-	}
-	before := fds()
-	sock := filepath.Join(state, config.ControlSocket)
-	var conns []net.Conn
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	for range maxControlConns + 100 {
-		c, err := net.Dial("unix", sock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
-	}
-	waitUntil(t, 20*time.Second, func() (bool, string) {
-		n := fds() - before
-		return n >= maxControlConns-5, fmt.Sprintf("%d descriptors taken for %d connections", n, len(conns))
-	})
-	if n := fds() - before; n > maxControlConns+5 {
-		t.Errorf("%d descriptors taken for %d connections, bound %d", n, len(conns), maxControlConns)
-	}
+	fds := procFDs(t, p)
+	conns := holdConns(t, "unix", filepath.Join(state, config.ControlSocket), maxControlConns, fds, fds())
+	defer func() { closeAll(conns) }()
 
 	path := filepath.Join(sessions, "--p--", "2026-11-30T00-00-00-000Z_sid-1.jsonl")
 	os.MkdirAll(filepath.Dir(path), 0o700)
 	appendLine(t, path, hdrLine("sid-1", "/p"))
 	appendLine(t, path, msgLine("e1", "", "hello"))
-	for _, c := range conns {
-		c.Close()
-	}
+	closeAll(conns)
 	conns = nil
 	waitUntil(t, 20*time.Second, func() (bool, string) {
 		var out bytes.Buffer
@@ -163,4 +110,45 @@ func TestControlConnectionsBounded(t *testing.T) {
 		json.Unmarshal(out.Bytes(), &st)
 		return st.Tailer.LinesPublished == 2, out.String()
 	})
+}
+
+// procFDs counts the open file descriptors of the daemon process p.
+func procFDs(t *testing.T, p *daemonProc) func() int {
+	return func() int {
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid))
+		if err != nil {
+			t.Skipf("no /proc: %v", err)
+		}
+		return len(ents)
+	}
+}
+
+// holdConns opens bound+100 connections to addr that say nothing, and
+// checks that the daemon (its descriptors fds, before of them before)
+// takes about bound of them, no more. It returns them, open.
+func holdConns(t *testing.T, network, addr string, bound int, fds func() int, before int) []net.Conn {
+	t.Helper()
+	var conns []net.Conn
+	for range bound + 100 {
+		c, err := net.Dial(network, addr)
+		if err != nil {
+			closeAll(conns)
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	waitUntil(t, 20*time.Second, func() (bool, string) {
+		n := fds() - before
+		return n >= bound-5, fmt.Sprintf("%d descriptors taken for %d connections", n, len(conns))
+	})
+	if n := fds() - before; n > bound+5 {
+		t.Errorf("%d descriptors taken for %d connections, bound %d", n, len(conns), bound)
+	}
+	return conns
+}
+
+func closeAll(conns []net.Conn) {
+	for _, c := range conns {
+		c.Close()
+	}
 }
