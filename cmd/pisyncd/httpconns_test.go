@@ -60,19 +60,8 @@ func TestHTTPConnectionsBounded(t *testing.T) {
 	defer closeAll(holdConns(t, "tcp", addr, maxHTTPConns, fds, before))
 
 	// The daemon publishes meanwhile.
-	path := filepath.Join(sessions, "--p--", "2026-11-30T00-00-00-000Z_sid-1.jsonl")
-	os.MkdirAll(filepath.Dir(path), 0o700)
-	appendLine(t, path, hdrLine("sid-1", "/p"))
-	appendLine(t, path, msgLine("e1", "", "hello"))
-	waitUntil(t, 20*time.Second, func() (bool, string) {
-		var out bytes.Buffer
-		if runCmd(t, env, &out, "status", "--json") != 0 {
-			return false, out.String()
-		}
-		var st Status
-		json.Unmarshal(out.Bytes(), &st)
-		return st.Tailer.LinesPublished == 2, out.String()
-	})
+	writeOneSession(t, sessions)
+	waitPublished(t, env, 2)
 }
 
 // TestControlConnectionsBounded: the control socket holds at most
@@ -95,21 +84,10 @@ func TestControlConnectionsBounded(t *testing.T) {
 	conns := holdConns(t, "unix", filepath.Join(state, config.ControlSocket), maxControlConns, fds, fds())
 	defer func() { closeAll(conns) }()
 
-	path := filepath.Join(sessions, "--p--", "2026-11-30T00-00-00-000Z_sid-1.jsonl")
-	os.MkdirAll(filepath.Dir(path), 0o700)
-	appendLine(t, path, hdrLine("sid-1", "/p"))
-	appendLine(t, path, msgLine("e1", "", "hello"))
-	closeAll(conns)
+	writeOneSession(t, sessions)
+	closeAll(conns) // status needs the socket
 	conns = nil
-	waitUntil(t, 20*time.Second, func() (bool, string) {
-		var out bytes.Buffer
-		if runCmd(t, env, &out, "status", "--json") != 0 {
-			return false, out.String()
-		}
-		var st Status
-		json.Unmarshal(out.Bytes(), &st)
-		return st.Tailer.LinesPublished == 2, out.String()
-	})
+	waitPublished(t, env, 2)
 }
 
 // procFDs counts the open file descriptors of the daemon process p.
@@ -151,4 +129,26 @@ func closeAll(conns []net.Conn) {
 	for _, c := range conns {
 		c.Close()
 	}
+}
+
+// writeOneSession writes a session of two lines into sessions.
+func writeOneSession(t *testing.T, sessions string) {
+	path := filepath.Join(sessions, "--p--", "2026-11-30T00-00-00-000Z_sid-1.jsonl")
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	appendLine(t, path, hdrLine("sid-1", "/p"))
+	appendLine(t, path, msgLine("e1", "", "hello"))
+}
+
+// waitPublished waits until the daemon of env says it published n lines.
+func waitPublished(t *testing.T, env []string, n int64) {
+	t.Helper()
+	waitUntil(t, 20*time.Second, func() (bool, string) {
+		var out bytes.Buffer
+		if runCmd(t, env, &out, "status", "--json") != 0 {
+			return false, out.String()
+		}
+		var st Status
+		json.Unmarshal(out.Bytes(), &st)
+		return st.Tailer.LinesPublished == n, out.String()
+	})
 }
