@@ -303,6 +303,12 @@ func controlClientWithin(stateDir string, answerWithin time.Duration) *http.Clie
 				return d.DialContext(ctx, "unix", path)
 			},
 			ResponseHeaderTimeout: answerWithin,
+			// Each client is made for a command or two, and a connection
+			// kept for a next request that never comes held one of the
+			// socket's maxControlConns until the server's idle timeout:
+			// a caller that made a client per request (a test polling
+			// status) took every one of them within seconds.
+			DisableKeepAlives: true,
 		},
 	}
 }

@@ -116,7 +116,10 @@ func TestDeletedWhileWrittenHere(t *testing.T) {
 	appendLine(t, bPath, msgLine("b3", "b1", "B is back from lunch"))
 	waitUntil(t, 60*time.Second, func() (bool, string) {
 		got, _ := os.ReadFile(bPath)
-		st, _ := b.status()
+		st, err := b.status()
+		if err != nil || st.Replicator == nil {
+			return false, fmt.Sprint("B's status: ", err)
+		}
 		return string(got) == string(before)+msgLine("b3", "b1", "B is back from lunch")+"\n" && st.Replicator.Rejoined == 1,
 			fmt.Sprintf("B's file:\n%s\nB's status: %+v", got, st.Replicator)
 	})
