@@ -308,7 +308,19 @@ func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 		if err != nil {
 			return err
 		}
-		s.deleted = s.deleted || deleted
+		// Erased here (by this machine's erase, or another's admitted):
+		// the lines that come after it are from machines that refused
+		// the erase, or went on without it, and have no header here any
+		// more. They are passed over, as after a deletion; before, they
+		// waited for a header for good ("sessions waiting for a header").
+		erased, err := r.eraseApplied(ctx, s.sid, 0)
+		if err != nil {
+			return err
+		}
+		if erased && !deleted && len(s.queue) > 0 {
+			r.logger.Warn("lines of a session erased here are not written (other machines went on with it)", "session", s.sid)
+		}
+		s.deleted = s.deleted || deleted || erased
 		s.checked = true
 	}
 	if s.deleted {
