@@ -41,10 +41,6 @@ type sess struct {
 	// the lines after it waited for good, and the deletion, its file
 	// back before the tailer's walk confirmed it, was never published.
 	away bool
-	// erased: the session was erased here (checked with deleted); its
-	// lines without a header since are passed over (flushSession), and
-	// erasedSaid says the log said so.
-	erased, erasedSaid bool
 	// trashAfter is a deletion from another machine of a session a local
 	// pi wrote within the last crashAfter(Idle): it waits until the file
 	// has been left alone that long (trashed then), or until the file
@@ -312,28 +308,10 @@ func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 		if err != nil {
 			return err
 		}
-		if s.erased, err = r.eraseApplied(ctx, s.sid, 0); err != nil {
-			return err
-		}
 		s.deleted = s.deleted || deleted
 		s.checked = true
 	}
 	if s.deleted {
-		r.dropQueue(s)
-		return nil
-	}
-	if s.erased && s.header == nil && s.file == nil {
-		// Erased here (this machine's erase, or another's admitted), and
-		// no header since: these lines are from a machine the erase gave
-		// no say over, which went on with the session, and the header
-		// they follow is gone here. They are passed over, as after a
-		// deletion; before, they waited for it for good ("sessions
-		// waiting for a header"). A header after the erase is the
-		// session written again: a new one, written as any.
-		if len(s.queue) > 0 && !s.erasedSaid {
-			s.erasedSaid = true
-			r.logger.Warn("lines of a session erased here are not written (another machine went on with it)", "session", s.sid)
-		}
 		r.dropQueue(s)
 		return nil
 	}

@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // TestCopyDeletedWhileWrittenElsewhere replays a probe's finding: the
@@ -57,49 +54,5 @@ func TestCopyDeletedWhileWrittenElsewhere(t *testing.T) {
 	}
 	if n := a.d.repl.Stats().Waiting; n != 0 {
 		t.Errorf("A holds %d lines waiting", n)
-	}
-}
-
-// TestCopyErasedWhileWrittenElsewhere: the user erases A's copy of a
-// session B wrote; B, which A's erase gives no say over, goes on. Before,
-// B's later lines waited on A for good, for a header A had erased ("1
-// session waiting for a header", 3 lines waiting). Proves that they are
-// passed over, as after a deletion here, and that nothing of the session
-// comes back on A.
-func TestCopyErasedWhileWrittenElsewhere(t *testing.T) {
-	hub := startTestHub(t)
-	logs := &testenv.LogBuffer{}
-	a := runStationLogs(t, stationConfig(t, "ws-a", hub.url()), logs)
-	b := newStation(t, "ws-b", hub.url(), "")
-	sid := "0199eeee-0000-7000-8000-0000000000e1"
-	rel := sessionRel("/work/erased", sid)
-	aPath, bPath := filepath.Join(a.cfg.SessionsDir, rel), filepath.Join(b.cfg.SessionsDir, rel)
-	mustWriteLines(t, bPath, append([]string{hdrLine(sid, "/work/erased")}, chain("b", "", 5, "from B")...))
-	waitUntil(t, 30*time.Second, func() (bool, string) {
-		n := len(a.sessionFiles()[rel])
-		return n == 6, fmt.Sprintf("A has %d lines", n)
-	})
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if _, err := eraseViaDaemon(ctx, a.cfg, sid); err != nil {
-		t.Fatal(err)
-	}
-	parent := "b00004"
-	for i := range 3 {
-		id := fmt.Sprintf("b2%04d", i)
-		appendLine(t, bPath, msgLine(id, parent, "B goes on after A's erase"))
-		parent = id
-	}
-	waitUntil(t, 30*time.Second, func() (bool, string) {
-		return strings.Contains(logs.String(), "lines of a session erased here are not written"), "A's replicator has not passed B's lines over"
-	})
-	if st := a.d.repl.Stats(); st.Waiting != 0 || st.WaitingForHeader != 0 {
-		t.Errorf("A: %d lines waiting, %d sessions waiting for a header", st.Waiting, st.WaitingForHeader)
-	}
-	if _, err := os.Stat(aPath); !os.IsNotExist(err) {
-		t.Errorf("A's erased copy is back: %v", err)
-	}
-	if n := len(b.sessionFiles()[rel]); n != 9 {
-		t.Errorf("B's file holds %d lines, want its 9", n)
 	}
 }
