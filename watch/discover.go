@@ -481,11 +481,9 @@ func (d *discovery) walkFrom(dir string) error {
 			// A linked project folder another user made is not followed
 			// (owner.go): it would lead the daemon into folders of this
 			// user's that they cannot read.
-			if lst, lerr := os.Lstat(path); lerr == nil {
-				if uid, ok := ownerOf(lst); ok && uid != euid {
-					d.walkUnreadable[path] = fmt.Errorf("a link made by another user (uid %d): not followed; only this user's links are (chmod o-w the sessions dir)", uid)
-					return nil
-				}
+			if why := foreignLink(path); why != "" {
+				d.walkUnreadable[path] = errors.New(why + ": not followed; only this user's links are (chmod o-w the sessions dir)")
+				return nil
 			}
 		}
 		if err == nil && d.linkedFolder(path, de.Type()) {

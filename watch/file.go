@@ -264,18 +264,18 @@ func (w *worker) sync(ctx context.Context, path string) error {
 		w.special(f, st)
 		return w.settleLeft(ctx, f, false)
 	}
-	if dev, ino := devIno(st); f.dev != dev || f.ino != ino || f.status == statusIgnored && f.ignored == ignoreForeign {
+	if dev, ino := devIno(st); f.dev != dev || f.ino != ino || f.ignoredFor(ignoreForeign) {
 		// A file new here (or replaced): whose it is is checked once.
 		if why := foreign(path, st); why != "" {
 			fh.Close()
-			w.foreignFile(f, st, why)
+			w.leaveAlone(f, st, ignoreForeign, "why", why)
 			return w.settleLeft(ctx, f, false)
 		}
 	}
 	defer fh.Close()
 	f.deferred = false
 	dev, ino := devIno(st)
-	if f.ino != ino || f.dev != dev || st.Size() < f.offset+f.part.n || f.status == statusIgnored && (f.ignored == ignoreSpecial || f.ignored == ignoreForeign) {
+	if f.ino != ino || f.dev != dev || st.Size() < f.offset+f.part.n || f.ignoredFor(ignoreSpecial) || f.ignoredFor(ignoreForeign) {
 		if f.offset > 0 || f.status == statusIgnored {
 			w.t.logger.Info("session file replaced or truncated; reading it again", "file", f.rel)
 		}
@@ -324,31 +324,29 @@ func (w *worker) sync(ctx context.Context, path string) error {
 // special records a file that is not a regular file (a FIFO, a socket, a
 // device) as ignored, once: it is never opened for reading.
 func (w *worker) special(f *file, st fs.FileInfo) {
-	dev, ino := devIno(st)
-	f.size, f.mtime = st.Size(), modNanos(st)
-	if f.status == statusIgnored && f.ignored == ignoreSpecial && f.dev == dev && f.ino == ino {
-		return
-	}
-	w.reread(f, dev, ino)
-	f.size, f.mtime = st.Size(), modNanos(st)
 	kind := st.Mode().Type().String()
 	if st.Mode().IsRegular() {
 		kind = "a kernel file whose reads wait for data (pollable)"
 	}
-	w.t.ignore(f, ignoreSpecial, "type", kind)
+	w.leaveAlone(f, st, ignoreSpecial, "type", kind)
 }
 
-// foreignFile records another user's file (or a link another user made)
-// as ignored, once: it is not read (owner.go).
-func (w *worker) foreignFile(f *file, st fs.FileInfo, why string) {
+// leaveAlone records f, found as st, as ignored for why, said once for
+// each file it is found as: it is not read.
+func (w *worker) leaveAlone(f *file, st fs.FileInfo, why ignoreReason, attrs ...any) {
 	dev, ino := devIno(st)
-	if f.status == statusIgnored && f.ignored == ignoreForeign && f.dev == dev && f.ino == ino {
+	if f.ignoredFor(why) && f.dev == dev && f.ino == ino {
 		f.size, f.mtime = st.Size(), modNanos(st)
 		return
 	}
 	w.reread(f, dev, ino)
 	f.size, f.mtime = st.Size(), modNanos(st)
-	w.t.ignore(f, ignoreForeign, "why", why)
+	w.t.ignore(f, why, attrs...)
+}
+
+// ignoredFor reports whether f is left alone for why.
+func (f *file) ignoredFor(why ignoreReason) bool {
+	return f.status == statusIgnored && f.ignored == why
 }
 
 // verify checks that the file still holds the start of the header and the

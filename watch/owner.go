@@ -34,6 +34,12 @@ func foreign(path string, st fs.FileInfo) string {
 	if uid, ok := ownerOf(st); ok && uid != euid {
 		return fmt.Sprintf("owned by another user (uid %d)", uid)
 	}
+	return foreignLink(path)
+}
+
+// foreignLink says why path, when it is a link, is another user's ("": it
+// is no link, or this user's).
+func foreignLink(path string) string {
 	if lst, err := os.Lstat(path); err == nil && lst.Mode()&fs.ModeSymlink != 0 {
 		if uid, ok := ownerOf(lst); ok && uid != euid {
 			return fmt.Sprintf("a link made by another user (uid %d)", uid)
