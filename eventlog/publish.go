@@ -251,13 +251,12 @@ func (p *Publisher) publishOne(ctx context.Context, subj string, last uint64, l 
 	return ack.Sequence, nil
 }
 
-// pubAck is the server's reply to a batch commit.
+// pubAck is the server's reply to a batch commit, as far as it is read
+// (no message carries an id, so none is a duplicate).
 type pubAck struct {
-	Stream    string              `json:"stream"`
-	Sequence  uint64              `json:"seq"`
-	Duplicate bool                `json:"duplicate,omitempty"`
-	Count     int                 `json:"count,omitempty"`
-	Error     *jetstream.APIError `json:"error,omitempty"`
+	Sequence uint64              `json:"seq"`
+	Count    int                 `json:"count,omitempty"`
+	Error    *jetstream.APIError `json:"error,omitempty"`
 }
 
 func (p *Publisher) publishBatch(ctx context.Context, subj string, last uint64, lines []Line, total, size int) (uint64, error) {
