@@ -32,9 +32,6 @@ func contextCommand(args []string, stdout io.Writer) error {
 	if err := parseArgs(fs, reorder(args, contextValued...), contextUsage, 1); err != nil {
 		return err
 	}
-	if err := cli.CheckLeafFlag(fs, contextUsage); err != nil {
-		return err
-	}
 	if _, err := contextRules(*rules); err != nil {
 		return err
 	}
@@ -51,6 +48,10 @@ func contextCommand(args []string, stdout io.Writer) error {
 			return fmt.Errorf("context: %s: no such file", arg)
 		}
 		return fmt.Errorf("context: %w", err)
+	}
+	// A file's context checks it itself (contextFileCommand).
+	if err := cli.CheckLeafFlag(fs, contextUsage); err != nil {
+		return err
 	}
 	cfg, err := config.Load()
 	if err != nil {
