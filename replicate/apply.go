@@ -79,6 +79,9 @@ type sess struct {
 	// oldVersion is that header's version (a missing one is 0).
 	oldVersion float64
 	migration  migration
+	// erased: the session was erased here (erasedKey), asked once when
+	// its lines waited with no header and no file (passErased).
+	erased, erasedRead bool
 }
 
 // claim is the first line that claimed an entry id: its hash and origin.
@@ -326,7 +329,7 @@ func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 		}
 		s.refillAll = false // no file here to mend: a new one gets the queue
 		if s.header == nil {
-			return nil // entries wait for their session's header
+			return r.passErased(ctx, s) // or the entries wait for their session's header
 		}
 		return r.create(ctx, s)
 	}

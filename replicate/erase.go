@@ -254,6 +254,32 @@ func (r *Replicator) erase(ctx context.Context, s *sess, ev *eventlog.Event) err
 	return nil
 }
 
+// passErased passes over the lines waiting in s, a session with neither a
+// header nor a file here, when it was erased here. A machine that did not
+// apply the erase (its PISYNC_TRUSTED_NODES leave out the node that
+// erased) goes on writing the session, and its lines, whose header went
+// with the erase, waited here for good: status said a session waited for
+// a header, and nothing could end it. A session written again after its
+// erase sends its header first, and is a new session here.
+func (r *Replicator) passErased(ctx context.Context, s *sess) error {
+	if !s.erasedRead {
+		erased, err := r.eraseApplied(ctx, s.sid, 0)
+		if err != nil {
+			return err
+		}
+		s.erased, s.erasedRead = erased, true
+		if erased {
+			r.logger.Info("lines of a session erased here still come from a machine that kept it; not written here",
+				"session", s.sid, "node", s.queue[0].Node)
+		}
+	}
+	if s.erased {
+		r.erasedLines.Add(int64(len(s.queue)))
+		r.dropQueue(s)
+	}
+	return nil
+}
+
 // erasedKey is the state key of the PI_ALL sequence of the last erase
 // event of session sid applied here.
 func erasedKey(sid string) string { return SessionKey("replicator.erased.", sid) }

@@ -20,6 +20,7 @@ func (r *Replicator) Collectors() []prometheus.Collector {
 		metrics.Counter("replica_trashed_total", "Copies moved to the trash after a deletion elsewhere.", r.trashed.Load),
 		metrics.Counter("replica_restored_total", "Sessions brought back after a restore elsewhere.", r.restored.Load),
 		metrics.Counter("replica_sessions_erased_total", "Sessions erased here because another machine erased them.", r.erasedRemote.Load),
+		metrics.Counter("replica_erased_session_lines_total", "Lines of sessions erased here, written after the erase by a machine that kept the session: not written here.", r.erasedLines.Load),
 		metrics.Counter("replica_entry_collisions_total", "Entry ids two machines used for different lines.", r.collisions.Load),
 		metrics.Gauge("replica_forked_sessions", "Sessions continued from the same entry on two machines.", func() int64 { return r.Stats().ForkedSessions }),
 	}

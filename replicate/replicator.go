@@ -83,7 +83,7 @@ type Replicator struct {
 	collisionList []Collision
 
 	filesCreated, linesWritten, rejected, trashed atomic.Int64
-	restored, erasedRemote                        atomic.Int64
+	restored, erasedRemote, erasedLines           atomic.Int64
 	collisions, waiting, deferred, refused        atomic.Int64
 	untrusted, migrated, kept, rejoined           atomic.Int64
 
@@ -162,9 +162,12 @@ type Stats struct {
 	// Rejoined counts copies of sessions deleted on another machine that
 	// a local pi wrote to after they went to the trash: put back together
 	// and restored from here.
-	Rejoined       int64 `json:"restoredWrittenAfterTrash,omitempty"`
-	Restored       int64 `json:"sessionsRestored"`
-	Erased         int64 `json:"sessionsErased"` // erased here for another machine
+	Rejoined int64 `json:"restoredWrittenAfterTrash,omitempty"`
+	Restored int64 `json:"sessionsRestored"`
+	Erased   int64 `json:"sessionsErased"` // erased here for another machine
+	// ErasedLines counts lines of sessions erased here that a machine
+	// which kept the session wrote after the erase: not written here.
+	ErasedLines    int64 `json:"linesOfErasedSessions,omitempty"`
 	ForkedSessions int64 `json:"forkedSessions"`
 	Collisions     int64 `json:"entryCollisions"`
 	// Refused counts lines not written because they would break the
@@ -206,7 +209,7 @@ func (r *Replicator) Stats() Stats {
 		Failing: r.failing.Load(), FailingError: failingErr,
 		FilesCreated: r.filesCreated.Load(), LinesWritten: r.linesWritten.Load(), Waiting: r.waiting.Load(), WaitingForHeader: r.headerlessN.Load(),
 		Deferred: r.deferred.Load(), Rejected: r.rejected.Load(), Trashed: r.trashed.Load(), KeptWritten: r.kept.Load(), Rejoined: r.rejoined.Load(), Restored: r.restored.Load(),
-		Erased:         r.erasedRemote.Load(),
+		Erased: r.erasedRemote.Load(), ErasedLines: r.erasedLines.Load(),
 		ForkedSessions: forks, Collisions: r.collisions.Load(), Refused: r.refused.Load(), Untrusted: r.untrusted.Load(), Migrated: r.migrated.Load(), Quarantined: q, CollisionsList: cl,
 	}
 }

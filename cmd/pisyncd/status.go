@@ -233,6 +233,9 @@ func printStatus(stdout io.Writer, st *Status) error {
 		row("remote lines not written (unsafe)", r.Rejected)
 		row("remote lines not written (would break the file)", r.Refused)
 		row("remote lines not written (untrusted node)", r.Untrusted)
+		if r.ErasedLines > 0 {
+			row("remote lines not written (session erased here)", r.ErasedLines)
+		}
 		for sid, why := range r.Quarantined {
 			row("  quarantined here", sid+": "+why)
 		}

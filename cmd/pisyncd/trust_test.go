@@ -10,6 +10,7 @@ import (
 
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/replicate"
 )
 
 // TestTrustedNodes: with PISYNC_TRUSTED_NODES naming only itself, B writes
@@ -58,5 +59,60 @@ func TestTrustedNodes(t *testing.T) {
 		return nil
 	}); err != nil || n != 1 {
 		t.Fatalf("B's PI_ALL holds a2 %d times: %v", n, err)
+	}
+}
+
+// TestErasedHereWrittenElsewhere: A erases a session B began, and B, whose
+// PISYNC_TRUSTED_NODES leave A out, keeps it and goes on writing it. Its
+// later lines are not written on A (the session was erased there) and do
+// not wait there for a header that went with the erase. Before, they
+// waited for good: status said a session waited for its header, across
+// restarts too.
+func TestErasedHereWrittenElsewhere(t *testing.T) {
+	hub := startTestHub(t)
+	a := newStation(t, "ws-a", hub.url(), "")
+	b := newStationWith(t, "ws-b", hub.url(), "", func(c *config.Config) { c.TrustedNodes = []string{"ws-b"} })
+	sid := "0199cccc-0000-7000-8000-0000000000e1"
+	rel := sessionRel("/w/kept", sid)
+	bPath := filepath.Join(b.cfg.SessionsDir, rel)
+	mustWriteLines(t, bPath, []string{hdrLine(sid, "/w/kept"), msgLine("b1", "", "begun on B")})
+	waitUntil(t, 30*time.Second, func() (bool, string) { return len(a.sessionFiles()[rel]) == 2, "A's copy" })
+	if _, err := eraseViaDaemon(t.Context(), a.cfg, sid); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		st, err := b.status()
+		return err == nil && st.Admission != nil && st.Admission.ByOrigin["ws-a"].Rejected > 0, fmt.Sprintf("B's admission: %+v %v", st.Admission, err)
+	})
+	parent := "b1"
+	for i := 2; i <= 4; i++ {
+		id := fmt.Sprintf("b%d", i)
+		appendLine(t, bPath, msgLine(id, parent, "B goes on"))
+		parent = id
+	}
+	quiet := func(s *station, lines int64) {
+		t.Helper()
+		waitUntil(t, 30*time.Second, func() (bool, string) {
+			st, err := s.status()
+			if err != nil {
+				return false, err.Error()
+			}
+			r := st.Replicator
+			return r.ErasedLines == lines && r.Waiting == 0 && r.WaitingForHeader == 0,
+				fmt.Sprintf("%s: lines of the erased session passed over %d (want %d), waiting %d, sessions waiting for a header %d",
+					s.name, r.ErasedLines, lines, r.Waiting, r.WaitingForHeader)
+		})
+		live, copies, err := replicate.SessionFiles(s.cfg.SessionsDir, sid)
+		if err != nil || len(live)+len(copies) > 0 {
+			t.Fatalf("%s holds files of the erased session: %v %v %v", s.name, live, copies, err)
+		}
+	}
+	quiet(a, 3)
+	a.stop()
+	a.start()
+	appendLine(t, bPath, msgLine("b5", parent, "and on"))
+	quiet(a, 1)
+	if got := b.sessionFiles()[rel]; len(got) != 6 {
+		t.Fatalf("B's file: %q", got)
 	}
 }
