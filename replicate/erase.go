@@ -262,6 +262,9 @@ func (r *Replicator) erase(ctx context.Context, s *sess, ev *eventlog.Event) err
 // a header, and nothing could end it. A session written again after its
 // erase sends its header first, and is a new session here.
 func (r *Replicator) passErased(ctx context.Context, s *sess) error {
+	if len(s.queue) == 0 {
+		return nil // a refill of a file that is gone: nothing waits
+	}
 	if !s.erasedRead {
 		erased, err := r.eraseApplied(ctx, s.sid, 0)
 		if err != nil {
