@@ -13,7 +13,8 @@ import (
 // holding it with idle connections kept the daemon's own user out of the
 // view and its /healthz. Past total a new connection waits to be accepted;
 // in the reserve, another user's is closed at once. Whose a connection is
-// costs a read of /proc/net/tcp, so it is asked only in the reserve.
+// costs a question to the kernel (a read of /proc/net/tcp where it gives
+// no answer), so it is asked only in the reserve.
 func LimitListener(l net.Listener, total, reserved int) net.Listener {
 	return &ownerListener{Listener: l, slots: make(chan struct{}, total), open: total - reserved, uid: os.Getuid()}
 }

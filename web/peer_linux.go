@@ -13,10 +13,19 @@ import (
 )
 
 // socketOwner is the user owning the TCP socket whose local end is local
-// and whose remote end is remote, from /proc/net/tcp and /proc/net/tcp6
-// (the network namespace of this process, which a loopback connection's
-// two ends share).
+// and whose remote end is remote, in the network namespace of this process,
+// which a loopback connection's two ends share: the kernel's answer to one
+// question (diagOwner), or where it gives none, /proc/net/tcp and
+// /proc/net/tcp6.
 func socketOwner(local, remote *net.TCPAddr) (int, bool) {
+	if uid, found, err := diagOwner(local, remote); err == nil {
+		return uid, found
+	}
+	return tableOwner(local, remote)
+}
+
+// tableOwner is socketOwner from the kernel's tables of every socket.
+func tableOwner(local, remote *net.TCPAddr) (int, bool) {
 	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		want := [2]string{procAddr(local, file), procAddr(remote, file)}
 		if want[0] == "" || want[1] == "" {
