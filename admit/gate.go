@@ -222,7 +222,9 @@ func (g *Gate) rejectLocked(r *Rejection, quarantine bool) error {
 	o.byReason[r.Reason]++
 	p := g.pair(pair{r.Node, r.SID})
 	first := p == nil && o.rejected == 1
-	if p != nil && notTheOrigins(r.Reason) {
+	if p != nil && (notTheOrigins(r.Reason) || r.SID == "") {
+		// No session to quarantine: a subject that names none, or a
+		// sealed line's that names a token.
 		first = o.byReason[r.Reason] == 1
 	} else if p != nil {
 		p.rejected++

@@ -170,18 +170,25 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 		f.skipped = true
 		return nil, nil
 	}
+	broken := func(detail string) {
+		if f.sealed(h) {
+			f.rejectUnopened(node, sid, rejectBrokenChunks, detail)
+		} else {
+			f.reject(node, sid, rejectBrokenChunks, detail)
+		}
+	}
 	// One more for a sealed line: an envelope holds a little less.
 	maxChunks := (f.maxLine+MaxChunk-1)/MaxChunk + 1
 	switch {
 	case cerr != nil:
-		f.reject(node, sid, rejectBrokenChunks, cerr.Error())
+		broken(cerr.Error())
 		return nil, nil
 	case n > maxChunks || len(m.Data()) > MaxChunk:
-		f.reject(node, sid, rejectBrokenChunks, fmt.Sprintf("%d chunks, at most %d of %d bytes each", n, maxChunks, MaxChunk))
+		broken(fmt.Sprintf("%d chunks, at most %d of %d bytes each", n, maxChunks, MaxChunk))
 		f.dropRest(subj, i, n)
 		return nil, nil
 	case i > 1 && len(f.run) == 0:
-		f.reject(node, sid, rejectBrokenChunks, fmt.Sprintf("chunk %d/%d without its start", i, n))
+		broken(fmt.Sprintf("chunk %d/%d without its start", i, n))
 		f.dropRest(subj, i, n)
 		return nil, nil
 	}
@@ -189,7 +196,7 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 	f.runSize += len(m.Data())
 	if f.runSize > f.maxLine {
 		f.run, f.runSize = nil, 0
-		f.reject(node, sid, rejectBrokenChunks, fmt.Sprintf("line longer than %d bytes", f.maxLine))
+		broken(fmt.Sprintf("line longer than %d bytes", f.maxLine))
 		f.dropRest(subj, i, n)
 		return nil, nil
 	}
@@ -341,13 +348,13 @@ func (f *framer) addSealed(ctx context.Context, node, tok string, run []jetstrea
 	f.waitFrom = first.Sequence.Stream
 	srcSeq, err := strconv.ParseUint(run[0].Headers().Get(HdrSrcSeq), 10, 64)
 	if err != nil {
-		f.reject(node, tok, RejectUndecryptable, "no "+HdrSrcSeq)
+		f.rejectUnopened(node, tok, RejectUndecryptable, "no "+HdrSrcSeq)
 		return nil, nil
 	}
 	envs := make([][]byte, len(run))
 	for i, m := range run {
 		if m.Headers().Get(HdrSrcSeq) != run[0].Headers().Get(HdrSrcSeq) {
-			f.reject(node, tok, RejectUndecryptable, "chunks of different positions")
+			f.rejectUnopened(node, tok, RejectUndecryptable, "chunks of different positions")
 			return nil, nil
 		}
 		envs[i] = m.Data()
@@ -367,7 +374,7 @@ func (f *framer) addSealed(ctx context.Context, node, tok string, run []jetstrea
 			}
 			f.erasedOn[pair{node, tok}] = struct{}{}
 		}
-		f.reject(node, tok, bad.reason, bad.Error())
+		f.rejectUnopened(node, tok, bad.reason, bad.Error())
 		return nil, nil
 	}
 	if err != nil {
@@ -515,7 +522,12 @@ func (f *framer) breakRun() {
 		return
 	}
 	node, sid, _ := ParseSubject(f.run[0].Subject())
-	f.reject(node, sid, rejectBrokenChunks, fmt.Sprintf("split line broken off after %d chunks", len(f.run)))
+	detail := fmt.Sprintf("split line broken off after %d chunks", len(f.run))
+	if f.sealed(f.run[0].Headers()) {
+		f.rejectUnopened(node, sid, rejectBrokenChunks, detail)
+	} else {
+		f.reject(node, sid, rejectBrokenChunks, detail)
+	}
 	f.run, f.runSize = nil, 0
 }
 
@@ -524,6 +536,22 @@ func (f *framer) dropRest(subj string, i, n int) {
 	if i < n {
 		f.drop, f.dropNext = subj, i+1
 	}
+}
+
+// sealed reports whether a message's subject names a session's token
+// rather than its id: a sealed line's, and any line's while encryption
+// is on here (every line of the team is sealed then).
+func (f *framer) sealed(h nats.Header) bool {
+	return h.Get(HdrSeal) != "" || f.d.opts.Crypt != nil && f.d.opts.Crypt.always
+}
+
+// rejectUnopened passes over a message that names its session's token
+// (sealed), not opened or not assembled: counted for its node with no
+// session, the token in the detail. Under the token it quarantined
+// nothing (the admission point knows sessions by id), while status listed
+// the token as a session whose further lines were passed over.
+func (f *framer) rejectUnopened(node, tok, reason, detail string) {
+	f.reject(node, "", reason, detail+" (session token "+tok+")")
 }
 
 func (f *framer) reject(node, sid, reason, detail string) {

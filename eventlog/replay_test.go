@@ -1,6 +1,7 @@
 package eventlog_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -335,6 +336,56 @@ func TestDownloaderRefusesSealedWhenOff(t *testing.T) {
 	send("n2", "s2", sealed[1], 1)
 	waitCount(t, all, 3)
 	if got, want := allLines(t, all), "n3/0:p0,n3/0:p1,n2/1:e1"; got != want {
+		t.Fatalf("PI_ALL holds %s, want %s", got, want)
+	}
+}
+
+// TestTamperedSealedLinesQuarantineNothing: a hub client that publishes a
+// sealed line of n2's again with a byte of it changed, more times than
+// the admission point takes before it quarantines a session of an
+// origin, has each copy refused as undecryptable, and quarantines
+// nothing: what does not open names no session (its subject holds the
+// session's token), so it is not n2's doing that can be told. Before,
+// status listed n2's "session" (the token) as quarantined, and the log
+// said its further events were passed over, while they were admitted (a
+// hostile hub probe, 2026-12-07).
+func TestTamperedSealedLinesQuarantineNothing(t *testing.T) {
+	hubJS, ws, all, keyFile, send := sealedHub(t)
+	lines := mkLines(2, 50, "e")
+	send("n2", "s1", lines[0], 1)
+	hub, err := hubJS.Stream(context.Background(), eventlog.HubStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := hub.GetMsg(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 9 {
+		nm := nats.NewMsg(m.Subject)
+		for k, v := range m.Header {
+			if strings.HasPrefix(k, "Pi-") {
+				nm.Header[k] = v
+			}
+		}
+		nm.Data = bytes.Clone(m.Data)
+		nm.Data[len(nm.Data)-1-i] ^= 0x20
+		if _, err := hubJS.PublishMsg(context.Background(), nm, jetstream.WithExpectStream(eventlog.HubStream)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send("n2", "s1", lines[1], 2)
+
+	gate := copyFromHub(t, ws, all, keyFile, true)
+	waitCount(t, all, 2)
+	s := gate.Stats()
+	if n := s.ByOrigin["n2"].ByReason[admit.Reason(eventlog.RejectUndecryptable)]; n != 9 {
+		t.Errorf("undecryptable %d, want 9 (%+v)", n, s.ByOrigin)
+	}
+	if len(s.Quarantined) > 0 {
+		t.Errorf("quarantined %+v for lines that name no session", s.Quarantined)
+	}
+	if got, want := allLines(t, all), "n2/1:e0,n2/2:e1"; got != want {
 		t.Fatalf("PI_ALL holds %s, want %s", got, want)
 	}
 }
