@@ -66,6 +66,19 @@ func OpenAll(ctx context.Context, js jetstream.JetStream) (*All, error) {
 	return &All{js: js, stream: s, stored: newHints(AllStream, false)}, nil
 }
 
+// ExistingAll is PI_ALL if this store has one (it was run with a hub),
+// nil if it never had; unlike OpenAll it makes none.
+func ExistingAll(ctx context.Context, js jetstream.JetStream) (*All, error) {
+	s, err := js.Stream(ctx, AllStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: %s: %w", AllStream, err)
+	}
+	return &All{js: js, stream: s, stored: newHints(AllStream, false)}, nil
+}
+
 // ScanAllSession is ScanSession for a reader that did not open PI_ALL (a
 // command on the store while no daemon runs): nothing when there is none,
 // as on a machine that never had a hub.

@@ -264,6 +264,33 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 	return nil
 }
 
+// knownWithoutHub gives the tailer, on a run without a hub, what the
+// replicator knows of a store that was run with one: the session files
+// hold lines it copied from other machines, which PI_ALL holds. Without
+// them the tailer published every copied line as this machine's, and the
+// next start with the hub forwarded them all to the team as new (a start
+// without the hub's settings: a shell without the variables, a service
+// without its environment file).
+func (d *Daemon) knownWithoutHub(ctx context.Context, topts *watch.Options) error {
+	js := d.log.JetStream()
+	all, err := eventlog.ExistingAll(ctx, js)
+	if err != nil || all == nil {
+		return err
+	}
+	state, err := eventlog.OpenState(ctx, js)
+	if err != nil {
+		return err
+	}
+	pm, err := replicate.ParsePathMap(d.cfg.PathMap)
+	if err != nil {
+		return fmt.Errorf("PISYNC_PATH_MAP: %w", err)
+	}
+	known := replicate.New(all, state, nil, replicate.Options{Root: d.cfg.SessionsDir, Node: d.cfg.NodeID, PathMap: pm, Logger: d.logger})
+	topts.Known, topts.Deleted = known.KnownLines, known.Deleted
+	d.logger.Info("no hub this run (PISYNC_HUB_URLS), but this store was run with one: the lines copied from other machines are known by its copy of the hub's lines and not published as this machine's")
+	return nil
+}
+
 // Close stops the connection and the server and releases the state dir.
 func (d *Daemon) Close() error {
 	if d.releaseGC != nil {
@@ -389,6 +416,8 @@ func (d *Daemon) build(ctx context.Context) error {
 			return err
 		}
 		topts.Known, topts.Deleted = d.repl.KnownLines, d.repl.Deleted
+	} else if err := d.knownWithoutHub(ctx, &topts); err != nil {
+		return err
 	}
 	if err := d.republish(ctx); err != nil {
 		return err
