@@ -135,14 +135,29 @@ func (c *Config) fillDefaults(getenv func(string) string, home func() (string, e
 	}); err != nil {
 		return err
 	}
-	// A relative folder would be found from wherever each command runs:
-	// a service runs in /, a shell elsewhere, and they then look in two
-	// places (a command finds no daemon, or makes a second store).
-	for _, d := range []struct{ name, path string }{{"SESSIONS_DIR", c.SessionsDir}, {"STATE_DIR", c.StateDir}} {
+	// A relative path would be found from wherever each command runs: a
+	// service runs in /, a shell elsewhere, and they then look in two
+	// places (a command finds no daemon, or makes a second store; a store
+	// encrypted at rest with a key file written in one folder could not
+	// be opened from another).
+	for _, d := range []struct{ name, path string }{
+		{"SESSIONS_DIR", c.SessionsDir}, {"STATE_DIR", c.StateDir}, {"HUB_NKEY", c.HubNkey}, {"HUB_CA", c.HubCA},
+		{"HUB_CREDS", c.HubCreds}, {"KEY_FILE", c.KeyFile}, {"STORE_KEY_FILE", c.StoreKeyFile},
+	} {
 		if d.path != "" && !filepath.IsAbs(d.path) {
 			return fmt.Errorf("%s_%s %q is a relative path, which each command would find from the folder it runs in (/ for a service): give an absolute path (~/ is expanded)", Prefix, d.name, d.path)
 		}
 	}
+	// "tls://a:7422, tls://b:7422" is how a list is written by hand: the
+	// space made the second URL unparsable (a first path segment with a
+	// colon), and a trailing comma an empty one.
+	urls := c.HubURLs[:0]
+	for _, u := range c.HubURLs {
+		if u = strings.TrimSpace(u); u != "" {
+			urls = append(urls, u)
+		}
+	}
+	c.HubURLs = urls
 	needHome := func() (string, error) {
 		h, err := home()
 		if err != nil || h == "" {
@@ -165,6 +180,11 @@ func (c *Config) fillDefaults(getenv func(string) string, home func() (string, e
 			default:
 				agent = filepath.Join(h, agent[2:])
 			}
+		}
+		if !filepath.IsAbs(agent) {
+			// pi finds it from the folder it runs in too: each pi in a
+			// project of its own would have its own sessions.
+			return fmt.Errorf("PI_CODING_AGENT_DIR %q is a relative path, which pi and pisyncd find from the folder each runs in: give an absolute path, or set %s_SESSIONS_DIR", agent, Prefix)
 		}
 		c.SessionsDir = filepath.Join(agent, "sessions")
 	}
@@ -299,6 +319,15 @@ func checkStoreCipher(prefix, v string) error {
 // loopback, with no PISYNC_HUB_CA (a CA makes the connection TLS whatever
 // the scheme). PISYNC_HUB_INSECURE=true allows it; the daemon then warns.
 func (c *Config) checkHubTransport() error {
+	for i, s := range c.HubURLs {
+		if !strings.Contains(s, "://") {
+			shown := fmt.Sprintf("%q", s)
+			if strings.Contains(s, "@") {
+				shown = fmt.Sprintf("(its URL %d)", i+1) // it may hold a password
+			}
+			return fmt.Errorf("%s_HUB_URLS %s has no scheme: write tls://HOST:PORT (the hub's leaf port, 7422 unless set otherwise), or nats://HOST:PORT on a network you trust", Prefix, shown)
+		}
+	}
 	if c.HubInsecure || c.HubCA != "" {
 		return nil
 	}

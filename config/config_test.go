@@ -46,17 +46,38 @@ func TestDefaults(t *testing.T) {
 // found, or a folder named ~ in the working directory).
 func TestHomeInPaths(t *testing.T) {
 	home := func() (string, error) { return "/home/ann", nil }
-	c := Config{SessionsDir: "~/pi/sessions", StateDir: "~", HubNkey: "~/ann.nkey", HubCA: "ca.pem", HubCreds: "/etc/x~/c", StoreKeyFile: "~/.store-key"}
+	c := Config{SessionsDir: "~/pi/sessions", StateDir: "~", HubNkey: "~/ann.nkey", HubCA: "~/ca.pem", HubCreds: "/etc/x~/c", StoreKeyFile: "~/.store-key"}
 	if err := c.fillDefaults(func(string) string { return "" }, home); err != nil {
 		t.Fatal(err)
 	}
 	for _, g := range []struct{ got, want string }{
 		{c.SessionsDir, "/home/ann/pi/sessions"}, {c.StateDir, "/home/ann"}, {c.HubNkey, "/home/ann/ann.nkey"},
-		{c.HubCA, "ca.pem"}, {c.HubCreds, "/etc/x~/c"}, {c.StoreKeyFile, "/home/ann/.store-key"},
+		{c.HubCA, "/home/ann/ca.pem"}, {c.HubCreds, "/etc/x~/c"}, {c.StoreKeyFile, "/home/ann/.store-key"},
 	} {
 		if g.got != g.want {
 			t.Errorf("%q, want %q", g.got, g.want)
 		}
+	}
+	// A relative path is refused, every path setting's (before
+	// 2026-12-07 only the two folders': a store key file written from
+	// one folder was missing from another, and the store locked).
+	for _, bad := range []Config{
+		{SessionsDir: "/s", StateDir: "/st", StoreKeyFile: "store.key"},
+		{SessionsDir: "/s", StateDir: "/st", HubCA: "ca.pem"},
+		{SessionsDir: "/s", StateDir: "/st", KeyFile: "./team.json"},
+	} {
+		if err := bad.fillDefaults(func(string) string { return "" }, home); err == nil || !strings.Contains(err.Error(), "is a relative path") {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+	agent := func(k string) string {
+		if k == "PI_CODING_AGENT_DIR" {
+			return "relagent"
+		}
+		return ""
+	}
+	if err := (&Config{StateDir: "/st"}).fillDefaults(agent, home); err == nil || !strings.Contains(err.Error(), "PI_CODING_AGENT_DIR") {
+		t.Errorf("a relative PI_CODING_AGENT_DIR: %v", err)
 	}
 	// A shell's ~user is not expanded: refused, rather than a folder of
 	// that name in the working directory.
@@ -81,6 +102,10 @@ func TestHomeInPaths(t *testing.T) {
 	}
 	if h.StateDir != filepath.Join(dir, "hub") || h.TLSCert != filepath.Join(dir, "certs", "hub.pem") || h.TLSKey != filepath.Join(dir, "certs", "hub-key.pem") || h.NodesDir != filepath.Join(dir, "hub", "nodes") {
 		t.Errorf("the hub's paths: %+v", h)
+	}
+	t.Setenv("PISYNC_HUB_TLS_CA", "ca.pem")
+	if _, err := LoadHub(); err == nil || !strings.Contains(err.Error(), "PISYNC_HUB_TLS_CA \"ca.pem\" is a relative path") {
+		t.Errorf("a relative PISYNC_HUB_TLS_CA: %v", err)
 	}
 }
 
@@ -479,5 +504,29 @@ func TestWriteHint(t *testing.T) {
 	}
 	if h := WriteHint(errors.New("other"), "STATE_DIR"); h != "" {
 		t.Errorf("another error: %q", h)
+	}
+}
+
+// TestHubURLsWrittenByHand: a space after a comma and a trailing comma are
+// how a list is written by hand, and a URL without its scheme is refused
+// with the fix named (before: "first path segment in URL cannot contain
+// colon", from the URL parser, for both).
+func TestHubURLsWrittenByHand(t *testing.T) {
+	t.Setenv("PISYNC_SESSIONS_DIR", "/tmp/s")
+	t.Setenv("PISYNC_STATE_DIR", "/tmp/st")
+	t.Setenv("PISYNC_HUB_URLS", "tls://a.example:7422, tls://b.example:7422 ,")
+	c, err := Load()
+	if err != nil || fmt.Sprint(c.HubURLs) != "[tls://a.example:7422 tls://b.example:7422]" {
+		t.Fatalf("%v %v", c, err)
+	}
+	for _, bad := range []string{"127.0.0.1:7422", "hub.example:7422,tls://b:7422"} {
+		t.Setenv("PISYNC_HUB_URLS", bad)
+		if _, err := Load(); err == nil || !strings.Contains(err.Error(), "has no scheme: write tls://HOST:PORT") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+	t.Setenv("PISYNC_HUB_URLS", "ann:secret@hub.example:7422")
+	if _, err := Load(); err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("a password without a scheme: %v", err)
 	}
 }
