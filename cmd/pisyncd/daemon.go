@@ -104,7 +104,20 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 // openStoreAs is OpenStore for holder, the command that opens the store
 // while no daemon runs ("pisyncd events"; "" for the daemon): what a
 // daemon or another command started meanwhile is told holds it.
-func openStoreAs(ctx context.Context, cfg *config.Config, logger *slog.Logger, holder string) (*Daemon, error) {
+func openStoreAs(ctx context.Context, cfg *config.Config, logger *slog.Logger, holder string) (_ *Daemon, err error) {
+	idFile := filepath.Join(cfg.StateDir, "node-id")
+	if _, serr := os.Stat(idFile); errors.Is(serr, fs.ErrNotExist) && !storeExists(cfg) {
+		// A first start that fails before the store is made (a hub URL
+		// or seed file mistyped) leaves no node id behind: the next
+		// start, with PISYNC_NODE_ID set as the hub knows it, was
+		// refused, told the state dir belonged to the random id and
+		// that lines were published under it, when nothing was.
+		defer func() {
+			if err != nil && !storeExists(cfg) {
+				os.Remove(idFile)
+			}
+		}()
+	}
 	if err := cfg.EnsureNodeID(storeExists(cfg)); err != nil {
 		return nil, err
 	}

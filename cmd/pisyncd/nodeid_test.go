@@ -69,3 +69,32 @@ func TestNodeIDFileDamaged(t *testing.T) {
 		t.Errorf("after the id was put back: %+v %v", st.Tailer, err)
 	}
 }
+
+// TestFailedFirstStartKeepsNoNodeID: a first start that fails before the
+// store is made (here a seed file that is not there) leaves no node id in
+// the state dir, and the next start under the id the hub knows goes
+// ahead. Before, the random id stayed, and that start was refused: the
+// state dir "belongs to" the random id, "the lines in its store were
+// published under that id", when there was no store (a newcomer probe,
+// 2026-12-07).
+func TestFailedFirstStartKeepsNoNodeID(t *testing.T) {
+	cfg := stationConfig(t, "", "tls://127.0.0.1:1")
+	cfg.HubNkey = filepath.Join(t.TempDir(), "missing.nkey")
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if d, err := OpenDaemon(context.Background(), cfg, logger); err == nil {
+		d.Close()
+		t.Fatal("opened with a seed file that is not there")
+	} else if !strings.Contains(err.Error(), "PISYNC_HUB_NKEY") {
+		t.Fatalf("the error: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(cfg.StateDir, "node-id")); err == nil {
+		t.Fatalf("a failed first start left node id %q", b)
+	}
+	c := *cfg
+	c.NodeID, c.HubNkey, c.HubURLs = "ann-laptop", "", nil
+	d, err := OpenDaemon(context.Background(), &c, logger)
+	if err != nil {
+		t.Fatalf("the start under the hub's id: %v", err)
+	}
+	d.Close()
+}
