@@ -3,7 +3,6 @@ package web
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -412,7 +411,7 @@ func timestampOf(raw json.RawMessage) any {
 
 // serveImage serves image n of an entry's content, decoded, with a raster
 // type only, never stored by the browser: an erased session's images must
-// not outlive it in a disk cache.
+// not outlive it in a disk cache. Answers are kept (images.go).
 func (s *Server) serveImage(w http.ResponseWriter, r *http.Request) {
 	sid, id := r.PathValue("sid"), r.PathValue("entry")
 	n, err := strconv.Atoi(r.PathValue("n"))
@@ -423,14 +422,16 @@ func (s *Server) serveImage(w http.ResponseWriter, r *http.Request) {
 	var snap *projection.Snapshot
 	c := s.catalogEntry(r.Context(), sid)
 	if c != nil {
-		// A kept snapshot only of a session still known: an erased
-		// session's images are gone with it.
+		// A kept snapshot, or a kept answer, only of a session still
+		// known: an erased session's images are gone with it.
 		snap = s.recall(sid, id)
 	}
+	slot := false
 	if snap == nil {
 		if !s.takeRead(r.Context()) {
 			return // the client went
 		}
+		slot = true
 		defer s.doneRead() // the snapshot is held until the image is out
 		var ok bool
 		if snap, ok = s.snapshot(w, r, sid, c); !ok {
@@ -442,29 +443,34 @@ func (s *Server) serveImage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "web: image: no entry", http.StatusNotFound)
 		return
 	}
-	raw, ok := snap.Line(snap.Tree.Entry(i).Ref)
+	ref := snap.Tree.Entry(i).Ref
+	raw, ok := snap.Line(ref)
 	if !ok {
 		http.Error(w, "web: image: entry not loaded", http.StatusNotFound)
 		return
 	}
-	bl, ok := imageBlock(raw, n)
-	if !ok {
-		http.Error(w, "web: image: none at that index", http.StatusNotFound)
-		return
+	k := imageKey{sid: sid, ref: ref, n: n}
+	if c != nil {
+		if a, ok := s.keptImage(k); ok {
+			a.write(w)
+			return
+		}
 	}
-	mime, data := imageType(str(bl.MimeType)), str(bl.Data)
-	if mime == "" || len(data) > maxImageB64 {
-		http.Error(w, "web: image: not served (type or size)", http.StatusUnsupportedMediaType)
-		return
+	if !slot {
+		if !s.takeRead(r.Context()) {
+			return
+		}
+		defer s.doneRead()
+		if a, ok := s.keptImage(k); ok { // found by a request it waited for
+			a.write(w)
+			return
+		}
 	}
-	img, err := base64.StdEncoding.DecodeString(data)
-	if err != nil {
-		http.Error(w, "web: image: "+err.Error(), http.StatusUnprocessableEntity)
-		return
+	a := findImage(raw, n)
+	if c != nil {
+		s.keepImage(k, a)
 	}
-	w.Header().Set("Content-Type", mime)
-	w.Header().Set("Cache-Control", "no-store") // erased with its session, not kept in a cache
-	w.Write(img)
+	a.write(w)
 }
 
 // imageBlock finds the n-th image block of an entry, counted as the

@@ -44,11 +44,7 @@ type flight struct {
 // (two big sessions viewed once: 95 MB of a 484 MB live heap, above the
 // memory limit, and a third of a core in collections).
 func (s *Server) keep(c cachedSnap) {
-	if s.forget == nil {
-		s.forget = time.AfterFunc(s.opts.KeepFor, s.forgetSnaps)
-	} else {
-		s.forget.Reset(s.opts.KeepFor)
-	}
+	s.resetForget()
 	s.snaps = append([]cachedSnap{c}, s.snaps...)
 	for i := 1; i < len(s.snaps); i++ {
 		if s.snaps[i].sid == c.sid {
@@ -65,7 +61,17 @@ func (s *Server) keep(c cachedSnap) {
 func (s *Server) forgetSnaps() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.snaps = nil
+	s.snaps, s.images = nil, nil
+}
+
+// resetForget has the kept snapshots and images go KeepFor from now; s.mu
+// is held.
+func (s *Server) resetForget() {
+	if s.forget == nil {
+		s.forget = time.AfterFunc(s.opts.KeepFor, s.forgetSnaps)
+	} else {
+		s.forget.Reset(s.opts.KeepFor)
+	}
 }
 
 // current returns the kept snapshot of sid when the catalog entry c shows

@@ -89,6 +89,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	snaps   []cachedSnap       // newest first, at most snapCache
+	images  []cachedImage      // answers to image requests, newest first (images.go)
 	reading map[string]*flight // reads under way, by session
 	forget  *time.Timer        // drops snaps once unused for KeepFor
 }
