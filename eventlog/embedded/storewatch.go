@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -385,8 +386,21 @@ func (w *StoreWatch) recover(ctx context.Context) {
 // tryRecover is one attempt: a probe write, a restart of the server, a
 // health check, and the Recovered hook.
 func (w *StoreWatch) tryRecover(ctx context.Context) error {
+	// An atomic batch the disk filled under while it was stored stays
+	// staged (the stream's batches folder) until the server restarts,
+	// which writes what the stream lacks of it and then removes it: the
+	// restart needs room for the batch as well as for the probe, or the
+	// batch is cut short for good. So the restart waits for both, and the
+	// error says how much to free (a disk probe, 2026-12-07: "no space
+	// left" beside 900 KB free, and 740 KB staged on a 4 MB disk, said
+	// nothing of the megabyte and more it waited for).
+	staged := stagedBytes(w.dir)
 	if err := probe(w.dir); err != nil {
-		return err
+		free, _ := freeBytes(w.dir)
+		return needSpace(err, free, staged)
+	}
+	if free, err := freeBytes(w.dir); err == nil && free < probeSize+staged {
+		return needSpace(fmt.Errorf("probe: %w", unix.ENOSPC), free, staged)
 	}
 	w.mu.Lock()
 	w.state = StoreRecovering
@@ -531,6 +545,42 @@ func probe(dir string) (err error) {
 		return fmt.Errorf("probe: %w", err)
 	}
 	return nil
+}
+
+// needSpace says, with the probe's error, how much the disk must free:
+// "no space left on device" beside a status of 900 KB free said nothing
+// of the megabyte a probe needs.
+func needSpace(err error, free, staged int64) error {
+	if !errors.Is(err, unix.ENOSPC) && !errors.Is(err, unix.EDQUOT) {
+		return err
+	}
+	need := int64(probeSize) + staged
+	var held string
+	if staged > 0 {
+		held = fmt.Sprintf(", and the %d bytes of a batch it began to store, which the restart finishes", staged)
+	}
+	return fmt.Errorf("%w: %d bytes free, and the store is restarted once %d are (room for its largest message%s): free %d more",
+		err, free, need, held, need-free)
+}
+
+// stagedBytes is what the store's staged atomic batches take on disk
+// (jetstream/ACCOUNT/streams/STREAM/batches under dir): nats-server
+// writes the rest of a batch cut short when it starts the stream, then
+// removes the folder.
+func stagedBytes(dir string) int64 {
+	dirs, _ := filepath.Glob(filepath.Join(dir, "jetstream", "*", "streams", "*", "batches"))
+	var n int64
+	for _, d := range dirs {
+		filepath.WalkDir(d, func(_ string, de fs.DirEntry, err error) error {
+			if err == nil && de.Type().IsRegular() {
+				if fi, err := de.Info(); err == nil {
+					n += fi.Size()
+				}
+			}
+			return nil
+		})
+	}
+	return n
 }
 
 // freeBytes is what dir's file system has left for an unprivileged user.
