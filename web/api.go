@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/projection"
@@ -545,7 +547,42 @@ func shellQuote(p string) string {
 	}) < 0 {
 		return p
 	}
+	if strings.IndexFunc(p, func(r rune) bool { return !unicode.IsPrint(r) || r == utf8.RuneError }) >= 0 {
+		return ansiQuote(p)
+	}
 	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+}
+
+// ansiQuote quotes p as bash and zsh read $'…': a character that is not
+// printable (a bidi control, a newline, an escape) is written as its code,
+// so the command shows as it runs and runs on the same path when pasted. A
+// path holds what a teammate's cwd held (the replica's folder is named
+// from it), and a bidi control in single quotes showed the command
+// reversed (a web probe, 2026-12-07).
+func ansiQuote(p string) string {
+	var b strings.Builder
+	b.WriteString("$'")
+	for i := 0; i < len(p); {
+		r, n := utf8.DecodeRuneInString(p[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, p[i])
+		case r == '\\' || r == '\'':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case !unicode.IsPrint(r) && r < 0x80:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case !unicode.IsPrint(r) && r <= 0xffff:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		case !unicode.IsPrint(r):
+			fmt.Fprintf(&b, `\U%08x`, r)
+		default:
+			b.WriteRune(r)
+		}
+		i += n
+	}
+	b.WriteByte('\'')
+	return b.String()
 }
 
 func idText(id session.ID) string {
