@@ -15,6 +15,22 @@ import (
 // dir.
 var ErrRootInUse = errors.New("followed by another pisyncd")
 
+// RootInUseError is LockRoot's error when another tailer holds the
+// sessions dir: its process, when known (PID 0: not).
+type RootInUseError struct {
+	Root string
+	PID  int
+}
+
+func (e *RootInUseError) Error() string {
+	if e.PID > 0 {
+		return fmt.Sprintf("watch: sessions dir %s: %v (process %d)", e.Root, ErrRootInUse, e.PID)
+	}
+	return fmt.Sprintf("watch: sessions dir %s: %v", e.Root, ErrRootInUse)
+}
+
+func (e *RootInUseError) Is(target error) bool { return target == ErrRootInUse }
+
 // ErrSessionsDir is LockRoot's error when the sessions dir is missing and
 // cannot be made: no daemon can follow it.
 var ErrSessionsDir = errors.New("sessions dir cannot be made")
@@ -64,10 +80,10 @@ func lockDir(root string) (*os.File, error) {
 			if ok && uid != os.Geteuid() {
 				return nil, fmt.Errorf("watch: sessions dir %s is locked by process %d of another user (uid %d), no pisyncd of yours: %w", root, pid, uid, ErrLockedByOther)
 			}
-			if ok {
-				return nil, fmt.Errorf("watch: sessions dir %s: %w (process %d)", root, ErrRootInUse, pid)
+			if !ok {
+				pid = 0
 			}
-			return nil, fmt.Errorf("watch: sessions dir %s: %w", root, ErrRootInUse)
+			return nil, &RootInUseError{Root: root, PID: pid}
 		}
 		return nil, fmt.Errorf("watch: %w", err)
 	}

@@ -362,7 +362,11 @@ func lockSessionsDir(cfg *config.Config, logger *slog.Logger) (*watch.RootLock, 
 		}
 		// The holder has not the state dir: another one's, or this one's
 		// while it waits to start (a first start on a full disk).
-		return nil, fmt.Errorf("PISYNC_SESSIONS_DIR %s is followed by another pisyncd (%v): two would publish every line twice, under two node ids. If it is this one started already (the same PISYNC_STATE_DIR, waiting to start), `pisyncd status` says what it waits for; else stop it, or start this one with its PISYNC_STATE_DIR", cfg.SessionsDir, err)
+		var who string
+		if e := (*watch.RootInUseError)(nil); errors.As(err, &e) && e.PID > 0 {
+			who = fmt.Sprintf(" (process %d)", e.PID)
+		}
+		return nil, fmt.Errorf("PISYNC_SESSIONS_DIR %s is followed by another pisyncd%s: two would publish every line twice, under two node ids. If it is this one started already (the same PISYNC_STATE_DIR, waiting to start), `pisyncd status` says what it waits for; else stop it, or start this one with its PISYNC_STATE_DIR", cfg.SessionsDir, who)
 	} else if errors.Is(err, watch.ErrSessionsDir) {
 		// Not a lock the file system refuses: no daemon could follow it.
 		return nil, fmt.Errorf("%w%s", err, config.WriteHint(err, "SESSIONS_DIR"))

@@ -86,7 +86,10 @@ func TestSessionsDirInUse(t *testing.T) {
 	}
 	says := []string{"PISYNC_SESSIONS_DIR " + first.SessionsDir + " is followed by another pisyncd", "start this one with its PISYNC_STATE_DIR"}
 	if runtime.GOOS == "linux" { // the lock's holder, from /proc/locks
-		says = append(says, fmt.Sprintf("(process %d)", os.Getpid()))
+		says = append(says, fmt.Sprintf("is followed by another pisyncd (process %d): two", os.Getpid()))
+	}
+	if err != nil && strings.Count(err.Error(), "followed by another pisyncd") != 1 {
+		t.Errorf("it says it twice: %v", err) // a newcomer probe, 2026-12-07
 	}
 	for _, w := range says {
 		if err == nil || !strings.Contains(err.Error(), w) {
