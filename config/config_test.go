@@ -459,10 +459,10 @@ func TestSettingMistakes(t *testing.T) {
 		"PISYNC_FROBNICATE=1", "PATH=/bin", "PISYNCX=1",
 	})
 	want := []string{
-		"PISYNC_FROBNICATE is set, but pisyncd has no such setting: it is ignored (pisyncd help lists every setting)",
-		"PISYNC_HTTP_ADR is set, but pisyncd has no such setting: it is ignored; did you mean PISYNC_HTTP_ADDR? (pisyncd help lists every setting)",
-		"PISYNC_LOGLEVEL is set, but pisyncd has no such setting: it is ignored; did you mean PISYNC_LOG_LEVEL? (pisyncd help lists every setting)",
-		"PISYNC_SESSION_DIR is set, but pisyncd has no such setting: it is ignored; did you mean PISYNC_SESSIONS_DIR? (pisyncd help lists every setting)",
+		"PISYNC_FROBNICATE is set, but pisyncd has no such setting: it is ignored (`pisyncd help` lists the daemon's settings, `pisyncd hub help` the hub's)",
+		"PISYNC_HTTP_ADR is set, but pisyncd has no such setting: it is ignored; did you mean PISYNC_HTTP_ADDR? (`pisyncd help` lists the daemon's settings, `pisyncd hub help` the hub's)",
+		"PISYNC_LOGLEVEL is set, but pisyncd has no such setting: it is ignored; did you mean PISYNC_LOG_LEVEL? (`pisyncd help` lists the daemon's settings, `pisyncd hub help` the hub's)",
+		"PISYNC_SESSION_DIR is set, but pisyncd has no such setting: it is ignored; did you mean PISYNC_SESSIONS_DIR? (`pisyncd help` lists the daemon's settings, `pisyncd hub help` the hub's)",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Unknown:\n got %q\nwant %q", got, want)

@@ -126,7 +126,7 @@ func Unknown(environ []string) []string {
 		if near := nearest(name, known); near != "" {
 			w += fmt.Sprintf("; did you mean %s?", near)
 		}
-		warns = append(warns, w+" (pisyncd help lists every setting)")
+		warns = append(warns, w+" (`pisyncd help` lists the daemon's settings, `pisyncd hub help` the hub's)")
 	}
 	slices.Sort(warns)
 	return warns
