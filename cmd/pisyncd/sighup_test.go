@@ -37,8 +37,15 @@ func TestSIGHUPStopsTheDaemon(t *testing.T) {
 
 // TestTailEndsWithTheDaemon: a tail following the daemon ends with exit 0
 // when the daemon stops, saying so if the daemon did. Before, it failed
-// with "tail: projection: worker stopped".
+// with "tail: projection: worker stopped". A daemon killed (kill -9, a
+// crash) ends it with exit 1 and words that say so and what to do, where
+// it said "tail: unexpected EOF" (a newcomer probe, 2026-12-07).
 func TestTailEndsWithTheDaemon(t *testing.T) {
+	t.Run("stopped", func(t *testing.T) { tailEndsWith(t, syscall.SIGTERM) })
+	t.Run("killed", func(t *testing.T) { tailEndsWith(t, syscall.SIGKILL) })
+}
+
+func tailEndsWith(t *testing.T, sig syscall.Signal) {
 	home := t.TempDir()
 	sessions := filepath.Join(home, "sessions")
 	env := []string{"PISYNC_SESSIONS_DIR=" + sessions, "PISYNC_STATE_DIR=" + filepath.Join(home, "state"), "PISYNC_LOG_LEVEL=warn", "GOMEMLIMIT="}
@@ -66,14 +73,18 @@ func TestTailEndsWithTheDaemon(t *testing.T) {
 		parent = id
 		return false, tailOut()
 	})
-	p.kill(t, syscall.SIGTERM)
+	p.kill(t, sig)
 	select {
 	case <-tail.done:
 	case <-time.After(30 * time.Second):
 		tail.cmd.Process.Kill()
 		t.Fatal("tail did not end with the daemon")
 	}
-	if code, got := tail.cmd.ProcessState.ExitCode(), tailOut(); code != 0 || strings.Contains(got, "worker stopped") {
+	code, got := tail.cmd.ProcessState.ExitCode(), tailOut()
+	switch {
+	case sig == syscall.SIGTERM && (code != 0 || strings.Contains(got, "worker stopped")):
 		t.Errorf("tail after the daemon stopped: exit %d\n%s", code, got)
+	case sig == syscall.SIGKILL && (code != 1 || !strings.Contains(got, "the daemon was killed or crashed")):
+		t.Errorf("tail after the daemon was killed: exit %d\n%s", code, got)
 	}
 }

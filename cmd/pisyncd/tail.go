@@ -76,6 +76,10 @@ func tailCommand(args []string, stdout, stderr io.Writer) error {
 			if ctx.Err() != nil || errors.Is(err, io.EOF) {
 				return nil // interrupted, or the daemon stopped
 			}
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				// The answer cut off: the daemon ended without a word.
+				return fmt.Errorf("tail: the daemon was killed or crashed (%w): `pisyncd status` says whether it runs; start it again (pisyncd run, or its service), its log says why it ended, and tail again", err)
+			}
 			return fmt.Errorf("tail: %w", err)
 		}
 		if e.Error == projection.ErrStopped.Error() {
