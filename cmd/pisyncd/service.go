@@ -193,7 +193,10 @@ func writeService(kind, exe, home string, install bool, stdout io.Writer) error 
 	switch kind {
 	case "systemd":
 		path = filepath.Join(home, ".config", "systemd", "user", "pisyncd.service")
-		next = "systemctl --user daemon-reload && systemctl --user enable --now pisyncd\n(settings: " + filepath.Join(home, ".config", "pisyncd", "env") + ", one PISYNC_NAME=value a line)"
+		// A user's units run while the user is logged in, unless lingering
+		// is on: without it the daemon stopped at logout and did not start
+		// at boot, unsaid (a newcomer probe, 2026-12-07).
+		next = "systemctl --user daemon-reload && systemctl --user enable --now pisyncd\n(settings: " + filepath.Join(home, ".config", "pisyncd", "env") + ", one PISYNC_NAME=value a line;\n to keep it running after you log out and start it at boot: loginctl enable-linger)"
 	case "launchd":
 		path = filepath.Join(home, "Library", "LaunchAgents", "io.pisyncd.plist")
 		next = "launchctl load -w " + path
