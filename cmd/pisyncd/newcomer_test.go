@@ -190,6 +190,11 @@ func TestCommandsAgainstDaemon(t *testing.T) {
 		if mf.GetName() == "pisyncd_build_info" && len(mf.Metric) == 1 && mf.Metric[0].GetGauge().GetValue() == 1 {
 			for _, l := range mf.Metric[0].Label {
 				found = found || (l.GetName() == "version" && l.GetValue() == st.Build.Version)
+				// A test binary has no VCS stamp: whether its tree was
+				// modified is not known, and not said "false".
+				if l.GetName() == "modified" && st.Build.Revision == "" && l.GetValue() != "unknown" {
+					t.Errorf("build_info says modified=%q of a build without a revision", l.GetValue())
+				}
 			}
 		}
 	}

@@ -23,13 +23,16 @@ func readBuildInfo() BuildInfo { return cli.ReadBuildInfo(version) }
 // buildInfoCollector is pisyncd_build_info, the usual constant 1 whose
 // labels say which build is running.
 func buildInfoCollector(b BuildInfo) prometheus.Collector {
+	labels := prometheus.Labels{"version": b.Version, "revision": b.Revision, "goversion": b.GoVersion, "modified": "unknown"}
+	if b.Revision != "" {
+		// Go stamps whether the tree was modified only with the
+		// revision: without either, "false" asserted what no one knew.
+		labels["modified"] = fmt.Sprint(b.Modified)
+	}
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: "pisyncd", Name: "build_info",
-		Help: "The running build: version, VCS revision and Go version in the labels; always 1.",
-		ConstLabels: prometheus.Labels{
-			"version": b.Version, "revision": b.Revision,
-			"modified": fmt.Sprint(b.Modified), "goversion": b.GoVersion,
-		},
+		Help:        "The running build: version, VCS revision (\"\" and modified \"unknown\" for a build without VCS stamping) and Go version in the labels; always 1.",
+		ConstLabels: labels,
 	})
 	g.Set(1)
 	return g
