@@ -78,9 +78,11 @@ func (s *Server) guard(next http.Handler) http.Handler {
 
 // admit lets a request in that carries the token: in the link's query
 // (the browser then gets the cookie and is sent to the same address
-// without it, so the token stays out of the page's address, its history
-// entry and its links), in the cookie, or in a header. It answers any
-// other request itself and reports false.
+// without it, so the token stays out of the page's address, its links and
+// the Referer it sends; the browser's history keeps the link as it was
+// opened, token and all, as it keeps any address typed or clicked: the
+// history is the user's, 0700 with the browser's profile), in the cookie,
+// or in a header. It answers any other request itself and reports false.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 	q := r.URL.Query()
 	if q.Has(TokenParam) {
