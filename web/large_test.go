@@ -109,6 +109,16 @@ func TestBrowserLargeSession(t *testing.T) {
 	b.do(t, chromedp.Click(chromedp.CSS(`#tree li[data-id="00001388"]`)))
 	b.waitJS(t, 3*time.Minute, `document.body.dataset.selected === '00001388' && !!document.getElementById('e-00001388')`)
 	t.Logf("10k-entry session: page drawn %.0f ms (first visit, nothing kept) and %.0f ms (reload) after navigation start; /api/s from the kept snapshot %v (%d KiB)", drawn[0], drawn[1], server, len(body)>>10)
+
+	// A deep link to an entry outside the last window: its header shows,
+	// below the sticky view switch (it landed under it: a web probe,
+	// 2026-12-07).
+	b.do(t, chromedp.Navigate(viewLink(d.http.URL+"/s/"+sid) + "#e-00000064"))
+	b.waitJS(t, 3*time.Minute, `document.body.dataset.ready === '1' && !!document.getElementById('e-00000064')?.classList.contains('target')`)
+	b.waitJS(t, 10*time.Second, `(() => {
+		const h = document.querySelector('#e-00000064 > header'), r = h.getBoundingClientRect();
+		return r.top >= 0 && h.contains(document.elementFromPoint(r.left + 8, r.top + r.height / 2));
+	})()`)
 }
 
 // pageTimings is where a page's time went, from its performance entries:
