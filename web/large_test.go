@@ -119,6 +119,17 @@ func TestBrowserLargeSession(t *testing.T) {
 		const h = document.querySelector('#e-00000064 > header'), r = h.getBoundingClientRect();
 		return r.top >= 0 && h.contains(document.elementFromPoint(r.left + 8, r.top + r.height / 2));
 	})()`)
+
+	// What the model sees shows its own "earlier" button, not the
+	// history's, which loaded entries into the hidden history pane and
+	// changed nothing shown (a web probe, 2026-12-07).
+	b.do(t, chromedp.Click(chromedp.CSS(`#v-context`)))
+	b.waitJS(t, time.Minute, `!!document.getElementById('ctx-earlier') && !document.getElementById('context').hidden`)
+	if eval[bool](t, b, `!document.getElementById('earlier').hidden || !document.getElementById('later').hidden`) {
+		t.Error("the history's buttons show in what the model sees")
+	}
+	b.do(t, chromedp.Click(chromedp.CSS(`#v-history`)))
+	b.waitJS(t, 10*time.Second, `!document.getElementById('earlier').hidden`)
 }
 
 // pageTimings is where a page's time went, from its performance entries:

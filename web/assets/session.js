@@ -164,9 +164,10 @@
     $('status').textContent = win.total > win.end - win.start
       ? 'entries ' + (win.start + 1) + '–' + win.end + ' of ' + win.total + ' on this branch'
       : win.total + ' entries on this branch';
-    $('earlier').hidden = win.start === 0;
+    // The history's buttons, not the model's view's (which has its own).
+    $('earlier').hidden = win.start === 0 || view !== 'history';
     $('earlier').textContent = 'show ' + Math.min(200, win.start) + ' earlier entries';
-    $('later').hidden = win.end >= win.total;
+    $('later').hidden = win.end >= win.total || view !== 'history';
     $('later').textContent = 'show later entries';
     return n;
   }
@@ -266,6 +267,7 @@
     $('v-context').classList.toggle('on', v === 'context');
     $('entries').hidden = v !== 'history';
     $('context').hidden = v !== 'context';
+    status();
     if (v === 'context') loadContext();
   }
 
