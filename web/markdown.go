@@ -77,6 +77,7 @@ func (urlFilter) Transform(doc *ast.Document, reader text.Reader, pc parser.Cont
 	src := reader.Source()
 	type swap struct{ old, new ast.Node }
 	var swaps []swap // applied after the walk, which must not see the tree change
+	var unwrap []ast.Node
 	images := 0
 	ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
 		if !entering {
@@ -85,7 +86,11 @@ func (urlFilter) Transform(doc *ast.Document, reader text.Reader, pc parser.Cont
 		switch n := n.(type) {
 		case *ast.Link:
 			if !safeURL(string(n.Destination)) || !safeURL(string(util.URLEscape(n.Destination, true))) {
-				n.Destination = nil
+				// Its text alone: a link with an empty target, styled as
+				// one, reloaded the page when clicked (and lost the view
+				// chosen).
+				unwrap = append(unwrap, n)
+				return ast.WalkSkipChildren, nil
 			}
 		case *ast.Image:
 			images++
@@ -111,6 +116,18 @@ func (urlFilter) Transform(doc *ast.Document, reader text.Reader, pc parser.Cont
 		if p := s.old.Parent(); p != nil {
 			p.ReplaceChild(p, s.old, s.new)
 		}
+	}
+	for _, n := range unwrap {
+		p := n.Parent()
+		if p == nil {
+			continue
+		}
+		for c := n.FirstChild(); c != nil; {
+			next := c.NextSibling()
+			p.InsertBefore(p, n, c) // moves c out of n
+			c = next
+		}
+		p.RemoveChild(p, n)
 	}
 }
 

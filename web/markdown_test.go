@@ -107,10 +107,12 @@ func TestMarkdownURLs(t *testing.T) {
 		{`![e](https&#58;//evil.example/x.png)`, `[image: e]`},
 		{`![r](&#x2f;&#x2f;evil.example/x.png)`, `[image: r]`},
 		{`![d](data:image/png;base64,AAAA)`, `[image: d]`},
-		{`[vs](vscode&#58;//evil/x)`, `<a href="">vs</a>`},
-		{`[r](&#x2f;&#x2f;evil.example/x)`, `<a href="">r</a>`},
-		{`[j](javascript&colon;alert(1))`, `<a href="">j</a>`},
-		{"[ref]\n\n[ref]: vscode&#x3a;//evil/ref", `<a href="">ref</a>`},
+		// A link refused is its text alone (an empty target reloaded
+		// the page when clicked: a web probe, 2026-12-07).
+		{`[vs](vscode&#58;//evil/x)`, `<p>vs</p>`},
+		{`[r](&#x2f;&#x2f;evil.example/x)`, `<p>r</p>`},
+		{`[j **bold**](javascript&colon;alert(1))`, `<p>j <strong>bold</strong></p>`},
+		{"[ref]\n\n[ref]: vscode&#x3a;//evil/ref", `<p>ref</p>`},
 		{`[ok](https://example.com/a?b=1#c)`, `<a href="https://example.com/a?b=1#c">ok</a>`},
 		{`[m](mailto:a@example.com)`, `<a href="mailto:a@example.com">m</a>`},
 		{`[p](/s/x#e-1)`, `<a href="/s/x#e-1">p</a>`},
