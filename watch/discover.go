@@ -202,12 +202,20 @@ func (d *discovery) rescanned(err error) {
 	case err == nil && d.walkErr != "":
 		d.t.logger.Info("rescans work again", "failed_for", time.Since(d.walkErrSince).Round(time.Second))
 		d.walkErr = ""
+		d.t.rescanErr.Store(nil)
 	case err != nil && err.Error() != d.walkErr:
 		d.t.logger.Warn("rescan failed; said once until it works again or fails otherwise", "err", err)
 		if d.walkErr == "" {
 			d.walkErrSince = time.Now()
 		}
 		d.walkErr = err.Error()
+		// In status too: the log said it once, and status showed nothing
+		// wrong while no file was found (a disk probe, 2026-12-07).
+		msg := d.walkErr
+		if errors.Is(err, fs.ErrPermission) {
+			msg += ": this user may not read the sessions dir; give it back (chmod u+rx)"
+		}
+		d.t.rescanErr.Store(&msg)
 	}
 }
 

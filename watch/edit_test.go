@@ -71,13 +71,30 @@ func TestSameSizeEditOfAMiddleLine(t *testing.T) {
 	n = startNode(t, root, state)
 	n.waitLines("edit", []string{header("edit"), e1, e2, e3, e2b, e4, e1b})
 
+	// ... and with its mtime set back after the edit (rsync --inplace
+	// -t, a restore from a backup): the change time, which no one sets
+	// back, says the file changed. Before, the edit was never published
+	// (a disk probe, 2026-12-07).
+	e5 := entry("e5", "e4", "fifth") // the last line stored is the file's last
+	appendFile(t, path, e5+"\n")
+	n.waitLines("edit", []string{header("edit"), e1, e2, e3, e2b, e4, e1b, e5})
+	n.stop()
+	e3b := entry("e3", "e2", "THIRD")
+	editInPlace(t, path, e3, e3b)
+	past := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(path, past, past); err != nil {
+		t.Fatal(err)
+	}
+	n = startNode(t, root, state)
+	n.waitLines("edit", []string{header("edit"), e1, e2, e3, e2b, e4, e1b, e5, e3b})
+
 	// A touch without a change publishes nothing.
 	<-n.tailer.Ready()
 	later := time.Now().Add(4 * time.Second)
 	os.Chtimes(path, later, later)
 	r0 := n.tailer.Stats().Rescans
 	waitFor(t, 10*time.Second, func() (bool, string) { return n.tailer.Stats().Rescans >= r0+3, "rescans" })
-	if got := n.lines("edit"); len(got) != 7 {
+	if got := n.lines("edit"); len(got) != 9 {
 		t.Fatalf("a touch published lines: %q", clip(got))
 	}
 	if st := n.tailer.Stats(); st.LastError != "" {

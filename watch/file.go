@@ -388,7 +388,16 @@ func (w *worker) resume(ctx context.Context, f *file, fh io.ReaderAt) (bool, err
 	if last == nil || last.Op != "" || last.File != f.rel || last.Off <= f.hdrStart || last.Off > f.size {
 		return false, nil
 	}
-	if last.Time.IsZero() || time.Unix(0, f.mtime).After(last.Time) {
+	// Modified since, by its mtime or by its change time, which no one
+	// sets back: an edit in place whose mtime was put back after it (rsync
+	// --inplace -t, a restore) was resumed past, and never published.
+	changed := f.mtime
+	if st, ok := fh.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		if fi, err := st.Stat(); err == nil {
+			changed = max(changed, changeNanos(fi))
+		}
+	}
+	if last.Time.IsZero() || time.Unix(0, changed).After(last.Time) {
 		return false, nil
 	}
 	first, err := w.t.log.First(ctx, f.sid)

@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -38,4 +39,12 @@ func kernelFile(fh *os.File) bool {
 		return false
 	}
 	return fs.Type == procfsMagic || fs.Type == sysfsMagic
+}
+
+// changeNanos is st's change time (ctime), 0 where the system does not say.
+func changeNanos(st fs.FileInfo) int64 {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return s.Ctim.Nano()
+	}
+	return 0
 }

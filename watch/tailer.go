@@ -96,6 +96,8 @@ type Tailer struct {
 	// session files left (discovery.away): a file not found then is no
 	// deletion.
 	away atomic.Bool
+	// rescanErr is why the last walk failed, nil while walks work.
+	rescanErr atomic.Pointer[string]
 	// dels: deletions wait for a walk to confirm them (deletions.go).
 	dels deletions
 }
@@ -609,6 +611,9 @@ type Stats struct {
 	// none of the two or more session files it held: no file is taken
 	// for deleted.
 	SessionsDirAway bool `json:"sessionsDirAway,omitempty"`
+	// RescanError is why the walks of the sessions dir fail, while they
+	// do (the folder made unreadable: no file is found or seen gone).
+	RescanError string `json:"rescanError,omitempty"`
 	// DeletionsWaiting counts the session files seen gone whose deletion
 	// waits for a walk to confirm it (deletions.go).
 	DeletionsWaiting int64 `json:"deletionsWaiting,omitempty"`
@@ -639,6 +644,9 @@ func (t *Tailer) Stats() Stats {
 		LinesPublished: t.published.Load(), Malformed: t.malformed.Load(), Collisions: t.collisions.Load(),
 		PublishErrors: t.publishErrors.Load(), FilesDeleted: t.deleted.Load(), Rescans: t.rescans.Load(),
 		SessionsDirAway: t.away.Load(),
+	}
+	if e := t.rescanErr.Load(); e != nil {
+		s.RescanError = *e
 	}
 	if e := t.lastErr.Load(); e != nil && t.Retrying() > 0 {
 		// Only while a file still fails: once every file is published

@@ -67,3 +67,32 @@ func TestUnreadableFolderIsReportedOnce(t *testing.T) {
 	appendFile(t, filepath.Join(locked, "s2.jsonl"), entry("e1", "", "x")+"\n")
 	n.waitLines("s2", []string{header("s2"), entry("e1", "", "x")})
 }
+
+// TestUnreadableSessionsDirInStatus: a sessions dir the daemon may not
+// read any more is in its status while the walks fail, with the fix, and
+// not once they work again. Before, the log said it once and status showed
+// nothing wrong (a disk probe, 2026-12-07).
+func TestUnreadableSessionsDirInStatus(t *testing.T) {
+	if !unprivileged(t) {
+		return
+	}
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "--p--", "s1.jsonl"), header("s1")+"\n")
+	n := startNodeWith(t, root, t.TempDir(), Options{RescanInterval: 100 * time.Millisecond}, nil)
+	n.waitLines("s1", []string{header("s1")})
+	if err := os.Chmod(root, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(root, 0o700) })
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		e := n.tailer.Stats().RescanError
+		return strings.Contains(e, "permission denied") && strings.Contains(e, "chmod u+rx"), "rescan error " + e
+	})
+	if err := os.Chmod(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		e := n.tailer.Stats().RescanError
+		return e == "", "rescan error " + e
+	})
+}

@@ -88,6 +88,9 @@ func printStatus(stdout io.Writer, st *Status) error {
 	} else {
 		row("sessions dir", st.SessionsDir)
 	}
+	if st.Tailer.RescanError != "" {
+		row("sessions dir rescans fail", st.Tailer.RescanError)
+	}
 	row("state dir", st.StateDir)
 	if st.WaitingForHub {
 		row("session files", "not read yet: this state dir has published nothing and the sessions dir holds files from before it, which may be copies of other machines' sessions; they are read once everything the hub holds is copied here (the hub link below; sessions held for a team key wait for pisyncd key import)")
