@@ -113,7 +113,7 @@ func TestBrowserLargeSession(t *testing.T) {
 	// A deep link to an entry outside the last window: its header shows,
 	// below the sticky view switch (it landed under it: a web probe,
 	// 2026-12-07).
-	b.do(t, chromedp.Navigate(viewLink(d.http.URL+"/s/"+sid) + "#e-00000064"))
+	b.do(t, chromedp.Navigate(viewLink(d.http.URL+"/s/"+sid)+"#e-00000064"))
 	b.waitJS(t, 3*time.Minute, `document.body.dataset.ready === '1' && !!document.getElementById('e-00000064')?.classList.contains('target')`)
 	b.waitJS(t, 10*time.Second, `(() => {
 		const h = document.querySelector('#e-00000064 > header'), r = h.getBoundingClientRect();
