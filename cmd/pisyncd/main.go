@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -48,13 +49,16 @@ Usage:
   pisyncd service [systemd|launchd] [--install]
                                      print (or install) a user service file for this binary
   pisyncd version                    this binary's version, VCS revision and Go version
-  pisyncd help                       this text and every setting
+  pisyncd help [COMMAND]             this text and every setting, or one command's help
 
 Every command takes -h for its own flags. pisync (go install ./cmd/pisync) runs the one-shot
 context FILE with the same code in a lean binary that starts in a fraction of pisyncd's time.
 
 Settings are environment variables:
 `
+
+// commandNames are the commands Main runs.
+var commandNames = []string{"run", "status", "events", "context", "ls", "tail", "search", "erase", "web", "hub", "key", "service", "version"}
 
 // Main runs one command and returns the process exit code: 0 success, 1
 // failure, 2 a usage error.
@@ -97,6 +101,15 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "pisyncd %s\n", readBuildInfo())
 		return 0
 	case "help", "-h", "--help", "-help":
+		if len(args) > 0 {
+			// A command's own help, as its -h gives it (it printed this
+			// whole text, and "help bogus" too, with exit 0).
+			if !slices.Contains(commandNames, args[0]) {
+				err = &usageError{Msg: fmt.Sprintf("help: unknown command %q (pisyncd help lists them)", args[0])}
+				break
+			}
+			return Main([]string{args[0], "-h"}, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usageText)
 		if err := config.Usage(stdout); err != nil {
 			fmt.Fprintln(stderr, "pisyncd:", err)

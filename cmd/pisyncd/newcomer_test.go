@@ -54,6 +54,15 @@ func TestHelpAndBadFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
 		}
 	}
+	// help COMMAND is the command's own help; help of no command is a
+	// usage error (both printed the whole help with exit 0: a newcomer
+	// probe, 2026-12-07).
+	if code, out, _ := mainIn(t, "help", "status"); code != 0 || !strings.HasPrefix(out, "usage: pisyncd status [--json]") {
+		t.Errorf("help status: exit %d\n%s", code, out)
+	}
+	if code, out, errOut := mainIn(t, "help", "bogus"); code != 2 || out != "" || !strings.Contains(errOut, `unknown command "bogus"`) {
+		t.Errorf("help bogus: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
 	// Its flags as the usage line writes them (cli.TestHelpShowsDoubleDash).
 	if _, out, _ := mainIn(t, "status", "-h"); !strings.Contains(out, "\n  --json\n") {
 		t.Errorf("status -h shows its flag not as --json:\n%s", out)
