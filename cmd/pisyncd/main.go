@@ -8,10 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/pisyncd/pisyncd/config"
