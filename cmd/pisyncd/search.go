@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -49,6 +50,11 @@ func searchCommand(args []string, stdout io.Writer) error {
 			var body struct{ Error string }
 			if json.Unmarshal([]byte(de.msg), &body) == nil && body.Error != "" {
 				de.msg = body.Error
+			}
+			if de.status == http.StatusBadRequest {
+				// The query as written: a usage error, exit 2 as the
+				// README says (it was 1, as a failure).
+				return &usageError{Msg: de.msg, Usage: searchUsage}
 			}
 		}
 		return err

@@ -95,6 +95,8 @@ func TestSearchAcrossMachines(t *testing.T) {
 	// A bad query: the reason, not a status line or JSON.
 	if _, err := searchVia(t, b, `"unclosed`); err == nil || !strings.Contains(err.Error(), "unclosed quote") || strings.Contains(err.Error(), "{") {
 		t.Errorf("bad query: %v", err)
+	} else if ue := (*usageError)(nil); !errors.As(err, &ue) {
+		t.Errorf("bad query: %T, not a usage error (exit 2)", err) // it was exit 1: a newcomer probe, 2026-12-07
 	}
 	st, err := b.status()
 	if err != nil || st.Search == nil || st.Search.Docs < 3 || st.Search.IndexBytes == 0 {
