@@ -412,7 +412,8 @@ func checkLogging(prefix, level, format string) []error {
 	if err := new(slog.Level).UnmarshalText([]byte(level)); err != nil {
 		errs = append(errs, fmt.Errorf("%s_LOG_LEVEL %q: want debug, info, warn or error", prefix, level))
 	}
-	if format != "text" && format != "json" {
+	// Either case, as LOG_LEVEL (JSON was refused where DEBUG was taken).
+	if !strings.EqualFold(format, "text") && !strings.EqualFold(format, "json") {
 		errs = append(errs, fmt.Errorf("%s_LOG_FORMAT %q: want text or json", prefix, format))
 	}
 	return errs
@@ -422,7 +423,7 @@ func checkLogging(prefix, level, format string) []error {
 func (c *Config) Logger(w io.Writer) *slog.Logger {
 	lvl, _ := c.SlogLevel()
 	opts := &slog.HandlerOptions{Level: lvl}
-	if c.LogFormat == "json" {
+	if strings.EqualFold(c.LogFormat, "json") {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))

@@ -530,3 +530,21 @@ func TestHubURLsWrittenByHand(t *testing.T) {
 		t.Errorf("a password without a scheme: %v", err)
 	}
 }
+
+// TestLogFormatEitherCase: PISYNC_LOG_FORMAT=JSON is taken, as
+// PISYNC_LOG_LEVEL=DEBUG is, and the log is JSON.
+func TestLogFormatEitherCase(t *testing.T) {
+	t.Setenv("PISYNC_SESSIONS_DIR", "/tmp/s")
+	t.Setenv("PISYNC_STATE_DIR", "/tmp/st")
+	t.Setenv("PISYNC_LOG_FORMAT", "JSON")
+	t.Setenv("PISYNC_LOG_LEVEL", "DEBUG")
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	c.Logger(&b).Info("hello")
+	if !strings.HasPrefix(b.String(), "{") {
+		t.Errorf("the log is not JSON: %q", b.String())
+	}
+}
