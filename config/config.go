@@ -129,24 +129,11 @@ func Load() (*Config, error) {
 const minIdleAfter = 100 * time.Millisecond
 
 func (c *Config) fillDefaults(getenv func(string) string, home func() (string, error)) error {
-	if err := expandHome(Prefix, home, map[string]*string{
+	if err := pathSettings(Prefix, home, map[string]*string{
 		"SESSIONS_DIR": &c.SessionsDir, "STATE_DIR": &c.StateDir, "HUB_NKEY": &c.HubNkey, "HUB_CA": &c.HubCA,
 		"HUB_CREDS": &c.HubCreds, "KEY_FILE": &c.KeyFile, "STORE_KEY_FILE": &c.StoreKeyFile,
 	}); err != nil {
 		return err
-	}
-	// A relative path would be found from wherever each command runs: a
-	// service runs in /, a shell elsewhere, and they then look in two
-	// places (a command finds no daemon, or makes a second store; a store
-	// encrypted at rest with a key file written in one folder could not
-	// be opened from another).
-	for _, d := range []struct{ name, path string }{
-		{"SESSIONS_DIR", c.SessionsDir}, {"STATE_DIR", c.StateDir}, {"HUB_NKEY", c.HubNkey}, {"HUB_CA", c.HubCA},
-		{"HUB_CREDS", c.HubCreds}, {"KEY_FILE", c.KeyFile}, {"STORE_KEY_FILE", c.StoreKeyFile},
-	} {
-		if d.path != "" && !filepath.IsAbs(d.path) {
-			return fmt.Errorf("%s_%s %q is a relative path, which each command would find from the folder it runs in (/ for a service): give an absolute path (~/ is expanded)", Prefix, d.name, d.path)
-		}
 	}
 	// "tls://a:7422, tls://b:7422" is how a list is written by hand: the
 	// space made the second URL unparsable (a first path segment with a

@@ -49,20 +49,11 @@ func LoadHub() (*Hub, error) {
 	if err := process(HubPrefix, &h); err != nil {
 		return nil, err
 	}
-	if err := expandHome(HubPrefix, os.UserHomeDir, map[string]*string{
+	if err := pathSettings(HubPrefix, os.UserHomeDir, map[string]*string{
 		"STATE_DIR": &h.StateDir, "NODES_DIR": &h.NodesDir, "TLS_CERT": &h.TLSCert, "TLS_KEY": &h.TLSKey,
 		"TLS_CA": &h.TLSCA, "ROUTE_SECRET": &h.RouteSecret, "STORE_KEY_FILE": &h.StoreKeyFile,
 	}); err != nil {
 		return nil, err
-	}
-	// As on a workstation: a service runs in /, a shell elsewhere.
-	for _, d := range []struct{ name, path string }{
-		{"STATE_DIR", h.StateDir}, {"NODES_DIR", h.NodesDir}, {"TLS_CERT", h.TLSCert}, {"TLS_KEY", h.TLSKey},
-		{"TLS_CA", h.TLSCA}, {"ROUTE_SECRET", h.RouteSecret}, {"STORE_KEY_FILE", h.StoreKeyFile},
-	} {
-		if d.path != "" && !filepath.IsAbs(d.path) {
-			return nil, fmt.Errorf("%s_%s %q is a relative path, which each command would find from the folder it runs in (/ for a service): give an absolute path (~/ is expanded)", HubPrefix, d.name, d.path)
-		}
 	}
 	if h.Name == "" {
 		host, err := os.Hostname()
