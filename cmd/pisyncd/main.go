@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"slices"
 	"syscall"
 
 	"github.com/pisyncd/pisyncd/config"
@@ -57,9 +56,6 @@ context FILE with the same code in a lean binary that starts in a fraction of pi
 Settings are environment variables:
 `
 
-// commandNames are the commands Main runs.
-var commandNames = []string{"run", "status", "events", "context", "ls", "tail", "search", "erase", "web", "hub", "key", "service", "version"}
-
 // Main runs one command and returns the process exit code: 0 success, 1
 // failure, 2 a usage error.
 func Main(args []string, stdout, stderr io.Writer) int {
@@ -101,13 +97,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "pisyncd %s\n", readBuildInfo())
 		return 0
 	case "help", "-h", "--help", "-help":
-		if len(args) > 0 {
-			// A command's own help, as its -h gives it (it printed this
-			// whole text, and "help bogus" too, with exit 0).
-			if !slices.Contains(commandNames, args[0]) {
-				err = &usageError{Msg: fmt.Sprintf("help: unknown command %q (pisyncd help lists them)", args[0])}
-				break
-			}
+		if len(args) > 0 && !wantsHelp(args[:1]) && args[0] != "help" {
+			// A command's own help, as its -h gives it, and an unknown
+			// command's usage error (it printed this whole text, and
+			// for "help bogus" too, with exit 0).
 			return Main([]string{args[0], "-h"}, stdout, stderr)
 		}
 		fmt.Fprint(stdout, usageText)

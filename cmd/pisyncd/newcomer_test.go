@@ -63,6 +63,11 @@ func TestHelpAndBadFlags(t *testing.T) {
 	if code, out, errOut := mainIn(t, "help", "bogus"); code != 2 || out != "" || !strings.Contains(errOut, `unknown command "bogus"`) {
 		t.Errorf("help bogus: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
+	for _, again := range []string{"help", "-h", "--help"} {
+		if code, out, _ := mainIn(t, "help", again); code != 0 || !strings.HasPrefix(out, usageText) {
+			t.Errorf("help %s: exit %d\n%.200s", again, code, out)
+		}
+	}
 	// Its flags as the usage line writes them (cli.TestHelpShowsDoubleDash).
 	if _, out, _ := mainIn(t, "status", "-h"); !strings.Contains(out, "\n  --json\n") {
 		t.Errorf("status -h shows its flag not as --json:\n%s", out)
