@@ -170,25 +170,18 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 		f.skipped = true
 		return nil, nil
 	}
-	broken := func(detail string) {
-		if f.sealed(h) {
-			f.rejectUnopened(node, sid, rejectBrokenChunks, detail)
-		} else {
-			f.reject(node, sid, rejectBrokenChunks, detail)
-		}
-	}
 	// One more for a sealed line: an envelope holds a little less.
 	maxChunks := (f.maxLine+MaxChunk-1)/MaxChunk + 1
 	switch {
 	case cerr != nil:
-		broken(cerr.Error())
+		f.rejectRun(h, node, sid, cerr.Error())
 		return nil, nil
 	case n > maxChunks || len(m.Data()) > MaxChunk:
-		broken(fmt.Sprintf("%d chunks, at most %d of %d bytes each", n, maxChunks, MaxChunk))
+		f.rejectRun(h, node, sid, fmt.Sprintf("%d chunks, at most %d of %d bytes each", n, maxChunks, MaxChunk))
 		f.dropRest(subj, i, n)
 		return nil, nil
 	case i > 1 && len(f.run) == 0:
-		broken(fmt.Sprintf("chunk %d/%d without its start", i, n))
+		f.rejectRun(h, node, sid, fmt.Sprintf("chunk %d/%d without its start", i, n))
 		f.dropRest(subj, i, n)
 		return nil, nil
 	}
@@ -196,7 +189,7 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 	f.runSize += len(m.Data())
 	if f.runSize > f.maxLine {
 		f.run, f.runSize = nil, 0
-		broken(fmt.Sprintf("line longer than %d bytes", f.maxLine))
+		f.rejectRun(h, node, sid, fmt.Sprintf("line longer than %d bytes", f.maxLine))
 		f.dropRest(subj, i, n)
 		return nil, nil
 	}
@@ -522,12 +515,7 @@ func (f *framer) breakRun() {
 		return
 	}
 	node, sid, _ := ParseSubject(f.run[0].Subject())
-	detail := fmt.Sprintf("split line broken off after %d chunks", len(f.run))
-	if f.sealed(f.run[0].Headers()) {
-		f.rejectUnopened(node, sid, rejectBrokenChunks, detail)
-	} else {
-		f.reject(node, sid, rejectBrokenChunks, detail)
-	}
+	f.rejectRun(f.run[0].Headers(), node, sid, fmt.Sprintf("split line broken off after %d chunks", len(f.run)))
 	f.run, f.runSize = nil, 0
 }
 
@@ -538,11 +526,17 @@ func (f *framer) dropRest(subj string, i, n int) {
 	}
 }
 
-// sealed reports whether a message's subject names a session's token
-// rather than its id: a sealed line's, and any line's while encryption
-// is on here (every line of the team is sealed then).
-func (f *framer) sealed(h nats.Header) bool {
-	return h.Get(HdrSeal) != "" || f.d.opts.Crypt != nil && f.d.opts.Crypt.always
+// rejectRun passes over a broken run of chunks (a message of it has
+// headers h) on the subject of node's session sid: under no session when
+// the subject names a session's token rather than its id, as a sealed
+// line's does, and any line's while encryption is on here (every line of
+// the team is sealed then).
+func (f *framer) rejectRun(h nats.Header, node, sid, detail string) {
+	if h.Get(HdrSeal) != "" || f.d.opts.Crypt != nil && f.d.opts.Crypt.always {
+		f.rejectUnopened(node, sid, rejectBrokenChunks, detail)
+		return
+	}
+	f.reject(node, sid, rejectBrokenChunks, detail)
 }
 
 // rejectUnopened passes over a message that names its session's token

@@ -63,7 +63,11 @@ func OpenAll(ctx context.Context, js jetstream.JetStream) (*All, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &All{js: js, stream: s, stored: newHints(AllStream, false)}, nil
+	return newAll(js, s), nil
+}
+
+func newAll(js jetstream.JetStream, s jetstream.Stream) *All {
+	return &All{js: js, stream: s, stored: newHints(AllStream, false)}
 }
 
 // ExistingAll is PI_ALL if this store has one (it was run with a hub),
@@ -76,21 +80,18 @@ func ExistingAll(ctx context.Context, js jetstream.JetStream) (*All, error) {
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: %s: %w", AllStream, err)
 	}
-	return &All{js: js, stream: s, stored: newHints(AllStream, false)}, nil
+	return newAll(js, s), nil
 }
 
 // ScanAllSession is ScanSession for a reader that did not open PI_ALL (a
 // command on the store while no daemon runs): nothing when there is none,
 // as on a machine that never had a hub.
 func ScanAllSession(ctx context.Context, js jetstream.JetStream, sid string, withData bool, fn func(*Event) error) error {
-	s, err := js.Stream(ctx, AllStream)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil
+	a, err := ExistingAll(ctx, js)
+	if err != nil || a == nil {
+		return err
 	}
-	if err != nil {
-		return fmt.Errorf("eventlog: %s: %w", AllStream, err)
-	}
-	return (&All{js: js, stream: s}).ScanSession(ctx, sid, withData, fn)
+	return a.ScanSession(ctx, sid, withData, fn)
 }
 
 // Stored hands the messages the downloader has just stored in PI_ALL, in
