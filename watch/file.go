@@ -377,7 +377,7 @@ func (f *file) verify(r io.ReaderAt, buf []byte) (bool, error) {
 // before it is already handled and reading resumes after it, without
 // loading the session's known lines. A file modified since (pi appended
 // while the daemon was down, or edited a line in place) is read whole.
-func (w *worker) resume(ctx context.Context, f *file, fh io.ReaderAt) (bool, error) {
+func (w *worker) resume(ctx context.Context, f *file, fh countingFile) (bool, error) {
 	_, last, err := w.t.lastOf(ctx, f.sid)
 	if err != nil {
 		return false, err
@@ -392,10 +392,8 @@ func (w *worker) resume(ctx context.Context, f *file, fh io.ReaderAt) (bool, err
 	// sets back: an edit in place whose mtime was put back after it (rsync
 	// --inplace -t, a restore) was resumed past, and never published.
 	changed := f.mtime
-	if st, ok := fh.(interface{ Stat() (fs.FileInfo, error) }); ok {
-		if fi, err := st.Stat(); err == nil {
-			changed = max(changed, changeNanos(fi))
-		}
+	if st, err := fh.f.Stat(); err == nil {
+		changed = max(changed, changeNanos(st))
 	}
 	if last.Time.IsZero() || time.Unix(0, changed).After(last.Time) {
 		return false, nil

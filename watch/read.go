@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"sync/atomic"
 
@@ -78,9 +77,6 @@ func (c countingFile) ReadAt(b []byte, off int64) (int, error) {
 }
 
 func (w *worker) counted(fh *os.File) countingFile { return countingFile{f: fh, n: &w.t.bytesRead} }
-
-// Stat is the file's own (resume asks it for the change time).
-func (c countingFile) Stat() (fs.FileInfo, error) { return c.f.Stat() }
 
 // read handles the complete lines from f.offset to the end of the file.
 func (w *worker) read(ctx context.Context, f *file, fh *os.File) error {
