@@ -254,9 +254,9 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pm, err := replicate.ParsePathMap(d.cfg.PathMap)
+	ropts, err := d.replicaOptions()
 	if err != nil {
-		return fmt.Errorf("PISYNC_PATH_MAP: %w", err)
+		return err
 	}
 	d.fwd, err = eventlog.NewForwarder(d.log, d.nc, embedded.HubDomain, state, d.logger.With("component", "forwarder"))
 	if err != nil {
@@ -268,13 +268,22 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 	} else {
 		d.crypt.NoSealing()
 	}
-	d.repl = replicate.New(all, state, nil, replicate.Options{
+	ropts.Erased = d.crypt.EraseKeys
+	d.repl = replicate.New(all, state, nil, ropts)
+	return nil
+}
+
+// replicaOptions are the replicator's options from the settings.
+func (d *Daemon) replicaOptions() (replicate.Options, error) {
+	pm, err := replicate.ParsePathMap(d.cfg.PathMap)
+	if err != nil {
+		return replicate.Options{}, fmt.Errorf("PISYNC_PATH_MAP: %w", err)
+	}
+	return replicate.Options{
 		Root: d.cfg.SessionsDir, Node: d.cfg.NodeID, PathMap: pm,
 		KeepDeleted: d.cfg.Delete == "ignore", Idle: d.cfg.IdleAfter, Trusted: d.cfg.Trusted(),
 		Logger: d.logger.With("component", "replicator"),
-		Erased: d.crypt.EraseKeys,
-	})
-	return nil
+	}, nil
 }
 
 // knownWithoutHub gives the tailer, on a run without a hub, what the
@@ -294,11 +303,12 @@ func (d *Daemon) knownWithoutHub(ctx context.Context, topts *watch.Options) erro
 	if err != nil {
 		return err
 	}
-	pm, err := replicate.ParsePathMap(d.cfg.PathMap)
+	ropts, err := d.replicaOptions()
 	if err != nil {
-		return fmt.Errorf("PISYNC_PATH_MAP: %w", err)
+		return err
 	}
-	known := replicate.New(all, state, nil, replicate.Options{Root: d.cfg.SessionsDir, Node: d.cfg.NodeID, PathMap: pm, Logger: d.logger})
+	// Not run: asked only what the store knows.
+	known := replicate.New(all, state, nil, ropts)
 	topts.Known, topts.Deleted = known.KnownLines, known.Deleted
 	d.logger.Info("no hub this run (PISYNC_HUB_URLS), but this store was run with one: the lines copied from other machines are known by its copy of the hub's lines and not published as this machine's")
 	return nil
