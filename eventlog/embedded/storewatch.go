@@ -399,8 +399,11 @@ func (w *StoreWatch) tryRecover(ctx context.Context) error {
 		free, _ := freeBytes(w.dir)
 		return needSpace(err, free, staged)
 	}
-	if free, err := freeBytes(w.dir); err == nil && free < probeSize+staged {
-		return needSpace(fmt.Errorf("probe: %w", unix.ENOSPC), free, staged)
+	if staged > 0 {
+		// The probe's room is there; the batch's may not be.
+		if free, err := freeBytes(w.dir); err == nil && free < probeSize+staged {
+			return needSpace(fmt.Errorf("probe: %w", unix.ENOSPC), free, staged)
+		}
 	}
 	w.mu.Lock()
 	w.state = StoreRecovering
