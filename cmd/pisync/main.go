@@ -75,11 +75,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		help.Print(stdout)
 		return 0
 	}
-	fmt.Fprintln(stderr, "pisync:", err)
-	if errors.Is(err, cli.ErrUsage) {
-		return 2
-	}
-	return 1
+	return cli.WriteError(stderr, "pisync", err, cli.WantsJSON(args))
 }
 
 // contextCommand is `pisync context FILE`: the argument must name a

@@ -94,6 +94,9 @@ func TestMainExits(t *testing.T) {
 		{[]string{"version"}, 0, "pisync ", ""},
 		{[]string{"version", "x"}, 2, "", "version takes no arguments"},
 		{[]string{"status"}, 2, "", "the others are pisyncd's"},
+		// Under --json the error is JSON too.
+		{[]string{"context", file, "--json", "--leaf", "nope"}, 1, "", `{"error":"`},
+		{[]string{"context", file, "--json", "--rules", "pi-1.5"}, 2, "", `"usage":"pisync context FILE`},
 	} {
 		code, out, errOut := run(t, c.args...)
 		if code != c.code || !strings.Contains(out, c.stdout) || !strings.Contains(errOut, c.stderr) {

@@ -11,9 +11,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/pisyncd/pisyncd/config"
+	"github.com/pisyncd/pisyncd/internal/cli"
 )
 
 func main() {
@@ -120,18 +122,17 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		help.Print(stdout)
 		return 0
 	}
-	if prefix, ok := daemonLogPrefix(cmd, args); ok && os.Getenv(prefix+"_LOG_FORMAT") == "json" {
+	if prefix, ok := daemonLogPrefix(cmd, args); ok && strings.EqualFold(os.Getenv(prefix+"_LOG_FORMAT"), "json") {
 		// A daemon whose log is JSON ends with a JSON record: a log
 		// pipeline that parses each line saw its INFO lines and then a
 		// plain "pisyncd: ..." line it could not read.
 		slog.New(slog.NewJSONHandler(stderr, nil)).Error("pisyncd failed", "err", err.Error())
-	} else {
-		fmt.Fprintln(stderr, "pisyncd:", err)
+		if errors.Is(err, errUsage) {
+			return 2
+		}
+		return 1
 	}
-	if errors.Is(err, errUsage) {
-		return 2
-	}
-	return 1
+	return cli.WriteError(stderr, "pisyncd", err, cli.WantsJSON(args))
 }
 
 // daemonLogPrefix is the settings prefix of the daemon cmd args runs (a

@@ -336,3 +336,35 @@ func TestLogStartsWithVersion(t *testing.T) {
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// TestErrorsUnderJSON: a command given --json fails with one JSON object
+// on stderr, so a script reading its output as JSON can read its failure
+// too (it met a plain "pisyncd: ..." line, 2026-12-07); without --json
+// the error is for a person, as before.
+func TestErrorsUnderJSON(t *testing.T) {
+	home := t.TempDir()
+	setEnv(t, filepath.Join(home, "sessions"), filepath.Join(home, "state"))
+	for _, c := range []struct {
+		args  []string
+		exit  int
+		usage string
+	}{
+		{[]string{"status", "--json"}, 1, ""},
+		{[]string{"ls", "--json", "--bogus"}, 2, "pisyncd ls [--json]"},
+		{[]string{"events", "--json"}, 2, "pisyncd events SESSION-ID [--json]"},
+		{[]string{"search", "--json", "--limit", "x", "q"}, 2, "pisyncd search"},
+	} {
+		code, out, errOut := mainIn(t, c.args...)
+		var got struct {
+			Error, Usage string
+			Exit         int
+		}
+		if err := json.Unmarshal([]byte(errOut), &got); err != nil || code != c.exit || got.Exit != c.exit ||
+			got.Error == "" || !strings.HasPrefix(got.Usage, c.usage) || (c.usage == "" && got.Usage != "") || out != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q (%v)", c.args, code, out, errOut, err)
+		}
+	}
+	if code, _, errOut := mainIn(t, "status"); code != 1 || !strings.HasPrefix(errOut, "pisyncd: pisyncd is not running") {
+		t.Errorf("status without --json: exit %d, stderr %q", code, errOut)
+	}
+}
