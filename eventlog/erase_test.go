@@ -334,4 +334,13 @@ func TestHubUsage(t *testing.T) {
 	if len(u) != 2 {
 		t.Errorf("usage names %d nodes: %v", len(u), u)
 	}
+	// Its consumer goes as it returns: the team's share of consumers is
+	// its nodes + 8, and each `hub usage` left one for five minutes.
+	st, err := js.Stream(ctx, eventlog.HubStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := st.Info(ctx); err != nil || info.State.Consumers != 0 {
+		t.Errorf("after two usage reads PI_HUB has %d consumers (%v), want 0", info.State.Consumers, err)
+	}
 }

@@ -22,13 +22,22 @@ type NodeUsage struct {
 // one team's account): which node filled the team's share. It reads every
 // message's headers once, not its payload (the server gives each one's
 // size), so it costs a pass over the stream's headers.
+//
+// Its consumer counts against the team's consumers (PISYNC_HUB_TEAM_MAX_CONSUMERS:
+// its nodes + 8) and is removed as it returns: left to nats.go's inactive
+// threshold of five minutes, nine `hub usage` in five minutes (a `watch`)
+// filled the team's share, and a workstation starting then could not make
+// the consumer it copies from.
 func HubUsage(ctx context.Context, js jetstream.JetStream) (map[string]NodeUsage, error) {
 	cons, err := js.OrderedConsumer(ctx, HubStream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{UpPrefix + ".>"}, HeadersOnly: true,
+		// Should the process die before the deletion below.
+		InactiveThreshold: 30 * time.Second,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: hub usage: %w", err)
 	}
+	defer deleteOrdered(js, HubStream, cons)
 	info, err := cons.Info(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: hub usage: %w", err)
@@ -74,3 +83,4 @@ func HubUsage(ctx context.Context, js jetstream.JetStream) (map[string]NodeUsage
 // hdrMsgSize is the payload's size the server adds to a message it
 // delivers without its payload (a headers-only consumer).
 const hdrMsgSize = "Nats-Msg-Size"
+

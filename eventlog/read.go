@@ -216,13 +216,7 @@ func ReadFilteredFrom(ctx context.Context, js jetstream.JetStream, stream, filte
 	// An ordered consumer outlives Stop until its inactivity threshold;
 	// reads come often (every session load, every `pisyncd events`), so
 	// delete it as soon as the read is over.
-	defer func() {
-		if info := cons.CachedInfo(); info != nil {
-			dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			js.DeleteConsumer(dctx, stream, info.Name)
-			cancel()
-		}
-	}()
+	defer deleteOrdered(js, stream, cons)
 	// A filter that matches nothing would make Next wait forever.
 	if info := cons.CachedInfo(); info != nil && info.NumPending == 0 {
 		return nil
@@ -263,4 +257,17 @@ func ReadFilteredFrom(ctx context.Context, js jetstream.JetStream, stream, filte
 			return nil
 		}
 	}
+}
+
+// deleteOrdered removes an ordered consumer once its reader is done, with
+// a context of its own: the reader's may be the one that ended. Should the
+// deletion fail, the consumer's inactive threshold removes it later.
+func deleteOrdered(js jetstream.JetStream, stream string, cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = js.DeleteConsumer(ctx, stream, info.Name)
 }
