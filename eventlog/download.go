@@ -187,13 +187,15 @@ var errRelinked = errors.New("downloader: the hub link was made again; pulling a
 // was examined, when the last of them were rejected.
 const skipKey = "downloader.skipped"
 
-// saveSkipped records that every hub message up to sequence to was
-// stored, passed over or held (skipKey); without a state bucket, nothing.
-func (d *Downloader) saveSkipped(ctx context.Context, to uint64) error {
+// saveSkipped records that every hub message up to sequence to.seq was
+// stored, passed over or held (skipKey), with the line at to.seq when it
+// is known (the downloader's mark: rewound); without a state bucket,
+// nothing.
+func (d *Downloader) saveSkipped(ctx context.Context, to hubMark) error {
 	if d.opts.State == nil {
 		return nil
 	}
-	if _, err := d.opts.State.Put(ctx, skipKey, []byte(strconv.FormatUint(to, 10))); err != nil {
+	if _, err := d.opts.State.Put(ctx, skipKey, []byte(to.String())); err != nil {
 		return fmt.Errorf("downloader: save position: %w", err)
 	}
 	return nil
@@ -234,8 +236,8 @@ func (d *Downloader) position(ctx context.Context) (allSeq, hubSeq uint64, err e
 		case err != nil:
 			return 0, 0, fmt.Errorf("downloader: position: %w", err)
 		default:
-			if skipped, err := strconv.ParseUint(string(e.Value()), 10, 64); err == nil {
-				hubSeq = max(hubSeq, skipped)
+			if skipped, err := parseHubMark(string(e.Value())); err == nil {
+				hubSeq = max(hubSeq, skipped.seq)
 			}
 		}
 	}
@@ -323,14 +325,14 @@ func (d *Downloader) copyFromHub(ctx context.Context) error {
 		wg.Wait()
 	}()
 	saved := uint64(0)
-	save := func(to uint64) error {
-		if to <= saved {
+	save := func(to hubMark) error {
+		if to.seq <= saved {
 			return nil
 		}
 		if err := d.saveSkipped(ctx, to); err != nil {
 			return err
 		}
-		saved = to
+		saved = to.seq
 		return nil
 	}
 	for r := range rounds {
@@ -384,9 +386,10 @@ type round struct {
 	msgs    int    // hub messages examined
 	pending uint64 // messages the consumer still had after them
 	// skipTo, when set, is the hub sequence up to which every message
-	// was stored or passed over: the last of them were passed over,
-	// which PI_ALL cannot show, so skipKey keeps it.
-	skipTo uint64
+	// was stored or passed over, with the line there when it is known:
+	// the last of them were passed over, which PI_ALL cannot show, so
+	// skipKey keeps it.
+	skipTo hubMark
 	wait   error // a sealed line waits for its key (seal.ErrNoKey)
 	err    error // the session ends
 	// release: the lines are held ones of this hub subject, framed from
@@ -445,7 +448,7 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 					lag = lag || kid == ""
 				}
 				if upto > 0 {
-					if !send(round{lines: lines, pending: pending, skipTo: fr.safe(), release: parkRelease{subj, upto}}) {
+					if !send(round{lines: lines, pending: pending, skipTo: hubMark{seq: fr.safe()}, release: parkRelease{subj, upto}}) {
 						return false
 					}
 					if how != releasedAll {
@@ -550,7 +553,7 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 		pending = numPending(batch[len(batch)-1])
 		r := round{lines: lines, msgs: len(batch), pending: pending, wait: werr}
 		if fr.skipped && len(fr.run) == 0 {
-			r.skipTo = fr.examined // a line still being assembled is read again from its start
+			r.skipTo = markAt(batch, fr.examined) // a line still being assembled is read again from its start
 		}
 		d.showHeld(park)
 		if !send(r) || werr != nil {
@@ -683,7 +686,7 @@ func (d *Downloader) passStatusLike(ctx context.Context, from uint64) (uint64, e
 	if from == start {
 		return from, nil
 	}
-	return from, d.saveSkipped(ctx, from)
+	return from, d.saveSkipped(ctx, hubMark{seq: from})
 }
 
 // RejectStatusLike is the reason passStatusLike gives.

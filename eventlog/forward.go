@@ -36,15 +36,18 @@ type Forwarder struct {
 	hubStream  jetstream.Stream
 	keysStream jetstream.Stream // PI_KEYS, for forwardcheck's key messages
 	up         map[string]upPos // hub subject → position
-	forwarded  atomic.Int64
-	through    atomic.Uint64 // PI_LOCAL's sequence up to which the hub holds everything it should
-	waiting    atomic.Int64  // sessions held: their next line needs a batch the hub refuses
-	link       *Link
-	noBatch    bool          // the hub took no batch last time one was sent
-	batchAgain time.Time     // when to send a batch again after that
-	hubLink    func() string // nil: the link is not watched (WatchLink)
-	backlog    idleGate      // a backlog of PI_LOCAL is being forwarded (Idle)
-	notOwnLast atomic.Int64  // hub positions not taken: not this node's line (forwardcheck.go)
+	// mark is the last line stored on PI_HUB, markSaved the one in the
+	// state bucket (hubmark.go).
+	mark, markSaved hubMark
+	forwarded       atomic.Int64
+	through         atomic.Uint64 // PI_LOCAL's sequence up to which the hub holds everything it should
+	waiting         atomic.Int64  // sessions held: their next line needs a batch the hub refuses
+	link            *Link
+	noBatch         bool          // the hub took no batch last time one was sent
+	batchAgain      time.Time     // when to send a batch again after that
+	hubLink         func() string // nil: the link is not watched (WatchLink)
+	backlog         idleGate      // a backlog of PI_LOCAL is being forwarded (Idle)
+	notOwnLast      atomic.Int64  // hub positions not taken: not this node's line (forwardcheck.go)
 }
 
 type upPos struct {
@@ -255,6 +258,7 @@ func (f *Forwarder) session(ctx context.Context) error {
 		f.link.Up()
 	}
 	saver := NewPosition(f.state, forwarderKey, pos)
+	saver.OnSave = f.saveMark
 	defer func() {
 		if err := saver.SaveOnStop(ctx); err != nil {
 			f.logger.Debug("forwarder: position not saved on stop; a restart re-checks from the one before", "err", err)
@@ -466,6 +470,7 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line, held 
 		hubSeq, n, err := f.publish(ctx, up, pos.hubSeq, out)
 		if n > 0 {
 			f.up[up] = upPos{hubSeq: hubSeq, srcSeq: lines[i+n-1].SrcSeq}
+			f.mark = hubMark{seq: hubSeq, node: f.local.Node, src: lines[i+n-1].SrcSeq}
 			f.forwarded.Add(int64(n))
 		}
 		switch {

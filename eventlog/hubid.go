@@ -20,6 +20,14 @@ import (
 // lines, so the new hub never held the team's history. Each keeps the
 // identity of the PI_HUB it works on, its creation time (kept by the
 // server across restarts), and starts over when it changes.
+//
+// A store put back from a copy of its own files (a backup restored) keeps
+// that creation time, and numbers from the copy's last message: the
+// downloader resumed past the messages written since under sequences it
+// had taken already, and never copied them; the forwarder never sent
+// again the lines the copy did not hold. So each also keeps a mark, the
+// last message it took from or gave to PI_HUB (hubMark), and starts over
+// when PI_HUB no longer holds that line at that sequence (rewound).
 
 // Keys of the state bucket: the identity of the PI_HUB the forwarder and
 // the downloader last worked on.
@@ -84,8 +92,15 @@ func (d *Downloader) checkHub(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("downloader: %w", err)
 	}
+	why := "its creation time is another"
 	if !changed {
-		return nil
+		mark, err := d.mark(ctx)
+		if err != nil {
+			return err
+		}
+		if why, err = rewound(ctx, d.hub, mark); err != nil || why == "" {
+			return err
+		}
 	}
 	info, err := d.all.stream.Info(ctx)
 	if err != nil {
@@ -110,7 +125,7 @@ func (d *Downloader) checkHub(ctx context.Context) error {
 		return fmt.Errorf("downloader: %w", err)
 	}
 	d.logger.Warn("the hub's store is not the one this machine copied from (rebuilt, restored from a backup, or another team's): copying from its start again, passing over what this machine holds",
-		"hub_stream_created", id, "copied_from_stream_created", was, "pi_all_seq", info.State.LastSeq)
+		"why", why, "hub_stream_created", id, "copied_from_stream_created", was, "pi_all_seq", info.State.LastSeq)
 	return nil
 }
 
@@ -144,12 +159,19 @@ func (f *Forwarder) checkHub(ctx context.Context) error {
 	if was == "" {
 		return f.checkOwnLines(ctx)
 	}
+	why := "its creation time is another"
 	if !changed {
-		return nil
+		if why, err = f.rewound(ctx); err != nil || why == "" {
+			return err
+		}
 	}
 	if _, err := f.state.Put(ctx, forwarderKey, []byte("0")); err != nil {
 		return fmt.Errorf("forwarder position: %w", err)
 	}
+	if err := f.state.Delete(ctx, forwarderMarkKey); err != nil {
+		return fmt.Errorf("forwarder: %w", err)
+	}
+	f.mark, f.markSaved = hubMark{}, hubMark{}
 	clear(f.up)
 	if f.crypt != nil {
 		f.crypt.NewHub()
@@ -158,7 +180,7 @@ func (f *Forwarder) checkHub(ctx context.Context) error {
 		return err
 	}
 	f.logger.Warn("the hub's store is not the one this machine forwarded to (rebuilt, restored from a backup, or another team's): forwarding every line this machine holds again",
-		"hub_stream_created", id, "forwarded_to_stream_created", was)
+		"why", why, "hub_stream_created", id, "forwarded_to_stream_created", was)
 	return nil
 }
 

@@ -83,4 +83,3 @@ func HubUsage(ctx context.Context, js jetstream.JetStream) (map[string]NodeUsage
 // hdrMsgSize is the payload's size the server adds to a message it
 // delivers without its payload (a headers-only consumer).
 const hdrMsgSize = "Nats-Msg-Size"
-

@@ -151,6 +151,10 @@ type Position struct {
 
 	saved, done uint64
 	at          time.Time // of the last write
+
+	// OnSave, when set, runs after each write of the position: what
+	// the worker keeps beside it, at the same pace.
+	OnSave func(context.Context) error
 }
 
 // NewPosition keeps key in kv; saved is what it holds now.
@@ -186,6 +190,9 @@ func (p *Position) Save(ctx context.Context) error {
 		return fmt.Errorf("save position %s: %w", p.key, err)
 	}
 	p.saved, p.at = p.done, time.Now()
+	if p.OnSave != nil {
+		return p.OnSave(ctx)
+	}
 	return nil
 }
 

@@ -268,3 +268,80 @@ func TestReinstalledWithoutTheKeyWaits(t *testing.T) {
 		t.Errorf("ws-b3 published %d lines (%v): the copies of ws-a's session went out as its own", st.Stream.Messages, err)
 	}
 }
+
+// TestHubStoreRestoredFromACopy: the hub's store put back from a copy of
+// its own files (a backup restored) keeps PI_HUB's creation time, the
+// identity each machine compared, and numbers its messages from the
+// copy's last. Before, B's downloader resumed past the sequences it had
+// taken on the lost store, which now held other lines, and never copied
+// them (session c), and A never sent again what the copy did not hold
+// (session b), so a machine that joined later never had it; nobody logged
+// a word (a probe, 2026-12-07). Now each keeps a mark, the last line it
+// took from or gave to PI_HUB, and starts over when PI_HUB no longer
+// holds that line there.
+func TestHubStoreRestoredFromACopy(t *testing.T) {
+	for _, sealed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sealed=%v", sealed), func(t *testing.T) { testHubStoreRestored(t, sealed) })
+	}
+}
+
+func testHubStoreRestored(t *testing.T, sealed bool) {
+	hub := startTestHub(t)
+	newWS := func(name string) *station { return newStation(t, name, hub.url(), "") }
+	if sealed {
+		ring := keyring.New(time.Now())
+		newWS = func(name string) *station { return e2eStation(t, name, hub.url(), ring) }
+	}
+	a, b := newWS("ws-a"), newWS("ws-b")
+	sessions := map[string][]string{}
+	write := func(name string) string {
+		sid := "0199bbbb-0000-7000-8000-0000000000" + name
+		rel := filepath.Join("--home-ann-proj--", "2026-11-30T00-00-00-000Z_"+sid+".jsonl")
+		lines := []string{hdrLine(sid, "/home/ann/proj"), msgLine("e1", "", "one "+name), msgLine("e2", "e1", "two "+name)}
+		if err := writeLines(filepath.Join(a.cfg.SessionsDir, rel), lines); err != nil {
+			t.Fatal(err)
+		}
+		sessions[rel] = lines
+		return rel
+	}
+	has := func(s *station, rel string) func() (bool, string) {
+		return func() (bool, string) {
+			got, err := os.ReadFile(filepath.Join(s.cfg.SessionsDir, rel))
+			l := splitLines(string(got))
+			return err == nil && fmt.Sprint(l) == fmt.Sprint(sessions[rel]), fmt.Sprintf("%s %s: %v %q", s.name, rel, err, l)
+		}
+	}
+	copyDir := func(from, to string) {
+		t.Helper()
+		if err := os.RemoveAll(to); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.CopyFS(to, os.DirFS(from)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ra := write("a1")
+	waitUntil(t, 30*time.Second, has(b, ra))
+	backup := filepath.Join(t.TempDir(), "backup")
+	hub.stop()
+	copyDir(hub.dir, backup)
+	hub.start()
+	rb := write("b1")
+	waitUntil(t, 30*time.Second, has(b, rb))
+
+	hub.stop()
+	copyDir(backup, hub.dir)
+	hub.start()
+	rc := write("c1")
+	for _, rel := range []string{ra, rb, rc} {
+		waitUntil(t, 60*time.Second, has(b, rel))
+	}
+	c := newWS("ws-c")
+	for _, rel := range []string{ra, rb, rc} {
+		waitUntil(t, 60*time.Second, has(c, rel))
+	}
+	if got := b.d.tailer.Stats().LinesPublished; got != 0 {
+		t.Fatalf("B published %d lines of its own", got)
+	}
+}
