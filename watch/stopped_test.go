@@ -131,7 +131,7 @@ func TestNoDeletionsWhileAFileFails(t *testing.T) {
 	}
 	n.tailer.workers[0].rx.retrying.Add(1) // as a file whose read failed
 	defer n.tailer.workers[0].rx.retrying.Add(-1)
-	n.tailer.deletedWhileStopped(context.Background(), map[string]struct{}{"s1": {}, "s2": {}}, 2)
+	n.tailer.deletedWhileStopped(context.Background(), map[string]struct{}{"s1": {}, "s2": {}}, 2, "")
 	if !strings.Contains(logs.String(), "a folder or file in it could not be read") {
 		t.Errorf("no word of it in the log:\n%s", logs.String())
 	}
@@ -172,4 +172,79 @@ func TestNoDeletionsFromALinkedFolderAway(t *testing.T) {
 	}
 	appendFile(t, filepath.Join(project, "s1.jsonl"), entry("a2", "a1", "two")+"\n")
 	n.waitLines("s1", []string{header("s1"), entry("a1", "", "one"), entry("a2", "a1", "two")})
+}
+
+// TestNoDeletionsFromAnotherSessionsDir: a start on another sessions dir
+// than the one the store's sessions were read from (PI_CODING_AGENT_DIR
+// set for the shell and not the service) publishes no deletion for the
+// sessions it does not find, and says why; back on the first dir, a file
+// removed meanwhile is published deleted as before. (Before, every session
+// was published deleted, and with a hub every machine moved its copies to
+// the trash: a probe, 2026-12-07.)
+func TestNoDeletionsFromAnotherSessionsDir(t *testing.T) {
+	root, other, state := t.TempDir(), t.TempDir(), t.TempDir()
+	rootFile := filepath.Join(state, "sessions-dir")
+	for _, sid := range []string{"s1", "s2"} {
+		writeFile(t, filepath.Join(root, "--p--", sid+".jsonl"), header(sid)+"\n")
+	}
+	writeFile(t, filepath.Join(other, "--q--", "s3.jsonl"), header("s3")+"\n")
+	start := func(dir string) (*node, *testenv.LogBuffer) {
+		var logs testenv.LogBuffer
+		n := startNodeWith(t, dir, state, Options{RescanInterval: time.Hour, Logger: logs.Logger(), RootFile: rootFile}, nil)
+		<-n.tailer.Ready()
+		return n, &logs
+	}
+	n, _ := start(root)
+	n.stop()
+	n, logs := start(other)
+	for _, sid := range []string{"s1", "s2"} {
+		if ops := opsOf(n, sid); ops != "" {
+			t.Errorf("%s's events on another sessions dir %q, want its header alone", sid, ops)
+		}
+	}
+	if !strings.Contains(logs.String(), "the sessions dir is not the one they were read from") {
+		t.Errorf("no word of it in the log:\n%s", logs.String())
+	}
+	n.stop()
+	n, _ = start(root) // from other: s3 is not taken for deleted either
+	if ops := opsOf(n, "s3"); ops != "" {
+		t.Errorf("s3's events back on the first dir %q, want its header alone", ops)
+	}
+	n.stop()
+	os.Remove(filepath.Join(root, "--p--", "s2.jsonl"))
+	n, _ = start(root)
+	if ops := opsOf(n, "s2"); ops != ",delete" {
+		t.Errorf("s2 removed while stopped, on the dir it was read from: events %q, want it deleted", ops)
+	}
+	if ops := opsOf(n, "s1"); ops != "" {
+		t.Errorf("s1's events %q, want its header alone", ops)
+	}
+}
+
+// TestNoDeletionsBesideOtherUsersFiles: a file another user made in the
+// sessions dir is never read, so it might be any held session's; the
+// sessions without a file are not published deleted then. (Before, found
+// counted it, and every session was published deleted.)
+func TestNoDeletionsBesideOtherUsersFiles(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to give a file to another user (chown)")
+	}
+	root, state := t.TempDir(), t.TempDir()
+	p := filepath.Join(root, "--p--", "s1.jsonl")
+	writeFile(t, p, header("s1")+"\n")
+	n := startNode(t, root, state)
+	n.waitLines("s1", []string{header("s1")})
+	n.stop()
+	if err := os.Chown(p, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	var logs testenv.LogBuffer
+	n = startNodeWith(t, root, state, Options{RescanInterval: time.Hour, Logger: logs.Logger()}, nil)
+	<-n.tailer.Ready()
+	if ops := opsOf(n, "s1"); ops != "" {
+		t.Errorf("s1's events %q, want its header alone", ops)
+	}
+	if !strings.Contains(logs.String(), "other_users_files=1") {
+		t.Errorf("no word of it in the log:\n%s", logs.String())
+	}
 }

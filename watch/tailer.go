@@ -39,6 +39,10 @@ type Options struct {
 	// (the replicator's record), so that its file showing up here again
 	// is published as a restore.
 	Deleted func(ctx context.Context, sid string) (bool, error)
+	// RootFile keeps the sessions dir the store's sessions were last read
+	// from ("": not kept). Started on another, the tailer publishes no
+	// deletion for the sessions it does not find (stopped.go).
+	RootFile string
 }
 
 // Tailer follows every session file under Root and publishes its lines.
@@ -58,6 +62,8 @@ type Tailer struct {
 
 	known            func(ctx context.Context, sid string, add func([32]byte)) error
 	deletedElsewhere func(ctx context.Context, sid string) (bool, error)
+	rootFile         string // Options.RootFile
+	lastRootDir      string // what it held at the start of Run
 	ready            chan struct{}
 	heldAtStart      heldAtStart
 
@@ -134,6 +140,7 @@ func New(log Log, o Options) *Tailer {
 		logger: o.Logger, seed: maphash.MakeSeed(), sessions: make(map[string]*sessionRef), settled: make(map[string]fileSig),
 		publishSeconds: newPublishHistogram(), mem: newBudget(o.MemoryBudget),
 		known: o.Known, deletedElsewhere: o.Deleted, ready: make(chan struct{}), moved: make(map[string]struct{}),
+		rootFile: o.RootFile,
 	}
 	t.dels.settle, t.dels.awaiting, t.dels.soon = deleteSettle, make(map[string]uint64), make(chan struct{}, 1)
 	for i := 0; i < o.Workers; i++ {
@@ -152,6 +159,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 			t.logger.Warn("the sessions dir is "+why+": another user could put files there; only this user's files and links are followed", "dir", t.root, "hint", "chmod 700 "+t.root)
 		}
 	}
+	t.lastRootDir = t.lastRoot()
 	d := newDiscovery(t)
 	if err := t.heldAtStart.read(ctx, t.log); err != nil && ctx.Err() == nil {
 		// Each session's subject is read on its own instead. (A daemon
@@ -227,7 +235,8 @@ func (t *Tailer) awaitReady(ctx context.Context, d *discovery) {
 			"lines_published", t.published.Load(), "took", time.Since(start).Round(time.Millisecond))
 	}
 	t.dropKnown(time.Now())
-	t.deletedWhileStopped(ctx, t.heldAtStart.take(), d.found)
+	t.deletedWhileStopped(ctx, t.heldAtStart.take(), d.found, t.lastRootDir)
+	t.keepRoot()
 	close(t.ready)
 }
 

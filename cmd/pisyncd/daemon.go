@@ -437,6 +437,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		RescanInterval: d.cfg.RescanInterval,
 		MemoryBudget:   tailerBudget(int64(d.cfg.MemoryBudget)),
 		Logger:         d.logger.With("component", "tailer"),
+		RootFile:       filepath.Join(d.cfg.StateDir, "sessions-dir"),
 	}
 	if len(d.cfg.HubURLs) > 0 {
 		if err := d.openReplication(ctx); err != nil {
