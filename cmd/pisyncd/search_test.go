@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -204,6 +205,24 @@ func TestSearchArgs(t *testing.T) {
 			}
 		case err != nil || params.Get("q") != c.q || params.Get("node") != c.node || asJSON != c.asJSON:
 			t.Errorf("%q: q %q node %q json %v (%v), want q %q node %q json %v", c.args, params.Get("q"), params.Get("node"), asJSON, err, c.q, c.node, c.asJSON)
+		}
+	}
+}
+
+// TestStatusShowsTheSearchIndex: plain status has the row search's "the
+// index has yet to add N lines: pisyncd status shows its progress" points
+// to (only status --json had it: a probe, 2026-12-07).
+func TestStatusShowsTheSearchIndex(t *testing.T) {
+	for _, c := range []struct {
+		lag  int64
+		want string
+	}{{3, "search index  10 documents, 4096 bytes; 3 messages still to add"}, {0, "search index  10 documents, 4096 bytes; up to date"}} {
+		var b bytes.Buffer
+		if err := printStatus(&b, &Status{Search: &search.Stats{Lag: c.lag, Docs: 10, IndexBytes: 4096}}); err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(`(?m)^search index +` + regexp.QuoteMeta(strings.TrimPrefix(c.want, "search index  "))).MatchString(b.String()) {
+			t.Errorf("lag %d: no %q in\n%s", c.lag, c.want, b.String())
 		}
 	}
 }

@@ -125,6 +125,14 @@ func printStatus(stdout io.Writer, st *Status) error {
 	row("entry id collisions", st.Tailer.Collisions)
 	row("publish errors", st.Tailer.PublishErrors)
 	row("sessions erased here (pisyncd erase)", st.Erased)
+	if s := st.Search; s != nil {
+		// What search's "the index has yet to add N lines" points to.
+		lag := "up to date"
+		if s.Lag > 0 {
+			lag = fmt.Sprintf("%s still to add (search misses hits among them until then)", cli.Plural(int(s.Lag), "message", "messages"))
+		}
+		row("search index", fmt.Sprintf("%d documents, %d bytes; %s", s.Docs, s.IndexBytes, lag))
+	}
 	row("stream", fmt.Sprintf("%s: %d messages, %d bytes, last seq %d, %d subjects", eventlog.LocalStream, st.Stream.Messages, st.Stream.Bytes, st.Stream.LastSeq, st.Stream.Subjects))
 	if st.StreamError != "" {
 		row("stream error", st.StreamError)
