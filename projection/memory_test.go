@@ -197,3 +197,51 @@ func TestContextErrorAfterStreamBegan(t *testing.T) {
 		t.Errorf("small: status %d, body %.200s", resp.StatusCode, body)
 	}
 }
+
+// blockedWriter takes nothing until release is closed: a reader of a
+// context answer that does not read.
+type blockedWriter struct{ release <-chan struct{} }
+
+func (b blockedWriter) Write(p []byte) (int, error) {
+	<-b.release
+	return len(p), nil
+}
+
+// TestContextQueriesShareTheReadAhead: context queries read bodies two at
+// a time, each with half of Options.ReadAhead, and the others wait: each
+// read ahead the whole of it before, and twenty at once took a daemon of a
+// 512 MiB budget to 912 MB (a probe, 2026-12-07). The ones waiting go on
+// once those before them end, and every answer is whole.
+func TestContextQueriesShareTheReadAhead(t *testing.T) {
+	root := t.TempDir()
+	sid := "0199eeee-0000-7000-8000-000000000002"
+	data := linear(sid, 50, 100)
+	writeFile(t, filepath.Join(root, "--mem--", "2026-11-29T23-08-16-463Z_"+sid+".jsonl"), data)
+	want := fileContext(t, data)
+	n := startNode(t, root, t.TempDir())
+	n.waitContext(sid, want)
+	release := make(chan struct{})
+	const queries = 6
+	errs := make(chan error, queries)
+	for range queries {
+		go func() {
+			errs <- n.worker.WriteContext(t.Context(), blockedWriter{release}, sid, "", n.worker.Rules())
+		}()
+	}
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		r, w := n.worker.contextReading.Load(), n.worker.contextWaiting.Load()
+		return r == contextQueries && w == queries-contextQueries, fmt.Sprintf("%d queries reading, %d waiting; want %d and %d", r, w, contextQueries, queries-contextQueries)
+	})
+	if got, want := n.worker.readAhead(), n.worker.opts.ReadAhead/contextQueries; n.worker.opts.ReadAhead > 0 && got != want {
+		t.Errorf("a query reads ahead %d bytes, want %d", got, want)
+	}
+	close(release)
+	for range queries {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if r, w := n.worker.contextReading.Load(), n.worker.contextWaiting.Load(); r != 0 || w != 0 {
+		t.Errorf("after the answers: %d reading, %d waiting", r, w)
+	}
+}

@@ -89,6 +89,13 @@ type Worker struct {
 	viewSeed maphash.Seed
 	kv       jetstream.KeyValue
 	ready    chan struct{}
+	// contextSlots holds a token for each context query reading bodies
+	// (eachContext): each reads ahead a share of Options.ReadAhead, so
+	// that together they stay within it.
+	contextSlots chan struct{}
+	// contextWaiting and contextReading count the queries waiting for a
+	// slot and those holding one.
+	contextWaiting, contextReading atomic.Int64
 	// reprojected is closed when the views follow opts.Rules (rules.go).
 	reprojected chan struct{}
 
@@ -163,7 +170,7 @@ func New(nc *nats.Conn, opts Options) (*Worker, error) {
 	}
 	return &Worker{
 		nc: nc, js: js, opts: opts, logger: opts.Logger, viewSeed: maphash.MakeSeed(),
-		ready: make(chan struct{}), reprojected: make(chan struct{}), filled: make(chan struct{}), sessions: map[string]*sessionState{},
+		ready: make(chan struct{}), contextSlots: make(chan struct{}, contextQueries), reprojected: make(chan struct{}), filled: make(chan struct{}), sessions: map[string]*sessionState{},
 	}, nil
 }
 
