@@ -57,6 +57,29 @@ func listenControl(stateDir string) (net.Listener, error) {
 // reaches the socket (0600), so none is reserved.
 const maxControlConns = 256
 
+// maxTails bounds the `pisyncd tail` streams open at once, below
+// maxControlConns: each holds its connection for as long as it follows,
+// and 256 of them kept every other command (status, ls, a 257th tail)
+// waiting to be accepted until its deadline, which then said the daemon
+// was stuck (a probe, 2026-12-07). One past it is refused at once, saying
+// why.
+const maxTails = 192
+
+// limitStreams serves at most n of h's requests at once; one more is
+// refused with 503 and the bound.
+func limitStreams(h http.Handler, n int) http.Handler {
+	slots := make(chan struct{}, n)
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+			h.ServeHTTP(rw, r)
+		default:
+			http.Error(rw, fmt.Sprintf("%d tails are open already, the most the daemon serves at once (each holds a connection of the control socket, which the other commands need too): end one first", n), http.StatusServiceUnavailable)
+		}
+	})
+}
+
 // Status is what `pisyncd status` reports.
 type Status struct {
 	Build       BuildInfo     `json:"build"`
@@ -207,7 +230,7 @@ func (d *Daemon) controlHandler() http.Handler {
 	ph := d.proj.Handler()
 	mux.Handle("GET /ls", ph)
 	mux.Handle("GET /context", d.fg.Handler(ph))
-	mux.Handle("GET /tail", ph)
+	mux.Handle("GET /tail", limitStreams(ph, maxTails))
 	mux.Handle("GET /api/search", d.SearchHandler())
 	return mux
 }
