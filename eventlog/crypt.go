@@ -125,13 +125,17 @@ func (c *Crypt) refreshLocked(now time.Time) {
 	}
 	c.stamp = stamp
 	r, err := keyring.Load(c.path)
-	if err == nil && c.ring != nil && r.Team != c.ring.Team {
+	switch {
+	case err != nil:
+	case c.ring != nil && r.Team != c.ring.Team:
 		// Another team's keyring in the file's place: the right one, for
 		// a machine set up with a wrong one, or a wrong one (key init
 		// after the file was moved away), which seals this node's lines
 		// for no one of its team. Taken either way, and said loudly.
-		c.teamChanged = fmt.Sprintf("from team %s to team %s at %s: lines are sealed for team %s from then on, which holders of team %s's keys cannot open", c.ring.Team, r.Team, time.Now().UTC().Format(time.RFC3339), r.Team, c.ring.Team)
-		c.logger.Warn("the team key file now holds another team's keyring: " + c.teamChanged)
+		c.teamSwitchLocked(c.ring.Team, r.Team, "now")
+	case c.ring == nil && c.sealedFor != "" && r.Team != c.sealedFor:
+		// The same, made while the daemon was stopped.
+		c.teamSwitchLocked(c.sealedFor, r.Team, "since this node last sealed")
 	}
 	c.loadErr = err
 	if err != nil {
@@ -144,6 +148,14 @@ func (c *Crypt) refreshLocked(now time.Time) {
 		c.sealer.SetRing(r)
 		c.opener.SetRing(r)
 	}
+}
+
+// teamSwitchLocked says, in the log and in status (teamChanged), that the
+// keyring file holds team to's keys where this node sealed for team from.
+func (c *Crypt) teamSwitchLocked(from, to, when string) {
+	c.teamChanged = fmt.Sprintf("from team %s to team %s at %s: lines are sealed for team %s from then on, which holders of team %s's keys cannot open", from, to, time.Now().UTC().Format(time.RFC3339), to, from)
+	c.logger.Warn("the team key file "+when+" holds another team's keyring: "+c.teamChanged,
+		"hint", "if that is a mistake (key init after the file was moved away), put team "+from+"'s key file back (pisyncd key import)")
 }
 
 // brokenKeyringLocked reports whether a keyring file is there that could

@@ -194,3 +194,52 @@ func leafState(t *testing.T) (jetstream.JetStream, jetstream.KeyValue) {
 	}
 	return hubJS, state
 }
+
+// TestKeyringOfAnotherTeamAfterARestart: a keyring of another team put in
+// the key file's place while the daemon was stopped (key init after the
+// file was moved away) is taken, as under a running daemon, and said the
+// same way, in the log and in status; before, only a running daemon said
+// it, and after a restart the node sealed for the new team without a word
+// (a probe, 2026-12-07). The keyring read either before or after the state.
+func TestKeyringOfAnotherTeamAfterARestart(t *testing.T) {
+	_, state := leafState(t)
+	ctx := context.Background()
+	keyFile := filepath.Join(t.TempDir(), "team-key.json")
+	ours := keyring.New(time.Now())
+	if err := keyring.Save(keyFile, ours); err != nil {
+		t.Fatal(err)
+	}
+	c := eventlog.NewCrypt(keyFile, "w1", false)
+	if err := c.UseState(ctx, state); err != nil {
+		t.Fatal(err)
+	}
+	if _, sealed, err := eventlog.HubSubject(c, "s1"); err != nil || !sealed {
+		t.Fatalf("sealed %v, %v", sealed, err)
+	}
+	theirs := keyring.New(time.Now())
+	if err := keyring.Save(keyFile, theirs); err != nil {
+		t.Fatal(err)
+	}
+	for _, ringFirst := range []bool{false, true} {
+		// As the first node left it (a sealed line records the team).
+		if _, err := state.Put(ctx, "crypt.sealed", []byte(ours.Team)); err != nil {
+			t.Fatal(err)
+		}
+		var log testenv.LogBuffer
+		c := eventlog.NewCrypt(keyFile, "w1", false)
+		c.SetLogger(log.Logger())
+		if ringFirst {
+			c.Status() // reads the keyring
+		}
+		if err := c.UseState(ctx, state); err != nil {
+			t.Fatal(err)
+		}
+		if _, sealed, err := eventlog.HubSubject(c, "s2"); err != nil || !sealed {
+			t.Fatalf("sealed %v, %v", sealed, err)
+		}
+		st := c.Status()
+		if !strings.Contains(st.TeamChanged, "from team "+ours.Team+" to team "+theirs.Team) || !strings.Contains(log.String(), "another team's keyring") {
+			t.Errorf("keyring read first %v: status %+v\nlog:\n%s", ringFirst, st, log.String())
+		}
+	}
+}
