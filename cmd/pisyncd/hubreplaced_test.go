@@ -321,14 +321,28 @@ func testHubStoreRestored(t *testing.T, sealed bool) {
 		}
 	}
 
-	ra := write("a1")
+	ra, rx := write("a1"), write("e1")
 	waitUntil(t, 30*time.Second, has(b, ra))
+	waitUntil(t, 30*time.Second, has(b, rx))
 	backup := filepath.Join(t.TempDir(), "backup")
 	hub.stop()
 	copyDir(hub.dir, backup)
 	hub.start()
 	rb := write("b1")
 	waitUntil(t, 30*time.Second, has(b, rb))
+	// A session erased after the backup: the restored store holds it
+	// again, and the erase only here.
+	if _, err := a.d.eraseSession(t.Context(), "0199bbbb-0000-7000-8000-0000000000e1"); err != nil {
+		t.Fatal(err)
+	}
+	gone := func(s *station, rel string) func() (bool, string) {
+		return func() (bool, string) {
+			_, err := os.Stat(filepath.Join(s.cfg.SessionsDir, rel))
+			st, serr := s.status()
+			return os.IsNotExist(err) && serr == nil && st.Replicator.Erased == 1, fmt.Sprintf("%s %s: %v, erased %+v %v", s.name, rel, err, st.Replicator, serr)
+		}
+	}
+	waitUntil(t, 30*time.Second, gone(b, rx))
 
 	hub.stop()
 	copyDir(backup, hub.dir)
@@ -341,6 +355,9 @@ func testHubStoreRestored(t *testing.T, sealed bool) {
 	for _, rel := range []string{ra, rb, rc} {
 		waitUntil(t, 60*time.Second, has(c, rel))
 	}
+	// The erase reached the restored store again: a machine that joins
+	// later erases the session too.
+	waitUntil(t, 60*time.Second, gone(c, rx))
 	if got := b.d.tailer.Stats().LinesPublished; got != 0 {
 		t.Fatalf("B published %d lines of its own", got)
 	}
