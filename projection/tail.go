@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/session"
 )
@@ -64,6 +66,10 @@ type subscriber struct {
 	ch   chan TailEntry
 	gone chan struct{} // closed when dropped (overflow or worker stop)
 	err  error
+	// seen: per stream, the sequence up to which the reader has had
+	// every event, or is not to have them (set once Tail knows it); they
+	// are not queued, so a catch-up's backlog cannot fill the buffer.
+	seen map[string]uint64
 }
 
 // subscribers fans applied events out to Tail readers.
@@ -101,13 +107,20 @@ func (ss *subscribers) remove(s *subscriber) {
 	}
 }
 
+// setSeen sets s.seen (see there).
+func (ss *subscribers) setSeen(s *subscriber, seen map[string]uint64) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s.seen = seen
+}
+
 // publish hands an applied event to every matching reader, dropping a
 // reader whose buffer is full.
 func (ss *subscribers) publish(ev *eventlog.Event) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	for s := range ss.set {
-		if !s.opts.match(ev) {
+		if !s.opts.match(ev) || ev.Seq <= s.seen[ev.Stream] {
 			continue
 		}
 		select {
@@ -145,6 +158,23 @@ func (w *Worker) Tail(ctx context.Context, o TailOptions, fn func(TailEntry) err
 	// Replayed up to these sequences; live events at or below them were
 	// replayed already.
 	upTo := map[string]uint64{}
+	if !o.FromStart && o.After == nil {
+		// From now: what the streams hold already is not new, though
+		// the projection may apply it only now (catching up after a
+		// restart, a kill -9's whole backlog): the tail printed
+		// thousands of old entries, then was dropped as too slow (a
+		// probe, 2026-12-07).
+		for stream := range w.tailFilters(o.Session) {
+			s, err := w.js.Stream(ctx, stream)
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("projection: tail: %w", err)
+			}
+			upTo[stream] = s.CachedInfo().State.LastSeq
+		}
+	}
 	if o.FromStart || o.After != nil {
 		for stream, filter := range w.tailFilters(o.Session) {
 			s, err := w.js.Stream(ctx, stream)
@@ -180,6 +210,7 @@ func (w *Worker) Tail(ctx context.Context, o TailOptions, fn func(TailEntry) err
 			}
 		}
 	}
+	w.subs.setSeen(sub, upTo)
 	for {
 		select {
 		case <-ctx.Done():
