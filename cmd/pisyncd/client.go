@@ -108,6 +108,11 @@ func noAnswer(cfg *config.Config, err error) error {
 		}
 		return fmt.Errorf("%w (no answer on %s): start it (pisyncd run, or its service)", errNotRunning, sock)
 	}
+	if errors.Is(err, context.Canceled) {
+		// Ctrl-C while the daemon worked on the answer: nothing is
+		// stuck (an erase of a long session takes minutes).
+		return fmt.Errorf("interrupted before pisyncd answered: %w", err)
+	}
 	return fmt.Errorf("pisyncd did not answer on %s: %w; it may be stuck: its log says why, and restarting it (its service, or pisyncd run) mends it", sock, err)
 }
 

@@ -462,6 +462,11 @@ func eraseViaDaemon(ctx context.Context, cfg *config.Config, sid string) (*erase
 		return nil, err
 	}
 	resp, err := controlClient(cfg.StateDir).Do(req)
+	if err != nil && ctx.Err() != nil {
+		// The daemon erases on for a request it has taken (what it
+		// began is recorded, and carried out at its next start too).
+		return nil, fmt.Errorf("erase: interrupted here; the daemon goes on with the erase if it had begun it: `pisyncd ls` stops listing %s once it is done, and its log says so (if it still lists it later, run pisyncd erase %s again)", sid, sid)
+	}
 	if err != nil {
 		return nil, noAnswer(cfg, err)
 	}

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pisyncd/pisyncd/config"
 )
 
 // TestTailsLeaveRoomForCommands: past maxTails a tail is refused at once,
@@ -61,4 +66,35 @@ func TestTailsLeaveRoomForCommands(t *testing.T) {
 	close(release)
 	resp.Body.Close()
 	open[1].Body.Close()
+}
+
+// TestEraseInterruptedSaysItGoesOn: Ctrl-C on `pisyncd erase` while the
+// daemon erases says that the daemon goes on and how to see it done,
+// where it said that the daemon may be stuck and restarting it mends it
+// (a probe, 2026-12-07: the daemon finished the erase 30 s later).
+func TestEraseInterruptedSaysItGoesOn(t *testing.T) {
+	state := t.TempDir()
+	ln, err := net.Listen("unix", filepath.Join(state, config.ControlSocket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken, release := make(chan struct{}), make(chan struct{})
+	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		close(taken) // the erase begun; it takes long
+		<-release
+	})}
+	go srv.Serve(ln)
+	defer func() {
+		close(release)
+		srv.Close()
+	}()
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		<-taken
+		cancel() // Ctrl-C
+	}()
+	_, err = eraseViaDaemon(ctx, &config.Config{StateDir: state}, "0199aaaa-0000-7000-8000-0000000000e1")
+	if err == nil || !strings.Contains(err.Error(), "the daemon goes on with the erase") || strings.Contains(err.Error(), "stuck") {
+		t.Errorf("erase interrupted: %v", err)
+	}
 }
