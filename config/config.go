@@ -466,6 +466,9 @@ func (c *Config) EnsureNodeID(hasStore bool) error {
 func WriteHint(err error, name string) string {
 	switch {
 	case errors.Is(err, fs.ErrPermission):
+		if own := fsutil.OwnFolderHint(err); own != "" {
+			return ": " + own
+		}
 		return fmt.Sprintf(": this user (uid %d) may not write there: set %s_%s to a folder it owns, or give it this one (chown)", os.Geteuid(), Prefix, name)
 	case errors.Is(err, syscall.EROFS):
 		return fmt.Sprintf(": the file system is read-only: set %s_%s to a folder on a writable one", Prefix, name)

@@ -3,6 +3,7 @@ package embedded
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -49,6 +50,12 @@ func lockDir(dir, holder string) (*dirLock, error) {
 	path := filepath.Join(dir, "lock")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
+		if own := fsutil.OwnFolderHint(err); own != "" {
+			return nil, fmt.Errorf("lock: %w: %s", err, own)
+		}
+		if errors.Is(err, fs.ErrPermission) {
+			return nil, fmt.Errorf("lock: %w: it is not this user's to write: run this as the daemon's user, or set PISYNC_STATE_DIR to a folder of this user's", err)
+		}
 		return nil, fmt.Errorf("lock: %w", err)
 	}
 	if err := fsutil.TryLock(f); err != nil {

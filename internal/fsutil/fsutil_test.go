@@ -15,7 +15,16 @@ import (
 // another user) replaces: TestMain does it and exits, printing the error.
 const replaceEnv = "PISYNC_TEST_REPLACE_FILE"
 
+// hintEnv names a folder in which a helper process (as another user)
+// tries to make a file, printing OwnFolderHint of the refusal.
+const hintEnv = "PISYNC_TEST_HINT_DIR"
+
 func TestMain(m *testing.M) {
+	if d := os.Getenv(hintEnv); d != "" {
+		_, err := os.OpenFile(filepath.Join(d, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+		fmt.Printf("%s\n", OwnFolderHint(err))
+		os.Exit(0)
+	}
 	if p := os.Getenv(replaceEnv); p != "" {
 		if err := ReplaceFileKeepOwner(p, []byte("helper's\n")); err != nil {
 			fmt.Println(err)
@@ -140,5 +149,53 @@ func TestReplaceRefusedForAnotherUsersFile(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(dir, ".*"))
 	if len(left) > 0 {
 		t.Errorf("temp files left: %v", left)
+	}
+}
+
+// TestOwnFolderHint: a write refused in a folder of this user's (made
+// read-only) is mended by chmod, which the hint names; one refused in
+// another user's folder, or for another reason, gets no such hint. (The
+// hint told the owner to chown what was already theirs: a probe,
+// 2026-12-07.) Run as user nobody, whom a folder's mode binds.
+func TestOwnFolderHint(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run a helper as another user (CI runs as root)")
+	}
+	hint := func(dir string) string {
+		cmd := testenv.AsNobody(t)
+		cmd.Env = append(cmd.Env, hintEnv+"="+dir)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("helper: %v: %s", err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	base, err := os.MkdirTemp("", "hint") // t.TempDir's parent only root may enter
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	own := filepath.Join(base, "own")
+	if err := os.Mkdir(own, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(own, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	if got := hint(own); got != own+" is this user's and may not be written: chmod u+rwx "+own {
+		t.Errorf("a read-only folder of the user's own: hint %q", got)
+	}
+	others := filepath.Join(base, "others")
+	if err := os.Mkdir(others, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := hint(others); got != "" {
+		t.Errorf("root's folder: hint %q, want none", got)
+	}
+	if got := OwnFolderHint(os.ErrNotExist); got != "" {
+		t.Errorf("hint %q for a missing file", got)
 	}
 }
