@@ -101,13 +101,21 @@ type Erased struct {
 // Both the erase a user asks for here and one applied for another machine
 // go through it.
 func EraseSession(ctx context.Context, js jetstream.JetStream, node, sid string, b EraseBounds) (Erased, error) {
+	return EraseSessionEach(ctx, js, node, sid, b, nil)
+}
+
+// EraseSessionEach is EraseSession, calling deleted (if not nil) with the
+// count so far, both streams together, after each message it deletes: a
+// long session's erase takes minutes (a secure delete rewrites the
+// message's block), and its caller says how far it is.
+func EraseSessionEach(ctx context.Context, js jetstream.JetStream, node, sid string, b EraseBounds, deleted func(n int)) (Erased, error) {
 	var out Erased
 	local, err := js.Stream(ctx, LocalStream)
 	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return out, fmt.Errorf("eventlog: erase: %s: %w", LocalStream, err)
 	}
 	if local != nil {
-		if out.Local, err = Erase(ctx, local, LocalSubject(node, sid), b.Local); err != nil {
+		if out.Local, err = eraseEach(ctx, local, LocalSubject(node, sid), b.Local, deleted); err != nil {
 			return out, err
 		}
 	}
@@ -118,7 +126,11 @@ func EraseSession(ctx context.Context, js jetstream.JetStream, node, sid string,
 	if err != nil {
 		return out, fmt.Errorf("eventlog: erase: %s: %w", AllStream, err)
 	}
-	out.All, err = Erase(ctx, all, SessionFilter(sid), b.All)
+	var more func(int)
+	if deleted != nil {
+		more = func(n int) { deleted(out.Local + n) }
+	}
+	out.All, err = eraseEach(ctx, all, SessionFilter(sid), b.All, more)
 	return out, err
 }
 

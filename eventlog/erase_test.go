@@ -124,13 +124,17 @@ func TestEraseSession(t *testing.T) {
 		t.Fatal("the secret is not in the store to begin with: the test shows nothing")
 	}
 
-	n, err := eventlog.EraseSession(ctx, js, "n1", "s1", eventlog.EraseBounds{})
+	var counts []int // what a long erase says as it goes
+	n, err := eventlog.EraseSessionEach(ctx, js, "n1", "s1", eventlog.EraseBounds{}, func(n int) { counts = append(counts, n) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	// 5 lines each, the long one in 2 chunks: 6 messages per copy.
 	if n.Local != 6 || n.All != 12 {
 		t.Fatalf("erased %+v messages, want 6 in PI_LOCAL and 12 in PI_ALL", n)
+	}
+	if len(counts) != 18 || counts[0] != 1 || counts[6] != 7 || counts[17] != 18 {
+		t.Errorf("progress %v, want 1 to 18, both streams together", counts)
 	}
 	if c := countOn(t, js, eventlog.LocalStream, eventlog.LocalSubject("n1", "s1")); c != 0 {
 		t.Errorf("PI_LOCAL holds %d messages of s1", c)
