@@ -120,10 +120,14 @@ func (d *Downloader) mark(ctx context.Context) (hubMark, error) {
 			return hubMark{}, fmt.Errorf("downloader: last message of %s: %w", AllStream, err)
 		}
 		if m.Sequence > rebuilt { // else copied from a PI_HUB since replaced
-			node, _, _ := ParseSubject(m.Subject)
 			mark.seq, _ = strconv.ParseUint(m.Header.Get(HdrHubSeq), 10, 64)
-			mark.src, _ = strconv.ParseUint(m.Header.Get(HdrSrcSeq), 10, 64)
-			mark.node = node
+			// The copy of an erase event that keeps the place of an
+			// erased line (All.KeepPosition) has no Pi-Src-Seq: its
+			// sequence alone is known.
+			if src := m.Header.Get(HdrSrcSeq); src != "" {
+				mark.node, _, _ = ParseSubject(m.Subject)
+				mark.src, _ = strconv.ParseUint(src, 10, 64)
+			}
 		}
 	}
 	e, err := d.opts.State.Get(ctx, skipKey)
