@@ -93,12 +93,13 @@ func TestNoCrossTalk(t *testing.T) {
 			t.Errorf("%s: forwarder.position has %d revisions kept (history 1); another node wrote into this bucket", s.name, len(h))
 		}
 		// Its own positions, and the identity of the hub stream each
-		// works on (eventlog/hubid.go): no key another node's work makes.
+		// works on and its mark there (eventlog/hubid.go, hubmark.go): no key
+		// another node's work makes.
 		keys, err := kv.ListKeys(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		own := []string{"forwarder.position", "replicator.position", "forwarder.hub", "downloader.hub", "downloader.firstcopy", "downloader.firstcopy.owed"}
+		own := []string{"forwarder.position", "replicator.position", "forwarder.hub", "forwarder.hub.mark", "downloader.hub", "downloader.firstcopy", "downloader.firstcopy.owed"}
 		for k := range keys.Keys() {
 			if !slices.Contains(own, k) {
 				t.Errorf("%s: state bucket holds %q, not one of its own keys %q", s.name, k, own)
