@@ -99,7 +99,12 @@ func (d *Downloader) checkHub(ctx context.Context) error {
 			return err
 		}
 		if why, err = rewound(ctx, d.hub, mark); err != nil || why == "" {
-			return err
+			if err != nil {
+				// As passStatusLike: a hub that cannot be asked (an
+				// older one) is copied from as it was.
+				d.logger.Debug("downloader: could not look for a hub store restored from a copy", "err", err)
+			}
+			return nil
 		}
 	}
 	info, err := d.all.stream.Info(ctx)
@@ -162,7 +167,10 @@ func (f *Forwarder) checkHub(ctx context.Context) error {
 	why := "its creation time is another"
 	if !changed {
 		if why, err = f.rewound(ctx); err != nil || why == "" {
-			return err
+			if err != nil {
+				f.logger.Debug("forwarder: could not look for a hub store restored from a copy", "err", err)
+			}
+			return nil
 		}
 	}
 	if _, err := f.state.Put(ctx, forwarderKey, []byte("0")); err != nil {
