@@ -243,6 +243,7 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 		nm := newLineMsg(AllSubject(node, sid))
 		copyHeaders(nm.Header, m.Headers())
 		nm.Header.Set(HdrHubSeq, strconv.FormatUint(cm.Sequence.Stream, 10))
+		nm.Header.Set(HdrHubTime, strconv.FormatInt(cm.Timestamp.UnixNano(), 10)) // the downloader's mark (hubmark.go)
 		nm.Data = m.Data()
 		out = append(out, nm)
 	}
@@ -401,6 +402,7 @@ func (f *framer) addSealed(ctx context.Context, node, tok string, run []jetstrea
 			m.Header.Del(HdrSha)
 		}
 		m.Header.Set(HdrHubSeq, strconv.FormatUint(meta.Sequence.Stream, 10))
+		m.Header.Set(HdrHubTime, strconv.FormatInt(meta.Timestamp.UnixNano(), 10))
 		if ev.Op == OpErase && handle > 0 {
 			m.Header.Set(HdrKeyFloor, strconv.FormatUint(handle, 10))
 		}

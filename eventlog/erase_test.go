@@ -348,3 +348,58 @@ func TestHubUsage(t *testing.T) {
 		t.Errorf("after two usage reads PI_HUB has %d consumers (%v), want 0", info.State.Consumers, err)
 	}
 }
+
+// TestHubMark: a mark is held while PI_HUB holds its line at its sequence,
+// stored when it was; a line of another node or position there, a stream
+// that ends before it, or the same line stored again later (sent again
+// after a restore to the very sequence it had: a probe, 2026-12-07) is a
+// rewound store; a mark whose message was erased since cannot tell.
+func TestHubMark(t *testing.T) {
+	_, js, pub := hubStore(t)
+	ctx := context.Background()
+	lines := mkLines(3, 10, "ann")
+	for i := range lines {
+		lines[i].SrcSeq = uint64(10 + i)
+	}
+	last, _, err := pub.Publish(ctx, eventlog.UpSubject("ann", "s1"), 0, lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(ctx, eventlog.HubStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.GetMsg(ctx, last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := m.Time.UnixNano()
+	for _, c := range []struct {
+		name      string
+		seq       uint64
+		node      string
+		src       uint64
+		time      int64
+		rewound   bool
+		wantWords string
+	}{
+		{"held", last, "ann", 12, stored, false, ""},
+		{"held, time not known", last, "ann", 12, 0, false, ""},
+		{"held, sequence alone", last, "", 0, 0, false, ""},
+		{"another position", last, "ann", 11, stored, true, "ann's line at 12, where this machine had ann's at 11"},
+		{"another node", last, "bob", 12, stored, true, "where this machine had bob's"},
+		{"stored again", last, "ann", 12, stored - 1, true, "was stored again at"},
+		{"past the end", last + 5, "ann", 12, stored, true, "its last message is"},
+	} {
+		why, err := eventlog.Rewound(ctx, js, c.seq, c.node, c.src, c.time)
+		if err != nil || (why != "") != c.rewound || !strings.Contains(why, c.wantWords) {
+			t.Errorf("%s: %q, %v", c.name, why, err)
+		}
+	}
+	if err := s.DeleteMsg(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	if why, err := eventlog.Rewound(ctx, js, last, "ann", 12, stored+1); err != nil || why != "" {
+		t.Errorf("a mark erased since: %q, %v; want held", why, err)
+	}
+}

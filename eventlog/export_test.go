@@ -1,6 +1,10 @@
 package eventlog
 
 import (
+	"context"
+
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/pisyncd/pisyncd/keyring"
 	"github.com/pisyncd/pisyncd/seal"
 )
@@ -54,4 +58,10 @@ func SetParkBounds(t interface{ Cleanup(func()) }, perNode int, bytes, nodeBytes
 func HubSubject(c *Crypt, sid string) (string, bool, error) {
 	up, tok, err := c.subject(sid)
 	return up, tok != "", err
+}
+
+// Rewound exposes the check of a hub mark: the mark of hub message seq
+// (node's line at src, stored at time, Unix nanoseconds; 0: not known).
+func Rewound(ctx context.Context, hub jetstream.JetStream, seq uint64, node string, src uint64, time int64) (string, error) {
+	return rewound(ctx, hub, hubMark{seq: seq, node: node, src: src, time: time})
 }

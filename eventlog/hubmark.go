@@ -14,38 +14,52 @@ import (
 // hubMark is a message this machine took from or gave to the hub's PI_HUB:
 // its sequence there, and the line it holds, known by its origin node and
 // its position at the origin (Pi-Src-Seq). node is "" when only the
-// sequence is known.
+// sequence is known. time is when the hub stored it (Unix nanoseconds; 0:
+// not known, as for the forwarder, whose acks do not say): the same line
+// sent again after a restore, to the very sequence it had, is told by it.
 type hubMark struct {
 	seq  uint64
 	node string
 	src  uint64
+	time int64
 }
 
-// String is how a mark is kept in the state bucket: "SEQ" or "SEQ NODE SRC".
+// String is how a mark is kept in the state bucket: "SEQ", "SEQ NODE SRC"
+// or "SEQ NODE SRC TIME".
 func (m hubMark) String() string {
+	s := strconv.FormatUint(m.seq, 10)
 	if m.node == "" {
-		return strconv.FormatUint(m.seq, 10)
+		return s
 	}
-	return strconv.FormatUint(m.seq, 10) + " " + m.node + " " + strconv.FormatUint(m.src, 10)
+	s += " " + m.node + " " + strconv.FormatUint(m.src, 10)
+	if m.time != 0 {
+		s += " " + strconv.FormatInt(m.time, 10)
+	}
+	return s
 }
 
 // parseHubMark reads String's form; a bare sequence is what skipKey held
 // before marks were kept.
 func parseHubMark(s string) (hubMark, error) {
 	f := strings.Fields(s)
-	if len(f) != 1 && len(f) != 3 {
-		return hubMark{}, fmt.Errorf("hub mark %q: want SEQ or SEQ NODE SRC", s)
+	if len(f) != 1 && len(f) != 3 && len(f) != 4 {
+		return hubMark{}, fmt.Errorf("hub mark %q: want SEQ, SEQ NODE SRC or SEQ NODE SRC TIME", s)
 	}
 	seq, err := strconv.ParseUint(f[0], 10, 64)
 	if err != nil {
 		return hubMark{}, fmt.Errorf("hub mark %q: %w", s, err)
 	}
 	m := hubMark{seq: seq}
-	if len(f) == 3 {
+	if len(f) >= 3 {
 		if m.src, err = strconv.ParseUint(f[2], 10, 64); err != nil {
 			return hubMark{}, fmt.Errorf("hub mark %q: %w", s, err)
 		}
 		m.node = f[1]
+	}
+	if len(f) == 4 {
+		if m.time, err = strconv.ParseInt(f[3], 10, 64); err != nil {
+			return hubMark{}, fmt.Errorf("hub mark %q: %w", s, err)
+		}
 	}
 	return m, nil
 }
@@ -57,12 +71,13 @@ func markAt(batch []jetstream.Msg, seq uint64) hubMark {
 		return hubMark{seq: seq}
 	}
 	m := batch[len(batch)-1]
-	if meta, err := m.Metadata(); err != nil || meta.Sequence.Stream != seq {
+	meta, err := m.Metadata()
+	if err != nil || meta.Sequence.Stream != seq {
 		return hubMark{seq: seq}
 	}
 	node, _, _ := ParseSubject(m.Subject())
 	src, _ := strconv.ParseUint(m.Headers().Get(HdrSrcSeq), 10, 64)
-	return hubMark{seq: seq, node: node, src: src}
+	return hubMark{seq: seq, node: node, src: src, time: meta.Timestamp.UnixNano()}
 }
 
 // rewound says why the hub's PI_HUB no longer holds mark ("" when it does,
@@ -98,6 +113,13 @@ func rewound(ctx context.Context, hub jetstream.JetStream, mark hubMark) (string
 	if node != mark.node || src != mark.src {
 		return fmt.Sprintf("its message %d is %s's line at %d, where this machine had %s's at %d", mark.seq, node, src, mark.node, mark.src), nil
 	}
+	if mark.time != 0 && m.Time.UnixNano() != mark.time {
+		// The same line, sent again after a restore to the sequence
+		// it had: the messages before it may be others than this
+		// machine took (a probe, 2026-12-07).
+		return fmt.Sprintf("its message %d, %s's line at %d, was stored again at %s (this machine took it as stored at %s)",
+			mark.seq, node, src, m.Time.UTC().Format(time.RFC3339Nano), time.Unix(0, mark.time).UTC().Format(time.RFC3339Nano)), nil
+	}
 	return "", nil
 }
 
@@ -127,6 +149,8 @@ func (d *Downloader) mark(ctx context.Context) (hubMark, error) {
 			if src := m.Header.Get(HdrSrcSeq); src != "" {
 				mark.node, _, _ = ParseSubject(m.Subject)
 				mark.src, _ = strconv.ParseUint(src, 10, 64)
+				// Absent on a copy made before the time was kept.
+				mark.time, _ = strconv.ParseInt(m.Header.Get(HdrHubTime), 10, 64)
 			}
 		}
 	}
