@@ -201,16 +201,19 @@ func (d *Downloader) saveSkipped(ctx context.Context, to hubMark) error {
 	return nil
 }
 
-// position reads PI_ALL's last sequence and the hub sequence copied (or
-// passed over) last.
-func (d *Downloader) position(ctx context.Context) (allSeq, hubSeq uint64, err error) {
+// position reads PI_ALL's last sequence and the hub message copied (or
+// passed over) last, the copy's mark (hubmark.go): PI_ALL's last line's,
+// or the one skipKey records past it (lines passed over: this node's own
+// coming back, refused ones). The mark's sequence is where the copy
+// resumes.
+func (d *Downloader) position(ctx context.Context) (allSeq uint64, mark hubMark, err error) {
 	info, err := d.all.stream.Info(ctx)
 	if err != nil {
-		return 0, 0, fmt.Errorf("downloader: %s: %w", AllStream, err)
+		return 0, hubMark{}, fmt.Errorf("downloader: %s: %w", AllStream, err)
 	}
 	allSeq = info.State.LastSeq
 	if d.rebuilt, err = d.rebuiltAt(ctx); err != nil {
-		return 0, 0, err
+		return 0, hubMark{}, err
 	}
 	if info.State.Msgs > 0 {
 		// The last message still held: an erased session's may be gone
@@ -219,14 +222,23 @@ func (d *Downloader) position(ctx context.Context) (allSeq, hubSeq uint64, err e
 		// in its place so that nothing erased is copied again).
 		m, err := d.all.stream.GetLastMsgForSubject(ctx, AllPrefix+".>")
 		if err != nil {
-			return 0, 0, fmt.Errorf("downloader: last message of %s: %w", AllStream, err)
+			return 0, hubMark{}, fmt.Errorf("downloader: last message of %s: %w", AllStream, err)
 		}
-		hubSeq, err = strconv.ParseUint(m.Header.Get(HdrHubSeq), 10, 64)
+		hubSeq, err := strconv.ParseUint(m.Header.Get(HdrHubSeq), 10, 64)
 		if err != nil {
-			return 0, 0, fmt.Errorf("downloader: last message of %s has no %s", AllStream, HdrHubSeq)
+			return 0, hubMark{}, fmt.Errorf("downloader: last message of %s has no %s", AllStream, HdrHubSeq)
 		}
-		if m.Sequence <= d.rebuilt {
-			hubSeq = 0 // a sequence of the PI_HUB since replaced (checkHub)
+		// A sequence of a PI_HUB since replaced (checkHub) is no mark.
+		// The copy of an erase event that keeps an erased line's place
+		// (KeepPosition) has no Pi-Src-Seq: its sequence alone is known.
+		if m.Sequence > d.rebuilt {
+			mark.seq = hubSeq
+			if src := m.Header.Get(HdrSrcSeq); src != "" {
+				mark.node, _, _ = ParseSubject(m.Subject)
+				mark.src, _ = strconv.ParseUint(src, 10, 64)
+				// Absent on a copy made before the time was kept.
+				mark.time, _ = strconv.ParseInt(m.Header.Get(HdrHubTime), 10, 64)
+			}
 		}
 	}
 	if d.opts.State != nil {
@@ -234,14 +246,14 @@ func (d *Downloader) position(ctx context.Context) (allSeq, hubSeq uint64, err e
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 		case err != nil:
-			return 0, 0, fmt.Errorf("downloader: position: %w", err)
+			return 0, hubMark{}, fmt.Errorf("downloader: position: %w", err)
 		default:
-			if skipped, err := parseHubMark(string(e.Value())); err == nil {
-				hubSeq = max(hubSeq, skipped.seq)
+			if skipped, err := parseHubMark(string(e.Value())); err == nil && skipped.seq > mark.seq {
+				mark = skipped
 			}
 		}
 	}
-	return allSeq, hubSeq, nil
+	return allSeq, mark, nil
 }
 
 // session copies until it fails; a link made again starts the copy over
@@ -265,10 +277,11 @@ func (d *Downloader) copyFromHub(ctx context.Context) error {
 	if err := d.checkHub(ctx); err != nil {
 		return err
 	}
-	allSeq, hubSeq, err := d.position(ctx)
+	allSeq, mark, err := d.position(ctx)
 	if err != nil {
 		return err
 	}
+	hubSeq := mark.seq
 	if hubSeq, err = d.passStatusLike(ctx, hubSeq); err != nil {
 		return err
 	}

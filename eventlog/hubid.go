@@ -94,16 +94,17 @@ func (d *Downloader) checkHub(ctx context.Context) error {
 	}
 	why := "its creation time is another"
 	if !changed {
-		mark, err := d.mark(ctx)
+		_, mark, err := d.position(ctx)
 		if err != nil {
 			return err
 		}
-		if why, err = rewound(ctx, d.hub, mark); err != nil || why == "" {
-			if err != nil {
-				// As passStatusLike: a hub that cannot be asked (an
-				// older one) is copied from as it was.
-				d.logger.Debug("downloader: could not look for a hub store restored from a copy", "err", err)
-			}
+		if why, err = rewound(ctx, d.hub, mark); err != nil {
+			// As passStatusLike: a hub that cannot be asked (an older
+			// one) is copied from as it was.
+			d.logger.Debug("downloader: could not look for a hub store restored from a copy", "err", err)
+			return nil
+		}
+		if why == "" {
 			return nil
 		}
 	}
@@ -166,10 +167,11 @@ func (f *Forwarder) checkHub(ctx context.Context) error {
 	}
 	why := "its creation time is another"
 	if !changed {
-		if why, err = f.rewound(ctx); err != nil || why == "" {
-			if err != nil {
-				f.logger.Debug("forwarder: could not look for a hub store restored from a copy", "err", err)
-			}
+		if why, err = f.rewound(ctx); err != nil {
+			f.logger.Debug("forwarder: could not look for a hub store restored from a copy", "err", err)
+			return nil
+		}
+		if why == "" {
 			return nil
 		}
 	}

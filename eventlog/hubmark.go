@@ -123,50 +123,6 @@ func rewound(ctx context.Context, hub jetstream.JetStream, mark hubMark) (string
 	return "", nil
 }
 
-// mark is the last message of PI_HUB the copy took: PI_ALL's last line's,
-// or the one skipKey records past it (lines passed over: this node's own
-// coming back, refused ones).
-func (d *Downloader) mark(ctx context.Context) (hubMark, error) {
-	var mark hubMark
-	info, err := d.all.stream.Info(ctx)
-	if err != nil {
-		return hubMark{}, fmt.Errorf("downloader: %s: %w", AllStream, err)
-	}
-	rebuilt, err := d.rebuiltAt(ctx)
-	if err != nil {
-		return hubMark{}, err
-	}
-	if info.State.Msgs > 0 {
-		m, err := d.all.stream.GetLastMsgForSubject(ctx, AllPrefix+".>")
-		if err != nil {
-			return hubMark{}, fmt.Errorf("downloader: last message of %s: %w", AllStream, err)
-		}
-		if m.Sequence > rebuilt { // else copied from a PI_HUB since replaced
-			mark.seq, _ = strconv.ParseUint(m.Header.Get(HdrHubSeq), 10, 64)
-			// The copy of an erase event that keeps the place of an
-			// erased line (All.KeepPosition) has no Pi-Src-Seq: its
-			// sequence alone is known.
-			if src := m.Header.Get(HdrSrcSeq); src != "" {
-				mark.node, _, _ = ParseSubject(m.Subject)
-				mark.src, _ = strconv.ParseUint(src, 10, 64)
-				// Absent on a copy made before the time was kept.
-				mark.time, _ = strconv.ParseInt(m.Header.Get(HdrHubTime), 10, 64)
-			}
-		}
-	}
-	e, err := d.opts.State.Get(ctx, skipKey)
-	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-	case err != nil:
-		return hubMark{}, fmt.Errorf("downloader: position: %w", err)
-	default:
-		if skipped, err := parseHubMark(string(e.Value())); err == nil && skipped.seq > mark.seq {
-			mark = skipped
-		}
-	}
-	return mark, nil
-}
-
 // forwarderMarkKey is the state key of the forwarder's mark: the last line
 // it stored on PI_HUB, kept at the pace of its position.
 const forwarderMarkKey = "forwarder.hub.mark"
