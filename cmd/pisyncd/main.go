@@ -127,10 +127,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		// pipeline that parses each line saw its INFO lines and then a
 		// plain "pisyncd: ..." line it could not read.
 		slog.New(slog.NewJSONHandler(stderr, nil)).Error("pisyncd failed", "err", err.Error())
-		if errors.Is(err, errUsage) {
-			return 2
-		}
-		return 1
+		return cli.ExitCode(err)
 	}
 	return cli.WriteError(stderr, "pisyncd", err, cli.WantsJSON(args))
 }

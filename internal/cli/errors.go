@@ -44,10 +44,7 @@ type errorJSON struct {
 // ({"error", "usage", "exit"}) when asJSON, else as "prog: message", and
 // returns the exit code: 2 for a usage error, 1 for any other.
 func WriteError(w io.Writer, prog string, err error, asJSON bool) int {
-	code := 1
-	if errors.Is(err, ErrUsage) {
-		code = 2
-	}
+	code := ExitCode(err)
 	if !asJSON {
 		fmt.Fprintln(w, prog+":", err)
 		return code
@@ -64,4 +61,13 @@ func WriteError(w io.Writer, prog string, err error, asJSON bool) int {
 	}
 	fmt.Fprintf(w, "%s\n", b)
 	return code
+}
+
+// ExitCode is a failed command's exit code: 2 for a usage error, 1 for
+// any other.
+func ExitCode(err error) int {
+	if errors.Is(err, ErrUsage) {
+		return 2
+	}
+	return 1
 }
