@@ -191,16 +191,11 @@ func (d *Daemon) eraseSessionFrom(ctx context.Context, sid, resumed string) (*er
 			return nil, err
 		}
 	}
-	// A secure delete rewrites its message's block: a long session takes
-	// minutes (about 100 lines a second on a slow disk), which the log
-	// tells as it goes, at most every eraseProgressEvery.
-	start, said := time.Now(), time.Now()
-	progress := func(n int) {
-		if time.Since(said) >= eraseProgressEvery {
-			said = time.Now()
-			d.logger.Info("erasing a session: its stored lines overwritten so far", "session", sid, "messages", n, "for", time.Since(start).Round(time.Second))
-		}
-	}
+	// A long session takes minutes (about 100 lines a second on a slow
+	// disk), which the log tells as it goes.
+	progress := everyFew(func(n int, took time.Duration) {
+		d.logger.Info("erasing a session: its stored lines overwritten so far", "session", sid, "messages", n, "for", took.Round(time.Second))
+	})
 	if res.Messages, err = eventlog.EraseSessionEach(ctx, js, d.cfg.NodeID, sid, eventlog.EraseBounds{}, progress); err != nil {
 		return nil, err
 	}

@@ -520,11 +520,22 @@ func hubEraseStream(ctx context.Context, cfg *config.Hub, q url.Values, report f
 // eraseProgress logs, every eraseProgressEvery, how many of a node's lines
 // the hub has erased so far: thousands take minutes.
 func eraseProgress(logger *slog.Logger, node, team string) func(int) {
-	last := time.Now()
+	return everyFew(func(n int, _ time.Duration) {
+		logger.Info("erasing a node's lines on the hub", "node", node, "team", team, "erased", n)
+	})
+}
+
+// everyFew returns a progress callback of an erase that passes the count
+// so far, and the time since it began, to say at most every
+// eraseProgressEvery: a secure delete rewrites its message's block, and
+// a long erase takes minutes.
+func everyFew(say func(n int, took time.Duration)) func(int) {
+	start := time.Now()
+	last := start
 	return func(n int) {
 		if time.Since(last) >= eraseProgressEvery {
 			last = time.Now()
-			logger.Info("erasing a node's lines on the hub", "node", node, "team", team, "erased", n)
+			say(n, last.Sub(start))
 		}
 	}
 }
