@@ -79,11 +79,7 @@ func (w *Worker) eachContext(ctx context.Context, sid, leaf string, mode session
 	select {
 	case w.contextSlots <- struct{}{}:
 		w.contextWaiting.Add(-1)
-		w.contextReading.Add(1)
-		defer func() {
-			w.contextReading.Add(-1)
-			<-w.contextSlots
-		}()
+		defer func() { <-w.contextSlots }()
 	case <-ctx.Done():
 		w.contextWaiting.Add(-1)
 		return fmt.Errorf("projection: context: waiting for one of the %d queries before it: %w", contextQueries, context.Cause(ctx))

@@ -229,7 +229,7 @@ func TestContextQueriesShareTheReadAhead(t *testing.T) {
 		}()
 	}
 	waitFor(t, 30*time.Second, func() (bool, string) {
-		r, w := n.worker.contextReading.Load(), n.worker.contextWaiting.Load()
+		r, w := int64(len(n.worker.contextSlots)), n.worker.contextWaiting.Load()
 		return r == contextQueries && w == queries-contextQueries, fmt.Sprintf("%d queries reading, %d waiting; want %d and %d", r, w, contextQueries, queries-contextQueries)
 	})
 	if got, want := n.worker.readAhead(), n.worker.opts.ReadAhead/contextQueries; n.worker.opts.ReadAhead > 0 && got != want {
@@ -241,7 +241,7 @@ func TestContextQueriesShareTheReadAhead(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if r, w := n.worker.contextReading.Load(), n.worker.contextWaiting.Load(); r != 0 || w != 0 {
+	if r, w := int64(len(n.worker.contextSlots)), n.worker.contextWaiting.Load(); r != 0 || w != 0 {
 		t.Errorf("after the answers: %d reading, %d waiting", r, w)
 	}
 }

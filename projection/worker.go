@@ -93,9 +93,9 @@ type Worker struct {
 	// (eachContext): each reads ahead a share of Options.ReadAhead, so
 	// that together they stay within it.
 	contextSlots chan struct{}
-	// contextWaiting and contextReading count the queries waiting for a
-	// slot and those holding one.
-	contextWaiting, contextReading atomic.Int64
+	// contextWaiting counts the queries waiting for a slot (those holding
+	// one: len(contextSlots)).
+	contextWaiting atomic.Int64
 	// reprojected is closed when the views follow opts.Rules (rules.go).
 	reprojected chan struct{}
 
