@@ -102,7 +102,7 @@ func (t *Tailer) lastRoot() string {
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			t.logger.Warn("watch: the sessions dir of the last run could not be read; sessions without a file here are not published as deleted", "file", t.rootFile, "err", err)
-			return t.rootFile // not this root: nothing is taken for deleted
+			return "(unreadable: " + t.rootFile + ")" // not this root: nothing is taken for deleted
 		}
 		return ""
 	}
@@ -110,9 +110,10 @@ func (t *Tailer) lastRoot() string {
 }
 
 // keepRoot records this sessions dir in Options.RootFile, after a first
-// read that compared the store's sessions with it.
+// read that compared the store's sessions with it, unless it is kept
+// there already (read at the start of Run).
 func (t *Tailer) keepRoot() {
-	if t.rootFile == "" {
+	if t.rootFile == "" || t.lastRootDir == t.root {
 		return
 	}
 	if err := fsutil.WriteFileAtomic(t.rootFile, []byte(t.root+"\n")); err != nil {
