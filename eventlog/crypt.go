@@ -125,23 +125,19 @@ func (c *Crypt) refreshLocked(now time.Time) {
 	}
 	c.stamp = stamp
 	r, err := keyring.Load(c.path)
-	switch {
-	case err != nil:
-	case c.ring != nil && r.Team != c.ring.Team:
+	if err == nil && c.ring != nil && r.Team != c.ring.Team {
 		// Another team's keyring in the file's place: the right one, for
 		// a machine set up with a wrong one, or a wrong one (key init
 		// after the file was moved away), which seals this node's lines
 		// for no one of its team. Taken either way, and said loudly.
 		c.teamSwitchLocked(c.ring.Team, r.Team, "now")
-	case c.ring == nil && c.sealedFor != "" && r.Team != c.sealedFor:
-		// The same, made while the daemon was stopped.
-		c.teamSwitchLocked(c.sealedFor, r.Team, "since this node last sealed")
 	}
 	c.loadErr = err
 	if err != nil {
 		return // keep a keyring already read: a broken rewrite must not stop sealing
 	}
 	c.ring = r
+	c.startTeamLocked()
 	if c.sealer == nil {
 		c.sealer, c.opener = seal.NewSealer(r, c.node), seal.NewOpener(r)
 	} else {
@@ -156,6 +152,17 @@ func (c *Crypt) teamSwitchLocked(from, to, when string) {
 	c.teamChanged = fmt.Sprintf("from team %s to team %s at %s: lines are sealed for team %s from then on, which holders of team %s's keys cannot open", from, to, time.Now().UTC().Format(time.RFC3339), to, from)
 	c.logger.Warn("the team key file "+when+" holds another team's keyring: "+c.teamChanged,
 		"hint", "if that is a mistake (key init after the file was moved away), put team "+from+"'s key file back (pisyncd key import)")
+}
+
+// startTeamLocked says teamSwitchLocked's warning at a start whose
+// keyring is another team's than the one this node last sealed for (the
+// file replaced while the daemon was stopped), once both are read, in
+// either order (refreshLocked, UseState); once said, or once a running
+// daemon said a change, not again.
+func (c *Crypt) startTeamLocked() {
+	if c.ring != nil && c.sealedFor != "" && c.ring.Team != c.sealedFor && c.teamChanged == "" {
+		c.teamSwitchLocked(c.sealedFor, c.ring.Team, "since this node last sealed")
+	}
 }
 
 // brokenKeyringLocked reports whether a keyring file is there that could

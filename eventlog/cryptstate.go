@@ -64,11 +64,7 @@ func (c *Crypt) UseState(ctx context.Context, kv jetstream.KeyValue) error {
 	c.state = kv
 	if err == nil {
 		c.sealedFor = string(sealed.Value())
-		if c.ring != nil && c.ring.Team != c.sealedFor && c.teamChanged == "" {
-			// The keyring read before the state was: another team's
-			// since this node last sealed (refreshLocked).
-			c.teamSwitchLocked(c.sealedFor, c.ring.Team, "since this node last sealed")
-		}
+		c.startTeamLocked()
 	}
 	c.statusLocked()
 	for tok, e := range loaded {
