@@ -65,9 +65,9 @@ const maxControlConns = 256
 // why.
 const maxTails = 192
 
-// limitStreams serves at most n of h's requests at once; one more is
-// refused with 503 and the bound.
-func limitStreams(h http.Handler, n int) http.Handler {
+// limitTails serves at most n tails (h) at once; one more is refused with
+// 503 and the bound.
+func limitTails(h http.Handler, n int) http.Handler {
 	slots := make(chan struct{}, n)
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		select {
@@ -230,7 +230,7 @@ func (d *Daemon) controlHandler() http.Handler {
 	ph := d.proj.Handler()
 	mux.Handle("GET /ls", ph)
 	mux.Handle("GET /context", d.fg.Handler(ph))
-	mux.Handle("GET /tail", limitStreams(ph, maxTails))
+	mux.Handle("GET /tail", limitTails(ph, maxTails))
 	mux.Handle("GET /api/search", d.SearchHandler())
 	return mux
 }

@@ -29,7 +29,7 @@ func TestTailsLeaveRoomForCommands(t *testing.T) {
 		started <- struct{}{}
 		<-release
 	})
-	srv := httptest.NewServer(limitStreams(follow, 2))
+	srv := httptest.NewServer(limitTails(follow, 2))
 	defer srv.Close()
 	get := func() (*http.Response, error) { return http.Get(srv.URL) }
 	var open []*http.Response
