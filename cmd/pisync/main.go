@@ -33,7 +33,7 @@ Usage:
                           the LLM context pi would build from the session file FILE (pi's rules,
                           no daemon): what pisyncd context FILE prints, started in a fraction of
                           the time
-  pisync version          this binary's version, VCS revision and Go version
+  pisync version [--json] this binary's version, VCS revision and Go version
   pisync help             this text
 
 Every command takes -h for its own flags. The rule set is --rules, else PISYNC_RULES, else auto.
@@ -55,12 +55,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case "context":
 		err = contextCommand(args, stdout)
 	case "version", "--version", "-version":
-		if len(args) > 0 && !cli.WantsHelp(args) {
-			err = &cli.UsageError{Msg: "version takes no arguments", Usage: "pisync version"}
-			break
-		}
-		fmt.Fprintf(stdout, "pisync %s\n", cli.ReadBuildInfo(version))
-		return 0
+		err = cli.VersionCommand("pisync", version, args, stdout)
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usageText)
 		return 0

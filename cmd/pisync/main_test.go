@@ -93,6 +93,8 @@ func TestMainExits(t *testing.T) {
 		{[]string{"context", file, "--rules", "pi-1.6", "--json"}, 0, `{"rules":"pi-1.6","rulesMode":"pi-1.6",`, ""},
 		{[]string{"version"}, 0, "pisync ", ""},
 		{[]string{"version", "x"}, 2, "", "version takes no arguments"},
+		{[]string{"--version", "--json"}, 0, `{"version":"`, ""},
+		{[]string{"version", "--bogus", "--json"}, 2, "", `"usage":"pisync version [--json]"`},
 		{[]string{"status"}, 2, "", "the others are pisyncd's"},
 		// Under --json the error is JSON too.
 		{[]string{"context", file, "--json", "--leaf", "nope"}, 1, "", `{"error":"`},

@@ -49,7 +49,7 @@ Usage:
   pisyncd hub                        run a hub node that workstations join (see pisyncd hub help)
   pisyncd service [systemd|launchd] [--install]
                                      print (or install) a user service file for this binary
-  pisyncd version                    this binary's version, VCS revision and Go version
+  pisyncd version [--json]           this binary's version, VCS revision and Go version
   pisyncd help [COMMAND]             this text and every setting, or one command's help
 
 Every command takes -h for its own flags. pisync (go install ./cmd/pisync) runs the one-shot
@@ -92,12 +92,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case "service":
 		err = serviceCommand(args, stdout)
 	case "version", "--version", "-version":
-		if len(args) > 0 && !wantsHelp(args) {
-			err = &usageError{Msg: "version takes no arguments", Usage: "pisyncd version"}
-			break
-		}
-		fmt.Fprintf(stdout, "pisyncd %s\n", readBuildInfo())
-		return 0
+		err = cli.VersionCommand("pisyncd", version, args, stdout)
 	case "help", "-h", "--help", "-help":
 		if len(args) > 0 && !wantsHelp(args[:1]) && args[0] != "help" {
 			// A command's own help, as its -h gives it, and an unknown

@@ -104,6 +104,13 @@ func TestHelpAndBadFlags(t *testing.T) {
 		if code != 0 || !regexp.MustCompile(`^pisyncd \S+ \(.*go1\.\d+.*\)\n$`).MatchString(out) {
 			t.Errorf("%s: exit %d, %q", v, code, out)
 		}
+		// --json gives the build as one object (it was refused as an
+		// argument, 2026-12-07).
+		code, out, errOut := mainIn(t, v, "--json")
+		var b cli.BuildInfo
+		if err := json.Unmarshal([]byte(out), &b); code != 0 || err != nil || b.Version == "" || !strings.HasPrefix(b.GoVersion, "go1.") {
+			t.Errorf("%s --json: exit %d, stdout %q, stderr %q (%v)", v, code, out, errOut, err)
+		}
 	}
 }
 

@@ -1,6 +1,10 @@
 package cli
 
 import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -80,4 +84,23 @@ func (b BuildInfo) LogAttrs() []any {
 		attrs = append(attrs, "revision", shortRevision(b.Revision), "modified", b.Modified)
 	}
 	return attrs
+}
+
+// VersionCommand is `NAME version [--json]` (and `NAME --version`) of
+// both binaries: the one-line form, or the BuildInfo as one JSON object,
+// which a script that records which build ran reads without parsing the
+// line.
+func VersionCommand(name, release string, args []string, stdout io.Writer) error {
+	usage := name + " version [--json]"
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the build as one JSON object")
+	if err := ParseArgs(fs, args, usage, 0); err != nil {
+		return err
+	}
+	b := ReadBuildInfo(release)
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(b)
+	}
+	_, err := fmt.Fprintf(stdout, "%s %s\n", name, b)
+	return err
 }
