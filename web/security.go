@@ -76,6 +76,22 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	})
 }
 
+// cookieIn reports whether one of the request's cookies of this port's
+// name holds the token. Any one, not the first: a browser sends the
+// cookies of every port of the host, a cookie set with a longer Path
+// first, so a program of another user on another port could set a decoy
+// of the same name for /s/ that, judged alone, locked the user out of
+// every session page until they cleared their cookies (a web probe,
+// 2026-12-07).
+func (s *Server) cookieIn(r *http.Request) bool {
+	for _, c := range r.CookiesNamed(cookieName(r.Host)) {
+		if c.Value != "" && subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.cookie)) == 1 {
+			return true
+		}
+	}
+	return false
+}
+
 // admit lets a request in that carries the token: in the link's query
 // (the browser then gets the cookie and is sent to the same address
 // without it, so the token stays out of the page's address, its links and
@@ -104,7 +120,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
 		return false
 	}
-	if c, err := r.Cookie(cookieName(r.Host)); err == nil && c.Value != "" && subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.cookie)) == 1 {
+	if s.cookieIn(r) {
 		// The browser sends it to every port of this host (peer.go): it
 		// counts only from a program of the daemon's own user.
 		if uid, ok := peerUID(r.Context()); ok && uid != os.Geteuid() {

@@ -141,6 +141,16 @@ func TestTokenIsNeeded(t *testing.T) {
 			t.Errorf("%s with the cookie: 401", p)
 		}
 	}
+	// A decoy of the same name, which a server of another user on another
+	// port of this host can set for a longer path (sent first), does not
+	// hide the real cookie.
+	decoy := cookie.Name + "=decoy; " + cookie.Name + "=" + cookie.Value
+	if resp, _ := do("/api/s/"+sid1, map[string]string{"Cookie": decoy}); resp.StatusCode != http.StatusOK {
+		t.Errorf("the cookie after a decoy of its name: %d", resp.StatusCode)
+	}
+	if resp, _ := do("/api/s/"+sid1, map[string]string{"Cookie": cookie.Name + "=decoy"}); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a decoy alone: %d", resp.StatusCode)
+	}
 	// The link sends the browser on within this view, whatever its path:
 	// "//host/" would be another site's address in a Location.
 	// An escaped slash stays escaped (a session id "a/b").
