@@ -202,6 +202,18 @@
     if (e) { e.scrollIntoView({block: 'start'}); e.classList.add('target'); }
   }
 
+  // remember keeps what the reader chose in the page's address, so that a
+  // reload or a link shared keeps it: the entry as #e-ID (the form of each
+  // entry's own anchor) and the model's view as ?view=context. Replaced,
+  // not pushed: a click through the tree is not a trail of pages.
+  function remember() {
+    var u = new URL(location.href);
+    if (view === 'context') u.searchParams.set('view', 'context');
+    else u.searchParams.delete('view');
+    if (selected) u.hash = '#e-' + encodeURIComponent(selected);
+    if (u.href !== location.href) history.replaceState(history.state, '', u.href);
+  }
+
   // select renders the branch through entry id (continued to its tip).
   function select(id) {
     selected = id;
@@ -210,6 +222,7 @@
       show(d);
       scrollTo(id);
       revealTree(id);
+      remember();
       document.body.dataset.selected = id;
     }).catch(function (e) { $('status').textContent = 'error: ' + e.message; });
   }
@@ -268,6 +281,7 @@
     $('entries').hidden = v !== 'history';
     $('context').hidden = v !== 'context';
     status();
+    remember();
     if (v === 'context') loadContext();
   }
 
@@ -364,6 +378,14 @@
   $('moved').addEventListener('click', function () { select(leaf); });
   $('v-history').addEventListener('click', function () { setView('history'); });
   $('v-context').addEventListener('click', function () { setView('context'); });
+  // An entry's address pasted into the page's own tab, or an entry's
+  // anchor clicked: the entry, on its branch when it is not on the page.
+  window.addEventListener('hashchange', function () {
+    var id = location.hash.indexOf('#e-') === 0 ? decode(location.hash.slice(3)) : '';
+    if (!id) return;
+    if (document.getElementById('e-' + id)) scrollTo(id);
+    else if (byId.has(id)) select(id);
+  });
   $('copy').addEventListener('click', function () {
     var t = $('resume').textContent;
     if (navigator.clipboard) navigator.clipboard.writeText(t).then(function () { $('copy').textContent = 'copied'; });
@@ -401,7 +423,11 @@
     show(d);
     document.body.dataset.drawn = '1';
     performance.mark('pisync-session-drawn'); // for the benchmarks
+    if (new URLSearchParams(location.search).get('view') === 'context') setView('context');
+    // The entry asked for, or else the branch's newest: a session is read
+    // from where it stands (the page opened at the first of its last 200).
     if (document.getElementById('e-' + want)) scrollTo(want);
+    else if (!want && $('entries').lastElementChild) $('entries').lastElementChild.scrollIntoView({block: 'end'});
     return treeResp.then(function (r) {
       if (!r.ok) return r.text().then(function (t) { throw new Error(t || r.statusText); });
       return r.json();
@@ -416,7 +442,7 @@
       if (want && byId.has(want) && !document.getElementById('e-' + want)) {
         go = select(want);
       } else {
-        revealTree(want);
+        revealTree(want || tip);
       }
       return go.then(function () {
         es = pi.live('/api/events?session=' + encodeURIComponent(sid) + '&render=1&raw=0&after=' + encodeURIComponent(earliest(d.pos, t.pos)), onEntry, $('live'));
