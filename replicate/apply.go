@@ -63,6 +63,9 @@ type sess struct {
 	// here: a write that can never succeed (an unsafe path, a link in
 	// the file's place). Reported in status, never a stall for others.
 	quarantined string
+	// recorded: the session's quarantine is in the state bucket
+	// (quarantine.go), from this run or one before.
+	recorded bool
 	// failures counts writes that failed in a row for a reason that may
 	// pass (a full disk): the session waits until retryAt.
 	failures int
@@ -244,13 +247,16 @@ func (r *Replicator) flushOne(ctx context.Context, s *sess, now time.Time) bool 
 			r.logger.Info("writing a session from another machine works again", "session", s.sid, "failed_attempts", s.failures)
 		}
 		s.failures, s.retryAt = 0, time.Time{}
+		if s.recorded && len(s.queue) == 0 {
+			r.lifted(ctx, s)
+		}
 		return true
 	}
 	if ctx.Err() != nil {
 		return false
 	}
 	if permanent(err) {
-		r.quarantine(s, err)
+		r.quarantine(ctx, s, err)
 		return true
 	}
 	s.failures++
@@ -274,20 +280,6 @@ func retryPause(failures int) time.Duration {
 func permanent(err error) bool {
 	return errors.Is(err, ErrUnsafe) || errors.Is(err, syscall.ENAMETOOLONG) || errors.Is(err, syscall.ELOOP) ||
 		errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR)
-}
-
-// quarantine stops writing a session here: its queued and later lines
-// are counted as rejected, and status lists it.
-func (r *Replicator) quarantine(s *sess, err error) {
-	r.rejected.Add(int64(len(s.queue)))
-	r.dropQueue(s)
-	s.quarantined = err.Error()
-	r.mu.Lock()
-	if len(r.quarantined) < maxListed {
-		r.quarantined[s.sid] = s.quarantined
-	}
-	r.mu.Unlock()
-	r.logger.Warn("a session from another machine cannot be written here; quarantined", "session", s.sid, "err", err)
 }
 
 // collision records an entry id two lines claim.

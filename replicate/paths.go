@@ -9,10 +9,12 @@ import (
 	"sync"
 )
 
-// ErrUnsafe marks a remote event that would make pisyncd write outside the
-// sessions root or under a name pi could not have made. It is reported and
-// the event is not written.
-var ErrUnsafe = errors.New("replicate: unsafe path in a remote event")
+// ErrUnsafe marks a write that would go outside the sessions root or
+// under a name pi could not have made: a remote event's cwd or session id,
+// or a path here (a link in a file's or a folder's place). It is reported
+// and the event is not written. Its text names no cause: a link put here
+// by hand was reported as "unsafe path in a remote event".
+var ErrUnsafe = errors.New("replicate: unsafe path")
 
 // CwdFolder is pi's per-project folder name for a cwd (spec §1): one
 // leading separator dropped, every '/', '\' and ':' replaced by '-', wrapped

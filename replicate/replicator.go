@@ -80,6 +80,7 @@ type Replicator struct {
 	mu            sync.Mutex
 	forkSIDs      map[string]struct{}
 	quarantined   map[string]string // session → why
+	records       int               // quarantines recorded in the state bucket (quarantine.go)
 	collisionList []Collision
 
 	filesCreated, linesWritten, rejected, trashed atomic.Int64
@@ -275,6 +276,9 @@ func (r *Replicator) run(ctx context.Context) error {
 	r.startPos = pos
 	r.waiting.Store(0)
 	if err := r.loadHeaderless(ctx); err != nil {
+		return err
+	}
+	if err := r.loadQuarantined(ctx); err != nil {
 		return err
 	}
 	cfg := jetstream.OrderedConsumerConfig{}

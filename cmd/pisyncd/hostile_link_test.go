@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,6 +36,10 @@ func TestHostileReplicaLink(t *testing.T) {
 
 	// Swapped in one rename, so that no moment shows the file missing.
 	bPath := secPath(e.bob, sid)
+	before, err := os.ReadFile(bPath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tmp := filepath.Join(filepath.Dir(bPath), ".swap-link")
 	if err := os.Symlink(outside, tmp); err != nil {
 		t.Fatal(err)
@@ -52,5 +57,32 @@ func TestHostileReplicaLink(t *testing.T) {
 	}
 	if st, err := os.Stat(outside); err != nil || !st.ModTime().Equal(st0.ModTime()) || st.Size() != st0.Size() {
 		t.Errorf("the file outside the sessions dir was written (%v): size %d → %d, mtime %v → %v", err, st0.Size(), st.Size(), st0.ModTime(), st.ModTime())
+	}
+	if st, err := e.bob.status(); err != nil || st.Replicator.Quarantined[sid] == "" {
+		t.Fatalf("bob's status lists no quarantine of %s (%v): %v", sid, err, st.Replicator.Quarantined)
+	}
+
+	// The user mends it: the file itself in the link's place, as it was.
+	// After a restart, the line dropped meanwhile is written, with no new
+	// line of ann's to bring it (until 2026-12-07 the restart forgot the
+	// quarantine, and bob's copy stayed short until ann wrote again).
+	e.bob.stop()
+	if err := os.Remove(bPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bPath, before, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.bob.start()
+	waitSecFile(t, e.bob, sid, 4, 30*time.Second)
+	if got := readLines(bPath); !strings.Contains(got[3], "ann after the link") {
+		t.Errorf("bob's last line: %q", got[3])
+	}
+	waitUntil(t, 10*time.Second, func() (bool, string) {
+		st, err := e.bob.status()
+		return err == nil && len(st.Replicator.Quarantined) == 0, fmt.Sprintf("quarantined %v (%v)", st.Replicator.Quarantined, err)
+	})
+	if got, err := os.ReadFile(outside); err != nil || !bytes.Equal(got, content) {
+		t.Errorf("the file outside changed after the mend (%v)", err)
 	}
 }

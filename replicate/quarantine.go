@@ -1,0 +1,102 @@
+package replicate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+)
+
+// A session whose file can never be written safely (a link in its file's
+// place, a folder behind a link, a cwd PISYNC_PATH_MAP does not map) is
+// quarantined: its lines are dropped as they come, and status lists it.
+// The cause is often mended by hand, but a restart forgot the quarantine
+// and never wrote what had been dropped: the file stayed short until its
+// origin wrote again, and for good once the session was over (a probe,
+// 2026-12-07). So the quarantine is recorded in the state bucket (its
+// value the session id), and each run starts by reading the recorded
+// sessions' lines up to the saved position again: written when the path
+// is sound now (the record then goes), quarantined again when it is not.
+// Past maxQuarantineRecords, a quarantine is not recorded: a node cannot
+// make every restart read without bound.
+const (
+	quarantinePrefix     = "replicator.quarantined."
+	maxQuarantineRecords = 100
+)
+
+func quarantineKey(sid string) string { return SessionKey(quarantinePrefix, sid) }
+
+// quarantine stops writing a session here: its queued and later lines
+// are counted as rejected, status lists it, and the state bucket records
+// it for the next run.
+func (r *Replicator) quarantine(ctx context.Context, s *sess, err error) {
+	r.rejected.Add(int64(len(s.queue)))
+	r.dropQueue(s)
+	s.quarantined = err.Error()
+	r.mu.Lock()
+	if len(r.quarantined) < maxListed {
+		r.quarantined[s.sid] = s.quarantined
+	}
+	r.mu.Unlock()
+	if !s.recorded && r.records < maxQuarantineRecords {
+		v, _ := json.Marshal(s.sid)
+		if _, perr := r.state.Put(ctx, quarantineKey(s.sid), v); perr != nil {
+			r.logger.Debug("replicator: a quarantine not recorded; a restart does not try the session again", "session", s.sid, "err", perr)
+		} else {
+			s.recorded = true
+			r.records++
+		}
+	}
+	r.logger.Warn("a session from another machine cannot be written here; quarantined", "session", s.sid, "err", err,
+		"hint", "mend what the error names (a link where the session's file or folder should be: put the file or folder itself there; a cwd: PISYNC_PATH_MAP), then restart pisyncd: the session's lines are written then")
+}
+
+// loadQuarantined queues again the lines, up to the saved position, of the
+// sessions recorded as quarantined: the writes try their paths anew.
+// Called at the start of a run, after loadHeaderless.
+func (r *Replicator) loadQuarantined(ctx context.Context) error {
+	var sids []string
+	err := readKeys(ctx, r.state, quarantinePrefix, func(k string, v []byte) {
+		var sid string
+		if json.Unmarshal(v, &sid) == nil && quarantineKey(sid) == k {
+			sids = append(sids, sid)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("replicator: read the quarantined sessions: %w", err)
+	}
+	r.records = len(sids)
+	for _, sid := range sids {
+		s := r.session(sid)
+		s.recorded = true
+		if r.headerless[sid] {
+			continue // its lines are queued already
+		}
+		err := r.all.ScanSessionRange(ctx, sid, 0, r.startPos, true, func(ev *eventlog.Event) error {
+			if ev.Op != "" {
+				return nil // applied when first read; only lines were dropped
+			}
+			return r.apply(ctx, ev)
+		})
+		if err != nil {
+			return fmt.Errorf("replicator: read the lines of %s, quarantined before: %w", sid, err)
+		}
+		if len(s.queue) == 0 {
+			r.lifted(ctx, s) // nothing of another machine's to write
+		}
+	}
+	return nil
+}
+
+// lifted removes the record of session s, recorded as quarantined, once
+// everything queued for it was written.
+func (r *Replicator) lifted(ctx context.Context, s *sess) {
+	if err := r.state.Delete(ctx, quarantineKey(s.sid)); err != nil {
+		r.logger.Debug("replicator: the record of a quarantine not removed; the next start tries the session again", "session", s.sid, "err", err)
+		return
+	}
+	s.recorded = false
+	r.records--
+	r.logger.Info("a session quarantined before is written here again", "session", s.sid)
+}
