@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/textproto"
 	"strconv"
 	"strings"
 
@@ -103,12 +104,12 @@ func (l *Line) messages(subj string) []*nats.Msg {
 		m := newLineMsg(subj)
 		m.Data = l.Raw[lo:hi]
 		h := m.Header
-		vals.set(h, HdrID, l.ID)
+		vals.set(h, HdrID, HeaderForm(l.ID))
 		if l.ParentID != "" {
-			vals.set(h, HdrParent, l.ParentID)
+			vals.set(h, HdrParent, HeaderForm(l.ParentID))
 		}
 		if l.Type != "" {
-			vals.set(h, HdrType, l.Type)
+			vals.set(h, HdrType, HeaderForm(l.Type))
 		}
 		vals.set(h, HdrSha, sha)
 		if l.File != "" {
@@ -150,6 +151,20 @@ func newLineMsg(subj string) *nats.Msg {
 // each. Each value's slice is capped at its length, so appending to one
 // cannot reach the next.
 type headerValues []string
+
+// HeaderForm is value as a NATS header carries it: white space trimmed
+// from its ends and each CR and LF a space, as nats.go writes a header.
+// An entry id, parent id or type is any JSON string, and one holding
+// "\r\n" arrived in another form than its line's, which admission then
+// refused on every other machine (with every line below it): each side
+// compares and indexes the header's form (a files probe, 2026-12-07).
+func HeaderForm(value string) string {
+	v := textproto.TrimString(value)
+	if strings.ContainsAny(v, "\r\n") {
+		v = strings.NewReplacer("\r", " ", "\n", " ").Replace(v)
+	}
+	return v
+}
 
 // set sets h's header key to value.
 func (v *headerValues) set(h nats.Header, key, value string) {

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/session"
 )
 
@@ -179,13 +180,16 @@ func (r *replica) add(raw []byte) {
 	if l.Kind != session.Entry {
 		return
 	}
+	// Indexed by the form the events' headers give them
+	// (eventlog.HeaderForm), which the lines queued are looked up by.
+	id, parent := eventlog.HeaderForm(l.ID), eventlog.HeaderForm(l.ParentID)
 	if l.HasID {
-		if _, ok := r.ids[l.ID]; !ok {
-			r.ids[l.ID] = entryRef{sha: sha, parent: l.ParentID}
+		if _, ok := r.ids[id]; !ok {
+			r.ids[id] = entryRef{sha: sha, parent: parent}
 		}
 	}
 	if l.HasParent {
-		r.parents[l.ParentID] = struct{}{}
+		r.parents[parent] = struct{}{}
 	}
 }
 
