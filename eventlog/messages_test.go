@@ -24,12 +24,12 @@ func BenchmarkLineMessages(b *testing.B) {
 // sends such ids through a real hub).
 func TestHeaderForm(t *testing.T) {
 	for in, want := range map[string]string{
-		"a1b2c3d4":         "a1b2c3d4",
+		"a1b2c3d4":          "a1b2c3d4",
 		"x\r\nPi-Sha: evil": "x  Pi-Sha: evil",
-		" padded\t":        "padded",
-		"\r\n":             "",
-		"in\tside":         "in\tside",
-		"ünïcode ✓":        "ünïcode ✓",
+		" padded\t":         "padded",
+		"\r\n":              "",
+		"in\tside":          "in\tside",
+		"ünïcode ✓":         "ünïcode ✓",
 	} {
 		if got := HeaderForm(in); got != want {
 			t.Errorf("HeaderForm(%q) = %q, want %q", in, got, want)
