@@ -142,10 +142,11 @@ func openParking(ctx context.Context, js jetstream.JetStream) (*parking, error) 
 // headers alone (the server sends a body's size, not the body), so that
 // each node's share, and with them PI_PARK's bound, outlive a restart.
 func (p *parking) countNodes(ctx context.Context) error {
-	cons, err := p.js.OrderedConsumer(ctx, ParkStream, jetstream.OrderedConsumerConfig{HeadersOnly: true})
+	cons, err := p.js.OrderedConsumer(ctx, ParkStream, jetstream.OrderedConsumerConfig{HeadersOnly: true, InactiveThreshold: 30 * time.Second})
 	if err != nil {
 		return fmt.Errorf("eventlog: count %s: %w", ParkStream, err)
 	}
+	defer deleteOrdered(p.js, ParkStream, cons)
 	for {
 		batch, err := cons.FetchNoWait(1024)
 		if err != nil {
@@ -317,10 +318,16 @@ func (p *parking) read(ctx context.Context, subj string, from uint64, n int) ([]
 		FilterSubjects: []string{parkSubject(subj)},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    max(from, 1),
+		// Gone as the read returns (deleteOrdered), or else at this:
+		// left for nats.go's default of five minutes, a release of a
+		// thousand held sessions filled the stream's thousand consumers,
+		// and copying stopped for minutes at a time (a probe, 2026-12-07).
+		InactiveThreshold: 30 * time.Second,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("downloader: read %s: %w", ParkStream, err)
 	}
+	defer deleteOrdered(p.js, ParkStream, cons)
 	batch, err := cons.FetchNoWait(n)
 	if err != nil {
 		return nil, nil, fmt.Errorf("downloader: read %s: %w", ParkStream, err)

@@ -216,10 +216,22 @@ func TestDownloaderReleasesHeldLines(t *testing.T) {
 		n := streamCount(t, ws, eventlog.ParkStream)
 		return n == 0, fmt.Sprintf("%s holds %d messages", eventlog.ParkStream, n)
 	})
+	// Each read's consumer went with it: left for nats.go's five minutes,
+	// a release of a thousand held sessions filled the stream's thousand
+	// consumers (a probe, 2026-12-07).
+	if n := streamInfo(t, ws, eventlog.ParkStream).State.Consumers; n != 0 {
+		t.Errorf("%s has %d consumers left after the release", eventlog.ParkStream, n)
+	}
 }
 
 // streamCount is how many messages stream holds on ws.
 func streamCount(t *testing.T, ws *embedded.Server, stream string) uint64 {
+	t.Helper()
+	return streamInfo(t, ws, stream).State.Msgs
+}
+
+// streamInfo is stream's information on ws.
+func streamInfo(t *testing.T, ws *embedded.Server, stream string) *jetstream.StreamInfo {
 	t.Helper()
 	nc, err := ws.Connect()
 	if err != nil {
@@ -235,5 +247,5 @@ func streamCount(t *testing.T, ws *embedded.Server, stream string) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return info.State.Msgs
+	return info
 }
