@@ -18,6 +18,9 @@ const followQueue = 16
 type Follower struct {
 	p      *Pump
 	closed <-chan struct{} // the consumer stopped (nats.go makes a goroutine per Closed call: asked once)
+	js     jetstream.JetStream
+	stream string
+	cons   jetstream.Consumer
 }
 
 // ErrFollowerClosed is returned by Follower.Next once its consumer has
@@ -57,7 +60,7 @@ func Follow(ctx context.Context, js jetstream.JetStream, stream string, after ui
 	if err != nil {
 		return nil, fmt.Errorf("consumer on %s: %w", stream, err)
 	}
-	return &Follower{p: p, closed: p.cc.Closed()}, nil
+	return &Follower{p: p, closed: p.cc.Closed(), js: js, stream: stream, cons: cons}, nil
 }
 
 // Next waits for the next message. The ordered consumer recovers from
@@ -99,8 +102,16 @@ func (f *Follower) NextOr(ctx context.Context, wake <-chan struct{}) (jetstream.
 	}
 }
 
-// Stop ends the consumer and waits for its callback to return.
-func (f *Follower) Stop() { f.p.Stop() }
+// Stop ends the consumer, waits for its callback to return and deletes
+// the consumer from the server. Left for nats.go's five minutes of
+// inactivity, a thousand tails or web pages opened and closed within them
+// filled the stream's thousand consumers, and every consumer the daemon
+// made on it then failed, the forwarder's and the views' among them (a
+// probe, 2026-12-07).
+func (f *Follower) Stop() {
+	f.p.Stop()
+	deleteOrdered(f.js, f.stream, f.cons)
+}
 
 // Handled is the last stream sequence a follower has handled, for others
 // to wait on (an erase: its session is gone from what the follower keeps

@@ -220,3 +220,44 @@ func TestHandledWait(t *testing.T) {
 		}
 	})
 }
+
+// TestFollowersLeaveNoConsumers: a follower stopped leaves no consumer on
+// the server. Each tail and each web page's live stream is one; left for
+// nats.go's five minutes, the thousand-and-first within them was refused
+// ("maximum consumers limit reached"), and so was every consumer the
+// daemon made on the stream then (a probe, 2026-12-07).
+func TestFollowersLeaveNoConsumers(t *testing.T) {
+	ctx := context.Background()
+	srv, err := embedded.Start(ctx, embedded.Config{StateDir: t.TempDir(), NodeID: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	lg, err := eventlog.OpenLocal(ctx, nc, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1100 {
+		f, err := eventlog.Follow(ctx, lg.JetStream(), eventlog.LocalStream, 0, 8<<20)
+		if err != nil {
+			t.Fatalf("follower %d: %v", i+1, err)
+		}
+		f.Stop()
+	}
+	s, err := lg.JetStream().Stream(ctx, eventlog.LocalStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := info.State.Consumers; n != 0 {
+		t.Errorf("%s has %d consumers after 1,100 followers stopped", eventlog.LocalStream, n)
+	}
+}
