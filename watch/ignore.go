@@ -18,16 +18,21 @@ const (
 	// ignoreForeign: another user's file, or a link another user made
 	// (owner.go), never read.
 	ignoreForeign
+	// ignoreLongHeader: its first line, most likely its header, is
+	// longer than PISYNC_MAX_LINE (pi loads it: a warning, where a file
+	// pi refuses too is only noted).
+	ignoreLongHeader
 	numIgnoreReasons
 )
 
-var ignoreNames = [numIgnoreReasons]string{"not-a-session", "session-id-too-long", "not-a-regular-file", "another-users-file"}
+var ignoreNames = [numIgnoreReasons]string{"not-a-session", "session-id-too-long", "not-a-regular-file", "another-users-file", "first-line-too-long"}
 
 var ignoreMessages = [numIgnoreReasons]string{
 	"not a pi session file; ignoring it",
 	"session id too long for a subject; ignoring the file",
 	"not a regular file; ignoring it",
 	"another user's file in the sessions dir; ignoring it (only this user's files are published: chmod o-w the sessions dir and its folders, so that no other user can put files there)",
+	"a session file whose first line is longer than PISYNC_MAX_LINE; ignoring it",
 }
 
 func (r ignoreReason) String() string { return ignoreNames[r] }

@@ -26,6 +26,7 @@ type pending struct {
 	tailNew   bool
 	malformed int
 	ahead     *inflight // the batch before these lines, being stored (ahead.go)
+	longFirst bool      // a line too long was skipped before the file's header
 }
 
 // badLine counts the malformed line ending at end, unless f's earlier
@@ -118,7 +119,15 @@ func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again b
 		if ln.oversize {
 			p.badLine(f, ln.end)
 			p.skip(&ln)
-			w.t.logger.Warn("line longer than the limit skipped", "file", f.rel, "offset", ln.start, "max", w.t.maxLine)
+			if f.status == statusPending {
+				p.longFirst = true
+			}
+			// pi reads it, so the session's context here and its copies on
+			// other machines lack it, and what lies only behind it: said
+			// with the session, and with what would have published it.
+			w.t.logger.Warn("line longer than PISYNC_MAX_LINE skipped: this session's context here and its copies on other machines lack it, and the entries before it on its branch",
+				"file", f.rel, "session", f.sid, "offset", ln.start, "bytes", ln.end-ln.start, "max", w.t.maxLine,
+				"hint", "raise PISYNC_MAX_LINE (up to 200MiB, within PISYNC_MEMORY_BUDGET) to publish such lines from now on; this one stays unpublished")
 			continue
 		}
 		raw, sha, held := ln.raw, ln.sha, int64(0)
@@ -191,6 +200,13 @@ func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again b
 				continue
 			default:
 				w.t.mem.release(held)
+				if p.longFirst {
+					// Its header was the line too long, most likely: pi
+					// loads the file.
+					w.t.ignore(f, ignoreLongHeader, "max", w.t.maxLine,
+						"hint", "raise PISYNC_MAX_LINE (up to 200MiB, within PISYNC_MEMORY_BUDGET) and restart pisyncd to publish the session")
+					return false, nil
+				}
 				w.t.ignore(f, ignoreNotSession, "first", l.Kind.String())
 				return false, nil
 			}

@@ -187,6 +187,25 @@ func TestOversizeLineIsSkipped(t *testing.T) {
 	}
 }
 
+// TestOversizeHeaderIsNamed: a session whose header is longer than the
+// limit is ignored as such, not as "not a pi session file" (pi loads it:
+// a files probe, 2026-12-07), and a restart with a limit that takes it
+// publishes the session.
+func TestOversizeHeaderIsNamed(t *testing.T) {
+	root, state := t.TempDir(), t.TempDir()
+	n := startNodeWith(t, root, state, Options{RescanInterval: 200 * time.Millisecond, MaxLine: 4 << 10}, nil)
+	path := filepath.Join(root, "--p--", "s9.jsonl")
+	long := `{"type":"session","version":3,"id":"s9","timestamp":"2026-11-29T23:08:16.463Z","cwd":"/home/u/` + strings.Repeat("p", 5<<10) + `"}`
+	writeFile(t, path, long+"\n"+entry("k1", "", "one")+"\n")
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		st := n.tailer.Stats()
+		return st.FilesIgnoredBy["first-line-too-long"] == 1, fmt.Sprintf("ignored %v", st.FilesIgnoredBy)
+	})
+	n.stop()
+	n = startNodeWith(t, root, state, Options{RescanInterval: 200 * time.Millisecond, MaxLine: 64 << 10}, nil)
+	n.waitLines("s9", []string{long, entry("k1", "", "one")})
+}
+
 func TestDeletedWhileReadAndRecreated(t *testing.T) {
 	root := t.TempDir()
 	n := startNode(t, root, t.TempDir())
