@@ -81,3 +81,32 @@ func TestBrowserNarrowScreen(t *testing.T) {
 		t.Errorf("the list ends at %.0f px of 800", h)
 	}
 }
+
+// TestBrowserNonStringIDs: entries whose id is a number or an object
+// (hand-made files) are in the tree, none of them shown as selected, and a
+// click on one says why it cannot be shown on its own (each showed as
+// selected at load, and a click showed the leaf's branch: a web probe,
+// 2026-12-07).
+func TestBrowserNonStringIDs(t *testing.T) {
+	b := newBrowser(t)
+	d := startDaemon(t)
+	d.write(sid1, testenv.Header(sid1),
+		testenv.Entry("u1", "", "a string id"),
+		`{"type":"message","id":12345,"parentId":"u1","timestamp":"2026-11-29T23:08:18.000Z","message":{"role":"user","content":"a number id"}}`,
+		`{"type":"message","id":{"a":"<b>"},"parentId":"u1","timestamp":"2026-11-29T23:08:19.000Z","message":{"role":"user","content":"an object id"}}`,
+		testenv.EntryAt("u4", "u1", "2026-11-29T23:08:20.000Z", "the leaf"),
+	)
+	d.waitEntries(sid1, 4)
+	b.openLive(t, d.http.URL+"/s/"+sid1)
+	if n := eval[int](t, b, `document.querySelectorAll('#tree li.node').length`); n != 4 {
+		t.Fatalf("the tree has %d rows, want 4", n)
+	}
+	if n := eval[int](t, b, `document.querySelectorAll('#tree li.selected, #tree li.leaf').length`); n != 1 {
+		t.Errorf("%d rows selected or leaf, want the leaf alone", n)
+	}
+	b.do(t, chromedp.Click(chromedp.CSS(`#tree li[data-id=""]`)))
+	b.waitJS(t, 10*time.Second, `document.getElementById('status').textContent.indexOf('not a string') >= 0`)
+	if got := eval[string](t, b, `location.hash + '|' + (document.body.dataset.selected || '')`); got != "|" {
+		t.Errorf("after the click: hash and selection %q", got)
+	}
+}

@@ -98,9 +98,12 @@
     // in the row's title.
     li.style.paddingLeft = (4 + 12 * Math.min(r.d, 8) + 2 * Math.min(Math.max(r.d - 8, 0), 16)) + 'px';
     if (r.d > 8) li.title = 'depth ' + r.d;
+    // An id that is no JSON string (a number, an object: hand-made
+    // files) comes as "": no entry is addressed by it, so it is never the
+    // one selected or the leaf (every such row showed as selected).
     if (onTip.has(r.id)) li.classList.add('on-path');
-    if (r.id === leaf) li.classList.add('leaf');
-    if (r.id === selected) li.classList.add('selected');
+    if (r.id && r.id === leaf) li.classList.add('leaf');
+    if (r.id && r.id === selected) li.classList.add('selected');
     li.appendChild(pi.el('span', 'kind', r.t));
     if (r.l) li.appendChild(pi.el('span', 'label', r.l));
     li.appendChild(pi.el('span', 'text', r.x || ''));
@@ -357,9 +360,16 @@
     document.body.dataset.live = (+(document.body.dataset.live || 0) + 1) + '';
   }
 
+  // pick shows the branch of a tree row, or says why a row whose id is
+  // no string cannot be shown on its own (it showed the leaf's branch).
+  function pick(li) {
+    focusId = li.dataset.id;
+    if (li.dataset.id) select(li.dataset.id);
+    else $('status').textContent = 'this entry\u2019s id is not a string: pi keeps it, but it cannot be shown on its own here';
+  }
   $('tree').addEventListener('click', function (ev) {
     var li = ev.target.closest('li.node');
-    if (li) { focusId = li.dataset.id; select(li.dataset.id); }
+    if (li) pick(li);
   });
   // The tree by keyboard: up and down move between rows, Home and End to
   // the first and last, Enter or Space shows the row's branch.
@@ -368,7 +378,7 @@
     if (!li) return;
     var i = rows.indexOf(byId.get(li.dataset.id)), to = {ArrowDown: i + 1, ArrowUp: i - 1, Home: 0, End: rows.length - 1}[ev.key];
     if (to !== undefined) { ev.preventDefault(); focusRow(to); return; }
-    if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); focusId = li.dataset.id; select(li.dataset.id); }
+    if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); pick(li); }
   });
   $('tree').closest('.side').addEventListener('scroll', function () { treeRows(false); }, {passive: true});
   window.addEventListener('resize', function () { treeRows(true); });
