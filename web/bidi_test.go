@@ -1,0 +1,24 @@
+package web
+
+import "testing"
+
+// TestVisible: the controls that reorder text and the marks no one sees
+// are shown as their code points; the joiners emoji are written with, and
+// text without any of them, are left as they are (a web probe found the
+// zero-width space and the directional marks passed through unseen,
+// 2026-12-07).
+func TestVisible(t *testing.T) {
+	for in, want := range map[string]string{
+		"rm -rf /tmp/x \u202e; echo safe": "rm -rf /tmp/x ‹U+202E›; echo safe",
+		"curl https://exa\u200bmple.com":  "curl https://exa‹U+200B›mple.com",
+		"a\u200eb\u200fc\u061cd":          "a‹U+200E›b‹U+200F›c‹U+061C›d",
+		"\ufeffx\u2060y":                  "‹U+FEFF›x‹U+2060›y",
+		"family 👨\u200d👩\u200d👧":          "family 👨\u200d👩\u200d👧",
+		"می\u200cخواهم":                   "می\u200cخواهم",
+		"plain ascii, ünïcode, ✓ — Ø":     "plain ascii, ünïcode, ✓ — Ø",
+	} {
+		if got := visible(in); got != want {
+			t.Errorf("visible(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
