@@ -184,9 +184,17 @@ func printStatus(stdout io.Writer, st *Status) error {
 		}
 		row("hub reachable", fmt.Sprintf("forwarder %s, downloader %s", fwd, yesNo(st.Downloader.Connected)))
 		row("lines forwarded to the hub", st.Forwarder.Forwarded)
-		if n := st.Forwarder.Unsent; n > 0 {
+		storeFailing := st.Store != nil && st.Store.State != embedded.StoreOK
+		switch n := st.Forwarder.Unsent; {
+		case n > 0:
 			row("not yet on the hub", fmt.Sprintf("%d messages written here (%s)", n, why))
-		} else if st.StreamError == "" {
+		case storeFailing || st.FilesRetrying > 0:
+			// Lines pi wrote wait for this machine's own store: they are
+			// not on the hub either (it said "everything written here is
+			// on the hub" while a full disk held them back: a files
+			// probe, 2026-12-07).
+			row("not yet on the hub", "0 of what this machine's store holds; lines pi wrote wait for the store first (above)")
+		case st.StreamError == "":
 			row("not yet on the hub", "0 (everything written here is on the hub)")
 		}
 		if n := st.Forwarder.NotOwn; n > 0 {

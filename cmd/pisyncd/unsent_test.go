@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pisyncd/pisyncd/eventlog"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
 	"github.com/pisyncd/pisyncd/replicate"
 )
 
@@ -62,5 +63,31 @@ func TestStatusSaysForwardingWaitsForTheKey(t *testing.T) {
 	}
 	if s := out.String(); !strings.Contains(s, "forwarder waits for the team key") || !strings.Contains(s, "3 messages written here (they wait for the team key") || strings.Contains(s, "when the hub is reachable") {
 		t.Errorf("status:\n%s", s)
+	}
+}
+
+// TestStatusNotOnTheHubWhileTheStoreFails: while this machine's store
+// refuses writes (a full disk), nothing forwarded waits, but lines pi
+// wrote do: status does not say everything written here is on the hub
+// (it did: a files probe, 2026-12-07).
+func TestStatusNotOnTheHubWhileTheStoreFails(t *testing.T) {
+	for _, c := range []struct {
+		store *embedded.StoreStats
+		want  string
+	}{
+		{&embedded.StoreStats{State: embedded.StoreOK}, "0 (everything written here is on the hub)"},
+		{&embedded.StoreStats{State: embedded.StoreFailing, Error: "no space left on device"}, "lines pi wrote wait for the store first"},
+	} {
+		st := &Status{
+			HubURLs: []string{"tls://hub:7422"}, Forwarder: &eventlog.ForwarderStats{}, Downloader: &eventlog.DownloaderStats{Connected: true}, Replicator: &replicate.Stats{},
+			Store: c.store,
+		}
+		var out strings.Builder
+		if err := printStatus(&out, st); err != nil {
+			t.Fatal(err)
+		}
+		if s := out.String(); !strings.Contains(s, c.want) {
+			t.Errorf("store %s: status lacks %q:\n%s", c.store.State, c.want, s)
+		}
 	}
 }
