@@ -35,7 +35,11 @@ type sessionLog struct {
 	// ids maps entry id to the first hash seen for it, to report entries
 	// that two different lines claim (a collision or a rewrite).
 	ids  map[string][32]byte
-	last uint64 // subject sequence of the last stored message
+	// rewritten: the session's header was stored again with other bytes:
+	// pi migrated the file (a newer version, written in place), and the
+	// entries it rewrote with their ids are no collision.
+	rewritten bool
+	last      uint64 // subject sequence of the last stored message
 	// used is when known was last needed: dropKnown lets go of it after
 	// knownIdle.
 	used time.Time
@@ -49,17 +53,11 @@ func (s *sessionLog) load(ctx context.Context, log Log, extra func(context.Conte
 			return 0, err
 		}
 	}
-	known := make(map[[32]byte]struct{})
-	ids := make(map[string][32]byte)
+	s.known, s.ids, s.rewritten = make(map[[32]byte]struct{}), make(map[string][32]byte), false
 	if last > 0 {
 		err = log.Scan(ctx, s.sid, last, false, func(ev *eventlog.Event) error {
-			known[ev.Sha] = struct{}{}
-			if ev.ID != "" {
-				if prev, ok := ids[ev.ID]; !ok {
-					ids[ev.ID] = ev.Sha
-				} else if prev != ev.Sha {
-					collisions++
-				}
+			if s.record(ev.Sha, ev.ID, ev.Type) {
+				collisions++
 			}
 			return nil
 		})
@@ -68,24 +66,40 @@ func (s *sessionLog) load(ctx context.Context, log Log, extra func(context.Conte
 		}
 	}
 	if extra != nil {
-		if err := extra(ctx, s.sid, func(sha [32]byte) { known[sha] = struct{}{} }); err != nil {
+		if err := extra(ctx, s.sid, func(sha [32]byte) { s.known[sha] = struct{}{} }); err != nil {
 			return 0, fmt.Errorf("watch: load session %s: %w", s.sid, err)
 		}
 	}
-	s.known, s.ids, s.last = known, ids, last
+	s.last = last
 	return collisions, nil
 }
 
 // add records a stored line; it reports whether its entry id was already
 // held by a different line.
 func (s *sessionLog) add(l *eventlog.Line) (collision bool) {
-	s.known[l.Sha] = struct{}{}
-	if l.ID == "" {
+	return s.record(l.Sha, l.ID, l.Type)
+}
+
+// record records a stored line by its hash, entry id and type; it reports
+// whether the id was held by a different line, a header's and the
+// entries pi rewrote in a migration apart (they were counted as
+// collisions, which status shows as a fault: a files probe, 2026-12-07).
+func (s *sessionLog) record(sha [32]byte, id, typ string) (collision bool) {
+	s.known[sha] = struct{}{}
+	if id == "" {
 		return false
 	}
-	if prev, ok := s.ids[l.ID]; ok {
-		return prev != l.Sha
+	prev, ok := s.ids[id]
+	if !ok {
+		s.ids[id] = sha
+		return false
 	}
-	s.ids[l.ID] = l.Sha
-	return false
+	if prev == sha {
+		return false
+	}
+	if typ == "session" {
+		s.rewritten = true
+		return false
+	}
+	return !s.rewritten
 }

@@ -131,10 +131,6 @@ func TestRewriteInPlaceAndTruncation(t *testing.T) {
 	f.Close()
 	// Unchanged lines are not published again; changed ones are new events.
 	n.waitLines("s4", []string{v2, entry("d1", "", "one"), hook, v3, custom})
-	waitFor(t, 10*time.Second, func() (bool, string) {
-		c := n.tailer.Stats().Collisions
-		return c == 2, fmt.Sprintf("collisions = %d, want 2 (header and d2 rewritten)", c)
-	})
 
 	// Truncation to a prefix, then new appends.
 	if err := os.Truncate(path, int64(len(v3)+1)); err != nil {
@@ -142,6 +138,12 @@ func TestRewriteInPlaceAndTruncation(t *testing.T) {
 	}
 	appendFile(t, path, entry("d3", "", "after truncation")+"\n")
 	n.waitLines("s4", []string{v2, entry("d1", "", "one"), hook, v3, custom, entry("d3", "", "after truncation")})
+	// Counted as each batch is stored, so by now: the header and d2
+	// rewritten by pi's migration are no collision (they were 2 until
+	// 2026-12-07).
+	if c := n.tailer.Stats().Collisions; c != 0 {
+		t.Errorf("collisions = %d, want 0", c)
+	}
 }
 
 func TestSameSizeRewriteIsNoticed(t *testing.T) {
