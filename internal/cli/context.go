@@ -191,7 +191,18 @@ const wholeFileMax = 32 << 20
 // once the bodies are written (a no-op when there is none); until then
 // the source's bodies alias it.
 func loadContextFile(file *os.File, size int64, mode session.RuleSet) (tree *session.Tree, src session.BodySource, unmap func(), err error) {
-	if size > wholeFileMax || size == 0 {
+	if size == 0 {
+		// pi writes a fresh header into an empty file and opens it as a
+		// new session, of no entries: its context is empty, as a header
+		// alone gives it (this said "session: empty file", where pi
+		// gives the empty context: a files probe, 2026-12-07).
+		f, err := session.LoadWith([]byte(`{"type":"session","version":3,"id":""}`), session.LoadOptions{Rules: mode, NoStats: true})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return f.Tree, f, func() {}, nil
+	}
+	if size > wholeFileMax {
 		f, err := session.ReadSpans(file, size, mode)
 		if err != nil {
 			return nil, nil, nil, err

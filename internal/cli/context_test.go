@@ -121,6 +121,30 @@ func TestContextFileNotASession(t *testing.T) {
 	}
 }
 
+// TestContextFileEmpty: an empty file's context is pi's, an empty one (pi
+// writes a header into the file and opens a session of no entries), as a
+// header alone gives it; it was the error "session: empty file".
+func TestContextFileEmpty(t *testing.T) {
+	dir := t.TempDir()
+	empty, header := filepath.Join(dir, "empty.jsonl"), filepath.Join(dir, "header.jsonl")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(header, []byte(`{"type":"session","version":3,"id":"0199aaaa-0000-7000-8000-0000000000aa","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/x"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var got, want strings.Builder
+	if err := WriteFileContext(&got, empty, "", true, session.RulesAuto); err != nil {
+		t.Fatalf("context of an empty file: %v", err)
+	}
+	if err := WriteFileContext(&want, header, "", true, session.RulesAuto); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() || !strings.Contains(got.String(), `"leafId":null,"contextEntryIds":[],"messages":[]`) {
+		t.Errorf("an empty file's context:\n%s\nwant\n%s", got.String(), want.String())
+	}
+}
+
 // TestContextEmptyLeafRefused: `--leaf ""` is an error, as pi's
 // branch("") is (no entry has that id); it printed the context at the
 // file's own leaf (a probe's finding). --leaf left out still means the
