@@ -119,8 +119,13 @@ func (w *worker) failed(ctx context.Context, path string, err error) {
 		if w.t.failLog.named.Add(1) <= failLogMax {
 			r.logged = true
 			w.retry[path] = r
-			w.t.logger.Warn("session file not published; retrying with back-off until it is", "path", path, "err", err,
-				"store_unavailable", errors.Is(err, eventlog.ErrStoreUnavailable))
+			attrs := []any{"path", path, "err", err, "store_unavailable", errors.Is(err, eventlog.ErrStoreUnavailable)}
+			if errors.Is(err, fs.ErrPermission) {
+				// The mend, where only the cause was named (a files
+				// probe, 2026-12-07); the retries pick it up.
+				attrs = append(attrs, "hint", "this user may not read the file: chmod u+r "+path+" (and u+rx on its folders); it is published once it can be read")
+			}
+			w.t.logger.Warn("session file not published; retrying with back-off until it is", attrs...)
 			return
 		}
 		w.t.failLog.named.Add(-1)
