@@ -34,7 +34,7 @@ type sessionLog struct {
 	known map[[32]byte]struct{}
 	// ids maps entry id to the first hash seen for it, to report entries
 	// that two different lines claim (a collision or a rewrite).
-	ids  map[string][32]byte
+	ids map[string][32]byte
 	// rewritten: the session's header was stored again with other bytes:
 	// pi migrated the file (a newer version, written in place), and the
 	// entries it rewrote with their ids are no collision.
