@@ -66,6 +66,11 @@ type sess struct {
 	// recorded: the session's quarantine is in the state bucket
 	// (quarantine.go), from this run or one before.
 	recorded bool
+	// partial: the lines wait because the file here ends in a partial
+	// line (a pi writing it, or one that stopped mid-line and is ended
+	// after crashAfter): counted for status, which said only how many
+	// lines waited, not why nor for which session.
+	partial bool
 	// failures counts writes that failed in a row for a reason that may
 	// pass (a full disk): the session waits until retryAt.
 	failures int
@@ -203,7 +208,8 @@ func (r *Replicator) mayWrite(ctx context.Context, s *sess, node string) (bool, 
 // write so far is durable: only then may the read position move on.
 func (r *Replicator) flush(ctx context.Context) (durable bool) {
 	now := time.Now()
-	var failing int64
+	var failing, partial int64
+	var partialSID string
 	for _, s := range r.sessions {
 		if !r.flushOne(ctx, s, now) {
 			return false
@@ -211,8 +217,13 @@ func (r *Replicator) flush(ctx context.Context) (durable bool) {
 		if s.failures > 0 {
 			failing++
 		}
+		if s.partial && len(s.queue) > 0 {
+			partial++
+			partialSID = s.sid
+		}
 	}
 	r.failing.Store(failing)
+	r.partial.Store(&partialWait{n: partial, example: partialSID})
 	if failing == 0 {
 		r.failingErr.Store(nil)
 	}
@@ -342,6 +353,7 @@ func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 	if err != nil {
 		return err
 	}
+	s.partial = busy && s.file.frag != (fragment{})
 	if busy {
 		r.deferred.Add(1)
 		return nil

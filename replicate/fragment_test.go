@@ -97,6 +97,13 @@ func TestCrashedWriterFragmentIsEnded(t *testing.T) {
 	queue(entC)
 	flush(0)
 	unchanged(hdrS1 + "\n" + entA + "\n" + frag[:50])
+	// Status says why the line waits, and for which session.
+	if !h.r.flush(context.Background()) {
+		t.Fatal("flush not durable")
+	}
+	if st := h.r.Stats(); st.WaitingForPartial != 1 || st.PartialExample != "s1" {
+		t.Fatalf("stats while the fragment waits: %d sessions, example %q", st.WaitingForPartial, st.PartialExample)
+	}
 	flush(crashAfter(idle) - time.Millisecond)
 	unchanged(hdrS1 + "\n" + entA + "\n" + frag[:50])
 	// The writer goes on: it is at work, and the wait starts again.
@@ -118,6 +125,10 @@ func TestCrashedWriterFragmentIsEnded(t *testing.T) {
 	}
 	if len(s.queue) != 0 {
 		t.Fatalf("%d lines still waiting", len(s.queue))
+	}
+	h.r.flush(context.Background())
+	if st := h.r.Stats(); st.WaitingForPartial != 0 {
+		t.Fatalf("stats once the fragment is ended: %d sessions wait for it", st.WaitingForPartial)
 	}
 	if k := session.ParseLine([]byte(frag)).Kind; k != session.Malformed {
 		t.Fatalf("the ended fragment reads as %v, want malformed (pi and the tailer skip it)", k)

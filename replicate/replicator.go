@@ -113,6 +113,14 @@ type Replicator struct {
 	// Run goroutine, which owns the sessions.
 	failing    atomic.Int64
 	failingErr atomic.Pointer[string]
+	partial    atomic.Pointer[partialWait]
+}
+
+// partialWait is the sessions whose lines wait for a partial line of
+// their file here to end, as the last flush counted them.
+type partialWait struct {
+	n       int64
+	example string
 }
 
 // maxListed bounds the collisions and quarantined sessions kept for status.
@@ -183,10 +191,14 @@ type Stats struct {
 	// Failing counts the sessions whose writes here fail for a reason
 	// that may pass (a full disk) and are retried; FailingError is the
 	// last such error.
-	Failing        int64             `json:"sessionsRetryingWrites,omitempty"`
-	FailingError   string            `json:"lastWriteError,omitempty"`
-	Quarantined    map[string]string `json:"quarantinedSessions,omitempty"`
-	CollisionsList []Collision       `json:"collisions,omitempty"`
+	Failing int64 `json:"sessionsRetryingWrites,omitempty"`
+	// WaitingForPartial counts the sessions whose lines wait because
+	// their file here ends in a partial line; PartialExample names one.
+	WaitingForPartial int64             `json:"sessionsWaitingForAPartialLine,omitempty"`
+	PartialExample    string            `json:"partialLineSession,omitempty"`
+	FailingError      string            `json:"lastWriteError,omitempty"`
+	Quarantined       map[string]string `json:"quarantinedSessions,omitempty"`
+	CollisionsList    []Collision       `json:"collisions,omitempty"`
 }
 
 // Stats returns the counters.
@@ -206,8 +218,12 @@ func (r *Replicator) Stats() Stats {
 	if e := r.failingErr.Load(); e != nil {
 		failingErr = *e
 	}
+	var pw partialWait
+	if p := r.partial.Load(); p != nil {
+		pw = *p
+	}
 	return Stats{
-		Failing: r.failing.Load(), FailingError: failingErr,
+		Failing: r.failing.Load(), FailingError: failingErr, WaitingForPartial: pw.n, PartialExample: pw.example,
 		FilesCreated: r.filesCreated.Load(), LinesWritten: r.linesWritten.Load(), Waiting: r.waiting.Load(), WaitingForHeader: r.headerlessN.Load(),
 		Deferred: r.deferred.Load(), Rejected: r.rejected.Load(), Trashed: r.trashed.Load(), KeptWritten: r.kept.Load(), Rejoined: r.rejoined.Load(), Restored: r.restored.Load(),
 		Erased: r.erasedRemote.Load(), ErasedLines: r.erasedLines.Load(),

@@ -225,10 +225,17 @@ func printStatus(stdout io.Writer, st *Status) error {
 		r := st.Replicator
 		row("remote sessions created here", r.FilesCreated)
 		row("remote lines written here", r.LinesWritten)
-		if r.WaitingForHeader > 0 {
+		switch {
+		case r.WaitingForHeader > 0:
 			// Lines that wait for good said nothing of why before.
 			row("remote lines waiting", fmt.Sprintf("%d (%s whose header has not come here)", r.Waiting, cli.Plural(int(r.WaitingForHeader), "session", "sessions")))
-		} else {
+		case r.WaitingForPartial > 0:
+			// Lines that wait up to a minute and more: why, and for
+			// which session (it said "3" alone: a files probe,
+			// 2026-12-07).
+			row("remote lines waiting", fmt.Sprintf("%d (%s whose file here ends in a partial line, %s among them: they follow once pi ends it, or once it has been left as it is for 60 × PISYNC_IDLE_AFTER, then ended as pi ends it)",
+				r.Waiting, cli.Plural(int(r.WaitingForPartial), "session", "sessions"), r.PartialExample))
+		default:
 			row("remote lines waiting", r.Waiting)
 		}
 		if r.Failing > 0 {

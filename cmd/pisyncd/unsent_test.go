@@ -91,3 +91,20 @@ func TestStatusNotOnTheHubWhileTheStoreFails(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusSaysWhyRemoteLinesWait: lines held back by a partial last line
+// of their file here are said to be, with a session's id (status said
+// "remote lines waiting 3" alone: a files probe, 2026-12-07).
+func TestStatusSaysWhyRemoteLinesWait(t *testing.T) {
+	st := &Status{
+		HubURLs: []string{"tls://hub:7422"}, Forwarder: &eventlog.ForwarderStats{}, Downloader: &eventlog.DownloaderStats{Connected: true},
+		Replicator: &replicate.Stats{Waiting: 3, WaitingForPartial: 1, PartialExample: "0199eeee-0000-7000-8000-0000000000f1"},
+	}
+	var out strings.Builder
+	if err := printStatus(&out, st); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "3 (1 session whose file here ends in a partial line, 0199eeee-0000-7000-8000-0000000000f1 among them") {
+		t.Errorf("status:\n%s", s)
+	}
+}
