@@ -59,6 +59,10 @@ type Gate struct {
 
 	admitted, rejected atomic.Int64
 	own                atomic.Int64 // of admitted: this node's own, back from the hub
+
+	ownLog      OwnLog // nil: not asked (twin.go)
+	twins       int64  // sessions of this node id that ownLog does not hold
+	twinExample string
 }
 
 type pair struct{ node, sid string }
@@ -66,6 +70,7 @@ type pair struct{ node, sid string }
 type pairState struct {
 	hasLines    bool // admitted at least one line: authority over the session
 	started     bool // its header was admitted (counted against the quota)
+	ownChecked  bool // a line of this node id: this machine's log was asked (twin.go)
 	rejected    int
 	quarantined Reason
 	logged      []Reason // reasons said in the log once each: a handful
@@ -111,6 +116,9 @@ func (g *Gate) Admit(ctx context.Context, ev *eventlog.Event, at time.Time) erro
 		}
 		g.count(ev)
 		return nil
+	}
+	if ev.Node == g.self && g.ownLog != nil {
+		g.checkOwn(ctx, ev)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -320,10 +328,15 @@ type Stats struct {
 	Admitted int64 `json:"admitted"`
 	// Own counts the admitted events that are this node's own lines,
 	// back from the hub (every line written here comes back so).
-	Own         int64                  `json:"ownAdmitted"`
-	Rejected    int64                  `json:"rejected"`
-	ByOrigin    map[string]OriginStats `json:"byOrigin,omitempty"`
-	Quarantined []QuarantinedSession   `json:"quarantined,omitempty"`
+	Own      int64 `json:"ownAdmitted"`
+	Rejected int64 `json:"rejected"`
+	// NotWrittenHere counts the sessions of this node id that the hub
+	// holds and this machine never wrote (twin.go); NotWrittenExample
+	// names one.
+	NotWrittenHere    int64                  `json:"ownSessionsNotWrittenHere,omitempty"`
+	NotWrittenExample string                 `json:"ownSessionNotWrittenHere,omitempty"`
+	ByOrigin          map[string]OriginStats `json:"byOrigin,omitempty"`
+	Quarantined       []QuarantinedSession   `json:"quarantined,omitempty"`
 }
 
 // OriginStats count one origin node's rejected events by reason.
@@ -346,7 +359,7 @@ const maxListed = 50
 func (g *Gate) Stats() Stats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	s := Stats{Admitted: g.admitted.Load(), Own: g.own.Load(), Rejected: g.rejected.Load()}
+	s := Stats{Admitted: g.admitted.Load(), Own: g.own.Load(), Rejected: g.rejected.Load(), NotWrittenHere: g.twins, NotWrittenExample: g.twinExample}
 	for node, o := range g.origins {
 		if o.rejected == 0 {
 			continue

@@ -247,6 +247,7 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 		MaxLine: int(d.cfg.MaxLine), SessionsPerHour: d.cfg.RemoteSessionsPerHour, BytesPerHour: int64(d.cfg.RemoteBytesPerHour),
 	}, all, d.logger.With("component", "admission"))
 	d.gate.Trust(d.cfg.Trusted())
+	d.gate.WatchOwn(d.log) // another machine running as this one (admit/twin.go)
 	d.dl, err = eventlog.NewDownloader(d.nc, all, embedded.HubDomain, eventlog.DownloaderOptions{
 		Admit: d.gate, State: state, MaxLine: int(d.cfg.MaxLine), Crypt: d.crypt, Logger: d.logger.With("component", "downloader"),
 		HubLink: d.srv.HubLink,

@@ -168,6 +168,41 @@ func TestNodeIDOfAnotherMachine(t *testing.T) {
 	})
 }
 
+// TestNodeIDTwinToldOnTheFirstMachine: a second machine that ran under
+// the first one's id wrote a session to the hub; the first machine, started
+// again, is told (once, with the fix) and status counts the session, where
+// it said nothing and the session was missing here for good (a probe,
+// 2026-12-07). Its own sessions, back from the hub, are no such session.
+func TestNodeIDTwinToldOnTheFirstMachine(t *testing.T) {
+	const warning = "the hub holds a session of this node id that this machine never wrote"
+	hub := startTestHub(t)
+	first, firstLog := loggedStation(t, stationConfig(t, "ws-a", hub.url()))
+	writeSession(t, first, "0199cccc-0000-7000-8000-0000000000a1", 2)
+	hub.waitCount(t, 30*time.Second, "pi.up.ws-a.>", 3)
+	first.stop()
+
+	twin := runStation(t, stationConfig(t, "ws-a", hub.url())) // a state dir of its own
+	writeSession(t, twin, "0199cccc-0000-7000-8000-0000000000f2", 1)
+	hub.waitCount(t, 30*time.Second, "pi.up.ws-a.>", 5)
+	twin.stop()
+
+	again, againLog := loggedStation(t, first.cfg)
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		st, err := again.status()
+		if err != nil || st.Admission == nil {
+			return false, fmt.Sprint(err)
+		}
+		return st.Admission.NotWrittenHere == 1 && st.Admission.NotWrittenExample == "0199cccc-0000-7000-8000-0000000000f2",
+			fmt.Sprintf("admission %+v", st.Admission)
+	})
+	if s := againLog.String(); strings.Count(s, warning) != 1 || !strings.Contains(s, "PISYNC_NODE_ID=NEW-ID") {
+		t.Errorf("the first machine's log, started again:\n%s", s)
+	}
+	if strings.Contains(firstLog.String(), warning) {
+		t.Errorf("the first machine was told before any twin wrote:\n%s", firstLog.String())
+	}
+}
+
 // TestReinstalledMachinePublishesNoCopies: a machine given a new id and a
 // new state dir over the sessions dir it had (a reinstall; a node removed
 // and added again under another name) holds copies of other machines'

@@ -248,6 +248,10 @@ func printStatus(stdout io.Writer, st *Status) error {
 			// admitted too: counted apart, so that "remote" is other
 			// machines' alone.
 			row("remote events admitted", fmt.Sprintf("%d (and %d of this machine's own, back from the hub)", a.Admitted-a.Own, a.Own))
+			if a.NotWrittenHere > 0 {
+				row("sessions of this node id written elsewhere", fmt.Sprintf("%d, %s among them: another machine runs or ran as %s, and its sessions are not written here: give one of the two an id of its own (the log says how)",
+					a.NotWrittenHere, a.NotWrittenExample, st.Node))
+			}
 			row("remote events rejected", a.Rejected)
 			for node, o := range a.ByOrigin {
 				row("  rejected from "+node, fmt.Sprintf("%d %v", o.Rejected, o.ByReason))

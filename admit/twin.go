@@ -1,0 +1,67 @@
+package admit
+
+import (
+	"context"
+
+	"github.com/pisyncd/pisyncd/eventlog"
+)
+
+// Every line this machine writes comes back from the hub under its own
+// node id. A line of that id for a session this machine's own log does not
+// hold was written by another machine running as this one (a cloned VM, a
+// copied state dir): its sessions are never written here, since a line of
+// this node's is taken for one that came from a file here. The other
+// machine is told once, at its first contact with the hub
+// (eventlog.Forwarder.checkOwnLines), but that check is the newcomer's:
+// the first machine said nothing, and the sessions the other one wrote
+// were missing here for good without a word (a probe, 2026-12-07). So the
+// gate asks this machine's log, once a run for each session of its own id
+// that comes back, whether it holds the session, and says so once, with
+// the fix; status counts such sessions. The lines are admitted as before.
+
+// OwnLog is this machine's own event log as the gate asks it.
+type OwnLog interface {
+	Last(ctx context.Context, sid string) (uint64, *eventlog.Event, error)
+}
+
+var _ OwnLog = (*eventlog.Local)(nil)
+
+// WatchOwn has the gate look for sessions of this node id that log does
+// not hold. Call it before the first Admit.
+func (g *Gate) WatchOwn(log OwnLog) { g.ownLog = log }
+
+// checkOwn looks, for the first line of this node id of a session in this
+// run, whether this machine's log holds the session.
+func (g *Gate) checkOwn(ctx context.Context, ev *eventlog.Event) {
+	k := pair{ev.Node, ev.SID}
+	g.mu.Lock()
+	p := g.pair(k)
+	checked := p == nil || p.ownChecked
+	if p != nil {
+		p.ownChecked = true
+	}
+	g.mu.Unlock()
+	if checked {
+		return
+	}
+	seq, _, err := g.ownLog.Last(ctx, ev.SID)
+	if err != nil {
+		// Only a warning to give: the line is admitted either way.
+		g.logger.Debug("admission: could not ask this machine's log for a session of its own node id", "session", ev.SID, "err", err)
+		return
+	}
+	if seq > 0 {
+		return
+	}
+	g.mu.Lock()
+	g.twins++
+	first := g.twins == 1
+	g.twinExample = ev.SID
+	g.mu.Unlock()
+	if first {
+		g.logger.Error("the hub holds a session of this node id that this machine never wrote: another machine runs or ran as "+g.self+
+			" (a cloned machine or a copied state dir); its sessions are not written here, and each machine misses the other's new sessions",
+			"node", g.self, "session", ev.SID,
+			"hint", "give one of the two machines an id of its own: pisyncd hub add-node NEW-ID on the hub, then on that machine PISYNC_NODE_ID=NEW-ID with a new state dir")
+	}
+}
