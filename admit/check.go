@@ -115,8 +115,7 @@ func Check(ev *eventlog.Event, maxLine int) *Rejection {
 	if l.HasParent {
 		parent = l.ParentID
 	}
-	// The headers carry their form of each string (eventlog.HeaderForm).
-	if ev.Type != eventlog.HeaderForm(l.Type) || ev.ID != eventlog.HeaderForm(id) || ev.ParentID != eventlog.HeaderForm(parent) {
+	if ev.Type != l.Type || ev.ID != id || ev.ParentID != parent {
 		return rej(HeaderMismatch, "Pi-Type %.32q Pi-Id %.64q Pi-Parent %.64q against %.32q %.64q %.64q",
 			ev.Type, ev.ID, ev.ParentID, l.Type, id, parent)
 	}

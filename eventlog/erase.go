@@ -199,7 +199,7 @@ func (a *All) KeepPosition(ctx context.Context, pos AllPosition, node, sid strin
 	}
 	m := nats.NewMsg(AllSubject(node, sid))
 	m.Data = ev.Raw
-	m.Header.Set(HdrType, ev.Type)
+	m.Header.Set(HdrType, HeaderValue(ev.Type))
 	m.Header.Set(HdrSha, hex.EncodeToString(ev.Sha[:]))
 	m.Header.Set(HdrFile, ev.File)
 	m.Header.Set(HdrOp, ev.Op)

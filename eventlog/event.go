@@ -104,12 +104,12 @@ func (l *Line) messages(subj string) []*nats.Msg {
 		m := newLineMsg(subj)
 		m.Data = l.Raw[lo:hi]
 		h := m.Header
-		vals.set(h, HdrID, HeaderForm(l.ID))
+		vals.set(h, HdrID, HeaderValue(l.ID))
 		if l.ParentID != "" {
-			vals.set(h, HdrParent, HeaderForm(l.ParentID))
+			vals.set(h, HdrParent, HeaderValue(l.ParentID))
 		}
 		if l.Type != "" {
-			vals.set(h, HdrType, HeaderForm(l.Type))
+			vals.set(h, HdrType, HeaderValue(l.Type))
 		}
 		vals.set(h, HdrSha, sha)
 		if l.File != "" {
@@ -152,16 +152,28 @@ func newLineMsg(subj string) *nats.Msg {
 // cannot reach the next.
 type headerValues []string
 
-// HeaderForm is value as a NATS header carries it: white space trimmed
-// from its ends and each CR and LF a space, as nats.go writes a header.
-// An entry id, parent id or type is any JSON string, and one holding
-// "\r\n" arrived in another form than its line's, which admission then
-// refused on every other machine (with every line below it): each side
-// compares and indexes the header's form (a files probe, 2026-12-07).
-func HeaderForm(value string) string {
-	v := textproto.TrimString(value)
-	if strings.ContainsAny(v, "\r\n") {
-		v = strings.NewReplacer("\r", " ", "\n", " ").Replace(v)
+// HeaderValue is s as a header of a line's messages carries it: as it is,
+// or Go-quoted when a NATS header would not carry it whole (nats.go trims
+// white space from a value's ends and turns CR and LF into spaces) or when
+// it begins with a quote. An entry id, parent id or type is any JSON
+// string: one holding "\r\n" arrived in another form than its line's,
+// and every other machine refused it with the lines below it (a files
+// probe, 2026-12-07); a form that only trimmed and replaced them merged
+// ids pi keeps apart ("dup" and "dup ", a verifying probe the same day).
+// fromHeader reads it back.
+func HeaderValue(s string) string {
+	if s != "" && (s[0] == '"' || textproto.TrimString(s) != s || strings.ContainsAny(s, "\r\n")) {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// fromHeader is the string HeaderValue gave v for.
+func fromHeader(v string) string {
+	if len(v) >= 2 && v[0] == '"' {
+		if s, err := strconv.Unquote(v); err == nil {
+			return s
+		}
 	}
 	return v
 }

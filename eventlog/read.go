@@ -124,7 +124,7 @@ func newEvent(stream, subj string, seq uint64, h nats.Header) (*Event, error) {
 	}
 	ev := &Event{
 		Stream: stream, Subject: subj, Seq: seq, Node: node, SID: sid,
-		ID: h.Get(HdrID), ParentID: h.Get(HdrParent), Type: h.Get(HdrType),
+		ID: fromHeader(h.Get(HdrID)), ParentID: fromHeader(h.Get(HdrParent)), Type: fromHeader(h.Get(HdrType)),
 		File: h.Get(HdrFile), Op: h.Get(HdrOp),
 	}
 	if off := h.Get(HdrOff); off != "" {

@@ -17,7 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/session"
 )
 
@@ -180,9 +179,7 @@ func (r *replica) add(raw []byte) {
 	if l.Kind != session.Entry {
 		return
 	}
-	// Indexed by the form the events' headers give them
-	// (eventlog.HeaderForm), which the lines queued are looked up by.
-	id, parent := eventlog.HeaderForm(l.ID), eventlog.HeaderForm(l.ParentID)
+	id, parent := l.ID, l.ParentID
 	if l.HasID {
 		if _, ok := r.ids[id]; !ok {
 			r.ids[id] = entryRef{sha: sha, parent: parent}

@@ -21,18 +21,25 @@ func TestOddIDsReplicate(t *testing.T) {
 	appendLine(t, p, msgLine(crlf, "0199-0", "below a plain id"))
 	appendLine(t, p, msgLine(padded, crlf, "below the CRLF id"))
 	appendLine(t, p, msgLine("last", padded, "below the padded id"))
-	waitSecFile(t, e.bob, sid, 5, 30*time.Second)
+	// Ids pi keeps apart that a trimmed form would merge, and one that
+	// begins with a quote.
+	appendLine(t, p, msgLine("dup", "last", "dup"))
+	appendLine(t, p, msgLine("dup ", "dup", "dup and a space"))
+	appendLine(t, p, msgLine("x  Pi-Sha: evil", "dup ", "the CRLF id with spaces"))
+	appendLine(t, p, msgLine(`"q"`, "x  Pi-Sha: evil", "a quoted id"))
+	appendLine(t, p, msgLine("end", `"q"`, "below them"))
+	waitSecFile(t, e.bob, sid, 10, 30*time.Second)
 
 	e.bob.stop()
 	e.bob.start()
 	appendLine(t, p, msgLine("branch", crlf, "a branch below the CRLF id, after bob's restart"))
-	waitSecFile(t, e.bob, sid, 6, 30*time.Second)
+	waitSecFile(t, e.bob, sid, 11, 30*time.Second)
 	a, _ := os.ReadFile(p)
 	b, _ := os.ReadFile(secPath(e.bob, sid))
 	if !bytes.Equal(a, b) {
 		t.Errorf("bob's copy differs from ann's file:\n%s\nwant\n%s", b, a)
 	}
-	if st, err := e.bob.status(); err != nil || st.Downloader.Rejected != 0 || st.Replicator.Refused != 0 {
-		t.Errorf("bob rejected %d, refused %d (%v)", st.Downloader.Rejected, st.Replicator.Refused, err)
+	if st, err := e.bob.status(); err != nil || st.Downloader.Rejected != 0 || st.Replicator.Refused != 0 || st.Replicator.Collisions != 0 {
+		t.Errorf("bob rejected %d, refused %d, collisions %d (%v)", st.Downloader.Rejected, st.Replicator.Refused, st.Replicator.Collisions, err)
 	}
 }
