@@ -232,6 +232,9 @@ func (r *Replicator) erase(ctx context.Context, s *sess, ev *eventlog.Event) err
 	if err := r.dropHeaderless(ctx, s.sid); err != nil {
 		return fmt.Errorf("replicator: erase %s: %w", s.sid, err)
 	}
+	if err := r.dropQuarantine(ctx, s); err != nil {
+		return fmt.Errorf("replicator: erase %s: %w", s.sid, err)
+	}
 	for _, p := range live {
 		delete(r.files, p)
 	}

@@ -3,7 +3,10 @@ package replicate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pisyncd/pisyncd/eventlog"
 )
@@ -99,4 +102,22 @@ func (r *Replicator) lifted(ctx context.Context, s *sess) {
 	s.recorded = false
 	r.records--
 	r.logger.Info("a session quarantined before is written here again", "session", s.sid)
+}
+
+// dropQuarantine forgets the quarantine of session s, which is erased: its
+// record, and its row in status (which named the erased session's cause
+// until a restart).
+func (r *Replicator) dropQuarantine(ctx context.Context, s *sess) error {
+	r.mu.Lock()
+	delete(r.quarantined, s.sid)
+	r.mu.Unlock()
+	if !s.recorded {
+		return nil
+	}
+	if err := r.state.Delete(ctx, quarantineKey(s.sid)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return err
+	}
+	s.recorded = false
+	r.records--
+	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -84,5 +85,55 @@ func TestHostileReplicaLink(t *testing.T) {
 	})
 	if got, err := os.ReadFile(outside); err != nil || !bytes.Equal(got, content) {
 		t.Errorf("the file outside changed after the mend (%v)", err)
+	}
+}
+
+// TestQuarantineGoesWithAnErase: a session quarantined here (a link in its
+// file's place) and then erased by its origin is no longer listed as
+// quarantined, nor tried again at the next start (status named the erased
+// session's cause until a restart: a verifying probe, 2026-12-07).
+func TestQuarantineGoesWithAnErase(t *testing.T) {
+	hub := startTestHub(t)
+	a := newStation(t, "ws-a", hub.url(), "")
+	b := newStation(t, "ws-b", hub.url(), "")
+	sid := "0199ffff-0000-7000-8000-0000000000q1"
+	rel := sessionRel("/work/q", sid)
+	aPath, bPath := filepath.Join(a.cfg.SessionsDir, rel), filepath.Join(b.cfg.SessionsDir, rel)
+	mustWriteLines(t, aPath, []string{hdrLine(sid, "/work/q"), msgLine("e1", "", "one")})
+	waitUntil(t, 30*time.Second, func() (bool, string) { return len(b.sessionFiles()[rel]) == 2, "B's copy" })
+	outside := filepath.Join(t.TempDir(), "elsewhere.jsonl")
+	if err := os.WriteFile(outside, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(bPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, bPath); err != nil {
+		t.Fatal(err)
+	}
+	appendLine(t, aPath, msgLine("e2", "e1", "two"))
+	quarantined := func() (map[string]string, error) {
+		st, err := b.status()
+		return st.Replicator.Quarantined, err
+	}
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		q, err := quarantined()
+		return err == nil && q[sid] != "", fmt.Sprintf("quarantined %v (%v)", q, err)
+	})
+	if _, err := eraseViaDaemon(context.Background(), a.cfg, sid); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		q, err := quarantined()
+		return err == nil && len(q) == 0, fmt.Sprintf("quarantined %v (%v)", q, err)
+	})
+	b.stop()
+	b.start()
+	st, err := b.status()
+	if err != nil || len(st.Replicator.Quarantined) != 0 {
+		t.Errorf("after a restart: quarantined %v (%v)", st.Replicator.Quarantined, err)
+	}
+	if got, _ := os.ReadFile(outside); len(got) != 0 {
+		t.Errorf("the file outside was written: %q", got)
 	}
 }

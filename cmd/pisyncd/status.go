@@ -267,7 +267,9 @@ func printStatus(stdout io.Writer, st *Status) error {
 			row("remote lines not written (session erased here)", r.ErasedLines)
 		}
 		for sid, why := range r.Quarantined {
-			row("  quarantined here", sid+": "+why)
+			// With the mend: the row stays until the restart that
+			// writes the lines (only the log said so).
+			row("  quarantined here", sid+": "+why+" (mend it, then restart pisyncd: the session's lines are written then)")
 		}
 		for _, c := range r.CollisionsList {
 			row("  collision", fmt.Sprintf("session %s entry %s: %s's line kept, %s's not written", c.Session, c.ID, c.Nodes[0], c.Nodes[1]))
