@@ -108,3 +108,25 @@ func TestStatusSaysWhyRemoteLinesWait(t *testing.T) {
 		t.Errorf("status:\n%s", s)
 	}
 }
+
+// TestStatusHeldKeysBounded: a thousand sessions held for their key
+// messages are a row of three names and a count, not of every one (a row
+// of 25 KB: a verifying probe, 2026-12-07).
+func TestStatusHeldKeysBounded(t *testing.T) {
+	var keys []string
+	for i := range 1000 {
+		keys = append(keys, fmt.Sprintf("(key message %d)", i+1))
+	}
+	st := &Status{
+		HubURLs: []string{"tls://hub:7422"}, Forwarder: &eventlog.ForwarderStats{}, Replicator: &replicate.Stats{},
+		Downloader: &eventlog.DownloaderStats{Connected: true, Held: 1000, HeldFor: keys, HeldFrom: []string{"a"}},
+	}
+	var out strings.Builder
+	if err := printStatus(&out, st); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	if !strings.Contains(s, "team key (key message 1), (key message 2), (key message 3) and 997 more") || len(s) > 8<<10 {
+		t.Errorf("status (%d bytes):\n%.2000s", len(s), s)
+	}
+}
