@@ -62,7 +62,7 @@ func getControl(ctx context.Context, cfg *config.Config, path string) (*http.Res
 	// work, does not come here.
 	resp, err := controlClientWithin(cfg.StateDir, answerTimeout).Do(req)
 	if err != nil {
-		return nil, noAnswer(cfg, err)
+		return nil, noAnswer(ctx, cfg, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
@@ -80,7 +80,7 @@ func getControl(ctx context.Context, cfg *config.Config, path string) (*http.Res
 // answer: errNotRunning when nothing listens there (the callers that can
 // then read the store do), else what went wrong: a daemon that is up but
 // did not answer in time is not "not running".
-func noAnswer(cfg *config.Config, err error) error {
+func noAnswer(ctx context.Context, cfg *config.Config, err error) error {
 	stateDir := cfg.StateDir
 	sock := filepath.Join(stateDir, config.ControlSocket)
 	if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
@@ -108,9 +108,12 @@ func noAnswer(cfg *config.Config, err error) error {
 		}
 		return fmt.Errorf("%w (no answer on %s): start it (pisyncd run, or its service)", errNotRunning, sock)
 	}
-	if errors.Is(err, context.Canceled) {
+	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 		// Ctrl-C while the daemon worked on the answer: nothing is
-		// stuck (an erase of a long session takes minutes).
+		// stuck (an erase of a long session takes minutes). The
+		// request may end with the signal's cause ("received
+		// interrupt") rather than context.Canceled: that was taken for
+		// a stuck daemon (a verifying probe, 2026-12-07).
 		return fmt.Errorf("interrupted before pisyncd answered: %w", err)
 	}
 	return fmt.Errorf("pisyncd did not answer on %s: %w; it may be stuck: its log says why, and restarting it (its service, or pisyncd run) mends it", sock, err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -96,5 +97,37 @@ func TestEraseInterruptedSaysItGoesOn(t *testing.T) {
 	_, err = eraseViaDaemon(ctx, &config.Config{StateDir: state}, "0199aaaa-0000-7000-8000-0000000000e1")
 	if err == nil || !strings.Contains(err.Error(), "the daemon goes on with the erase") || strings.Contains(err.Error(), "stuck") {
 		t.Errorf("erase interrupted: %v", err)
+	}
+}
+
+// TestInterruptedWithACauseIsNoStuckDaemon: a command interrupted while
+// the daemon works on its answer says so, when the signal ends its
+// request with its own cause ("received interrupt") rather than
+// context.Canceled too: that was taken for a stuck daemon (a verifying
+// probe, 1,100 tails, 2026-12-07).
+func TestInterruptedWithACauseIsNoStuckDaemon(t *testing.T) {
+	state := t.TempDir()
+	ln, err := net.Listen("unix", filepath.Join(state, config.ControlSocket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken, release := make(chan struct{}), make(chan struct{})
+	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		close(taken)
+		<-release
+	})}
+	go srv.Serve(ln)
+	defer func() {
+		close(release)
+		srv.Close()
+	}()
+	ctx, cancel := context.WithCancelCause(t.Context())
+	go func() {
+		<-taken
+		cancel(errors.New("received interrupt")) // as signalContext does
+	}()
+	_, err = getControl(ctx, &config.Config{StateDir: state}, "/tail")
+	if err == nil || !strings.Contains(err.Error(), "interrupted before pisyncd answered") || strings.Contains(err.Error(), "stuck") {
+		t.Errorf("interrupted: %v", err)
 	}
 }

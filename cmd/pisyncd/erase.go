@@ -473,7 +473,7 @@ func eraseViaDaemon(ctx context.Context, cfg *config.Config, sid string) (*erase
 		return nil, fmt.Errorf("erase: interrupted here; the daemon goes on with the erase if it had begun it: `pisyncd ls` stops listing %s once it is done, and its log says so (if it still lists it later, run pisyncd erase %s again)", sid, sid)
 	}
 	if err != nil {
-		return nil, noAnswer(cfg, err)
+		return nil, noAnswer(ctx, cfg, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
