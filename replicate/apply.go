@@ -88,8 +88,12 @@ type sess struct {
 	oldVersion float64
 	migration  migration
 	// erased: the session was erased here (erasedKey), asked once when
-	// its lines waited with no header and no file (passErased).
+	// its lines waited with no header and no file (passErased), or when a
+	// line whose parent no machine has waited (pastErase).
 	erased, erasedRead bool
+	// belowErased holds the ids of lines passed over as written below an
+	// entry erased here, so that the lines below them are too.
+	belowErased map[string]bool
 }
 
 // claim is the first line that claimed an entry id: its hash and origin.
@@ -368,6 +372,9 @@ func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 		}
 		s.file.shrunk, s.file.unchecked, s.refillAll = false, false, false
 	}
+	if err := r.askErased(ctx, s, s.file); err != nil {
+		return err
+	}
 	taken := r.writable(s, s.file)
 	if len(taken) == 0 {
 		return nil
@@ -616,6 +623,11 @@ func (r *Replicator) writable(s *sess, f *replica) []*eventlog.Event {
 			}
 			_, parentHere := f.ids[ev.ParentID]
 			_, parentKnown := s.seen[ev.ParentID]
+			if s.erased && ev.ParentID != "" && !parentHere && (!parentKnown || s.belowErased[ev.ParentID]) {
+				r.passBelowErased(s, ev)
+				progress = true
+				continue
+			}
 			if ev.ParentID == "" || parentHere || !parentKnown {
 				out = append(out, ev)
 				f.shas[ev.Sha] = struct{}{}

@@ -286,6 +286,61 @@ func (r *Replicator) passErased(ctx context.Context, s *sess) error {
 	return nil
 }
 
+// A session erased and then written again under its id (its header first:
+// a new session here) can still get lines of its erased past: a machine
+// that was offline at the erase and continued the session there publishes
+// its lines when it comes back, before the erase reaches it. Their parents
+// went with the erase, so no machine has them, and the rule for a line
+// whose parent no machine has (write it, an orphan as in its origin's file)
+// put the erased conversation back into the new session on every machine
+// but that one, as a second root whose last entry pi resumed (a probe,
+// 2026-12-07). In a session erased here, such a line, and every line
+// below it, is passed over instead, as the lines of an erased session are.
+
+// askErased asks once, when a line in s's queue has a parent that neither
+// file f nor any line seen holds, whether s was erased here.
+func (r *Replicator) askErased(ctx context.Context, s *sess, f *replica) error {
+	if s.erasedRead || r.state == nil { // nil: a test's replicator without a state bucket
+		return nil
+	}
+	orphan := false
+	for _, ev := range s.queue {
+		if ev.ParentID == "" {
+			continue
+		}
+		_, here := f.ids[ev.ParentID]
+		_, known := s.seen[ev.ParentID]
+		if !here && !known {
+			orphan = true
+			break
+		}
+	}
+	if !orphan {
+		return nil
+	}
+	erased, err := r.eraseApplied(ctx, s.sid, 0)
+	if err != nil {
+		return err
+	}
+	s.erased, s.erasedRead = erased, true
+	return nil
+}
+
+// passBelowErased passes over ev, a line of s (erased here) below an entry
+// no machine has or below a line passed over so.
+func (r *Replicator) passBelowErased(s *sess, ev *eventlog.Event) {
+	if s.belowErased == nil {
+		s.belowErased = map[string]bool{}
+		r.logger.Info("lines written below entries of this session that were erased here are not written here (a machine that kept the session wrote them)",
+			"session", s.sid, "node", ev.Node)
+	}
+	if ev.ID != "" {
+		s.belowErased[ev.ID] = true
+	}
+	r.waiting.Add(-1)
+	r.erasedLines.Add(1)
+}
+
 // erasedKey is the state key of the PI_ALL sequence of the last erase
 // event of session sid applied here.
 func erasedKey(sid string) string { return SessionKey("replicator.erased.", sid) }
