@@ -102,6 +102,23 @@ type claim struct {
 	node string
 }
 
+// intern is node as one string per node for the run: a node's name in
+// each line's claims, read from its message, kept that message's bytes.
+func (r *Replicator) intern(node string) string {
+	if n, ok := r.nodes[node]; ok {
+		return n
+	}
+	n := strings.Clone(node)
+	if len(r.nodes) < maxInterned {
+		r.nodes[n] = n
+	}
+	return n
+}
+
+// maxInterned bounds the node names intern keeps: a team's nodes, and
+// then some (a node name is whatever a subject holds).
+const maxInterned = 1024
+
 func (r *Replicator) session(sid string) *sess {
 	s := r.sessions[sid]
 	if s == nil {
@@ -132,6 +149,11 @@ func (r *Replicator) apply(ctx context.Context, ev *eventlog.Event) error {
 	default:
 		return nil // a control event this version does not know
 	}
+	// The strings the session's maps keep for the run, copied: read from
+	// the message's headers, each held the whole header block (about
+	// 400 bytes a line) for as long as its key lived (a catch-up probe,
+	// 2026-12-07).
+	ev.ID, ev.ParentID, ev.Node = strings.Clone(ev.ID), strings.Clone(ev.ParentID), r.intern(ev.Node)
 	if ev.ID != "" && ev.Type != "session" {
 		if prev, ok := s.seen[ev.ID]; !ok {
 			s.seen[ev.ID] = claim{sha: ev.Sha, node: ev.Node}
@@ -643,7 +665,15 @@ func (r *Replicator) writable(s *sess, f *replica) []*eventlog.Event {
 			}
 			rest = append(rest, ev)
 		}
+		// What was taken leaves the queue's array too: filtered in
+		// place, the array kept every line written, bytes and all, for
+		// the whole run, and a catch-up of 160,000 lines outgrew the
+		// memory budget (a probe, 2026-12-07).
+		clear(s.queue[len(rest):])
 		s.queue = rest
+	}
+	if len(s.queue) == 0 {
+		s.queue = nil
 	}
 	return out
 }

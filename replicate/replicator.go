@@ -76,6 +76,7 @@ type Replicator struct {
 	// Owned by the Run goroutine.
 	sessions map[string]*sess
 	files    map[string]*replica
+	nodes    map[string]string // intern
 
 	mu            sync.Mutex
 	forkSIDs      map[string]struct{}
@@ -144,7 +145,7 @@ func New(all *eventlog.All, state jetstream.KeyValue, tracker Tracker, o Options
 	}
 	return &Replicator{
 		opts: o, all: all, state: state, tracker: tracker, logger: o.Logger, link: eventlog.NewLink(o.Logger, "replication"), now: time.Now,
-		sessions: map[string]*sess{}, files: map[string]*replica{}, forkSIDs: map[string]struct{}{},
+		sessions: map[string]*sess{}, files: map[string]*replica{}, nodes: map[string]string{}, forkSIDs: map[string]struct{}{},
 		quarantined: map[string]string{}, trashedCopies: map[string]trashedCopy{},
 	}
 }
@@ -288,7 +289,7 @@ func (r *Replicator) run(ctx context.Context) error {
 		return err
 	}
 	// Events held in memory are re-read from the stream: start clean.
-	r.sessions, r.files = map[string]*sess{}, map[string]*replica{}
+	r.sessions, r.files, r.nodes = map[string]*sess{}, map[string]*replica{}, map[string]string{}
 	r.startPos = pos
 	r.waiting.Store(0)
 	if err := r.loadHeaderless(ctx); err != nil {
