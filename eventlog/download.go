@@ -356,6 +356,10 @@ func (d *Downloader) copyFromHub(ctx context.Context) error {
 			d.copiedAll(ctx) // every round before it is stored
 			continue
 		}
+		if r.idle {
+			d.backlog.set(false) // every round before it is stored, and nothing is on its way
+			continue
+		}
 		if r.release.subj != "" {
 			// Released lines are older on the hub than what PI_ALL
 			// holds last: the position is kept first, so that it never
@@ -413,6 +417,10 @@ type round struct {
 	// line is held for a key, once the rounds before it are stored
 	// (firstcopy.go).
 	caughtUp bool
+	// idle: no line, a mark that nothing was on its way from the hub
+	// when it was sent: the downloader is idle once the rounds before it
+	// are stored.
+	idle bool
 }
 
 type parkRelease struct {
@@ -498,6 +506,7 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 	var silent time.Duration  // since the last message arrived
 	var checked time.Duration // silent when the hub was last asked
 	received := false         // a message came from the hub consumer
+	idleSent := false         // the storing stage was told nothing is on its way, since the last message
 	for {
 		// The consumer's errors (a gap, the hub gone) end the wait at
 		// once; in silence, the link is looked at now and then.
@@ -523,7 +532,17 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 				return
 			}
 			if pending == 0 {
-				d.backlog.set(false) // nothing is on its way
+				// Nothing is on its way: said by the storing stage once
+				// the rounds before are stored. Said here, it made the
+				// downloader idle while the last rounds were still being
+				// stored, on a loaded machine (TestDownloaderIdleAfterBacklog,
+				// 2026-12-07).
+				if !idleSent {
+					if !send(round{idle: true}) {
+						return
+					}
+					idleSent = true
+				}
 				if d.firstCopyDue(ctx, cons, received) && !send(round{caughtUp: true}) {
 					return
 				}
@@ -557,7 +576,7 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 			send(round{err: fmt.Errorf("downloader: %w", err)})
 			return
 		}
-		received = true
+		received, idleSent = true, false
 		lines, werr := fr.take(ctx, batch)
 		if werr != nil && !errors.Is(werr, seal.ErrNoKey) {
 			send(round{err: werr})
