@@ -108,7 +108,7 @@ func noAnswer(ctx context.Context, cfg *config.Config, err error) error {
 		}
 		return fmt.Errorf("%w (no answer on %s): start it (pisyncd run, or its service)", errNotRunning, sock)
 	}
-	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+	if errors.Is(err, context.Canceled) || errors.Is(ctx.Err(), context.Canceled) {
 		// Ctrl-C while the daemon worked on the answer: nothing is
 		// stuck (an erase of a long session takes minutes). The
 		// request may end with the signal's cause ("received
