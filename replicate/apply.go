@@ -94,6 +94,8 @@ type sess struct {
 	// belowErased holds the ids of lines passed over as written below an
 	// entry erased here, so that the lines below them are too.
 	belowErased map[string]bool
+	// used is when a line of the session last came (evict.go).
+	used time.Time
 }
 
 // claim is the first line that claimed an entry id: its hash and origin.
@@ -124,6 +126,12 @@ func (r *Replicator) session(sid string) *sess {
 	if s == nil {
 		s = &sess{sid: sid, seen: map[string]claim{}, firstChild: map[string]string{}}
 		r.sessions[sid] = s
+		if _, ok := r.letGoOf[sid]; ok {
+			// Let go of with a file here (evict.go): the file gets
+			// whatever it lacks, as one found cut short.
+			s.refillAll = true
+			delete(r.letGoOf, sid)
+		}
 	}
 	return s
 }
@@ -132,6 +140,7 @@ func (r *Replicator) session(sid string) *sess {
 // the next one applies the events again from the saved position.
 func (r *Replicator) apply(ctx context.Context, ev *eventlog.Event) error {
 	s := r.session(ev.SID)
+	s.used = r.now()
 	switch ev.Op {
 	case "":
 	case eventlog.OpDelete:
@@ -259,6 +268,9 @@ func (r *Replicator) flush(ctx context.Context) (durable bool) {
 			r.logger.Warn("cannot make a session file durable; retrying", "file", f.path, "err", err)
 			durable = false
 		}
+	}
+	if durable {
+		r.sweep(now)
 	}
 	return durable
 }
@@ -521,7 +533,7 @@ func (r *Replicator) lacking(ctx context.Context, s *sess, upTo uint64) ([]*even
 		}
 		if ev.ID != "" {
 			if _, ok := s.seen[ev.ID]; !ok {
-				s.seen[ev.ID] = claim{sha: ev.Sha, node: ev.Node}
+				s.seen[strings.Clone(ev.ID)] = claim{sha: ev.Sha, node: r.intern(ev.Node)}
 			}
 		}
 		if _, ok := f.shas[ev.Sha]; ok {

@@ -76,7 +76,10 @@ type Replicator struct {
 	// Owned by the Run goroutine.
 	sessions map[string]*sess
 	files    map[string]*replica
-	nodes    map[string]string // intern
+	nodes    map[string]string   // intern
+	swept    time.Time           // the last sweep (evict.go)
+	knownCap int                 // maxKnownLines; a test's less
+	letGoOf  map[string]struct{} // sessions let go of with a file here (evict.go)
 
 	mu            sync.Mutex
 	forkSIDs      map[string]struct{}
@@ -114,6 +117,7 @@ type Replicator struct {
 	// Run goroutine, which owns the sessions.
 	failing    atomic.Int64
 	failingErr atomic.Pointer[string]
+	letGo      atomic.Int64 // sessions let go of (evict.go)
 	partial    atomic.Pointer[partialWait]
 }
 
@@ -145,7 +149,7 @@ func New(all *eventlog.All, state jetstream.KeyValue, tracker Tracker, o Options
 	}
 	return &Replicator{
 		opts: o, all: all, state: state, tracker: tracker, logger: o.Logger, link: eventlog.NewLink(o.Logger, "replication"), now: time.Now,
-		sessions: map[string]*sess{}, files: map[string]*replica{}, nodes: map[string]string{}, forkSIDs: map[string]struct{}{},
+		sessions: map[string]*sess{}, files: map[string]*replica{}, nodes: map[string]string{}, letGoOf: map[string]struct{}{}, knownCap: maxKnownLines, forkSIDs: map[string]struct{}{},
 		quarantined: map[string]string{}, trashedCopies: map[string]trashedCopy{},
 	}
 }
@@ -193,6 +197,9 @@ type Stats struct {
 	// that may pass (a full disk) and are retried; FailingError is the
 	// last such error.
 	Failing int64 `json:"sessionsRetryingWrites,omitempty"`
+	// LetGo counts the sessions whose state was let go of to bound the
+	// replicator's memory (evict.go), to be read again when a line comes.
+	LetGo int64 `json:"sessionsLetGo,omitempty"`
 	// WaitingForPartial counts the sessions whose lines wait because
 	// their file here ends in a partial line; PartialExample names one.
 	WaitingForPartial int64             `json:"sessionsWaitingForAPartialLine,omitempty"`
@@ -224,7 +231,7 @@ func (r *Replicator) Stats() Stats {
 		pw = *p
 	}
 	return Stats{
-		Failing: r.failing.Load(), FailingError: failingErr, WaitingForPartial: pw.n, PartialExample: pw.example,
+		Failing: r.failing.Load(), FailingError: failingErr, WaitingForPartial: pw.n, PartialExample: pw.example, LetGo: r.letGo.Load(),
 		FilesCreated: r.filesCreated.Load(), LinesWritten: r.linesWritten.Load(), Waiting: r.waiting.Load(), WaitingForHeader: r.headerlessN.Load(),
 		Deferred: r.deferred.Load(), Rejected: r.rejected.Load(), Trashed: r.trashed.Load(), KeptWritten: r.kept.Load(), Rejoined: r.rejoined.Load(), Restored: r.restored.Load(),
 		Erased: r.erasedRemote.Load(), ErasedLines: r.erasedLines.Load(),
@@ -289,7 +296,7 @@ func (r *Replicator) run(ctx context.Context) error {
 		return err
 	}
 	// Events held in memory are re-read from the stream: start clean.
-	r.sessions, r.files, r.nodes = map[string]*sess{}, map[string]*replica{}, map[string]string{}
+	r.sessions, r.files, r.nodes, r.letGoOf = map[string]*sess{}, map[string]*replica{}, map[string]string{}, map[string]struct{}{}
 	r.startPos = pos
 	r.waiting.Store(0)
 	if err := r.loadHeaderless(ctx); err != nil {

@@ -1,0 +1,81 @@
+package replicate
+
+import (
+	"slices"
+	"time"
+)
+
+// What the replicator knows of a session, and of its file here, is kept
+// for the run: every entry id and hash of its lines (about 480 bytes a
+// line in all). A catch-up of 8,000 sessions of 40 lines kept 250 MB of it
+// after the last file was written, and the memory budget's Go limit was
+// within reach at 600,000 lines (a probe, 2026-12-07). So once the
+// sessions held know more than maxKnownLines lines, those left alone the
+// longest are let go of, down to half of it: nothing waits in them, and
+// nothing of theirs is in flight or out of the ordinary. A session let go
+// of with a file here is read again when a line of it comes: its file's
+// lines from the file, and every line of it PI_ALL holds that the file
+// lacks is written (refillAll, as for a file found cut short): what memory
+// knew of the file, its size, is what told a truncation apart. What is
+// lost is what a restart loses too: which node's line came first for an
+// entry id, and for a parent (a collision is then reported with this
+// node's name, a fork found later or not at all).
+const (
+	maxKnownLines = 100_000
+	// sweepEvery spaces the counts of what the sessions know.
+	sweepEvery = time.Second
+)
+
+// sweep lets go of the sessions left alone the longest while the sessions
+// know more than r.knownCap lines (maxKnownLines; above).
+func (r *Replicator) sweep(now time.Time) {
+	if now.Sub(r.swept) < sweepEvery {
+		return
+	}
+	r.swept = now
+	known := 0
+	for _, s := range r.sessions {
+		known += s.known()
+	}
+	if known <= r.knownCap {
+		return
+	}
+	var idle []*sess
+	for _, s := range r.sessions {
+		if s.plain() {
+			idle = append(idle, s)
+		}
+	}
+	slices.SortFunc(idle, func(a, b *sess) int { return a.used.Compare(b.used) })
+	for _, s := range idle {
+		if known <= r.knownCap/2 {
+			break
+		}
+		known -= s.known()
+		if s.file != nil {
+			delete(r.files, s.file.path)
+			r.letGoOf[s.sid] = struct{}{}
+		}
+		delete(r.sessions, s.sid)
+		r.letGo.Add(1)
+	}
+}
+
+// known is how many lines s knows of: its claims, and its file's lines.
+func (s *sess) known() int {
+	n := len(s.seen)
+	if s.file != nil {
+		n += len(s.file.shas)
+	}
+	return n
+}
+
+// plain reports whether s may be let go of and read again later as at a
+// restart: nothing waits in it, its file is durable, and none of what
+// only memory holds of it (a deletion waiting for the local pi, a
+// quarantine, a migration, failures, a refill due) would be lost.
+func (s *sess) plain() bool {
+	return len(s.queue) == 0 && s.trashAfter == nil && !s.refillAll && s.quarantined == "" && !s.recorded &&
+		s.failures == 0 && !s.away && !s.partial && !s.oldHeader && s.migration.Winner == "" && len(s.migration.Losers) == 0 &&
+		s.belowErased == nil && s.untrusted == nil && (s.file == nil || !s.file.dirty && !s.file.shrunk && !s.file.unchecked)
+}
