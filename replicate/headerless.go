@@ -39,30 +39,46 @@ func headerlessKey(sid string) string { return SessionKey(headerlessPrefix, sid)
 // with r.sessions empty.
 func (r *Replicator) loadHeaderless(ctx context.Context) error {
 	r.headerless = map[string]bool{}
-	var sids []string
-	err := readKeys(ctx, r.state, headerlessPrefix, func(k string, v []byte) {
-		var sid string
-		if json.Unmarshal(v, &sid) == nil && headerlessKey(sid) == k {
-			r.headerless[sid] = true
-			sids = append(sids, sid)
-		}
-	})
+	sids, err := r.recordedSessions(ctx, headerlessPrefix, headerlessKey)
 	if err != nil {
 		return fmt.Errorf("replicator: read the sessions waiting for a header: %w", err)
 	}
+	for _, sid := range sids {
+		r.headerless[sid] = true
+	}
 	r.headerlessN.Store(int64(len(r.headerless)))
 	for _, sid := range sids {
-		err := r.all.ScanSessionRange(ctx, sid, 0, r.startPos, true, func(ev *eventlog.Event) error {
-			if ev.Op != "" {
-				return nil // applied when first read; only lines wait
-			}
-			return r.apply(ctx, ev)
-		})
-		if err != nil {
+		if err := r.reapply(ctx, sid); err != nil {
 			return fmt.Errorf("replicator: read the lines of %s, which wait for its header: %w", sid, err)
 		}
 	}
 	return nil
+}
+
+// recordedSessions reads the sessions recorded in the state bucket under
+// prefix: each under keyOf(its id), its value the id in JSON (a value
+// under another key than its id's is passed over).
+func (r *Replicator) recordedSessions(ctx context.Context, prefix string, keyOf func(string) string) ([]string, error) {
+	var sids []string
+	err := readKeys(ctx, r.state, prefix, func(k string, v []byte) {
+		var sid string
+		if json.Unmarshal(v, &sid) == nil && keyOf(sid) == k {
+			sids = append(sids, sid)
+		}
+	})
+	return sids, err
+}
+
+// reapply applies the lines of session sid up to the saved position
+// (r.startPos) again, so that they wait in memory as they did before the
+// restart; its control events were applied when first read.
+func (r *Replicator) reapply(ctx context.Context, sid string) error {
+	return r.all.ScanSessionRange(ctx, sid, 0, r.startPos, true, func(ev *eventlog.Event) error {
+		if ev.Op != "" {
+			return nil
+		}
+		return r.apply(ctx, ev)
+	})
 }
 
 // setAside reports whether the lines waiting in s may be left out of the

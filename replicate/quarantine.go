@@ -7,8 +7,6 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/pisyncd/pisyncd/eventlog"
 )
 
 // A session whose file can never be written safely (a link in its file's
@@ -59,13 +57,7 @@ func (r *Replicator) quarantine(ctx context.Context, s *sess, err error) {
 // sessions recorded as quarantined: the writes try their paths anew.
 // Called at the start of a run, after loadHeaderless.
 func (r *Replicator) loadQuarantined(ctx context.Context) error {
-	var sids []string
-	err := readKeys(ctx, r.state, quarantinePrefix, func(k string, v []byte) {
-		var sid string
-		if json.Unmarshal(v, &sid) == nil && quarantineKey(sid) == k {
-			sids = append(sids, sid)
-		}
-	})
+	sids, err := r.recordedSessions(ctx, quarantinePrefix, quarantineKey)
 	if err != nil {
 		return fmt.Errorf("replicator: read the quarantined sessions: %w", err)
 	}
@@ -76,13 +68,7 @@ func (r *Replicator) loadQuarantined(ctx context.Context) error {
 		if r.headerless[sid] {
 			continue // its lines are queued already
 		}
-		err := r.all.ScanSessionRange(ctx, sid, 0, r.startPos, true, func(ev *eventlog.Event) error {
-			if ev.Op != "" {
-				return nil // applied when first read; only lines were dropped
-			}
-			return r.apply(ctx, ev)
-		})
-		if err != nil {
+		if err := r.reapply(ctx, sid); err != nil {
 			return fmt.Errorf("replicator: read the lines of %s, quarantined before: %w", sid, err)
 		}
 		if len(s.queue) == 0 {
