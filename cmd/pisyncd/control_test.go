@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,32 +70,41 @@ func TestTailsLeaveRoomForCommands(t *testing.T) {
 	open[1].Body.Close()
 }
 
+// busyDaemon is a control socket in a state dir of its own whose daemon
+// takes each request and answers none until the test ends; taken is
+// closed when the first request has come.
+func busyDaemon(t *testing.T) (state string, taken <-chan struct{}) {
+	state = t.TempDir()
+	ln, err := net.Listen("unix", filepath.Join(state, config.ControlSocket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	came, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(came) })
+		<-release
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		close(release)
+		srv.Close()
+	})
+	return state, came
+}
+
 // TestEraseInterruptedSaysItGoesOn: Ctrl-C on `pisyncd erase` while the
 // daemon erases says that the daemon goes on and how to see it done,
 // where it said that the daemon may be stuck and restarting it mends it
 // (a probe, 2026-12-07: the daemon finished the erase 30 s later).
 func TestEraseInterruptedSaysItGoesOn(t *testing.T) {
-	state := t.TempDir()
-	ln, err := net.Listen("unix", filepath.Join(state, config.ControlSocket))
-	if err != nil {
-		t.Fatal(err)
-	}
-	taken, release := make(chan struct{}), make(chan struct{})
-	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		close(taken) // the erase begun; it takes long
-		<-release
-	})}
-	go srv.Serve(ln)
-	defer func() {
-		close(release)
-		srv.Close()
-	}()
+	state, taken := busyDaemon(t) // the erase begun; it takes long
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() {
 		<-taken
 		cancel() // Ctrl-C
 	}()
-	_, err = eraseViaDaemon(ctx, &config.Config{StateDir: state}, "0199aaaa-0000-7000-8000-0000000000e1")
+	_, err := eraseViaDaemon(ctx, &config.Config{StateDir: state}, "0199aaaa-0000-7000-8000-0000000000e1")
 	if err == nil || !strings.Contains(err.Error(), "the daemon goes on with the erase") || strings.Contains(err.Error(), "stuck") {
 		t.Errorf("erase interrupted: %v", err)
 	}
@@ -106,27 +116,13 @@ func TestEraseInterruptedSaysItGoesOn(t *testing.T) {
 // context.Canceled too: that was taken for a stuck daemon (a verifying
 // probe, 1,100 tails, 2026-12-07).
 func TestInterruptedWithACauseIsNoStuckDaemon(t *testing.T) {
-	state := t.TempDir()
-	ln, err := net.Listen("unix", filepath.Join(state, config.ControlSocket))
-	if err != nil {
-		t.Fatal(err)
-	}
-	taken, release := make(chan struct{}), make(chan struct{})
-	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		close(taken)
-		<-release
-	})}
-	go srv.Serve(ln)
-	defer func() {
-		close(release)
-		srv.Close()
-	}()
+	state, taken := busyDaemon(t)
 	ctx, cancel := context.WithCancelCause(t.Context())
 	go func() {
 		<-taken
 		cancel(errors.New("received interrupt")) // as signalContext does
 	}()
-	_, err = getControl(ctx, &config.Config{StateDir: state}, "/tail")
+	_, err := getControl(ctx, &config.Config{StateDir: state}, "/tail")
 	if err == nil || !strings.Contains(err.Error(), "interrupted before pisyncd answered") || strings.Contains(err.Error(), "stuck") {
 		t.Errorf("interrupted: %v", err)
 	}
