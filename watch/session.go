@@ -54,6 +54,13 @@ func (s *sessionLog) load(ctx context.Context, log Log, extra func(context.Conte
 		}
 	}
 	s.known, s.ids, s.rewritten = make(map[[32]byte]struct{}), make(map[string][32]byte), false
+	defer func() {
+		if err != nil {
+			// Loaded whole or not at all: a nil known is "not loaded", and
+			// one left half full would pass lines it lacks for stored.
+			s.known, s.ids = nil, nil
+		}
+	}()
 	if last > 0 {
 		err = log.Scan(ctx, s.sid, last, false, func(ev *eventlog.Event) error {
 			if s.record(ev.Sha, ev.ID, ev.Type) {
