@@ -40,13 +40,12 @@ func (r *Replicator) quarantine(ctx context.Context, s *sess, err error) {
 		r.quarantined[s.sid] = s.quarantined
 	}
 	r.mu.Unlock()
-	if !s.recorded && r.records < maxQuarantineRecords {
+	if !s.recorded && r.recordedQuarantines() < maxQuarantineRecords {
 		v, _ := json.Marshal(s.sid)
 		if _, perr := r.state.Put(ctx, quarantineKey(s.sid), v); perr != nil {
 			r.logger.Debug("replicator: a quarantine not recorded; a restart does not try the session again", "session", s.sid, "err", perr)
 		} else {
 			s.recorded = true
-			r.records++
 		}
 	}
 	r.logger.Warn("a session from another machine cannot be written here; quarantined", "session", s.sid, "err", err,
@@ -61,7 +60,6 @@ func (r *Replicator) loadQuarantined(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("replicator: read the quarantined sessions: %w", err)
 	}
-	r.records = len(sids)
 	for _, sid := range sids {
 		s := r.session(sid)
 		s.recorded = true
@@ -81,12 +79,10 @@ func (r *Replicator) loadQuarantined(ctx context.Context) error {
 // lifted removes the record of session s, recorded as quarantined, once
 // everything queued for it was written.
 func (r *Replicator) lifted(ctx context.Context, s *sess) {
-	if err := r.state.Delete(ctx, quarantineKey(s.sid)); err != nil {
+	if err := r.unrecord(ctx, s); err != nil {
 		r.logger.Debug("replicator: the record of a quarantine not removed; the next start tries the session again", "session", s.sid, "err", err)
 		return
 	}
-	s.recorded = false
-	r.records--
 	r.logger.Info("a session quarantined before is written here again", "session", s.sid)
 }
 
@@ -97,6 +93,11 @@ func (r *Replicator) dropQuarantine(ctx context.Context, s *sess) error {
 	r.mu.Lock()
 	delete(r.quarantined, s.sid)
 	r.mu.Unlock()
+	return r.unrecord(ctx, s)
+}
+
+// unrecord removes the record of s's quarantine, if it has one.
+func (r *Replicator) unrecord(ctx context.Context, s *sess) error {
 	if !s.recorded {
 		return nil
 	}
@@ -104,6 +105,17 @@ func (r *Replicator) dropQuarantine(ctx context.Context, s *sess) error {
 		return err
 	}
 	s.recorded = false
-	r.records--
 	return nil
+}
+
+// recordedQuarantines counts the quarantines recorded: every recorded
+// session is held (loadQuarantined makes each one, and sweep keeps them).
+func (r *Replicator) recordedQuarantines() int {
+	n := 0
+	for _, s := range r.sessions {
+		if s.recorded {
+			n++
+		}
+	}
+	return n
 }

@@ -84,7 +84,6 @@ type Replicator struct {
 	mu            sync.Mutex
 	forkSIDs      map[string]struct{}
 	quarantined   map[string]string // session → why
-	records       int               // quarantines recorded in the state bucket (quarantine.go)
 	collisionList []Collision
 
 	filesCreated, linesWritten, rejected, trashed atomic.Int64
