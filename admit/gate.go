@@ -106,6 +106,7 @@ func (g *Gate) Admit(ctx context.Context, ev *eventlog.Event, at time.Time) erro
 	k := pair{ev.Node, ev.SID}
 	g.mu.Lock()
 	p := g.pairs[k]
+	askOwn := ev.Op == "" && ev.Node == g.self && g.ownLog != nil && g.firstOwn(k)
 	g.mu.Unlock()
 	if p != nil && p.quarantined != "" {
 		return g.reject(&Rejection{Node: ev.Node, SID: ev.SID, Reason: Quarantined, Detail: string(p.quarantined)})
@@ -117,7 +118,7 @@ func (g *Gate) Admit(ctx context.Context, ev *eventlog.Event, at time.Time) erro
 		g.count(ev)
 		return nil
 	}
-	if ev.Node == g.self && g.ownLog != nil {
+	if askOwn {
 		g.checkOwn(ctx, ev)
 	}
 	g.mu.Lock()

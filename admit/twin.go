@@ -30,20 +30,20 @@ var _ OwnLog = (*eventlog.Local)(nil)
 // not hold. Call it before the first Admit.
 func (g *Gate) WatchOwn(log OwnLog) { g.ownLog = log }
 
-// checkOwn looks, for the first line of this node id of a session in this
-// run, whether this machine's log holds the session.
-func (g *Gate) checkOwn(ctx context.Context, ev *eventlog.Event) {
-	k := pair{ev.Node, ev.SID}
-	g.mu.Lock()
+// firstOwn reports whether the line of this node id of pair k is the
+// first of the run, the one checkOwn asks about. Called with g.mu held.
+func (g *Gate) firstOwn(k pair) bool {
 	p := g.pair(k)
-	checked := p == nil || p.ownChecked
-	if p != nil {
-		p.ownChecked = true
+	if p == nil || p.ownChecked {
+		return false
 	}
-	g.mu.Unlock()
-	if checked {
-		return
-	}
+	p.ownChecked = true
+	return true
+}
+
+// checkOwn looks, for the first line of this node id of a session in this
+// run (firstOwn), whether this machine's log holds the session.
+func (g *Gate) checkOwn(ctx context.Context, ev *eventlog.Event) {
 	seq, _, err := g.ownLog.Last(ctx, ev.SID)
 	if err != nil {
 		// Only a warning to give: the line is admitted either way.
