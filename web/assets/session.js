@@ -7,6 +7,8 @@
   // a teammate wrote (#e-%E0%A4) must not stop the page.
   var decode = function (s) { try { return decodeURIComponent(s); } catch (e) { return s; } };
   var sid = decode(location.pathname.replace(/^\/s\//, ''));
+  // hashEntry is the entry the page's address names (#e-ID), or ''.
+  var hashEntry = function () { return location.hash.indexOf('#e-') === 0 ? decode(location.hash.slice(3)) : ''; };
   var api = '/api/s/' + encodeURIComponent(sid);
   // Entry ids are any string a line holds ("constructor", "__proto__"):
   // kept in Maps and Sets, never as an object's keys.
@@ -391,7 +393,7 @@
   // An entry's address pasted into the page's own tab, or an entry's
   // anchor clicked: the entry, on its branch when it is not on the page.
   window.addEventListener('hashchange', function () {
-    var id = location.hash.indexOf('#e-') === 0 ? decode(location.hash.slice(3)) : '';
+    var id = hashEntry();
     if (!id) return;
     if (document.getElementById('e-' + id)) scrollTo(id);
     else if (byId.has(id)) select(id);
@@ -420,7 +422,7 @@
   // The branch is drawn as soon as its answer comes; the tree panel's (a
   // line of every entry: most of the bytes) is asked for at the same time
   // (both are preloaded by the page's Link header) and drawn after.
-  var want = location.hash.indexOf('#e-') === 0 ? decode(location.hash.slice(3)) : '';
+  var want = hashEntry();
   // The tree's answer is parsed only once the branch is drawn: parsing its
   // ~1 MiB first would hold the branch back.
   var treeResp = fetch(api + '/tree', {credentials: 'same-origin'});
