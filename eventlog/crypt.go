@@ -70,6 +70,12 @@ type Crypt struct {
 	// record in state, sealedKey), "" before it ever did: a keyring file
 	// gone then is no machine that does not encrypt (cryptstate.go).
 	sealedFor string
+
+	// hubSealed is "" until the hub shows this node, without a keyring
+	// under auto, that its team encrypts (crypthub.go); hubLooked is
+	// when it last asked.
+	hubSealed string
+	hubLooked time.Time
 }
 
 // NewCrypt reads the keyring at path for node. A missing keyring is no
@@ -200,6 +206,10 @@ type CryptStatus struct {
 	// SealedFor is the team this node has sealed its lines for, "" if it
 	// never did: without a keyring, auto then fails closed.
 	SealedFor string `json:"sealedFor,omitempty"`
+	// HubSealed says how, under auto without a keyring, this node knows
+	// from the hub that its team encrypts (lookAtHub): auto then fails
+	// closed.
+	HubSealed string `json:"hubSealed,omitempty"`
 }
 
 // Status returns the encryption's state, never waiting for a seal that
@@ -220,7 +230,7 @@ func (c *Crypt) Status() CryptStatus {
 // statusLocked computes the status and keeps it for Status to answer
 // with while mu is held.
 func (c *Crypt) statusLocked() CryptStatus {
-	s := CryptStatus{ForwardWaiting: c.waitFwd, CopyWaiting: c.waitDl, TeamChanged: c.teamChanged, SealedFor: c.sealedFor}
+	s := CryptStatus{ForwardWaiting: c.waitFwd, CopyWaiting: c.waitDl, TeamChanged: c.teamChanged, SealedFor: c.sealedFor, HubSealed: c.hubSealed}
 	if c.ring != nil {
 		s.Team, s.CurrentKey, s.Keys = c.ring.Team, c.ring.Current, len(c.ring.Keys)
 	}
@@ -350,10 +360,12 @@ func tombstone(prefix string, keep []string, kh KeyHub) error {
 
 // KeyHub is what sealing needs of the hub's PI_KEYS: Publish puts a key
 // message (or, empty, a tombstone) on subj and returns its sequence;
-// Subjects lists the subjects matching filter that hold a message.
+// Subjects lists the subjects matching filter that hold a message; Count
+// is the number of messages the stream holds.
 type KeyHub struct {
 	Publish  func(subj string, body []byte) (uint64, error)
 	Subjects func(filter string) ([]string, error)
+	Count    func() (uint64, error)
 }
 
 // KeyID names a key message's subject under its node's key subject of a
@@ -381,8 +393,13 @@ type inner struct {
 // noKeyLocked records and returns why nothing is forwarded.
 func (c *Crypt) noKeyLocked() error {
 	c.waitFwd = ErrNoTeamKey.Error()
-	if c.brokenKeyringLocked() {
+	switch {
+	case c.brokenKeyringLocked():
 		c.waitFwd = c.keyErrorLocked()
+	case !c.always && c.hubSealed != "":
+		c.waitFwd = fmt.Sprintf(teamEncryptsWait, c.hubSealed)
+		c.statusLocked()
+		return fmt.Errorf("%w: %s", ErrTeamEncrypts, c.waitFwd)
 	}
 	c.statusLocked()
 	return fmt.Errorf("%w: %v", ErrNoTeamKey, c.loadErr)
@@ -401,14 +418,16 @@ func (c *Crypt) subject(sid string) (up, tok string, err error) {
 		}
 		tok = seal.Token(c.ring, sid)
 		return UpPrefix + "." + c.node + "." + tok, tok, nil
-	case c.always, c.brokenKeyringLocked():
+	case c.always, c.brokenKeyringLocked(), c.hubSealed != "":
 		// Under auto too, a keyring file that is there but cannot be
 		// read (its mode, a damaged file), or that is gone from a
 		// machine that sealed before (moved, a state dir restored
 		// without it, another PISYNC_KEY_FILE), fails closed: this
 		// machine's team encrypts, and a line sent in clear meanwhile
 		// would stay on the hub in clear, and be refused by teammates
-		// that require sealing (a hole in their copy for good).
+		// that require sealing (a hole in their copy for good). So
+		// does a machine whose hub shows that its team encrypts
+		// (lookAtHub).
 		return "", "", c.noKeyLocked()
 	}
 	return UpSubject(c.node, sid), "", nil

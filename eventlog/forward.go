@@ -157,6 +157,18 @@ func HubKeys(ctx context.Context, hub jetstream.JetStream) KeyHub {
 			defer cancel()
 			return KeySubjects(ctx, hub, filter)
 		},
+		Count: func() (uint64, error) {
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			s, err := hub.Stream(ctx, KeysStream)
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				return 0, nil // a hub that never kept key messages
+			}
+			if err != nil {
+				return 0, fmt.Errorf("key messages on %s: %w", KeysStream, err)
+			}
+			return s.CachedInfo().State.Msgs, nil
+		},
 	}
 }
 
@@ -430,6 +442,11 @@ func (f *Forwarder) read(ctx context.Context, p *Pump, asm *Assemblers, handled 
 // hub already holds. A session in held is skipped; one whose line needs a
 // batch the hub refuses is added to held after its lines before that line.
 func (f *Forwarder) forward(ctx context.Context, window map[string][]Line, held map[string]bool) error {
+	if f.crypt != nil {
+		if err := f.crypt.lookAtHub(HubKeys(ctx, f.hub).Count); err != nil {
+			return fmt.Errorf("forwarder: whether the team encrypts: %w", err)
+		}
+	}
 	for subj, lines := range window {
 		_, sid, err := ParseSubject(subj)
 		if err != nil {

@@ -501,6 +501,8 @@ func encryptionNote(e *encryptionStatus) string {
 		return "auto: " + key + ": nothing is forwarded to the hub until it is back"
 	case e.Mode == "auto" && e.CurrentKey == "" && e.KeyError != "":
 		return "auto: " + key + ": nothing is forwarded to the hub until it can be (fix it, or move it away to send in clear)"
+	case e.Mode == "auto" && e.CurrentKey == "" && e.HubSealed != "":
+		return "auto: " + key + ", and the team encrypts (" + e.HubSealed + "): nothing is forwarded to the hub until the team key is imported (pisyncd key import; PISYNC_ENCRYPT=off to send in clear on purpose)"
 	case e.Mode == "auto" && e.CurrentKey == "":
 		return "auto: off, " + key + " (lines go to the hub in clear)"
 	case e.Mode == "auto":
