@@ -352,3 +352,59 @@ func TestStateDirPlantedFileRefused(t *testing.T) {
 	os.Remove(planted)
 	startServer(t, testConfig(t, dir))
 }
+
+// TestStateDirNotOursLeftAlone: a state dir that is not pisyncd's to close
+// is refused with its mode as it was. A shared folder (sticky, like /tmp;
+// a probe's PISYNC_STATE_DIR pointed at one, and a refused start left it
+// 0700, shutting its other users out), and a folder open to others that
+// holds what pisyncd did not make (a home folder was made 0700). One that
+// an earlier pisyncd left open is still closed.
+func TestStateDirNotOursLeftAlone(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		mode os.FileMode
+		file string
+		want string // in the refusal; "" starts
+	}{
+		{"shared", 0o777 | os.ModeSticky, "", "sticky, like /tmp"},
+		{"shared with a file", 0o777 | os.ModeSticky, "notes.txt", "sticky, like /tmp"},
+		{"someone's folder", 0o755, "notes.txt", "holds what pisyncd did not make (notes.txt)"},
+		{"an earlier pisyncd's", 0o755, "lock", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "state")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if c.file != "" {
+				if err := os.WriteFile(filepath.Join(dir, c.file), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Chmod(dir, c.mode); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Start(context.Background(), testConfig(t, dir))
+			st, _ := os.Stat(dir)
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.want == "":
+				s.Close()
+				if st.Mode().Perm() != 0o700 {
+					t.Errorf("mode %v after start, want 0700", st.Mode())
+				}
+			case err == nil:
+				s.Close()
+				t.Fatalf("started in a folder of mode %v holding %q", c.mode, c.file)
+			default:
+				if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "PISYNC_STATE_DIR") {
+					t.Errorf("the refusal does not say why and what to do: %v", err)
+				}
+				if st.Mode() != c.mode|os.ModeDir {
+					t.Errorf("mode %v after a refused start, was %v", st.Mode(), c.mode|os.ModeDir)
+				}
+			}
+		})
+	}
+}
