@@ -297,7 +297,11 @@ func (d *Daemon) unhealthy() string {
 		return "embedded server failed: " + err.Error()
 	}
 	if d.store != nil {
-		if st := d.store.Stats(); st.State != embedded.StoreOK {
+		switch st := d.store.Stats(); st.State {
+		case embedded.StoreOK:
+		case embedded.StoreAtLimit:
+			return "event store " + atLimitNote(st)
+		default:
 			return fmt.Sprintf("event store %s since %s: %s", st.State, st.Since.Format(time.RFC3339), st.Error)
 		}
 	}

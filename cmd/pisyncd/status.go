@@ -144,7 +144,14 @@ func printStatus(stdout io.Writer, st *Status) error {
 	}
 	if s := st.Store; s != nil {
 		state := s.State
-		if s.State != embedded.StoreOK {
+		switch s.State {
+		case embedded.StoreOK:
+			if s.LimitBytes > 0 {
+				state = fmt.Sprintf("ok, holds %d of PISYNC_MAX_STORE %d bytes", s.UsedBytes, s.LimitBytes)
+			}
+		case embedded.StoreAtLimit:
+			state = atLimitNote(*s)
+		default:
 			state = fmt.Sprintf("%s since %s (publishing waits; recovers by itself once the disk takes writes): %s",
 				s.State, s.Since.Format(time.RFC3339), s.Error)
 		}
@@ -552,4 +559,12 @@ func heldNodes(d *eventlog.DownloaderStats, word string) string {
 		return ""
 	}
 	return " " + word + " " + fewOf(d.HeldFrom)
+}
+
+// atLimitNote says that the store holds PISYNC_MAX_STORE, and what to do:
+// nothing more is stored until it has room, and it never makes room by
+// itself (no stream of a workstation drops what it holds).
+func atLimitNote(s embedded.StoreStats) string {
+	return fmt.Sprintf("at its limit: it holds %d of PISYNC_MAX_STORE %d bytes, and nothing more is published or copied until it has room; nothing is lost meanwhile (the files keep the lines, and they are published once there is room): set a larger PISYNC_MAX_STORE and restart, or erase sessions no one needs (pisyncd erase)",
+		s.UsedBytes, s.LimitBytes)
 }

@@ -452,6 +452,20 @@ func (s *Server) CredentialsFile() string { return s.credsPath }
 // restart (StoreWatch) it is a different one: callers should not keep it.
 func (s *Server) NATS() *server.Server { return s.nats() }
 
+// storeUse returns what the JetStream file store holds and its limit, as
+// the server counts them when it refuses a write (0, 0 while it is down).
+func (s *Server) storeUse() (used, limit int64) {
+	ns := s.nats()
+	if ns == nil {
+		return 0, 0
+	}
+	jsi, err := ns.Jsz(nil)
+	if err != nil || jsi.Disabled {
+		return 0, 0
+	}
+	return int64(jsi.Store), jsi.Config.MaxStore
+}
+
 // HubLinked reports whether the server's leaf connection to the hub is up
 // (false without a hub). The forwarder and the downloader each say whether
 // their last request reached the hub; an idle forwarder asks nothing, so

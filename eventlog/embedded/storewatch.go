@@ -90,6 +90,13 @@ const (
 	StoreOK         = "ok"
 	StoreFailing    = "failing"    // writes fail; waiting until the disk takes writes
 	StoreRecovering = "recovering" // the embedded server is being restarted
+	// StoreAtLimit: the store holds its JetStream limit (MaxStore), less
+	// than a largest message from it. The server refuses every write that
+	// would pass it ("insufficient resources") and reports itself
+	// healthy: the disk has room, so there is nothing to recover, and only
+	// room made in the store (an erase) or a larger limit, at a restart,
+	// ends it.
+	StoreAtLimit = "at-limit"
 )
 
 // StoreWatchOptions configure a StoreWatch.
@@ -188,6 +195,9 @@ type StoreStats struct {
 	// LastOutageSeconds is how long the last failure lasted, from the
 	// moment it was noticed to the moment the store was writable again.
 	LastOutageSeconds float64 `json:"lastOutageSeconds,omitempty"`
+	// UsedBytes is what the store holds against its limit, LimitBytes.
+	UsedBytes  int64 `json:"usedBytes"`
+	LimitBytes int64 `json:"limitBytes"`
 }
 
 // Stats returns the store's current health.
@@ -202,14 +212,34 @@ func (w *StoreWatch) Stats() StoreStats {
 	}
 	w.mu.Unlock()
 	st.FreeBytes, _ = freeBytes(w.dir)
+	st.UsedBytes, st.LimitBytes = w.s.storeUse()
+	if st.State == StoreOK && atLimit(st.UsedBytes, st.LimitBytes) {
+		st.State = StoreAtLimit
+		st.Error = fmt.Sprintf("the store holds %d bytes of its limit of %d: every write that would pass it is refused (insufficient resources)", st.UsedBytes, st.LimitBytes)
+	}
 	return st
+}
+
+// atLimit reports whether a store holding used bytes of limit has less
+// room left than a largest message (a line's chunk): a line of that size
+// would be refused.
+func atLimit(used, limit int64) bool {
+	return limit > 0 && used+maxPayload > limit
 }
 
 // Collectors returns the watch's Prometheus metrics.
 func (w *StoreWatch) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		metrics.Gauge("store_writable", "1 when the JetStream store takes writes, 0 while it fails (a full disk) or is being restarted.",
-			metrics.Bool(func() bool { return w.Writable().Err() == nil })),
+		metrics.Gauge("store_writable", "1 when the JetStream store takes writes, 0 while it fails (a full disk), is being restarted, or holds its limit.",
+			metrics.Bool(func() bool { return w.Writable().Err() == nil && !atLimit(w.s.storeUse()) })),
+		metrics.Gauge("store_used_bytes", "Bytes the JetStream store holds against its limit (PISYNC_MAX_STORE).", func() int64 {
+			used, _ := w.s.storeUse()
+			return used
+		}),
+		metrics.Gauge("store_limit_bytes", "The JetStream store's limit (PISYNC_MAX_STORE).", func() int64 {
+			_, limit := w.s.storeUse()
+			return limit
+		}),
 		metrics.Counter("store_write_failures_total", "Times the JetStream store stopped taking writes.", w.failures.Load),
 		metrics.Counter("store_recoveries_total", "Times the JetStream store was brought back after a write failure (by restarting the embedded server).", w.recoveries.Load),
 		metrics.Gauge("store_free_bytes", "Bytes left on the file system of the JetStream store.", func() int64 {

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pisyncd/pisyncd/internal/testenv"
 )
@@ -452,4 +453,69 @@ func TestSuspicionsSpaced(t *testing.T) {
 	if st := w.Stats(); st.State != StoreOK || st.WriteFailures != 0 {
 		t.Errorf("a healthy store after suspicions: %+v", st)
 	}
+}
+
+// TestStoreAtItsLimit: a store that holds its limit (MaxStore) refuses
+// every write with "insufficient resources" while the server reports
+// itself healthy. Proves that the watch's stats and its writable metric
+// say so, with what it holds, and that an erase brings it back. Before,
+// status, /healthz and the metric said ok while nothing more was
+// published (an operations probe on 2026-12-07, with PISYNC_MAX_STORE).
+func TestStoreAtItsLimit(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.MaxStore = 8 << 20
+	s := startServer(t, cfg)
+	w, stop := runWatch(t, s, StoreWatchOptions{})
+	defer stop()
+	nc := connect(t, s)
+	js, _ := jetstream.New(nc)
+	st := createStream(t, js, "S")
+	if got := w.Stats(); got.State != StoreOK || got.LimitBytes != 8<<20 {
+		t.Fatalf("an empty store: %+v", got)
+	}
+	payload := []byte(strings.Repeat("x", 64<<10))
+	var err error
+	for i := 0; err == nil; i++ {
+		if i > 1000 {
+			t.Fatal("128 at most fit; 1000 were stored")
+		}
+		_, err = js.Publish(testCtx(t), "S.x", payload)
+	}
+	if !strings.Contains(err.Error(), "insufficient resources") {
+		t.Fatalf("the write past the limit: %v", err)
+	}
+	got := w.Stats()
+	if got.State != StoreAtLimit || got.UsedBytes < 7<<20 || !strings.Contains(got.Error, "of its limit of 8388608") {
+		t.Errorf("a store at its limit: %+v", got)
+	}
+	if v := gaugeValue(t, w, "store_writable"); v != 0 {
+		t.Errorf("store_writable %v at the limit", v)
+	}
+	if err := st.Purge(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Stats(); got.State != StoreOK {
+		t.Errorf("after a purge: %+v", got)
+	}
+	if v := gaugeValue(t, w, "store_writable"); v != 1 {
+		t.Errorf("store_writable %v after a purge", v)
+	}
+}
+
+// gaugeValue reads the watch's gauge named name (without its prefix).
+func gaugeValue(t *testing.T, w *StoreWatch, name string) float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(w.Collectors()...)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if strings.HasSuffix(mf.GetName(), "_"+name) || mf.GetName() == name {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no gauge %s", name)
+	return 0
 }
