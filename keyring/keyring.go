@@ -146,7 +146,11 @@ func (r *Ring) Check() error {
 // 2026-12-06 found that).
 func (r *Ring) Merge(other *Ring, now time.Time) (bool, error) {
 	if other.Team != r.Team {
-		return false, fmt.Errorf("keyring: that key is team %s's, this machine has team %s's (remove %s first to switch teams)", other.Team, r.Team, FileName)
+		// Not "remove the file": it may hold the only copy of keys that
+		// this machine's sealed lines on the hub need (a newcomer probe
+		// followed that advice and left its teammates waiting for good
+		// on a key that no longer existed).
+		return false, fmt.Errorf("keyring: that key is team %s's, this machine has team %s's; to switch teams, keep team %s's keys first (pisyncd key export > team-%s.key, 0600: the lines this machine sealed need them), then move %s away and import again", other.Team, r.Team, r.Team, r.Team, FileName)
 	}
 	var add []Key
 	for _, k := range other.Keys {

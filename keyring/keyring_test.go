@@ -109,6 +109,10 @@ func TestMerge(t *testing.T) {
 	}
 	if _, err := b.Merge(New(now), now); err == nil {
 		t.Fatal("another team's key merged")
+	} else if !strings.Contains(err.Error(), "pisyncd key export") {
+		// Its advice must keep this team's keys, not only move them away:
+		// the lines this machine sealed need them.
+		t.Errorf("the refusal does not say to keep this team's keys first: %v", err)
 	}
 }
 
