@@ -64,6 +64,14 @@ func (s *hintState) hintFor(msg, err string) (key, text string) {
 		return "hub-refuses-key", fmt.Sprintf("hint: the hub refuses this node's key (PISYNC_HUB_NKEY or PISYNC_HUB_CREDS): it is not registered there, or no longer (the hub's operator removed the node, or registered it again with a new key). Nothing is forwarded or received meanwhile, and the link is tried again every second. Ask the hub's operator: `pisyncd hub nodes` lists what the hub admits; `pisyncd hub add-node %s` makes a key (with --replace, a new one for a node registered already). Put its file where PISYNC_HUB_NKEY says and restart pisyncd: the key is read at start", s.nodeID)
 	case strings.Contains(msg, "Leafnode Error 'Authorization Violation'"):
 		return "hub-wants-key", fmt.Sprintf("hint: the hub refuses this node: it admits registered workstations only, and this one has no key. Get one from the hub's operator (`pisyncd hub add-node %s` on the hub) and set PISYNC_HUB_NKEY to its file", s.nodeID)
+	case strings.Contains(msg, "connect as leafnode") && strings.Contains(msg, "connection refused"):
+		return "hub-not-listening", "hint: nothing listens at the hub's address in PISYNC_HUB_URLS: the hub is not running, or that is not the port it takes workstations on (pisyncd hub's PISYNC_HUB_LEAF_LISTEN, 7422 by default; its 4222 is for clients, not workstations). The link is tried again every second; lines wait meanwhile"
+	case strings.Contains(msg, "connect as leafnode") && strings.Contains(msg, "no such host"):
+		return "hub-unknown-host", "hint: the hub's host name in PISYNC_HUB_URLS is not known here (DNS, /etc/hosts, or a typo). The link is tried again every second; lines wait meanwhile"
+	case strings.Contains(msg, "connect as leafnode") && (strings.Contains(msg, "i/o timeout") || strings.Contains(msg, "no route to host") || strings.Contains(msg, "network is unreachable")):
+		return "hub-unreachable", "hint: the hub's address in PISYNC_HUB_URLS does not answer from here: this machine is offline, or a firewall drops the port (pisyncd hub's PISYNC_HUB_LEAF_LISTEN, 7422 by default). The link is tried again every second; lines wait meanwhile"
+	case strings.Contains(msg, "wrong port"):
+		return "hub-wrong-port", "hint: PISYNC_HUB_URLS points at a port of the hub that is not for workstations (its client port, 4222 by default): use the port pisyncd hub's PISYNC_HUB_LEAF_LISTEN names, 7422 by default"
 	case strings.Contains(msg, "certificate signed by unknown authority") && s.hubCA == "":
 		return "hub-ca-unset", "hint: the hub's certificate is signed by a CA this machine does not trust. Set PISYNC_HUB_CA to the hub's CA certificate (ca.pem, which `pisyncd hub certs` or `hub dev-init` wrote on the hub). Nothing is forwarded or received meanwhile"
 	case strings.Contains(msg, "certificate signed by unknown authority"):

@@ -172,6 +172,10 @@ func TestHintFor(t *testing.T) {
 		{"hub:7422 - lid:6 - TLS leafnode handshake error: tls: failed to verify certificate: x509: certificate is not valid for any names, but wanted to match hub", "", true, down, "hub-cert-name"},
 		{"127.0.0.1:7422 - lid:3 - TLS leafnode handshake error: tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2026-12-03T19:40:01Z is after 2026-12-01T10:00:00Z", "", true, down, "hub-cert-time"},
 		{"127.0.0.1:7422 - lid:3 - TLS leafnode handshake error: tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2025-01-01T00:00:00+01:00 is before 2026-12-01T10:00:00Z", "", false, down, "hub-cert-time"},
+		{`Error trying to connect as leafnode to remote server "localhost:24299" (attempt 1): dial tcp 127.0.0.1:24299: connect: connection refused`, "", false, down, "hub-not-listening"},
+		{`Error trying to connect as leafnode to remote server "hub.invalid:7422" (attempt 1): dial tcp: lookup hub.invalid: no such host`, "", false, down, "hub-unknown-host"},
+		{`Error trying to connect as leafnode to remote server "10.9.9.9:7422" (attempt 40): dial tcp 10.9.9.9:7422: i/o timeout`, "", true, down, "hub-unreachable"},
+		{"127.0.0.1:4222 - lid:4 - Leafnode Error 'attempted to connect to wrong port'", "", false, down, "hub-wrong-port"},
 		// Without credentials, or with the hub away, the same errors
 		// mean the hub is not there yet: no hint.
 		{"copying from the hub paused; retrying", "downloader: hub consumer: nats: no responders available for request", false, up, ""},
@@ -298,5 +302,39 @@ func TestHintHubCA(t *testing.T) {
 		cfg.HubNkey, cfg.HubCA = seed, c.ca
 		_, log := loggedStation(t, cfg)
 		waitHint(t, log, c.hint, "handshake error", 1)
+	}
+}
+
+// TestHintHubNotListening: a workstation whose PISYNC_HUB_URLS names a
+// port where nothing listens, or the hub's client port, logged nats-server's
+// dial error once and then only "no responders" from its retries, and
+// status said the link was down without a cause (a newcomer probe on
+// 2026-12-07). Now one hint names the cause and the fix, and status shows it.
+func TestHintHubNotListening(t *testing.T) {
+	client := testenv.FreeAddr(t)
+	hub, err := StartHub(context.Background(), &config.Hub{
+		Name: "hub-1", StateDir: t.TempDir(), Listen: client, LeafListen: testenv.FreeAddr(t), Replicas: 1, MaxStore: 1 << 30, Open: true,
+	}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hub.Close()
+	for _, c := range []struct {
+		name, url, hint string
+	}{
+		{"closed port", "nats://" + testenv.FreeAddr(t), "nothing listens at the hub's address in PISYNC_HUB_URLS"},
+		{"client port", "nats://" + client, "is not for workstations"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, log := loggedStation(t, stationConfig(t, "ws-x", c.url))
+			waitUntil(t, 30*time.Second, func() (bool, string) {
+				st, err := s.status()
+				if err != nil {
+					return false, err.Error()
+				}
+				return st.HubLinked != nil && !*st.HubLinked && strings.Contains(st.HubLinkCause, c.hint),
+					fmt.Sprintf("linked %v, cause %q; log:\n%s", st.HubLinked, st.HubLinkCause, log.String())
+			})
+		})
 	}
 }
