@@ -86,7 +86,7 @@ func (w *Worker) eachContext(ctx context.Context, sid, leaf string, mode session
 	}
 	ix, err := w.index(ctx, s, leaf, mode)
 	if err != nil {
-		return err
+		return notSessionWhy(err, sid)
 	}
 	known := func(r session.Ref) ([]byte, bool) {
 		s.mu.Lock()
@@ -211,7 +211,7 @@ func loadContext(ctx context.Context, nc *nats.Conn, node, sid, leaf string, all
 		return err
 	}
 	if r.err != nil {
-		return fmt.Errorf("projection: context: %w", r.err)
+		return fmt.Errorf("projection: context: %w", notSessionWhy(r.err, sid))
 	}
 	ix, err := treeIndex(r.tree, leaf)
 	if err != nil {
@@ -220,7 +220,7 @@ func loadContext(ctx context.Context, nc *nats.Conn, node, sid, leaf string, all
 	src := newStreamBodies(ctx, nc, w.js, w.filters(sid), nil, ix, w.opts.ReadAhead, 0)
 	defer src.close()
 	if err := use(ix, src); err != nil {
-		return fmt.Errorf("projection: context: %w", err)
+		return fmt.Errorf("projection: context: %w", notSessionWhy(err, sid))
 	}
 	return nil
 }
@@ -252,4 +252,15 @@ func (w *Worker) ends(ctx context.Context, sid string) (Src, error) {
 		return nil, fmt.Errorf("%w %q", ErrUnknownSession, sid)
 	}
 	return upTo, nil
+}
+
+// notSessionWhy adds to pi's refusal of a session (ErrNotSession) its most
+// likely cause here: a copy whose first lines have not come (held for a
+// key, refused, still on their way). The bare "not a valid pi session"
+// left a newcomer with nothing to act on.
+func notSessionWhy(err error, sid string) error {
+	if !errors.Is(err, session.ErrNotSession) {
+		return err
+	}
+	return fmt.Errorf("%w: the first line this machine holds of session %s is not its header, so pi would not open it either; if it is another machine's, its first lines have not come here: pisyncd status says why lines wait", err, sid)
 }

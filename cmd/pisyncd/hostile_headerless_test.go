@@ -77,6 +77,11 @@ func TestHostileHeaderlessLine(t *testing.T) {
 			t.Errorf("bob's status: %v %+v\n%s", err, st.Replicator, text.String())
 		}
 	}
+	// So does its context (before: "session: not a valid pi session").
+	var out bytes.Buffer
+	if err := writeSessionContext(t.Context(), e.bob.cfg, sid, "", "", &out); err == nil || !strings.Contains(err.Error(), "pisyncd status says why") {
+		t.Errorf("bob's context of the session without its header: %v", err)
+	}
 	eveHeader(t, e, sid, secRel(sid), []byte(hdrLine(sid, "/sec")))
 	waitSecFile(t, e.bob, sid, 2, 30*time.Second)
 	if got := readLines(secPath(e.bob, sid)); got[1] != orphan {
