@@ -92,7 +92,8 @@ func WantsHelp(args []string) bool {
 
 // Reorder moves flags before positional arguments, so `events ID --json`
 // works as well as `events --json ID`. valued names the flags that take a
-// value in the next argument (--leaf ID).
+// value in the next argument (--leaf ID); one given last, without its
+// value, is left for the flag package to name.
 func Reorder(args []string, valued ...string) []string {
 	var flags, pos []string
 	for i := 0; i < len(args); i++ {
@@ -103,7 +104,16 @@ func Reorder(args []string, valued ...string) []string {
 		}
 		flags = append(flags, a)
 		name := strings.TrimLeft(a, "-")
-		if !strings.Contains(name, "=") && slices.Contains(valued, name) && i+1 < len(args) {
+		if !strings.Contains(name, "=") && slices.Contains(valued, name) {
+			if i+1 == len(args) {
+				// The flag's value is missing. Moved before the
+				// positionals it took the first of them for its
+				// value (`context FILE --leaf` was "missing
+				// argument", FILE given), and left after them the
+				// flag package never reads it: without them it
+				// names the flag ("flag needs an argument: -leaf").
+				return flags
+			}
 			i++
 			flags = append(flags, args[i])
 		}

@@ -2,7 +2,10 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"flag"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -29,5 +32,31 @@ func TestHelpShowsDoubleDash(t *testing.T) {
 	}
 	if strings.Contains(got, "\n  -json") {
 		t.Errorf("help still shows -json:\n%s", got)
+	}
+}
+
+// TestValuedFlagWithoutValue: a flag that takes a value, given last
+// without one, is named as the flag package names it. Reorder moved it
+// before the positionals, where it took FILE for its value, and `context
+// FILE --leaf` said "missing argument" with FILE given (a probe's finding).
+func TestValuedFlagWithoutValue(t *testing.T) {
+	none := func(string) (string, bool) { return "", false }
+	for _, args := range [][]string{
+		{"s.jsonl", "--leaf"},
+		{"s.jsonl", "--rules"},
+		{"s.jsonl", "--json", "--leaf"},
+		{"--json", "s.jsonl", "-leaf"},
+	} {
+		err := ContextFile(args, io.Discard, "pisync context FILE", none)
+		flagName := strings.TrimLeft(args[len(args)-1], "-")
+		want := "flag needs an argument: -" + flagName
+		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want a usage error saying %q", args, err, want)
+		}
+	}
+	// A value given still goes with its flag, the positionals after.
+	got := Reorder([]string{"F", "--leaf", "x", "--json"}, "leaf")
+	if want := []string{"--leaf", "x", "--json", "F"}; !slices.Equal(got, want) {
+		t.Errorf("Reorder: %q, want %q", got, want)
 	}
 }
