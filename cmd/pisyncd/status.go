@@ -261,7 +261,8 @@ func printStatus(stdout io.Writer, st *Status) error {
 			}
 			row("remote events rejected", a.Rejected)
 			for node, o := range a.ByOrigin {
-				row("  rejected from "+node, fmt.Sprintf("%d %v", o.Rejected, o.ByReason))
+				// As the ignored files: %v printed Go's "3 map[unsealed:3]".
+				row("  rejected from "+node, ignoredText(o.Rejected, o.ByReason))
 			}
 			for _, q := range a.Quarantined {
 				row("  quarantined", fmt.Sprintf("session %s from %s: %s", q.Session, q.Node, q.Reason))
@@ -518,10 +519,10 @@ func encryptionNote(e *encryptionStatus) string {
 	return "on, " + key
 }
 
-// ignoredText is the count of ignored files and, when there are any, how
-// many for each reason, in a stable order: "3 (not-a-regular-file 2,
-// unreadable 1)".
-func ignoredText(n int64, by map[string]int64) string {
+// ignoredText is a count (of ignored files, of rejected events) and, when
+// there are any, how many for each reason, in a stable order: "3
+// (not-a-regular-file 2, unreadable 1)".
+func ignoredText[R ~string](n int64, by map[R]int64) string {
 	if len(by) == 0 {
 		return strconv.FormatInt(n, 10)
 	}
