@@ -29,6 +29,12 @@ Description=pisyncd hub: the NATS JetStream node pisyncd workstations join as le
 Documentation=https://github.com/pisyncd/pisyncd/blob/main/docs/HUB.md
 Wants=network-online.target
 After=network-online.target
+# Five failed starts within a minute and systemd stops trying (its
+# default window, 10 s, is shorter than five starts 2 s apart, so a
+# setting the hub refuses was retried for ever); journalctl -u
+# pisyncd-hub says why.
+StartLimitIntervalSec=60
+StartLimitBurst=5
 
 [Service]
 Type=simple
@@ -49,6 +55,14 @@ Environment=PISYNC_HUB_STATE_DIR=/var/lib/pisyncd-hub
 # Settings: PISYNC_HUB_* variables, e.g. PISYNC_HUB_NAME and the TLS files, in this file.
 EnvironmentFile=-/etc/pisyncd-hub/env
 UMask=0077
+# A hub shared by teams that do not trust each other: cap its memory, so
+# that links asking for much and reading nothing end in the hub's restart
+# (the workstations link again and nothing is lost), not in the host out
+# of memory (docs/SECURITY.md). One 210 MB session sent and copied at once
+# peaked at about 550 MB (docs/HUB.md); GOMEMLIMIT under the cap has Go
+# collect before it is reached.
+#MemoryMax=2G
+#Environment=GOMEMLIMIT=1536MiB
 NoNewPrivileges=yes
 CapabilityBoundingSet=
 ProtectSystem=strict

@@ -59,6 +59,11 @@ WantedBy=default.target
 		<string>{{xmlText .Exe}}</string>
 		<string>run</string>
 	</array>
+	<!-- 077: the log below is made readable by its user alone (launchd
+	     creates it under the agent's umask, 022 by default), as the state
+	     and session files the daemon writes are. -->
+	<key>Umask</key>
+	<integer>63</integer>
 	<key>EnvironmentVariables</key>
 	<dict>
 		<!-- PISYNC_* settings go here, e.g. PISYNC_HUB_URLS. -->

@@ -26,6 +26,11 @@ func TestServiceFiles(t *testing.T) {
 	if err := xml.Unmarshal(plist, new(struct{})); err != nil {
 		t.Fatalf("plist is not well-formed XML: %v", err)
 	}
+	// 077, as the hub's: launchd makes the log under the agent's umask,
+	// and without one it was readable by every user of the Mac.
+	if got := strings.Join(plistTop(t, plist)["Umask"], " "); got != "63" {
+		t.Errorf("launchd plist Umask = %q, want 63 (077)", got)
+	}
 	if _, err := serviceFile("upstart", "x", "y"); err == nil {
 		t.Error("unknown kind accepted")
 	}
@@ -166,6 +171,11 @@ func TestHubService(t *testing.T) {
 		"ExecStart=/opt/bin/pisyncd hub\n", "ExecReload=/bin/kill -HUP $MAINPID\n",
 		"User=pisyncd-hub\n", "StateDirectory=pisyncd-hub\n", "Environment=PISYNC_HUB_STATE_DIR=/var/lib/pisyncd-hub\n",
 		"NoNewPrivileges=yes\n", "CapabilityBoundingSet=\n", "ProtectSystem=strict\n", "WantedBy=multi-user.target\n",
+		// As the workstation's: a setting the hub refuses is not
+		// retried for ever, every 2 s.
+		"\nStartLimitIntervalSec=60\nStartLimitBurst=5\n\n[Service]\n",
+		// SECURITY.md tells the operator of a shared hub to cap it.
+		"\n#MemoryMax=",
 	} {
 		if !bytes.Contains(unit, []byte(want)) {
 			t.Errorf("hub unit lacks %q:\n%s", want, unit)
