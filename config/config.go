@@ -284,10 +284,47 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("%s_SHUTDOWN_TIMEOUT %v: want a positive duration", Prefix, c.ShutdownTimeout))
 	}
 	errs = append(errs, checkFolder(Prefix+"_SESSIONS_DIR", c.SessionsDir), checkStateDir(Prefix+"_STATE_DIR", c.StateDir))
-	if rel, err := filepath.Rel(c.SessionsDir, c.StateDir); err == nil && !strings.HasPrefix(rel, "..") {
-		errs = append(errs, fmt.Errorf("%s_STATE_DIR %s lies inside the sessions dir %s", Prefix, c.StateDir, c.SessionsDir))
+	if err := checkStateOutsideSessions(c.SessionsDir, c.StateDir); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// checkStateOutsideSessions refuses a state dir in the sessions dir (or
+// the sessions dir itself), where the tailer would watch the daemon's own
+// store. The paths are compared as they really are: compared as written,
+// a symbolic link on either side (STATE_DIR=x/link/st with x/link a link
+// to the sessions dir x/s, or SESSIONS_DIR=x/link with STATE_DIR=x/s/st)
+// put the state dir in the sessions tree unseen.
+func checkStateOutsideSessions(sessions, state string) error {
+	rs, rt := realPath(sessions), realPath(state)
+	rel, err := filepath.Rel(rs, rt)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil
+	}
+	how := ""
+	if rs != sessions || rt != state {
+		how = fmt.Sprintf(" (through a symbolic link: the state dir is %s, the sessions dir %s)", rt, rs)
+	}
+	return fmt.Errorf("%s_STATE_DIR %s lies inside %s_SESSIONS_DIR %s%s, where the daemon would watch its own store: set %s_STATE_DIR to a folder outside the sessions dir",
+		Prefix, state, Prefix, sessions, how, Prefix)
+}
+
+// realPath is p with the symbolic links of its longest existing prefix
+// resolved: the state dir (or the sessions dir) may not exist yet, made at
+// start under a folder that does. p is absolute (fillDefaults); an error
+// of the file system leaves the part it cannot read as written.
+func realPath(p string) string {
+	rest := ""
+	for dir := p; ; dir = filepath.Dir(dir) {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(real, rest)
+		}
+		if parent := filepath.Dir(dir); parent == dir {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+	}
 }
 
 // checkStoreCipher checks a STORE_CIPHER setting: the names

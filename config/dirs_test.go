@@ -96,3 +96,42 @@ func TestFolderSettingIsAFile(t *testing.T) {
 		t.Fatalf("hub state dir a file: err %v", err)
 	}
 }
+
+// TestStateDirInsideSessionsThroughALink: the state dir is refused inside
+// the sessions dir however the paths reach it, a symbolic link on either
+// side, the state dir not made yet. The check compared the paths as
+// written, and both layouts started with the store in the watched tree
+// (a config probe's finding).
+func TestStateDirInsideSessionsThroughALink(t *testing.T) {
+	x := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(x, "s"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(x, "s"), filepath.Join(x, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ sessions, state string }{
+		{"s", "link/st"},     // the state dir's path goes through the link
+		{"link", "s/st"},     // the sessions dir's does
+		{"link", "link/a/b"}, // both, two levels not made yet
+		{"s", "link"},        // the sessions dir itself
+		{"s", "s/..st"},      // a name beginning with two dots, taken for "up"
+	} {
+		t.Run(c.sessions+" "+c.state, func(t *testing.T) {
+			t.Setenv("PISYNC_SESSIONS_DIR", filepath.Join(x, c.sessions))
+			t.Setenv("PISYNC_STATE_DIR", filepath.Join(x, c.state))
+			_, err := Load()
+			if err == nil || !strings.Contains(err.Error(), "lies inside PISYNC_SESSIONS_DIR") || !strings.Contains(err.Error(), "set PISYNC_STATE_DIR to a folder outside") {
+				t.Errorf("err %v, want the state dir refused inside the sessions dir", err)
+			}
+		})
+	}
+	// Beside it, or beside its link, is fine.
+	for _, state := range []string{"st", "s-state", "link-st"} {
+		t.Setenv("PISYNC_SESSIONS_DIR", filepath.Join(x, "link"))
+		t.Setenv("PISYNC_STATE_DIR", filepath.Join(x, state))
+		if _, err := Load(); err != nil {
+			t.Errorf("state dir %s: %v", state, err)
+		}
+	}
+}
