@@ -44,7 +44,7 @@ type Config struct {
 	LogFormat string `envconfig:"LOG_FORMAT" default:"text" desc:"text or json"`
 
 	HTTPAddr string   `envconfig:"HTTP_ADDR" desc:"loopback address for the web view (/), /metrics and /healthz, e.g. 127.0.0.1:9466 (default: off); the view and /metrics need the token in STATE_DIR/web-token (pisyncd web prints the link)"`
-	WebHosts []string `envconfig:"WEB_HOSTS" desc:"comma-separated Host names the web view answers to besides loopback names and addresses (any other Host is refused: DNS rebinding)"`
+	WebHosts []string `envconfig:"WEB_HOSTS" desc:"comma-separated host names or IP addresses the web view answers to besides loopback names and addresses, without scheme, path, port or wildcard (the Host header's port is not compared; any other Host is refused: DNS rebinding)"`
 	Listen   string   `envconfig:"LISTEN" desc:"loopback address of an optional NATS listener for local subscribers, e.g. 127.0.0.1:4223 (not 4222, a hub's client port); credentials are generated into STATE_DIR (default: off)"`
 
 	HubURLs        []string      `envconfig:"HUB_URLS" desc:"comma-separated leaf URLs of the hub cluster (nats://host:7422, tls://…); set to replicate sessions across machines (default: off, one machine)"`
@@ -145,6 +145,17 @@ func (c *Config) fillDefaults(getenv func(string) string, home func() (string, e
 		}
 	}
 	c.HubURLs = urls
+	// "a.example, b.example" likewise: the view compared " b.example"
+	// with the Host and answered 421. An IPv6 address loses the brackets
+	// a Host header puts round it, as the view's comparison cuts them off
+	// the Host. Empty entries stay, for Validate to name.
+	for i, h := range c.WebHosts {
+		h = strings.TrimSpace(h)
+		if inner, ok := strings.CutPrefix(h, "["); ok && strings.HasSuffix(inner, "]") && net.ParseIP(strings.TrimSuffix(inner, "]")) != nil {
+			h = strings.TrimSuffix(inner, "]")
+		}
+		c.WebHosts[i] = h
+	}
 	needHome := func() (string, error) {
 		h, err := home()
 		if err != nil || h == "" {
@@ -243,7 +254,7 @@ func (c *Config) Validate() error {
 	if c.Delete != "trash" && c.Delete != "ignore" {
 		errs = append(errs, fmt.Errorf("%s_DELETE %q: want trash or ignore", Prefix, c.Delete))
 	}
-	errs = append(errs, checkTrustedNodes(c.TrustedNodes))
+	errs = append(errs, checkTrustedNodes(c.TrustedNodes), checkWebHosts(c.WebHosts))
 	if c.RemoteSessionsPerHour < 0 || c.RemoteBytesPerHour < 0 {
 		errs = append(errs, fmt.Errorf("%s_REMOTE_SESSIONS_PER_HOUR and %s_REMOTE_BYTES_PER_HOUR: want 0 (no limit) or more", Prefix, Prefix))
 	}
@@ -552,4 +563,57 @@ func checkTrustedNodes(nodes []string) error {
 		return nil
 	}
 	return fmt.Errorf("%s_TRUSTED_NODES: %s: want comma-separated node ids ([A-Za-z0-9_-]{1,64}) or *", Prefix, strings.Join(bad, ", "))
+}
+
+// checkWebHosts refuses PISYNC_WEB_HOSTS entries that can never match a
+// Host header as the view compares it (web's hostAllowed: the name alone,
+// its port cut off, case and a final dot aside), each named once with
+// why: they were taken without a word, and the view answered 421 to the
+// very name the user meant. A port is refused rather than compared: the
+// view answers on PISYNC_HTTP_ADDR's port, and a proxy in front of it may
+// reach it under another.
+func checkWebHosts(hosts []string) error {
+	var bad []string
+	for _, h := range hosts {
+		why := webHostProblem(h)
+		if why == "" {
+			continue
+		}
+		if !slices.Contains(bad, why) {
+			bad = append(bad, why)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s_WEB_HOSTS: %s: want comma-separated host names (pi.example) or IP addresses, each as the Host header names it, without its port", Prefix, strings.Join(bad, "; "))
+}
+
+// webHostProblem says what keeps h from naming a host, "" when nothing
+// does.
+func webHostProblem(h string) string {
+	q := strconv.Quote(h)
+	switch {
+	case h == "":
+		return "an empty name (a stray comma?)"
+	case strings.Contains(h, "://"):
+		return q + " has a scheme: give the host name alone"
+	case strings.Contains(h, "*"):
+		return q + " is a wildcard, which is not taken: name each host"
+	case strings.Contains(h, "/"):
+		return q + " has a path: give the host name alone"
+	}
+	if net.ParseIP(h) != nil {
+		return ""
+	}
+	if _, port, err := net.SplitHostPort(h); err == nil {
+		return fmt.Sprintf("%s has a port: give the name alone (the Host header's port, %s or any other, is not compared)", q, port)
+	}
+	name := strings.TrimSuffix(h, ".")
+	for _, label := range strings.Split(name, ".") {
+		if label == "" || len(label) > 63 || strings.Trim(label, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" {
+			return q + " is not a host name or IP address"
+		}
+	}
+	return ""
 }

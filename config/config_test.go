@@ -548,3 +548,42 @@ func TestLogFormatEitherCase(t *testing.T) {
 		t.Errorf("the log is not JSON: %q", b.String())
 	}
 }
+
+// TestWebHosts: PISYNC_WEB_HOSTS entries are trimmed, as a list written by
+// hand has spaces (" b.example" was compared with the Host as it was, and
+// the view answered 421), and an entry that can never match a Host is
+// refused, named, with what is wanted: a scheme, a path, a port (the view
+// compares the Host's name alone), a wildcard, an empty entry. They were
+// all taken without a word (a config probe's finding).
+func TestWebHosts(t *testing.T) {
+	t.Setenv("PISYNC_SESSIONS_DIR", "/tmp/s")
+	t.Setenv("PISYNC_STATE_DIR", "/tmp/st")
+	t.Setenv("PISYNC_WEB_HOSTS", "a.example, b.example ,pi.example.,192.168.1.5, fd00::1,[fd00::2],pi_box")
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a.example", "b.example", "pi.example.", "192.168.1.5", "fd00::1", "fd00::2", "pi_box"}; !slices.Equal(c.WebHosts, want) {
+		t.Errorf("WebHosts %q, want %q", c.WebHosts, want)
+	}
+	for v, want := range map[string]string{
+		"pi.example:24350": `"pi.example:24350" has a port`,
+		"*":                `"*" is a wildcard`,
+		"*.example":        `"*.example" is a wildcard`,
+		"http://evil.com":  `"http://evil.com" has a scheme`,
+		"evil.com/x":       `"evil.com/x" has a path`,
+		"evil.com:80":      `"evil.com:80" has a port`,
+		"192.168.1.5:80":   `"192.168.1.5:80" has a port`,
+		"[fd00::1]:80":     `"[fd00::1]:80" has a port`,
+		" , ":              "an empty name (a stray comma?)",
+		"a.example,":       "an empty name (a stray comma?)",
+		"a..example":       `"a..example" is not a host name`,
+		"a example":        `"a example" is not a host name`,
+	} {
+		t.Setenv("PISYNC_WEB_HOSTS", v)
+		_, err := Load()
+		if err == nil || !strings.Contains(err.Error(), "PISYNC_WEB_HOSTS: ") || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "want comma-separated host names") {
+			t.Errorf("PISYNC_WEB_HOSTS=%q: %v, want an error naming the variable and saying %s", v, err, want)
+		}
+	}
+}
