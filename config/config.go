@@ -25,6 +25,7 @@ import (
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/internal/fsutil"
 	"github.com/pisyncd/pisyncd/internal/redact"
+	"github.com/pisyncd/pisyncd/replicate"
 	"github.com/pisyncd/pisyncd/session"
 	"io/fs"
 	"syscall"
@@ -112,6 +113,7 @@ func Load() (*Config, error) {
 	if err := process(Prefix, &c); err != nil {
 		return nil, err
 	}
+	c.lowerNames()
 	if c.IdleAfter == 0 {
 		// Set so: the replicator would append while pi writes the file
 		// (it took 1s unsaid).
@@ -121,6 +123,28 @@ func Load() (*Config, error) {
 		return nil, err
 	}
 	return &c, c.Validate()
+}
+
+// lowerNames reads the settings that take one of a few names in any case,
+// as PISYNC_LOG_LEVEL, PISYNC_LOG_FORMAT and PISYNC_STORE_CIPHER always
+// were (DEBUG, JSON and AES were taken, SEARCH=OFF, RULES=SEED and
+// DELETE=Trash refused). A known name is kept in lower case, the form the
+// daemon compares; any other value stays as written, for Validate to quote.
+func (c *Config) lowerNames() {
+	for _, s := range []struct {
+		v     *string
+		names []string
+	}{
+		{&c.Rules, []string{"auto", "seed", "pi-1.6"}},
+		{&c.Search, []string{"auto", "on", "off"}},
+		{&c.Encrypt, []string{"auto", "on", "off"}},
+		{&c.HubCompression, []string{"auto", "off", "fast", "better", "best"}},
+		{&c.Delete, []string{"trash", "ignore"}},
+	} {
+		if l := strings.ToLower(*s.v); slices.Contains(s.names, l) {
+			*s.v = l
+		}
+	}
 }
 
 // minIdleAfter is the least PISYNC_IDLE_AFTER: the replicator ends a
@@ -255,14 +279,33 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("%s_DELETE %q: want trash or ignore", Prefix, c.Delete))
 	}
 	errs = append(errs, checkTrustedNodes(c.TrustedNodes), checkWebHosts(c.WebHosts))
+	if _, err := replicate.ParsePathMap(c.PathMap); err != nil {
+		// At start, not when the replicator is made: the error came
+		// without the variable's name ("path map \"foo\": ...").
+		errs = append(errs, fmt.Errorf("%s_PATH_MAP: %w", Prefix, err))
+	}
 	if c.RemoteSessionsPerHour < 0 || c.RemoteBytesPerHour < 0 {
 		errs = append(errs, fmt.Errorf("%s_REMOTE_SESSIONS_PER_HOUR and %s_REMOTE_BYTES_PER_HOUR: want 0 (no limit) or more", Prefix, Prefix))
 	}
 	if c.IdleAfter < minIdleAfter && c.IdleAfter != 0 { // 0: unset (Load refuses it, naming the default)
 		errs = append(errs, fmt.Errorf("%s_IDLE_AFTER %v: want at least %v: a line pi leaves without its newline for 60 times this long is taken for a crash's and ended, and a slow writer's line would be cut", Prefix, c.IdleAfter, minIdleAfter))
 	}
-	if (c.HubCreds != "" || c.HubNkey != "" || c.HubCA != "") && len(c.HubURLs) == 0 {
-		errs = append(errs, fmt.Errorf("hub credentials are set but %s_HUB_URLS is not", Prefix))
+	if len(c.HubURLs) == 0 {
+		var set []string
+		for name, v := range map[string]string{"HUB_CREDS": c.HubCreds, "HUB_NKEY": c.HubNkey, "HUB_CA": c.HubCA} {
+			if v != "" {
+				set = append(set, Prefix+"_"+name)
+			}
+		}
+		if len(set) > 0 {
+			slices.Sort(set)
+			verb, them := "is", "it"
+			if len(set) > 1 {
+				verb, them = "are", "them"
+			}
+			errs = append(errs, fmt.Errorf("%s %s set but %s_HUB_URLS is not, and only a hub's link reads %s: set %s_HUB_URLS to the hub's leaf URLs, or unset %s",
+				strings.Join(set, " and "), verb, Prefix, them, Prefix, them))
+		}
 	}
 	if c.HubCreds != "" && c.HubNkey != "" {
 		errs = append(errs, fmt.Errorf("set %s_HUB_CREDS or %s_HUB_NKEY, not both", Prefix, Prefix))
@@ -362,6 +405,23 @@ func (c *Config) checkHubTransport() error {
 			}
 			return fmt.Errorf("%s_HUB_URLS %s has no scheme: write tls://HOST:PORT (the hub's leaf port, 7422 unless set otherwise), or nats://HOST:PORT on a network you trust", Prefix, shown)
 		}
+		// The schemes and the host the embedded server takes
+		// (embedded.parseHubURL), checked here so that the error names
+		// the variable; it came from the server's start as "embedded:
+		// config: hub URL: ftp://x". Redacted: a URL may hold a password.
+		u, err := url.Parse(s)
+		switch {
+		case err != nil:
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err // without the URL it quotes
+			}
+			return fmt.Errorf("%s_HUB_URLS %s: %v", Prefix, redact.URL(s), err)
+		case !slices.Contains([]string{"nats", "tls", "nats-leaf", "ws", "wss"}, u.Scheme):
+			return fmt.Errorf("%s_HUB_URLS %s: want tls://HOST:PORT (or nats://, wss://, ws://) of the hub's leaf listener (7422 unless set otherwise)", Prefix, redact.URL(s))
+		case u.Host == "":
+			return fmt.Errorf("%s_HUB_URLS %s: no host: want tls://HOST:PORT of the hub's leaf listener", Prefix, redact.URL(s))
+		}
 	}
 	if c.HubInsecure || c.HubCA != "" {
 		return nil
@@ -369,10 +429,7 @@ func (c *Config) checkHubTransport() error {
 	creds := c.HubNkey != "" || c.HubCreds != ""
 	var plain []string
 	for _, s := range c.HubURLs {
-		u, err := url.Parse(s)
-		if err != nil {
-			continue // the embedded server reports it, redacted
-		}
+		u, _ := url.Parse(s) // parsed above
 		if u.User != nil {
 			creds = true
 		}
@@ -491,19 +548,19 @@ func (c *Config) EnsureNodeID(hasStore bool) error {
 		c.NodeID = id
 		return nil
 	case !errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("config: node id: %w", err)
+		return fmt.Errorf("%s_STATE_DIR: node id: %w", Prefix, err)
 	case c.NodeID == "" && hasStore:
 		return fmt.Errorf("%s_NODE_ID is unset and the state dir %s holds a store but no node-id file: it was made under a configured id. Set %s_NODE_ID to that id again (where it was set before: the service's settings, e.g. ~/.config/pisyncd/env); a new id would publish every session again as new lines",
 			Prefix, c.StateDir, Prefix)
 	}
 	if err := os.MkdirAll(c.StateDir, 0o700); err != nil {
-		return fmt.Errorf("config: state dir: %w%s", err, WriteHint(err, "STATE_DIR"))
+		return fmt.Errorf("%s_STATE_DIR: %w%s", Prefix, err, WriteHint(err, "STATE_DIR"))
 	}
 	if c.NodeID == "" {
 		c.NodeID = uuid.NewString()
 	}
 	if err := fsutil.WriteFileAtomic(path, []byte(c.NodeID+"\n")); err != nil {
-		return fmt.Errorf("config: node id: %w%s", err, WriteHint(err, "STATE_DIR"))
+		return fmt.Errorf("%s_STATE_DIR: node id: %w%s", Prefix, err, WriteHint(err, "STATE_DIR"))
 	}
 	return nil
 }

@@ -352,14 +352,14 @@ func TestRules(t *testing.T) {
 	if err := (&Config{}).Validate(); err != nil && strings.Contains(err.Error(), "RULES") {
 		t.Errorf("the zero Config's rules: %v", err)
 	}
-	for in, want := range map[string]session.RuleSet{"auto": session.RulesAuto, "seed": session.RulesSeed, "pi-1.6": session.RulesPi16} {
+	for in, want := range map[string]session.RuleSet{"auto": session.RulesAuto, "seed": session.RulesSeed, "pi-1.6": session.RulesPi16, "Seed": session.RulesSeed, "PI-1.6": session.RulesPi16} {
 		t.Setenv("PISYNC_RULES", in)
 		c, err := Load()
 		if err != nil || c.RuleSet() != want {
 			t.Errorf("PISYNC_RULES=%s: %v, %v; want %v", in, c.RuleSet(), err, want)
 		}
 	}
-	for _, bad := range []string{"pi-1.5", "Seed", " auto", "1.6.0"} {
+	for _, bad := range []string{"pi-1.5", "Sead", " auto", "1.6.0"} {
 		t.Setenv("PISYNC_RULES", bad)
 		_, err := Load()
 		if err == nil {
@@ -584,6 +584,86 @@ func TestWebHosts(t *testing.T) {
 		_, err := Load()
 		if err == nil || !strings.Contains(err.Error(), "PISYNC_WEB_HOSTS: ") || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "want comma-separated host names") {
 			t.Errorf("PISYNC_WEB_HOSTS=%q: %v, want an error naming the variable and saying %s", v, err, want)
+		}
+	}
+}
+
+// TestNamesInAnyCase: every setting that takes one of a few names takes
+// it in any case, as LOG_LEVEL=DEBUG, LOG_FORMAT=JSON and STORE_CIPHER=AES
+// were taken while SEARCH=OFF, RULES=SEED and DELETE=Trash were refused;
+// the daemon then reads the name in lower case.
+func TestNamesInAnyCase(t *testing.T) {
+	t.Setenv("PISYNC_SESSIONS_DIR", "/tmp/s")
+	t.Setenv("PISYNC_STATE_DIR", "/tmp/st")
+	for k, v := range map[string]string{
+		"PISYNC_LOG_LEVEL": "DEBUG", "PISYNC_LOG_FORMAT": "JSON", "PISYNC_STORE_CIPHER": "AES",
+		"PISYNC_SEARCH": "OFF", "PISYNC_RULES": "SEED", "PISYNC_DELETE": "Trash",
+		"PISYNC_ENCRYPT": "On", "PISYNC_HUB_COMPRESSION": "Fast",
+	} {
+		t.Setenv(k, v)
+	}
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Search != "off" || c.SearchOn() || c.RuleSet() != session.RulesSeed || c.Delete != "trash" || c.Encrypt != "on" || c.HubCompression != "fast" {
+		t.Errorf("read as %+v", c)
+	}
+	// A wrong one is still quoted as written.
+	t.Setenv("PISYNC_DELETE", "Bin")
+	if _, err := Load(); err == nil || !strings.Contains(err.Error(), `PISYNC_DELETE "Bin": want trash or ignore`) {
+		t.Errorf("PISYNC_DELETE=Bin: %v", err)
+	}
+}
+
+// TestErrorsNameTheVariable: a setting's error names its PISYNC_
+// variable, and is given when the settings are read, not when the part
+// that uses it starts (a config probe's finding: "embedded: config: hub
+// URL: ftp://x: ...", "path map \"foo\": ...", "hub credentials are set
+// but PISYNC_HUB_URLS is not" with only PISYNC_HUB_CA set).
+func TestErrorsNameTheVariable(t *testing.T) {
+	t.Setenv("PISYNC_SESSIONS_DIR", "/tmp/s")
+	t.Setenv("PISYNC_STATE_DIR", "/tmp/st")
+	for _, c := range []struct {
+		env  map[string]string
+		want []string
+	}{
+		{map[string]string{"PISYNC_HUB_URLS": "ftp://x"}, []string{`PISYNC_HUB_URLS ftp://x: want tls://HOST:PORT`}},
+		{map[string]string{"PISYNC_HUB_URLS": "tls://"}, []string{`PISYNC_HUB_URLS tls://: no host`}},
+		{map[string]string{"PISYNC_HUB_URLS": "ftp://ann:secret@x"}, []string{`PISYNC_HUB_URLS ftp://REDACTED@x: want`}},
+		{map[string]string{"PISYNC_HUB_URLS": "nats://ann:secret @127.0.0.1:1"}, []string{`PISYNC_HUB_URLS nats://REDACTED@127.0.0.1:1: `}},
+		{map[string]string{"PISYNC_PATH_MAP": "foo"}, []string{`PISYNC_PATH_MAP: path map "foo": want FROM=TO with absolute paths`}},
+		{map[string]string{"PISYNC_HUB_CA": "/x"}, []string{`PISYNC_HUB_CA is set but PISYNC_HUB_URLS is not`, "unset it"}},
+		{map[string]string{"PISYNC_HUB_CA": "/x", "PISYNC_HUB_NKEY": "/y"}, []string{`PISYNC_HUB_CA and PISYNC_HUB_NKEY are set but PISYNC_HUB_URLS is not`}},
+	} {
+		t.Run(fmt.Sprint(c.env), func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			_, err := Load()
+			for _, w := range c.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("err %v, want %q", err, w)
+				}
+			}
+			if err != nil && strings.Contains(err.Error(), "secret") {
+				t.Errorf("the password is in the error: %v", err)
+			}
+		})
+	}
+	// A state dir that cannot be made, or read (said "config: state
+	// dir: mkdir /proc/x: ...").
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for st, want := range map[string]string{
+		"/proc/x":                        "PISYNC_STATE_DIR: mkdir /proc/x: ",
+		filepath.Join(dir, "file", "st"): "PISYNC_STATE_DIR: node id: open " + filepath.Join(dir, "file", "st", "node-id") + ": ",
+	} {
+		c := &Config{StateDir: st}
+		if err := c.EnsureNodeID(false); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("state dir %s: %v, want %q", st, err, want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/pisyncd/pisyncd/session"
 )
@@ -19,7 +20,8 @@ func LoadRules(lookup func(string) (string, bool)) (session.RuleSet, error) {
 	if s == "" {
 		return session.RulesAuto, nil
 	}
-	r, err := session.ParseRuleSet(s)
+	// In any case, as config reads it.
+	r, err := session.ParseRuleSet(strings.ToLower(s))
 	if err != nil {
 		return 0, fmt.Errorf("%s %q: want auto, seed or pi-1.6", RulesVar, s)
 	}
