@@ -46,7 +46,7 @@ type Config struct {
 
 	HTTPAddr string   `envconfig:"HTTP_ADDR" desc:"loopback address for the web view (/), /metrics and /healthz, e.g. 127.0.0.1:9466 (default: off); the view and /metrics need the token in STATE_DIR/web-token (pisyncd web prints the link)"`
 	WebHosts []string `envconfig:"WEB_HOSTS" desc:"comma-separated host names or IP addresses the web view answers to besides loopback names and addresses, without scheme, path, port or wildcard (the Host header's port is not compared; any other Host is refused: DNS rebinding)"`
-	Listen   string   `envconfig:"LISTEN" desc:"loopback address of an optional NATS listener for local subscribers, e.g. 127.0.0.1:4223 (not 4222, a hub's client port); credentials are generated into STATE_DIR (default: off)"`
+	Listen   string   `envconfig:"LISTEN" desc:"loopback address of an optional NATS listener for local subscribers, e.g. 127.0.0.1:4223 (the examples leave 4222, NATS's usual port, to a hub node on the same machine, whose client listener takes it by default; a port that is taken is named at start); credentials are generated into STATE_DIR (default: off)"`
 
 	HubURLs        []string      `envconfig:"HUB_URLS" desc:"comma-separated leaf URLs of the hub cluster (nats://host:7422, tls://…); set to replicate sessions across machines (default: off, one machine)"`
 	HubCreds       string        `envconfig:"HUB_CREDS" desc:"this node's JWT credentials file for an operator-mode hub (.creds)"`

@@ -667,3 +667,27 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		}
 	}
 }
+
+// TestListenOn4222: PISYNC_LISTEN takes 4222, NATS's usual port. Its help
+// said "(not 4222, a hub's client port)", which read as a rule the daemon
+// did not keep: 4222 is the default of a hub node's client listener
+// (PISYNC_HUB_LISTEN), so the examples use 4223, but a workstation
+// without a hub may use it, and a port a hub (or anything) holds is named
+// at start (cmd/pisyncd inUse). The help now says that.
+func TestListenOn4222(t *testing.T) {
+	t.Setenv("PISYNC_SESSIONS_DIR", "/tmp/s")
+	t.Setenv("PISYNC_STATE_DIR", "/tmp/st")
+	t.Setenv("PISYNC_LISTEN", "127.0.0.1:4222")
+	if _, err := Load(); err != nil {
+		t.Fatalf("PISYNC_LISTEN=127.0.0.1:4222: %v", err)
+	}
+	var b strings.Builder
+	if err := Usage(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(line, "PISYNC_LISTEN ") && (strings.Contains(line, "not 4222") || !strings.Contains(line, "hub node on the same machine")) {
+			t.Errorf("the help of PISYNC_LISTEN: %s", line)
+		}
+	}
+}
