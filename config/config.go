@@ -25,7 +25,6 @@ import (
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/internal/fsutil"
 	"github.com/pisyncd/pisyncd/internal/redact"
-	"github.com/pisyncd/pisyncd/replicate"
 	"github.com/pisyncd/pisyncd/session"
 	"io/fs"
 	"syscall"
@@ -279,11 +278,6 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("%s_DELETE %q: want trash or ignore", Prefix, c.Delete))
 	}
 	errs = append(errs, checkTrustedNodes(c.TrustedNodes), checkWebHosts(c.WebHosts))
-	if _, err := replicate.ParsePathMap(c.PathMap); err != nil {
-		// At start, not when the replicator is made: the error came
-		// without the variable's name ("path map \"foo\": ...").
-		errs = append(errs, fmt.Errorf("%s_PATH_MAP: %w", Prefix, err))
-	}
 	if c.RemoteSessionsPerHour < 0 || c.RemoteBytesPerHour < 0 {
 		errs = append(errs, fmt.Errorf("%s_REMOTE_SESSIONS_PER_HOUR and %s_REMOTE_BYTES_PER_HOUR: want 0 (no limit) or more", Prefix, Prefix))
 	}

@@ -632,7 +632,6 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"PISYNC_HUB_URLS": "tls://"}, []string{`PISYNC_HUB_URLS tls://: no host`}},
 		{map[string]string{"PISYNC_HUB_URLS": "ftp://ann:secret@x"}, []string{`PISYNC_HUB_URLS ftp://REDACTED@x: want`}},
 		{map[string]string{"PISYNC_HUB_URLS": "nats://ann:secret @127.0.0.1:1"}, []string{`PISYNC_HUB_URLS nats://REDACTED@127.0.0.1:1: `}},
-		{map[string]string{"PISYNC_PATH_MAP": "foo"}, []string{`PISYNC_PATH_MAP: path map "foo": want FROM=TO with absolute paths`}},
 		{map[string]string{"PISYNC_HUB_CA": "/x"}, []string{`PISYNC_HUB_CA is set but PISYNC_HUB_URLS is not`, "unset it"}},
 		{map[string]string{"PISYNC_HUB_CA": "/x", "PISYNC_HUB_NKEY": "/y"}, []string{`PISYNC_HUB_CA and PISYNC_HUB_NKEY are set but PISYNC_HUB_URLS is not`}},
 	} {

@@ -26,7 +26,7 @@ import (
 func newWeb(d *Daemon) (*web.Server, error) {
 	pm, err := replicate.ParsePathMap(d.cfg.PathMap)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("PISYNC_PATH_MAP: %w", err)
 	}
 	var searchH http.Handler // nil: the view says search is off
 	if d.searchIx != nil {
