@@ -23,6 +23,12 @@ func (t *Tailer) Collectors() []prometheus.Collector {
 		counter("file_bytes_read_total", "Bytes read from session files.", t.bytesRead.Load),
 		gauge("duplicate_paths", "Paths passed over because their file is followed under another path.", t.duplicatePaths.Load),
 		gauge("unreadable_folders", "Folders under the sessions dir the last rescan could not read.", t.unreadableDirs.Load),
+		gauge("sessions_dir_away", "1 while the sessions dir is gone, or holds none of the session files it held (unmounted, moved): nothing is followed, and no file is taken for deleted.", func() int64 {
+			if t.away.Load() {
+				return 1
+			}
+			return 0
+		}),
 		gauge("unwatched_folders", "Folders under the sessions dir the last rescan could not watch (an inotify limit): found by rescans only.", t.unwatchedDirs.Load),
 		gauge("memory_held_bytes", "Bytes of lines the tailer holds now (bounded by memory_budget_bytes).", func() int64 { u, _, _ := t.mem.state(); return u }),
 		gauge("memory_budget_bytes", "The most bytes of lines the tailer holds at once (in pisyncd a quarter of PISYNC_MEMORY_BUDGET less its reserve).", func() int64 { return t.mem.size }),

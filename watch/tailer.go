@@ -642,6 +642,10 @@ type Stats struct {
 	SlowFiles []SlowFile `json:"slowFiles,omitempty"`
 }
 
+// SessionsDirAway reports Stats's SessionsDirAway alone, for a health
+// probe, without counting everything else.
+func (t *Tailer) SessionsDirAway() bool { return t.away.Load() }
+
 // Stats returns the current counters.
 func (t *Tailer) Stats() Stats {
 	t.mu.Lock()

@@ -296,6 +296,11 @@ func (d *Daemon) unhealthy() string {
 	if err := d.srv.Err(); err != nil {
 		return "embedded server failed: " + err.Error()
 	}
+	if d.tailer != nil && d.tailer.SessionsDirAway() {
+		// Nothing is followed meanwhile: a probe that says ok hid a
+		// daemon watching nothing (an operations probe on 2026-12-07).
+		return "sessions dir " + d.cfg.SessionsDir + " is away (gone, or emptied of the session files it held: unmounted, moved): nothing is followed until it is back"
+	}
 	if d.store != nil {
 		switch st := d.store.Stats(); st.State {
 		case embedded.StoreOK:
