@@ -37,7 +37,8 @@ func (s *sessionState) buildViews(seed maphash.Seed, nm *names) ([]value, int) {
 	cv := ContextView{PageSize: pageSize, Model: json.RawMessage("null"), Rules: t.Rules().String()}
 	var ids []session.ID
 	var refs []session.Ref
-	if ix, err := t.Index(); err != nil {
+	ix, err := t.Index()
+	if err != nil {
 		cv.Error = err.Error()
 		cv.LeafID = rawID(t.Leaf())
 	} else {
@@ -48,7 +49,11 @@ func (s *sessionState) buildViews(seed maphash.Seed, nm *names) ([]value, int) {
 		ids, refs = ix.EntryIDs, ix.Refs
 	}
 	cv.Entries, cv.Refs = len(ids), len(refs)
-	cv.Pages = (max(len(ids), len(refs)) + pageSize - 1) / pageSize
+	// Pages are cut at window positions: page p holds ids [p*pageSize,
+	// (p+1)*pageSize) and the refs of those very entries (refSpan), not
+	// the refs at the same indexes, which an entry without messages (a
+	// model change) or a context_edit's ref shifts from the ids.
+	cv.Pages = (len(ids) + pageSize - 1) / pageSize
 	var scratch []byte
 	// Each page's memo replaces the one before in place: page p is read
 	// before it is written.
@@ -60,7 +65,7 @@ func (s *sessionState) buildViews(seed maphash.Seed, nm *names) ([]value, int) {
 		// when changed: an append usually changes the last page alone,
 		// and a page made of the very arrays it was hashed from last is
 		// not hashed again (pageMemo).
-		pids, prefs := window(ids, p), window(refs, p)
+		pids, prefs := window(ids, p), refSpan(ix, refs, p)
 		memo := newPageMemo(pids, prefs)
 		if p < len(last) && last[p].same(memo) {
 			memo.hash = last[p].hash
@@ -169,6 +174,16 @@ func newPageMemo(ids []session.ID, refs []session.Ref) pageMemo {
 // same reports whether m and o name the same arrays over the same lengths.
 func (m pageMemo) same(o pageMemo) bool {
 	return m.ids == o.ids && m.refs == o.refs && m.nIDs == o.nIDs && m.nRefs == o.nRefs
+}
+
+// refSpan is the refs of page p's window entries: ix is nil when the
+// index failed, and then there are no refs.
+func refSpan(ix *session.Index, refs []session.Ref, page int) []session.Ref {
+	if ix == nil {
+		return []session.Ref{}
+	}
+	from, to := ix.RefSpan(page*pageSize, (page+1)*pageSize)
+	return refs[from:to:to]
 }
 
 func window[T any](xs []T, page int) []T {

@@ -113,8 +113,9 @@ type ContextView struct {
 // ContextPage is page n of the index (key s.<tok>.ctx.<n>): window entry ids
 // [n*PageSize, (n+1)*PageSize) and, over the same range of positions, the
 // refs of the window entries that can yield messages (message,
-// custom_message, branch_summary, compaction), in window order. A message's
-// body is one direct get away by its ref.
+// custom_message, branch_summary, compaction), in window order, with a
+// context_edit's ref after the entry it changes: refs and ids are not
+// index for index. A message's body is one direct get away by its ref.
 type ContextPage struct {
 	Page      int               `json:"page"`
 	IDs       []json.RawMessage `json:"ids"`

@@ -94,7 +94,13 @@ type Index struct {
 	Refs     []Ref
 	// Sizes are the bytes of the lines Refs name, as appended (Sizes[k]
 	// is Refs[k]'s), so a reader can plan its reads within a budget.
-	Sizes         []int64
+	Sizes []int64
+	// refPos[k] is the window position (index in EntryIDs) of the entry
+	// Refs[k] belongs to: an entry that yields no messages has no ref and
+	// a context_edit's ref follows the entry it edits, so Refs is not
+	// parallel to EntryIDs and a range of positions maps to its refs only
+	// through this (RefSpan).
+	refPos        []int32
 	ThinkingLevel json.RawMessage
 	Model         json.RawMessage
 	Rules         RuleSet
@@ -183,7 +189,7 @@ func (t *Tree) extendIndex(l *lastIndex, c *current, leaf ID) (*Index, bool) {
 		n := &t.nodes[i]
 		ix.EntryIDs = append(ix.EntryIDs, n.id)
 		if yields(n, len(l.win)+k, r) {
-			t.addEntry(&ix, i, -1)
+			t.addEntry(&ix, len(l.win)+k, i, -1)
 		}
 	}
 	t.settings(&ix, c)
@@ -197,7 +203,18 @@ func (t *Tree) extendIndex(l *lastIndex, c *current, leaf ID) (*Index, bool) {
 func (ix *Index) clipped() *Index {
 	out := *ix
 	out.EntryIDs, out.Refs, out.Sizes, out.wins = slices.Clip(out.EntryIDs), slices.Clip(out.Refs), slices.Clip(out.Sizes), slices.Clip(out.wins)
+	out.refPos = slices.Clip(out.refPos)
 	return &out
+}
+
+// RefSpan returns the range [from, to) of Refs that belong to the window
+// entries at positions [lo, hi) of EntryIDs, in window order.
+func (ix *Index) RefSpan(lo, hi int) (from, to int) {
+	at := func(pos int) int {
+		k, _ := slices.BinarySearch(ix.refPos, int32(min(pos, len(ix.EntryIDs))))
+		return k
+	}
+	return at(lo), at(hi)
 }
 
 // IndexAt is ContextAt without the messages.
@@ -236,7 +253,8 @@ func (t *Tree) index0(c *current, leaf ID) (*Index, error) {
 	}
 	r := t.Rules()
 	ix := &Index{LeafID: leaf, EntryIDs: make([]ID, 0, len(c.win)), Rules: r, version: t.version, nodes: slices.Clip(t.nodes),
-		wins: make([]winEntry, 0, len(c.win)), Refs: make([]Ref, 0, len(c.win)), Sizes: make([]int64, 0, len(c.win))}
+		wins: make([]winEntry, 0, len(c.win)), Refs: make([]Ref, 0, len(c.win)), Sizes: make([]int64, 0, len(c.win)),
+		refPos: make([]int32, 0, len(c.win))}
 	edits := t.windowEdits(c.win, r)
 	ix.edits = edits != nil
 	for k, i := range c.win {
@@ -259,7 +277,7 @@ func (t *Tree) index0(c *current, leaf ID) (*Index, error) {
 				edit = e
 			}
 		}
-		t.addEntry(ix, i, edit)
+		t.addEntry(ix, k, i, edit)
 	}
 	t.settings(ix, c)
 	return ix, nil
@@ -272,16 +290,18 @@ func yields(n *node, k int, r RuleSet) bool {
 	return producesMessages(n) && (r != RulesPi16 || k == 0 || !n.isType("compaction"))
 }
 
-// addEntry adds node i, a window entry with messages, and the context_edit
-// applying to it (-1: none).
-func (t *Tree) addEntry(ix *Index, i, edit int32) {
+// addEntry adds node i, a window entry with messages at window position
+// pos, and the context_edit applying to it (-1: none).
+func (t *Tree) addEntry(ix *Index, pos int, i, edit int32) {
 	n := &t.nodes[i]
 	ix.wins = append(ix.wins, winEntry{n: i, edit: edit})
 	ix.Refs = append(ix.Refs, n.ref)
 	ix.Sizes = append(ix.Sizes, int64(n.size))
+	ix.refPos = append(ix.refPos, int32(pos))
 	if edit >= 0 {
 		ix.Refs = append(ix.Refs, t.nodes[edit].ref)
 		ix.Sizes = append(ix.Sizes, int64(t.nodes[edit].size))
+		ix.refPos = append(ix.refPos, int32(pos))
 	}
 }
 
