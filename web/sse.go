@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,7 +24,8 @@ import (
 //	session=ID   one session only
 //	node=ID      entries published by one node only
 //	type=T       entries of one type only (tombstone: deletions)
-//	after=POS    resume from a position; without it, from now
+//	after=POS    resume from a position; without it, from now (a position
+//	             past a stream's end is refused: checkResume)
 //	render=1     each entry also as the HTML the page shows (entry omitted
 //	             with raw=0)
 //	format=ndjson
@@ -83,6 +85,8 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	} else if o.After, err = parsePos(at); err != nil {
 		http.Error(w, "web: events: "+err.Error(), http.StatusBadRequest)
 		return
+	} else if ok := s.checkResume(w, r, o.After); !ok {
+		return
 	}
 	pos := maps.Clone(o.After)
 
@@ -132,7 +136,10 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	// The first event names the position the stream starts at, so a
 	// client that sees no entry before it reconnects still resumes there.
-	if err := send("ready", map[string]string{"pos": formatPos(pos)}); err != nil {
+	// An NDJSON line has no event name: "ready" says what it is (it was
+	// a bare {"pos"} before, which a reader told from an entry only by
+	// its missing fields).
+	if err := send("ready", readyEvent{Ready: true, Pos: formatPos(pos)}); err != nil {
 		return
 	}
 
@@ -196,6 +203,49 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		send("error", map[string]string{"error": msg})
 	}
+}
+
+// readyEvent is the first event of a stream.
+type readyEvent struct {
+	Ready bool   `json:"ready"`
+	Pos   string `json:"pos"`
+}
+
+// resumeError is the answer to a position past the end of a stream.
+type resumeError struct {
+	Error string `json:"error"`
+	// End is where the streams end now: the position to compare.
+	End string `json:"end"`
+}
+
+// checkResume refuses a position past where a stream ends now, and
+// reports whether it answered nothing. Such a position is from another
+// store (the state dir was wiped or the daemon reinstalled while the
+// client kept its position): accepted, every entry stored from then on
+// would have a sequence at or below it and be skipped as sent already,
+// until the new stream caught up with the old, maybe never.
+func (s *Server) checkResume(w http.ResponseWriter, r *http.Request, after projection.Src) bool {
+	end, err := s.opts.Source.Positions(r.Context())
+	if err != nil {
+		http.Error(w, "web: events: "+err.Error(), http.StatusServiceUnavailable)
+		return false
+	}
+	for _, stream := range slices.Sorted(maps.Keys(after)) {
+		last, ok := end[stream]
+		if !ok || after[stream] <= last {
+			continue // a stream not followed here is not read either
+		}
+		jsonHeaders(w)
+		w.WriteHeader(http.StatusConflict)
+		newEncoder(w).Encode(resumeError{
+			Error: fmt.Sprintf("web: events: position %s:%d is past the end of the stream, which ends at %s:%d: "+
+				"the position is from another store (a state dir wiped or a daemon reinstalled since it was sent); "+
+				"resume from the start (after=%s:0) or from now (no after)", stream, after[stream], stream, last, stream),
+			End: formatPos(end),
+		})
+		return false
+	}
+	return true
 }
 
 // renderOne renders an entry that just arrived, alone (a tool result is
