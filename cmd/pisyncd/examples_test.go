@@ -167,6 +167,84 @@ func TestExampleNotifyGo(t *testing.T) {
 	wantTurns(t, lr.get(), sid)
 }
 
+// TestExampleNotifyGoAcrossRestart: examples/notify-go, following, keeps
+// its connection through a restart of the daemon, and prints the turns of
+// a session pi wrote while the daemon was down, with no later line to
+// show the gap: nats.go subscribes again on the reconnect, and the
+// example reads what was stored meanwhile (follow.go, catchUp). Before,
+// it printed nothing until some later line came, maybe never.
+func TestExampleNotifyGoAcrossRestart(t *testing.T) {
+	testenv.Oracle(t)
+	bin := filepath.Join(t.TempDir(), "notify-go")
+	build := exec.Command("go", "build", "-o", bin, "./examples/notify-go")
+	build.Dir = filepath.Dir(testenv.TestdataDir(t))
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./examples/notify-go: %v\n%s", err, out)
+	}
+	cfg := stationConfig(t, "ws-ex", "")
+	// A port of its own that stays across the restart: the example
+	// reconnects to the address it was given.
+	cfg.HubURLs, cfg.Listen = nil, examplePort(t)
+	s := runStation(t, cfg)
+	setEnv(t, cfg.SessionsDir, cfg.StateDir)
+	t.Setenv("PISYNC_NODE_ID", cfg.NodeID)
+
+	cmd := exec.Command(bin, "-context", filepath.Join(cfg.StateDir, "client-context.json"), "-count", "2")
+	var stderr testenv.LogBuffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lr := &lineReader{}
+	go lr.read(stdout)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	exited := false
+	defer func() {
+		if !exited {
+			cmd.Process.Kill()
+			<-done
+		}
+	}()
+	waitUntil(t, 20*time.Second, func() (bool, string) {
+		return strings.Contains(stderr.String(), "notify-go: following the sessions"), stderr.String()
+	})
+
+	s.stop()
+	sid := writeWithPi(t, s) // stored when the daemon starts again, while the example is away
+	s.start()
+	select {
+	case err := <-done:
+		exited = true
+		if err != nil {
+			t.Fatalf("notify-go: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("notify-go printed %d of the 2 turns written while the daemon was down, 60 s after its restart\n%s",
+			len(lr.get()), stderr.String())
+	}
+	wantTurns(t, lr.get(), sid)
+}
+
+// examplePort is a loopback address free now, in the range the tests of
+// this project may take (24500-24599).
+func examplePort(t *testing.T) string {
+	t.Helper()
+	for p := 24500; p < 24600; p++ {
+		addr := fmt.Sprintf("127.0.0.1:%d", p)
+		if l, err := net.Listen("tcp", addr); err == nil {
+			l.Close()
+			return addr
+		}
+	}
+	t.Fatal("no free port in 24500-24599")
+	return ""
+}
+
 // TestExampleShell: examples/shell/turn-costs.sh (pisyncd tail --json and
 // jq) prints the same lines as the Go example, live and from the start.
 func TestExampleShell(t *testing.T) {

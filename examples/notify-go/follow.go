@@ -145,6 +145,39 @@ func (f *follower) batch(ctx context.Context, upto uint64, hand func(*nats.Msg))
 	}
 }
 
+// errAhead: the follower wants a sequence past the stream's end. The
+// store is not the one it followed (the daemon's state dir was wiped, or
+// the daemon reinstalled): its sequences started again from 1, and every
+// message below the position kept would be skipped as had already.
+var errAhead = errors.New("position past the stream's end")
+
+// catchUp hands on what was stored from f.next up to the stream's last
+// message: after a reconnect, the subscription was gone while the
+// daemon was down (or the connection broken), and what was stored
+// meanwhile comes live no more. Without it, it was read only when a later
+// message showed the gap, maybe never. Messages that come live meanwhile
+// are at or below the last read here and are skipped by live.
+func (f *follower) catchUp(ctx context.Context, hand func(*nats.Msg)) error {
+	last, _, err := f.last()
+	if err != nil {
+		return err
+	}
+	if err := f.check(last); err != nil {
+		return err
+	}
+	return f.fill(ctx, last+1, hand)
+}
+
+// check fails with errAhead when f.next is past a stream whose last
+// sequence is last.
+func (f *follower) check(last uint64) error {
+	if f.next > last+1 {
+		return fmt.Errorf("%s: next sequence %d, but the stream ends at %d: %w (the daemon's state dir was wiped or the daemon reinstalled since); start again from the start (-from-start) or from now",
+			f.stream, f.next, last, errAhead)
+	}
+	return nil
+}
+
 // live hands on a live message of the stream, after the gap before it,
 // unless it was had already.
 func (f *follower) live(ctx context.Context, m *nats.Msg, hand func(*nats.Msg)) error {

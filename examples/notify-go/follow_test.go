@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"testing"
@@ -53,7 +54,7 @@ func TestFollowerFillsGaps(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	nc, err := connect(srv.CredentialsFile())
+	nc, err := connect(srv.CredentialsFile(), func() {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +79,18 @@ func TestFollowerFillsGaps(t *testing.T) {
 	}
 	if last, subj, err := f.last(); err != nil || last != 7 || subj != "pi.evt.n.s" {
 		t.Errorf("last = %d %q %v, want 7 pi.evt.n.s", last, subj, err)
+	}
+	// A catch-up (after a reconnect) reads up to the stream's last
+	// message with no live message to show the gap; a position past the
+	// end (a wiped store) is refused, not taken as "had already".
+	again := &follower{nc: nc, stream: "PI_LOCAL", filter: "pi.evt.>", next: 3}
+	got = nil
+	if err := again.catchUp(ctx, hand); err != nil || fmt.Sprint(got) != fmt.Sprint(want[2:]) || again.next != 8 {
+		t.Errorf("catch-up from 3: %v, next %d, %v; want %v, next 8", got, again.next, err, want[2:])
+	}
+	ahead := &follower{nc: nc, stream: "PI_LOCAL", filter: "pi.evt.>", next: 99}
+	if err := ahead.catchUp(ctx, hand); !errors.Is(err, errAhead) {
+		t.Errorf("catch-up from 99 of a stream ending at 7: %v, want errAhead", err)
 	}
 	all := &follower{nc: nc, stream: "PI_ALL", filter: "pi.all.>"}
 	if last, _, err := all.last(); err != nil || last != 0 {

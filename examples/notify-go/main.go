@@ -35,6 +35,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/nats-io/nats.go"
 )
@@ -60,7 +61,17 @@ func run(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	nc, err := connect(*credsFile)
+	// A reconnect (the daemon restarted, or the connection broke) is
+	// told to the loop below, which owns the followers: nats.go
+	// subscribes again, but what was stored meanwhile is read by
+	// catchUp.
+	reconnected := make(chan struct{}, 1)
+	nc, err := connect(*credsFile, func() {
+		select {
+		case reconnected <- struct{}{}:
+		default: // one catch-up pending covers every reconnect before it
+		}
+	})
 	if err != nil {
 		return err
 	}
@@ -120,10 +131,36 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
+	// A catch-up that fails (the daemon answers no reads yet, just
+	// started) is tried again each second until it is done.
+	var retry <-chan time.Time
+	catchUp := func() error {
+		retry = nil
+		for _, f := range followers {
+			err := f.catchUp(ctx, hand)
+			if errors.Is(err, errAhead) {
+				return err
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "notify-go: catching up after a reconnect: %v; trying again\n", err)
+				retry = time.After(time.Second)
+				return nil
+			}
+		}
+		return nil
+	}
 	for *count == 0 || n < *count {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-reconnected:
+			if err := catchUp(); err != nil {
+				return err
+			}
+		case <-retry:
+			if err := catchUp(); err != nil {
+				return err
+			}
 		case m := <-msgs:
 			f := byStream[m.Header.Get("Nats-Stream")]
 			if f == nil {
@@ -139,8 +176,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 // connect reads the credentials file (a nats CLI context: url, and nkey,
 // the path of the user's seed) and connects as the listener's read-only
-// user.
-func connect(path string) (*nats.Conn, error) {
+// user, reconnecting for as long as it runs (a daemon restart), and
+// calling reconnected after each reconnect.
+func connect(path string, reconnected func()) (*nats.Conn, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("credentials (is the daemon running with PISYNC_LISTEN set?): %w", err)
@@ -153,7 +191,8 @@ func connect(path string) (*nats.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("credentials: %w", err)
 	}
-	return nats.Connect(c.URL, seed, nats.Name("notify-go"))
+	return nats.Connect(c.URL, seed, nats.Name("notify-go"), nats.MaxReconnects(-1),
+		nats.ReconnectHandler(func(*nats.Conn) { reconnected() }))
 }
 
 // defaultContext is where the daemon writes the credentials with the
