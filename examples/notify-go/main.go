@@ -245,6 +245,17 @@ func (t *turns) add(subject string, h nats.Header, data []byte) (string, bool) {
 	if parts[1] == "all" && node == t.self {
 		return "", false // this machine's own line, already read from PI_LOCAL
 	}
+	// An erased session (pisyncd erase) is gone: what is kept of it goes
+	// too, so a session written again under its id does not add the
+	// erased one's turn in progress to its first turn's cost. A reader
+	// that keeps more of a session (or the KV views' s.<tok>.* values,
+	// which the erase purges without a message to their subscribers)
+	// drops it here as well (docs/SUBSCRIBING.md).
+	if h.Get("Pi-Op") == "erase" {
+		delete(t.cost, sid)
+		delete(t.chunks, subject)
+		return "", false
+	}
 	// A line over 256 KiB comes as chunks "i/n" on consecutive
 	// sequences of its subject: join them before reading it.
 	if c := h.Get("Pi-Chunk"); c != "" {
