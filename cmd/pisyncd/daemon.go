@@ -105,6 +105,13 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*D
 // while no daemon runs ("pisyncd events"; "" for the daemon): what a
 // daemon or another command started meanwhile is told holds it.
 func openStoreAs(ctx context.Context, cfg *config.Config, logger *slog.Logger, holder string) (_ *Daemon, err error) {
+	// Before the node id is written into it: a folder that is not
+	// pisyncd's to close (someone's, open to others) held a node-id of
+	// pisyncd's making by the time the server's start looked, and was
+	// taken for pisyncd's own (a verifying probe on 2026-12-07).
+	if err := embedded.PrivateStateDir(cfg.StateDir, logger); err != nil {
+		return nil, fmt.Errorf("embedded: %w", err)
+	}
 	idFile := filepath.Join(cfg.StateDir, "node-id")
 	if _, serr := os.Stat(idFile); errors.Is(serr, fs.ErrNotExist) && !storeExists(cfg) {
 		// A first start that fails before the store is made (a hub URL

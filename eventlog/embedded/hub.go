@@ -110,7 +110,7 @@ func StartHub(ctx context.Context, cfg HubConfig) (*Server, error) {
 		// Only an open hub gets here (validate refuses it otherwise).
 		cfg.Logger.Warn("INSECURE: cluster routes without TLS: they authenticate with the route secret, but anyone on the network path reads the secret and every line the hub nodes exchange (an open development hub, PISYNC_HUB_OPEN)", "cluster", cfg.ClusterListen)
 	}
-	if err := privateStateDir(cfg.StateDir, cfg.Logger); err != nil {
+	if err := PrivateStateDir(cfg.StateDir, cfg.Logger); err != nil {
 		return nil, fmt.Errorf("embedded: hub: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Join(cfg.StateDir, server.JetStreamStoreDir), 0o700); err != nil {

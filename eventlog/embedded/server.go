@@ -109,7 +109,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
-	if err := privateStateDir(cfg.StateDir, cfg.Logger); err != nil {
+	if err := PrivateStateDir(cfg.StateDir, cfg.Logger); err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
 	lock, err := lockDir(cfg.StateDir, cfg.Holder)

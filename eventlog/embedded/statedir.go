@@ -10,7 +10,7 @@ import (
 	"syscall"
 )
 
-// privateStateDir makes the state dir 0700, or makes an existing one the
+// PrivateStateDir makes the state dir 0700, or makes an existing one the
 // user's alone: one made before pisyncd (mkdir under a umask of 022 or 002,
 // a folder a tool created) keeps its mode, and the control socket, bound
 // with the process's umask before it is chmod'ed 0600, could be reached by
@@ -19,7 +19,7 @@ import (
 // from /web). Everything pisyncd keeps there is the user's, so the folder
 // is closed rather than each file being relied on, and a folder holding a
 // file of another user is refused.
-func privateStateDir(dir string, logger *slog.Logger) error {
+func PrivateStateDir(dir string, logger *slog.Logger) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("state dir: %w", err)
 	}
@@ -31,7 +31,7 @@ func privateStateDir(dir string, logger *slog.Logger) error {
 	// a team's drop folder) is not pisyncd's to close: a typo such as
 	// PISYNC_STATE_DIR=/tmp under a service run as root made /tmp 0700.
 	if st.Mode()&os.ModeSticky != 0 {
-		return fmt.Errorf("state dir %s is a folder shared with other users (mode %#o, sticky, like /tmp): pisyncd keeps its store, control socket and tokens in a folder of its own; set PISYNC_STATE_DIR to a new folder (pisyncd makes it 0700), such as %s",
+		return fmt.Errorf("state dir %s is a folder shared with other users (mode %#o, sticky, like /tmp): pisyncd keeps its store, control socket and tokens in a folder of its own; set PISYNC_STATE_DIR (a hub's PISYNC_HUB_STATE_DIR) to a new folder (pisyncd makes it 0700), such as %s",
 			dir, st.Mode().Perm()|0o1000, filepath.Join(dir, "pisyncd-"+strconv.Itoa(os.Geteuid())))
 	}
 	ents, err := os.ReadDir(dir)
@@ -43,7 +43,7 @@ func privateStateDir(dir string, logger *slog.Logger) error {
 		// Open to others, holding what pisyncd did not make (a home
 		// folder, a project's folder): closing it would change more than
 		// pisyncd's own; the user decides.
-		return fmt.Errorf("state dir %s is open to other users (mode %#o) and holds what pisyncd did not make (%s): pisyncd would have to close it (0700), as it keeps its store, control socket and tokens there; set PISYNC_STATE_DIR to a folder of its own (a new one is made 0700), or chmod 700 %s yourself",
+		return fmt.Errorf("state dir %s is open to other users (mode %#o) and holds what pisyncd did not make (%s): pisyncd would have to close it (0700), as it keeps its store, control socket and tokens there; set PISYNC_STATE_DIR (a hub's PISYNC_HUB_STATE_DIR) to a folder of its own (a new one is made 0700), or chmod 700 %s yourself",
 			dir, was, namesOf(ents, 3), dir)
 	}
 	if was&0o077 != 0 {
