@@ -397,9 +397,10 @@ func (c *Crypt) noKeyLocked() error {
 	case c.brokenKeyringLocked():
 		c.waitFwd = c.keyErrorLocked()
 	case !c.always && c.hubSealed != "":
-		c.waitFwd = fmt.Sprintf(teamEncryptsWait, c.hubSealed)
+		err := fmt.Errorf("%w"+teamEncryptsWait, ErrTeamEncrypts, c.hubSealed)
+		c.waitFwd = err.Error()
 		c.statusLocked()
-		return fmt.Errorf("%w: %s", ErrTeamEncrypts, c.waitFwd)
+		return err
 	}
 	c.statusLocked()
 	return fmt.Errorf("%w: %v", ErrNoTeamKey, c.loadErr)

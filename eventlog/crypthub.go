@@ -49,5 +49,6 @@ func (c *Crypt) lookAtHub(count func() (uint64, error)) error {
 // shows that its team encrypts (lookAtHub), so nothing is forwarded.
 var ErrTeamEncrypts = errors.New("no team key here, and the team encrypts")
 
-// teamEncryptsWait is what status says of forwarding then.
-const teamEncryptsWait = "no team key here, and the team encrypts (%s): nothing is forwarded to the hub until the team's key is imported (pisyncd key import the block of a teammate's pisyncd key export; PISYNC_ENCRYPT=off to send in clear on purpose)"
+// teamEncryptsWait follows ErrTeamEncrypts in what status says of
+// forwarding then.
+const teamEncryptsWait = " (%s): nothing is forwarded to the hub until the team's key is imported (pisyncd key import the block of a teammate's pisyncd key export; PISYNC_ENCRYPT=off to send in clear on purpose)"
