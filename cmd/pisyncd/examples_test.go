@@ -123,19 +123,7 @@ func TestExampleNotifyGo(t *testing.T) {
 	creds := filepath.Join(s.cfg.StateDir, "client-context.json")
 
 	run := func(args ...string) (*exec.Cmd, *lineReader, *testenv.LogBuffer) {
-		cmd := exec.Command(bin, append([]string{"-context", creds, "-count", "2"}, args...)...)
-		var stderr testenv.LogBuffer
-		cmd.Stderr = &stderr
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lr := &lineReader{}
-		go lr.read(stdout)
-		return cmd, lr, &stderr
+		return startNotify(t, bin, creds, args...)
 	}
 	wait := func(cmd *exec.Cmd, stderr *testenv.LogBuffer) {
 		done := make(chan error, 1)
@@ -189,18 +177,7 @@ func TestExampleNotifyGoAcrossRestart(t *testing.T) {
 	setEnv(t, cfg.SessionsDir, cfg.StateDir)
 	t.Setenv("PISYNC_NODE_ID", cfg.NodeID)
 
-	cmd := exec.Command(bin, "-context", filepath.Join(cfg.StateDir, "client-context.json"), "-count", "2")
-	var stderr testenv.LogBuffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lr := &lineReader{}
-	go lr.read(stdout)
+	cmd, lr, stderr := startNotify(t, bin, filepath.Join(cfg.StateDir, "client-context.json"))
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	exited := false
@@ -228,6 +205,26 @@ func TestExampleNotifyGoAcrossRestart(t *testing.T) {
 			len(lr.get()), stderr.String())
 	}
 	wantTurns(t, lr.get(), sid)
+}
+
+// startNotify starts notify-go's binary bin with the client context
+// creds, to stop after two turns, its output read line by line and its
+// stderr kept.
+func startNotify(t *testing.T, bin, creds string, args ...string) (*exec.Cmd, *lineReader, *testenv.LogBuffer) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"-context", creds, "-count", "2"}, args...)...)
+	stderr := &testenv.LogBuffer{}
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lr := &lineReader{}
+	go lr.read(stdout)
+	return cmd, lr, stderr
 }
 
 // examplePort is a loopback address free now, in the range the tests of
