@@ -86,7 +86,7 @@ func (s *hintState) hintFor(msg, err string) (key, text string) {
 	case strings.Contains(err, "insufficient resources") && !strings.HasPrefix(err, "forwarder"):
 		// This machine's own store (the forwarder's is the hub's: its
 		// error names the team's share itself).
-		return "store-at-limit", "hint: the event store holds PISYNC_MAX_STORE (pisyncd status shows how much): nothing more is published or copied until it has room, and nothing is lost meanwhile. Set a larger PISYNC_MAX_STORE and restart, or erase sessions no one needs (pisyncd erase)"
+		return "store-at-limit", "hint: the event store holds PISYNC_MAX_STORE (pisyncd status shows how much): nothing more is published or copied until it has room, and nothing is lost meanwhile: " + atLimitFix
 	case strings.Contains(err, "stream not found") && (strings.HasPrefix(err, "forwarder: hub") || strings.HasPrefix(err, "downloader: hub")):
 		return "no-pi-hub", "hint: the hub has no PI_HUB stream in this node's account. pisyncd hub creates it at start; a stock nats-server does not: create it once per team (docs/HUB.md, \"A stock nats-server as the hub\")"
 	case (strings.Contains(err, "key message on "+eventlog.KeysStream) || strings.Contains(err, "key subjects on "+eventlog.KeysStream)) && s.leafConnected() && (strings.Contains(err, "no response from stream") || strings.Contains(err, "no responders") || strings.Contains(err, "deadline exceeded") || strings.Contains(err, "timeout")):

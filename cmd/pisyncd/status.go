@@ -566,6 +566,10 @@ func heldNodes(d *eventlog.DownloaderStats, word string) string {
 // nothing more is stored until it has room, and it never makes room by
 // itself (no stream of a workstation drops what it holds).
 func atLimitNote(s embedded.StoreStats) string {
-	return fmt.Sprintf("at its limit: it holds %d of PISYNC_MAX_STORE %d bytes, and nothing more is published or copied until it has room; nothing is lost meanwhile (the files keep the lines, and they are published once there is room): set a larger PISYNC_MAX_STORE and restart, or erase sessions no one needs (pisyncd erase)",
-		s.UsedBytes, s.LimitBytes)
+	return fmt.Sprintf("at its limit: it holds %d of PISYNC_MAX_STORE %d bytes, and nothing more is published or copied until it has room; nothing is lost meanwhile (the files keep the lines, and they are published once there is room): %s",
+		s.UsedBytes, s.LimitBytes, atLimitFix)
 }
+
+// atLimitFix is the way out of a store at PISYNC_MAX_STORE, which status,
+// /healthz and the log's hint name alike.
+const atLimitFix = "set a larger PISYNC_MAX_STORE and restart, or erase sessions no one needs (pisyncd erase)"
