@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // RuleSet names the context rules a Tree follows (docs/RULES.md). Only
@@ -37,10 +38,12 @@ func (r RuleSet) String() string {
 	return fmt.Sprintf("RuleSet(%d)", uint8(r))
 }
 
-// ParseRuleSet reads a rule set name: auto, seed or pi-1.6.
+// ParseRuleSet reads a rule set name: auto, seed or pi-1.6, in any case,
+// as PISYNC_RULES takes it (so `context --rules SEED` means what
+// PISYNC_RULES=SEED does).
 func ParseRuleSet(s string) (RuleSet, error) {
 	for r, name := range ruleNames {
-		if s == name {
+		if strings.EqualFold(s, name) {
 			return RuleSet(r), nil
 		}
 	}
