@@ -65,6 +65,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
 	}
+	if (cmd == "--json" || cmd == "-json") && len(args) > 0 {
+		// `pisyncd --json status`, as other tools take their output
+		// flag: the command's own --json (it said "unknown command").
+		cmd, args = args[0], append(args[1:len(args):len(args)], "--json")
+	}
 	var err error
 	switch cmd {
 	case "run":

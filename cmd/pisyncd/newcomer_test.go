@@ -129,6 +129,11 @@ func TestCommandsWithoutStore(t *testing.T) {
 	if code, out, _ := mainIn(t, "ls", "--json"); code != 0 || out != "[]\n" {
 		t.Errorf("ls --json: exit %d, %q", code, out)
 	}
+	// --json before the command is the command's own (it was "unknown
+	// command \"--json\"").
+	if code, out, errOut := mainIn(t, "--json", "ls"); code != 0 || out != "[]\n" {
+		t.Errorf("--json ls: exit %d, %q %q", code, out, errOut)
+	}
 	missing := filepath.Join(home, "nosuch.jsonl")
 	for _, c := range []struct {
 		args []string
