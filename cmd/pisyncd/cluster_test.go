@@ -137,13 +137,22 @@ type testLogWriter struct {
 	t      *testing.T
 	prefix string
 	mu     sync.Mutex
+	all    bytes.Buffer // every line written, for String
 }
 
 func (w *testLogWriter) Write(b []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.t.Logf("%s: %s", w.prefix, bytes.TrimSpace(b))
+	w.all.Write(b)
 	return len(b), nil
+}
+
+// String is every line written so far.
+func (w *testLogWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.all.String()
 }
 
 // sessionFiles maps every *.jsonl under the station's sessions dir (hidden

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/pisyncd/pisyncd/eventlog/embedded"
 )
 
 // TestHubTeamLinksBounded: a node of team red (ws-evil) opens client
@@ -32,27 +33,37 @@ func TestHubTeamLinksBounded(t *testing.T) {
 	h.run()
 	ca := filepath.Join(h.certs, "ca.pem")
 
-	// Client connections, on the hub's client listener.
+	// Client connections, on the hub's client listener: the hub keeps
+	// ws-evil to NodeMaxLinks of them (the link guard closes the newest),
+	// and red's account keeps room for pisyncd's own connection to it.
 	var conns []*nats.Conn
 	defer func() {
 		for _, nc := range conns {
 			nc.Close()
 		}
 	}()
-	var refusal error
+	opened := 0
 	for range 3 * links {
 		nc, err := nats.Connect("tls://localhost:"+strings.Split(h.client, ":")[1], nats.RootCAs(ca), seedFileKey(t, seedEvil),
 			nats.NoReconnect(), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 		if err != nil {
-			refusal = err
 			continue
 		}
+		opened++
 		conns = append(conns, nc)
 	}
-	if len(conns) > links || refusal == nil {
-		t.Errorf("ws-evil opened %d client connections to red's account (bound %d), last refusal %v", len(conns), links, refusal)
+	evilKey := nodeKey(t, h, "ws-evil")
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		n, err := clientsOf(h, "red", evilKey)
+		return err == nil && n <= embedded.NodeMaxLinks && h.srv.LinksClosed() > 0,
+			fmt.Sprintf("ws-evil holds %d client connections to red's account (%d opened; bound %d), %d closed by the hub (%v)", n, opened, embedded.NodeMaxLinks, h.srv.LinksClosed(), err)
+	})
+	t.Logf("client connections: %d opened, %d closed by the hub", opened, h.srv.LinksClosed())
+	own, err := h.srv.ConnectTeam("red")
+	if err != nil {
+		t.Fatalf("pisyncd's own connection to red, beside ws-evil's: %v", err)
 	}
-	t.Logf("client connections: %d opened, then %v", len(conns), refusal)
+	own.Close()
 
 	// Leaf links: servers of the attacker's own, each named apart (the
 	// hub closes the older of two links with one name).
@@ -139,3 +150,92 @@ func (l *refusalLog) Fatalf(format string, v ...any)  { l.note(format, v...) }
 func (l *refusalLog) Errorf(format string, v ...any)  { l.note(format, v...) }
 func (l *refusalLog) Debugf(format string, v ...any)  {}
 func (l *refusalLog) Tracef(format string, v ...any)  {}
+
+// nodeKey is the public key of a node registered on h.
+func nodeKey(t *testing.T, h *secureHub, name string) string {
+	t.Helper()
+	for _, n := range h.srv.Nodes() {
+		if n.Name == name {
+			return n.Nkey
+		}
+	}
+	t.Fatalf("no node %s on the hub", name)
+	return ""
+}
+
+// clientsOf counts the client connections to team's account that
+// authenticated with key.
+func clientsOf(h *secureHub, team, key string) (int, error) {
+	cz, err := h.srv.NATS().Connz(&server.ConnzOptions{Account: team, Username: true, Limit: 1 << 20})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, c := range cz.Conns {
+		if c.AuthorizedUser == key {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// TestHubNodeLinksBounded: ws-evil, a node of team red, keeps eight leaf
+// links of its own making dialling the hub (its key, each server named
+// apart, each dialling again as soon as its link closes), where red may
+// hold eight. The hub closes ws-evil's links past NodeMaxLinks as they
+// come, says so with the node's name, and red's two workstations, started
+// during the flood, link and replicate; pisyncd's own connection to red
+// gets in too. (Before, ws-evil held all eight links for as long as it
+// went on, and its teammates could not link: a probe, 2026-12-07.)
+func TestHubNodeLinksBounded(t *testing.T) {
+	const links = 8
+	h := startSecureHub(t)
+	h.cfg.TeamMaxLinks = links
+	seedEvil := h.addNode("ws-evil", "red")
+	seedR1, seedR2 := h.addNode("ws-r1", "red"), h.addNode("ws-r2", "red")
+	h.run()
+	ca := filepath.Join(h.certs, "ca.pem")
+	seed, err := os.ReadFile(seedEvil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pem, err := os.ReadFile(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	hubURL, _ := url.Parse("tls://localhost:" + strings.Split(h.leaf, ":")[1])
+	for i := range links {
+		s, err := server.NewServer(&server.Options{
+			ServerName: fmt.Sprintf("flood-%d", i), DontListen: true, NoSigs: true,
+			LeafNode: server.LeafNodeOpts{ReconnectInterval: 50 * time.Millisecond, Remotes: []*server.RemoteLeafOpts{{
+				URLs: []*url.URL{hubURL}, Nkey: string(bytes.TrimSpace(seed)),
+				TLS: true, TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool},
+			}}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.SetLoggerV2(&refusalLog{}, false, false, false)
+		s.Start()
+		t.Cleanup(s.Shutdown)
+	}
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		return h.srv.LinksClosed() > 0, "the hub has closed none of ws-evil's eight links"
+	})
+
+	r1 := newSecureStation(t, h, "ws-r1", seedR1, ca)
+	r2 := newSecureStation(t, h, "ws-r2", seedR2, ca)
+	writeSession(t, r1, "red-during-the-flood", 3)
+	waitFile(t, r2, "red-during-the-flood", 4)
+	own, err := h.srv.ConnectTeam("red")
+	if err != nil {
+		t.Fatalf("pisyncd's own connection to red during the flood: %v", err)
+	}
+	own.Close()
+	if !strings.Contains(h.logs(), "node ws-evil of team red opened more leaf links than a workstation holds") {
+		t.Errorf("the hub's log does not name ws-evil:\n%s", h.logs())
+	}
+	t.Logf("the hub closed %d of ws-evil's links", h.srv.LinksClosed())
+}

@@ -24,7 +24,11 @@ type secureHub struct {
 	*testHub
 	certs, nodes, client string
 	cfg                  *config.Hub
+	log                  *testLogWriter // the hub's log, from run
 }
+
+// logs is what the hub has logged (warnings and errors).
+func (h *secureHub) logs() string { return h.log.String() }
 
 func startSecureHub(t *testing.T) *secureHub {
 	dir := t.TempDir()
@@ -42,7 +46,8 @@ func startSecureHub(t *testing.T) *secureHub {
 }
 
 func (h *secureHub) run() {
-	logger := slog.New(slog.NewTextHandler(&testLogWriter{t: h.t, prefix: "hub"}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	h.log = &testLogWriter{t: h.t, prefix: "hub"}
+	logger := slog.New(slog.NewTextHandler(h.log, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	srv, err := StartHub(context.Background(), h.cfg, logger)
 	if err != nil {
 		h.t.Fatalf("hub: %v", err)

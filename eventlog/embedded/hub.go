@@ -146,6 +146,7 @@ func StartHub(ctx context.Context, cfg HubConfig) (*Server, error) {
 		return nil, fmt.Errorf("embedded: hub: %w", err)
 	}
 	s.setNodes(nodes)
+	s.guardLinks(ctx, cfg)
 	if commitKey != nil {
 		// A hub node of a cluster opens its streams as the cluster
 		// agrees on them, not at start: it has only the marker's check.
@@ -201,6 +202,14 @@ func (s *Server) hubOptions(cfg HubConfig, nodes []Node) (*server.Options, error
 			// and in-process connections read it without a lock.
 			s.inProcessKey = k
 		}
+		if s.sysKey == nil {
+			kp, err := nkeys.CreateUser()
+			if err != nil {
+				return nil, err
+			}
+			s.sysKey = kp
+		}
+		admins[SystemAccount], _ = s.sysKey.PublicKey()
 	}
 	conf, err := RenderHubConfig(cfg, nodes, admins)
 	if err != nil {
@@ -410,4 +419,43 @@ func (s *Server) LeafURL() string {
 		host = "127.0.0.1"
 	}
 	return "nats://" + net.JoinHostPort(host, strconv.Itoa(v.LeafNode.Port))
+}
+
+// connectSystem opens pisyncd's in-process connection to the hub's system
+// account (LinkGuard).
+func (s *Server) connectSystem(opts ...nats.Option) (*nats.Conn, error) {
+	s.adminsMu.RLock()
+	kp := s.sysKey
+	s.adminsMu.RUnlock()
+	if kp == nil {
+		return nil, errors.New("embedded: the hub has no system account user (it runs without authorization)")
+	}
+	pub, _ := kp.PublicKey()
+	opts = append(reconnectOptions(), opts...)
+	opts = append(opts, nats.InProcessServer(inProcess{s}), nats.Nkey(pub, kp.Sign))
+	return nats.Connect("", opts...)
+}
+
+// guardLinks runs the hub's LinkGuard until Close.
+func (s *Server) guardLinks(ctx context.Context, cfg HubConfig) {
+	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.guard = NewLinkGuard(s, NodeMaxLinks, cfg.Logger.With("component", "links"))
+	s.stopGuard = func() {
+		cancel()
+		s.guarding.Wait()
+	}
+	s.guarding.Go(func() {
+		if err := s.guard.Run(gctx); err != nil {
+			cfg.Logger.Error("the hub does not bound each node's links: one node may take its teammates'", "err", err)
+		}
+	})
+}
+
+// LinksClosed is how many connections the hub closed of nodes past their
+// bound (LinkGuard).
+func (s *Server) LinksClosed() int64 {
+	if s.guard == nil {
+		return 0
+	}
+	return s.guard.Closed()
 }

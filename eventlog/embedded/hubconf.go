@@ -114,8 +114,9 @@ func RenderHubConfig(cfg HubConfig, nodes []Node, admins map[string]string) (str
 			return "", err
 		}
 	}
+	sysAdmin := admins[SystemAccount]
 	for t, pub := range admins {
-		if !teamPattern().MatchString(t) || !safeToken().MatchString(pub) {
+		if (t != SystemAccount && !teamPattern().MatchString(t)) || !safeToken().MatchString(pub) {
 			return "", fmt.Errorf("hub config: admin of team %q: invalid", t)
 		}
 	}
@@ -198,7 +199,7 @@ func RenderHubConfig(cfg HubConfig, nodes []Node, admins map[string]string) (str
 		teams[n.Team] = append(teams[n.Team], n)
 	}
 	for t := range admins {
-		if _, ok := teams[t]; !ok {
+		if _, ok := teams[t]; !ok && t != SystemAccount {
 			teams[t] = nil
 		}
 	}
@@ -216,7 +217,13 @@ func RenderHubConfig(cfg HubConfig, nodes []Node, admins map[string]string) (str
 		store, mem, streams, consumers := cfg.teamLimits(len(names), len(teams[t]))
 		w("  %s {\n", q(t))
 		w("    jetstream: { max_file: %d, max_mem: %d, max_streams: %d, max_consumers: %d }\n", store, mem, streams, consumers)
-		w("    limits: { max_subscriptions: %d, max_connections: %d, max_leafnodes: %d }\n", maxSubsPerConn, cfg.Team.MaxLinks, cfg.Team.MaxLinks)
+		// nats-server counts an account's leaf links among its
+		// connections: with both bounds at MaxLinks, a team's links at
+		// their bound left no room for pisyncd's own connection to it
+		// (hub usage, hub erase and the share watch failed while one
+		// node held every link). Twice it: MaxLinks leaf links, and at
+		// least as many client connections beside them.
+		w("    limits: { max_subscriptions: %d, max_connections: %d, max_leafnodes: %d }\n", maxSubsPerConn, 2*cfg.Team.MaxLinks, cfg.Team.MaxLinks)
 		w("    users: [\n")
 		if pub := admins[t]; pub != "" {
 			w("      # pisyncd's own in-process connection (creates PI_HUB)\n")
@@ -240,9 +247,23 @@ func RenderHubConfig(cfg HubConfig, nodes []Node, admins map[string]string) (str
 		}
 		w("    ]\n  }\n")
 	}
+	if sysAdmin != "" {
+		// The system account, under its default name (a stock
+		// nats-server makes it so too): pisyncd's own connection
+		// follows the links made to every team (LinkGuard).
+		w("  %s {\n", q(SystemAccount))
+		w("    users: [\n")
+		w("      # pisyncd's own in-process connection (follows the teams' links)\n")
+		w("      { nkey: %s, allowed_connection_types: [\"IN_PROCESS\"] }\n", sysAdmin)
+		w("    ]\n  }\n")
+	}
 	w("}\n")
 	return b.String(), nil
 }
+
+// SystemAccount is the hub's system account, whose in-process admin key
+// RenderHubConfig takes among the teams' (admins[SystemAccount]).
+const SystemAccount = "$SYS"
 
 func quoteList(s []string) string {
 	q := make([]string, len(s))

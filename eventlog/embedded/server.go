@@ -62,6 +62,12 @@ type Server struct {
 	hub    *HubConfig
 	admins map[string]nkeys.KeyPair
 	nodes  []Node
+	// sysKey is the hub's in-process key to its system account
+	// (LinkGuard), made once at start; guard runs until Close.
+	sysKey    nkeys.KeyPair
+	guard     *LinkGuard
+	stopGuard func()
+	guarding  sync.WaitGroup
 	// reloadMu keeps reloads apart (SIGHUP and the control socket's);
 	// adminsMu guards admins and nodes, which a reload writes while the
 	// share watch and control requests read them.
@@ -516,6 +522,9 @@ func (s *Server) Err() error { return s.logger.fatal() }
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		if s.stopGuard != nil {
+			s.stopGuard()
+		}
 		s.restartMu.Lock() // let a restart in progress finish
 		defer s.restartMu.Unlock()
 		if err := shutdown(s.nats()); err != nil {
