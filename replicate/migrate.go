@@ -83,8 +83,8 @@ func (r *Replicator) header(ctx context.Context, s *sess, ev *eventlog.Event) er
 		// Applied again after a restart: finish a replacement that a
 		// crash may have cut short.
 		if ev.Node != r.opts.Node {
-			if v, ok, err := r.localVersion(s); err != nil || !ok || v >= 3 {
-				return err
+			if v, ok := r.localVersion(s); !ok || v >= 3 {
+				return nil
 			}
 			return r.replaceWith(s, ev)
 		}
@@ -102,10 +102,7 @@ func (r *Replicator) header(ctx context.Context, s *sess, ev *eventlog.Event) er
 	// later position after a restart) this machine's file.
 	v, old := s.oldVersion, s.oldHeader
 	if !old {
-		lv, ok, err := r.localVersion(s)
-		if err != nil {
-			return err
-		}
+		lv, ok := r.localVersion(s)
 		v, old = lv, ok && lv < 3
 	}
 	if !old {
@@ -135,18 +132,25 @@ func (r *Replicator) header(ctx context.Context, s *sess, ev *eventlog.Event) er
 }
 
 // localVersion reads the version of this machine's file of the session;
-// ok is false when it has none.
-func (r *Replicator) localVersion(s *sess) (v float64, ok bool, err error) {
+// ok is false when it has none, or none that can be opened. A file here
+// that cannot be opened (a link in its place, its mode) is no old version
+// to replace: returning the error stopped the replicator at the header,
+// every session with it and at every restart, while status said nothing
+// (a probe, 2026-12-07: one session file linked from outside the sessions
+// dir, and no other machine's line was written here again). Writing into
+// it meets the same error, for this session alone: a link's quarantines
+// it, another is retried (flushOne).
+func (r *Replicator) localVersion(s *sess) (v float64, ok bool) {
 	if s.file == nil {
 		if err := r.locate(s); err != nil {
-			return 0, false, err
+			r.logger.Debug("replicator: this machine's file of a session cannot be opened; taken as no old version", "session", s.sid, "err", err)
+			return 0, false
 		}
 	}
 	if s.file == nil {
-		return 0, false, nil
+		return 0, false
 	}
-	v, ok = firstHeaderVersion(s.file.path)
-	return v, ok, nil
+	return firstHeaderVersion(s.file.path)
 }
 
 // replaceWith moves this machine's old-format file to the trash and makes

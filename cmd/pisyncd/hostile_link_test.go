@@ -143,3 +143,43 @@ func TestQuarantineGoesWithAnErase(t *testing.T) {
 		t.Errorf("the file outside was written: %q", got)
 	}
 }
+
+// TestOwnSessionThroughALinkStopsNothing: a session file of ann's own is a
+// link to a file outside the sessions dir (which the tailer follows and
+// publishes). Its header comes back to ann from the hub, and her
+// replicator cannot open the file to read its version; bob's sessions,
+// new and continued, before and after a restart of ann's, are written on
+// ann all the same. (Before, the header's error stopped ann's replicator
+// at every attempt and every start, and no line of bob's was written on
+// ann again, while status and /healthz said nothing: a probe, 2026-12-07.)
+func TestOwnSessionThroughALinkStopsNothing(t *testing.T) {
+	e := startHostile(t, nil)
+	before := "0199d000-0000-7000-8000-0000000000b1"
+	writeSession(t, e.bob, before, 1)
+	waitSecFile(t, e.ann, before, 2, 30*time.Second)
+
+	linked := "0199d000-0000-7000-8000-0000000000a1"
+	outside := filepath.Join(t.TempDir(), "kept-elsewhere.jsonl")
+	if err := writeLines(outside, []string{hdrLine(linked, "/sec"), msgLine("a1-0", "", "ann's linked session")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, secPath(e.ann, linked)); err != nil {
+		t.Fatal(err)
+	}
+	waitSecFile(t, e.bob, linked, 2, 30*time.Second) // its header is on the hub, and back on ann
+
+	appendLine(t, secPath(e.bob, before), msgLine("0199-1", "0199-0", "bob goes on"))
+	after := "0199d000-0000-7000-8000-0000000000b2"
+	writeSession(t, e.bob, after, 2)
+	waitSecFile(t, e.ann, after, 3, 30*time.Second)
+	waitSecFile(t, e.ann, before, 3, 30*time.Second)
+
+	e.ann.stop()
+	e.ann.start()
+	again := "0199d000-0000-7000-8000-0000000000b3"
+	writeSession(t, e.bob, again, 2)
+	waitSecFile(t, e.ann, again, 3, 30*time.Second)
+	if got, err := os.ReadFile(outside); err != nil || len(splitLines(string(got))) != 2 {
+		t.Errorf("the linked file outside the sessions dir changed (%v): %q", err, got)
+	}
+}
