@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,6 +41,18 @@ func TestJoinBeforeTheKeySendsNothingInClear(t *testing.T) {
 	})
 	if note := encryptionNote(&encryptionStatus{Mode: "auto", CryptStatus: c.d.crypt.Status()}); !strings.Contains(note, "key import") {
 		t.Errorf("status says %q: no word of the fix", note)
+	}
+	// key init there, where key import was meant, is refused: it would
+	// begin a team of one, whose lines no teammate could read (before,
+	// it did so without a word: a probe, 2026-12-07).
+	stationEnv(t, c.cfg)
+	t.Setenv("PISYNC_HUB_URLS", "") // a shell without the service's settings: the daemon is asked
+	t.Setenv("PISYNC_KEY_FILE", keyFile)
+	if code, out, errOut := mainIn(t, "key", "init"); code != 1 || !strings.Contains(errOut, "encrypts already") || !strings.Contains(errOut, "key import") {
+		t.Errorf("key init on ws-c: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if _, err := os.Stat(keyFile); err == nil {
+		t.Fatalf("the refused key init wrote %s", keyFile)
 	}
 	// The tailer has published the three lines (status waited on the
 	// forwarder's refusal, which reads them); none is on the hub.

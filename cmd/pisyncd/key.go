@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -16,7 +17,7 @@ import (
 	"github.com/pisyncd/pisyncd/seal"
 )
 
-const keyUsage = "pisyncd key init|export|import [FILE]|status|rotate|token SESSION-ID [--json]"
+const keyUsage = "pisyncd key init [--new-team]|export|import [FILE]|status|rotate|token SESSION-ID [--json]"
 
 // keyCommand manages the team key of end-to-end encryption (keyring):
 // it works on the keyring file alone, so it needs no daemon; a running
@@ -31,6 +32,10 @@ func keyCommand(args []string, stdout io.Writer) error {
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("key "+sub, flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON")
+	var newTeam *bool
+	if sub == "init" {
+		newTeam = fs.Bool("new-team", false, "begin a new team even where the running daemon sees that this machine's team encrypts already")
+	}
 	want := 0
 	switch sub {
 	case "import":
@@ -58,6 +63,12 @@ func keyCommand(args []string, stdout io.Writer) error {
 	case "init":
 		if _, err := os.Stat(path); err == nil {
 			return fmt.Errorf("key init: %s already holds a team key (pisyncd key status; remove it first to start a new team)", path)
+		}
+		if why := teamEncrypts(cfg); why != "" && !*newTeam {
+			// A newcomer's key init where key import was meant sealed
+			// their sessions for a team of one, which no teammate could
+			// ever read, and nothing said so (a probe, 2026-12-07).
+			return fmt.Errorf("key init: %s. Import the team's key instead: pisyncd key export on a teammate's machine, pisyncd key import here. key init begins a new team, whose lines none of the others can read: add --new-team if that is what you mean", why)
 		}
 		r = keyring.New(now)
 		if err := keyring.Save(path, r); err != nil {
@@ -234,4 +245,23 @@ func writeJSONTo(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// teamEncrypts says how the running daemon knows that this machine's team
+// encrypts already ("" when it does not, or no daemon runs to ask): the
+// hub holds its team's key messages, or sessions sealed under keys this
+// machine lacks are held here.
+func teamEncrypts(cfg *config.Config) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := fetchStatus(ctx, cfg)
+	switch {
+	case err != nil:
+		return ""
+	case st.Encryption != nil && st.Encryption.HubSealed != "":
+		return "this machine's team encrypts already: " + st.Encryption.HubSealed
+	case st.Downloader != nil && st.Downloader.Held > 0:
+		return fmt.Sprintf("this machine's team encrypts already: %d of its sessions are held here, sealed under a team key this machine lacks", st.Downloader.Held)
+	}
+	return ""
 }
