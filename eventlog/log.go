@@ -150,3 +150,23 @@ func (l *Local) Info(ctx context.Context) (Info, error) {
 	st := si.State
 	return Info{Messages: st.Msgs, Bytes: st.Bytes, FirstSeq: st.FirstSeq, LastSeq: st.LastSeq, Subjects: uint64(st.NumSubjects)}, nil
 }
+
+// After bounds how many messages PI_LOCAL holds after sequence seq, of
+// info, its state: none when no message follows seq (an erase may have
+// taken the last ones before the forwarder read them, which the
+// sequences alone still counted), else the sequences from the first
+// message that follows to the last, at most the messages it holds (more
+// than it holds there only where an erase took some of them).
+func (l *Local) After(ctx context.Context, seq uint64, info Info) (uint64, error) {
+	if info.LastSeq <= seq || info.Messages == 0 {
+		return 0, nil
+	}
+	first, err := l.stream.GetMsg(ctx, seq+1, jetstream.WithGetMsgSubject(">"))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("eventlog: the message after %d: %w", seq, err)
+	}
+	return min(info.LastSeq-min(first.Sequence, info.LastSeq)+1, info.Messages), nil
+}

@@ -183,7 +183,13 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 	if d.fwd != nil {
 		fs, ds, rs := d.fwd.Stats(), d.dl.Stats(), d.repl.Stats()
 		if err == nil && info.LastSeq > fs.Through {
-			fs.Unsent = int64(info.LastSeq - fs.Through)
+			ictx, cancel := context.WithTimeout(ctx, streamInfoTimeout)
+			if n, aerr := d.log.After(ictx, fs.Through, info); aerr == nil {
+				fs.Unsent = int64(n)
+			} else {
+				fs.Unsent = int64(info.LastSeq - fs.Through) // at most
+			}
+			cancel()
 		}
 		st.HubURLs, st.Forwarder, st.Downloader, st.Replicator = redact.URLs(d.cfg.HubURLs), &fs, &ds, &rs
 		linked := d.srv.HubLinked()
