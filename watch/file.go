@@ -385,7 +385,7 @@ func (w *worker) resume(ctx context.Context, f *file, fh countingFile) (bool, er
 	if err := w.t.revive(ctx, f, last); err != nil {
 		return false, err
 	}
-	if last == nil || last.Op != "" || last.File != f.rel || last.Off <= f.hdrStart || last.Off > f.size {
+	if last == nil || last.Op != "" || last.File != publishedFile(f.rel) || last.Off <= f.hdrStart || last.Off > f.size {
 		return false, nil
 	}
 	// Modified since, by its mtime or by its change time, which no one

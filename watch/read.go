@@ -100,6 +100,7 @@ func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again b
 		return false, fmt.Errorf("seek: %w", err)
 	}
 	p := &pending{off: f.offset}
+	pub := publishedFile(f.rel)
 	defer func() {
 		// Whatever ends the read, the batch in flight is waited for (and
 		// committed if it was stored): no publish outlives its read.
@@ -232,7 +233,7 @@ func (w *worker) readFrom(ctx context.Context, f *file, r countingFile) (again b
 			}
 			p.skip(&ln)
 			p.lines = append(p.lines, eventlog.Line{
-				Raw: raw, Sha: sha, ID: l.ID, ParentID: l.ParentID, Type: l.Type, File: f.rel, Off: ln.end,
+				Raw: raw, Sha: sha, ID: l.ID, ParentID: l.ParentID, Type: l.Type, File: pub, Off: ln.end,
 			})
 			p.bytes += len(raw)
 			p.held += held

@@ -454,7 +454,7 @@ func (t *Tailer) revive(ctx context.Context, f *file, last *eventlog.Event) erro
 // is not deduplicated against the first).
 func controlLine(op, typ, rel string) eventlog.Line {
 	raw, _ := json.Marshal(map[string]any{"op": op, "file": rel, "time": time.Now().UTC().Format(time.RFC3339Nano)})
-	return eventlog.Line{Raw: raw, Sha: sha256.Sum256(raw), Type: typ, File: rel, Op: op}
+	return eventlog.Line{Raw: raw, Sha: sha256.Sum256(raw), Type: typ, File: publishedFile(rel), Op: op}
 }
 
 // FilesFor lists the files that hold a session (the replicator writes

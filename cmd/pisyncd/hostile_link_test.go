@@ -183,3 +183,41 @@ func TestOwnSessionThroughALinkStopsNothing(t *testing.T) {
 		t.Errorf("the linked file outside the sessions dir changed (%v): %q", err, got)
 	}
 }
+
+// TestSessionFileNameNotUTF8: a session whose file name is not UTF-8
+// (pi writes whatever the file system takes) reaches the other machine,
+// its copy named after the session, and ann's restart publishes none of
+// its lines again. (Before, its lines were refused on every machine, ann's
+// own included, as "bad-file-name": a probe, 2026-12-07.)
+func TestSessionFileNameNotUTF8(t *testing.T) {
+	e := startHostile(t, nil)
+	sid := "0199d000-0000-7000-8000-0000000000c1"
+	odd := filepath.Join(e.ann.cfg.SessionsDir, "--sec--", "bad\xffname.jsonl")
+	if err := writeLines(odd, []string{hdrLine(sid, "/sec"), msgLine("c1-0", "", "an odd name")}); err != nil {
+		t.Fatal(err)
+	}
+	waitSecFile(t, e.bob, sid, 2, 30*time.Second)
+	appendLine(t, odd, msgLine("c1-1", "c1-0", "and on"))
+	waitSecFile(t, e.bob, sid, 3, 30*time.Second)
+	st, err := e.ann.status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := st.Stream.Messages
+
+	e.ann.stop()
+	e.ann.start()
+	e.settle(t, "odd")
+	for _, s := range []*station{e.ann, e.bob} {
+		st, err := s.status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Admission != nil && st.Admission.Rejected != 0 {
+			t.Errorf("%s rejected %d event(s): %+v", s.name, st.Admission.Rejected, st.Admission)
+		}
+	}
+	if st, err := e.ann.status(); err != nil || st.Stream.Messages != held+2 { // and ann's sentinel
+		t.Errorf("ann's PI_LOCAL holds %d messages after her restart, want %d (%v)", st.Stream.Messages, held+2, err)
+	}
+}
