@@ -90,6 +90,7 @@ func (g *LinkGuard) Run(ctx context.Context) error {
 // linkEvent is what the guard reads of a connect or disconnect event.
 type linkEvent struct {
 	Type   string            `json:"type"`
+	Server server.ServerInfo `json:"server"`
 	Client server.ClientInfo `json:"client"`
 }
 
@@ -102,6 +103,11 @@ var guarded = map[string]bool{"Leafnode": true, "Client": true}
 func (g *LinkGuard) handle(data []byte) {
 	var ev linkEvent
 	if err := json.Unmarshal(data, &ev); err != nil || !guarded[ev.Client.Kind] || ev.Client.User == "" {
+		return
+	}
+	if ns := g.srv.nats(); ns == nil || ev.Server.ID != ns.ID() {
+		// Another hub node's (the system account spans the cluster):
+		// its connection ids are its own, and its guard bounds them.
 		return
 	}
 	// A node's leaf links and its client connections are bounded apart.
