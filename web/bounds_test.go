@@ -109,3 +109,18 @@ func TestNamesAndLabelsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestPageWindowFromAnyStart: a window asked from any start, the largest
+// int among them, is within the path (start+pageEntries overflowed, and
+// the branch page's slice panicked: a probe, 2026-12-07).
+func TestPageWindowFromAnyStart(t *testing.T) {
+	const maxInt = int(^uint(0) >> 1)
+	for _, c := range [][2]int{{0, 5}, {3, maxInt}, {maxInt - 8, maxInt}, {maxInt - 1, maxInt}, {7, 8}, {-1, 4}, {4, 2}} {
+		for _, n := range []int{0, 1, 6, 10 * pageEntries} {
+			s, e := pageWindow(n, c[0], c[1])
+			if s < 0 || e < s || e > n {
+				t.Errorf("pageWindow(%d, %d, %d) = [%d, %d): not within [0, %d)", n, c[0], c[1], s, e, n)
+			}
+		}
+	}
+}

@@ -115,7 +115,10 @@ func window(st *sessionText, path []int, at string, start, end int) (int, int) {
 // context's messages are sent so.
 func pageWindow(n, start, end int) (int, int) {
 	if start >= 0 && end > start {
-		return min(start, n), min(end, n, start+pageEntries)
+		// start within n first: start+pageEntries overflowed for a start
+		// near the largest int, and the page's slice panicked.
+		start = min(start, n)
+		return start, min(end, n, start+pageEntries)
 	}
 	return max(0, n-pageEntries), n
 }
