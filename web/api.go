@@ -22,7 +22,11 @@ import (
 // listRow is one session of the list, with short keys: 10k of them are
 // one answer the page filters and sorts itself.
 type listRow struct {
-	ID      string   `json:"id"`
+	ID string `json:"id"`
+	// Shown is the id as the view shows it where it differs (its bidi
+	// controls made visible: an id of "x\u202eyz" read "xzy"); ID stays
+	// exact for the links.
+	Shown   string   `json:"is,omitempty"`
 	Name    string   `json:"n,omitempty"`
 	Cwd     string   `json:"c,omitempty"`
 	First   string   `json:"f,omitempty"` // first user message (the catalog's, bounded)
@@ -68,7 +72,7 @@ func (s *Server) listAnswer(cat []projection.CatalogEntry, limit int) listAnswer
 	}
 	rows := make([]listRow, len(cat))
 	for i, c := range cat {
-		rows[i] = listRow{ID: c.SessionID, Name: clipLine(c.Name), Cwd: clipTo(c.Cwd, maxPath), First: visible(c.FirstMessage), Nodes: c.Nodes, Updated: c.UpdatedMs,
+		rows[i] = listRow{ID: c.SessionID, Shown: shownID(c.SessionID), Name: clipLine(c.Name), Cwd: clipTo(c.Cwd, maxPath), First: visible(c.FirstMessage), Nodes: c.Nodes, Updated: c.UpdatedMs,
 			Entries: c.Entries, Tokens: c.Tokens, Cost: c.Cost, State: state(c)}
 	}
 	f, ok := s.opts.Source.(filler)
@@ -153,6 +157,7 @@ type modelUsage struct {
 // usage by model (treeView): what the page draws first.
 type sessionView struct {
 	ID        string   `json:"id"`
+	IDShown   string   `json:"idShown,omitempty"` // as listRow.Shown
 	Name      string   `json:"name,omitempty"`
 	Cwd       string   `json:"cwd,omitempty"`
 	Parent    string   `json:"parent,omitempty"` // the file it was forked from
@@ -182,7 +187,7 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tm.mark("snapshot")
-	v := sessionView{ID: sid, Nodes: []string{}}
+	v := sessionView{ID: sid, IDShown: shownID(sid), Nodes: []string{}}
 	if c != nil {
 		v.Name, v.Cwd, v.Nodes, v.Entries, v.Tokens, v.Cost, v.State, v.Error, v.Rules =
 			clipLine(c.Name), clipTo(c.Cwd, maxPath), c.Nodes, c.Entries, c.Tokens, c.Cost, state(*c), c.Error, c.Rules
@@ -626,4 +631,13 @@ func (l *limitWriter) Write(p []byte) (int, error) {
 	}
 	l.n -= int64(len(p))
 	return l.w.Write(p)
+}
+
+// shownID is a session id as the view shows it, "" when that is the id
+// itself: its bidi controls made visible.
+func shownID(id string) string {
+	if v := visible(id); v != id {
+		return v
+	}
+	return ""
 }

@@ -105,7 +105,7 @@
     shown.sort(function (a, b) {
       var x = a[k], y = b[k];
       if (k === 'm') { x = (x || []).join(','); y = (y || []).join(','); }
-      if (k === 'n') { x = a.n || a.id; y = b.n || b.id; }
+      if (k === 'n') { x = a.n || a.is || a.id; y = b.n || b.is || b.id; }
       if (k === 's') { x = (x || []).join(','); y = (y || []).join(','); }
       if (x === undefined) x = '';
       if (y === undefined) y = '';
@@ -137,7 +137,7 @@
     a.href = pi.sessionURL(s.id);
     a.dataset.id = s.id;
     a.style.top = (i * ROW) + 'px';
-    a.appendChild(pi.el('span', 'name', s.n || s.id));
+    a.appendChild(pi.el('span', 'name', s.n || s.is || s.id));
     a.appendChild(pi.el('span', s.f ? 'first' : 'first none', s.f || (filling ? '…' : '(no messages)')));
     a.appendChild(pi.el('span', 'machine', (s.m || []).join(', ')));
     a.appendChild(pi.el('span', 'project', s.c || ''));
@@ -214,7 +214,7 @@
         // Which session, as the list names it (its name, else its first
         // message), and where; the time as the list shows times.
         var s = byId[h.sessionId], where = [];
-        var label = Array.from(s ? (s.n || s.f || s.id) : h.sessionId); // by code point
+        var label = Array.from(s ? (s.n || s.f || s.is || s.id) : h.sessionId); // by code point
         where.push(label.length > 60 ? label.slice(0, 59).join('') + '…' : label.join(''));
         if (s && s.c) where.push(s.c);
         where.push(h.node || '', h.role || h.type || '', pi.date(Date.parse(h.timestamp || '')) || h.timestamp || '');

@@ -123,11 +123,11 @@
   }
 
   function meta(d) {
-    document.title = 'pisyncd · ' + (d.name || d.id);
-    $('title').textContent = d.name || d.id;
+    document.title = 'pisyncd · ' + (d.name || d.idShown || d.id);
+    $('title').textContent = d.name || d.idShown || d.id;
     var m = $('meta');
     m.replaceChildren();
-    [['id', d.id], ['project', d.cwd], ['machines', (d.nodes || []).join(', ')], ['entries', d.entries],
+    [['id', d.idShown || d.id], ['project', d.cwd], ['machines', (d.nodes || []).join(', ')], ['entries', d.entries],
      ['tokens', pi.tokens(d.tokens)], ['cost', pi.cost(d.cost)], ['rules', d.rules],
      ['state', (d.state || []).join(' ')], ['forked from', d.parent], ['error', d.error]].forEach(function (kv) {
       if (kv[1] === undefined || kv[1] === '' || kv[1] === null) return;
