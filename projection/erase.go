@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -154,4 +155,14 @@ func (w *Worker) WaitHandled(ctx context.Context, stream string, seq uint64) err
 		return fmt.Errorf("projection: %s: %w", stream, err)
 	}
 	return nil
+}
+
+// ErasedBelow is, per stream, the sequence up to which the lines of
+// session sid were erased (nil when it never was here, since the start):
+// a snapshot read up to below that on any of them holds the erased lines
+// (the web view's kept snapshots).
+func (w *Worker) ErasedBelow(sid string) Src {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.erasedBelow[sid])
 }

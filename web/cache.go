@@ -117,8 +117,12 @@ func (s *Server) treeAndUsage(sid string, snap *projection.Snapshot) ([]treeRow,
 	return rows, usage
 }
 
-// recall returns a cached snapshot of sid that holds entry id, or nil.
+// recall returns a cached snapshot of sid that holds entry id, or nil. A
+// snapshot read before the session was erased is not one: the session may
+// be back with entries of the same ids (a copy kept elsewhere), and the
+// erased images were served from it (a probe, 2026-12-07).
 func (s *Server) recall(sid, id string) *projection.Snapshot {
+	below := s.opts.Source.ErasedBelow(sid)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range s.snaps {
@@ -126,7 +130,11 @@ func (s *Server) recall(sid, id string) *projection.Snapshot {
 			continue
 		}
 		if i, ok := c.snap.Tree.Find(id); ok {
-			if _, ok := c.snap.Line(c.snap.Tree.Entry(i).Ref); ok {
+			ref := c.snap.Tree.Entry(i).Ref
+			if stream, seq := projection.Position(ref); seq <= below[stream] {
+				continue // the erased session's line
+			}
+			if _, ok := c.snap.Line(ref); ok {
 				return c.snap
 			}
 		}

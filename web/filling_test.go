@@ -79,3 +79,5 @@ func TestBrowserListFillsFirstMessages(t *testing.T) {
 	src.fill()
 	b.waitJS(t, 10*time.Second, `document.querySelector('#list .row .first').textContent === `+"'"+fillingFirst+"'")
 }
+
+func (s *fillingSource) ErasedBelow(string) projection.Src { return nil }

@@ -2,12 +2,15 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"math/rand/v2"
 	"net/http"
 	"runtime"
 	"testing"
 
+	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/internal/testenv"
+	"github.com/pisyncd/pisyncd/projection"
 )
 
 // TestImageAskedUnderManySpellings: one image named by many URLs (a
@@ -52,5 +55,44 @@ func TestImageAskedUnderManySpellings(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/png" || !bytes.Equal([]byte(body), small) {
 			t.Fatalf("the small image: %d %s, %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
 		}
+	}
+}
+
+// erasedSource is a Source whose sessions were all erased up to below.
+type erasedSource struct {
+	Source
+	below projection.Src
+}
+
+func (s erasedSource) ErasedBelow(string) projection.Src { return s.below }
+
+// TestErasedImageNotRecalled: a snapshot kept from before its session was
+// erased serves none of its entries' images, even where the session came
+// back with entries of the same ids; the fresh read does. (The erased
+// image was served from the kept snapshot for as long as it was kept: a
+// probe, 2026-12-07.)
+func TestErasedImageNotRecalled(t *testing.T) {
+	d := startDaemon(t)
+	d.write(sid1, testenv.Header(sid1), imageEntry("x1", "", noisePNG(t, 4, 4)))
+	d.waitEntries(sid1, 1)
+	if resp, body := d.get("/api/s/" + sid1); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the session: %d %.200s", resp.StatusCode, body)
+	}
+	if d.web.recall(sid1, "x1") == nil {
+		t.Fatal("the page's snapshot is not kept")
+	}
+	src, err := d.worker.Positions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := d.web.opts.Source
+	d.web.opts.Source = erasedSource{Source: real, below: src}
+	defer func() { d.web.opts.Source = real }()
+	if d.web.recall(sid1, "x1") != nil {
+		t.Error("a snapshot of the erased lines is recalled")
+	}
+	d.web.opts.Source = erasedSource{Source: real, below: projection.Src{eventlog.LocalStream: 0}}
+	if d.web.recall(sid1, "x1") == nil {
+		t.Error("a snapshot of lines after the erase is not recalled")
 	}
 }

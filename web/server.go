@@ -26,6 +26,7 @@ type Source interface {
 	WriteContext(ctx context.Context, out io.Writer, sid, leaf string, mode session.RuleSet) error
 	Tail(ctx context.Context, o projection.TailOptions, fn func(projection.TailEntry) error) error
 	Positions(ctx context.Context) (projection.Src, error)
+	ErasedBelow(sid string) projection.Src
 }
 
 var _ Source = (*projection.Worker)(nil)
