@@ -130,7 +130,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 		}
 		return true
 	}
-	if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && s.tokenIs(bearer) {
+	if scheme, bearer, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") && s.tokenIs(bearer) { // the scheme in any case (RFC 9110)
 		return true
 	}
 	if s.tokenIs(r.Header.Get(TokenHeader)) {

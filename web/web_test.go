@@ -119,7 +119,7 @@ func TestTokenIsNeeded(t *testing.T) {
 		}
 	}
 	// A program: the header, or a bearer token.
-	for _, h := range []map[string]string{{TokenHeader: testToken}, {"Authorization": "Bearer " + testToken}} {
+	for _, h := range []map[string]string{{TokenHeader: testToken}, {"Authorization": "Bearer " + testToken}, {"Authorization": "bearer " + testToken}, {"Authorization": "BEARER " + testToken}} {
 		if resp, body := do("/api/s/"+sid1+"/context", h); resp.StatusCode != 200 || !strings.Contains(body, "secret words") {
 			t.Errorf("with %v: %d %.100q", h, resp.StatusCode, body)
 		}
