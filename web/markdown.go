@@ -62,7 +62,7 @@ func (m *markdown) render(b *bytes.Buffer, src string) {
 // has shown src's bidi controls already.
 func plain(b *bytes.Buffer, src string) {
 	b.WriteString(`<pre class="plain">`)
-	b.WriteString(html.EscapeString(src))
+	preText(b, src)
 	b.WriteString(`</pre>`)
 }
 

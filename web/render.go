@@ -207,7 +207,7 @@ func (m *markdown) entry(b *bytes.Buffer, raw []byte, c *entryCtx) {
 	if err != nil {
 		m.article(b, c, "other", "unreadable line", "", func() {
 			b.WriteString(`<pre class="plain">`)
-			esc(b, c.clip(string(raw)))
+			preText(b, visible(c.clip(string(raw))))
 			b.WriteString(`</pre>`)
 		})
 		return
@@ -494,7 +494,7 @@ func diffLines(b *bytes.Buffer, c *entryCtx, cls, mark, text string) {
 		}
 		if !cut || room > 0 {
 			b.WriteString(`<span class="` + cls + `">` + mark)
-			esc(b, l)
+			preText(b, visible(l))
 			b.WriteString("</span>\n")
 		}
 		if cut {
@@ -597,7 +597,7 @@ func (m *markdown) folded(b *bytes.Buffer, c *entryCtx, what, text string, close
 	text = c.clip(text)
 	if !closed && len(text) <= foldChars && lines <= foldLines {
 		b.WriteString(`<pre class="plain">`)
-		esc(b, text)
+		preText(b, visible(text))
 		b.WriteString(`</pre>`)
 		return
 	}
@@ -605,7 +605,7 @@ func (m *markdown) folded(b *bytes.Buffer, c *entryCtx, what, text string, close
 	fmt.Fprintf(b, `<details class="fold"><summary>%s · %d lines · `, html.EscapeString(what), lines)
 	esc(b, clipLine(first))
 	b.WriteString(`</summary><pre class="plain">`)
-	esc(b, text)
+	preText(b, visible(text))
 	b.WriteString(`</pre></details>`)
 }
 
