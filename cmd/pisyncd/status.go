@@ -212,7 +212,7 @@ func printStatus(stdout io.Writer, st *Status) error {
 		}
 		row("lines copied from the hub", st.Downloader.Copied)
 		if n := st.Downloader.Held; n > 0 {
-			row("sessions held for a team key", fmt.Sprintf("%d%s (sealed with %s, which this machine does not have: held here and copied once it has it, pisyncd key import; everything else is copied)", n, heldNodes(st.Downloader, "from"), heldKeys(st.Downloader)))
+			row("sessions held for a team key", fmt.Sprintf("%d%s (sealed with %s, which this machine does not have: held here and copied once it has it, pisyncd key import; everything else is copied. Where key import refuses that key as another team's, its machine began a team of its own with key init: it imports this team's key, and what it sealed before stays unreadable here)", n, heldNodes(st.Downloader, "from"), heldKeys(st.Downloader)))
 		}
 		if e := st.Encryption; e != nil {
 			row("end-to-end encryption", encryptionNote(e))
