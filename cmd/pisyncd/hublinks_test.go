@@ -1,20 +1,27 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
 )
 
@@ -180,13 +187,17 @@ func clientsOf(h *secureHub, team, key string) (int, error) {
 }
 
 // TestHubNodeLinksBounded: ws-evil, a node of team red, keeps eight leaf
-// links of its own making dialling the hub (its key, each server named
-// apart, each dialling again as soon as its link closes), where red may
-// hold eight. The hub closes ws-evil's links past NodeMaxLinks as they
-// come, says so with the node's name, and red's two workstations, started
-// during the flood, link and replicate; pisyncd's own connection to red
-// gets in too. (Before, ws-evil held all eight links for as long as it
-// went on, and its teammates could not link: a probe, 2026-12-07.)
+// links of its own making dialling the hub with its key: raw leaf
+// connections that authenticate and answer pings (each dialling again as
+// soon as its link closes), and nats-server leaf nodes, each named apart.
+// Red may hold eight links. The hub closes ws-evil's links past
+// NodeMaxLinks as they come and says so with the node's name, and red's
+// two workstations, started during the flood, link and replicate;
+// pisyncd's own connection to red gets in too. (Before, ws-evil held all
+// eight links for as long as it went on, and its teammates could not
+// link: a probe, 2026-12-07; and a guard that counted a connection only
+// once the server listed it missed the raw links, listed a moment after
+// their connect event: the verifying probe.)
 func TestHubNodeLinksBounded(t *testing.T) {
 	const links = 8
 	h := startSecureHub(t)
@@ -199,16 +210,38 @@ func TestHubNodeLinksBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	kp, err := nkeys.FromSeed(bytes.TrimSpace(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
 	pem, err := os.ReadFile(ca)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
-	hubURL, _ := url.Parse("tls://localhost:" + strings.Split(h.leaf, ":")[1])
+	leafAddr := "localhost:" + strings.Split(h.leaf, ":")[1]
+	ctx, cancel := context.WithCancel(context.Background())
+	var flooding sync.WaitGroup
+	t.Cleanup(func() {
+		cancel()
+		flooding.Wait()
+	})
 	for i := range links {
+		flooding.Go(func() {
+			for ctx.Err() == nil {
+				rawLeafLink(ctx, leafAddr, pool, kp, fmt.Sprintf("flood-%d", i))
+				select {
+				case <-ctx.Done():
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+		})
+	}
+	hubURL, _ := url.Parse("tls://" + leafAddr)
+	for i := range links / 2 {
 		s, err := server.NewServer(&server.Options{
-			ServerName: fmt.Sprintf("flood-%d", i), DontListen: true, NoSigs: true,
+			ServerName: fmt.Sprintf("flood-server-%d", i), DontListen: true, NoSigs: true,
 			LeafNode: server.LeafNodeOpts{ReconnectInterval: 50 * time.Millisecond, Remotes: []*server.RemoteLeafOpts{{
 				URLs: []*url.URL{hubURL}, Nkey: string(bytes.TrimSpace(seed)),
 				TLS: true, TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool},
@@ -222,7 +255,7 @@ func TestHubNodeLinksBounded(t *testing.T) {
 		t.Cleanup(s.Shutdown)
 	}
 	waitUntil(t, 30*time.Second, func() (bool, string) {
-		return h.srv.LinksClosed() > 0, "the hub has closed none of ws-evil's eight links"
+		return h.srv.LinksClosed() > 2*links, fmt.Sprintf("the hub has closed %d of ws-evil's links", h.srv.LinksClosed())
 	})
 
 	r1 := newSecureStation(t, h, "ws-r1", seedR1, ca)
@@ -238,4 +271,46 @@ func TestHubNodeLinksBounded(t *testing.T) {
 		t.Errorf("the hub's log does not name ws-evil:\n%s", h.logs())
 	}
 	t.Logf("the hub closed %d of ws-evil's links", h.srv.LinksClosed())
+}
+
+// rawLeafLink is a leaf link as a program of the attacker's makes it, not
+// a nats-server: it authenticates with kp's key, then answers the hub's
+// pings until the hub closes the link or ctx ends.
+func rawLeafLink(ctx context.Context, addr string, pool *x509.CertPool, kp nkeys.KeyPair, name string) {
+	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	r := bufio.NewReader(c)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return
+	}
+	var info struct {
+		Nonce string `json:"nonce"`
+	}
+	json.Unmarshal([]byte(strings.TrimPrefix(line, "INFO ")), &info)
+	tc := tls.Client(c, &tls.Config{RootCAs: pool, ServerName: "localhost", MinVersion: tls.VersionTLS12})
+	if err := tc.Handshake(); err != nil {
+		return
+	}
+	pub, _ := kp.PublicKey()
+	sig, _ := kp.Sign([]byte(info.Nonce))
+	connect, _ := json.Marshal(map[string]any{"nkey": pub, "sig": base64.RawURLEncoding.EncodeToString(sig), "name": name, "tls_required": true, "headers": true, "proto": 1})
+	if _, err := fmt.Fprintf(tc, "CONNECT %s\r\nPING\r\n", connect); err != nil {
+		return
+	}
+	tr := bufio.NewReader(tc)
+	for {
+		l, err := tr.ReadString('\n')
+		if err != nil {
+			return
+		}
+		if strings.HasPrefix(l, "PING") {
+			fmt.Fprint(tc, "PONG\r\n")
+		}
+	}
 }

@@ -20,14 +20,17 @@ import (
 const NodeMaxLinks = 4
 
 // LinkGuard keeps each registered node of a hub to NodeMaxLinks leaf
-// links, and as many client connections. nats-server bounds a team's links only as a whole
-// (PISYNC_HUB_TEAM_MAX_LINKS): one node, its key stolen or its software
-// gone wrong, could hold every link of its team, so that a teammate whose
-// link dropped (a laptop asleep, a restart) could not link again for as
-// long as it went on. The guard follows the links made to every team
-// (the system account's connect events) and closes a node's newest links
-// past the bound as soon as they are made, so they hold a slot for a
-// moment, not for good; the log names the node. A stock nats-server
+// links, and as many client connections. nats-server bounds a team's
+// links only as a whole (PISYNC_HUB_TEAM_MAX_LINKS): one node, its key
+// stolen or its software gone wrong, could hold every link of its team, so
+// that a teammate whose link dropped (a laptop asleep, a restart) could
+// not link again for as long as it went on. The guard learns whose key
+// each connection holds from the system account's connect events, and
+// counts each node's connections against the server's own list of them:
+// right after a connect (the event comes as the connection authenticates,
+// a moment before the server lists it) and every second. A node's newest
+// connections past the bound are closed, so that a flood holds its places
+// for a moment, not for good; the log names the node. A stock nats-server
 // running the same configuration has no guard.
 type LinkGuard struct {
 	srv    *Server
@@ -35,12 +38,31 @@ type LinkGuard struct {
 	max    int
 	closed atomic.Int64
 
-	// Owned by Run: each node key's links (their connection ids), and
-	// when each node's excess was last logged.
-	links  map[string]map[uint64]bool
+	// Owned by Run: whose each connection is, by id, from the connect
+	// events until the disconnect's (or until the server has not listed
+	// it for forgetAfter: an event lost); when each node's excess was
+	// last logged, and what was closed of it since.
+	conns  map[uint64]conn
 	warned map[string]time.Time
-	since  map[string]int // links closed since the last warning, by node key
+	since  map[string]int
 }
+
+// conn is what the guard knows of a connection.
+type conn struct {
+	key, team, kind string
+	seen            time.Time // last listed by the server, or its connect
+}
+
+const (
+	// recheckAfter is how soon after a connect its node's connections are
+	// counted: the server lists a connection a moment after its event.
+	recheckAfter = 20 * time.Millisecond
+	// sweepEvery is how often every team's connections are counted.
+	sweepEvery = time.Second
+	// forgetAfter: a connection the server has not listed for this long
+	// is gone, its disconnect event lost.
+	forgetAfter = 5 * time.Second
+)
 
 // NewLinkGuard returns the guard of srv's links, bound to max links a
 // node (NodeMaxLinks when max is 0).
@@ -49,10 +71,10 @@ func NewLinkGuard(srv *Server, max int, logger *slog.Logger) *LinkGuard {
 		max = NodeMaxLinks
 	}
 	return &LinkGuard{srv: srv, logger: logger, max: max,
-		links: map[string]map[uint64]bool{}, warned: map[string]time.Time{}, since: map[string]int{}}
+		conns: map[uint64]conn{}, warned: map[string]time.Time{}, since: map[string]int{}}
 }
 
-// Closed is how many links the guard has closed.
+// Closed is how many connections the guard has closed.
 func (g *LinkGuard) Closed() int64 { return g.closed.Load() }
 
 // Run guards until ctx ends. A hub without authorization has nothing to
@@ -66,8 +88,9 @@ func (g *LinkGuard) Run(ctx context.Context) error {
 		return fmt.Errorf("link guard: %w", err)
 	}
 	defer nc.Close()
-	// A buffer for a flood's events; one that overflows loses events,
-	// which the next count against the server's own list makes good.
+	// A buffer for a flood's events; one that overflows loses events: a
+	// connection whose connect was lost is not counted (the sweep forgets
+	// those whose disconnect was).
 	ch := make(chan *nats.Msg, 8192)
 	for _, subj := range []string{"$SYS.ACCOUNT.*.CONNECT", "$SYS.ACCOUNT.*.DISCONNECT"} {
 		if _, err := nc.ChanSubscribe(subj, ch); err != nil {
@@ -77,12 +100,25 @@ func (g *LinkGuard) Run(ctx context.Context) error {
 	if err := nc.Flush(); err != nil {
 		return fmt.Errorf("link guard: %w", err)
 	}
+	sweep := time.NewTicker(sweepEvery)
+	defer sweep.Stop()
+	recheck := time.NewTimer(time.Hour)
+	recheck.Stop()
+	pending := false
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case m := <-ch:
-			g.handle(m.Data)
+			if g.handle(m.Data) && !pending {
+				recheck.Reset(recheckAfter)
+				pending = true
+			}
+		case <-recheck.C:
+			pending = false
+			g.count()
+		case <-sweep.C:
+			g.count()
 		}
 	}
 }
@@ -100,67 +136,81 @@ type linkEvent struct {
 // its team's, which pisyncd's own connection to the team needs).
 var guarded = map[string]bool{"Leafnode": true, "Client": true}
 
-func (g *LinkGuard) handle(data []byte) {
+// handle takes a connect or disconnect event; it reports a connect of a
+// node's, whose connections are to be counted.
+func (g *LinkGuard) handle(data []byte) bool {
 	var ev linkEvent
 	if err := json.Unmarshal(data, &ev); err != nil || !guarded[ev.Client.Kind] || ev.Client.User == "" {
-		return
+		return false
 	}
 	if ns := g.srv.nats(); ns == nil || ev.Server.ID != ns.ID() {
 		// Another hub node's (the system account spans the cluster):
 		// its connection ids are its own, and its guard bounds them.
-		return
+		return false
 	}
-	// A node's leaf links and its client connections are bounded apart.
-	key, id := ev.Client.Kind+" "+ev.Client.User, ev.Client.ID
 	switch ev.Type {
 	case server.DisconnectEventMsgType:
-		delete(g.links[key], id)
-		if len(g.links[key]) == 0 {
-			delete(g.links, key)
-		}
-		return
+		delete(g.conns, ev.Client.ID)
+		return false
 	case server.ConnectEventMsgType:
-	default:
+		g.conns[ev.Client.ID] = conn{key: ev.Client.User, team: ev.Client.Account, kind: ev.Client.Kind, seen: time.Now()}
+		return true
+	}
+	return false
+}
+
+// count counts each node's connections the server lists, and closes the
+// newest of a node's past the bound.
+func (g *LinkGuard) count() {
+	if len(g.conns) == 0 {
 		return
 	}
-	if g.links[key] == nil {
-		g.links[key] = map[uint64]bool{}
+	type place struct{ team, kind string }
+	places := map[place]bool{}
+	for _, c := range g.conns {
+		places[place{c.team, c.kind}] = true
 	}
-	g.links[key][id] = true
-	if len(g.links[key]) <= g.max {
-		return
-	}
-	name, ok := g.node(ev.Client.User)
-	if !ok {
-		return // pisyncd's own connections, an operator's: not a node's
-	}
-	// Past the bound: count again against the links the server holds
-	// (a disconnect event may have been lost), and close the newest.
-	live, err := g.live(ev.Client.Kind, ev.Client.Account)
-	if err != nil {
-		g.logger.Warn("link guard: the team's links", "team", ev.Client.Account, "err", err)
-		return
-	}
-	ids := make([]uint64, 0, len(g.links[key]))
-	for id := range g.links[key] {
-		if !live[id] {
-			delete(g.links[key], id)
+	now := time.Now()
+	for p := range places {
+		live, err := g.live(p.kind, p.team)
+		if err != nil {
+			g.logger.Debug("link guard: the team's connections", "team", p.team, "err", err)
 			continue
 		}
-		ids = append(ids, id)
-	}
-	if len(ids) <= g.max {
-		return
-	}
-	slices.Sort(ids) // connection ids grow: the newest last
-	for _, id := range ids[g.max:] {
-		if err := g.srv.nats().DisconnectClientByID(id); err == nil {
-			g.closed.Add(1)
-			g.since[key]++
+		held := map[string][]uint64{} // node key → its connections listed
+		for id, c := range g.conns {
+			if c.team != p.team || c.kind != p.kind {
+				continue
+			}
+			if !live[id] {
+				if now.Sub(c.seen) > forgetAfter {
+					delete(g.conns, id)
+				}
+				continue
+			}
+			c.seen = now
+			g.conns[id] = c
+			held[c.key] = append(held[c.key], id)
 		}
-		delete(g.links[key], id)
+		for key, ids := range held {
+			if len(ids) <= g.max {
+				continue
+			}
+			name, ok := g.node(key)
+			if !ok {
+				continue // pisyncd's own connections, an operator's: not a node's
+			}
+			slices.Sort(ids) // connection ids grow: the newest last
+			for _, id := range ids[g.max:] {
+				if err := g.srv.nats().DisconnectClientByID(id); err == nil {
+					g.closed.Add(1)
+					g.since[p.kind+" "+key]++
+				}
+				delete(g.conns, id)
+			}
+			g.warn(p.kind+" "+key, name, p.kind, p.team, len(ids))
+		}
 	}
-	g.warn(key, name, ev.Client.Kind, ev.Client.Account, len(ids))
 }
 
 // node is the name of the registered node whose key is key.
@@ -173,7 +223,7 @@ func (g *LinkGuard) node(key string) (string, bool) {
 	return "", false
 }
 
-// live is the ids of the connections of kind the server holds to team's
+// live is the ids of the connections of kind the server lists to team's
 // account.
 func (g *LinkGuard) live(kind, team string) (map[uint64]bool, error) {
 	ns := g.srv.nats()
@@ -201,7 +251,7 @@ func (g *LinkGuard) live(kind, team string) (map[uint64]bool, error) {
 	return live, nil
 }
 
-// warnEvery is how often one node's excess links are logged.
+// warnEvery is how often one node's excess connections are logged.
 const warnEvery = time.Minute
 
 func (g *LinkGuard) warn(key, name, kind, team string, held int) {
