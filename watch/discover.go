@@ -488,8 +488,14 @@ func (d *discovery) walkFrom(dir string) error {
 		if err == nil && de.Type()&fs.ModeSymlink != 0 && filepath.Dir(path) == d.t.root {
 			// A linked project folder another user made is not followed
 			// (owner.go): it would lead the daemon into folders of this
-			// user's that they cannot read.
-			if why := foreignLink(path); why != "" {
+			// user's that they cannot read; nor is any link in a
+			// sessions dir other users may write, where one could be
+			// swapped for another after its check (exposed.go).
+			why := foreignLink(path)
+			if ex := d.t.exposed(path); why == "" && ex != "" {
+				why = "a link in a folder other users may write (" + ex + ")"
+			}
+			if why != "" {
 				d.walkUnreadable[path] = errors.New(why + ": not followed; only this user's links are (chmod o-w the sessions dir)")
 				return nil
 			}

@@ -61,6 +61,10 @@ type file struct {
 	// place) makes the whole file be read again, at most once per rescan
 	// interval.
 	recheckAt time.Time
+	// ignoredAt is when the file was last said to be left alone (Unix
+	// nanoseconds): a file swapped in and out of its name again and again
+	// is said once a minute (ignore.go).
+	ignoredAt int64
 	// left: the session whose last file here this was before the file
 	// was replaced or rewritten; its deletion waits for the new content's
 	// header (settleLeft).
@@ -89,7 +93,7 @@ type sessionLeft struct {
 }
 
 func (f *file) reset() {
-	*f = file{path: f.path, rel: f.rel, recheckAt: f.recheckAt, left: f.left}
+	*f = file{path: f.path, rel: f.rel, recheckAt: f.recheckAt, left: f.left, ignoredAt: f.ignoredAt}
 }
 
 // reread drops what f knew of its file, to read it again from the start
@@ -162,6 +166,22 @@ func openRegular(path string) (*os.File, fs.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	return regularOnly(fh)
+}
+
+// openRegularAt is openRegular of path under root where a folder on its
+// way may be written by other users (exposed.go): no link is followed.
+func openRegularAt(root, path string) (*os.File, fs.FileInfo, error) {
+	fh, err := openNoFollow(root, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return regularOnly(fh)
+}
+
+// regularOnly returns fh and its Fstat when it is a regular file that
+// reads do not wait on; else it closes fh and returns nil and the Fstat.
+func regularOnly(fh *os.File) (*os.File, fs.FileInfo, error) {
 	st, err := fh.Stat()
 	if err != nil {
 		fh.Close()
@@ -218,9 +238,19 @@ func (w *worker) sync(ctx context.Context, path string) error {
 		return w.settleLeft(ctx, f, false)
 	}
 	var fh *os.File
+	linkWhy := "" // a link not followed, in a folder other users may write
 	if err == nil && st.Mode().IsRegular() {
 		var fst fs.FileInfo
-		fh, fst, err = openRegular(path)
+		if why := w.t.exposed(path); why != "" {
+			fh, fst, err = openRegularAt(w.t.root, path)
+			if errors.Is(err, errLinkExposed) {
+				if lst, lerr := os.Lstat(path); lerr == nil {
+					linkWhy, fst, err = err.Error()+" ("+why+")", lst, nil
+				}
+			}
+		} else {
+			fh, fst, err = openRegular(path)
+		}
 		if fst != nil {
 			st = fst
 		}
@@ -258,6 +288,10 @@ func (w *worker) sync(ctx context.Context, path string) error {
 		f = &file{path: path, rel: rel}
 		w.files[path] = f
 		w.t.filesTracked.Add(1)
+	}
+	if linkWhy != "" {
+		w.leaveAlone(f, st, ignoreForeign, "why", linkWhy)
+		return w.settleLeft(ctx, f, false)
 	}
 	if fh == nil {
 		// A FIFO, socket or device named *.jsonl: never opened for reading.

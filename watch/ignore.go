@@ -1,5 +1,7 @@
 package watch
 
+import "time"
+
 // ignoreReason says why a *.jsonl file is left alone. Each is counted in
 // Stats.FilesIgnoredBy and logged once per file (again only when the file
 // is replaced, truncated or rewritten).
@@ -43,9 +45,17 @@ func (t *Tailer) ignore(f *file, why ignoreReason, attrs ...any) {
 	t.filesIgnored.Add(1)
 	t.ignoredBy[why].Add(1)
 	attrs = append([]any{"file", f.rel}, attrs...)
-	if why == ignoreNotSession {
+	now := time.Now().UnixNano()
+	switch {
+	case now-f.ignoredAt < int64(time.Minute):
+		// Said within the minute: a file another user swaps in and out
+		// of its name made 4,767 warnings in 20 s (a probe, 2026-12-07).
+		t.logger.Debug(ignoreMessages[why], attrs...)
+		return
+	case why == ignoreNotSession:
 		t.logger.Info(ignoreMessages[why], attrs...)
-	} else {
+	default:
 		t.logger.Warn(ignoreMessages[why], attrs...)
 	}
+	f.ignoredAt = now
 }
