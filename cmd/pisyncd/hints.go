@@ -64,7 +64,9 @@ func (s *hintState) hintFor(msg, err string) (key, text string) {
 		return "hub-refuses-key", fmt.Sprintf("hint: the hub refuses this node's key (PISYNC_HUB_NKEY or PISYNC_HUB_CREDS): it is not registered there, or no longer (the hub's operator removed the node, or registered it again with a new key). Nothing is forwarded or received meanwhile, and the link is tried again every second. Ask the hub's operator: `pisyncd hub nodes` lists what the hub admits; `pisyncd hub add-node %s` makes a key (with --replace, a new one for a node registered already). Put its file where PISYNC_HUB_NKEY says and restart pisyncd: the key is read at start", s.nodeID)
 	case strings.Contains(msg, "Leafnode Error 'Authorization Violation'"):
 		return "hub-wants-key", fmt.Sprintf("hint: the hub refuses this node: it admits registered workstations only, and this one has no key. Get one from the hub's operator (`pisyncd hub add-node %s` on the hub) and set PISYNC_HUB_NKEY to its file", s.nodeID)
-	case strings.Contains(strings.ToLower(msg), "maximum account active connections exceeded"):
+	case strings.Contains(msg, "Leafnode Error") && strings.Contains(strings.ToLower(msg), "maximum account active connections exceeded"):
+		// A leaf link's refusal: the local listener refuses a reader
+		// past its account's bound with the same words.
 		return "hub-team-links-full", "hint: the hub refuses this node's link: its team holds as many links as the hub allows (pisyncd hub's PISYNC_HUB_TEAM_MAX_LINKS, 256 by default; a workstation holds one). The hub's log names a node that opens links by the dozen: ask the hub's operator, who removes it (pisyncd hub remove-node NAME) or raises the bound. The link is tried again every second; lines wait meanwhile"
 	case strings.Contains(msg, "connect as leafnode") && strings.Contains(msg, "connection refused"):
 		return "hub-not-listening", "hint: nothing listens at the hub's address in PISYNC_HUB_URLS: the hub is not running, or that is not the port it takes workstations on (pisyncd hub's PISYNC_HUB_LEAF_LISTEN, 7422 by default; its 4222 is for clients, not workstations). The link is tried again every second; lines wait meanwhile"

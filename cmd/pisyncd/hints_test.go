@@ -177,6 +177,7 @@ func TestHintFor(t *testing.T) {
 		{`Error trying to connect as leafnode to remote server "10.9.9.9:7422" (attempt 40): dial tcp 10.9.9.9:7422: i/o timeout`, "", true, down, "hub-unreachable"},
 		{"127.0.0.1:4222 - lid:4 - Leafnode Error 'attempted to connect to wrong port'", "", false, down, "hub-wrong-port"},
 		{"127.0.0.1:7422 - lid:7 - Leafnode Error 'maximum account active connections exceeded'", "", true, down, "hub-team-links-full"},
+		{"127.0.0.1:40412 - cid:9 - maximum account active connections exceeded", "", false, up, ""}, // a local reader's refusal: no hub in it
 		{"projection paused; retrying", "projection: views: nats: API error: code=503 err_code=10023 description=insufficient resources", false, up, "store-at-limit"},
 		{"forwarding to the hub paused; retrying", "forwarder: pi.up.bob.s1: nats: API error: code=503 err_code=10023 description=insufficient resources (the team's share)", false, up, ""},
 		// Without credentials, or with the hub away, the same errors
