@@ -44,6 +44,9 @@ EnvironmentFile=-%h/.config/pisyncd/env
 # No PrivateTmp: in a user unit it needs user namespaces, which many
 # systems restrict (the unit then fails to start, 226/NAMESPACE).
 NoNewPrivileges=yes
+# What the daemon makes is its user's alone (it sets its files' modes
+# itself; this covers what it does not), as the launchd agent's Umask.
+UMask=0077
 
 [Install]
 WantedBy=default.target

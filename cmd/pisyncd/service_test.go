@@ -16,7 +16,7 @@ import (
 
 func TestServiceFiles(t *testing.T) {
 	unit, err := serviceFile("systemd", "/opt/bin/pisyncd", "/home/u")
-	if err != nil || !bytes.Contains(unit, []byte("ExecStart=/opt/bin/pisyncd run\n")) || !bytes.Contains(unit, []byte("WantedBy=default.target")) {
+	if err != nil || !bytes.Contains(unit, []byte("ExecStart=/opt/bin/pisyncd run\n")) || !bytes.Contains(unit, []byte("WantedBy=default.target")) || !bytes.Contains(unit, []byte("\nUMask=0077\n")) {
 		t.Fatalf("systemd unit: %v\n%s", err, unit)
 	}
 	plist, err := serviceFile("launchd", "/opt/bin/pisyncd", "/Users/u")
