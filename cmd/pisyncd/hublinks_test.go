@@ -74,16 +74,7 @@ func TestHubTeamLinksBounded(t *testing.T) {
 
 	// Leaf links: servers of the attacker's own, each named apart (the
 	// hub closes the older of two links with one name).
-	seed, err := os.ReadFile(seedEvil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pem, err := os.ReadFile(ca)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
+	seed, pool := seedAndCA(t, seedEvil, ca)
 	hubURL, _ := url.Parse("tls://localhost:" + strings.Split(h.leaf, ":")[1])
 	// One at a time: nats-server checks an account's count and then adds
 	// the link, so links made at once may pass the bound by as many as
@@ -102,20 +93,8 @@ func TestHubTeamLinksBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := server.NewServer(&server.Options{
-			ServerName: fmt.Sprintf("evil-%d", i), DontListen: true, NoSigs: true,
-			LeafNode: server.LeafNodeOpts{ReconnectInterval: 100 * time.Millisecond, Remotes: []*server.RemoteLeafOpts{{
-				URLs: []*url.URL{hubURL}, Nkey: string(bytes.TrimSpace(seed)),
-				TLS: true, TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool},
-			}}},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
 		log := &refusalLog{}
-		s.SetLoggerV2(log, false, false, false)
-		s.Start()
-		t.Cleanup(s.Shutdown)
+		leafServer(t, fmt.Sprintf("evil-%d", i), hubURL, seed, pool, log)
 		waitUntil(t, 30*time.Second, func() (bool, string) {
 			n, err := redLinks()
 			return err == nil && (n > before || log.refused.Load()), fmt.Sprintf("ws-evil's link %d: red's links on the hub %d (%v), refused %v", i, n, err, log.refused.Load())
@@ -206,20 +185,11 @@ func TestHubNodeLinksBounded(t *testing.T) {
 	seedR1, seedR2 := h.addNode("ws-r1", "red"), h.addNode("ws-r2", "red")
 	h.run()
 	ca := filepath.Join(h.certs, "ca.pem")
-	seed, err := os.ReadFile(seedEvil)
+	seed, pool := seedAndCA(t, seedEvil, ca)
+	kp, err := nkeys.FromSeed(seed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kp, err := nkeys.FromSeed(bytes.TrimSpace(seed))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pem, err := os.ReadFile(ca)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
 	leafAddr := "localhost:" + strings.Split(h.leaf, ":")[1]
 	ctx, cancel := context.WithCancel(context.Background())
 	var flooding sync.WaitGroup
@@ -240,19 +210,7 @@ func TestHubNodeLinksBounded(t *testing.T) {
 	}
 	hubURL, _ := url.Parse("tls://" + leafAddr)
 	for i := range links / 2 {
-		s, err := server.NewServer(&server.Options{
-			ServerName: fmt.Sprintf("flood-server-%d", i), DontListen: true, NoSigs: true,
-			LeafNode: server.LeafNodeOpts{ReconnectInterval: 50 * time.Millisecond, Remotes: []*server.RemoteLeafOpts{{
-				URLs: []*url.URL{hubURL}, Nkey: string(bytes.TrimSpace(seed)),
-				TLS: true, TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool},
-			}}},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.SetLoggerV2(&refusalLog{}, false, false, false)
-		s.Start()
-		t.Cleanup(s.Shutdown)
+		leafServer(t, fmt.Sprintf("flood-server-%d", i), hubURL, seed, pool, &refusalLog{})
 	}
 	waitUntil(t, 30*time.Second, func() (bool, string) {
 		return h.srv.LinksClosed() > 2*links, fmt.Sprintf("the hub has closed %d of ws-evil's links", h.srv.LinksClosed())
@@ -313,4 +271,40 @@ func rawLeafLink(ctx context.Context, addr string, pool *x509.CertPool, kp nkeys
 			fmt.Fprint(tc, "PONG\r\n")
 		}
 	}
+}
+
+// seedAndCA reads a node's seed (trimmed) and the hub's CA as a pool.
+func seedAndCA(t *testing.T, seedPath, caPath string) ([]byte, *x509.CertPool) {
+	t.Helper()
+	seed, err := os.ReadFile(seedPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pem, err := os.ReadFile(caPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	return bytes.TrimSpace(seed), pool
+}
+
+// leafServer starts a nats-server of the attacker's, named name, that
+// links to the hub with seed's key (trying again every 50 ms), logging to
+// log; it stops with the test.
+func leafServer(t *testing.T, name string, hub *url.URL, seed []byte, pool *x509.CertPool, log *refusalLog) {
+	t.Helper()
+	s, err := server.NewServer(&server.Options{
+		ServerName: name, DontListen: true, NoSigs: true,
+		LeafNode: server.LeafNodeOpts{ReconnectInterval: 50 * time.Millisecond, Remotes: []*server.RemoteLeafOpts{{
+			URLs: []*url.URL{hub}, Nkey: string(seed),
+			TLS: true, TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool},
+		}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetLoggerV2(log, false, false, false)
+	s.Start()
+	t.Cleanup(s.Shutdown)
 }
