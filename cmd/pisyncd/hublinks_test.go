@@ -27,10 +27,12 @@ import (
 
 // TestHubTeamLinksBounded: a node of team red (ws-evil) opens client
 // connections and leaf links to the hub with its own key, as many as it
-// can. Red's account holds PISYNC_HUB_TEAM_MAX_LINKS of each (4 here) and
-// refuses the rest, and team blue's workstations, linked after the
-// flood, replicate. (Before, there was no bound: a node of any team could
-// take the hub's connections and memory from every team.)
+// can. The hub keeps it to NodeMaxLinks client connections (the link
+// guard closes the rest) with room left for pisyncd's own, red's account
+// holds PISYNC_HUB_TEAM_MAX_LINKS leaf links (4 here) and refuses the
+// rest, and team blue's workstations, linked after the flood, replicate.
+// (Before, there was no bound: a node of any team could take the hub's
+// connections and memory from every team.)
 func TestHubTeamLinksBounded(t *testing.T) {
 	const links = 4
 	h := startSecureHub(t)
