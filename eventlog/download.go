@@ -669,7 +669,7 @@ func (d *Downloader) checkConsumer(ctx context.Context, cons jetstream.Consumer,
 	info, err := cons.Info(qctx)
 	if err != nil {
 		if d.watched && ctx.Err() == nil && errors.Is(qctx.Err(), context.DeadlineExceeded) {
-			return nil
+			return d.consumerGone(ctx)
 		}
 		return fmt.Errorf("downloader: the hub consumer, silent: %w; making it again", err)
 	}
@@ -680,6 +680,23 @@ func (d *Downloader) checkConsumer(ctx context.Context, cons jetstream.Consumer,
 		return nil
 	}
 	return fmt.Errorf("downloader: the hub consumer delivered up to hub sequence %d and only %d arrived; making it again", info.Delivered.Stream, handled)
+}
+
+// consumerGone tells, for a question about the consumer left unanswered
+// on a watched link, a slow link (no news) from a consumer whose hub node
+// is down: in a cluster the consumer has one replica, on any node of the
+// stream's, and with that node down (kill -9) nothing answered for it, and
+// the copy here stood still, the link up and status saying nothing wrong,
+// until that node came back (a cluster probe, 2026-12-07). The stream's
+// own answer comes over the same link, after the consumer's would have:
+// when it comes, the consumer's never will.
+func (d *Downloader) consumerGone(ctx context.Context) error {
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := d.hub.Stream(qctx, HubStream); err != nil {
+		return nil // the link is slow, or the hub busy: no news
+	}
+	return errors.New("downloader: the hub consumer does not answer where its stream does: the hub node that held it is down; making it again")
 }
 
 // owedTime is how long owed messages take at carryRate: each at most a

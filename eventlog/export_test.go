@@ -65,3 +65,8 @@ func HubSubject(c *Crypt, sid string) (string, bool, error) {
 func Rewound(ctx context.Context, hub jetstream.JetStream, seq uint64, node string, src uint64, time int64) (string, error) {
 	return rewound(ctx, hub, hubMark{seq: seq, node: node, src: src, time: time})
 }
+
+// CheckConsumer runs the downloader's check of its silent consumer once.
+func CheckConsumer(d *Downloader, ctx context.Context, cons jetstream.Consumer, handled uint64) error {
+	return d.checkConsumer(ctx, cons, handled, stallAfter)
+}
