@@ -701,7 +701,7 @@ func addNodeCommand(args []string, stdout io.Writer) error {
 	default:
 		fmt.Fprintf(stdout, "the hub node running here reloaded and admits %s\n", name)
 		if cfg.ClusterListen != "" || len(cfg.Routes) > 0 {
-			fmt.Fprintln(stdout, "reload the cluster's other hub nodes too: pisyncd hub reload on each")
+			fmt.Fprintf(stdout, "the cluster's other hub nodes admit it once %s is in their PISYNC_HUB_NODES_DIR (one folder they share, or a copy in each) and they reload: pisyncd hub reload on each\n", name+".json")
 		}
 	}
 	return nil
