@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -351,6 +352,14 @@ func doHub(ctx context.Context, cfg *config.Hub, method, path string) (*http.Res
 		return nil, err
 	}
 	resp, err := controlClient(cfg.StateDir).Do(req)
+	if op := (*net.OpError)(nil); err != nil && !(errors.As(err, &op) && op.Op == "dial") {
+		// It answers on its socket, and not to this: an interrupted
+		// command read "no hub node runs here" beside a running one.
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return nil, fmt.Errorf("hub: the hub node running here did not answer in time (%w): in a cluster that has just lost a node, the others elect new leaders within seconds, and without two of three running (its log says NO quorum) nothing answers; try again once they run", err)
+		}
+		return nil, fmt.Errorf("hub: the hub node running here did not answer: %w", err)
+	}
 	if err != nil {
 		if hint := serviceStateDirHint(cfg); hint != "" {
 			return nil, fmt.Errorf("%w (no answer on %s): %s", errNoHubHere, filepath.Join(cfg.StateDir, config.ControlSocket), hint)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -86,6 +87,9 @@ const hubUsageUsage = "pisyncd hub usage [--team T] [--json] [--server URL (--us
 // hubUsageCommand prints, for each team, its share of the hub's store and
 // what each node holds, largest first: asked of the hub node running here,
 // or of any hub through its client listener as an administration user.
+// usageWithin bounds hub usage's wait for the hub node's answer.
+const usageWithin = time.Minute
+
 func hubUsageCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("hub usage", flag.ContinueOnError)
 	team := fs.String("team", "", "only this team's account (default: every team)")
@@ -121,8 +125,12 @@ func hubUsageCommand(args []string, stdout io.Writer) error {
 		if *team != "" {
 			path += "?" + url.Values{"team": {*team}}.Encode()
 		}
-		if err := callHub(ctx, cfg, http.MethodGet, path, &out); err != nil {
-			return err
+		// Bounded: a cluster without quorum answers nothing, and the
+		// command waited until it was interrupted.
+		uctx, cancel := context.WithTimeout(ctx, usageWithin)
+		defer cancel()
+		if err := callHub(uctx, cfg, http.MethodGet, path, &out); err != nil {
+			return fmt.Errorf("hub usage: %w", err)
 		}
 	}
 	var errs []error
