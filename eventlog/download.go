@@ -645,6 +645,10 @@ func keyID(err error) string {
 	return ""
 }
 
+// Worked reports whether the downloader's session with the hub was up
+// once since it started.
+func (d *Downloader) Worked() bool { return d.link.Ever() }
+
 // checkConsumer asks the hub how far the consumer has delivered, after
 // each stallAfter of silence (silent so far); handled is the hub sequence
 // of the last message that arrived. A message the hub gave to a pull other

@@ -127,6 +127,10 @@ func (f *Forwarder) Stats() ForwarderStats {
 	return ForwarderStats{Forwarded: f.forwarded.Load(), Connected: f.link.Load(), Waiting: f.waiting.Load(), Through: f.through.Load(), NotOwn: f.notOwnLast.Load()}
 }
 
+// Worked reports whether the forwarder's session with the hub was up once
+// since it started.
+func (f *Forwarder) Worked() bool { return f.link.Ever() }
+
 // Run forwards until ctx ends. Failures (the hub unreachable, a stale
 // position) are retried with backoff from the last durable position.
 func (f *Forwarder) Run(ctx context.Context) error {

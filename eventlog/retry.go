@@ -82,6 +82,7 @@ type Link struct {
 	what   string // the work, as the log names it: "forwarding to the hub"
 
 	connected atomic.Bool
+	ever      atomic.Bool  // the link was up once
 	failures  atomic.Int64 // sessions failed since the link was last up
 	downSince atomic.Int64 // when the first of them failed, Unix nanoseconds
 	// announced: a failure since then was logged. Only such an outage's
@@ -99,12 +100,16 @@ func NewLink(logger *slog.Logger, what string) *Link {
 // Load reports whether the link is up.
 func (l *Link) Load() bool { return l.connected.Load() }
 
+// Ever reports whether the link was up once since the daemon started.
+func (l *Link) Ever() bool { return l.ever.Load() }
+
 // Up marks the link up, and logs that it works again when a failure
 // since it was last up was logged. It is cheap to call again while up.
 func (l *Link) Up() {
 	if l.connected.Swap(true) {
 		return
 	}
+	l.ever.Store(true)
 	if n := l.failures.Swap(0); l.announced.Swap(false) {
 		l.logger.Info(l.what+" works again", "failed_attempts", n,
 			"down_for", time.Since(time.Unix(0, l.downSince.Load())).Round(time.Millisecond))

@@ -271,6 +271,8 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 		return err
 	}
 	d.fwd.WatchLink(d.srv.HubLink)
+	worked := func() bool { return d.fwd.Worked() || d.dl.Worked() }
+	d.hints.worked.Store(&worked)
 	if d.cfg.Encrypt != "off" {
 		d.fwd.Encrypt(d.crypt)
 	} else {

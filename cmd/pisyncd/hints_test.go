@@ -210,6 +210,16 @@ func TestHintFor(t *testing.T) {
 	if _, text := s.hintFor("copying from the hub paused; retrying", "downloader: hub PI_HUB info: context deadline exceeded"); !strings.Contains(text, "`pisyncd hub add-node bob` there") || !strings.Contains(text, "PISYNC_NODE_ID=NAME and a PISYNC_STATE_DIR of its own") {
 		t.Errorf("a key of another name: %q", text)
 	}
+	// The same silence from a hub that answered before is no key of
+	// another name: a hub node down, a cluster electing its leaders (the
+	// key hint was given when one hub node of three was killed: a
+	// cluster probe, 2026-12-07).
+	s.worked.Store(&up2)
+	for _, err := range []string{"downloader: hub PI_HUB info: context deadline exceeded", "forwarder: hub stream: nats: no responders available for request"} {
+		if key, text := s.hintFor("copying from the hub paused; retrying", err); key != "hub-not-answering" || !strings.Contains(text, "NO quorum") || strings.Contains(text, "add-node") {
+			t.Errorf("%s, from a hub that answered before: %s %q", err, key, text)
+		}
+	}
 }
 
 // TestHubStartHints: a secured hub with no node registered, or without
