@@ -115,6 +115,8 @@ type Status struct {
 	// HubLinked: the embedded server's link to the hub (a leaf
 	// connection) is up; it dials again every 1-2 s while it is not.
 	HubLinked *bool `json:"hubLinked,omitempty"`
+	// HubPeer is the hub node the link is made to: "NAME at HOST:PORT".
+	HubPeer string `json:"hubPeer,omitempty"`
 	// HubLinkCause is, while the link is down, the cause the log's last
 	// hint named (within the last minutes), "" when none did.
 	HubLinkCause string                    `json:"hubLinkCause,omitempty"`
@@ -193,7 +195,7 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 		}
 		st.HubURLs, st.Forwarder, st.Downloader, st.Replicator = redact.URLs(d.cfg.HubURLs), &fs, &ds, &rs
 		linked := d.srv.HubLinked()
-		st.HubLinked = &linked
+		st.HubLinked, st.HubPeer = &linked, d.srv.HubPeer()
 		if !linked && d.hints != nil {
 			st.HubLinkCause = d.hints.recent(time.Now())
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -61,5 +62,28 @@ func TestHubNodeSilentIsNotAbsent(t *testing.T) {
 	_, err = doHub(ctx, cfg, http.MethodGet, "/usage")
 	if err == nil || errors.Is(err, errNoHubHere) || !strings.Contains(err.Error(), "did not answer in time") || !strings.Contains(err.Error(), "quorum") {
 		t.Errorf("a silent hub node: %v", err)
+	}
+}
+
+// TestStatusNamesTheHubNode: status names the hub node the link is made
+// to, and its address: with several hub URLs, or a cluster whose nodes
+// advertise each other, it may be none the settings name (a cluster
+// probe, 2026-12-07, found workstations on nodes their settings did not
+// name, and status listing only those).
+func TestStatusNamesTheHubNode(t *testing.T) {
+	hub := startTestHub(t)
+	a := newStation(t, "ws-a", hub.url(), "")
+	var st Status
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		var err error
+		st, err = a.status()
+		return err == nil && st.HubPeer != "", fmt.Sprintf("hub peer %q (%v)", st.HubPeer, err)
+	})
+	if want := "hub-1 at 127.0.0.1:" + portOnly(hub.leaf); st.HubPeer != want {
+		t.Errorf("hub peer %q, want %q", st.HubPeer, want)
+	}
+	var out strings.Builder
+	if err := printStatus(&out, &st); err != nil || !strings.Contains(out.String(), "up, to hub-1 at 127.0.0.1:") {
+		t.Errorf("status text (%v):\n%s", err, out.String())
 	}
 }

@@ -173,6 +173,9 @@ func printStatus(stdout io.Writer, st *Status) error {
 		row("hub", strings.Join(st.HubURLs, ", "))
 		if st.HubLinked != nil {
 			link := "up"
+			if st.HubPeer != "" {
+				link = "up, to " + st.HubPeer
+			}
 			if !*st.HubLinked {
 				link = "down (the embedded server dials the hub again every 1-2 s)"
 			}

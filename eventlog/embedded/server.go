@@ -488,6 +488,23 @@ func (s *Server) HubLinked() bool {
 // still up is on its way, however slow the link; one sent over a
 // connection since replaced may be lost, and so may the hub's record of a
 // pull made before it (the downloader's watchdog).
+// HubPeer names the hub node the leaf link is made to, as "NAME at
+// HOST:PORT" ("" while down): with several hub URLs, or a cluster whose
+// nodes advertise each other, the one linked to may be none the settings
+// name.
+func (s *Server) HubPeer() string {
+	ns := s.nats()
+	if ns == nil || ns.NumLeafNodes() == 0 {
+		return ""
+	}
+	lz, err := ns.Leafz(nil)
+	if err != nil || len(lz.Leafs) == 0 {
+		return ""
+	}
+	l := lz.Leafs[0]
+	return fmt.Sprintf("%s at %s", l.Name, net.JoinHostPort(l.IP, strconv.Itoa(l.Port)))
+}
+
 func (s *Server) HubLink() string {
 	ns := s.nats()
 	if ns == nil || ns.NumLeafNodes() == 0 {
