@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/pisyncd/pisyncd/config"
 )
 
@@ -85,5 +87,18 @@ func TestStatusNamesTheHubNode(t *testing.T) {
 	var out strings.Builder
 	if err := printStatus(&out, &st); err != nil || !strings.Contains(out.String(), "up, to hub-1 at 127.0.0.1:") {
 		t.Errorf("status text (%v):\n%s", err, out.String())
+	}
+}
+
+// TestTeamUsageErrorSaysWhy: a team's usage the hub's JetStream did not
+// answer says what that silence means; another error is as it is.
+func TestTeamUsageErrorSaysWhy(t *testing.T) {
+	for _, err := range []error{context.DeadlineExceeded, fmt.Errorf("hub usage: %w", nats.ErrNoResponders), nats.ErrTimeout} {
+		if got := teamUsageError(err); !strings.HasPrefix(got, err.Error()) || !strings.Contains(got, "NO quorum") {
+			t.Errorf("%v: %q", err, got)
+		}
+	}
+	if got := teamUsageError(errors.New("permission denied")); got != "permission denied" {
+		t.Errorf("another error: %q", got)
 	}
 }

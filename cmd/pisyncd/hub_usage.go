@@ -70,7 +70,7 @@ func serveHubUsage(h *embedded.Server) http.HandlerFunc {
 			})
 			res.Team = t
 			if err != nil {
-				res.Error = err.Error()
+				res.Error = teamUsageError(err)
 			}
 			out = append(out, res)
 		}
@@ -80,6 +80,16 @@ func serveHubUsage(h *embedded.Server) http.HandlerFunc {
 		}
 		writeJSON(w, out)
 	}
+}
+
+// teamUsageError is a team's usage that could not be read, with what a
+// silence means: a bare "context deadline exceeded" was all it said when a
+// node of three had just been killed (a cluster probe, 2026-12-07).
+func teamUsageError(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) {
+		return err.Error() + ": the hub's JetStream did not answer; a cluster that has just lost a node elects new leaders within seconds, and without two of three nodes running it answers nothing (the hub's log says NO quorum): try again"
+	}
+	return err.Error()
 }
 
 const hubUsageUsage = "pisyncd hub usage [--team T] [--json] [--server URL (--user U --password-file F | --creds FILE) [--ca FILE]]"
