@@ -481,13 +481,6 @@ func (s *Server) HubLinked() bool {
 	return ns != nil && ns.NumLeafNodes() > 0
 }
 
-// HubLink names the server's leaf connection to the hub: "" while there is
-// none, and a name that differs from every earlier one once it has been
-// made again (a server started again after a store failure names its
-// connections afresh). A message the hub sent over a connection that is
-// still up is on its way, however slow the link; one sent over a
-// connection since replaced may be lost, and so may the hub's record of a
-// pull made before it (the downloader's watchdog).
 // HubPeer names the hub node the leaf link is made to, as "NAME at
 // HOST:PORT" ("" while down): with several hub URLs, or a cluster whose
 // nodes advertise each other, the one linked to may be none the settings
@@ -505,6 +498,13 @@ func (s *Server) HubPeer() string {
 	return fmt.Sprintf("%s at %s", l.Name, net.JoinHostPort(l.IP, strconv.Itoa(l.Port)))
 }
 
+// HubLink names the server's leaf connection to the hub: "" while there is
+// none, and a name that differs from every earlier one once it has been
+// made again (a server started again after a store failure names its
+// connections afresh). A message the hub sent over a connection that is
+// still up is on its way, however slow the link; one sent over a
+// connection since replaced may be lost, and so may the hub's record of a
+// pull made before it (the downloader's watchdog).
 func (s *Server) HubLink() string {
 	ns := s.nats()
 	if ns == nil || ns.NumLeafNodes() == 0 {
