@@ -140,7 +140,7 @@ func hubUsageCommand(args []string, stdout io.Writer) error {
 		uctx, cancel := context.WithTimeout(ctx, usageWithin)
 		defer cancel()
 		if err := callHub(uctx, cfg, http.MethodGet, path, &out); err != nil {
-			return fmt.Errorf("hub usage: %w", err)
+			return err
 		}
 	}
 	var errs []error
