@@ -486,15 +486,11 @@ func (s *Server) HubLinked() bool {
 // nodes advertise each other, the one linked to may be none the settings
 // name.
 func (s *Server) HubPeer() string {
-	ns := s.nats()
-	if ns == nil || ns.NumLeafNodes() == 0 {
+	_, leafs := s.hubLeafs()
+	if len(leafs) == 0 {
 		return ""
 	}
-	lz, err := ns.Leafz(nil)
-	if err != nil || len(lz.Leafs) == 0 {
-		return ""
-	}
-	l := lz.Leafs[0]
+	l := leafs[0]
 	return fmt.Sprintf("%s at %s", l.Name, net.JoinHostPort(l.IP, strconv.Itoa(l.Port)))
 }
 
@@ -506,16 +502,12 @@ func (s *Server) HubPeer() string {
 // connection since replaced may be lost, and so may the hub's record of a
 // pull made before it (the downloader's watchdog).
 func (s *Server) HubLink() string {
-	ns := s.nats()
-	if ns == nil || ns.NumLeafNodes() == 0 {
+	ns, leafs := s.hubLeafs()
+	if len(leafs) == 0 {
 		return ""
 	}
-	lz, err := ns.Leafz(nil)
-	if err != nil || len(lz.Leafs) == 0 {
-		return ""
-	}
-	ids := make([]uint64, 0, len(lz.Leafs))
-	for _, l := range lz.Leafs {
+	ids := make([]uint64, 0, len(leafs))
+	for _, l := range leafs {
 		ids = append(ids, l.ID)
 	}
 	slices.Sort(ids) // Leafz lists them in no order
@@ -524,6 +516,20 @@ func (s *Server) HubLink() string {
 		name += "/" + strconv.FormatUint(id, 10)
 	}
 	return name
+}
+
+// hubLeafs is the running server and its leaf connections to the hub
+// (none while down).
+func (s *Server) hubLeafs() (*server.Server, []*server.LeafInfo) {
+	ns := s.nats()
+	if ns == nil || ns.NumLeafNodes() == 0 {
+		return ns, nil
+	}
+	lz, err := ns.Leafz(nil)
+	if err != nil {
+		return ns, nil
+	}
+	return ns, lz.Leafs
 }
 
 // Failed is closed when the server reports a fatal error after Start; Err
