@@ -94,12 +94,12 @@ func teamUsageError(err error) string {
 
 const hubUsageUsage = "pisyncd hub usage [--team T] [--json] [--server URL (--user U --password-file F | --creds FILE) [--ca FILE]]"
 
-// hubUsageCommand prints, for each team, its share of the hub's store and
-// what each node holds, largest first: asked of the hub node running here,
-// or of any hub through its client listener as an administration user.
 // usageWithin bounds hub usage's wait for the hub node's answer.
 const usageWithin = time.Minute
 
+// hubUsageCommand prints, for each team, its share of the hub's store and
+// what each node holds, largest first: asked of the hub node running here,
+// or of any hub through its client listener as an administration user.
 func hubUsageCommand(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("hub usage", flag.ContinueOnError)
 	team := fs.String("team", "", "only this team's account (default: every team)")
