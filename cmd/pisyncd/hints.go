@@ -60,6 +60,8 @@ func (s *hintState) recent(now time.Time) string {
 
 // hintFor names the cause and fix of a warning, or returns "".
 func (s *hintState) hintFor(msg, err string) (key, text string) {
+	// A request the hub answered with nothing, or no one.
+	unanswered := strings.Contains(err, "no responders") || strings.Contains(err, "deadline exceeded") || strings.Contains(err, "timeout")
 	switch {
 	case strings.Contains(msg, "Duplicate Remote LeafNode Connection"):
 		return "duplicate-node-id", fmt.Sprintf("hint: another machine joined the hub with this node's id %q: the two replace each other's connection every second. Give each machine its own PISYNC_NODE_ID (and, on a secured hub, its own key: pisyncd hub add-node NAME on the hub)", s.nodeID)
@@ -96,14 +98,14 @@ func (s *hintState) hintFor(msg, err string) (key, text string) {
 		return "store-at-limit", "hint: the event store holds PISYNC_MAX_STORE (pisyncd status shows how much): nothing more is published or copied until it has room, and nothing is lost meanwhile: " + atLimitFix
 	case strings.Contains(err, "stream not found") && (strings.HasPrefix(err, "forwarder: hub") || strings.HasPrefix(err, "downloader: hub")):
 		return "no-pi-hub", "hint: the hub has no PI_HUB stream in this node's account. pisyncd hub creates it at start; a stock nats-server does not: create it once per team (docs/HUB.md, \"A stock nats-server as the hub\")"
-	case (strings.Contains(err, "key message on "+eventlog.KeysStream) || strings.Contains(err, "key subjects on "+eventlog.KeysStream)) && s.leafConnected() && (strings.Contains(err, "no response from stream") || strings.Contains(err, "no responders") || strings.Contains(err, "deadline exceeded") || strings.Contains(err, "timeout")):
+	case (strings.Contains(err, "key message on "+eventlog.KeysStream) || strings.Contains(err, "key subjects on "+eventlog.KeysStream)) && s.leafConnected() && (unanswered || strings.Contains(err, "no response from stream")):
 		return "no-pi-keys", "hint: the hub takes none of this node's key messages (end-to-end encryption): its team account has no PI_KEYS stream, or its node permissions predate it (a hub of an earlier version). Upgrade pisyncd hub, which creates PI_KEYS at start; on a stock nats-server create PI_KEYS and regenerate the configuration (docs/HUB.md, \"A stock nats-server as the hub\"). Nothing is forwarded meanwhile"
-	case s.leafConnected() && s.hubWorked() && (strings.Contains(err, "no responders") || strings.Contains(err, "deadline exceeded") || strings.Contains(err, "timeout")):
+	case unanswered && s.leafConnected() && s.hubWorked():
 		// It answered before: not a key registered under another name
 		// (that hint was given when one node of a cluster of three was
 		// killed: a cluster probe, 2026-12-07).
-		return "hub-not-answering", "hint: the hub answered this node before and answers none of its requests now: a hub node down or restarting (a cluster elects new leaders within seconds; with two of three down nothing answers until one is back: the hub's log says NO quorum), or the hub too busy (its log says \"JetStream API queue limit reached\" while another node floods it). Lines wait here, nothing is lost, and the requests are tried again"
-	case s.creds && s.leafConnected() && (strings.Contains(err, "no responders") || strings.Contains(err, "deadline exceeded") || strings.Contains(err, "timeout")):
+		return "hub-not-answering", "hint: the hub answered this node before and answers none of its requests now: a hub node down or restarting (" + clusterSilence + "), or the hub too busy (its log says \"JetStream API queue limit reached\" while another node floods it). Lines wait here, nothing is lost, and the requests are tried again"
+	case unanswered && s.creds && s.leafConnected():
 		// Not only "set PISYNC_NODE_ID": over this state dir, which keeps
 		// the id it first ran under, another id is refused at start.
 		return "node-id-not-registered", fmt.Sprintf("hint: the hub accepted this node's key but answers none of its requests. When it never has, the key is most likely registered under another name than this node's id %q: either register this id on the hub (`pisyncd hub add-node %s` there) and set PISYNC_HUB_NKEY to the seed it writes, or run as the key's NAME (`pisyncd hub nodes` on the hub lists them) with PISYNC_NODE_ID=NAME and a PISYNC_STATE_DIR of its own: this state dir keeps the id it first ran under and refuses another (or the hub runs without JetStream domain hub). Or this machine's pisyncd is older than the hub's and asks in a way the hub no longer answers (docs/HUB.md, \"Upgrading\"): upgrade it. When it did before, the hub is too busy to answer: its log then says \"JetStream API queue limit reached\" (another node floods its requests), which passes when the flood stops; this node retries meanwhile", s.nodeID, s.nodeID)

@@ -326,6 +326,10 @@ func postHub(ctx context.Context, cfg *config.Hub, path string, v any) error {
 	return callHub(ctx, cfg, http.MethodPost, path, v)
 }
 
+// clusterSilence is what a hub that answers nothing most often means, as
+// hub usage, hub erase and a workstation's hint say it.
+const clusterSilence = "a cluster that has just lost a node elects new leaders within seconds, and without two of three nodes running nothing answers (the hub's log says NO quorum)"
+
 // errNoHubHere: no hub node answers on the control socket of the state
 // dir the settings name.
 var errNoHubHere = errors.New("no hub node runs here")
@@ -356,7 +360,7 @@ func doHub(ctx context.Context, cfg *config.Hub, method, path string) (*http.Res
 		// It answers on its socket, and not to this: an interrupted
 		// command read "no hub node runs here" beside a running one.
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			return nil, fmt.Errorf("hub: the hub node running here did not answer in time (%w): in a cluster that has just lost a node, the others elect new leaders within seconds, and without two of three running (its log says NO quorum) nothing answers; try again once they run", err)
+			return nil, fmt.Errorf("hub: the hub node running here did not answer in time (%w): %s; try again once they run", err, clusterSilence)
 		}
 		return nil, fmt.Errorf("hub: the hub node running here did not answer: %w", err)
 	}

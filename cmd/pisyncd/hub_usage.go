@@ -87,7 +87,7 @@ func serveHubUsage(h *embedded.Server) http.HandlerFunc {
 // node of three had just been killed (a cluster probe, 2026-12-07).
 func teamUsageError(err error) string {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) {
-		return err.Error() + ": the hub's JetStream did not answer; a cluster that has just lost a node elects new leaders within seconds, and without two of three nodes running it answers nothing (the hub's log says NO quorum): try again"
+		return err.Error() + ": the hub's JetStream did not answer; " + clusterSilence + ": try again"
 	}
 	return err.Error()
 }
