@@ -141,7 +141,7 @@ func ValidFile(rel string) error {
 	if !strings.HasSuffix(rel, ".jsonl") {
 		return fmt.Errorf("file %.64q: not a .jsonl file", rel)
 	}
-	for _, name := range strings.Split(rel, "/") {
+	for name := range strings.SplitSeq(rel, "/") { // no slice: every remote event and every read of a file checks its name
 		if name == "" || name[0] == '.' || len(name) > nameMax {
 			return fmt.Errorf("file %.64q: name %.64q is empty, hidden or longer than %d bytes", rel, name, nameMax)
 		}
