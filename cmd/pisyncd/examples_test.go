@@ -213,7 +213,15 @@ func TestExampleNotifyGoAcrossRestart(t *testing.T) {
 func startNotify(t *testing.T, bin, creds string, args ...string) (*exec.Cmd, *lineReader, *testenv.LogBuffer) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"-context", creds, "-count", "2"}, args...)...)
-	stderr := &testenv.LogBuffer{}
+	lr, stderr, _ := startLines(t, cmd)
+	return cmd, lr, stderr
+}
+
+// startLines starts cmd, its output read line by line until it ends (done
+// is closed then) and its stderr kept.
+func startLines(t *testing.T, cmd *exec.Cmd) (lr *lineReader, stderr *testenv.LogBuffer, done <-chan struct{}) {
+	t.Helper()
+	stderr = &testenv.LogBuffer{}
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -222,9 +230,10 @@ func startNotify(t *testing.T, bin, creds string, args ...string) (*exec.Cmd, *l
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	lr := &lineReader{}
-	go lr.read(stdout)
-	return cmd, lr, stderr
+	lr = &lineReader{}
+	read := make(chan struct{})
+	go func() { lr.read(stdout); close(read) }()
+	return lr, stderr, read
 }
 
 // examplePort is a loopback address free now, in the range the tests of
@@ -269,18 +278,7 @@ func TestExampleShell(t *testing.T) {
 		// tail and jq.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
-		var stderr testenv.LogBuffer
-		cmd.Stderr = &stderr
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lr := &lineReader{}
-		done := make(chan struct{})
-		go func() { lr.read(stdout); close(done) }()
+		lr, stderr, done := startLines(t, cmd)
 		return lr, func() {
 			cancel()
 			<-done
