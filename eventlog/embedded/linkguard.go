@@ -200,15 +200,16 @@ func (g *LinkGuard) count() {
 			if !ok {
 				continue // pisyncd's own connections, an operator's: not a node's
 			}
-			slices.Sort(ids) // connection ids grow: the newest last
+			slices.Sort(ids)           // connection ids grow: the newest last
+			said := p.kind + " " + key // its leaf links and client connections are said apart
 			for _, id := range ids[g.max:] {
 				if err := g.srv.nats().DisconnectClientByID(id); err == nil {
 					g.closed.Add(1)
-					g.since[p.kind+" "+key]++
+					g.since[said]++
 				}
 				delete(g.conns, id)
 			}
-			g.warn(p.kind+" "+key, name, p.kind, p.team, len(ids))
+			g.warn(said, name, p.kind, p.team, len(ids))
 		}
 	}
 }
