@@ -711,7 +711,7 @@ func (r *Replicator) refuse(s *sess, ev *eventlog.Event, kind, why string, held 
 func (r *Replicator) create(ctx context.Context, s *sess) error {
 	hdr, cwd, err := mapHeader(s.header.Raw, r.opts.PathMap, r.opts.Root, s.header.File)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnsafe, err)
+		return err // ErrUnsafe: the session is quarantined
 	}
 	var meta struct {
 		Timestamp string `json:"timestamp"`

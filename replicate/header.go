@@ -22,19 +22,25 @@ import (
 // root mapped (another user, PI_CODING_AGENT_DIR). pi lists a fork under
 // its parent by that path. Any other parentSession is mapped through m.
 func mapHeader(raw []byte, m PathMap, root, originFile string) ([]byte, string, error) {
-	var cwd string
+	var cwd json.RawMessage
 	if _, err := rewriteTopLevel(raw, func(key string, val json.RawMessage) (json.RawMessage, error) {
-		var s string
-		if key == "cwd" && json.Unmarshal(val, &s) == nil {
-			cwd = m.Map(s) // the last cwd, as JSON.parse takes it
+		if key == "cwd" {
+			cwd = val // the last cwd, as JSON.parse takes it, whatever it holds
 		}
 		return nil, nil
 	}); err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("%w: header: %v", ErrUnsafe, err)
 	}
-	if cwd == "" {
-		return nil, "", fmt.Errorf("%w: header has no string cwd", ErrUnsafe)
+	var c string
+	switch {
+	case cwd == nil:
+		return nil, "", fmt.Errorf("%w: the header has no cwd", ErrUnsafe)
+	case json.Unmarshal(cwd, &c) != nil:
+		return nil, "", fmt.Errorf("%w: the header's cwd is %s, not a path", ErrUnsafe, clip(cwd))
+	case c == "":
+		return nil, "", fmt.Errorf("%w: the header's cwd is empty", ErrUnsafe)
 	}
+	mappedCwd := m.Map(c)
 	out, err := rewriteTopLevel(raw, func(key string, val json.RawMessage) (json.RawMessage, error) {
 		if key != "cwd" && key != "parentSession" {
 			return nil, nil
@@ -45,7 +51,7 @@ func mapHeader(raw []byte, m PathMap, root, originFile string) ([]byte, string, 
 		}
 		mapped := m.Map(s)
 		if key == "parentSession" {
-			if p, ok := besideHere(s, root, originFile, cwd); ok {
+			if p, ok := besideHere(s, root, originFile, mappedCwd); ok {
 				mapped = p
 			}
 		}
@@ -55,9 +61,9 @@ func mapHeader(raw []byte, m PathMap, root, originFile string) ([]byte, string, 
 		return marshalJS(mapped)
 	})
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("%w: header: %v", ErrUnsafe, err)
 	}
-	return out, cwd, nil
+	return out, mappedCwd, nil
 }
 
 // besideHere is the path here of parent, a session file on the machine
@@ -135,4 +141,13 @@ func rewriteTopLevel(raw []byte, f func(key string, val json.RawMessage) (json.R
 	}
 	out.Write(raw[prev:])
 	return out.Bytes(), nil
+}
+
+// clip is v for a message: at most 40 bytes of it, which is what a reader
+// of a log line needs of a value that is not a path.
+func clip(v []byte) string {
+	if len(v) > 40 {
+		return string(bytes.ToValidUTF8(v[:40], nil)) + "…"
+	}
+	return string(v)
 }

@@ -1,11 +1,14 @@
 package replicate
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
 )
 
 // PathMap translates absolute paths of other machines into this machine's:
@@ -18,7 +21,10 @@ type PathMap struct {
 type rule struct{ from, to string }
 
 // ParsePathMap reads the PISYNC_PATH_MAP syntax: comma-separated FROM=TO
-// pairs of absolute paths.
+// pairs of absolute paths. A path may not hold a comma or an '=' (the
+// syntax has no escape), a control character (it would name a folder no
+// remote cwd may: admission refuses them there) or a ".." (which
+// prefix a rule with one matches would depend on how it is read).
 func ParsePathMap(s string) (PathMap, error) {
 	var m PathMap
 	for _, pair := range strings.Split(s, ",") {
@@ -29,7 +35,12 @@ func ParsePathMap(s string) (PathMap, error) {
 		from, to, ok := strings.Cut(pair, "=")
 		from, to = strings.TrimSpace(from), strings.TrimSpace(to)
 		if !ok || !isAbs(from) || !isAbs(to) {
-			return PathMap{}, fmt.Errorf("path map %q: want FROM=TO with absolute paths", pair)
+			return PathMap{}, fmt.Errorf("path map %q: want FROM=TO, both absolute paths (/Users/ann=/home/ann), pairs separated by commas; a path cannot hold a comma", pair)
+		}
+		for _, p := range []string{from, to} {
+			if err := mappable(p); err != nil {
+				return PathMap{}, fmt.Errorf("path map %q: %s %w", pair, strconv.Quote(p), err)
+			}
 		}
 		r := rule{clean(from), clean(to)}
 		if i := slices.IndexFunc(m.rules, func(o rule) bool { return o.from == r.from }); i >= 0 {
@@ -45,6 +56,22 @@ func ParsePathMap(s string) (PathMap, error) {
 	return m, nil
 }
 
+// mappable refuses what a path of a rule may not hold (ParsePathMap).
+func mappable(p string) error {
+	if strings.ContainsRune(p, '=') {
+		return errors.New("holds an '=': a rule is FROM=TO, one '=' between two paths that hold none")
+	}
+	if i := strings.IndexFunc(p, unicode.IsControl); i >= 0 {
+		return fmt.Errorf("holds a control character (%U): a path map's paths are printable", []rune(p[i:])[0])
+	}
+	for seg := range strings.FieldsFuncSeq(p, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if seg == ".." {
+			return errors.New(`holds "..": write the path it leads to`)
+		}
+	}
+	return nil
+}
+
 func isAbs(p string) bool {
 	return strings.HasPrefix(p, "/") || (len(p) >= 3 && p[1] == ':' && (p[2] == '\\' || p[2] == '/'))
 }
@@ -56,18 +83,36 @@ func clean(p string) string {
 	return strings.TrimRight(p, `\/`)
 }
 
-// Map returns p translated by the first matching rule, or p unchanged.
+// Map returns p translated by the first matching rule, or p unchanged. An
+// absolute path is matched as pi resolves it ("//Users/ann/./p" is
+// /Users/ann/p), and mapped resolved.
 func (m PathMap) Map(p string) string {
+	q := p
+	if strings.HasPrefix(q, "/") {
+		q = path.Clean(q)
+	}
 	for _, r := range m.rules {
-		if p == r.from {
-			return r.to
+		var rest string
+		switch {
+		case q == r.from:
+		case r.from == "/" && strings.HasPrefix(q, "/"):
+			rest = q
+		case strings.HasPrefix(q, r.from) && (q[len(r.from)] == '/' || q[len(r.from)] == '\\' && !strings.HasPrefix(r.from, "/")):
+			// '\' parts the names of another system's paths ("C:\x"),
+			// not of a POSIX path, where it is a character of a name.
+			rest = q[len(r.from):]
+		default:
+			continue
 		}
-		if r.from == "/" && strings.HasPrefix(p, "/") {
-			return path.Join(r.to, p[1:])
+		if strings.HasPrefix(r.to, "/") {
+			if !strings.HasPrefix(r.from, "/") {
+				rest = strings.ReplaceAll(rest, `\`, "/") // C:\Users\ann\p to /home/ann/p
+			}
+			// Joined, not appended: a rule to "/" made "//proj" of
+			// /m1/proj, whose folder pi does not list.
+			return path.Join(r.to, rest)
 		}
-		if strings.HasPrefix(p, r.from) && (p[len(r.from)] == '/' || p[len(r.from)] == '\\') {
-			return r.to + p[len(r.from):]
-		}
+		return r.to + rest
 	}
 	return p
 }

@@ -3,6 +3,7 @@ package replicate
 import (
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -18,14 +19,19 @@ var ErrUnsafe = errors.New("replicate: unsafe path")
 
 // CwdFolder is pi's per-project folder name for a cwd (spec §1): one
 // leading separator dropped, every '/', '\' and ':' replaced by '-', wrapped
-// in "--". The result never contains a separator.
+// in "--". The result never contains a separator. pi names the folder after
+// the cwd resolved (path.resolve): "/a/b/../c/", "//a/c" and "/a/./c" are
+// /a/c's folder there, and a copy put anywhere else would not be listed
+// by pi here. A path that does not begin with '/' (another system's,
+// "C:\x") loses its trailing separators and a leading '\'.
 func CwdFolder(cwd string) string {
-	cwd = strings.TrimRight(cwd, `/\`)
-	if cwd == "" {
-		cwd = "/"
-	}
-	if cwd[0] == '/' || cwd[0] == '\\' {
-		cwd = cwd[1:]
+	if strings.HasPrefix(cwd, "/") {
+		cwd = path.Clean(cwd)[1:]
+	} else {
+		cwd = strings.TrimRight(cwd, `/\`)
+		if cwd != "" && cwd[0] == '\\' {
+			cwd = cwd[1:]
+		}
 	}
 	r := strings.NewReplacer("/", "-", `\`, "-", ":", "-")
 	return "--" + r.Replace(cwd) + "--"

@@ -12,7 +12,13 @@ import (
 func TestCwdFolder(t *testing.T) {
 	for in, want := range map[string]string{
 		"/home/alice/proj": "--home-alice-proj--", "/": "----", `C:\Users\a`: "--C--Users-a--",
-		"/a/b/": "--a-b--", "/../../etc": "--..-..-etc--",
+		"/a/b/": "--a-b--",
+		// pi resolves the cwd first (path.resolve): a copy in any other
+		// folder is not listed by pi here (a probe found each of these).
+		"/../../etc": "--etc--", "/home/ann/proj/..": "--home-ann--", "/.": "----", "/..": "----",
+		"//Users/ann/p2": "--Users-ann-p2--", "/a/./b//c": "--a-b-c--",
+		// A '\' is a character of a POSIX name: pi keeps it to replace it.
+		`/a\`: "--a---",
 	} {
 		if got := CwdFolder(in); got != want {
 			t.Errorf("CwdFolder(%q) = %q, want %q", in, got, want)
@@ -28,14 +34,35 @@ func TestPathMap(t *testing.T) {
 	for in, want := range map[string]string{
 		"/Users/ann/src/x": "/srv/src/x", "/Users/ann/doc": "/home/ann/doc", "/Users/ann": "/home/ann",
 		"/Users/annie/x": "/Users/annie/x", "/other": "/other",
+		// Matched as pi resolves the path, mapped resolved.
+		"//Users/ann/p2": "/home/ann/p2", "/Users/ann/./p/": "/home/ann/p", "/Users/ann/../bob": "/Users/ann/../bob",
+		// A '\' does not part a POSIX path's names.
+		`/Users/ann\x`: `/Users/ann\x`,
 	} {
 		if got := m.Map(in); got != want {
 			t.Errorf("Map(%q) = %q, want %q", in, got, want)
 		}
 	}
-	for _, bad := range []string{"x=/y", "/x=y", "/x", "/a=/b,/a/=/c"} {
-		if _, err := ParsePathMap(bad); err == nil {
-			t.Errorf("ParsePathMap(%q) accepted", bad)
+	// A rule to "/" made "//proj", whose folder pi does not list; another
+	// system's path is mapped with its separators made '/'.
+	m, err = ParsePathMap(`/m1=/, C:\Users\ann=/home/ann, /srv=C:\srv`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]string{
+		"/m1/proj": "/proj", "/m1": "/", `C:\Users\ann\p\q`: "/home/ann/p/q", "/srv/x": `C:\srv/x`,
+	} {
+		if got := m.Map(in); got != want {
+			t.Errorf("Map(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for bad, why := range map[string]string{
+		"x=/y": "absolute", "/x=y": "absolute", "/x": "absolute", "/a=/b,/a/=/c": "mapped twice",
+		"/a,b=/x": "cannot hold a comma", "/a=/b=/c": "holds an '='", "/a/../b=/x": `holds ".."`,
+		"/Users/ann=/home/a\nnn": "control character (U+000A)", "/a\tb=/x": "control character (U+0009)",
+	} {
+		if _, err := ParsePathMap(bad); err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("ParsePathMap(%q): %v, want an error saying %q", bad, err, why)
 		}
 	}
 	// The same FROM twice: the same TO is one rule; another TO is an
@@ -53,7 +80,7 @@ func TestTargetStaysInsideRoot(t *testing.T) {
 	ok := []struct{ cwd, file, sid, ts, want string }{
 		{"/home/u/p", "--Users-u-p--/2026-01-01T00-00-00-000Z_abc.jsonl", "abc", "2026-01-01T00:00:00.000Z", "/r/sessions/--home-u-p--/2026-01-01T00-00-00-000Z_abc.jsonl"},
 		{"/home/u/p", "", "abc", "2026-01-01T00:00:00.000Z", "/r/sessions/--home-u-p--/2026-01-01T00-00-00-000Z_abc.jsonl"},
-		{"/../../etc", "x_abc.jsonl", "abc", "", "/r/sessions/--..-..-etc--/x_abc.jsonl"},
+		{"/../../etc", "x_abc.jsonl", "abc", "", "/r/sessions/--etc--/x_abc.jsonl"},
 		{"/p", "../../../etc/passwd_abc.jsonl", "abc", "2026-01-01T00:00:00.000Z", "/r/sessions/--p--/passwd_abc.jsonl"},
 		// A name without the session's id (another session's) is not
 		// taken: the session gets pi's name for it.
@@ -102,8 +129,21 @@ func TestMapHeaderKeepsEverythingElse(t *testing.T) {
 	if err != nil || string(out) != same {
 		t.Fatalf("unmapped header changed: %s %v", out, err)
 	}
-	if _, _, err := mapHeader([]byte(`{"type":"session","id":"s","cwd":7}`), m, "", ""); !errors.Is(err, ErrUnsafe) {
-		t.Errorf("non-string cwd: %v", err)
+	for in, why := range map[string]string{
+		`{"type":"session","id":"s","cwd":7}`:                      "the header's cwd is 7, not a path",
+		`{"type":"session","id":"s","cwd":""}`:                     "the header's cwd is empty",
+		`{"type":"session","id":"s"}`:                              "the header has no cwd",
+		`{"type":"session","id":"s","cwd":"/Users/ann/p","cwd":7}`: "the header's cwd is 7", // JSON.parse takes the last
+		`{"type":"session","id":"s","cwd":`:                        "header: ",
+	} {
+		_, _, err := mapHeader([]byte(in), m, "", "")
+		if !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), why) || strings.Count(err.Error(), ErrUnsafe.Error()) != 1 {
+			t.Errorf("mapHeader(%s): %v, want ErrUnsafe once, saying %q", in, err, why)
+		}
+	}
+	// The last cwd, a string after another kind: pi's, mapped.
+	if _, cwd, err := mapHeader([]byte(`{"type":"session","cwd":7,"cwd":"/Users/ann/p"}`), m, "", ""); err != nil || cwd != "/home/ann/p" {
+		t.Errorf("the last cwd: %q, %v", cwd, err)
 	}
 }
 
@@ -125,7 +165,7 @@ func TestMapHeaderParentBeside(t *testing.T) {
 		{"/Users/ann/p", "/Users/ann/.pi/agent/sessions/--Users-ann-q--/a.jsonl", origin,
 			"/home/ann/.pi/agent/sessions/--Users-ann-q--/a.jsonl"},
 		// Not a session file's name, or no origin file known.
-		{"/Users/ann/p", "/Users/ann/.pi/agent/sessions/--Users-ann-p--/..", origin, "/home/ann/.pi/agent/sessions/--Users-ann-p--/.."},
+		{"/Users/ann/p", "/Users/ann/.pi/agent/sessions/--Users-ann-p--/..", origin, "/home/ann/.pi/agent/sessions"},
 		{"/Users/ann/p", "/Users/ann/.pi/agent/sessions/--Users-ann-p--/a.jsonl", "", "/home/ann/.pi/agent/sessions/--Users-ann-p--/a.jsonl"},
 		{"/Users/ann/p", "/Users/ann/.pi/agent/sessions/--Users-ann-p--/a.jsonl", "f.jsonl", "/home/ann/.pi/agent/sessions/--Users-ann-p--/a.jsonl"},
 	} {

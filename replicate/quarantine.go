@@ -49,7 +49,7 @@ func (r *Replicator) quarantine(ctx context.Context, s *sess, err error) {
 		}
 	}
 	r.logger.Warn("a session from another machine cannot be written here; quarantined", "session", s.sid, "err", err,
-		"hint", "mend what the error names (a link where the session's file or folder should be: put the file or folder itself there; a cwd: PISYNC_PATH_MAP), then restart pisyncd: the session's lines are written then")
+		"hint", "mend what the error names (a link where the session's file or folder should be: put the file or folder itself there; an absolute cwd too long here or another system's: map it with PISYNC_PATH_MAP), then restart pisyncd: the session's lines are written then; a cwd that is missing, empty, not a string or not absolute was not written by pi, and only the session's writer can mend it")
 }
 
 // loadQuarantined queues again the lines, up to the saved position, of the
