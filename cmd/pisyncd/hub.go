@@ -697,7 +697,7 @@ func addNodeCommand(args []string, stdout io.Writer) error {
 		if hint := serviceStateDirHint(cfg); hint != "" {
 			fmt.Fprintf(stdout, "no hub node runs on this state dir, and %s\n", hint)
 		}
-		fmt.Fprintln(stdout, "then reload the running hub nodes: pisyncd hub reload on each (or SIGHUP), or restart them")
+		fmt.Fprintln(stdout, "then reload the running hub nodes: pisyncd hub reload on each (or SIGHUP), or restart them; a stock nats-server reads only its file: pisyncd hub config again, then nats-server --signal reload (=PID with more than one here)")
 	default:
 		fmt.Fprintf(stdout, "the hub node running here reloaded and admits %s\n", name)
 		if cfg.ClusterListen != "" || len(cfg.Routes) > 0 {
