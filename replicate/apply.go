@@ -399,7 +399,11 @@ func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 	if s.file.shrunk || s.file.unchecked || s.refillAll {
 		upTo := r.startPos // what this run did not read itself
 		if s.file.shrunk || s.refillAll {
-			upTo = 0 // all of it
+			// All it read: what PI_ALL holds past it comes through the
+			// run's consumer, in order. Up to the stream's end, a
+			// session let go of during a catch-up had every line not
+			// yet read taken for lost, and written ahead of its turn.
+			upTo = r.readPos // 0, none read yet: all of it
 		}
 		if err := r.refill(ctx, s, upTo); err != nil {
 			return err
@@ -474,6 +478,16 @@ func (r *Replicator) refill(ctx context.Context, s *sess, upTo uint64) error {
 	if err != nil {
 		return fmt.Errorf("replicator: lines of session %s that its file lost: %w", s.sid, err)
 	}
+	// Lines the run read and has not written yet are not lost: they
+	// wait in the queue already.
+	queued := make(map[[32]byte]struct{}, len(s.queue))
+	for _, ev := range s.queue {
+		queued[ev.Sha] = struct{}{}
+	}
+	missing = slices.DeleteFunc(missing, func(ev *eventlog.Event) bool {
+		_, ok := queued[ev.Sha]
+		return ok
+	})
 	if len(missing) > 0 {
 		r.logger.Warn("a session file here lost lines (truncated, or restored from an older copy): the lines this machine holds are written back",
 			"file", f.path, "session", s.sid, "lines", len(missing))

@@ -10,24 +10,34 @@ import (
 // line in all). A catch-up of 8,000 sessions of 40 lines kept 250 MB of it
 // after the last file was written, and the memory budget's Go limit was
 // within reach at 600,000 lines (a probe, 2026-12-07). So once the
-// sessions held know more than maxKnownLines lines, those left alone the
-// longest are let go of, down to half of it: nothing waits in them, and
-// nothing of theirs is in flight or out of the ordinary. A session let go
-// of with a file here is read again when a line of it comes: its file's
-// lines from the file, and every line of it PI_ALL holds that the file
-// lacks is written (refillAll, as for a file found cut short): what memory
-// knew of the file, its size, is what told a truncation apart. What is
-// lost is what a restart loses too: which node's line came first for an
-// entry id, and for a parent (a collision is then reported with this
-// node's name, a fork found later or not at all).
+// sessions held know more than maxKnownLines lines, those left alone for
+// letGoAfter are let go of, the longest alone first, down to half of it:
+// nothing waits in them, and nothing of theirs is in flight or out of the
+// ordinary. A session let go of with a file here is read again when a line
+// of it comes: its file's lines from the file, and every line of it
+// PI_ALL holds up to the position read that the file lacks is written
+// (refillAll, as for a file found cut short): what memory knew of the
+// file, its size, is what told a truncation apart. What is lost is what a
+// restart loses too: which node's line came first for an entry id, and
+// for a parent (a collision is then reported with this node's name, a fork
+// found later or not at all).
+//
+// Sessions written to within letGoAfter are kept, past the cap, up to
+// three times it: letting go of them by age alone thrashed. A session of
+// 120,000 lines and 200 sessions written at 2,000 lines a second were let
+// go of every second and read again at their next line, each a read of
+// its file and of its lines in PI_ALL, and new sessions waited minutes
+// behind those reads (a probe, 2026-12-07).
 const (
 	maxKnownLines = 100_000
+	letGoAfter    = 30 * time.Second
 	// sweepEvery spaces the counts of what the sessions know.
 	sweepEvery = time.Second
 )
 
-// sweep lets go of the sessions left alone the longest while the sessions
-// know more than r.knownCap lines (maxKnownLines; above).
+// sweep lets go of sessions while the sessions know more than r.knownCap
+// lines (maxKnownLines; above): those left alone for letGoAfter, down to
+// half of it, and past three times it any, the longest alone first.
 func (r *Replicator) sweep(now time.Time) {
 	if now.Sub(r.swept) < sweepEvery {
 		return
@@ -48,7 +58,8 @@ func (r *Replicator) sweep(now time.Time) {
 	}
 	slices.SortFunc(idle, func(a, b *sess) int { return a.used.Compare(b.used) })
 	for _, s := range idle {
-		if known <= r.knownCap/2 {
+		recent := now.Sub(s.used) < letGoAfter
+		if known <= r.knownCap/2 || recent && known <= 3*r.knownCap {
 			break
 		}
 		known -= s.known()

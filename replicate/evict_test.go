@@ -11,10 +11,11 @@ import (
 )
 
 // TestSweepLetsGoOfTheIdleSessions: once the sessions know more lines than
-// the cap, those left alone the longest are let go of, down to half the
-// cap, and a session with a line waiting, or a file not yet durable, is
-// kept whatever its age (the replicator kept everything for the run: a
-// catch-up probe, 2026-12-07).
+// the cap, those left alone for letGoAfter are let go of, the longest alone
+// first, down to half the cap, and a session with a line waiting, or a file
+// not yet durable, is kept whatever its age (the replicator kept everything
+// for the run: a catch-up probe, 2026-12-07). One written to within
+// letGoAfter is kept up to three times the cap (TestSweepKeepsTheBusy).
 func TestSweepLetsGoOfTheIdleSessions(t *testing.T) {
 	dir := t.TempDir()
 	r := New(nil, nil, nopTracker{}, Options{Root: dir, Node: "B"})
@@ -38,21 +39,65 @@ func TestSweepLetsGoOfTheIdleSessions(t *testing.T) {
 	dirty.file.dirty = true
 	mk("recent", 3, time.Second)
 
-	r.sweep(now) // 15 lines known, the cap 8: down to 4 at most, the plain ones oldest first
-	for sid, want := range map[string]bool{"oldest": false, "older": false, "recent": false, "waiting": true, "dirty": true} {
+	r.sweep(now) // 15 lines known, the cap 8: down to 4 at most, the plain ones left alone oldest first
+	for sid, want := range map[string]bool{"oldest": false, "older": false, "recent": true, "waiting": true, "dirty": true} {
 		_, kept := r.sessions[sid]
 		_, file := r.files[filepath.Join(dir, sid+".jsonl")]
 		if kept != want || file != want {
 			t.Errorf("%s: kept %v, its file %v; want %v", sid, kept, file, want)
 		}
 	}
-	if got := r.Stats().LetGo; got != 3 {
-		t.Errorf("let go of %d sessions, want 3", got)
+	if got := r.Stats().LetGo; got != 2 {
+		t.Errorf("let go of %d sessions, want 2", got)
 	}
 	// Under the cap, nothing more goes (and a second sweep within a
 	// second does not count at all).
 	r.sweep(now.Add(2 * time.Second))
-	if len(r.sessions) != 2 {
-		t.Errorf("%d sessions after a sweep under the cap, want 2", len(r.sessions))
+	if len(r.sessions) != 3 {
+		t.Errorf("%d sessions after a sweep under the cap, want 3", len(r.sessions))
+	}
+}
+
+// TestSweepKeepsTheBusy: sessions written to within letGoAfter stay past
+// the cap, up to three times it, and past that the longest alone go first,
+// down to three times the cap. Let go of by age alone, a session of
+// 120,000 lines and 200 sessions written at 2,000 lines a second were let
+// go of every second and read again at their next line, and new sessions
+// waited minutes behind those reads (a probe, 2026-12-07).
+func TestSweepKeepsTheBusy(t *testing.T) {
+	dir := t.TempDir()
+	r := New(nil, nil, nopTracker{}, Options{Root: dir, Node: "B"})
+	r.knownCap = 10
+	now := time.Now()
+	mk := func(sid string, lines int, age time.Duration) {
+		s := r.session(sid)
+		s.used = now.Add(-age)
+		f := newReplica(filepath.Join(dir, sid+".jsonl"), sid)
+		for i := range lines {
+			f.shas[sha256.Sum256(fmt.Appendf(nil, "%s-%d", sid, i))] = struct{}{}
+		}
+		s.file, r.files[f.path] = f, f
+	}
+	for i := range 5 {
+		mk(fmt.Sprintf("busy%d", i), 5, time.Duration(i)*time.Second)
+	}
+	r.sweep(now) // 25 known, over the cap of 10 and under 30: all written to within letGoAfter
+	if len(r.sessions) != 5 || r.Stats().LetGo != 0 {
+		t.Fatalf("%d of 5 busy sessions kept, %d let go of", len(r.sessions), r.Stats().LetGo)
+	}
+	mk("big", 12, -2*time.Second) // written to just now: 37 known, past three times the cap
+	r.sweep(now.Add(2 * time.Second))
+	// The busy ones left alone longest go, down to 30 at most: busy4 and
+	// busy3 (27 left), though each was written to within letGoAfter.
+	for sid, want := range map[string]bool{"busy4": false, "busy3": false, "busy2": true, "busy1": true, "busy0": true, "big": true} {
+		if _, kept := r.sessions[sid]; kept != want {
+			t.Errorf("past three times the cap: %s kept %v, want %v", sid, kept, want)
+		}
+	}
+	if got := r.Stats().LetGo; got != 2 {
+		t.Errorf("let go of %d sessions, want 2", got)
+	}
+	if _, ok := r.letGoOf["busy4"]; !ok {
+		t.Error("busy4 let go of without being marked to be read again")
 	}
 }

@@ -105,6 +105,9 @@ type Replicator struct {
 	// startPos is the saved position the current run resumed from: the
 	// lines up to it were written before, by this run's predecessors.
 	startPos uint64
+	// readPos is the last event of PI_ALL the run has read: what follows
+	// comes through its consumer. Owned by the Run goroutine.
+	readPos uint64
 	// headerless are the sessions recorded as waiting for their header
 	// (headerless.go); headerlessFull says the log said there are more.
 	// Owned by the Run goroutine.
@@ -296,7 +299,7 @@ func (r *Replicator) run(ctx context.Context) error {
 	}
 	// Events held in memory are re-read from the stream: start clean.
 	r.sessions, r.files, r.nodes, r.letGoOf = map[string]*sess{}, map[string]*replica{}, map[string]string{}, map[string]struct{}{}
-	r.startPos = pos
+	r.startPos, r.readPos = pos, pos
 	r.waiting.Store(0)
 	if err := r.loadHeaderless(ctx); err != nil {
 		return err
@@ -371,7 +374,7 @@ func (r *Replicator) run(ctx context.Context) error {
 			if !take {
 				continue
 			}
-			last = seq
+			last, r.readPos = seq, seq
 			ev, err := asm.Add(eventlog.AllStream, msg.Subject(), last, msg.Headers(), msg.Data())
 			if err != nil {
 				r.logger.Warn("replicator: skipping an unreadable event", "subject", msg.Subject(), "seq", last, "err", err)
