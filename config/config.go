@@ -55,7 +55,7 @@ type Config struct {
 	HubCompression string        `envconfig:"HUB_COMPRESSION" default:"auto" desc:"compression of the link to the hub: auto (nats-server's s2_auto: none on a link of under 10 ms, more the slower it is), off, fast, better or best; sealed lines do not compress, so a team that encrypts saves the work with off"`
 	PathMap        string        `envconfig:"PATH_MAP" desc:"comma-separated FROM=TO absolute path prefixes applied to remote sessions' cwd and parentSession, e.g. /Users/ann=/home/ann"`
 	Delete         string        `envconfig:"DELETE" default:"trash" desc:"what a session deleted on another machine does here: trash (move to SESSIONS_DIR/.pisyncd-trash) or ignore"`
-	IdleAfter      time.Duration `envconfig:"IDLE_AFTER" default:"1s" desc:"remote lines are appended to a file only after a local pi has not written it for this long"`
+	IdleAfter      time.Duration `envconfig:"IDLE_AFTER" default:"1s" desc:"remote lines are appended to a file only after a local pi has not written it for this long (100ms to 1h)"`
 
 	Rules string `envconfig:"RULES" default:"auto" desc:"the context rules every session's context and views follow: auto (pi-1.6 for a session holding a line only pi >= 0.86 writes, seed otherwise), seed (pi 0.85.1 plus retainedTail, the project's contract) or pi-1.6 (docs/RULES.md)"`
 
@@ -150,6 +150,12 @@ func (c *Config) lowerNames() {
 // local partial line left unchanged for 60 times it (replicate's
 // crashAfter), which at 1 ms cut into lines pi was still writing.
 const minIdleAfter = 100 * time.Millisecond
+
+// maxIdleAfter is the most PISYNC_IDLE_AFTER: past it a session pi wrote
+// in the last hour would get no line from another machine, unsaid, and 60
+// times a value past about 42,700 h overflowed, so a partial line pi was
+// still writing was taken for a crash's at once and ended (a probe).
+const maxIdleAfter = time.Hour
 
 func (c *Config) fillDefaults(getenv func(string) string, home func() (string, error)) error {
 	if err := pathSettings(Prefix, home, map[string]*string{
@@ -280,6 +286,9 @@ func (c *Config) Validate() error {
 	errs = append(errs, checkTrustedNodes(c.TrustedNodes), checkWebHosts(c.WebHosts))
 	if c.RemoteSessionsPerHour < 0 || c.RemoteBytesPerHour < 0 {
 		errs = append(errs, fmt.Errorf("%s_REMOTE_SESSIONS_PER_HOUR and %s_REMOTE_BYTES_PER_HOUR: want 0 (no limit) or more", Prefix, Prefix))
+	}
+	if c.IdleAfter > maxIdleAfter {
+		errs = append(errs, fmt.Errorf("%s_IDLE_AFTER %v: want at most %v: remote lines wait for a file pi has not written for this long, so a session in use would get none", Prefix, c.IdleAfter, maxIdleAfter))
 	}
 	if c.IdleAfter < minIdleAfter && c.IdleAfter != 0 { // 0: unset (Load refuses it, naming the default)
 		errs = append(errs, fmt.Errorf("%s_IDLE_AFTER %v: want at least %v: a line pi leaves without its newline for 60 times this long is taken for a crash's and ended, and a slow writer's line would be cut", Prefix, c.IdleAfter, minIdleAfter))

@@ -409,11 +409,18 @@ func TestSettingMistakes(t *testing.T) {
 		{"PISYNC_MAX_STORE", "99999999999999999999", `PISYNC_MAX_STORE "99999999999999999999": too large: at most 4194304TiB`},
 		{"PISYNC_HUB_INSECURE", "maybe", `PISYNC_HUB_INSECURE "maybe": want true or false`},
 		{"PISYNC_WORKERS", "8x", `PISYNC_WORKERS "8x": want a whole number`},
+		// Base 10: "010" was 8, "0x10" 16 (a probe).
+		{"PISYNC_WORKERS", "0x10", `PISYNC_WORKERS "0x10": want a whole number`},
+		{"PISYNC_WORKERS", "1_0", `PISYNC_WORKERS "1_0": want a whole number`},
+		{"PISYNC_REMOTE_SESSIONS_PER_HOUR", "99999999999999999999", `PISYNC_REMOTE_SESSIONS_PER_HOUR "99999999999999999999": too large a number`},
 		// Relative folders: a service and a shell found them in two places.
 		{"PISYNC_STATE_DIR", "st", `PISYNC_STATE_DIR "st" is a relative path, which each command would find from the folder it runs in (/ for a service): give an absolute path (~/ is expanded)`},
 		{"PISYNC_SESSIONS_DIR", "./s", `PISYNC_SESSIONS_DIR "./s" is a relative path, which each command would find from the folder it runs in (/ for a service): give an absolute path (~/ is expanded)`},
 		// Short enough to cut into a line pi is still writing.
 		{"PISYNC_IDLE_AFTER", "1ms", `PISYNC_IDLE_AFTER 1ms: want at least 100ms: a line pi leaves without its newline for 60 times this long is taken for a crash's and ended, and a slow writer's line would be cut`},
+		// Past an hour; 60 times 50000h overflowed, and a partial line pi
+		// was writing was ended at once (a probe).
+		{"PISYNC_IDLE_AFTER", "50000h", `PISYNC_IDLE_AFTER 50000h0m0s: want at most 1h0m0s: remote lines wait for a file pi has not written for this long, so a session in use would get none`},
 	} {
 		t.Run(c.key, func(t *testing.T) {
 			t.Setenv(c.key, c.val)
@@ -425,6 +432,10 @@ func TestSettingMistakes(t *testing.T) {
 	t.Setenv("PISYNC_HUB_REPLICAS", "three")
 	if _, err := LoadHub(); err == nil || err.Error() != `PISYNC_HUB_REPLICAS "three": want a whole number` {
 		t.Errorf("the hub's: %v", err)
+	}
+	t.Setenv("PISYNC_HUB_REPLICAS", "01") // not octal: 010 was 8
+	if c, err := LoadHub(); err != nil || c.Replicas != 1 {
+		t.Errorf("PISYNC_HUB_REPLICAS=01: %v; want 1", err)
 	}
 	os.Unsetenv("PISYNC_HUB_REPLICAS") // t.Setenv puts it back
 	// A hub store that can hold nothing, or 0 (before: nats-server's

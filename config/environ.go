@@ -44,15 +44,20 @@ func process(prefix string, spec any) error {
 		}
 		f := v.Field(i)
 		if err := setField(f, value); err != nil {
-			if errors.Is(err, errSizeTooLarge) {
-				// Well formed: "want a size such as 64MiB" read as a typo.
-				return fmt.Errorf("%s %q: %w", key, value, errSizeTooLarge)
+			for _, tooLarge := range []error{errSizeTooLarge, errIntTooLarge} {
+				if errors.Is(err, tooLarge) {
+					// Well formed: "want a size such as 64MiB" read as a typo.
+					return fmt.Errorf("%s %q: %w", key, value, tooLarge)
+				}
 			}
 			return fmt.Errorf("%s %q: want %s", key, value, wantOf(f))
 		}
 	}
 	return nil
 }
+
+// errIntTooLarge is a whole number past what its setting can hold.
+var errIntTooLarge = errors.New("too large a number")
 
 // setField converts value into f, for the kinds of field Config and Hub
 // have, as envconfig does.
@@ -78,7 +83,12 @@ func setField(f reflect.Value, value string) error {
 		}
 		f.SetBool(b)
 	case reflect.Int:
-		n, err := strconv.ParseInt(value, 0, f.Type().Bits())
+		// Base 10 only: with base 0, "010" was 8 and "0x10" 16, where a
+		// user writing a count means ten.
+		n, err := strconv.ParseInt(value, 10, f.Type().Bits())
+		if errors.Is(err, strconv.ErrRange) {
+			return errIntTooLarge
+		}
 		if err != nil {
 			return err
 		}
