@@ -359,7 +359,7 @@ func hubConfig(cfg *config.Hub, logger *slog.Logger) (embedded.HubConfig, error)
 }
 
 // hubFilesReadable says which of the hub's TLS, route secret and node
-// files its process may not read, with whose they are and the fix. The
+// files is not a file, or one its process may not read, with whose they are and the fix. The
 // files are 0600, so made by root (or renewed or registered with sudo,
 // before those kept the owner) for a hub that runs as a user of its own,
 // they stop it at start or reload, where the error said only "permission
@@ -379,9 +379,15 @@ func hubFilesReadable(cfg *config.Hub) error {
 		if f.path == "" {
 			continue
 		}
-		fh, err := os.Open(f.path)
+		// Not blocking: a named pipe in a file's place made the open
+		// wait for a writer for ever, the hub deaf to one SIGTERM.
+		fh, err := os.OpenFile(f.path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if err == nil {
+			st, serr := fh.Stat()
 			fh.Close()
+			if serr == nil && !st.Mode().IsRegular() && !(st.IsDir() && f.path == cfg.NodesDir) {
+				return fmt.Errorf("%s_%s %s is not a file (%s): the hub's server reads it at start and at each reload; give a file there", config.HubPrefix, f.env, f.path, kindOf(st.Mode()))
+			}
 			continue
 		}
 		if errors.Is(err, fs.ErrNotExist) && f.env != "NODES_DIR" {
@@ -796,4 +802,19 @@ func ipStrings(c *x509.Certificate) []string {
 		out = append(out, ip.String())
 	}
 	return out
+}
+
+// kindOf names a file mode's kind of file for a message.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a folder"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
 }

@@ -14,11 +14,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/testenv"
 )
 
 // TestHubCertsKeepsCA: `hub certs DIR --hosts ...` over a folder that held
@@ -234,6 +236,38 @@ func TestHubFileMissing(t *testing.T) {
 	}
 	if err := hubFilesReadable(&config.Hub{StateDir: dir, NodesDir: filepath.Join(dir, "nodes")}); err != nil {
 		t.Errorf("a nodes dir not made yet: %v", err)
+	}
+}
+
+// TestHubFileNotAFile: a named pipe or a folder where the hub wants a file
+// stops its start at once, naming the setting; a pipe made the start wait
+// for a writer for ever, deaf to one SIGTERM (a probe). The check runs under
+// a deadline (testenv.Within), so a hang fails the test, not the run.
+func TestHubFileNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	nodes := filepath.Join(dir, "nodes")
+	os.MkdirAll(nodes, 0o700)
+	if err := syscall.Mkfifo(filepath.Join(nodes, "ws.json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		h    *config.Hub
+		want string
+	}{
+		{&config.Hub{StateDir: dir, TLSCert: fifo, TLSKey: fifo}, "PISYNC_HUB_TLS_CERT " + fifo + " is not a file (a named pipe)"},
+		{&config.Hub{StateDir: dir, RouteSecret: fifo}, "PISYNC_HUB_ROUTE_SECRET " + fifo + " is not a file (a named pipe)"},
+		{&config.Hub{StateDir: dir, TLSCA: dir}, "PISYNC_HUB_TLS_CA " + dir + " is not a file (a folder)"},
+		{&config.Hub{StateDir: dir, NodesDir: nodes}, "PISYNC_HUB_NODES_DIR " + filepath.Join(nodes, "ws.json") + " is not a file (a named pipe)"},
+	} {
+		var err error
+		testenv.Within(t, 10*time.Second, "hubFilesReadable", func() { err = hubFilesReadable(c.h) })
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want %q", err, c.want)
+		}
 	}
 }
 
