@@ -81,7 +81,7 @@ func Check(ev *eventlog.Event, maxLine int) *Rejection {
 		return rej(BadSubject, "%v", err) // no subject or key is built from it here
 	}
 	if len(ev.Raw) > maxLine {
-		return rej(TooLong, "%d bytes, limit %d", len(ev.Raw), maxLine)
+		return rej(TooLong, "%s", eventlog.TooLongDetail(fmt.Sprintf("a line of %d bytes", len(ev.Raw)), maxLine))
 	}
 	if ev.File != "" {
 		if err := ValidFile(ev.File); err != nil {

@@ -19,6 +19,7 @@ import (
 // admission point gives the others.
 const (
 	rejectBrokenChunks = "broken-chunk-run"
+	rejectTooLong      = "too-long" // admit.TooLong: the same label as the gate's
 	rejectBadSubject   = "bad-subject"
 	rejectShaMismatch  = "headers-disagree-with-payload"
 )
@@ -176,8 +177,12 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 	case cerr != nil:
 		f.rejectRun(h, node, sid, cerr.Error())
 		return nil, nil
-	case n > maxChunks || len(m.Data()) > MaxChunk:
-		f.rejectRun(h, node, sid, fmt.Sprintf("%d chunks, at most %d of %d bytes each", n, maxChunks, MaxChunk))
+	case len(m.Data()) > MaxChunk:
+		f.rejectRun(h, node, sid, fmt.Sprintf("a chunk of %d bytes, more than %d", len(m.Data()), MaxChunk))
+		f.dropRest(subj, i, n)
+		return nil, nil
+	case n > maxChunks:
+		f.rejectRunAs(h, node, sid, rejectTooLong, f.tooLong(fmt.Sprintf("a line of %d chunks of up to %d bytes", n, MaxChunk)))
 		f.dropRest(subj, i, n)
 		return nil, nil
 	case i > 1 && len(f.run) == 0:
@@ -189,7 +194,7 @@ func (f *framer) add(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMe
 	f.runSize += len(m.Data())
 	if f.runSize > f.maxLine {
 		f.run, f.runSize = nil, 0
-		f.rejectRun(h, node, sid, fmt.Sprintf("line longer than %d bytes", f.maxLine))
+		f.rejectRunAs(h, node, sid, rejectTooLong, f.tooLong("a line"))
 		f.dropRest(subj, i, n)
 		return nil, nil
 	}
@@ -376,7 +381,7 @@ func (f *framer) addSealed(ctx context.Context, node, tok string, run []jetstrea
 	}
 	ev.Seq = meta.Sequence.Stream
 	if len(ev.Raw) > f.maxLine {
-		f.reject(node, ev.SID, rejectBrokenChunks, fmt.Sprintf("line longer than %d bytes", f.maxLine))
+		f.reject(node, ev.SID, rejectTooLong, f.tooLong(fmt.Sprintf("a line of %d bytes", len(ev.Raw))))
 		return nil, nil
 	}
 	if (ev.Op == "" || ev.Sha != [32]byte{}) && sha256.Sum256(ev.Raw) != ev.Sha {
@@ -534,11 +539,26 @@ func (f *framer) dropRest(subj string, i, n int) {
 // line's does, and any line's while encryption is on here (every line of
 // the team is sealed then).
 func (f *framer) rejectRun(h nats.Header, node, sid, detail string) {
+	f.rejectRunAs(h, node, sid, rejectBrokenChunks, detail)
+}
+
+// rejectRunAs is rejectRun for another reason than a broken run.
+func (f *framer) rejectRunAs(h nats.Header, node, sid, reason, detail string) {
 	if h.Get(HdrSeal) != "" || f.d.opts.Crypt != nil && f.d.opts.Crypt.always {
-		f.rejectUnopened(node, sid, rejectBrokenChunks, detail)
+		f.rejectUnopened(node, sid, reason, detail)
 		return
 	}
-	f.reject(node, sid, rejectBrokenChunks, detail)
+	f.reject(node, sid, reason, detail)
+}
+
+func (f *framer) tooLong(what string) string { return TooLongDetail(what, f.maxLine) }
+
+// TooLongDetail says why a line (what) past this machine's longest,
+// maxLine, is not copied, and what would copy the next: the sender's
+// PISYNC_MAX_LINE may be larger. The line is not copied later: the
+// position moves past it.
+func TooLongDetail(what string, maxLine int) string {
+	return fmt.Sprintf("%s, longer than this machine's PISYNC_MAX_LINE (%d bytes): not copied here, now or later; raise PISYNC_MAX_LINE here to at least the sender's to copy such lines", what, maxLine)
 }
 
 // rejectUnopened passes over a message that names its session's token

@@ -3,6 +3,7 @@ package eventlog_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -494,5 +495,46 @@ func cutLeaf(t *testing.T, ws *embedded.Server) {
 		if err := ws.NATS().DisconnectClientByID(l.ID); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestLineLongerThanHereNamesTheSetting: a line longer than this machine's
+// PISYNC_MAX_LINE (a teammate's is larger) is passed over as too long,
+// naming the setting and what copies such lines, in one chunk or in many,
+// and the lines around it are copied. Before, a line of many chunks was
+// "a broken chunk run" naming chunk counts (a probe, 2026-12-07).
+func TestLineLongerThanHereNamesTheSetting(t *testing.T) {
+	hubJS, ws, all := hubAndLeaf(t)
+	ctx := context.Background()
+	pub := eventlog.NewPublisher(hubJS.Conn(), hubJS, 10*time.Second)
+	const maxLine = 64 << 10
+	var lines []eventlog.Line
+	lines = append(lines, mkLines(1, 100, "before")...)
+	lines = append(lines, mkLines(1, 100<<10, "one")...)              // one chunk, past maxLine
+	lines = append(lines, mkLines(1, 3*eventlog.MaxChunk, "many")...) // four chunks, past the two maxLine allows
+	lines = append(lines, mkLines(1, 100, "after")...)
+	if _, _, err := pub.Publish(ctx, eventlog.UpSubject("n2", "s1"), 0, lines); err != nil {
+		t.Fatal(err)
+	}
+	var log testenv.LogBuffer
+	gate := admit.New("w1", admit.Limits{MaxLine: maxLine}, all, log.Logger())
+	nc, err := ws.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	d, err := eventlog.NewDownloader(nc, all, embedded.HubDomain, eventlog.DownloaderOptions{Admit: gate, MaxLine: maxLine, HubLink: ws.HubLink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := goRun(t, d)
+	defer stop()
+	waitCount(t, all, 2)
+	testenv.WaitFor(t, 10*time.Second, func() (bool, string) {
+		st := gate.Stats()
+		return st.ByOrigin["n2"].ByReason[admit.TooLong] == 2, fmt.Sprintf("%+v", st)
+	})
+	if !strings.Contains(log.String(), "longer than this machine's PISYNC_MAX_LINE (65536 bytes): not copied here, now or later; raise PISYNC_MAX_LINE here") {
+		t.Errorf("the rejection does not name the setting:\n%s", log.String())
 	}
 }
