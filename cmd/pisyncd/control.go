@@ -180,6 +180,15 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 	}
 	if d.searchW != nil {
 		ss := d.searchW.Stats()
+		// What search answers with: before the index follows its
+		// streams (until the first read is projected), Stats' lag is 0,
+		// and status said "up to date" while search said lines were
+		// missing (a probe).
+		ictx, cancel := context.WithTimeout(ctx, streamInfoTimeout)
+		if n, uerr := d.searchW.Unindexed(ictx); uerr == nil {
+			ss.Lag = n
+		}
+		cancel()
 		st.Search = &ss
 	}
 	if d.fwd != nil {
