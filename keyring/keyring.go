@@ -214,6 +214,11 @@ func Load(path string) (*Ring, error) {
 	if err != nil {
 		return nil, fmt.Errorf("keyring: %w", err)
 	}
+	if !fi.Mode().IsRegular() {
+		// Before the mode: "chmod 600 it" of PISYNC_KEY_FILE=/tmp
+		// advised closing /tmp (a probe).
+		return nil, fmt.Errorf("keyring: %s is not a file (mode %v): PISYNC_KEY_FILE names the team key's file, which pisyncd key init or import writes", path, fi.Mode())
+	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("keyring: %s is readable by others (mode %v): chmod 600 it", path, fi.Mode().Perm())
 	}

@@ -50,6 +50,11 @@ func TestSaveLoadRotate(t *testing.T) {
 	if _, err := Load(filepath.Join(t.TempDir(), "none")); !errors.Is(err, ErrNoKeyring) {
 		t.Fatalf("missing: %v", err)
 	}
+	// A folder (PISYNC_KEY_FILE=/tmp) is not a file; "chmod 600 it"
+	// advised closing /tmp.
+	if _, err := Load(os.TempDir()); err == nil || !strings.Contains(err.Error(), "is not a file") || strings.Contains(err.Error(), "chmod") {
+		t.Fatalf("a folder: %v", err)
+	}
 }
 
 func TestExportImport(t *testing.T) {
