@@ -9,8 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"text/template"
+
+	"github.com/pisyncd/pisyncd/config"
 )
 
 const serviceUsage = "pisyncd service [systemd|launchd] [--install]"
@@ -153,7 +156,7 @@ func serviceCommand(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("service: %w", err)
 	}
-	return writeService(kind, exe, home, install, stdout)
+	return writeService(kind, exe, home, install, setHere(os.Environ()), stdout)
 }
 
 // serviceArgs reads `[systemd|launchd] [--install]` for command cmd: the
@@ -186,9 +189,23 @@ func nativeService() string {
 	return "systemd"
 }
 
+// setHere names the daemon's settings environ sets (PISYNC_*): a service
+// does not see them.
+func setHere(environ []string) []string {
+	var set []string
+	for _, kv := range environ {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, config.Prefix+"_") {
+			set = append(set, name)
+		}
+	}
+	slices.Sort(set)
+	return set
+}
+
 // writeService prints the service file of kind for exe or, with install,
-// writes it where the service manager looks.
-func writeService(kind, exe, home string, install bool, stdout io.Writer) error {
+// writes it where the service manager looks, and says which settings set
+// here (set) the service will not see.
+func writeService(kind, exe, home string, install bool, set []string, stdout io.Writer) error {
 	data, err := serviceFile(kind, exe, home)
 	if err != nil {
 		return err
@@ -209,7 +226,9 @@ func writeService(kind, exe, home string, install bool, stdout io.Writer) error 
 		path = filepath.Join(home, "Library", "LaunchAgents", "io.pisyncd.plist")
 		next = "launchctl load -w " + path
 	}
-	if _, err := os.Stat(path); err == nil {
+	// Lstat: a link left in the file's place (dangling, say) was
+	// written through, to wherever it pointed.
+	if _, err := os.Lstat(path); err == nil {
 		return fmt.Errorf("service: %s exists already; remove it first or print the file without --install", path)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("service: %w", err)
@@ -220,6 +239,15 @@ func writeService(kind, exe, home string, install bool, stdout io.Writer) error 
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return fmt.Errorf("service: %w", err)
 	}
-	_, err = fmt.Fprintf(stdout, "wrote %s\nstart it with: %s\n", path, next)
+	if _, err = fmt.Fprintf(stdout, "wrote %s\nstart it with: %s\n", path, next); err != nil || len(set) == 0 {
+		return err
+	}
+	// The unit was written with none of them: a service started with
+	// another state dir, or no hub, unsaid (a probe).
+	where := "put them in " + filepath.Join(home, ".config", "pisyncd", "env") + " (NAME=value, a line each) before starting it"
+	if kind == "launchd" {
+		where = "add them to the plist's EnvironmentVariables before loading it"
+	}
+	_, err = fmt.Fprintf(stdout, "set in this shell, not in the service: %s; %s\n", strings.Join(set, ", "), where)
 	return err
 }

@@ -36,15 +36,32 @@ func TestServiceFiles(t *testing.T) {
 	}
 	home := t.TempDir()
 	var out bytes.Buffer
-	if err := writeService("systemd", "/opt/bin/pisyncd", home, true, &out); err != nil {
+	if err := writeService("systemd", "/opt/bin/pisyncd", home, true, setHere([]string{"HOME=/h", "PISYNC_STATE_DIR=/s", "PISYNC_HUB_URLS=x"}), &out); err != nil {
 		t.Fatal(err)
+	}
+	// Settings of the shell the service will not see are named, with
+	// where they go (a probe: the unit was written without a word).
+	if want := "set in this shell, not in the service: PISYNC_HUB_URLS, PISYNC_STATE_DIR; put them in " + filepath.Join(home, ".config", "pisyncd", "env"); !strings.Contains(out.String(), want) {
+		t.Errorf("install output %q, want it to say %q", out.String(), want)
 	}
 	p := filepath.Join(home, ".config", "systemd", "user", "pisyncd.service")
 	if st, err := os.Stat(p); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("installed unit: %v %v", st, err)
 	}
-	if err := writeService("systemd", "/opt/bin/pisyncd", home, true, &out); err == nil || !strings.Contains(err.Error(), "exists already") {
+	if err := writeService("systemd", "/opt/bin/pisyncd", home, true, nil, &out); err == nil || !strings.Contains(err.Error(), "exists already") {
 		t.Errorf("second install: %v", err)
+	}
+	// A link in the unit's place, dangling: not written through.
+	os.Remove(p)
+	target := filepath.Join(home, "elsewhere")
+	if err := os.Symlink(target, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeService("systemd", "/opt/bin/pisyncd", home, true, nil, &out); err == nil || !strings.Contains(err.Error(), "exists already") {
+		t.Errorf("install over a dangling link: %v", err)
+	}
+	if _, err := os.Stat(target); err == nil {
+		t.Error("the install wrote through a link in the unit's place")
 	}
 }
 
