@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"time"
 )
 
 // LimitListener bounds the connections l holds open to total, the last
@@ -15,8 +16,17 @@ import (
 // in the reserve, another user's is closed at once. Whose a connection is
 // costs a question to the kernel (a read of /proc/net/tcp where it gives
 // no answer), so it is asked only in the reserve.
-func LimitListener(l net.Listener, total, reserved int) net.Listener {
-	return &ownerListener{Listener: l, slots: make(chan struct{}, total), open: total - reserved, uid: os.Getuid()}
+//
+// A write that waits longer than stall for the client to read (0: for
+// ever) fails, and the request writing it ends: an answer is written while
+// what it was read from is held (a whole session's read slot, a context
+// query's, a stream reader's buffer), and two clients that stopped reading
+// held every whole-session read of the web view, and 190 the daemon's
+// memory at twice its budget, for as long as they stayed (a probe,
+// 2026-12-07). Each write sets its own deadline, so a stream quiet for
+// longer (a tail, the view's events) is not cut.
+func LimitListener(l net.Listener, total, reserved int, stall time.Duration) net.Listener {
+	return &ownerListener{Listener: l, slots: make(chan struct{}, total), open: total - reserved, uid: os.Getuid(), stall: stall}
 }
 
 type ownerListener struct {
@@ -24,6 +34,7 @@ type ownerListener struct {
 	slots chan struct{} // one per open connection
 	open  int           // connections anyone may hold; the rest are this user's
 	uid   int
+	stall time.Duration
 }
 
 func (l *ownerListener) Accept() (net.Conn, error) {
@@ -41,15 +52,24 @@ func (l *ownerListener) Accept() (net.Conn, error) {
 				continue
 			}
 		}
-		return &ownedConn{Conn: c, release: func() { <-l.slots }}, nil
+		return &ownedConn{Conn: c, release: func() { <-l.slots }, stall: l.stall}, nil
 	}
 }
 
-// ownedConn gives its slot back once, at its first Close.
+// ownedConn gives its slot back once, at its first Close, and bounds each
+// write's wait for the client by stall.
 type ownedConn struct {
 	net.Conn
 	once    sync.Once
 	release func()
+	stall   time.Duration
+}
+
+func (c *ownedConn) Write(p []byte) (int, error) {
+	if c.stall > 0 {
+		c.Conn.SetWriteDeadline(time.Now().Add(c.stall))
+	}
+	return c.Conn.Write(p)
 }
 
 func (c *ownedConn) Close() error {

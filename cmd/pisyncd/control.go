@@ -45,8 +45,18 @@ func listenControl(stateDir string) (net.Listener, error) {
 		ln.Close()
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	return web.LimitListener(ln, maxControlConns, 0), nil
+	return web.LimitListener(ln, maxControlConns, 0, controlStall), nil
 }
+
+// controlStall and webStall bound how long an answer's write waits for its
+// client to read (web.LimitListener): an answer holds what it is read from
+// until it is written. A command's output piped into a pager that is not
+// read on (`pisyncd events SID | less`) is cut after two minutes; a
+// browser reads at once.
+const (
+	controlStall = 2 * time.Minute
+	webStall     = 30 * time.Second
+)
 
 // maxControlConns bounds the control socket's open connections, as
 // maxHTTPConns bounds the web port's: each is a file descriptor the tailer
@@ -56,6 +66,12 @@ func listenControl(stateDir string) (net.Listener, error) {
 // Past it a new connection waits to be accepted. Only the daemon's user
 // reaches the socket (0600), so none is reserved.
 const maxControlConns = 256
+
+// maxEventReads bounds the `pisyncd events` answers read at once; more
+// wait for one to end. Each reads its session through a buffer of up to
+// 8 MiB, and 190 readers that did not read on held 1.2 GB (a probe,
+// 2026-12-07).
+const maxEventReads = 8
 
 // maxTails bounds the `pisyncd tail` streams open at once, below
 // maxControlConns: each holds its connection for as long as it follows,
@@ -224,10 +240,17 @@ func (d *Daemon) controlHandler() http.Handler {
 		st, _ := d.status(r.Context())
 		writeJSON(w, st)
 	})
+	reads := make(chan struct{}, maxEventReads)
 	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) {
 		sid := r.URL.Query().Get("session")
 		if err := eventlog.CheckSID(sid); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest) // no subject is built from it
+			return
+		}
+		select {
+		case reads <- struct{}{}:
+			defer func() { <-reads }()
+		case <-r.Context().Done():
 			return
 		}
 		w.Header().Set("Content-Type", "application/x-ndjson")

@@ -546,7 +546,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			ctl.Close()
 			return inUse(fmt.Errorf("http listener: %w", err), listener{config.Prefix + "_HTTP_ADDR", d.cfg.HTTPAddr})
 		}
-		httpLn = web.LimitListener(httpLn, maxHTTPConns, ownHTTPConns)
+		httpLn = web.LimitListener(httpLn, maxHTTPConns, ownHTTPConns, webStall)
 	}
 
 	if err := d.resumeErases(ctx); err != nil {
