@@ -76,7 +76,7 @@ func searchCommand(args []string, stdout io.Writer) error {
 func printHits(w io.Writer, res search.Result) error {
 	fmt.Fprintln(w, cli.Plural(int(res.Total), "hit", "hits"))
 	if res.Approximate {
-		fmt.Fprintf(w, "(phrases matched as their words in any order: in order took longer than %v)\n", search.PhraseBudget)
+		fmt.Fprintf(w, "(phrases matched as their words in any order, excluded phrases not excluded: in order took longer than %v)\n", search.PhraseBudget)
 	}
 	if res.Unindexed > 0 {
 		lines := fmt.Sprintf("%d lines", res.Unindexed)

@@ -204,7 +204,7 @@
       var total = (d && d.total) || hits.length;
       out.replaceChildren(pi.el('div', 'note', (total === 1 ? '1 hit' : total + ' hits') +
         (total > hits.length ? ' (best ' + hits.length + ' shown)' : '') +
-        (d && d.approximate ? ' (phrases matched as their words in any order: in order took too long)' : '') +
+        (d && d.approximate ? ' (phrases matched as their words in any order, excluded phrases not excluded: in order took too long)' : '') +
         (d && d.unindexed > 0 ? ' (the index has yet to add ' + (d.unindexed === 1 ? '1 line' : d.unindexed + ' lines') + ': hits among them are missing)' : '')));
       var byId = {};
       (all || []).forEach(function (s) { byId[s.id] = s; });
