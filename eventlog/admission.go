@@ -48,6 +48,10 @@ type framer struct {
 	// session that PI_ALL holds or that was examined since (All.lastSrc),
 	// for sealed lines and, after the hub's store was replaced, for all.
 	held map[pair]uint64
+	// copies: the hashes of the lines PI_ALL holds of an origin's
+	// session, read when a plain line of it comes at or before its held
+	// position after the hub's store was replaced (holdsCopy).
+	copies map[pair]map[[32]byte]struct{}
 	// floor: the key message handle of the last erase event of each
 	// session examined (All.keyFloor).
 	floor map[string]uint64
@@ -299,15 +303,29 @@ func (f *framer) admit(ctx context.Context, ev *Event, meta *jetstream.MsgMetada
 		if err != nil {
 			return false, err
 		}
-		if ev.SrcSeq <= held {
-			if f.d.rebuilt > 0 || f.releasing {
+		switch {
+		case ev.SrcSeq > held:
+			f.held[k] = ev.SrcSeq // admitted or not, the origin's lines come in order
+			delete(f.copies, k)   // past what PI_ALL held of it
+		case f.releasing:
+			f.skipped = true // released before: stored, not yet taken out of PI_PARK
+			return false, nil
+		case f.d.rebuilt > 0 && !sealed:
+			copied, err := f.holdsCopy(ctx, k, ev.Sha)
+			if err != nil {
+				return false, err
+			}
+			if copied {
 				f.skipped = true // the new hub's copy of a line PI_ALL holds
 				return false, nil
 			}
+		case f.d.rebuilt > 0:
+			f.skipped = true // the new hub's copy of a line PI_ALL holds
+			return false, nil
+		default:
 			f.reject(ev.Node, ev.SID, RejectReplayed, fmt.Sprintf("position %d, and %d of the session was admitted already", ev.SrcSeq, held))
 			return false, nil
 		}
-		f.held[k] = ev.SrcSeq // admitted or not, the origin's lines come in order
 	}
 	err := f.d.opts.Admit.Admit(ctx, ev, meta.Timestamp)
 	if errors.Is(err, ErrRejected) {
@@ -329,6 +347,43 @@ func (f *framer) admit(ctx context.Context, ev *Event, meta *jetstream.MsgMetada
 	}
 	return true, nil
 }
+
+// holdsCopy reports whether PI_ALL holds the line of origin session k
+// whose hash is sha. After the hub's store was replaced, a plain line at
+// or before its session's held position is most often the new hub's copy
+// of a line PI_ALL holds, and passed over; but an origin whose own store
+// was restored from an older copy numbers its lines again from there, and
+// a line it wrote since came under a position PI_ALL had passed: it was
+// passed over for good on every machine whose hub had once been replaced,
+// and the next line of the session went in after a parent those machines
+// lacked (a probe, 2026-12-07). It is admitted now, and so a second copy
+// of it is not.
+func (f *framer) holdsCopy(ctx context.Context, k pair, sha [32]byte) (bool, error) {
+	set, ok := f.copies[k]
+	if !ok {
+		set = map[[32]byte]struct{}{}
+		err := ReadSubject(ctx, f.d.all.JetStream(), f.d.all.Stream(), AllSubject(k.node, k.sid), 0, true, func(ev *Event) error {
+			set[ev.Sha] = struct{}{}
+			return nil
+		})
+		if err != nil {
+			return false, fmt.Errorf("downloader: the lines %s holds of %s from %s: %w", AllStream, k.sid, k.node, err)
+		}
+		if f.copies == nil || len(f.copies) >= maxCopies {
+			f.copies = map[pair]map[[32]byte]struct{}{}
+		}
+		f.copies[k] = set
+	}
+	if _, ok := set[sha]; ok {
+		return true, nil
+	}
+	set[sha] = struct{}{}
+	return false, nil
+}
+
+// maxCopies bounds framer.copies: the sessions whose lines the new hub is
+// copying again at once, a few at a time in its order.
+const maxCopies = 16
 
 // maxErasedOn bounds framer.erasedOn: one entry per node and erased
 // session seen since the copy began.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -395,5 +396,94 @@ func testHubStoreRestored(t *testing.T, sealed bool) {
 	waitUntil(t, 60*time.Second, gone(c, rx))
 	if got := b.d.tailer.Stats().LinesPublished; got != 0 {
 		t.Fatalf("B published %d lines of its own", got)
+	}
+}
+
+// TestOriginRestoredAfterHubReplaced: a machine whose hub's store was once
+// replaced keeps passing over the new hub's copies of lines it holds; but
+// an origin whose state dir was restored from an older copy numbers its
+// lines again from there, and a line it wrote since came under a position
+// that machine had passed: it was passed over for good, and the session's
+// next line went in after a parent that machine lacked, which pi reads as
+// a session that begins there (a probe, 2026-12-07). Now such a line is
+// copied, and the lines it holds are still passed over.
+func TestOriginRestoredAfterHubReplaced(t *testing.T) {
+	hub := startTestHub(t)
+	a, b := newStation(t, "ws-a", hub.url(), ""), newStation(t, "ws-b", hub.url(), "")
+	sid, other := "0199bbbb-0000-7000-8000-0000000000f9", "0199bbbb-0000-7000-8000-0000000000fa"
+	dir := "--home-ann-proj--"
+	file := func(sid string) string { return filepath.Join(dir, "2026-11-30T00-00-00-000Z_"+sid+".jsonl") }
+	aPath, bPath, otherPath := filepath.Join(a.cfg.SessionsDir, file(sid)), filepath.Join(b.cfg.SessionsDir, file(sid)), filepath.Join(a.cfg.SessionsDir, file(other))
+	os.MkdirAll(filepath.Dir(aPath), 0o700)
+	want := []string{hdrLine(sid, "/home/ann/proj")}
+	for i := range 7 {
+		parent := ""
+		if i > 0 {
+			parent = fmt.Sprintf("e%d", i-1)
+		}
+		want = append(want, msgLine(fmt.Sprintf("e%d", i), parent, fmt.Sprintf("line %d", i)))
+	}
+	bHas := func(n int) func() (bool, string) {
+		return func() (bool, string) {
+			got, err := os.ReadFile(bPath)
+			l := splitLines(string(got))
+			return err == nil && fmt.Sprint(l) == fmt.Sprint(want[:n]), fmt.Sprintf("B's file: %v %q", err, l)
+		}
+	}
+	for _, l := range want[:4] {
+		appendLine(t, aPath, l)
+	}
+	waitUntil(t, 30*time.Second, bHas(4))
+
+	// The hub's store replaced: B copies from the new one's start from
+	// here on, passing over what it holds.
+	hub.stop()
+	if err := os.RemoveAll(hub.dir); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(hub.dir, 0o700)
+	hub.start()
+	hub.waitCount(t, 30*time.Second, "pi.up.ws-a.>", 4)
+
+	// A's state dir copied, then another session and two more lines:
+	// PI_LOCAL numbers the two past the other session's.
+	a.stop()
+	backup := a.cfg.StateDir + ".bak"
+	if out, err := exec.Command("cp", "-a", a.cfg.StateDir, backup).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	a.start()
+	for i, l := range []string{hdrLine(other, "/home/ann/proj"), msgLine("o1", "", "other one"), msgLine("o2", "o1", "other two")} {
+		appendLine(t, otherPath, l)
+		hub.waitCount(t, 30*time.Second, "pi.up.ws-a.>", uint64(5+i))
+	}
+	for _, l := range want[4:6] {
+		appendLine(t, aPath, l)
+	}
+	waitUntil(t, 30*time.Second, bHas(6))
+
+	// A stopped, a line written meanwhile, the other session gone, and
+	// A's state dir put back as it was: A publishes the session's last
+	// three lines again, under positions B has passed.
+	a.stop()
+	appendLine(t, aPath, want[6])
+	os.Remove(otherPath)
+	if err := os.RemoveAll(a.cfg.StateDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(backup, a.cfg.StateDir); err != nil {
+		t.Fatal(err)
+	}
+	a.start()
+	waitUntil(t, 30*time.Second, bHas(7))
+	// The lines B holds are not copied again.
+	n := 0
+	if err := b.d.all.ScanSession(t.Context(), sid, false, func(ev *eventlog.Event) error {
+		if ev.Node == "ws-a" {
+			n++
+		}
+		return nil
+	}); err != nil || n != 7 {
+		t.Fatalf("B's PI_ALL holds %d messages of the session (%v), want 7", n, err)
 	}
 }
