@@ -102,6 +102,10 @@ func removeNodeCommand(args []string, stdout io.Writer) error {
 			}
 			say("team %s: erased %d message(s) of node %s from PI_HUB\n", r.Team, r.Messages, n.Name)
 		}
+		// The machine keeps them as forwarded: added back as it is, it
+		// sends only lines written from then on, and a machine that
+		// joins later lacks the rest of its sessions (a probe).
+		say("erased for good: were %s added back with the state it has, it would send only the lines it writes from then on (docs/HUB.md, remove-node)\n", n.Name)
 	}
 	if cfg.ClusterListen != "" || len(cfg.Routes) > 0 {
 		say("the cluster's other hub nodes still admit %s: on each, `pisyncd hub remove-node %s` (a nodes folder of its own) or `pisyncd hub reload` (this folder shared)\n", n.Name, n.Name)
