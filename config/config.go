@@ -424,6 +424,9 @@ func (c *Config) checkHubTransport() error {
 			return fmt.Errorf("%s_HUB_URLS %s: want tls://HOST:PORT (or nats://, wss://, ws://) of the hub's leaf listener (7422 unless set otherwise)", Prefix, redact.URL(s))
 		case u.Host == "":
 			return fmt.Errorf("%s_HUB_URLS %s: no host: want tls://HOST:PORT of the hub's leaf listener", Prefix, redact.URL(s))
+		case u.Port() != "" && !validPort(u.Port()):
+			// Before, it ran and logged "invalid port" at every attempt.
+			return fmt.Errorf("%s_HUB_URLS %s: port %s: want 1 to 65535 (the hub's leaf listener, 7422 unless set otherwise)", Prefix, redact.URL(s), u.Port())
 		}
 	}
 	if c.HubInsecure || c.HubCA != "" {
@@ -445,6 +448,12 @@ func (c *Config) checkHubTransport() error {
 	}
 	return fmt.Errorf("%s_HUB_URLS: %s is plain text, and this node's hub credentials would cross it readable by anyone on the way: use tls:// with %s_HUB_CA (the hub's CA), or set %s_HUB_INSECURE=true on a network you trust",
 		Prefix, strings.Join(plain, ", "), Prefix, Prefix)
+}
+
+// validPort reports whether p is a TCP port, 1 to 65535, in base 10.
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535 && strconv.Itoa(n) == p
 }
 
 // CheckLoopback accepts host:port addresses on the loopback interface only:

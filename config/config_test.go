@@ -446,6 +446,8 @@ func TestSettingMistakes(t *testing.T) {
 		{"PISYNC_HUB_TEAM_MAX_STORE", "1KiB", "PISYNC_HUB_TEAM_MAX_STORE 1KiB, _MEMORY 0B: want at least 16MiB and 1MiB a team"},
 		{"PISYNC_HUB_TEAM_MAX_STREAMS", "0", "PISYNC_HUB_TEAM_MAX_STREAMS 0: want at least 2 (a team's PI_HUB and PI_KEYS)"},
 		{"PISYNC_HUB_TEAM_MAX_LINKS", "0", "PISYNC_HUB_TEAM_MAX_LINKS 0: want at least 1 (one a workstation of the team; the default is 256)"},
+		// One address for two listeners (a probe: "taken by another program").
+		{"PISYNC_HUB_LEAF_LISTEN", "127.0.0.1:4222", "PISYNC_HUB_LISTEN and PISYNC_HUB_LEAF_LISTEN are both 127.0.0.1:4222: each listener needs a port of its own"},
 	} {
 		t.Setenv(c.key, c.val)
 		if _, err := LoadHub(); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -641,6 +643,9 @@ func TestErrorsNameTheVariable(t *testing.T) {
 	}{
 		{map[string]string{"PISYNC_HUB_URLS": "ftp://x"}, []string{`PISYNC_HUB_URLS ftp://x: want tls://HOST:PORT`}},
 		{map[string]string{"PISYNC_HUB_URLS": "tls://"}, []string{`PISYNC_HUB_URLS tls://: no host`}},
+		// Run, and "invalid port" logged at every attempt, before (a probe).
+		{map[string]string{"PISYNC_HUB_URLS": "nats://127.0.0.1:99999"}, []string{`PISYNC_HUB_URLS nats://127.0.0.1:99999: port 99999: want 1 to 65535`}},
+		{map[string]string{"PISYNC_HUB_URLS": "nats://127.0.0.1:0"}, []string{`port 0: want 1 to 65535`}},
 		{map[string]string{"PISYNC_HUB_URLS": "ftp://ann:secret@x"}, []string{`PISYNC_HUB_URLS ftp://REDACTED@x: want`}},
 		{map[string]string{"PISYNC_HUB_URLS": "nats://ann:secret @127.0.0.1:1"}, []string{`PISYNC_HUB_URLS nats://REDACTED@127.0.0.1:1: `}},
 		{map[string]string{"PISYNC_HUB_CA": "/x"}, []string{`PISYNC_HUB_CA is set but PISYNC_HUB_URLS is not`, "unset it"}},

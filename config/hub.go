@@ -86,6 +86,16 @@ func LoadHub() (*Hub, error) {
 	if h.LeafListen == "" {
 		errs = append(errs, fmt.Errorf("%s_LEAF_LISTEN is required", HubPrefix))
 	}
+	// One address for two listeners: the second was said to be taken by
+	// "another program, or another pisyncd" (a probe).
+	listeners := []struct{ name, addr string }{{"LISTEN", h.Listen}, {"LEAF_LISTEN", h.LeafListen}, {"CLUSTER_LISTEN", h.ClusterListen}}
+	for i, a := range listeners {
+		for _, b := range listeners[i+1:] {
+			if a.addr != "" && a.addr == b.addr {
+				errs = append(errs, fmt.Errorf("%s_%s and %s_%s are both %s: each listener needs a port of its own", HubPrefix, a.name, HubPrefix, b.name, a.addr))
+			}
+		}
+	}
 	if h.TeamMaxStreams < 2 {
 		errs = append(errs, fmt.Errorf("%s_TEAM_MAX_STREAMS %d: want at least 2 (a team's PI_HUB and PI_KEYS)", HubPrefix, h.TeamMaxStreams))
 	}
