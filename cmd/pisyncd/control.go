@@ -292,7 +292,8 @@ func (d *Daemon) metricsHandler() http.Handler {
 	// pass its guard twice, which costs a few comparisons.
 	guarded := d.web.Guard(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" && r.Method == http.MethodGet {
+		// HEAD too: a probe that asks for the status line alone got 401.
+		if r.URL.Path == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 			d.healthzTerse(w, r)
 			return
 		}

@@ -101,6 +101,12 @@ func TestDaemonProcess(t *testing.T) {
 		t.Fatalf("healthz: %v %v", resp, err)
 	}
 	resp.Body.Close()
+	// HEAD, as a probe asking for the status line alone (before: 401).
+	if resp, err := http.Head("http://" + addr + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("HEAD healthz: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 
 	// A second daemon on the same state dir is refused with a clear error.
 	out.Reset()
