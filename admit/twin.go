@@ -30,6 +30,29 @@ var _ OwnLog = (*eventlog.Local)(nil)
 // not hold. Call it before the first Admit.
 func (g *Gate) WatchOwn(log OwnLog) { g.ownLog = log }
 
+// PutOffOwn has the gate put off its answer for a session the log does
+// not hold until SettleOwn, called once the tailer has read the files here
+// once: a state dir restored from an older copy holds a log without the
+// sessions written since, which that first read publishes again from
+// their files, and the machine was told that another machine ran as it,
+// with the fix of a new node id and state dir (a probe, 2026-12-07).
+func (g *Gate) PutOffOwn() { g.ownPutOff = true }
+
+// maxOwnPending bounds the sessions whose answer is put off.
+const maxOwnPending = 1024
+
+// SettleOwn asks the log again about each session put off (PutOffOwn),
+// and from then on answers at once.
+func (g *Gate) SettleOwn(ctx context.Context) {
+	g.mu.Lock()
+	pending := g.ownPending
+	g.ownPending, g.ownPutOff = nil, false
+	g.mu.Unlock()
+	for _, sid := range pending {
+		g.checkOwn(ctx, &eventlog.Event{SID: sid})
+	}
+}
+
 // firstOwn reports whether the line of this node id of pair k is the
 // first of the run, the one checkOwn asks about. Called with g.mu held.
 func (g *Gate) firstOwn(k pair) bool {
@@ -44,6 +67,15 @@ func (g *Gate) firstOwn(k pair) bool {
 // checkOwn looks, for the first line of this node id of a session in this
 // run (firstOwn), whether this machine's log holds the session.
 func (g *Gate) checkOwn(ctx context.Context, ev *eventlog.Event) {
+	g.mu.Lock()
+	if g.ownPutOff {
+		if len(g.ownPending) < maxOwnPending {
+			g.ownPending = append(g.ownPending, ev.SID)
+		}
+		g.mu.Unlock()
+		return
+	}
+	g.mu.Unlock()
 	seq, _, err := g.ownLog.Last(ctx, ev.SID)
 	if err != nil {
 		// Only a warning to give: the line is admitted either way.

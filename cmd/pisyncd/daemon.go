@@ -255,6 +255,7 @@ func (d *Daemon) openReplication(ctx context.Context) error {
 	}, all, d.logger.With("component", "admission"))
 	d.gate.Trust(d.cfg.Trusted())
 	d.gate.WatchOwn(d.log) // another machine running as this one (admit/twin.go)
+	d.gate.PutOffOwn()     // until the tailer's first read: a restored state dir's sessions come back then
 	d.dl, err = eventlog.NewDownloader(d.nc, all, embedded.HubDomain, eventlog.DownloaderOptions{
 		Admit: d.gate, State: state, MaxLine: int(d.cfg.MaxLine), Crypt: d.crypt, Logger: d.logger.With("component", "downloader"),
 		HubLink: d.srv.HubLink,
@@ -634,6 +635,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			case <-ctx.Done():
 				return
 			}
+			d.gate.SettleOwn(ctx)
 			fail(d.repl.Run(ctx))
 		}()
 	}

@@ -204,6 +204,52 @@ func TestNodeIDTwinToldOnTheFirstMachine(t *testing.T) {
 	}
 }
 
+// TestOwnStateRestoredIsNoTwin: a machine whose state dir was put back
+// from an older copy finds on the hub sessions of its id that its log
+// does not hold: those it wrote since the copy. Its files hold them, and
+// its first read publishes them again: it is not told that another machine
+// runs as it (with the fix of a new node id and state dir, the wrong one
+// here: a probe, 2026-12-07), and status counts no such session.
+func TestOwnStateRestoredIsNoTwin(t *testing.T) {
+	const warning = "the hub holds a session of this node id that this machine never wrote"
+	hub := startTestHub(t)
+	cfg := stationConfig(t, "ws-a", hub.url())
+	a := runStation(t, cfg)
+	writeSession(t, a, "0199cccc-0000-7000-8000-0000000000d1", 2)
+	hub.waitCount(t, 30*time.Second, "pi.up.ws-a.>", 3)
+	a.stop()
+	backup := cfg.StateDir + ".bak"
+	if out, err := exec.Command("cp", "-a", cfg.StateDir, backup).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	a.start()
+	for i := range 5 {
+		writeSession(t, a, fmt.Sprintf("0199cccc-0000-7000-8000-0000000000e%d", i), 1)
+	}
+	hub.waitCount(t, 30*time.Second, "pi.up.ws-a.>", 13)
+	a.stop()
+	if err := os.RemoveAll(cfg.StateDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(backup, cfg.StateDir); err != nil {
+		t.Fatal(err)
+	}
+	again, log := loggedStation(t, cfg)
+	// Every session copied from the hub's start again and answered for:
+	// the tailer's first read done, and the hub's lines in PI_ALL.
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		st, err := again.status()
+		if err != nil || st.Downloader == nil || st.Admission == nil {
+			return false, fmt.Sprint(err)
+		}
+		return st.Admission.Own >= 13 && st.Tailer.LinesPublished >= 10, fmt.Sprintf("own lines admitted %d, lines published %d", st.Admission.Own, st.Tailer.LinesPublished)
+	})
+	again.d.gate.SettleOwn(t.Context()) // as the daemon does after the first read: nothing left put off
+	if st, err := again.status(); err != nil || st.Admission.NotWrittenHere != 0 || strings.Contains(log.String(), warning) {
+		t.Fatalf("the machine restored was told of a twin (%v, %d sessions):\n%s", err, st.Admission.NotWrittenHere, log.String())
+	}
+}
+
 // TestReinstalledMachinePublishesNoCopies: a machine given a new id and a
 // new state dir over the sessions dir it had (a reinstall; a node removed
 // and added again under another name) holds copies of other machines'
