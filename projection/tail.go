@@ -176,38 +176,8 @@ func (w *Worker) Tail(ctx context.Context, o TailOptions, fn func(TailEntry) err
 		}
 	}
 	if o.FromStart || o.After != nil {
-		for stream, filter := range w.tailFilters(o.Session) {
-			s, err := w.js.Stream(ctx, stream)
-			if err != nil {
-				return fmt.Errorf("projection: tail: %w", err)
-			}
-			info, err := s.Info(ctx)
-			if err != nil {
-				return fmt.Errorf("projection: tail: %w", err)
-			}
-			upTo[stream] = info.State.LastSeq
-			from := o.After[stream] + 1
-			if info.State.LastSeq < from {
-				// Nothing new; live entries at or below the reader's
-				// position are skipped as replayed.
-				upTo[stream] = max(info.State.LastSeq, o.After[stream])
-				continue
-			}
-			err = eventlog.ReadFilteredFrom(ctx, w.js, stream, filter, from, info.State.LastSeq, false, func(ev *eventlog.Event) error {
-				if stream == eventlog.AllStream && ev.Node == w.opts.Node {
-					return nil
-				}
-				if !o.match(ev) {
-					return nil
-				}
-				return fn(newTailEntry(ev))
-			})
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return fmt.Errorf("projection: tail: %w", err)
-			}
+		if err := w.replay(ctx, o, upTo, fn); err != nil || ctx.Err() != nil {
+			return err
 		}
 	}
 	w.subs.setSeen(sub, upTo)
@@ -252,4 +222,56 @@ func (w *Worker) tailFilters(sid string) map[string]string {
 		f[eventlog.AllStream] = eventlog.AllPrefix + ".>"
 	}
 	return f
+}
+
+// tailReplays bounds the tails that replay what the streams hold at once
+// (from the start, or after a reader's position); the others wait for one
+// to end. Each reads through a buffer of up to 8 MiB, and 150 tails from
+// the start that did not read on held the daemon at 965 MB (a probe,
+// 2026-12-07).
+const tailReplays = 8
+
+// replay gives fn what the streams hold of o's entries, after o.After (or
+// from the start), and notes in upTo where each stream's replay ended.
+func (w *Worker) replay(ctx context.Context, o TailOptions, upTo map[string]uint64, fn func(TailEntry) error) error {
+	select {
+	case w.replaySlots <- struct{}{}:
+		defer func() { <-w.replaySlots }()
+	case <-ctx.Done():
+		return nil
+	}
+	for stream, filter := range w.tailFilters(o.Session) {
+		s, err := w.js.Stream(ctx, stream)
+		if err != nil {
+			return fmt.Errorf("projection: tail: %w", err)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("projection: tail: %w", err)
+		}
+		upTo[stream] = info.State.LastSeq
+		from := o.After[stream] + 1
+		if info.State.LastSeq < from {
+			// Nothing new; live entries at or below the reader's
+			// position are skipped as replayed.
+			upTo[stream] = max(info.State.LastSeq, o.After[stream])
+			continue
+		}
+		err = eventlog.ReadFilteredFrom(ctx, w.js, stream, filter, from, info.State.LastSeq, false, func(ev *eventlog.Event) error {
+			if stream == eventlog.AllStream && ev.Node == w.opts.Node {
+				return nil
+			}
+			if !o.match(ev) {
+				return nil
+			}
+			return fn(newTailEntry(ev))
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("projection: tail: %w", err)
+		}
+	}
+	return nil
 }

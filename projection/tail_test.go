@@ -61,3 +61,59 @@ func TestTailFromNowSkipsWhatTheStoreHeld(t *testing.T) {
 		t.Fatal("no entry in 30 s")
 	}
 }
+
+// TestTailReplaysBounded: at most tailReplays tails replay the streams at
+// once; another waits until one of them has replayed, then replays all.
+// Each replay reads through a buffer of up to 8 MiB, and 150 tails from the
+// start whose readers did not read on held the daemon at 965 MB (a probe,
+// 2026-12-07).
+func TestTailReplaysBounded(t *testing.T) {
+	root := t.TempDir()
+	sid := "0199eeee-0000-7000-8000-000000000004"
+	path := filepath.Join(root, "--p--", "2026-11-29T23-08-16-463Z_"+sid+".jsonl")
+	writeFile(t, path, []byte(header(sid)+"\n"+entry("a1", "", "one")+"\n"))
+	n := startNode(t, root, t.TempDir())
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		st := n.worker.Stats()
+		return st.Applied == 2, fmt.Sprintf("applied %d", st.Applied)
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	hold := make(chan struct{})
+	replaying := make(chan int, tailReplays+1)
+	tail := func(i int) {
+		first := true
+		n.worker.Tail(ctx, TailOptions{FromStart: true}, func(TailEntry) error {
+			if first {
+				first = false
+				replaying <- i
+				<-hold // a reader that does not read on
+			}
+			return nil
+		})
+	}
+	for i := range tailReplays {
+		go tail(i)
+	}
+	for range tailReplays {
+		select {
+		case <-replaying:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the first tails did not replay")
+		}
+	}
+	go tail(tailReplays)
+	// The last one waits: were it replaying, it would say so before the
+	// deadline; a slot freed lets it through.
+	select {
+	case i := <-replaying:
+		t.Fatalf("tail %d replays beside %d others", i, tailReplays)
+	case <-time.After(500 * time.Millisecond):
+	}
+	close(hold)
+	select {
+	case <-replaying:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiting tail did not replay once the others had")
+	}
+}

@@ -93,6 +93,8 @@ type Worker struct {
 	// (eachContext): each reads ahead a share of Options.ReadAhead, so
 	// that together they stay within it.
 	contextSlots chan struct{}
+	// replaySlots bounds the tails replaying a stream at once (tail.go).
+	replaySlots chan struct{}
 	// contextWaiting counts the queries waiting for a slot (those holding
 	// one: len(contextSlots)).
 	contextWaiting atomic.Int64
@@ -170,7 +172,7 @@ func New(nc *nats.Conn, opts Options) (*Worker, error) {
 	}
 	return &Worker{
 		nc: nc, js: js, opts: opts, logger: opts.Logger, viewSeed: maphash.MakeSeed(),
-		ready: make(chan struct{}), contextSlots: make(chan struct{}, contextQueries), reprojected: make(chan struct{}), filled: make(chan struct{}), sessions: map[string]*sessionState{},
+		ready: make(chan struct{}), contextSlots: make(chan struct{}, contextQueries), replaySlots: make(chan struct{}, tailReplays), reprojected: make(chan struct{}), filled: make(chan struct{}), sessions: map[string]*sessionState{},
 	}, nil
 }
 
