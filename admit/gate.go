@@ -60,10 +60,11 @@ type Gate struct {
 	admitted, rejected atomic.Int64
 	own                atomic.Int64 // of admitted: this node's own, back from the hub
 
-	ownLog      OwnLog   // nil: not asked (twin.go)
-	ownPutOff   bool     // answers are put off until SettleOwn (twin.go)
-	ownPending  []string // the sessions whose answer is put off
-	twins       int64    // sessions of this node id that ownLog does not hold
+	ownLog      OwnLog                // nil: not asked (twin.go)
+	ownPutOff   bool                  // answers are put off until SettleOwn (twin.go)
+	ownPending  []string              // the sessions whose answer is put off
+	ownFile     func(sid string) bool // whether a file here holds a session (SettleOwn)
+	twins       int64                 // sessions of this node id that ownLog does not hold
 	twinExample string
 }
 

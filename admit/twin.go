@@ -42,11 +42,14 @@ func (g *Gate) PutOffOwn() { g.ownPutOff = true }
 const maxOwnPending = 1024
 
 // SettleOwn asks the log again about each session put off (PutOffOwn),
-// and from then on answers at once.
-func (g *Gate) SettleOwn(ctx context.Context) {
+// and from then on answers at once. hasFile (nil: none) says whether a
+// file here holds a session: one whose lines the first read found on the
+// hub already is not published again, and is this machine's all the same
+// (a twin's sessions are never written here).
+func (g *Gate) SettleOwn(ctx context.Context, hasFile func(sid string) bool) {
 	g.mu.Lock()
 	pending := g.ownPending
-	g.ownPending, g.ownPutOff = nil, false
+	g.ownPending, g.ownPutOff, g.ownFile = nil, false, hasFile
 	g.mu.Unlock()
 	for _, sid := range pending {
 		g.checkOwn(ctx, &eventlog.Event{SID: sid})
@@ -83,6 +86,12 @@ func (g *Gate) checkOwn(ctx context.Context, ev *eventlog.Event) {
 		return
 	}
 	if seq > 0 {
+		return
+	}
+	g.mu.Lock()
+	hasFile := g.ownFile
+	g.mu.Unlock()
+	if hasFile != nil && hasFile(ev.SID) {
 		return
 	}
 	g.mu.Lock()

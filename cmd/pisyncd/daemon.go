@@ -635,7 +635,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			case <-ctx.Done():
 				return
 			}
-			d.gate.SettleOwn(ctx)
+			d.gate.SettleOwn(ctx, func(sid string) bool { return len(d.tailer.FilesFor(sid)) > 0 })
 			fail(d.repl.Run(ctx))
 		}()
 	}
