@@ -168,7 +168,9 @@ func hubServiceCommand(args []string, stdout io.Writer) error {
 	if install && (kind != nativeService() || runtime.GOOS != "linux" && runtime.GOOS != "darwin") {
 		return fmt.Errorf("hub service: --install writes a %s file, and this is %s, whose service manager would not read it: print it without --install, or run pisyncd hub under your own supervisor", kind, runtime.GOOS)
 	}
-	exe, err := serviceExe("pisyncd hub service")
+	// The file itself, not a link: the unit hides home folders from the
+	// hub, and a link in /usr/local/bin may point into one.
+	exe, err := serviceExe("pisyncd hub service", false)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -103,8 +105,9 @@ func temporaryBuild(exe string) bool {
 }
 
 // serviceExe is the path of this binary for a service file that cmd
-// prints: not a temporary build, which Go deletes.
-func serviceExe(cmd string) (string, error) {
+// prints: not a temporary build, which Go deletes. With keepLink, the link
+// it was run by, where it was run by one (linkInvoked).
+func serviceExe(cmd string, keepLink bool) (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return "", fmt.Errorf("service: %w", err)
@@ -115,7 +118,37 @@ func serviceExe(cmd string) (string, error) {
 	if temporaryBuild(exe) {
 		return "", fmt.Errorf("service: this pisyncd is a temporary build (%s, from `go run`), which Go deletes: a service would point at nothing; build it first (go build -o ~/.local/bin/pisyncd ./cmd/pisyncd) and run `%s` from there", exe, cmd)
 	}
+	if keepLink {
+		exe = linkInvoked(exe, os.Args[0], exec.LookPath)
+	}
 	return exe, nil
+}
+
+// linkInvoked is the path this binary was run by (arg0, found on the PATH
+// by lookPath when it names no folder) when that path is a link to exe:
+// a package manager's bin/pisyncd pointing into a folder of the version
+// (Homebrew, mise). The link outlives an upgrade, which removes that
+// folder, and with it the binary a service pinned to exe ran. Otherwise
+// exe.
+func linkInvoked(exe, arg0 string, lookPath func(string) (string, error)) string {
+	p := arg0
+	if !strings.ContainsRune(p, filepath.Separator) {
+		var err error
+		if p, err = lookPath(p); err != nil {
+			return exe
+		}
+	}
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return exe
+	}
+	if fi, err := os.Lstat(p); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return exe
+	}
+	if real, err := filepath.EvalSymlinks(p); err != nil || real != exe {
+		return exe
+	}
+	return p
 }
 
 // serviceFile renders the service file of kind for the binary exe.
@@ -148,7 +181,7 @@ func serviceCommand(args []string, stdout io.Writer) error {
 	if native := nativeService(); install && kind != native {
 		return fmt.Errorf("service: %s is not this system's service manager (%s): --install would write a file nothing reads; install %s, or print the %s file without --install", kind, runtime.GOOS, native, kind)
 	}
-	exe, err := serviceExe("pisyncd service")
+	exe, err := serviceExe("pisyncd service", true)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -410,5 +411,43 @@ func TestServiceFilesQuoteOddPaths(t *testing.T) {
 	}
 	if _, err := serviceFile("systemd", "/opt/a\nb/pisyncd", "/home/u"); err == nil || !strings.Contains(err.Error(), "control character") {
 		t.Errorf("a path with a newline: %v, want it refused", err)
+	}
+}
+
+// TestServiceKeepsTheLinkItRanBy: a binary run through a link (a package
+// manager's bin/pisyncd into a folder of the version) puts the link in
+// the service file, which outlives an upgrade that removes the folder; run
+// by its own path, or by a link to another file, its own path. (Before,
+// the version's folder was pinned, and the service broke at the upgrade.)
+func TestServiceKeepsTheLinkItRanBy(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "Cellar", "pisyncd", "1.2", "bin", "pisyncd")
+	os.MkdirAll(filepath.Dir(exe), 0o755)
+	os.WriteFile(exe, []byte("binary"), 0o755)
+	exe, _ = filepath.EvalSymlinks(exe)
+	link := filepath.Join(dir, "bin", "pisyncd")
+	os.MkdirAll(filepath.Dir(link), 0o755)
+	if err := os.Symlink(exe, link); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "bin", "other")
+	os.WriteFile(filepath.Join(dir, "elsewhere"), []byte("x"), 0o755)
+	os.Symlink(filepath.Join(dir, "elsewhere"), other)
+	onPath := func(name string) (string, error) {
+		if name == "pisyncd" {
+			return link, nil
+		}
+		return "", errors.New("not found")
+	}
+	for _, c := range []struct{ arg0, want string }{
+		{link, link},      // run by the link's path
+		{"pisyncd", link}, // found on the PATH
+		{exe, exe},        // run by its own path
+		{other, exe},      // a link to another file
+		{"nowhere", exe},  // not on the PATH
+	} {
+		if got := linkInvoked(exe, c.arg0, onPath); got != c.want {
+			t.Errorf("run as %s: %s, want %s", c.arg0, got, c.want)
+		}
 	}
 }
