@@ -589,6 +589,11 @@ func WriteHint(err error, name string) string {
 		return fmt.Sprintf(": this user (uid %d) may not write there: set %s_%s to a folder it owns, or give it this one (chown)", os.Geteuid(), Prefix, name)
 	case errors.Is(err, syscall.EROFS):
 		return fmt.Sprintf(": the file system is read-only: set %s_%s to a folder on a writable one", Prefix, name)
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Sprintf(": a file stands where a folder of the path should be: set %s_%s to a folder", Prefix, name)
+	case errors.Is(err, fs.ErrExist):
+		// MkdirAll over a link to nothing, or a file in the folder's place.
+		return fmt.Sprintf(": something that is not a folder is there (a file, or a link to nothing): set %s_%s to a folder, or mend the link", Prefix, name)
 	}
 	return ""
 }

@@ -515,6 +515,19 @@ func TestWriteHint(t *testing.T) {
 	if h := WriteHint(&fs.PathError{Op: "mkdir", Path: "/x", Err: syscall.EROFS}, "SESSIONS_DIR"); !strings.Contains(h, "read-only") || !strings.Contains(h, "PISYNC_SESSIONS_DIR") {
 		t.Errorf("read-only: %q", h)
 	}
+	// A file in the path, and a link to nothing where the folder should
+	// be: named, where "mkdir: not a directory" or "file exists" said
+	// nothing of the setting (a probe).
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, nil, 0o600)
+	if err := os.MkdirAll(filepath.Join(file, "sub"), 0o700); !strings.Contains(WriteHint(err, "STATE_DIR"), "a file stands where a folder of the path should be: set PISYNC_STATE_DIR") {
+		t.Errorf("a file in the path: %v: %q", err, WriteHint(err, "STATE_DIR"))
+	}
+	dangling := filepath.Join(t.TempDir(), "link")
+	os.Symlink(filepath.Join(t.TempDir(), "gone", "x"), dangling)
+	if err := os.MkdirAll(dangling, 0o700); !strings.Contains(WriteHint(err, "SESSIONS_DIR"), "a link to nothing): set PISYNC_SESSIONS_DIR") {
+		t.Errorf("a link to nothing: %v: %q", err, WriteHint(err, "SESSIONS_DIR"))
+	}
 	if h := WriteHint(errors.New("other"), "STATE_DIR"); h != "" {
 		t.Errorf("another error: %q", h)
 	}

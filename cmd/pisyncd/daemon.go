@@ -110,7 +110,7 @@ func openStoreAs(ctx context.Context, cfg *config.Config, logger *slog.Logger, h
 	// pisyncd's making by the time the server's start looked, and was
 	// taken for pisyncd's own (a verifying probe on 2026-12-07).
 	if err := embedded.PrivateStateDir(cfg.StateDir, logger); err != nil {
-		return nil, fmt.Errorf("embedded: %w", err)
+		return nil, fmt.Errorf("embedded: %w%s", err, config.WriteHint(err, "STATE_DIR"))
 	}
 	idFile := filepath.Join(cfg.StateDir, "node-id")
 	if _, serr := os.Stat(idFile); errors.Is(serr, fs.ErrNotExist) && !storeExists(cfg) {
