@@ -637,6 +637,11 @@ func addNodeCommand(args []string, stdout io.Writer) error {
 		return err
 	}
 	name := fs.Arg(0)
+	// Before the seed file is made: "a/b" was said to be a file that
+	// could not be made, or made a seed file named after it.
+	if !eventlog.ValidNodeID(name) {
+		return fmt.Errorf("hub add-node: node name %q: want 1 to 64 characters of [A-Za-z0-9_-] (the node's PISYNC_NODE_ID)", name)
+	}
 	cfg, err := config.LoadHub()
 	if err != nil {
 		return err

@@ -206,6 +206,27 @@ func TestAddNodeReloadsTheHub(t *testing.T) {
 	}
 }
 
+// TestAddNodeBadName: a name no node id can be is refused before anything
+// is made; "a/b" was said to be a seed file that could not be made (a
+// probe), and with a folder "a" a seed file was made in it.
+func TestAddNodeBadName(t *testing.T) {
+	dir, nodes := hubNodesEnv(t)
+	t.Chdir(dir)
+	os.Mkdir("a", 0o700)
+	for _, name := range []string{"a/b", "c/d", "../x", "bad name"} {
+		err := addNodeCommand([]string{name}, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "want 1 to 64 characters of [A-Za-z0-9_-]") {
+			t.Errorf("add-node %q: %v", name, err)
+		}
+	}
+	if ents, _ := os.ReadDir("a"); len(ents) != 0 {
+		t.Errorf("a refused name left %v in folder a", ents)
+	}
+	if got, _ := embedded.LoadNodes(nodes); len(got) != 0 {
+		t.Errorf("a refused name registered %v", got)
+	}
+}
+
 // TestAddNodeExistingName: add-node on a name registered already replaced
 // its key (cutting off the workstation running with it) and, with --team,
 // moved it to another team, saying what a first registration says. Now it
