@@ -140,7 +140,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 	// token would only hold a file descriptor of the daemon's.
 	w.Header().Set("Connection", "close")
 	w.Header().Set("WWW-Authenticate", `Bearer realm="pisyncd"`)
-	http.Error(w, "web: the view needs this daemon's token, which only its user can read: open the link `pisyncd web` prints, or send the token in the "+TokenHeader+" header", http.StatusUnauthorized)
+	http.Error(w, "web: the view needs this daemon's token, which only its user can read: open the link `pisyncd web` prints, or send the token in the "+TokenHeader+" header or as a bearer token (Authorization: Bearer TOKEN)", http.StatusUnauthorized)
 	return false
 }
 
