@@ -29,6 +29,7 @@ import (
 	"github.com/pisyncd/pisyncd/config"
 	"github.com/pisyncd/pisyncd/eventlog"
 	"github.com/pisyncd/pisyncd/eventlog/embedded"
+	"github.com/pisyncd/pisyncd/internal/cli"
 	"github.com/pisyncd/pisyncd/internal/fsutil"
 	"github.com/pisyncd/pisyncd/internal/redact"
 )
@@ -386,7 +387,7 @@ func hubFilesReadable(cfg *config.Hub) error {
 			st, serr := fh.Stat()
 			fh.Close()
 			if serr == nil && !st.Mode().IsRegular() && !(st.IsDir() && f.path == cfg.NodesDir) {
-				return fmt.Errorf("%s_%s %s is not a file (%s): the hub's server reads it at start and at each reload; give a file there", config.HubPrefix, f.env, f.path, kindOf(st.Mode()))
+				return fmt.Errorf("%s_%s %s is not a file (%s): the hub's server reads it at start and at each reload; give a file there", config.HubPrefix, f.env, f.path, cli.NotRegular(st.Mode()))
 			}
 			continue
 		}
@@ -807,19 +808,4 @@ func ipStrings(c *x509.Certificate) []string {
 		out = append(out, ip.String())
 	}
 	return out
-}
-
-// kindOf names a file mode's kind of file for a message.
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a folder"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "not a regular file"
 }

@@ -258,10 +258,10 @@ func TestHubFileNotAFile(t *testing.T) {
 		h    *config.Hub
 		want string
 	}{
-		{&config.Hub{StateDir: dir, TLSCert: fifo, TLSKey: fifo}, "PISYNC_HUB_TLS_CERT " + fifo + " is not a file (a named pipe)"},
-		{&config.Hub{StateDir: dir, RouteSecret: fifo}, "PISYNC_HUB_ROUTE_SECRET " + fifo + " is not a file (a named pipe)"},
+		{&config.Hub{StateDir: dir, TLSCert: fifo, TLSKey: fifo}, "PISYNC_HUB_TLS_CERT " + fifo + " is not a file (a pipe)"},
+		{&config.Hub{StateDir: dir, RouteSecret: fifo}, "PISYNC_HUB_ROUTE_SECRET " + fifo + " is not a file (a pipe)"},
 		{&config.Hub{StateDir: dir, TLSCA: dir}, "PISYNC_HUB_TLS_CA " + dir + " is not a file (a folder)"},
-		{&config.Hub{StateDir: dir, NodesDir: nodes}, "PISYNC_HUB_NODES_DIR " + filepath.Join(nodes, "ws.json") + " is not a file (a named pipe)"},
+		{&config.Hub{StateDir: dir, NodesDir: nodes}, "PISYNC_HUB_NODES_DIR " + filepath.Join(nodes, "ws.json") + " is not a file (a pipe)"},
 	} {
 		var err error
 		testenv.Within(t, 10*time.Second, "hubFilesReadable", func() { err = hubFilesReadable(c.h) })

@@ -94,7 +94,7 @@ func WriteFileContext(stdout io.Writer, path, leafArg string, asJSON bool, mode 
 		return fmt.Errorf("context: %s is a folder; want a session file", path)
 	}
 	if !st.Mode().IsRegular() {
-		return fmt.Errorf("context: %s is %s, not a session file", path, notRegular(st.Mode()))
+		return fmt.Errorf("context: %s is %s, not a session file", path, NotRegular(st.Mode()))
 	}
 	if st.Size() <= wholeFileMax {
 		// A one-shot command: the garbage of one scan of at most 32 MiB
@@ -150,9 +150,11 @@ func WriteFileContext(stdout io.Writer, path, leafArg string, asJSON bool, mode 
 	return sum.Print(stdout)
 }
 
-// notRegular names what a file that is not a regular one is.
-func notRegular(m iofs.FileMode) string {
+// NotRegular names what a file that is not a regular one is.
+func NotRegular(m iofs.FileMode) string {
 	switch {
+	case m.IsDir():
+		return "a folder"
 	case m&iofs.ModeNamedPipe != 0:
 		return "a pipe"
 	case m&iofs.ModeDevice != 0:
