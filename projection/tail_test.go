@@ -10,14 +10,12 @@ import (
 	"github.com/pisyncd/pisyncd/eventlog"
 )
 
-// TestTailFromNowSkipsWhatTheStoreHeld: a tail from now has only entries
-// the store did not hold when it began, though the projection applies
-// older ones after it (catching up after a restart): it printed a kill -9's
-// whole backlog of old entries, then was dropped as too slow (a probe,
-// 2026-12-07). The old ones are not even queued.
-func TestTailFromNowSkipsWhatTheStoreHeld(t *testing.T) {
+// nodeWithOneLine runs a node over a session of one line, sid's, and
+// returns it once the projection has applied the line and its header,
+// with the session file's path.
+func nodeWithOneLine(t *testing.T, sid string) (*node, string) {
+	t.Helper()
 	root := t.TempDir()
-	sid := "0199eeee-0000-7000-8000-000000000003"
 	path := filepath.Join(root, "--p--", "2026-11-29T23-08-16-463Z_"+sid+".jsonl")
 	writeFile(t, path, []byte(header(sid)+"\n"+entry("a1", "", "one")+"\n"))
 	n := startNode(t, root, t.TempDir())
@@ -25,6 +23,17 @@ func TestTailFromNowSkipsWhatTheStoreHeld(t *testing.T) {
 		st := n.worker.Stats()
 		return st.Applied == 2, fmt.Sprintf("applied %d", st.Applied)
 	})
+	return n, path
+}
+
+// TestTailFromNowSkipsWhatTheStoreHeld: a tail from now has only entries
+// the store did not hold when it began, though the projection applies
+// older ones after it (catching up after a restart): it printed a kill -9's
+// whole backlog of old entries, then was dropped as too slow (a probe,
+// 2026-12-07). The old ones are not even queued.
+func TestTailFromNowSkipsWhatTheStoreHeld(t *testing.T) {
+	sid := "0199eeee-0000-7000-8000-000000000003"
+	n, path := nodeWithOneLine(t, sid)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	got := make(chan TailEntry, tailBuffer+10)
@@ -68,15 +77,7 @@ func TestTailFromNowSkipsWhatTheStoreHeld(t *testing.T) {
 // start whose readers did not read on held the daemon at 965 MB (a probe,
 // 2026-12-07).
 func TestTailReplaysBounded(t *testing.T) {
-	root := t.TempDir()
-	sid := "0199eeee-0000-7000-8000-000000000004"
-	path := filepath.Join(root, "--p--", "2026-11-29T23-08-16-463Z_"+sid+".jsonl")
-	writeFile(t, path, []byte(header(sid)+"\n"+entry("a1", "", "one")+"\n"))
-	n := startNode(t, root, t.TempDir())
-	waitFor(t, 30*time.Second, func() (bool, string) {
-		st := n.worker.Stats()
-		return st.Applied == 2, fmt.Sprintf("applied %d", st.Applied)
-	})
+	n, _ := nodeWithOneLine(t, "0199eeee-0000-7000-8000-000000000004")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	hold := make(chan struct{})
