@@ -470,7 +470,7 @@ func CheckLoopback(addr string) error {
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
 		return fmt.Errorf("address %q: port %q is not a number from 0 to 65535", addr, port)
 	}
-	if host == "localhost" {
+	if strings.EqualFold(host, "localhost") { // a host name in any case: LOCALHOST was refused
 		return nil
 	}
 	ip := net.ParseIP(host)

@@ -164,6 +164,14 @@ func TestLoadAndValidate(t *testing.T) {
 			t.Errorf("one address for both: %v", err)
 		}
 	})
+	// A host name in any case, as the message says localhost is taken
+	// (a probe: LOCALHOST was refused).
+	t.Run("LOCALHOST", func(t *testing.T) {
+		t.Setenv("PISYNC_HTTP_ADDR", "LOCALHOST:9466")
+		if _, err := Load(); err != nil {
+			t.Errorf("LOCALHOST: %v", err)
+		}
+	})
 	t.Run("port", func(t *testing.T) {
 		t.Setenv("PISYNC_HTTP_ADDR", "127.0.0.1:99999")
 		if _, err := Load(); err == nil || !strings.Contains(err.Error(), "PISYNC_HTTP_ADDR") || !strings.Contains(err.Error(), "65535") {
