@@ -441,6 +441,10 @@ func TestSettingMistakes(t *testing.T) {
 	if _, err := LoadHub(); err == nil || err.Error() != `PISYNC_HUB_REPLICAS "three": want a whole number` {
 		t.Errorf("the hub's: %v", err)
 	}
+	t.Setenv("PISYNC_HUB_REPLICAS", " 1 ") // spaces around a number, as around a size
+	if c, err := LoadHub(); err != nil || c.Replicas != 1 {
+		t.Errorf("PISYNC_HUB_REPLICAS=' 1 ': %v; want 1", err)
+	}
 	t.Setenv("PISYNC_HUB_REPLICAS", "01") // not octal: 010 was 8
 	if c, err := LoadHub(); err != nil || c.Replicas != 1 {
 		t.Errorf("PISYNC_HUB_REPLICAS=01: %v; want 1", err)

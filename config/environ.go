@@ -65,6 +65,12 @@ func setField(f reflect.Value, value string) error {
 	if d, ok := f.Addr().Interface().(envconfig.Decoder); ok {
 		return d.Decode(value)
 	}
+	if f.Kind() != reflect.String && f.Kind() != reflect.Slice {
+		// A number, a duration or a flag, as sizes are: " 8" (an env
+		// file's space) was refused, "64MiB " taken (a probe). A
+		// string's spaces may be its own (a path).
+		value = strings.TrimSpace(value)
+	}
 	if f.Type() == reflect.TypeFor[time.Duration]() {
 		d, err := time.ParseDuration(value)
 		if err != nil {
