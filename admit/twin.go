@@ -78,6 +78,7 @@ func (g *Gate) checkOwn(ctx context.Context, ev *eventlog.Event) {
 		g.mu.Unlock()
 		return
 	}
+	hasFile := g.ownFile
 	g.mu.Unlock()
 	seq, _, err := g.ownLog.Last(ctx, ev.SID)
 	if err != nil {
@@ -88,9 +89,6 @@ func (g *Gate) checkOwn(ctx context.Context, ev *eventlog.Event) {
 	if seq > 0 {
 		return
 	}
-	g.mu.Lock()
-	hasFile := g.ownFile
-	g.mu.Unlock()
 	if hasFile != nil && hasFile(ev.SID) {
 		return
 	}
