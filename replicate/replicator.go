@@ -323,7 +323,6 @@ func (r *Replicator) run(ctx context.Context) error {
 	defer p.Stop()
 	r.link.Up()
 	asm := eventlog.NewAssemblers(false)
-	last := pos
 	saver := eventlog.NewPosition(r.state, positionKey, pos)
 	defer func() {
 		if err := saver.SaveOnStop(ctx); err != nil {
@@ -367,17 +366,17 @@ func (r *Replicator) run(ctx context.Context) error {
 				return fmt.Errorf("replicator: read: %w", err)
 			}
 			seq := meta.Sequence.Stream
-			take, stop := eventlog.InOrder(seq, last, hinted) // hints: eventlog.All.Stored
+			take, stop := eventlog.InOrder(seq, r.readPos, hinted) // hints: eventlog.All.Stored
 			if stop {
 				break
 			}
 			if !take {
 				continue
 			}
-			last, r.readPos = seq, seq
-			ev, err := asm.Add(eventlog.AllStream, msg.Subject(), last, msg.Headers(), msg.Data())
+			r.readPos = seq
+			ev, err := asm.Add(eventlog.AllStream, msg.Subject(), seq, msg.Headers(), msg.Data())
 			if err != nil {
-				r.logger.Warn("replicator: skipping an unreadable event", "subject", msg.Subject(), "seq", last, "err", err)
+				r.logger.Warn("replicator: skipping an unreadable event", "subject", msg.Subject(), "seq", seq, "err", err)
 				continue
 			}
 			if ev != nil {
@@ -394,9 +393,9 @@ func (r *Replicator) run(ctx context.Context) error {
 		if !durable {
 			continue // not durable yet: the position stays
 		}
-		// Everything up to last is written, except what still waits (and
+		// Everything up to readPos is written, except what still waits (and
 		// split lines not yet whole): the position stays before those.
-		done := last
+		done := r.readPos
 		for _, s := range r.sessions {
 			if r.setAside(ctx, s) {
 				continue // read again at a restart (headerless.go)
