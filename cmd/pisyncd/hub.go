@@ -360,11 +360,11 @@ func hubConfig(cfg *config.Hub, logger *slog.Logger) (embedded.HubConfig, error)
 }
 
 // hubFilesReadable says which of the hub's TLS, route secret and node
-// files is not a file, or one its process may not read, with whose they are and the fix. The
-// files are 0600, so made by root (or renewed or registered with sudo,
-// before those kept the owner) for a hub that runs as a user of its own,
-// they stop it at start or reload, where the error said only "permission
-// denied".
+// files is not a file, or one its process may not read (with whose it
+// is), and the fix. The files are 0600, so made by root (or renewed or
+// registered with sudo, before those kept the owner) for a hub that runs
+// as a user of its own, they stop it at start or reload, where the error
+// said only "permission denied".
 func hubFilesReadable(cfg *config.Hub) error {
 	files := []struct{ env, path string }{
 		{"TLS_CERT", cfg.TLSCert}, {"TLS_KEY", cfg.TLSKey}, {"TLS_CA", cfg.TLSCA}, {"ROUTE_SECRET", cfg.RouteSecret},
@@ -640,8 +640,8 @@ func addNodeCommand(args []string, stdout io.Writer) error {
 	name := fs.Arg(0)
 	// Before the seed file is made: "a/b" was said to be a file that
 	// could not be made, or made a seed file named after it.
-	if !eventlog.ValidNodeID(name) {
-		return fmt.Errorf("hub add-node: node name %q: want 1 to 64 characters of [A-Za-z0-9_-] (the node's PISYNC_NODE_ID)", name)
+	if err := embedded.CheckNodeName(name); err != nil {
+		return fmt.Errorf("hub add-node: %w", err)
 	}
 	cfg, err := config.LoadHub()
 	if err != nil {

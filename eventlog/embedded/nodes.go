@@ -61,9 +61,17 @@ func ReplaceNode(dir, name, team string) ([]byte, *Node, error) {
 	return addNode(dir, name, team, true)
 }
 
-func addNode(dir, name, team string, replace bool) ([]byte, *Node, error) {
+// CheckNodeName refuses a name no node id can be.
+func CheckNodeName(name string) error {
 	if !eventlog.ValidNodeID(name) {
-		return nil, nil, fmt.Errorf("node name %q: want 1 to 64 characters of [A-Za-z0-9_-] (the node's PISYNC_NODE_ID)", name)
+		return fmt.Errorf("node name %q: want 1 to 64 characters of [A-Za-z0-9_-] (the node's PISYNC_NODE_ID)", name)
+	}
+	return nil
+}
+
+func addNode(dir, name, team string, replace bool) ([]byte, *Node, error) {
+	if err := CheckNodeName(name); err != nil {
+		return nil, nil, err
 	}
 	files, err := readNodes(dir)
 	if err != nil {
