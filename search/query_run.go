@@ -151,8 +151,8 @@ func (ix *Index) Search(ctx context.Context, q Query, limit, offset int) (_ Resu
 // what ran past PhraseBudget (bleve reads no deadline while it matches a
 // phrase: sixteen excluded phrases ran a search to 13 s, past
 // QueryTimeout, holding a slot of the four; a probe, 2026-12-07), so the
-// approximate answer may hold entries with it. It returns the tokens of the terms, which
-// snippets mark, and whether the query holds a phrase.
+// approximate answer may hold entries with it. It returns the tokens of
+// the terms, which snippets mark, and whether the query holds a phrase.
 func (q Query) bleve(an analysis.Analyzer, inOrder bool) (query.Query, map[string]bool, bool) {
 	words := map[string]bool{}
 	phrases := false
