@@ -14,13 +14,17 @@ import (
 // the line stays pi's own but points at this machine's paths. It returns
 // the new line and the header's mapped cwd.
 //
-// A parentSession in the project folder of the session's own file on its
-// machine (originFile, relative to that machine's sessions root) names this
-// machine's copy of the parent instead: pi's /fork and /clone write the new
+// A parentSession in a project folder of the machine that wrote the
+// session (its own file there is originFile, relative to that machine's
+// sessions root) names this machine's copy of the parent instead: pi lists
+// a fork under its parent by that path. pi's /fork and /clone write the new
 // file beside the old one, and both copies land here in the folder of the
 // mapped cwd, under root, which need not be the other machine's sessions
-// root mapped (another user, PI_CODING_AGENT_DIR). pi lists a fork under
-// its parent by that path. Any other parentSession is mapped through m.
+// root mapped (another user, PI_CODING_AGENT_DIR). A fork into another
+// project's folder names the parent in that project's folder, whose name
+// here is m's mapping of it (PathMap.MapFolder): mapped as a path, it named
+// the other machine's folder under this machine's root, which no file here
+// is in (a probe, 2026-12-07). Any other parentSession is mapped through m.
 func mapHeader(raw []byte, m PathMap, root, originFile string) ([]byte, string, error) {
 	var cwd json.RawMessage
 	if _, err := rewriteTopLevel(raw, func(key string, val json.RawMessage) (json.RawMessage, error) {
@@ -51,7 +55,7 @@ func mapHeader(raw []byte, m PathMap, root, originFile string) ([]byte, string, 
 		}
 		mapped := m.Map(s)
 		if key == "parentSession" {
-			if p, ok := besideHere(s, root, originFile, mappedCwd); ok {
+			if p, ok := parentHere(s, m, root, originFile, mappedCwd); ok {
 				mapped = p
 			}
 		}
@@ -66,20 +70,30 @@ func mapHeader(raw []byte, m PathMap, root, originFile string) ([]byte, string, 
 	return out, mappedCwd, nil
 }
 
-// besideHere is the path here of parent, a session file on the machine
-// that wrote originFile, when parent lies in originFile's project folder
-// there: the same name, in the folder this machine keeps cwd's sessions in.
-func besideHere(parent, root, originFile, cwd string) (string, bool) {
+// parentHere is the path here of parent, a session file on the machine
+// that wrote originFile, when parent lies in a project folder there: the
+// same name, in the folder of cwd (the session's mapped cwd) when parent is
+// beside originFile, else in the folder here of the parent's own.
+func parentHere(parent string, m PathMap, root, originFile, cwd string) (string, bool) {
 	folder, name, ok := strings.Cut(originFile, "/")
 	if !ok || root == "" || folder == "" || strings.Contains(name, "/") {
 		return "", false
 	}
 	// The other machine may write its paths with either separator.
 	dir, pname := path.Split(strings.ReplaceAll(parent, `\`, "/"))
-	if path.Base(dir) != folder || !fileNamePattern().MatchString(pname) {
+	if !fileNamePattern().MatchString(pname) {
 		return "", false
 	}
-	p := filepath.Join(root, CwdFolder(cwd), pname)
+	var here string
+	switch pfolder := path.Base(dir); {
+	case pfolder == folder:
+		here = CwdFolder(cwd)
+	case isFolderName(pfolder):
+		here = m.MapFolder(pfolder)
+	default:
+		return "", false
+	}
+	p := filepath.Join(root, here, pname)
 	if inside(root, p) != nil {
 		return "", false
 	}

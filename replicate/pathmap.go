@@ -117,5 +117,54 @@ func (m PathMap) Map(p string) string {
 	return p
 }
 
+// MapFolder returns the name here of pi's project folder of another
+// machine (CwdFolder of a cwd there): the folder of the cwd mapped, read
+// from the folder's name alone. A name is what pi made of a path, '/' and
+// '-' alike as '-', so a rule matches a folder whose name starts with the
+// rule's path so made, whole names or not (a rule of /a/b maps the folder
+// of /a/b-c too): only a parentSession of a fork in another project
+// folder goes through it, which without it named a folder of the other
+// machine's, never here. A name that is no project folder, or that no rule
+// matches, is returned as it is.
+func (m PathMap) MapFolder(folder string) string {
+	inner, ok := folderInner(folder)
+	if !ok {
+		return folder
+	}
+	for _, r := range m.rules {
+		from, _ := folderInner(CwdFolder(r.from))
+		to, _ := folderInner(CwdFolder(r.to))
+		var rest string
+		switch {
+		case inner == from:
+		case from == "": // a rule of "/"
+			rest = "-" + inner
+		case strings.HasPrefix(inner, from+"-"):
+			rest = inner[len(from):]
+		default:
+			continue
+		}
+		if to == "" { // a rule to "/"
+			rest = strings.TrimPrefix(rest, "-")
+		}
+		return "--" + to + rest + "--"
+	}
+	return folder
+}
+
+// isFolderName reports whether name is one pi gives a project folder.
+func isFolderName(name string) bool {
+	_, ok := folderInner(name)
+	return ok
+}
+
+// folderInner is a project folder's name between its "--" and "--".
+func folderInner(folder string) (string, bool) {
+	if len(folder) < 4 || !strings.HasPrefix(folder, "--") || !strings.HasSuffix(folder, "--") {
+		return "", false
+	}
+	return folder[2 : len(folder)-2], true
+}
+
 // Empty reports whether there are no rules.
 func (m PathMap) Empty() bool { return len(m.rules) == 0 }

@@ -149,7 +149,8 @@ func TestMapHeaderKeepsEverythingElse(t *testing.T) {
 
 // TestMapHeaderParentBeside: a fork's parent in the fork's own project
 // folder on its machine is this machine's copy, in the folder of the mapped
-// cwd under this machine's root; other parents are mapped alone.
+// cwd under this machine's root; one in another project folder there is in
+// that folder's here; other parents are mapped alone.
 func TestMapHeaderParentBeside(t *testing.T) {
 	m, _ := ParsePathMap("/Users/ann=/home/ann")
 	const root = "/home/bob/.pi/agent/sessions"
@@ -161,9 +162,15 @@ func TestMapHeaderParentBeside(t *testing.T) {
 		// Written on Windows.
 		{`C:\Users\ann\p`, `C:\Users\ann\.pi\agent\sessions\--C--Users-ann-p--\a.jsonl`, "--C--Users-ann-p--/f.jsonl",
 			root + "/--C--Users-ann-p--/a.jsonl"},
-		// A parent in another folder there: mapped alone.
+		// A fork into another project: the parent in that project's
+		// folder here (mapped as a path, it named the other machine's
+		// folder under this root, which no file is in).
 		{"/Users/ann/p", "/Users/ann/.pi/agent/sessions/--Users-ann-q--/a.jsonl", origin,
-			"/home/ann/.pi/agent/sessions/--Users-ann-q--/a.jsonl"},
+			root + "/--home-ann-q--/a.jsonl"},
+		// A project no rule maps keeps its folder's name.
+		{"/Users/ann/p", "/Users/ann/.pi/agent/sessions/--opt-q--/a.jsonl", origin, root + "/--opt-q--/a.jsonl"},
+		// Not in a project folder: mapped alone.
+		{"/Users/ann/p", "/Users/ann/saved/a.jsonl", origin, "/home/ann/saved/a.jsonl"},
 		// Not a session file's name, or no origin file known.
 		{"/Users/ann/p", "/Users/ann/.pi/agent/sessions/--Users-ann-p--/..", origin, "/home/ann/.pi/agent/sessions"},
 		{"/Users/ann/p", "/Users/ann/.pi/agent/sessions/--Users-ann-p--/a.jsonl", "", "/home/ann/.pi/agent/sessions/--Users-ann-p--/a.jsonl"},
@@ -180,6 +187,35 @@ func TestMapHeaderParentBeside(t *testing.T) {
 		if err := json.Unmarshal(out, &got); err != nil || got.ParentSession != c.want {
 			t.Errorf("%s from %q:\n got %s (%v)\nwant %s", c.parent, c.origin, got.ParentSession, err, c.want)
 		}
+	}
+}
+
+// TestMapFolder: a project folder of another machine named as here, from
+// its name alone.
+func TestMapFolder(t *testing.T) {
+	m, err := ParsePathMap(`/Users/ann=/home/ann,/Users/ann/src=/src,/m1=/,/=/mnt/all,C:\Users\bo=/home/bo`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]string{
+		"--Users-ann--":       "--home-ann--",
+		"--Users-ann-p--":     "--home-ann-p--",
+		"--Users-ann-src-x--": "--src-x--", // the longest rule first
+		"--Users-annex--":     "--mnt-all-Users-annex--",
+		"--m1--":              "----",
+		"--m1-proj--":         "--proj--",
+		"--C--Users-bo-p--":   "--home-bo-p--",
+		"--tmp--":             "--mnt-all-tmp--",
+		"not-a-folder":        "not-a-folder",
+		"--x":                 "--x",
+		"---":                 "---",
+	} {
+		if got := m.MapFolder(in); got != want {
+			t.Errorf("MapFolder(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := (PathMap{}).MapFolder("--Users-ann--"); got != "--Users-ann--" {
+		t.Errorf("no rules: %q", got)
 	}
 }
 
