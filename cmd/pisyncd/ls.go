@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -127,8 +128,20 @@ func catalogNotes(e projection.CatalogEntry) []string {
 	// A session id is the header's: a line of any text, only stored in
 	// a subject token's encoding.
 	sid := cli.TerminalSafe(e.SessionID)
-	if e.Deleted {
+	switch {
+	case e.Deleted:
 		notes = append(notes, fmt.Sprintf("%s: deleted (on %s)", sid, strings.Join(e.DeletedOn, ", ")))
+	case len(e.DeletedOn) > 0:
+		// Deleted where only a copy was (a machine that never wrote
+		// it deletes it for itself): the row looked like a live
+		// session's (a probe, 2026-12-07).
+		var kept []string
+		for _, n := range e.Nodes {
+			if !slices.Contains(e.DeletedOn, n) {
+				kept = append(kept, n)
+			}
+		}
+		notes = append(notes, fmt.Sprintf("%s: deleted on %s, not on %s", sid, strings.Join(e.DeletedOn, ", "), strings.Join(kept, ", ")))
 	}
 	if e.Error != "" {
 		notes = append(notes, fmt.Sprintf("%s: unreadable: %s", sid, cli.TerminalSafe(e.Error)))

@@ -109,11 +109,17 @@ func TestStatusIsTerminalSafe(t *testing.T) {
 }
 
 // TestNotesSayWhatHappened: a collision within one node's lines says so,
-// not "claimed by a and a"; a store that failed and has not recovered yet
+// not "claimed by a and a"; a session deleted on some of its machines
+// says where; a store that failed and has not recovered yet
 // says so, not "recovered 0 (last 0001-01-01…)".
 func TestNotesSayWhatHappened(t *testing.T) {
 	notes := catalogNotes(projection.CatalogEntry{SessionID: "s1", Collisions: []projection.Collision{{ID: "e1", Nodes: [2]string{"ann", "ann"}}, {ID: "e2", Nodes: [2]string{"ann", "bob"}}}})
 	if strings.Join(notes, "|") != "s1: entry e1 written twice by ann, with other bytes|s1: entry e2 claimed by ann and bob" {
+		t.Errorf("notes %q", notes)
+	}
+	// Deleted on one machine of two: the other keeps it.
+	notes = catalogNotes(projection.CatalogEntry{SessionID: "s2", Nodes: []string{"wsA", "wsB"}, DeletedOn: []string{"wsB"}})
+	if strings.Join(notes, "|") != "s2: deleted on wsB, not on wsA" {
 		t.Errorf("notes %q", notes)
 	}
 	var b bytes.Buffer
