@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"github.com/pisyncd/pisyncd/internal/testenv"
+	"github.com/pisyncd/pisyncd/replicate"
 )
 
 // TestForkOfAReplicatedSession: pi forks a session on A; on B (another
 // sessions root, cwd mapped /Users/ann → /home/ann) the fork's header names
 // B's copy of the parent, which is what pi on B lists the fork under. B's
 // tailer takes that header for the one A published, across a restart: the
-// next line pi writes on B is the only one B publishes.
+// next line pi writes on B is the only one B publishes. A fork into another
+// project names B's copy of the parent too.
 func TestForkOfAReplicatedSession(t *testing.T) {
 	testenv.Oracle(t) // skips without node or shared/
 	hub, _, b, aDir, bDir := mappedPair(t)
@@ -82,5 +84,26 @@ func TestForkOfAReplicatedSession(t *testing.T) {
 	}
 	if got := listed(); got[filepath.Base(bFork)] != bParent {
 		t.Fatalf("after pi wrote on B, it lists %v", got)
+	}
+
+	// A fork into another project: its copy lands in that project's
+	// folder on B and names B's copy of the parent, in the parent's own
+	// folder here (it named A's folder under B's root, where no file is:
+	// a probe, 2026-12-07).
+	const otherA, otherB = "/Users/ann/other", "/home/ann/other"
+	aOther := filepath.Join(filepath.Dir(aDir), replicate.CwdFolder(otherA))
+	if err := os.MkdirAll(aOther, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	moved := piWrite(t, `[{"op": "user", "text": "in another project"}]`, aOther, "--cwd", otherA, "--fork-from", parent.SessionFile)
+	bMoved := filepath.Join(filepath.Dir(bDir), replicate.CwdFolder(otherB), filepath.Base(moved.SessionFile))
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		n := lines(bMoved)
+		return n == lines(moved.SessionFile), fmt.Sprintf("B's copy of the fork into %s has %d lines", otherB, n)
+	})
+	var hdr struct{ ParentSession string }
+	raw, _ := os.ReadFile(bMoved)
+	if err := json.Unmarshal([]byte(splitLines(string(raw))[0]), &hdr); err != nil || hdr.ParentSession != bParent {
+		t.Fatalf("B's copy of the fork into %s names its parent %q (%v), want B's copy %s", otherB, hdr.ParentSession, err, bParent)
 	}
 }
