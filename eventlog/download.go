@@ -510,6 +510,7 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 	for {
 		// The consumer's errors (a gap, the hub gone) end the wait at
 		// once; in silence, the link is looked at now and then.
+		began := time.Now()
 		wctx, cancel := context.WithTimeout(ctx, linkPoll)
 		batch, err := p.NextOrFail(wctx, MaxBatch, nil)
 		cancel()
@@ -550,7 +551,12 @@ func (d *Downloader) frame(ctx context.Context, cons jetstream.Consumer, from ui
 			if due, all := releaseDue(); due && !release(all) {
 				return
 			}
-			if silent += linkPoll; silent-checked < stallAfter {
+			// Woken from a stop or a sleep, the consumer is asked
+			// about at once: the hub drops one left alone for 30 s,
+			// and silence alone told so only stallAfter later (a
+			// machine stopped for 150 s got the next line 29 s after it
+			// went on, 2026-12-07).
+			if silent += linkPoll; silent-checked < stallAfter && !slept(began, time.Now()) {
 				continue
 			}
 			checked = silent

@@ -16,6 +16,20 @@ import (
 // linkPoll is how often the hub link is looked at.
 const linkPoll = time.Second
 
+// wakeGap is how much longer than its linkPoll a wait may take before it
+// is taken for no wait at all: the process was stopped (SIGSTOP, a
+// debugger) or the machine slept (a laptop's lid closed) meanwhile.
+const wakeGap = 10 * time.Second
+
+// slept reports whether a wait of linkPoll begun at began and ended at now
+// spanned a sleep of this machine or a stop of the process: measured on the
+// monotonic clock (a stop) or on the wall clock (a suspend, which Linux's
+// monotonic clock does not count). A wall clock set forward reads as one,
+// which costs a question to the hub.
+func slept(began, now time.Time) bool {
+	return now.Sub(began) > linkPoll+wakeGap || now.Round(0).Sub(began.Round(0)) > linkPoll+wakeGap
+}
+
 // carryRate is the slowest link, in bytes a second, waited for on a
 // watched link that has not changed: a message the hub delivered is taken
 // for lost once the link could have carried it at this rate, and a request

@@ -34,3 +34,27 @@ func TestWatchLink(t *testing.T) {
 		})
 	}
 }
+
+// TestSlept: a wait of linkPoll that took far longer on either clock
+// spanned a stop of the process or a sleep of the machine; one that took
+// about as long did not.
+func TestSlept(t *testing.T) {
+	began := time.Now()
+	for _, c := range []struct {
+		name string
+		now  time.Time
+		want bool
+	}{
+		{"a wait as long as asked", began.Add(linkPoll), false},
+		{"a wait on a loaded machine", began.Add(linkPoll + wakeGap/2), false},
+		{"the process stopped", began.Add(linkPoll + wakeGap + time.Second), true},
+		// Without its monotonic reading, Sub compares wall clocks: a
+		// suspend, which Linux's monotonic clock does not count.
+		{"the machine suspended", began.Round(0).Add(2 * time.Minute), true},
+		{"the wall clock set back", began.Round(0).Add(-time.Hour), false},
+	} {
+		if got := slept(began, c.now); got != c.want {
+			t.Errorf("%s: slept = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
