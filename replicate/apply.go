@@ -59,6 +59,10 @@ type sess struct {
 	// the lines other machines wrote meanwhile were passed over: its file
 	// gets every line PI_ALL holds that it lacks (refill), once.
 	refillAll bool
+	// letGo: the session was let go of with a file here (evict.go), and
+	// this is what was known of that file; nil once the file is read
+	// again.
+	letGo *letGo
 	// quarantined says why the session's lines are no longer written
 	// here: a write that can never succeed (an unsafe path, a link in
 	// the file's place). Reported in status, never a stall for others.
@@ -126,10 +130,8 @@ func (r *Replicator) session(sid string) *sess {
 	if s == nil {
 		s = &sess{sid: sid, seen: map[string]claim{}, firstChild: map[string]string{}}
 		r.sessions[sid] = s
-		if _, ok := r.letGoOf[sid]; ok {
-			// Let go of with a file here (evict.go): the file gets
-			// whatever it lacks, as one found cut short.
-			s.refillAll = true
+		if lg, ok := r.letGoOf[sid]; ok {
+			s.letGo = &lg
 			delete(r.letGoOf, sid)
 		}
 	}
@@ -363,6 +365,7 @@ func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 		if err := r.locate(s); err != nil {
 			return err
 		}
+		s.readAgain()
 	}
 	if s.file == nil {
 		if s.away {

@@ -14,13 +14,16 @@ import (
 // letGoAfter are let go of, the longest alone first, down to half of it:
 // nothing waits in them, and nothing of theirs is in flight or out of the
 // ordinary. A session let go of with a file here is read again when a line
-// of it comes: its file's lines from the file, and every line of it
-// PI_ALL holds up to the position read that the file lacks is written
-// (refillAll, as for a file found cut short): what memory knew of the
-// file, its size, is what told a truncation apart. What is lost is what a
+// of it comes: its file's lines from the file. What memory knew of the
+// file (its identity, size and first line: letGo) is kept, and tells a
+// file cut short or replaced meanwhile, which then gets every line of the
+// session PI_ALL holds up to the position read that it lacks (refillAll,
+// as for a file found cut short: readAgain). What is lost is what a
 // restart loses too: which node's line came first for an entry id, and
 // for a parent (a collision is then reported with this node's name, a fork
-// found later or not at all).
+// found later or not at all); and the ids of lines PI_ALL holds that the
+// file lacks on purpose (refused, an untrusted node's), so that a line
+// whose parent is one of those goes in without it rather than waiting.
 //
 // Sessions written to within letGoAfter are kept, past the cap, up to
 // twice it (about 96 MB): letting go of them by age alone thrashed. A session of
@@ -63,9 +66,9 @@ func (r *Replicator) sweep(now time.Time) {
 			break
 		}
 		known -= s.known()
-		if s.file != nil {
-			delete(r.files, s.file.path)
-			r.letGoOf[s.sid] = struct{}{}
+		if f := s.file; f != nil {
+			delete(r.files, f.path)
+			r.letGoOf[s.sid] = letGo{size: f.size, dev: f.dev, ino: f.ino, head: f.head}
 		}
 		delete(r.sessions, s.sid)
 		r.letGo.Add(1)
@@ -83,6 +86,37 @@ func (s *sess) known() int {
 		n = max(n, len(s.file.shas))
 	}
 	return n
+}
+
+// letGo is what is kept of a session let go of with a file here: enough to
+// tell, at its next line, whether its file is still the one read and no
+// shorter, as memory would have (replica.refresh).
+type letGo struct {
+	size     int64
+	dev, ino uint64
+	head     [32]byte
+}
+
+// readAgain decides, for a session let go of whose file was just located
+// (s.file, nil if none), whether the file is compared with PI_ALL: only
+// when it is another file than the one let go of, or shorter, or starts
+// otherwise, which may have lost lines meanwhile. Compared every time, a
+// session let go of was a scan of PI_ALL for its subject at each return,
+// the stream's every block for a session whose lines are spread through
+// it; 200 sessions written at once past twice the cap went from 700 to 400
+// lines a second at 250 lines each (a third of the CPU in the server's
+// scan), and to 2-9 lines a second at 1,000 each (a probe, 2026-12-07).
+func (s *sess) readAgain() {
+	lg, f := s.letGo, s.file
+	s.letGo = nil
+	if lg == nil || f == nil {
+		return
+	}
+	if f.dev == lg.dev && f.ino == lg.ino && f.size >= lg.size && f.head == lg.head {
+		f.unchecked = false // checked before it was let go of (plain)
+		return
+	}
+	s.refillAll = true
 }
 
 // plain reports whether s may be let go of and read again later as at a

@@ -76,10 +76,10 @@ type Replicator struct {
 	// Owned by the Run goroutine.
 	sessions map[string]*sess
 	files    map[string]*replica
-	nodes    map[string]string   // intern
-	swept    time.Time           // the last sweep (evict.go)
-	knownCap int                 // maxKnownLines; a test's less
-	letGoOf  map[string]struct{} // sessions let go of with a file here (evict.go)
+	nodes    map[string]string // intern
+	swept    time.Time         // the last sweep (evict.go)
+	knownCap int               // maxKnownLines; a test's less
+	letGoOf  map[string]letGo  // sessions let go of with a file here (evict.go)
 
 	mu            sync.Mutex
 	forkSIDs      map[string]struct{}
@@ -151,7 +151,7 @@ func New(all *eventlog.All, state jetstream.KeyValue, tracker Tracker, o Options
 	}
 	return &Replicator{
 		opts: o, all: all, state: state, tracker: tracker, logger: o.Logger, link: eventlog.NewLink(o.Logger, "replication"), now: time.Now,
-		sessions: map[string]*sess{}, files: map[string]*replica{}, nodes: map[string]string{}, letGoOf: map[string]struct{}{}, knownCap: maxKnownLines, forkSIDs: map[string]struct{}{},
+		sessions: map[string]*sess{}, files: map[string]*replica{}, nodes: map[string]string{}, letGoOf: map[string]letGo{}, knownCap: maxKnownLines, forkSIDs: map[string]struct{}{},
 		quarantined: map[string]string{}, trashedCopies: map[string]trashedCopy{},
 	}
 }
@@ -298,7 +298,7 @@ func (r *Replicator) run(ctx context.Context) error {
 		return err
 	}
 	// Events held in memory are re-read from the stream: start clean.
-	r.sessions, r.files, r.nodes, r.letGoOf = map[string]*sess{}, map[string]*replica{}, map[string]string{}, map[string]struct{}{}
+	r.sessions, r.files, r.nodes, r.letGoOf = map[string]*sess{}, map[string]*replica{}, map[string]string{}, map[string]letGo{}
 	r.startPos, r.readPos = pos, pos
 	r.waiting.Store(0)
 	if err := r.loadHeaderless(ctx); err != nil {
