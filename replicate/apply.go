@@ -365,7 +365,6 @@ func (r *Replicator) flushSession(ctx context.Context, s *sess) error {
 		if err := r.locate(s); err != nil {
 			return err
 		}
-		s.readAgain()
 	}
 	if s.file == nil {
 		if s.away {
@@ -618,11 +617,13 @@ func raws(evs []*eventlog.Event) [][]byte {
 }
 
 // locate finds the local file of a session: one the tailer follows, or the
-// file a previous run created at the session's target path.
+// file a previous run created at the session's target path. A session let
+// go of learns there whether its file is the one it left (readAgain).
 func (r *Replicator) locate(s *sess) error {
 	for _, p := range r.tracker.FilesFor(s.sid) {
 		if f := r.files[p]; f != nil {
 			s.file = f
+			s.readAgain()
 			return nil
 		}
 		f, err := openReplica(p, s.sid)
@@ -634,8 +635,10 @@ func (r *Replicator) locate(s *sess) error {
 		}
 		f.unchecked = r.startPos > 0
 		r.files[p], s.file = f, f
+		s.readAgain()
 		return nil
 	}
+	s.readAgain()
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package replicate
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"os"
@@ -140,8 +141,9 @@ func TestLetGoReadAgain(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, sid+".jsonl")
 			writeFile(t, path, body)
-			r := New(nil, nil, nopTracker{}, Options{Root: dir, Node: "B"})
+			r := New(nil, nil, oneFile(path), Options{Root: dir, Node: "B"})
 			r.knownCap = 1
+			r.startPos = 5 // a run that resumed: locate opens a file unchecked
 			now := time.Now()
 			s := r.session(sid)
 			s.used = now.Add(-time.Hour)
@@ -156,16 +158,24 @@ func TestLetGoReadAgain(t *testing.T) {
 			}
 			c.change(t, path)
 			s = r.session(sid) // a line of it came
-			if s.file, err = openReplica(path, sid); err != nil {
-				t.Fatal(err)
+			if err := r.locate(s); err != nil || s.file == nil {
+				t.Fatalf("located %v: %v", s.file, err)
 			}
-			s.file.unchecked = true // as locate opens it in a run that resumed
-			s.readAgain()
 			if s.refillAll != c.want || s.file.unchecked != c.want || s.letGo != nil {
 				t.Errorf("compared with PI_ALL: %v, unchecked %v, want %v", s.refillAll, s.file.unchecked, c.want)
 			}
 		})
 	}
+}
+
+// oneFile is a tracker whose tailer follows one file, of every session.
+type oneFile string
+
+func (f oneFile) FilesFor(string) []string { return []string{string(f)} }
+func (oneFile) Learn(string, [32]byte)     {}
+func (oneFile) Forget(string) func()       { return func() {} }
+func (oneFile) Remove(context.Context, []string) error {
+	return nil
 }
 
 func writeFile(t *testing.T, path, data string) {
