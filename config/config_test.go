@@ -460,6 +460,9 @@ func TestSettingMistakes(t *testing.T) {
 		{"PISYNC_HUB_TEAM_MAX_LINKS", "0", "PISYNC_HUB_TEAM_MAX_LINKS 0: want at least 1 (one a workstation of the team; the default is 256)"},
 		// One address for two listeners (a probe: "taken by another program").
 		{"PISYNC_HUB_LEAF_LISTEN", "127.0.0.1:4222", "PISYNC_HUB_LISTEN and PISYNC_HUB_LEAF_LISTEN are both 127.0.0.1:4222: each listener needs a port of its own"},
+		{"PISYNC_HUB_HTTP_ADDR", "127.0.0.1:4222", "PISYNC_HUB_LISTEN and PISYNC_HUB_HTTP_ADDR are both 127.0.0.1:4222"},
+		// The hub's metrics on loopback only, as a workstation's.
+		{"PISYNC_HUB_HTTP_ADDR", "0.0.0.0:9467", `PISYNC_HUB_HTTP_ADDR: address "0.0.0.0:9467" is not a loopback address`},
 	} {
 		t.Setenv(c.key, c.val)
 		if _, err := LoadHub(); err == nil || !strings.Contains(err.Error(), c.want) {

@@ -39,6 +39,7 @@ type Hub struct {
 	TLSCA            string   `envconfig:"TLS_CA" desc:"CA certificate verifying the other hub nodes' route connections"`
 	StoreCipher      string   `envconfig:"STORE_CIPHER" default:"off" desc:"encrypt the hub's JetStream store at rest: chachapoly or aes, or off; the key is made at first use into STORE_KEY_FILE; an existing store is never converted (docs/SECURITY.md)"`
 	StoreKeyFile     string   `envconfig:"STORE_KEY_FILE" desc:"the store's key, 0600 (default: STATE_DIR/store-key)"`
+	HTTPAddr         string   `envconfig:"HTTP_ADDR" desc:"loopback address for the hub's /healthz and /metrics (Prometheus), e.g. 127.0.0.1:9467 (default: off); /metrics needs the token in STATE_DIR/metrics-token as a bearer token"`
 	LogLevel         string   `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
 	LogFormat        string   `envconfig:"LOG_FORMAT" default:"text" desc:"text or json"`
 }
@@ -88,7 +89,12 @@ func LoadHub() (*Hub, error) {
 	}
 	// One address for two listeners: the second was said to be taken by
 	// "another program, or another pisyncd" (a probe).
-	listeners := []struct{ name, addr string }{{"LISTEN", h.Listen}, {"LEAF_LISTEN", h.LeafListen}, {"CLUSTER_LISTEN", h.ClusterListen}}
+	if h.HTTPAddr != "" {
+		if err := CheckLoopback(h.HTTPAddr); err != nil {
+			errs = append(errs, fmt.Errorf("%s_HTTP_ADDR: %w: its /metrics is for this machine's monitoring; a scraper elsewhere reaches it through a proxy of yours", HubPrefix, err))
+		}
+	}
+	listeners := []struct{ name, addr string }{{"LISTEN", h.Listen}, {"LEAF_LISTEN", h.LeafListen}, {"CLUSTER_LISTEN", h.ClusterListen}, {"HTTP_ADDR", h.HTTPAddr}}
 	for i, a := range listeners {
 		for _, b := range listeners[i+1:] {
 			if a.addr != "" && a.addr == b.addr {

@@ -164,6 +164,11 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return errors.Join(err, h.Close())
 	}
+	stopHTTP, err := serveHubHTTP(cfg, h, logger)
+	if err != nil {
+		stopControl()
+		return errors.Join(err, h.Close())
+	}
 	nodes, _ := embedded.LoadNodes(cfg.NodesDir) // StartHub read them already
 	for _, h := range hubStartHints(cfg, len(nodes)) {
 		logger.Warn(h)
@@ -180,6 +185,7 @@ func hubCommand(args []string, stdout, stderr io.Writer) error {
 	stopAll := func() {
 		stopWatch()
 		watching.Wait()
+		stopHTTP()
 		stopControl()
 	}
 	for {

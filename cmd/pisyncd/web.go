@@ -115,21 +115,26 @@ const webTokenFile = "web-token"
 
 // webToken reads the view's token from the state dir, making it first.
 func webToken(stateDir string) (string, error) {
-	path := filepath.Join(stateDir, webTokenFile)
+	return tokenFile(filepath.Join(stateDir, webTokenFile), "web token")
+}
+
+// tokenFile reads the token in the file at path, making it first (0600);
+// what names it in an error.
+func tokenFile(path, what string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err == nil && len(bytes.TrimSpace(b)) >= 32 {
 		return string(bytes.TrimSpace(b)), nil
 	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("web token: %w", err)
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
-	// Missing, or too short to be one this daemon made: a new one.
+	// Missing, or too short to be one pisyncd made: a new one.
 	token, err := web.NewToken()
 	if err != nil {
-		return "", fmt.Errorf("web token: %w", err)
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
 	if err := fsutil.WriteFileAtomic(path, []byte(token+"\n")); err != nil {
-		return "", fmt.Errorf("web token: %w", err)
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
 	return token, nil
 }
