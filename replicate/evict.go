@@ -38,9 +38,22 @@ const (
 	sweepEvery = time.Second
 )
 
+// Under the cap too, a session of at most smallSession lines left alone
+// for forgetAfter is let go of: an idle daemon kept what it knew of every
+// session a day's work had touched (a soak of 35 minutes, 842 sessions of
+// 10-45 lines: 39 MB live at idle, 11 MB after a restart on the same
+// data). Read again, such a session costs a read of its file, a
+// millisecond or so; a longer one is kept, since its file costs more to
+// read than its lines to keep.
+const (
+	smallSession = 1_000
+	forgetAfter  = 10 * time.Minute
+)
+
 // sweep lets go of sessions while the sessions know more than r.knownCap
 // lines (maxKnownLines; above): those left alone for letGoAfter, down to
-// half of it, and past twice it any, the longest alone first.
+// half of it, and past twice it any, the longest alone first. Small ones
+// left alone for forgetAfter go whatever the count.
 func (r *Replicator) sweep(now time.Time) {
 	if now.Sub(r.swept) < sweepEvery {
 		return
@@ -48,7 +61,12 @@ func (r *Replicator) sweep(now time.Time) {
 	r.swept = now
 	known := 0
 	for _, s := range r.sessions {
-		known += s.known()
+		n := s.known()
+		if n <= smallSession && now.Sub(s.used) >= forgetAfter && s.plain() {
+			r.release(s) // deleting while ranging: the loop sees it no more
+			continue
+		}
+		known += n
 	}
 	if known <= r.knownCap {
 		return
@@ -66,13 +84,18 @@ func (r *Replicator) sweep(now time.Time) {
 			break
 		}
 		known -= s.known()
-		if f := s.file; f != nil {
-			delete(r.files, f.path)
-			r.letGoOf[s.sid] = letGo{size: f.size, dev: f.dev, ino: f.ino, head: f.head}
-		}
-		delete(r.sessions, s.sid)
-		r.letGo.Add(1)
+		r.release(s)
 	}
+}
+
+// release lets go of s, keeping what tells its file apart (letGo).
+func (r *Replicator) release(s *sess) {
+	if f := s.file; f != nil {
+		delete(r.files, f.path)
+		r.letGoOf[s.sid] = letGo{size: f.size, dev: f.dev, ino: f.ino, head: f.head}
+	}
+	delete(r.sessions, s.sid)
+	r.letGo.Add(1)
 }
 
 // known is how many lines s knows of: its claims, or its file's lines if

@@ -61,6 +61,39 @@ func TestSweepLetsGoOfTheIdleSessions(t *testing.T) {
 	}
 }
 
+// TestSweepForgetsTheSmallLeftAlone: under the cap, a session of at most
+// smallSession lines left alone for forgetAfter is let go of; a recent
+// one, a longer one and one with a line waiting are kept (an idle daemon
+// kept every session a day's work touched: a soak probe, 2026-12-07).
+func TestSweepForgetsTheSmallLeftAlone(t *testing.T) {
+	dir := t.TempDir()
+	r := New(nil, nil, nopTracker{}, Options{Root: dir, Node: "B"})
+	now := time.Now()
+	mk := func(sid string, lines int, age time.Duration) *sess {
+		s := r.session(sid)
+		s.used = now.Add(-age)
+		f := newReplica(filepath.Join(dir, sid+".jsonl"), sid)
+		for i := range lines {
+			f.shas[sha256.Sum256(fmt.Appendf(nil, "%s-%d", sid, i))] = struct{}{}
+		}
+		s.file, r.files[f.path] = f, f
+		return s
+	}
+	mk("small-old", 40, forgetAfter+time.Second)
+	mk("small-recent", 40, forgetAfter-time.Second)
+	mk("long-old", smallSession+1, time.Hour)
+	mk("waiting-old", 40, time.Hour).queue = []*eventlog.Event{{ID: "x"}}
+	r.sweep(now)
+	for sid, want := range map[string]bool{"small-old": false, "small-recent": true, "long-old": true, "waiting-old": true} {
+		if _, kept := r.sessions[sid]; kept != want {
+			t.Errorf("%s: kept %v, want %v", sid, kept, want)
+		}
+	}
+	if _, ok := r.letGoOf["small-old"]; !ok || r.Stats().LetGo != 1 {
+		t.Errorf("small-old let go of without what tells its file apart (%v), or %d let go of, want 1", ok, r.Stats().LetGo)
+	}
+}
+
 // TestSweepKeepsTheBusy: sessions written to within letGoAfter stay past
 // the cap, up to twice it, and past that the longest alone go first, down
 // to twice the cap; a line is counted once, though both the session's
