@@ -141,7 +141,11 @@ func catalogNotes(e projection.CatalogEntry) []string {
 				kept = append(kept, n)
 			}
 		}
-		notes = append(notes, fmt.Sprintf("%s: deleted on %s, not on %s", sid, strings.Join(e.DeletedOn, ", "), strings.Join(kept, ", ")))
+		note := fmt.Sprintf("%s: deleted on %s", sid, strings.Join(e.DeletedOn, ", "))
+		if len(kept) > 0 {
+			note += ", not on " + strings.Join(kept, ", ")
+		}
+		notes = append(notes, note)
 	}
 	if e.Error != "" {
 		notes = append(notes, fmt.Sprintf("%s: unreadable: %s", sid, cli.TerminalSafe(e.Error)))
