@@ -25,14 +25,7 @@ func TestSweepLetsGoOfTheIdleSessions(t *testing.T) {
 	r.knownCap = 8
 	now := time.Now()
 	mk := func(sid string, lines int, age time.Duration) *sess {
-		s := r.session(sid)
-		s.used = now.Add(-age)
-		f := newReplica(filepath.Join(dir, sid+".jsonl"), sid)
-		for i := range lines {
-			f.shas[sha256.Sum256(fmt.Appendf(nil, "%s-%d", sid, i))] = struct{}{}
-		}
-		s.file, r.files[f.path] = f, f
-		return s
+		return fileOfLines(r, dir, sid, lines, now.Add(-age))
 	}
 	mk("oldest", 3, 3*time.Minute)
 	mk("older", 3, 2*time.Minute)
@@ -70,14 +63,7 @@ func TestSweepForgetsTheSmallLeftAlone(t *testing.T) {
 	r := New(nil, nil, nopTracker{}, Options{Root: dir, Node: "B"})
 	now := time.Now()
 	mk := func(sid string, lines int, age time.Duration) *sess {
-		s := r.session(sid)
-		s.used = now.Add(-age)
-		f := newReplica(filepath.Join(dir, sid+".jsonl"), sid)
-		for i := range lines {
-			f.shas[sha256.Sum256(fmt.Appendf(nil, "%s-%d", sid, i))] = struct{}{}
-		}
-		s.file, r.files[f.path] = f, f
-		return s
+		return fileOfLines(r, dir, sid, lines, now.Add(-age))
 	}
 	mk("small-old", 40, forgetAfter+time.Second)
 	mk("small-recent", 40, forgetAfter-time.Second)
@@ -199,6 +185,19 @@ func TestLetGoReadAgain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fileOfLines is a session last used at used whose file here holds lines
+// lines (their hashes alone: no file is read).
+func fileOfLines(r *Replicator, dir, sid string, lines int, used time.Time) *sess {
+	s := r.session(sid)
+	s.used = used
+	f := newReplica(filepath.Join(dir, sid+".jsonl"), sid)
+	for i := range lines {
+		f.shas[sha256.Sum256(fmt.Appendf(nil, "%s-%d", sid, i))] = struct{}{}
+	}
+	s.file, r.files[f.path] = f, f
+	return s
 }
 
 // oneFile is a tracker whose tailer follows one file, of every session.
