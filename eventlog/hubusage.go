@@ -27,17 +27,25 @@ type NodeUsage struct {
 // its nodes + 8) and is removed as it returns: left to nats.go's inactive
 // threshold of five minutes, nine `hub usage` in five minutes (a `watch`)
 // filled the team's share, and a workstation starting then could not make
-// the consumer it copies from.
+// the consumer it copies from. It is one plain consumer: an ordered one
+// makes a new consumer at each Fetch and deletes the one before in the
+// background, so one was still there after the call returned (under
+// load, TestHubUsage), and a stream of a million lines made a thousand.
 func HubUsage(ctx context.Context, js jetstream.JetStream) (map[string]NodeUsage, error) {
-	cons, err := js.OrderedConsumer(ctx, HubStream, jetstream.OrderedConsumerConfig{
+	cons, err := js.CreateConsumer(ctx, HubStream, jetstream.ConsumerConfig{
 		FilterSubjects: []string{UpPrefix + ".>"}, HeadersOnly: true,
+		AckPolicy: jetstream.AckNonePolicy, MemoryStorage: true,
 		// Should the process die before the deletion below.
 		InactiveThreshold: 30 * time.Second,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: hub usage: %w", err)
 	}
-	defer deleteOrdered(js, HubStream, cons)
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = js.DeleteConsumer(dctx, HubStream, cons.CachedInfo().Name)
+	}()
 	info, err := cons.Info(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: hub usage: %w", err)
