@@ -110,7 +110,7 @@ func (f *Follower) NextOr(ctx context.Context, wake <-chan struct{}) (jetstream.
 // probe, 2026-12-07).
 func (f *Follower) Stop() {
 	f.p.Stop()
-	deleteOrdered(f.js, f.stream, f.cons)
+	deleteConsumer(f.js, f.stream, f.cons)
 }
 
 // Handled is the last stream sequence a follower has handled, for others

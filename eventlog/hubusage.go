@@ -41,11 +41,7 @@ func HubUsage(ctx context.Context, js jetstream.JetStream) (map[string]NodeUsage
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: hub usage: %w", err)
 	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = js.DeleteConsumer(dctx, HubStream, cons.CachedInfo().Name)
-	}()
+	defer deleteConsumer(js, HubStream, cons)
 	info, err := cons.Info(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: hub usage: %w", err)

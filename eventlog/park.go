@@ -146,7 +146,7 @@ func (p *parking) countNodes(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("eventlog: count %s: %w", ParkStream, err)
 	}
-	defer deleteOrdered(p.js, ParkStream, cons)
+	defer deleteConsumer(p.js, ParkStream, cons)
 	for {
 		batch, err := cons.FetchNoWait(1024)
 		if err != nil {
@@ -318,7 +318,7 @@ func (p *parking) read(ctx context.Context, subj string, from uint64, n int) ([]
 		FilterSubjects: []string{parkSubject(subj)},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    max(from, 1),
-		// Gone as the read returns (deleteOrdered), or else at this:
+		// Gone as the read returns (deleteConsumer), or else at this:
 		// left for nats.go's default of five minutes, a release of a
 		// thousand held sessions filled the stream's thousand consumers,
 		// and copying stopped for minutes at a time (a probe, 2026-12-07).
@@ -327,7 +327,7 @@ func (p *parking) read(ctx context.Context, subj string, from uint64, n int) ([]
 	if err != nil {
 		return nil, nil, fmt.Errorf("downloader: read %s: %w", ParkStream, err)
 	}
-	defer deleteOrdered(p.js, ParkStream, cons)
+	defer deleteConsumer(p.js, ParkStream, cons)
 	batch, err := cons.FetchNoWait(n)
 	if err != nil {
 		return nil, nil, fmt.Errorf("downloader: read %s: %w", ParkStream, err)

@@ -216,7 +216,7 @@ func ReadFilteredFrom(ctx context.Context, js jetstream.JetStream, stream, filte
 	// An ordered consumer outlives Stop until its inactivity threshold;
 	// reads come often (every session load, every `pisyncd events`), so
 	// delete it as soon as the read is over.
-	defer deleteOrdered(js, stream, cons)
+	defer deleteConsumer(js, stream, cons)
 	// A filter that matches nothing would make Next wait forever.
 	if info := cons.CachedInfo(); info != nil && info.NumPending == 0 {
 		return nil
@@ -259,10 +259,11 @@ func ReadFilteredFrom(ctx context.Context, js jetstream.JetStream, stream, filte
 	}
 }
 
-// deleteOrdered removes an ordered consumer once its reader is done, with
-// a context of its own: the reader's may be the one that ended. Should the
-// deletion fail, the consumer's inactive threshold removes it later.
-func deleteOrdered(js jetstream.JetStream, stream string, cons jetstream.Consumer) {
+// deleteConsumer removes a reader's consumer (an ordered one: the one it
+// holds now) once the reader is done, with a context of its own: the
+// reader's may be the one that ended. Should the deletion fail, the
+// consumer's inactive threshold removes it later.
+func deleteConsumer(js jetstream.JetStream, stream string, cons jetstream.Consumer) {
 	info := cons.CachedInfo()
 	if info == nil {
 		return
