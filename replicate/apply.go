@@ -616,30 +616,39 @@ func raws(evs []*eventlog.Event) [][]byte {
 	return out
 }
 
-// locate finds the local file of a session: one the tailer follows, or the
-// file a previous run created at the session's target path. A session let
-// go of learns there whether its file is the one it left (readAgain).
+// locate finds the local file of a session, s.file (nil if none). A
+// session let go of learns there whether its file is the one it left
+// (readAgain).
 func (r *Replicator) locate(s *sess) error {
-	for _, p := range r.tracker.FilesFor(s.sid) {
+	f, err := r.localFile(s.sid)
+	if err != nil {
+		return err
+	}
+	s.file = f
+	s.readAgain()
+	return nil
+}
+
+// localFile is the file of session sid here: one the tailer follows, or
+// the file a previous run created at the session's target path; nil if
+// none.
+func (r *Replicator) localFile(sid string) (*replica, error) {
+	for _, p := range r.tracker.FilesFor(sid) {
 		if f := r.files[p]; f != nil {
-			s.file = f
-			s.readAgain()
-			return nil
+			return f, nil
 		}
-		f, err := openReplica(p, s.sid)
+		f, err := openReplica(p, sid)
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, errOtherSession) {
 			continue
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		f.unchecked = r.startPos > 0
-		r.files[p], s.file = f, f
-		s.readAgain()
-		return nil
+		r.files[p] = f
+		return f, nil
 	}
-	s.readAgain()
-	return nil
+	return nil, nil
 }
 
 // writable takes from the queue, in order, the lines the file can take
