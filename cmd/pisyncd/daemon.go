@@ -535,6 +535,14 @@ const (
 // web.Server's guard).
 const httpIdleTimeout = time.Minute
 
+// httpServer is an HTTP server of h for a local listener: a request's
+// header within 5 s, an idle connection closed after httpIdleTimeout, the
+// server's own complaints in logger's log.
+func httpServer(h http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: httpIdleTimeout,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+}
+
 // Run runs the daemon's workers until ctx ends or one of them fails.
 func (d *Daemon) Run(ctx context.Context) error {
 	ctl, err := listenControl(d.cfg.StateDir)
@@ -639,16 +647,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 			fail(d.repl.Run(ctx))
 		}()
 	}
-	servers := []*http.Server{{Handler: d.controlHandler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: httpIdleTimeout, ErrorLog: slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn)}}
+	servers := []*http.Server{httpServer(d.controlHandler(), d.logger)}
 	lns := []net.Listener{ctl}
 	if httpLn != nil {
-		servers = append(servers, &http.Server{Handler: d.metricsHandler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: httpIdleTimeout, ErrorLog: slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn),
-			// The web view's event streams never end by themselves: its
-			// requests end with the daemon's context, so Shutdown does not
-			// wait for them.
-			BaseContext: func(net.Listener) context.Context { return ctx },
-			// Whose program sent the view's cookie (web.ConnContext).
-			ConnContext: web.ConnContext})
+		view := httpServer(d.metricsHandler(), d.logger)
+		// The web view's event streams never end by themselves: its
+		// requests end with the daemon's context, so Shutdown does not
+		// wait for them.
+		view.BaseContext = func(net.Listener) context.Context { return ctx }
+		// Whose program sent the view's cookie (web.ConnContext).
+		view.ConnContext = web.ConnContext
+		servers = append(servers, view)
 		lns = append(lns, httpLn)
 		u := "http://" + httpLn.Addr().String() + "/"
 		d.httpURL.Store(&u)

@@ -67,8 +67,7 @@ func serveHubHTTP(cfg *config.Hub, h *embedded.Server, logger *slog.Logger) (sto
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { answerHealth(w, hubUnhealthy(h), false) })
 	mux.Handle("GET /metrics", bearer(token, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: httpIdleTimeout,
-		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	srv := httpServer(mux, logger)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := srv.Serve(web.LimitListener(ln, hubHTTPConns, hubHTTPConns/2, webStall)); !errors.Is(err, http.ErrServerClosed) {
