@@ -26,19 +26,7 @@ import (
 func TestForwarderHoldsALineWaitingForABatch(t *testing.T) {
 	hubJS, ws, _ := hubAndLeafThrough(t, func(leaf string) string { return leaf })
 	ctx := context.Background()
-	// Another node's batches: a first message each, never committed.
-	for i := range 60 {
-		m := nats.NewMsg(eventlog.UpSubject("eve", "s-eve"))
-		m.Data = []byte("{}")
-		m.Header.Set("Nats-Batch-Id", fmt.Sprintf("eve-%d", i))
-		m.Header.Set("Nats-Batch-Sequence", "1")
-		if err := hubJS.Conn().PublishMsg(m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := hubJS.Conn().Flush(); err != nil {
-		t.Fatal(err)
-	}
+	holdEveryBatch(t, hubJS)
 
 	nc, local := localOn(t, ws, "w1")
 	if _, _, err := local.Publish(ctx, "s1", 0, []eventlog.Line{imageLine("img0", 0, 200<<10)}); err != nil {
@@ -81,5 +69,23 @@ func TestForwarderHoldsALineWaitingForABatch(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "paused") {
 		t.Errorf("forwarding was reported paused for a session that waits:\n%s", logs.String())
+	}
+}
+
+// holdEveryBatch opens as many atomic batches on PI_HUB as it allows, as
+// another node would: a first message each, never committed.
+func holdEveryBatch(t *testing.T, hubJS jetstream.JetStream) {
+	t.Helper()
+	for i := range 60 {
+		m := nats.NewMsg(eventlog.UpSubject("eve", "s-eve"))
+		m.Data = []byte("{}")
+		m.Header.Set("Nats-Batch-Id", fmt.Sprintf("eve-%d", i))
+		m.Header.Set("Nats-Batch-Sequence", "1")
+		if err := hubJS.Conn().PublishMsg(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := hubJS.Conn().Flush(); err != nil {
+		t.Fatal(err)
 	}
 }

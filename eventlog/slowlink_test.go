@@ -242,7 +242,7 @@ func TestForwarderOverSlowUplink(t *testing.T) {
 
 // localOn connects to srv and opens node's PI_LOCAL on it, both closed
 // with the test.
-func localOn(t *testing.T, srv *embedded.Server, node string) (*nats.Conn, *eventlog.Local) {
+func localOn(t testing.TB, srv *embedded.Server, node string) (*nats.Conn, *eventlog.Local) {
 	t.Helper()
 	nc, err := srv.Connect()
 	if err != nil {
@@ -259,7 +259,7 @@ func localOn(t *testing.T, srv *embedded.Server, node string) (*nats.Conn, *even
 // runWatchingForwarder runs a forwarder of local over nc that watches ws's
 // hub link, until the test ends (a Run error fails it), and returns it
 // with its log.
-func runWatchingForwarder(t *testing.T, ws *embedded.Server, nc *nats.Conn, local *eventlog.Local) (*eventlog.Forwarder, *testenv.LogBuffer) {
+func runWatchingForwarder(t testing.TB, ws *embedded.Server, nc *nats.Conn, local *eventlog.Local) (*eventlog.Forwarder, *testenv.LogBuffer) {
 	t.Helper()
 	ctx := context.Background()
 	state, err := eventlog.OpenState(ctx, local.JetStream())
