@@ -443,14 +443,16 @@ func (f *Forwarder) read(ctx context.Context, p *Pump, asm *Assemblers, handled 
 }
 
 // forward publishes each session's lines to its hub subject after what the
-// hub already holds. A session in held is skipped; one whose line needs a
-// batch the hub refuses is added to held after its lines before that line.
+// hub already holds, many sessions in one batch (forwardgroup.go). A
+// session in held is skipped; one whose line needs a batch the hub refuses
+// is added to held after its lines before that line.
 func (f *Forwarder) forward(ctx context.Context, window map[string][]Line, held map[string]bool) error {
 	if f.crypt != nil {
 		if err := f.crypt.lookAtHub(HubKeys(ctx, f.hub).Count); err != nil {
 			return fmt.Errorf("forwarder: whether the team encrypts: %w", err)
 		}
 	}
+	var sends []send
 	for subj, lines := range window {
 		_, sid, err := ParseSubject(subj)
 		if err != nil {
@@ -488,24 +490,32 @@ func (f *Forwarder) forward(ctx context.Context, window map[string][]Line, held 
 				}
 			}
 		}
-		hubSeq, n, err := f.publish(ctx, up, pos.hubSeq, out)
-		if n > 0 {
-			f.up[up] = upPos{hubSeq: hubSeq, srcSeq: lines[i+n-1].SrcSeq}
-			f.mark = hubMark{seq: hubSeq, node: f.local.Node, src: lines[i+n-1].SrcSeq}
-			f.forwarded.Add(int64(n))
+		sends = append(sends, send{up: up, lines: lines[i:], out: out})
+	}
+	return f.sendAll(ctx, sends, held)
+}
+
+// sent records that the first n lines of s are on the hub, the last at
+// sequence hubSeq, and handles err, why the rest are not: a session whose
+// line needs a batch the hub refuses is held, any other error ends the
+// window.
+func (f *Forwarder) sent(s *send, hubSeq uint64, n int, err error, held map[string]bool) error {
+	if n > 0 {
+		f.up[s.up] = upPos{hubSeq: hubSeq, srcSeq: s.lines[n-1].SrcSeq}
+		f.mark = hubMark{seq: hubSeq, node: f.local.Node, src: s.lines[n-1].SrcSeq}
+		f.forwarded.Add(int64(n))
+	}
+	switch {
+	case errors.Is(err, errNoBatch):
+		// The other sessions need not wait for this one.
+		held[s.up] = true
+		f.logger.Debug("forwarder: a session's lines wait for the hub to take a batch", "subject", s.up, "err", err)
+	case err != nil:
+		delete(f.up, s.up) // re-read the hub's position next time
+		if isShareFull(err) {
+			return fmt.Errorf("forwarder: %s: %w (%s)", s.up, err, shareFullHint)
 		}
-		switch {
-		case errors.Is(err, errNoBatch):
-			// The other sessions need not wait for this one.
-			held[up] = true
-			f.logger.Debug("forwarder: a session's lines wait for the hub to take a batch", "subject", up, "err", err)
-		case err != nil:
-			delete(f.up, up) // re-read the hub's position next time
-			if isShareFull(err) {
-				return fmt.Errorf("forwarder: %s: %w (%s)", up, err, shareFullHint)
-			}
-			return fmt.Errorf("forwarder: %s: %w", up, err)
-		}
+		return fmt.Errorf("forwarder: %s: %w", s.up, err)
 	}
 	return nil
 }
@@ -530,18 +540,31 @@ func (f *Forwarder) publish(ctx context.Context, up string, last uint64, out []L
 	seq, n, err := f.pub.Publish(ctx, up, last, out)
 	switch {
 	case err != nil && isBatchRefused(err):
-		f.batchAgain = time.Now().Add(batchRetry)
-		if !f.noBatch {
-			f.noBatch = true
-			f.logger.Warn("forwarder: the hub takes no batch; lines go one by one, and a line of several chunks waits",
-				"err", err, "hint", "the hub refuses a batch while PI_HUB has as many open as nats-server allows, which one node can hold (docs/SECURITY.md), and drops one whose messages come too slowly")
-		}
+		f.batchRefused(err)
 		return f.publishWithoutBatch(ctx, up, seq, out, n, err)
-	case err == nil && f.noBatch && needsBatch(out):
+	case err == nil && needsBatch(out):
+		f.batchTaken()
+	}
+	return seq, n, err
+}
+
+// batchRefused notes that the hub refused a batch (err says how): lines go
+// one by one, and the next batch is sent batchRetry later.
+func (f *Forwarder) batchRefused(err error) {
+	f.batchAgain = time.Now().Add(batchRetry)
+	if !f.noBatch {
+		f.noBatch = true
+		f.logger.Warn("forwarder: the hub takes no batch; lines go one by one, and a line of several chunks waits",
+			"err", err, "hint", "the hub refuses a batch while PI_HUB has as many open as nats-server allows, which one node can hold (docs/SECURITY.md), and drops one whose messages come too slowly")
+	}
+}
+
+// batchTaken notes that the hub took a batch.
+func (f *Forwarder) batchTaken() {
+	if f.noBatch {
 		f.noBatch = false
 		f.logger.Info("forwarder: the hub takes batches again")
 	}
-	return seq, n, err
 }
 
 // publishWithoutBatch publishes out[done:] one by one after last, up to a
