@@ -159,11 +159,28 @@ const repeatWindow = time.Minute
 // is over go, and if none has, nothing more is held back.
 const maxRepeats = 256
 
-var digitRuns = regexp.MustCompile(`[0-9]+`)
+var (
+	words     = regexp.MustCompile(`[A-Za-z0-9_-]+`)
+	digitRuns = regexp.MustCompile(`[0-9]+`)
+)
+
+// likeness is what messages alike have in common: msg with the digits of
+// its numbers made alike. A word beginning with a letter is a name and
+// kept whole: the hub names each workstation's leaf connection, and ws1
+// to ws18 connecting were logged as ws1 alone, 17 more "like it".
+func likeness(msg string) string {
+	return words.ReplaceAllStringFunc(msg, func(w string) string {
+		if c := w[0]; c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c == '_' {
+			return w
+		}
+		return digitRuns.ReplaceAllLiteralString(w, "#")
+	})
+}
 
 // repeats counts the messages like one another that the server logs.
-// Messages are alike when they differ only in their digits: the server
-// names a connection by its address, port and id, new at every try.
+// Messages are alike when they differ only in the digits of their numbers
+// (likeness): the server names a connection by its address, port and id,
+// new at every try.
 type repeats struct {
 	mu   sync.Mutex
 	seen map[string]*repeat
@@ -177,7 +194,7 @@ type repeat struct {
 // note reports whether msg is to be logged at now, and how many like it
 // were held back since the last one logged.
 func (r *repeats) note(msg string, now time.Time) (held int, log bool) {
-	key := digitRuns.ReplaceAllLiteralString(msg, "#")
+	key := likeness(msg)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if p := r.seen[key]; p != nil {

@@ -39,7 +39,7 @@ func TestLoggerLevelsAndFatal(t *testing.T) {
 }
 
 // TestRepeatsHeldBack: a message like one logged within the last minute
-// (the same but for its digits: a connection's port and id) is counted,
+// (the same but for the digits of its numbers: a connection's port and id) is counted,
 // not logged, and the first like it after the minute says how many there
 // were. Before, a leaf connection the hub refused logged its error every
 // second on both sides, for as long as it was refused.
@@ -69,6 +69,12 @@ func TestRepeatsHeldBack(t *testing.T) {
 	}
 	if _, ok := r.note(expired(8, t0.Add(time.Second)), t0.Add(time.Second)); ok {
 		t.Fatal("the handshake error of the next attempt logged again")
+	}
+	// Names are not numbers: each workstation's connection is logged.
+	for _, name := range []string{"ws1", "ws2", "ws-1", "ws-2"} {
+		if _, ok := r.note(fmt.Sprintf("127.0.0.1:%d - lid:%d - Leafnode connection created  %s", 40000+len(name), len(name), name), t0.Add(time.Second)); !ok {
+			t.Fatalf("%s's leaf connection held back as like another's", name)
+		}
 	}
 	if n, ok := r.note(refused(60000), t0.Add(repeatWindow)); !ok || n != 58 {
 		t.Fatalf("after the minute: %d %v, want 58 held back", n, ok)
