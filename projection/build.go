@@ -19,8 +19,9 @@ type value struct {
 }
 
 // buildViews computes every value of the session from its tree and
-// catalog entry, each with its hash under seed.
-func (s *sessionState) buildViews(seed maphash.Seed, nm *names) ([]value, int) {
+// catalog entry, each with its hash under seed; mapCwd is
+// Options.MapCwd.
+func (s *sessionState) buildViews(seed maphash.Seed, nm *names, mapCwd func(string) string) ([]value, int) {
 	t := s.tree
 	src := s.src()
 	var out []value
@@ -105,7 +106,7 @@ func (s *sessionState) buildViews(seed maphash.Seed, nm *names) ([]value, int) {
 
 	// The catalog entry last: it carries the applied sequences, so once
 	// it is written everything before it is.
-	s.refreshCatalog(&cv, nm)
+	s.refreshCatalog(&cv, nm, mapCwd)
 	s.cat.CtxPages = cv.Pages
 	// Session text stays out of the bucket: a purged value's bytes
 	// outlive an erase in the bucket stream's blocks (firstmessage.go).

@@ -56,7 +56,7 @@ func TestCatalogFirstMessageAndFork(t *testing.T) {
 			s.tree = session.NewTree()
 			for k, line := range c.lines {
 				s.appendLine(&eventlog.Event{Stream: "S", Seq: uint64(k + 1), Raw: []byte(line)})
-				s.refreshCatalog(nil, &names{}) // incrementally, after each line
+				s.refreshCatalog(nil, &names{}, nil) // incrementally, after each line
 			}
 			if s.cat.FirstMessage != c.first {
 				t.Errorf("first message %q, want %q", s.cat.FirstMessage, c.first)

@@ -337,7 +337,7 @@ func (w *Worker) writeViews(ctx context.Context, s *sessionState, pipe *kvPipe) 
 		}
 	}
 	oldPages := s.cat.CtxPages
-	vals, pages := s.buildViews(w.viewSeed, &w.names)
+	vals, pages := s.buildViews(w.viewSeed, &w.names, w.opts.MapCwd)
 	for _, v := range vals {
 		if s.written.get(v.slot) == v.hash {
 			continue

@@ -88,7 +88,7 @@ func TestApplySharesNodeAndStream(t *testing.T) {
 		s := newSessionState(sid)
 		s.tree = session.NewTree()
 		s.apply(ev, &nm, false)
-		s.refreshCatalog(nil, &nm)
+		s.refreshCatalog(nil, &nm, nil)
 		if sameMemory(s.cat.Nodes[0], ev.Node) || sameMemory(s.cat.Src[0].Stream, ev.Stream) || sameMemory(s.cat.Files[0].Node, ev.Node) {
 			t.Fatalf("%s keeps its event's memory", sid)
 		}

@@ -29,7 +29,7 @@ func TestPagesMemoMatchesScratch(t *testing.T) {
 		}
 		k := s.keep()
 		before := slices.Clone(k.pages)
-		memo, _ := s.buildViews(w.viewSeed, &w.names)
+		memo, _ := s.buildViews(w.viewSeed, &w.names, nil)
 		for p := range min(len(before), len(k.pages)) {
 			if before[p].same(k.pages[p]) {
 				reused++
@@ -37,7 +37,7 @@ func TestPagesMemoMatchesScratch(t *testing.T) {
 		}
 		kept := k.pages
 		k.pages = nil
-		scratch, _ := s.buildViews(w.viewSeed, &w.names)
+		scratch, _ := s.buildViews(w.viewSeed, &w.names, nil)
 		k.pages = kept
 		if len(memo) != len(scratch) {
 			t.Fatalf("%s: %d values, %d from scratch", step, len(memo), len(scratch))

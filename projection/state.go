@@ -37,6 +37,9 @@ type sessionState struct {
 	// bucket), so Catalog lists it. A session first seen while views are
 	// held back (Options.WriteAfter) has events applied but no entry yet.
 	listed bool
+	// headerRemote: the tree's header came from PI_ALL, another
+	// machine's, whose cwd is mapped here (Options.MapCwd).
+	headerRemote bool
 }
 
 // treeKept is what a session keeps beside its loaded tree and drops with
@@ -205,14 +208,21 @@ func (s *sessionState) appendLine(ev *eventlog.Event) {
 
 // appendParsed feeds the tree one parsed line.
 func (s *sessionState) appendParsed(ev *eventlog.Event, l session.Line) {
+	had := s.tree.Header() != nil
 	if err := s.tree.Append(l, makeRef(ev.Stream, ev.Seq)); err != nil && s.err == nil {
 		s.err = err
+	}
+	if !had && s.tree.Header() != nil {
+		// PI_ALL holds other machines' lines only (Options.Node).
+		s.headerRemote = ev.Stream == eventlog.AllStream
 	}
 	s.keep().locs.add(ev)
 }
 
-// refreshCatalog copies what the tree knows into the catalog entry.
-func (s *sessionState) refreshCatalog(ctxView *ContextView, nm *names) {
+// refreshCatalog copies what the tree knows into the catalog entry: the
+// cwd as mapCwd makes it when the header came from another machine (and
+// mapCwd is set).
+func (s *sessionState) refreshCatalog(ctxView *ContextView, nm *names, mapCwd func(string) string) {
 	c, t := &s.cat, s.tree
 	s.listed = true
 	c.Entries, c.Messages = t.Len(), t.MessageCount
@@ -221,13 +231,18 @@ func (s *sessionState) refreshCatalog(ctxView *ContextView, nm *names) {
 	if name, ok, err := t.Name(); err == nil && ok {
 		c.Name = session.ToWellFormed(name)
 	}
-	if c.Created == "" && c.Cwd == "" && t.Header() != nil {
+	// Read from the header once a process, as its parentSession is: a
+	// catalog entry written before its cwd was mapped here gets it then.
+	if (c.Created == "" && c.Cwd == "" || !s.parentRead) && t.Header() != nil {
 		var h struct {
 			Cwd       any `json:"cwd"`
 			Timestamp any `json:"timestamp"`
 		}
 		json.Unmarshal(t.Header(), &h)
 		cwd, _ := h.Cwd.(string)
+		if s.headerRemote && mapCwd != nil && cwd != "" {
+			cwd = mapCwd(cwd)
+		}
 		c.Cwd = nm.get(cwd)
 		if ts, ok := h.Timestamp.(string); ok {
 			c.Created = ts

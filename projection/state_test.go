@@ -19,7 +19,7 @@ func TestCatalogNameLoneSurrogate(t *testing.T) {
 	} {
 		s.appendLine(&eventlog.Event{Stream: "S", Seq: uint64(k + 1), Raw: []byte(line)})
 	}
-	s.refreshCatalog(nil, &names{})
+	s.refreshCatalog(nil, &names{}, nil)
 	if want := "x\uFFFD"; s.cat.Name != want {
 		t.Errorf("catalog name %q, want %q", s.cat.Name, want)
 	}

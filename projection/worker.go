@@ -49,6 +49,11 @@ type Options struct {
 	// them where the catalog still has the path of the last line applied
 	// (a file moved or renamed, which publishes no line).
 	LocalFiles func(sid string) []string
+	// MapCwd, when set, is the cwd here of a session begun on another
+	// machine (PISYNC_PATH_MAP, which the replicator applies to the
+	// header it writes): the catalog's cwd is the one this machine's
+	// file holds. Unset, it is the cwd the session's header says.
+	MapCwd func(cwd string) string
 	// SessionsDir is the sessions root the tailer reads (the root of
 	// Pi-File). A context query reads this machine's own lines there, each
 	// checked against its event's sha-256, before it asks the store

@@ -464,8 +464,13 @@ func (d *Daemon) build(ctx context.Context) error {
 	var err error
 	d.tailer = watch.New(d.log, topts)
 	bodies, readAhead := projectionBudget(int64(d.cfg.MemoryBudget))
+	var mapCwd func(string) string
+	if pm, err := replicate.ParsePathMap(d.cfg.PathMap); err == nil && !pm.Empty() {
+		mapCwd = pm.Map // as the replicator maps the headers it writes
+	}
 	d.proj, err = projection.New(d.nc, projection.Options{
 		Node: d.cfg.NodeID, All: len(d.cfg.HubURLs) > 0, Rules: d.cfg.RuleSet(), Live: d.cfg.Listen != "",
+		MapCwd:       mapCwd,
 		Logger:       d.logger.With("component", "projection"),
 		MaxBodyBytes: bodies, ReadAhead: readAhead, SessionsDir: d.cfg.SessionsDir,
 		LocalFiles:      d.tailer.RelFilesFor,

@@ -58,6 +58,17 @@ func TestReplicationRoundTrip(t *testing.T) {
 		t.Errorf("replica folder mode %v, want 0700", st.Mode())
 	}
 
+	// Each lists the session with the cwd its own file holds.
+	for s, want := range map[*station]string{a: "/Users/ann/proj", b: "/home/ann/proj"} {
+		waitUntil(t, 30*time.Second, func() (bool, string) {
+			cat, err := s.d.proj.Catalog(t.Context())
+			if err != nil || len(cat) != 1 {
+				return false, fmt.Sprintf("%s's catalog: %v %+v", s.name, err, cat)
+			}
+			return cat[0].Cwd == want, fmt.Sprintf("%s lists the session in %q, want %q", s.name, cat[0].Cwd, want)
+		})
+	}
+
 	// B continues the session; A receives it.
 	appendLine(t, bPath, msgLine("e3", "e2", "continued on B"))
 	waitUntil(t, 30*time.Second, func() (bool, string) {

@@ -52,8 +52,8 @@ func newWeb(d *Daemon) (*web.Server, error) {
 
 // locateSession finds this machine's copy of a session, the file `pi
 // --session` opens here: this node's own file, else where the replicator
-// puts another machine's session (the cwd mapped, the origin's file
-// name), else whatever file under the sessions dir holds its header (a
+// puts another machine's session (in the folder of its cwd here, the
+// origin's file name), else whatever file under the sessions dir holds its header (a
 // walk: a copy may have any name).
 func locateSession(root, node string, pm replicate.PathMap, c projection.CatalogEntry) (string, error) {
 	var candidates []string
@@ -61,8 +61,17 @@ func locateSession(root, node string, pm replicate.PathMap, c projection.Catalog
 		candidates = append(candidates, filepath.Join(root, filepath.FromSlash(f)))
 	}
 	if c.Cwd != "" {
-		for _, f := range c.Files {
-			candidates = append(candidates, filepath.Join(root, replicate.CwdFolder(pm.Map(c.Cwd)), filepath.Base(filepath.FromSlash(f.File))))
+		// The catalog's cwd is mapped here already (projection's
+		// MapCwd), unless its entry was written before it was, and
+		// not read again since.
+		cwds := []string{c.Cwd}
+		if m := pm.Map(c.Cwd); m != c.Cwd {
+			cwds = append(cwds, m)
+		}
+		for _, cwd := range cwds {
+			for _, f := range c.Files {
+				candidates = append(candidates, filepath.Join(root, replicate.CwdFolder(cwd), filepath.Base(filepath.FromSlash(f.File))))
+			}
 		}
 	}
 	for _, p := range candidates {
