@@ -113,7 +113,8 @@ type ForwarderStats struct {
 	// Through is PI_LOCAL's sequence up to which the hub holds every
 	// message of this machine's; Unsent, the messages after it (set by
 	// the daemon, which knows PI_LOCAL's last): 0 means everything written
-	// here is on the hub, so the machine may go offline.
+	// here is on the hub, so the machine may go offline; -1 that the
+	// store did not say (status's streamError says why).
 	Through uint64 `json:"onHubThroughSeq"`
 	Unsent  int64  `json:"unsentMessages"`
 	// NotOwn counts the hub positions not taken because the last line

@@ -164,6 +164,26 @@ type Status struct {
 // answer anyway.
 const streamInfoTimeout = time.Second
 
+// unsent is how many messages PI_LOCAL holds after through, the
+// forwarder's position, of info, its state; -1 when infoErr says the store
+// did not answer. It was 0 then (a probe under a load of 10, where the
+// stream's info took longer than streamInfoTimeout), and 0 says
+// everything written here is on the hub, so the machine may go offline.
+func (d *Daemon) unsent(ctx context.Context, info eventlog.Info, infoErr error, through uint64) int64 {
+	switch {
+	case infoErr != nil:
+		return -1
+	case info.LastSeq <= through:
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(ctx, streamInfoTimeout)
+	defer cancel()
+	if n, err := d.log.After(ctx, through, info); err == nil {
+		return int64(n)
+	}
+	return int64(info.LastSeq - through) // at most
+}
+
 func (d *Daemon) status(ctx context.Context) (Status, error) {
 	ictx, cancel := context.WithTimeout(ctx, streamInfoTimeout)
 	info, err := d.log.Info(ictx)
@@ -209,15 +229,7 @@ func (d *Daemon) status(ctx context.Context) (Status, error) {
 	}
 	if d.fwd != nil {
 		fs, ds, rs := d.fwd.Stats(), d.dl.Stats(), d.repl.Stats()
-		if err == nil && info.LastSeq > fs.Through {
-			ictx, cancel := context.WithTimeout(ctx, streamInfoTimeout)
-			if n, aerr := d.log.After(ictx, fs.Through, info); aerr == nil {
-				fs.Unsent = int64(n)
-			} else {
-				fs.Unsent = int64(info.LastSeq - fs.Through) // at most
-			}
-			cancel()
-		}
+		fs.Unsent = d.unsent(ctx, info, err, fs.Through)
 		st.HubURLs, st.Forwarder, st.Downloader, st.Replicator = redact.URLs(d.cfg.HubURLs), &fs, &ds, &rs
 		linked := d.srv.HubLinked()
 		st.HubLinked, st.HubPeer = &linked, d.srv.HubPeer()

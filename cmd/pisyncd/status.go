@@ -196,6 +196,8 @@ func printStatus(stdout io.Writer, st *Status) error {
 		row("lines forwarded to the hub", st.Forwarder.Forwarded)
 		storeFailing := st.Store != nil && st.Store.State != embedded.StoreOK
 		switch n := st.Forwarder.Unsent; {
+		case n < 0:
+			row("not yet on the hub", "unknown: this machine's store did not answer (the stream error above)")
 		case n > 0:
 			row("not yet on the hub", fmt.Sprintf("%d messages written here (%s)", n, why))
 		case storeFailing || st.FilesRetrying > 0:
