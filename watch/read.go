@@ -59,25 +59,30 @@ const (
 // Publish then stores it as two atomic batches.
 func batchFull(lines, bytes int) bool { return lines >= flushLines || bytes >= flushBytes }
 
-// countingFile counts the bytes read from a session file.
+// countingFile counts the bytes read from a session file: the tailer's
+// count, and its worker's (slow.go).
 type countingFile struct {
-	f *os.File
-	n *atomic.Int64
+	f       *os.File
+	n, mine *atomic.Int64
 }
 
 func (c countingFile) Read(b []byte) (int, error) {
 	n, err := c.f.Read(b)
 	c.n.Add(int64(n))
+	c.mine.Add(int64(n))
 	return n, err
 }
 
 func (c countingFile) ReadAt(b []byte, off int64) (int, error) {
 	n, err := c.f.ReadAt(b, off)
 	c.n.Add(int64(n))
+	c.mine.Add(int64(n))
 	return n, err
 }
 
-func (w *worker) counted(fh *os.File) countingFile { return countingFile{f: fh, n: &w.t.bytesRead} }
+func (w *worker) counted(fh *os.File) countingFile {
+	return countingFile{f: fh, n: &w.t.bytesRead, mine: &w.bytesRead}
+}
 
 // read handles the complete lines from f.offset to the end of the file.
 func (w *worker) read(ctx context.Context, f *file, fh *os.File) error {

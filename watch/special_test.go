@@ -256,7 +256,7 @@ func TestSlowFileNamed(t *testing.T) {
 		return len(st.SlowFiles) == 1 && st.SlowFiles[0].File == "--p--/slow.jsonl", fmt.Sprintf("slow files %+v", st.SlowFiles)
 	})
 	waitFor(t, 10*time.Second, func() (bool, string) {
-		return strings.Count(logs.String(), "a session file has been read for long") == 1 && strings.Contains(logs.String(), "file=--p--/slow.jsonl"), logs.String()
+		return strings.Count(logs.String(), "level=WARN msg=\"a session file has been read for long") == 1 && strings.Contains(logs.String(), "file=--p--/slow.jsonl"), logs.String()
 	})
 	close(release)
 	n.waitLines("slow", []string{header("slow"), entry("e1", "", "slow")})
@@ -265,5 +265,26 @@ func TestSlowFileNamed(t *testing.T) {
 	}
 	if c := strings.Count(logs.String(), "a session file has been read for long"); c != 1 {
 		t.Errorf("named %d times, want once:\n%s", c, logs.String())
+	}
+}
+
+// TestSlowReadMovesOn: a long read that takes megabytes a second is a
+// large session being read (pi wrote 58 MB in seconds, and its read took
+// 13 s: a warning told its user to move the file out); one that takes next
+// to nothing is one that does not answer.
+func TestSlowReadMovesOn(t *testing.T) {
+	for _, c := range []struct {
+		read int64
+		took time.Duration
+		want bool
+	}{
+		{58 << 20, 13 * time.Second, true},
+		{0, 13 * time.Second, false},
+		{1 << 20, 10 * time.Second, false},
+		{20 << 20, 10 * time.Second, true},
+	} {
+		if got := movesOn(c.read, c.took); got != c.want {
+			t.Errorf("movesOn(%d bytes, %v) = %v, want %v", c.read, c.took, got, c.want)
+		}
 	}
 }

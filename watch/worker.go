@@ -26,6 +26,8 @@ type worker struct {
 	retry map[string]retryState
 	// on is the file being handled now (slow.go); nil between files.
 	on atomic.Pointer[reading]
+	// bytesRead counts what this worker read from files (slow.go).
+	bytesRead atomic.Int64
 	// malformed holds back the warning of a file's malformed lines to one
 	// a minute (malformedWarn).
 	malformed map[string]malformedLog

@@ -111,7 +111,7 @@ func printStatus(stdout io.Writer, st *Status) error {
 		row("folders not readable", st.Tailer.UnreadableFolders)
 	}
 	for _, f := range st.Tailer.SlowFiles {
-		row("file read for long", fmt.Sprintf("%s, for %gs: the files of its worker wait for it (a huge file, or a network mount that does not answer)", cli.TerminalSafe(f.File), f.Seconds))
+		row("file read for long", fmt.Sprintf("%s, for %gs, %d bytes read: the files of its worker wait for it (a huge file, or a network mount that does not answer)", cli.TerminalSafe(f.File), f.Seconds, f.BytesRead))
 	}
 	if st.Tailer.UnwatchedFolders > 0 {
 		row("folders not watched", fmt.Sprintf("%d (their lines are found by the rescans, every PISYNC_RESCAN_INTERVAL; the log says which limit to raise)", st.Tailer.UnwatchedFolders))
