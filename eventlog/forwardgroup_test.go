@@ -158,7 +158,7 @@ func TestForwarderGroupsSessions(t *testing.T) {
 // holds every one PI_HUB may have open), many sessions' lines go to the
 // hub one by one, each once, in order.
 func TestForwarderGroupRefused(t *testing.T) {
-	hubJS, ws, _ := hubAndLeafThrough(t, func(leaf string) string { return leaf })
+	hubJS, ws, _ := hubAndLeaf(t)
 	holdEveryBatch(t, hubJS)
 	nc, local := localOn(t, ws, "w1")
 	const sessions = 20
