@@ -53,8 +53,8 @@ func newWeb(d *Daemon) (*web.Server, error) {
 // locateSession finds this machine's copy of a session, the file `pi
 // --session` opens here: this node's own file, else where the replicator
 // puts another machine's session (in the folder of its cwd here, the
-// origin's file name), else whatever file under the sessions dir holds its header (a
-// walk: a copy may have any name).
+// origin's file name), else whatever file under the sessions dir holds its
+// header (a walk: a copy may have any name).
 func locateSession(root, node string, pm replicate.PathMap, c projection.CatalogEntry) (string, error) {
 	var candidates []string
 	if f := c.Files.Get(node); f != "" {
