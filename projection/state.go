@@ -38,8 +38,9 @@ type sessionState struct {
 	// held back (Options.WriteAfter) has events applied but no entry yet.
 	listed bool
 	// headerRemote: the tree's header came from PI_ALL, another
-	// machine's, whose cwd is mapped here (Options.MapCwd).
-	headerRemote bool
+	// machine's, whose cwd is mapped here (Options.MapCwd); cwdRead: the
+	// catalog's cwd was read from the header (once a process).
+	headerRemote, cwdRead bool
 }
 
 // treeKept is what a session keeps beside its loaded tree and drops with
@@ -231,9 +232,11 @@ func (s *sessionState) refreshCatalog(ctxView *ContextView, nm *names, mapCwd fu
 	if name, ok, err := t.Name(); err == nil && ok {
 		c.Name = session.ToWellFormed(name)
 	}
-	// Read from the header once a process, as its parentSession is: a
-	// catalog entry written before its cwd was mapped here gets it then.
-	if (c.Created == "" && c.Cwd == "" || !s.parentRead) && t.Header() != nil {
+	// Read from the header once a process (cwdRead), as its
+	// parentSession is: a catalog entry written before its cwd was mapped
+	// here gets it then.
+	if !s.cwdRead && t.Header() != nil {
+		s.cwdRead = true
 		var h struct {
 			Cwd       any `json:"cwd"`
 			Timestamp any `json:"timestamp"`
