@@ -130,7 +130,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 		}
 		return true
 	}
-	if scheme, bearer, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") && s.tokenIs(bearer) { // the scheme in any case (RFC 9110)
+	if s.tokenIs(BearerToken(r)) {
 		return true
 	}
 	if s.tokenIs(r.Header.Get(TokenHeader)) {
@@ -151,6 +151,15 @@ func cookieValue(token string) string {
 	m := hmac.New(sha256.New, []byte(token))
 	m.Write([]byte("pisyncd web cookie"))
 	return hex.EncodeToString(m.Sum(nil))
+}
+
+// BearerToken is the token r carries as "Authorization: Bearer TOKEN",
+// the scheme in any case (RFC 9110); "" if none.
+func BearerToken(r *http.Request) string {
+	if scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+		return token
+	}
+	return ""
 }
 
 // tokenIs reports whether got is the token, in constant time.

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -100,14 +99,8 @@ func hubUnhealthy(h *embedded.Server) string {
 // bearer lets through only a request that carries token as its bearer
 // token.
 func bearer(token string, next http.Handler) http.Handler {
-	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := r.Header.Get("Authorization")
-		// The scheme in any case (RFC 9110).
-		if len(got) > 7 && strings.EqualFold(got[:7], "bearer ") {
-			got = "Bearer " + got[7:]
-		}
-		if subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+		if subtle.ConstantTimeCompare([]byte(web.BearerToken(r)), []byte(token)) != 1 {
 			w.Header().Set("Connection", "close")
 			w.Header().Set("WWW-Authenticate", `Bearer realm="pisyncd-hub"`)
 			http.Error(w, "hub metrics: send the token of the hub's state dir file "+hubMetricsTokenFile+" as a bearer token (Authorization: Bearer TOKEN; Prometheus: authorization.credentials_file)", http.StatusUnauthorized)
