@@ -535,7 +535,7 @@ const shareFullHint = "the team's share of the hub's store is full: its operator
 // (errNoBatch); the next batch is sent batchRetry later, not at every
 // retry, which sent an image's bytes again each time.
 func (f *Forwarder) publish(ctx context.Context, up string, last uint64, out []Line) (uint64, int, error) {
-	if f.noBatch && needsBatch(out) && time.Now().Before(f.batchAgain) {
+	if needsBatch(out) && f.refusesBatches() {
 		return f.publishWithoutBatch(ctx, up, last, out, 0, errors.New("the hub refused the last batch"))
 	}
 	seq, n, err := f.pub.Publish(ctx, up, last, out)
@@ -558,6 +558,12 @@ func (f *Forwarder) batchRefused(err error) {
 		f.logger.Warn("forwarder: the hub takes no batch; lines go one by one, and a line of several chunks waits",
 			"err", err, "hint", "the hub refuses a batch while PI_HUB has as many open as nats-server allows, which one node can hold (docs/SECURITY.md), and drops one whose messages come too slowly")
 	}
+}
+
+// refusesBatches reports whether the hub refused the last batch sent, less
+// than batchRetry ago: until then nothing is sent as a batch.
+func (f *Forwarder) refusesBatches() bool {
+	return f.noBatch && time.Now().Before(f.batchAgain)
 }
 
 // batchTaken notes that the hub took a batch.

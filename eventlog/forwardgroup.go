@@ -3,7 +3,6 @@ package eventlog
 import (
 	"context"
 	"fmt"
-	"time"
 )
 
 // Forwarding many sessions at once. A machine writing many sessions at
@@ -66,7 +65,7 @@ func pack(sends []send) (n int, worth bool) {
 // one batch when there are several, it is worth one and the hub takes
 // batches; otherwise, or when the hub refused it, a session at a time.
 func (f *Forwarder) sendGroup(ctx context.Context, group []send, worth bool, held map[string]bool) error {
-	if len(group) > 1 && worth && !(f.noBatch && time.Now().Before(f.batchAgain)) {
+	if len(group) > 1 && worth && !f.refusesBatches() {
 		groups := make([]Group, len(group))
 		for i := range group {
 			// PublishGroups' sessions here are hub subjects (sameSubject).
